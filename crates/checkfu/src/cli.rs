@@ -1,0 +1,123 @@
+//! The command line: `checkfu up`, `checkfu serve`.
+
+use crate::config::FileConfig;
+use crate::node::{Node, NodeOptions};
+use crate::roles::Role;
+use anyhow::Context;
+use checkfu_store::Location;
+use clap::{Parser, Subcommand};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(name = "checkfu", version, about = "Checkfu: a governed managed-agents platform")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every role in one process with embedded defaults (SQLite, the
+    /// in-process bus, the scripted model).
+    Up {
+        #[arg(long, default_value = ".checkfu")]
+        data_dir: PathBuf,
+        #[arg(long, default_value = "127.0.0.1:7420")]
+        listen: String,
+    },
+    /// Run the named roles, reaching the others over gRPC.
+    Serve {
+        /// Comma-separated roles, e.g. `gateway,sessions` (or `all`).
+        #[arg(long)]
+        roles: String,
+        #[arg(long)]
+        config: PathBuf,
+        /// Overrides `listen` from the config file.
+        #[arg(long)]
+        listen: Option<String>,
+    },
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(t) => t,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+async fn run_until_signal(node: Node) {
+    wait_for_signal().await;
+    tracing::info!("shutting down: draining in-flight requests");
+    node.stop().await;
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Up { data_dir, listen } => {
+            let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("binding {listen}"))?;
+            let key_file = data_dir.join("admin.key");
+            let opts = NodeOptions {
+                roles: Role::ALL.into_iter().collect(),
+                storage: Location::SqliteDir(data_dir.clone()),
+                remotes: BTreeMap::new(),
+                bootstrap_key_file: Some(key_file.clone()),
+                embedded: true,
+                runner: checkfu_runner::RunnerConfig::default(),
+            };
+            let node = Node::start(listener, opts).await?;
+            println!("Checkfu is up: API base URL http://{}/v1", node.addr);
+            match &node.bootstrap {
+                Some(b) => println!(
+                    "Bootstrapped: admin principal {} in environment {}; admin API key written to {}",
+                    b.admin_principal_id,
+                    b.environment_id,
+                    b.key_file.display()
+                ),
+                None => println!(
+                    "Existing installation in {}; the admin API key is in {} (if you kept it)",
+                    data_dir.display(),
+                    key_file.display()
+                ),
+            }
+            run_until_signal(node).await;
+            Ok(())
+        }
+        Command::Serve { roles, config, listen } => {
+            let roles = Role::parse_set(&roles)?;
+            let file = FileConfig::load(&config)?;
+            let listen = listen.or(file.listen.clone()).unwrap_or_else(|| "0.0.0.0:7420".into());
+            let storage = std::env::var("CHECKFU_DATABASE_URL").ok().or(file.storage.clone()).unwrap_or_else(|| ".checkfu".into());
+            let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("binding {listen}"))?;
+            let role_names = roles.iter().map(|r| r.name()).collect::<Vec<_>>().join(",");
+            let opts = NodeOptions {
+                storage: Location::parse(&storage),
+                remotes: file.remotes()?,
+                bootstrap_key_file: file.bootstrap_key_file.clone(),
+                embedded: false,
+                runner: checkfu_runner::RunnerConfig::default(),
+                roles,
+            };
+            let node = Node::start(listener, opts).await?;
+            println!("Checkfu serving {role_names} on {}", node.addr);
+            if let Some(b) = &node.bootstrap {
+                println!("Bootstrapped: admin API key written to {}", b.key_file.display());
+            }
+            run_until_signal(node).await;
+            Ok(())
+        }
+    }
+}

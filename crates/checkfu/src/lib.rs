@@ -1,0 +1,11 @@
+//! The `checkfu` binary as a library: the CLI, and [`Node`], which runs any
+//! set of roles on one listener. Tests boot whole meshes through it.
+
+pub mod cli;
+pub mod config;
+pub mod health;
+pub mod node;
+pub mod roles;
+
+pub use node::{BootstrapInfo, Node, NodeOptions};
+pub use roles::Role;

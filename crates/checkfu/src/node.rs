@@ -1,0 +1,249 @@
+//! A node: one listener serving a set of roles — their gRPC services and,
+//! with the gateway role, the public REST API — plus health and metrics.
+//! Roles this node does not play are reached over gRPC at configured
+//! addresses; roles it plays are reached the same way, through its own
+//! listener, so every inter-service call goes through a tonic client.
+
+use crate::health::{self, Check, Readiness};
+use crate::roles::Role;
+use anyhow::{Context, bail};
+use checkfu_store::Location;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::{Channel, Endpoint};
+
+/// How a node is put together.
+#[derive(Debug, Clone)]
+pub struct NodeOptions {
+    pub roles: BTreeSet<Role>,
+    pub storage: Location,
+    /// Addresses (`http://host:port`) of roles this node does not play.
+    pub remotes: BTreeMap<Role, String>,
+    /// Where governance writes the bootstrap admin key (mode 0600).
+    pub bootstrap_key_file: Option<PathBuf>,
+    /// One-process installation: leases held by a previous process are
+    /// released at start, since its runner died with it.
+    pub embedded: bool,
+    pub runner: checkfu_runner::RunnerConfig,
+}
+
+/// What bootstrap did on this start.
+#[derive(Debug, Clone)]
+pub struct BootstrapInfo {
+    pub admin_principal_id: String,
+    pub environment_id: String,
+    pub key_file: PathBuf,
+}
+
+pub struct Node {
+    pub addr: SocketAddr,
+    pub bootstrap: Option<BootstrapInfo>,
+    shutdown: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+fn channel(url: &str) -> anyhow::Result<Channel> {
+    Ok(Endpoint::from_shared(url.to_string())
+        .with_context(|| format!("invalid service address {url}"))?
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(std::time::Duration::from_secs(30))
+        .connect_lazy())
+}
+
+fn write_key(path: &PathBuf, secret: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path).with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(secret.as_bytes())?;
+    f.write_all(b"\n")?;
+    Ok(())
+}
+
+fn check<F, Fut>(f: F) -> Check
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = bool> + Send + 'static,
+{
+    Arc::new(move || Box::pin(f()))
+}
+
+/// Readiness of a remote role: its gRPC health service answers SERVING.
+fn remote_ready(ch: Channel) -> Check {
+    check(move || {
+        let mut client = tonic_health::pb::health_client::HealthClient::new(ch.clone());
+        async move {
+            client
+                .check(tonic_health::pb::HealthCheckRequest { service: String::new() })
+                .await
+                .is_ok_and(|r| r.into_inner().status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32)
+        }
+    })
+}
+
+impl Node {
+    /// Starts serving on `listener`; returns once the node accepts requests.
+    pub async fn start(listener: TcpListener, opts: NodeOptions) -> anyhow::Result<Node> {
+        let addr = listener.local_addr()?;
+        let own = format!("http://{addr}");
+        let url_of = |role: Role| -> anyhow::Result<String> {
+            if opts.roles.contains(&role) {
+                Ok(own.clone())
+            } else if let Some(u) = opts.remotes.get(&role) {
+                Ok(u.clone())
+            } else {
+                bail!("this node needs the {role} role: play it (--roles) or give its address in the config's [endpoints]")
+            }
+        };
+        let has = |r: Role| opts.roles.contains(&r);
+        let shutdown = CancellationToken::new();
+        let mut readiness = Readiness::default();
+        let (health, health_service) = tonic_health::server::health_reporter();
+        health.set_service_status("", tonic_health::ServingStatus::Serving).await;
+        let mut grpc = tonic::service::Routes::new(health_service);
+        let mut bootstrap = None;
+
+        if has(Role::Governance) {
+            let svc = checkfu_governance::open(&opts.storage).await.context("opening the governance store")?;
+            let b = svc.bootstrap().await?;
+            if b.created {
+                let path = opts.bootstrap_key_file.clone().unwrap_or_else(|| PathBuf::from("admin.key"));
+                write_key(&path, &b.admin_api_key)?;
+                bootstrap =
+                    Some(BootstrapInfo { admin_principal_id: b.admin_principal_id, environment_id: b.environment_id, key_file: path });
+            }
+            let s = svc.clone();
+            readiness.checks.push((
+                "governance".into(),
+                check(move || {
+                    let s = s.clone();
+                    async move { s.ready().await }
+                }),
+            ));
+            grpc = grpc.add_service(checkfu_governance::server(svc));
+        }
+        if has(Role::ModelGateway) {
+            let svc = checkfu_model_gateway::open(&opts.storage).await.context("opening the model-gateway store")?;
+            let s = svc.clone();
+            readiness.checks.push((
+                "model-gateway".into(),
+                check(move || {
+                    let s = s.clone();
+                    async move { s.ready().await }
+                }),
+            ));
+            grpc = grpc.add_service(checkfu_model_gateway::server(svc));
+        }
+        if has(Role::Sessions) {
+            let svc = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
+            if opts.embedded {
+                let n = svc.release_orphaned_leases().await?;
+                if n > 0 {
+                    tracing::info!(runs = n, "resuming runs interrupted by the previous shutdown");
+                }
+            }
+            let s = svc.clone();
+            readiness.checks.push((
+                "sessions".into(),
+                check(move || {
+                    let s = s.clone();
+                    async move { s.ready().await }
+                }),
+            ));
+            grpc = grpc.add_service(checkfu_sessions::server(svc.clone())).add_service(checkfu_sessions::runner_server(svc));
+        }
+        if has(Role::CapabilityGateway) {
+            grpc = grpc.add_service(checkfu_capability_gateway::server());
+        }
+        if has(Role::Scheduler) {
+            grpc = grpc.add_service(checkfu_scheduler::server());
+        }
+        if has(Role::Webhooks) {
+            grpc = grpc.add_service(checkfu_webhooks::server());
+        }
+        if has(Role::Memory) {
+            grpc = grpc.add_service(checkfu_memory::server());
+        }
+
+        let mut app = grpc.into_axum_router();
+        if has(Role::Gateway) {
+            let up = checkfu_gateway::Upstreams {
+                governance: channel(&url_of(Role::Governance)?)?,
+                sessions: channel(&url_of(Role::Sessions)?)?,
+                model_gateway: channel(&url_of(Role::ModelGateway)?)?,
+            };
+            for (role, ch) in [(Role::Governance, &up.governance), (Role::Sessions, &up.sessions), (Role::ModelGateway, &up.model_gateway)]
+            {
+                if !has(role) {
+                    readiness.checks.push((role.name().into(), remote_ready(ch.clone())));
+                }
+            }
+            let state = checkfu_gateway::AppState::open(&opts.storage, up, shutdown.clone()).await.context("opening the gateway store")?;
+            let idem = state.idem.clone();
+            readiness.checks.push((
+                "gateway".into(),
+                check(move || {
+                    let i = idem.clone();
+                    async move { i.ready().await }
+                }),
+            ));
+            app = app.merge(checkfu_gateway::router(state));
+        }
+        let mut app = app.merge(health::router(readiness));
+        if has(Role::Gateway) {
+            app = checkfu_gateway::finish(app);
+        }
+        let app = app.layer(axum::middleware::from_fn(health::track));
+        health::prometheus();
+
+        let mut tasks = vec![];
+        let stop = shutdown.clone();
+        tasks.push(tokio::spawn(async move {
+            let served = axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await;
+            if let Err(e) = served {
+                tracing::error!(error = %e, "the listener failed");
+            }
+        }));
+        if has(Role::Runner) {
+            let control = channel(&url_of(Role::Sessions)?)?;
+            let models = channel(&url_of(Role::ModelGateway)?)?;
+            let runner = checkfu_runner::Runner::new(control, models, opts.runner.clone());
+            let stop = shutdown.clone();
+            tasks.push(tokio::spawn(runner.serve(stop)));
+        }
+        Ok(Node { addr, bootstrap, shutdown, tasks })
+    }
+
+    /// Stops accepting work, drains in-flight requests and waits.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        for t in self.tasks {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), t).await;
+        }
+    }
+
+    /// A token that stops the node when cancelled.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// Waits until every task of the node ended (after shutdown).
+    pub async fn wait(self) {
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}

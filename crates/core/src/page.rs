@@ -1,0 +1,75 @@
+//! List paging: `limit` (default 20, at most 100) and an opaque `page` token
+//! that encodes the last id returned. Newest first means descending id order.
+
+use crate::error::{Error, Result};
+
+pub const DEFAULT_LIMIT: u32 = 20;
+pub const MAX_LIMIT: u32 = 100;
+
+/// A validated page request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest {
+    pub limit: u32,
+    /// Return only items whose id sorts before this one.
+    pub before_id: Option<String>,
+}
+
+impl PageRequest {
+    /// `limit == 0` means the default; anything over `max` is refused.
+    pub fn parse(limit: u32, page: &str, max: u32, default: u32) -> Result<Self> {
+        if limit > max {
+            return Err(Error::invalid_field("limit", format!("limit must be between 1 and {max}")));
+        }
+        let before_id = if page.is_empty() { None } else { Some(decode_token(page)?) };
+        Ok(PageRequest { limit: if limit == 0 { default } else { limit }, before_id })
+    }
+
+    pub fn standard(limit: u32, page: &str) -> Result<Self> {
+        Self::parse(limit, page, MAX_LIMIT, DEFAULT_LIMIT)
+    }
+
+    /// Fetch one more than asked to learn whether another page exists.
+    pub fn fetch_limit(&self) -> i64 {
+        i64::from(self.limit) + 1
+    }
+
+    /// Trims the extra row and produces the next page token.
+    pub fn finish<T>(&self, mut rows: Vec<T>, id_of: impl Fn(&T) -> &str) -> (Vec<T>, String) {
+        if rows.len() > self.limit as usize {
+            rows.truncate(self.limit as usize);
+            let next = rows.last().map(|r| encode_token(id_of(r))).unwrap_or_default();
+            (rows, next)
+        } else {
+            (rows, String::new())
+        }
+    }
+}
+
+pub fn encode_token(id: &str) -> String {
+    format!("p1{}", hex::encode(id))
+}
+
+pub fn decode_token(token: &str) -> Result<String> {
+    token
+        .strip_prefix("p1")
+        .and_then(|h| hex::decode(h).ok())
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| Error::invalid_field("page", "page is not a token this API issued"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paging_round_trip() {
+        let p = PageRequest::standard(2, "").expect("valid");
+        let (rows, next) = p.finish(vec!["c", "b", "a"], |s| s);
+        assert_eq!(rows, vec!["c", "b"]);
+        let p2 = PageRequest::standard(2, &next).expect("valid");
+        assert_eq!(p2.before_id.as_deref(), Some("b"));
+        assert!(PageRequest::standard(101, "").is_err());
+        assert!(PageRequest::standard(1, "garbage").is_err());
+        assert_eq!(PageRequest::standard(0, "").expect("valid").limit, 20);
+    }
+}

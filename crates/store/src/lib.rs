@@ -1,0 +1,162 @@
+//! One database handle per service. The same runtime SQL serves SQLite (the
+//! embedded twin, one file per service under the data directory) and
+//! PostgreSQL (production, one schema per service) through sqlx's `Any`
+//! driver, so a store is written once and its conformance suite runs on both.
+//!
+//! Portability rules the stores follow: integers are `BIGINT`/`i64`, booleans
+//! are `0`/`1` integers, timestamps are epoch milliseconds, JSON is `TEXT`,
+//! placeholders are `$n`.
+
+use checkfu_core::{Code, Error};
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::migrate::Migrator;
+use sqlx::{AnyPool, Executor};
+use std::time::Duration;
+
+pub use sqlx;
+
+/// Which SQL dialect a pool speaks; a store uses it only where SQL differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// A service's migrations for each dialect, embedded at compile time.
+pub struct Migrations {
+    pub sqlite: &'static Migrator,
+    pub postgres: &'static Migrator,
+}
+
+/// A connected, migrated database for one service.
+#[derive(Clone, Debug)]
+pub struct Db {
+    pub pool: AnyPool,
+    pub dialect: Dialect,
+}
+
+/// Where a service's data lives.
+#[derive(Clone, Debug)]
+pub enum Location {
+    /// A directory; the service keeps `<dir>/<service>.db`.
+    SqliteDir(std::path::PathBuf),
+    /// A `postgres://` URL; the service keeps its tables in schema `<service>`.
+    Postgres(String),
+}
+
+impl Location {
+    /// Parses a `postgres://` URL, a `sqlite://DIR` URL or a plain directory path.
+    pub fn parse(s: &str) -> Location {
+        if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+            Location::Postgres(s.to_string())
+        } else {
+            Location::SqliteDir(s.trim_start_matches("sqlite://").into())
+        }
+    }
+}
+
+impl Db {
+    /// Opens (creating if needed) the service's database and applies its migrations.
+    pub async fn open(location: &Location, service: &str, migrations: &Migrations) -> Result<Db, Error> {
+        install_default_drivers();
+        let schema = service.replace('-', "_");
+        let db = match location {
+            Location::SqliteDir(dir) => {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| Error::unavailable(format!("cannot create data directory {}: {e}", dir.display())))?;
+                let url = format!("sqlite://{}/{schema}.db?mode=rwc", dir.display());
+                // One connection: SQLite serialises writers anyway, and a single
+                // connection never meets a busy lock upgrade inside a transaction.
+                let pool = AnyPoolOptions::new()
+                    .max_connections(1)
+                    .acquire_timeout(Duration::from_secs(30))
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            conn.execute("PRAGMA journal_mode=WAL").await?;
+                            conn.execute("PRAGMA synchronous=NORMAL").await?;
+                            conn.execute("PRAGMA busy_timeout=5000").await?;
+                            conn.execute("PRAGMA foreign_keys=ON").await?;
+                            Ok(())
+                        })
+                    })
+                    .connect(&url)
+                    .await
+                    .map_err(db_err)?;
+                Db { pool, dialect: Dialect::Sqlite }
+            }
+            Location::Postgres(url) => {
+                create_schema(url, &schema).await?;
+                // The schema name is derived from a fixed service name, never from input.
+                let set_path = format!("SET search_path TO {schema}");
+                let pool = AnyPoolOptions::new()
+                    .max_connections(16)
+                    .acquire_timeout(Duration::from_secs(10))
+                    .after_connect(move |conn, _| {
+                        let set_path = set_path.clone();
+                        Box::pin(async move {
+                            conn.execute(sqlx::AssertSqlSafe(set_path)).await?;
+                            Ok(())
+                        })
+                    })
+                    .connect(url)
+                    .await
+                    .map_err(db_err)?;
+                Db { pool, dialect: Dialect::Postgres }
+            }
+        };
+        let migrator = match db.dialect {
+            Dialect::Sqlite => migrations.sqlite,
+            Dialect::Postgres => migrations.postgres,
+        };
+        migrator.run(&db.pool).await.map_err(|e| Error::unavailable(format!("migrating {service} failed: {e}")))?;
+        Ok(db)
+    }
+
+    /// True when the database answers a trivial query.
+    pub async fn ping(&self) -> bool {
+        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
+    }
+}
+
+async fn create_schema(url: &str, schema: &str) -> Result<(), Error> {
+    let pool = AnyPoolOptions::new().max_connections(1).connect(url).await.map_err(db_err)?;
+    // Two processes starting together may race to create it; the loser sees
+    // a unique violation and the schema exists either way.
+    let sql = format!("CREATE SCHEMA IF NOT EXISTS {schema}");
+    if let Err(e) = pool.execute(sqlx::AssertSqlSafe(sql)).await
+        && !is_unique_violation(&e)
+    {
+        return Err(db_err(e));
+    }
+    pool.close().await;
+    Ok(())
+}
+
+pub fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
+}
+
+/// Classifies a database failure. A unique violation means a client asked for
+/// something that already exists; lost connectivity is `unavailable`; the rest
+/// is logged and reported as `internal` without leaking SQL to the caller.
+pub fn db_err(e: sqlx::Error) -> Error {
+    match &e {
+        sqlx::Error::Database(d) if d.is_unique_violation() => {
+            Error::new(Code::Conflict, "a resource with the same unique key already exists")
+        }
+        sqlx::Error::RowNotFound => Error::new(Code::NotFound, "not found"),
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+            tracing::warn!(error = %e, "database unavailable");
+            Error::unavailable("the database is unavailable")
+        }
+        _ => {
+            tracing::error!(error = %e, "database error");
+            Error::internal("a storage error occurred")
+        }
+    }
+}
+
+/// Booleans travel as integers so one SQL text works on both dialects.
+pub fn flag(b: bool) -> i64 {
+    i64::from(b)
+}

@@ -1,0 +1,216 @@
+//! The e2e harness: boots Checkfu in-process on a pre-bound port-0 listener
+//! (or as separate `checkfu serve` processes) and drives it only through the
+//! public HTTP API, as an outside client would.
+#![allow(clippy::unwrap_used)]
+
+use checkfu::{Node, NodeOptions, Role};
+use checkfu_store::Location;
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub mod sse;
+
+/// A running embedded installation.
+pub struct Platform {
+    pub base: String,
+    pub admin: Api,
+    pub admin_id: String,
+    pub env_id: String,
+    pub data_dir: PathBuf,
+    node: Option<Node>,
+}
+
+impl Platform {
+    /// Every role, embedded, in a fresh data directory.
+    pub async fn start(dir: &Path) -> Platform {
+        Self::start_roles(dir, Role::ALL.into_iter().collect()).await
+    }
+
+    /// The given roles, embedded, on `dir` (fresh or reused across restarts).
+    pub async fn start_roles(dir: &Path, roles: BTreeSet<Role>) -> Platform {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let key_file = dir.join("admin.key");
+        let opts = NodeOptions {
+            roles,
+            storage: Location::SqliteDir(dir.to_path_buf()),
+            remotes: BTreeMap::new(),
+            bootstrap_key_file: Some(key_file.clone()),
+            embedded: true,
+            runner: checkfu_runner::RunnerConfig { claim_wait: Duration::from_secs(2), ..Default::default() },
+        };
+        let node = Node::start(listener, opts).await.unwrap();
+        let base = format!("http://{}", node.addr);
+        let key = std::fs::read_to_string(&key_file).unwrap().trim().to_string();
+        let admin = Api::new(&base, &key);
+        wait_ready(&base).await;
+        let me = admin.get("/v1/environments").await;
+        let env_id = me.1["data"].as_array().unwrap().iter().find(|e| e["name"] == "default").unwrap()["id"].as_str().unwrap().to_string();
+        let (_, principals, _) = admin.get("/v1/principals?limit=100").await;
+        let admin_id = principals["data"].as_array().unwrap().iter().find(|p| p["name"] == "admin").map(id).unwrap();
+        Platform { base, admin, admin_id, env_id, data_dir: dir.to_path_buf(), node: Some(node) }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(n) = self.node.take() {
+            n.stop().await;
+        }
+    }
+}
+
+pub async fn wait_ready(base: &str) {
+    let client = reqwest::Client::new();
+    for _ in 0..200 {
+        if let Ok(r) = client.get(format!("{base}/readyz")).send().await
+            && r.status() == StatusCode::OK
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{base} never became ready");
+}
+
+/// A client holding one API key.
+#[derive(Clone)]
+pub struct Api {
+    pub base: String,
+    pub key: String,
+    pub client: reqwest::Client,
+}
+
+pub type Reply = (StatusCode, Value, HeaderMap);
+
+impl Api {
+    pub fn new(base: &str, key: &str) -> Api {
+        Api { base: base.into(), key: key.into(), client: reqwest::Client::new() }
+    }
+
+    async fn send(&self, rb: reqwest::RequestBuilder) -> Reply {
+        let r = rb.bearer_auth(&self.key).send().await.unwrap();
+        let status = r.status();
+        let headers = r.headers().clone();
+        let text = r.text().await.unwrap();
+        let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, v, headers)
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.send(self.client.get(format!("{}{path}", self.base))).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        self.send(self.client.post(format!("{}{path}", self.base)).json(&body)).await
+    }
+
+    pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>, headers: &[(&str, &str)]) -> Reply {
+        let mut rb = self.client.post(format!("{}{path}", self.base)).header("content-type", "application/json").body(body);
+        for (k, v) in headers {
+            rb = rb.header(*k, *v);
+        }
+        self.send(rb).await
+    }
+
+    pub async fn post_with(&self, path: &str, body: Value, headers: &[(&str, &str)]) -> Reply {
+        self.post_raw(path, body.to_string(), headers).await
+    }
+
+    pub async fn delete(&self, path: &str) -> Reply {
+        self.send(self.client.delete(format!("{}{path}", self.base))).await
+    }
+}
+
+/// Asserts a status and, for errors, the envelope's type and request id.
+#[track_caller]
+pub fn expect(r: &Reply, status: u16, error_type: Option<&str>) {
+    assert_eq!(r.0.as_u16(), status, "unexpected status; body: {}", r.1);
+    assert!(r.2.contains_key("request-id"), "every response carries a request-id header");
+    if let Some(t) = error_type {
+        assert_eq!(r.1["error"]["type"], t, "body: {}", r.1);
+        assert!(r.1["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+        assert!(r.1["request_id"].as_str().is_some_and(|m| m.starts_with("req_")));
+        assert_eq!(r.1["request_id"].as_str(), r.2.get("request-id").and_then(|h| h.to_str().ok()));
+    }
+}
+
+pub fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap_or_else(|| panic!("no id in {v}")).to_string()
+}
+
+/// An agent published and deployed with the scripted model.
+pub struct Deployed {
+    pub agent_id: String,
+    pub deployment_id: String,
+    pub routing_profile_id: String,
+    pub sandbox_profile_id: String,
+}
+
+pub async fn deploy(api: &Api, env: &str, draft: Value) -> Deployed {
+    let a = api.post("/v1/agents", json!({"environment_id": env, "name": "helper", "draft": draft})).await;
+    expect(&a, 201, None);
+    let agent_id = id(&a.1);
+    expect(&api.post(&format!("/v1/agents/{agent_id}/versions"), json!({})).await, 201, None);
+    let sbp =
+        api.post("/v1/sandbox-profiles", json!({"environment_id": env, "name": format!("sbp-{agent_id}"), "image": "debian:12"})).await;
+    expect(&sbp, 201, None);
+    let mrp = api
+        .post("/v1/model-routing-profiles", json!({"environment_id": env, "name": format!("mrp-{agent_id}"), "candidates": [{"provider": "scripted", "model": "scripted-1", "effort": "low"}]}))
+        .await;
+    expect(&mrp, 201, None);
+    let dep = api
+        .post(
+            "/v1/agent-deployments",
+            json!({"environment_id": env, "key": format!("k-{agent_id}"), "agent_id": agent_id, "agent_version": 1, "model_routing_profile_id": id(&mrp.1), "sandbox_profile_id": id(&sbp.1)}),
+        )
+        .await;
+    expect(&dep, 201, None);
+    Deployed { agent_id, deployment_id: id(&dep.1), routing_profile_id: id(&mrp.1), sandbox_profile_id: id(&sbp.1) }
+}
+
+/// A `user.message` input authored by `who`.
+pub fn message(who: &str, text: &str) -> Value {
+    json!({"type": "user.message", "payload": {"content": [{"type": "text", "text": text}]}, "authored_by": who, "caused_by": {"kind": "principal", "id": who}})
+}
+
+/// Every persisted event of a session, in seq order.
+pub async fn events(api: &Api, session: &str) -> Vec<Value> {
+    let mut out = vec![];
+    let mut after = 0;
+    loop {
+        let r = api.get(&format!("/v1/sessions/{session}/events?after_seq={after}&limit=1000")).await;
+        expect(&r, 200, None);
+        let batch = r.1["data"].as_array().unwrap().clone();
+        if batch.is_empty() {
+            return out;
+        }
+        after = batch.last().unwrap()["seq"].as_i64().unwrap();
+        out.extend(batch);
+    }
+}
+
+/// Polls until the session is idle (or terminated) and returns it.
+pub async fn settle(api: &Api, session: &str) -> Value {
+    for _ in 0..400 {
+        let r = api.get(&format!("/v1/sessions/{session}")).await;
+        let status = r.1["status"].as_str().unwrap_or_default().to_string();
+        if status == "idle" || status == "terminated" {
+            return r.1;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("session {session} never settled");
+}
+
+/// Asserts seq is 1..=n with no gap or duplicate.
+#[track_caller]
+pub fn assert_gapless(events: &[Value]) {
+    let seqs: Vec<i64> = events.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>(), "seq must be gapless from 1");
+}
+
+pub fn types(events: &[Value]) -> Vec<String> {
+    events.iter().map(|e| e["type"].as_str().unwrap().to_string()).collect()
+}

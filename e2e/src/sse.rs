@@ -1,0 +1,80 @@
+//! A minimal Server-Sent Events reader for tests: frames with their `id`,
+//! `event`, `data`, and comment lines.
+#![allow(clippy::unwrap_used)]
+
+use futures_util::StreamExt;
+use serde_json::Value;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Frame {
+    pub id: Option<String>,
+    pub event: String,
+    pub data: String,
+    pub comments: Vec<String>,
+}
+
+impl Frame {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.data).unwrap_or(Value::Null)
+    }
+}
+
+pub struct Stream {
+    inner: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    buf: String,
+    pub content_type: String,
+}
+
+impl Stream {
+    pub async fn open(base: &str, key: &str, path: &str, last_event_id: Option<i64>) -> Stream {
+        let mut rb = reqwest::Client::new().get(format!("{base}{path}")).bearer_auth(key);
+        if let Some(id) = last_event_id {
+            rb = rb.header("Last-Event-ID", id.to_string());
+        }
+        let r = rb.send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 200, "stream refused");
+        let content_type = r.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        Stream { inner: Box::pin(r.bytes_stream()), buf: String::new(), content_type }
+    }
+
+    /// The next frame (or comment block), or None after `timeout`.
+    pub async fn next(&mut self, timeout: Duration) -> Option<Frame> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(pos) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..pos + 2).collect();
+                let mut f = Frame::default();
+                for line in block.lines() {
+                    if let Some(c) = line.strip_prefix(':') {
+                        f.comments.push(c.trim().to_string());
+                    } else if let Some((k, v)) = line.split_once(':') {
+                        let v = v.strip_prefix(' ').unwrap_or(v);
+                        match k {
+                            "id" => f.id = Some(v.to_string()),
+                            "event" => f.event = v.to_string(),
+                            "data" => f.data.push_str(v),
+                            _ => {}
+                        }
+                    }
+                }
+                return Some(f);
+            }
+            let chunk = tokio::time::timeout_at(deadline, self.inner.next()).await.ok()??;
+            self.buf.push_str(&String::from_utf8_lossy(&chunk.ok()?));
+        }
+    }
+
+    /// Frames until one satisfies `stop` (inclusive).
+    pub async fn until(&mut self, timeout: Duration, stop: impl Fn(&Frame) -> bool) -> Vec<Frame> {
+        let mut out = vec![];
+        while let Some(f) = self.next(timeout).await {
+            let done = stop(&f);
+            out.push(f);
+            if done {
+                return out;
+            }
+        }
+        panic!("stream ended before the expected frame; got {out:?}");
+    }
+}

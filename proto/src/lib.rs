@@ -1,0 +1,23 @@
+//! Wire types and tonic clients/servers for the Checkfu mesh, generated from
+//! `proto/checkfu/<service>/v1/*.proto`. Services convert these into their own
+//! domain types at the boundary; nothing here carries business rules.
+#![allow(clippy::all, missing_docs, unreachable_pub)]
+
+macro_rules! package {
+    ($name:ident, $pkg:literal) => {
+        pub mod $name {
+            pub mod v1 {
+                tonic::include_proto!($pkg);
+            }
+        }
+    };
+}
+
+package!(governance, "checkfu.governance.v1");
+package!(sessions, "checkfu.sessions.v1");
+package!(modelgateway, "checkfu.modelgateway.v1");
+package!(runner, "checkfu.runner.v1");
+package!(capability, "checkfu.capability.v1");
+package!(scheduler, "checkfu.scheduler.v1");
+package!(webhooks, "checkfu.webhooks.v1");
+package!(memory, "checkfu.memory.v1");

@@ -1,0 +1,111 @@
+//! Request extraction with the error envelope: bounded JSON bodies, query
+//! strings and path ids that fail as 400/413, never as axum's plain text.
+
+use crate::error::ApiError;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use checkfu_core::{Code, Error};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Request bodies larger than this are refused with 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// A JSON object body, kept as a `Value` so handlers read fields explicitly
+/// and the idempotency layer can hash it canonically.
+pub struct JsonBody(pub Value);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| match e {
+            BytesRejection::FailedToBufferBody(_) => {
+                Error::new(Code::PayloadTooLarge, format!("request bodies are limited to {MAX_BODY_BYTES} bytes"))
+            }
+            other => Error::invalid(other.body_text()),
+        })?;
+        if bytes.len() > MAX_BODY_BYTES {
+            return Err(Error::new(Code::PayloadTooLarge, format!("request bodies are limited to {MAX_BODY_BYTES} bytes")).into());
+        }
+        if bytes.is_empty() {
+            return Ok(JsonBody(Value::Object(Default::default())));
+        }
+        let v: Value = serde_json::from_slice(&bytes).map_err(|e| Error::invalid(format!("the body is not valid JSON: {e}")))?;
+        if !v.is_object() {
+            return Err(Error::invalid("the body must be a JSON object").into());
+        }
+        Ok(JsonBody(v))
+    }
+}
+
+/// Query parameters, deserialised with the envelope on failure.
+pub struct Query<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let q = parts.uri.query().unwrap_or_default();
+        serde_urlencoded::from_str(q).map(Query).map_err(|e| ApiError(Error::invalid(format!("invalid query string: {e}"))))
+    }
+}
+
+/// Typed accessors over a JSON body that name the field in their errors.
+pub struct Fields<'a>(pub &'a Value);
+
+impl<'a> Fields<'a> {
+    /// Refuses fields the endpoint does not know, so typos are not ignored.
+    pub fn only(&self, allowed: &[&str]) -> Result<(), Error> {
+        if let Some(obj) = self.0.as_object() {
+            for k in obj.keys() {
+                if !allowed.contains(&k.as_str()) {
+                    return Err(Error::invalid_field(k, format!("unknown field {k:?}; accepted: {}", allowed.join(", "))));
+                }
+            }
+        }
+        Ok(())
+    }
+    pub fn str(&self, f: &str) -> Result<&'a str, Error> {
+        self.opt_str(f)?.ok_or_else(|| Error::invalid_field(f, format!("{f} is required")))
+    }
+    pub fn opt_str(&self, f: &str) -> Result<Option<&'a str>, Error> {
+        match self.0.get(f) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.as_str())),
+            Some(_) => Err(Error::invalid_field(f, format!("{f} must be a string"))),
+        }
+    }
+    pub fn opt_bool(&self, f: &str) -> Result<Option<bool>, Error> {
+        match self.0.get(f) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(_) => Err(Error::invalid_field(f, format!("{f} must be a boolean"))),
+        }
+    }
+    pub fn opt_i64(&self, f: &str) -> Result<Option<i64>, Error> {
+        match self.0.get(f) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v.as_i64().map(Some).ok_or_else(|| Error::invalid_field(f, format!("{f} must be an integer"))),
+        }
+    }
+    pub fn i64(&self, f: &str) -> Result<i64, Error> {
+        self.opt_i64(f)?.ok_or_else(|| Error::invalid_field(f, format!("{f} is required")))
+    }
+    pub fn obj(&self, f: &str) -> Result<Option<&'a Value>, Error> {
+        match self.0.get(f) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v @ Value::Object(_)) => Ok(Some(v)),
+            Some(_) => Err(Error::invalid_field(f, format!("{f} must be an object"))),
+        }
+    }
+    pub fn arr(&self, f: &str) -> Result<Option<&'a Vec<Value>>, Error> {
+        match self.0.get(f) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(a)) => Ok(Some(a)),
+            Some(_) => Err(Error::invalid_field(f, format!("{f} must be an array"))),
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Durable idempotency. The first response to `(principal, Idempotency-Key)`
+//! is stored in the gateway's database; a retry with the same body replays
+//! it, a different body is refused. Records live at least 24 hours.
+
+use crate::error::{ApiError, ApiResult};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use checkfu_core::time::now_ms;
+use checkfu_core::{Code, Error, Result, sha256_hex};
+use checkfu_store::sqlx::{self, Row};
+use checkfu_store::{Db, db_err, is_unique_violation};
+use serde_json::Value;
+use std::future::Future;
+
+pub const RETENTION_MS: i64 = 48 * 3600 * 1000;
+/// A reservation older than this is treated as abandoned (its request died).
+const STALE_PENDING_MS: i64 = 60_000;
+const MAX_KEY_LEN: usize = 255;
+
+/// A stored first response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    pub request_sha256: String,
+    pub status: u16,
+    pub body: String,
+}
+
+pub enum Reservation {
+    /// We own the key: run the request, then `finish`.
+    Fresh,
+    Replay(Stored),
+}
+
+#[derive(Clone, Debug)]
+pub struct IdempotencyStore {
+    db: Db,
+}
+
+impl IdempotencyStore {
+    pub fn new(db: Db) -> Self {
+        IdempotencyStore { db }
+    }
+
+    /// Readiness: the store answers.
+    pub async fn ready(&self) -> bool {
+        self.db.ping().await
+    }
+
+    /// Claims `key` for a request with digest `sha`, or returns the record
+    /// that already holds it.
+    pub async fn reserve(&self, principal: &str, key: &str, sha: &str) -> Result<Reservation> {
+        let now = now_ms();
+        for _ in 0..2 {
+            let inserted = sqlx::query(
+                "INSERT INTO idempotency_keys (principal_id, key, request_sha256, status, body, created_ms) VALUES ($1, $2, $3, 0, '', $4)",
+            )
+            .bind(principal)
+            .bind(key)
+            .bind(sha)
+            .bind(now)
+            .execute(&self.db.pool)
+            .await;
+            match inserted {
+                Ok(_) => return Ok(Reservation::Fresh),
+                Err(e) if is_unique_violation(&e) => {}
+                Err(e) => return Err(db_err(e)),
+            }
+            let row =
+                sqlx::query("SELECT request_sha256, status, body, created_ms FROM idempotency_keys WHERE principal_id = $1 AND key = $2")
+                    .bind(principal)
+                    .bind(key)
+                    .fetch_optional(&self.db.pool)
+                    .await
+                    .map_err(db_err)?;
+            let Some(row) = row else { continue };
+            let stored = Stored {
+                request_sha256: row.try_get("request_sha256").map_err(db_err)?,
+                status: row.try_get::<i64, _>("status").map_err(db_err)? as u16,
+                body: row.try_get("body").map_err(db_err)?,
+            };
+            let created: i64 = row.try_get("created_ms").map_err(db_err)?;
+            if stored.request_sha256 != sha {
+                return Err(Error::new(Code::IdempotencyKeyReused, "this Idempotency-Key was used with a different request"));
+            }
+            if stored.status != 0 {
+                return Ok(Reservation::Replay(stored));
+            }
+            if now - created < STALE_PENDING_MS {
+                return Err(Error::conflict("a request with this Idempotency-Key is still in progress; retry shortly"));
+            }
+            // The first attempt died mid-flight: take its reservation over.
+            let took = sqlx::query(
+                "UPDATE idempotency_keys SET created_ms = $1 WHERE principal_id = $2 AND key = $3 AND status = 0 AND created_ms = $4",
+            )
+            .bind(now)
+            .bind(principal)
+            .bind(key)
+            .bind(created)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+            if took.rows_affected() == 1 {
+                return Ok(Reservation::Fresh);
+            }
+        }
+        Err(Error::conflict("a request with this Idempotency-Key is still in progress; retry shortly"))
+    }
+
+    pub async fn finish(&self, principal: &str, key: &str, status: u16, body: &str) -> Result<()> {
+        sqlx::query("UPDATE idempotency_keys SET status = $1, body = $2 WHERE principal_id = $3 AND key = $4")
+            .bind(i64::from(status))
+            .bind(body)
+            .bind(principal)
+            .bind(key)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    /// Releases a reservation whose request failed, so the client may retry.
+    pub async fn release(&self, principal: &str, key: &str) -> Result<()> {
+        sqlx::query("DELETE FROM idempotency_keys WHERE principal_id = $1 AND key = $2 AND status = 0")
+            .bind(principal)
+            .bind(key)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    pub async fn purge_expired(&self) -> Result<u64> {
+        let r = sqlx::query("DELETE FROM idempotency_keys WHERE created_ms < $1")
+            .bind(now_ms() - RETENTION_MS)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(r.rows_affected())
+    }
+}
+
+/// The `Idempotency-Key` header, validated.
+pub fn key_of(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    let Some(v) = headers.get("idempotency-key") else { return Ok(None) };
+    let k = v.to_str().map_err(|_| Error::invalid_field("Idempotency-Key", "the key must be visible ASCII"))?.trim();
+    if k.is_empty() || k.len() > MAX_KEY_LEN {
+        return Err(Error::invalid_field("Idempotency-Key", "the key must be 1 to 255 characters").into());
+    }
+    Ok(Some(k.to_string()))
+}
+
+/// Runs `create` at most once per key: a replay returns the stored status and
+/// body with `Idempotent-Replayed: true`. Only successful responses are kept,
+/// so a failed attempt may be retried with the same key.
+pub async fn once<F, Fut>(
+    store: &IdempotencyStore,
+    principal: &str,
+    headers: &HeaderMap,
+    route: &str,
+    body: &Value,
+    create: F,
+) -> ApiResult<Response>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = ApiResult<(StatusCode, Value)>>,
+{
+    let Some(key) = key_of(headers)? else {
+        let (status, v) = create().await?;
+        return Ok((status, axum::Json(v)).into_response());
+    };
+    let sha = sha256_hex(format!("{route}\n{body}"));
+    match store.reserve(principal, &key, &sha).await? {
+        Reservation::Replay(s) => {
+            let status = StatusCode::from_u16(s.status).unwrap_or(StatusCode::OK);
+            let mut resp = (status, [(axum::http::header::CONTENT_TYPE, "application/json")], s.body).into_response();
+            resp.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
+            Ok(resp)
+        }
+        Reservation::Fresh => match create().await {
+            Ok((status, v)) => {
+                let text = v.to_string();
+                store.finish(principal, &key, status.as_u16(), &text).await?;
+                Ok((status, [(axum::http::header::CONTENT_TYPE, "application/json")], text).into_response())
+            }
+            Err(ApiError(e)) => {
+                if let Err(release) = store.release(principal, &key).await {
+                    tracing::warn!(error = %release, "could not release an idempotency reservation");
+                }
+                Err(ApiError(e))
+            }
+        },
+    }
+}

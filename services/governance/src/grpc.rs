@@ -1,0 +1,219 @@
+//! Thin gRPC handlers: convert the request, call the service, map errors.
+
+use crate::model::*;
+use crate::service::GovernanceService;
+use checkfu_core::page::PageRequest;
+use checkfu_core::time::{rfc3339, rfc3339_opt};
+use checkfu_proto::governance::v1 as pb;
+use checkfu_proto::governance::v1::governance_service_server::GovernanceService as Rpc;
+use tonic::{Request, Response, Status};
+
+pub struct GovernanceGrpc {
+    pub svc: GovernanceService,
+}
+
+type R<T> = Result<Response<T>, Status>;
+
+fn ok<T>(v: T) -> R<T> {
+    Ok(Response::new(v))
+}
+
+fn principal(p: Principal) -> pb::Principal {
+    pb::Principal { id: p.id, kind: p.kind.as_str().into(), name: p.name, disabled: p.disabled, created_at: rfc3339(p.created_ms) }
+}
+
+fn api_key(k: ApiKey) -> pb::ApiKey {
+    pb::ApiKey {
+        id: k.id,
+        principal_id: k.principal_id,
+        name: k.name,
+        created_at: rfc3339(k.created_ms),
+        revoked_at: rfc3339_opt(k.revoked_ms),
+    }
+}
+
+fn group(g: Group) -> pb::Group {
+    pb::Group { id: g.id, name: g.name, member_ids: g.member_ids, created_at: rfc3339(g.created_ms) }
+}
+
+fn environment(e: Environment) -> pb::Environment {
+    pb::Environment { id: e.id, name: e.name, version: e.version, disabled: e.disabled, created_at: rfc3339(e.created_ms) }
+}
+
+fn assignment(a: Assignment) -> pb::PermissionAssignment {
+    pb::PermissionAssignment {
+        id: a.id,
+        subject: Some(pb::ResourceRef { kind: a.subject_kind.as_str().into(), id: a.subject_id }),
+        permission: a.permission.as_str().into(),
+        resource: Some(pb::ResourceRef { kind: a.resource_kind.as_str().into(), id: a.resource_id }),
+        environment_id: a.environment_id,
+        created_by: a.created_by,
+        created_at: rfc3339(a.created_ms),
+    }
+}
+
+fn page(limit: u32, token: &str) -> Result<PageRequest, Status> {
+    Ok(PageRequest::standard(limit, token)?)
+}
+
+fn paged<T, U>(p: &PageRequest, rows: Vec<T>, id: impl Fn(&T) -> &str, conv: impl Fn(T) -> U) -> (Vec<U>, String) {
+    let (rows, next) = p.finish(rows, id);
+    (rows.into_iter().map(conv).collect(), next)
+}
+
+#[tonic::async_trait]
+impl Rpc for GovernanceGrpc {
+    async fn authenticate(&self, r: Request<pb::AuthenticateRequest>) -> R<pb::AuthenticateResponse> {
+        let (principal_id, key_id) = self.svc.authenticate(&r.into_inner().secret).await?;
+        ok(pb::AuthenticateResponse { principal_id, key_id })
+    }
+
+    async fn bootstrap(&self, _: Request<pb::BootstrapRequest>) -> R<pb::BootstrapResponse> {
+        let b = self.svc.bootstrap().await?;
+        ok(pb::BootstrapResponse {
+            created: b.created,
+            admin_principal_id: b.admin_principal_id,
+            environment_id: b.environment_id,
+            admin_api_key: b.admin_api_key,
+        })
+    }
+
+    async fn create_principal(&self, r: Request<pb::CreatePrincipalRequest>) -> R<pb::Principal> {
+        let r = r.into_inner();
+        ok(principal(self.svc.create_principal(&r.kind, &r.name, &r.actor_id).await?))
+    }
+
+    async fn get_principal(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Principal> {
+        ok(principal(self.svc.principal(&r.into_inner().id).await?))
+    }
+
+    async fn list_principals(&self, r: Request<pb::ListRequest>) -> R<pb::ListPrincipalsResponse> {
+        let r = r.into_inner();
+        let p = page(r.limit, &r.page)?;
+        let rows = self.svc.list_principals(&p).await?;
+        let (data, next_page) = paged(&p, rows, |x| &x.id, principal);
+        ok(pb::ListPrincipalsResponse { data, next_page })
+    }
+
+    async fn update_principal(&self, r: Request<pb::UpdatePrincipalRequest>) -> R<pb::Principal> {
+        let r = r.into_inner();
+        ok(principal(self.svc.update_principal(&r.id, r.disabled, &r.actor_id).await?))
+    }
+
+    async fn create_api_key(&self, r: Request<pb::CreateApiKeyRequest>) -> R<pb::CreateApiKeyResponse> {
+        let r = r.into_inner();
+        let (key, secret) = self.svc.create_api_key(&r.principal_id, &r.name, &r.actor_id).await?;
+        ok(pb::CreateApiKeyResponse { key: Some(api_key(key)), secret })
+    }
+
+    async fn get_api_key(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ApiKey> {
+        ok(api_key(self.svc.api_key(&r.into_inner().id).await?))
+    }
+
+    async fn list_api_keys(&self, r: Request<pb::ListApiKeysRequest>) -> R<pb::ListApiKeysResponse> {
+        let r = r.into_inner();
+        let p = page(r.limit, &r.page)?;
+        let rows = self.svc.list_api_keys(&r.principal_id, &p).await?;
+        let (data, next_page) = paged(&p, rows, |x| &x.id, api_key);
+        ok(pb::ListApiKeysResponse { data, next_page })
+    }
+
+    async fn revoke_api_key(&self, r: Request<pb::ActorRequest>) -> R<pb::ApiKey> {
+        let r = r.into_inner();
+        ok(api_key(self.svc.revoke_api_key(&r.id, &r.actor_id).await?))
+    }
+
+    async fn create_group(&self, r: Request<pb::CreateGroupRequest>) -> R<pb::Group> {
+        let r = r.into_inner();
+        ok(group(self.svc.create_group(&r.name, &r.actor_id).await?))
+    }
+
+    async fn get_group(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Group> {
+        ok(group(self.svc.group(&r.into_inner().id).await?))
+    }
+
+    async fn list_groups(&self, r: Request<pb::ListRequest>) -> R<pb::ListGroupsResponse> {
+        let r = r.into_inner();
+        let p = page(r.limit, &r.page)?;
+        let rows = self.svc.list_groups(&p).await?;
+        let (data, next_page) = paged(&p, rows, |x| &x.id, group);
+        ok(pb::ListGroupsResponse { data, next_page })
+    }
+
+    async fn add_group_member(&self, r: Request<pb::GroupMemberRequest>) -> R<pb::Group> {
+        let r = r.into_inner();
+        ok(group(self.svc.add_group_member(&r.group_id, &r.principal_id, &r.actor_id).await?))
+    }
+
+    async fn remove_group_member(&self, r: Request<pb::GroupMemberRequest>) -> R<pb::Group> {
+        let r = r.into_inner();
+        ok(group(self.svc.remove_group_member(&r.group_id, &r.principal_id, &r.actor_id).await?))
+    }
+
+    async fn create_environment(&self, r: Request<pb::CreateEnvironmentRequest>) -> R<pb::Environment> {
+        let r = r.into_inner();
+        ok(environment(self.svc.create_environment(&r.name, &r.actor_id).await?))
+    }
+
+    async fn get_environment(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Environment> {
+        ok(environment(self.svc.environment(&r.into_inner().id).await?))
+    }
+
+    async fn list_environments(&self, r: Request<pb::ListRequest>) -> R<pb::ListEnvironmentsResponse> {
+        let r = r.into_inner();
+        let p = page(r.limit, &r.page)?;
+        let rows = self.svc.list_environments(&p).await?;
+        let (data, next_page) = paged(&p, rows, |x| &x.id, environment);
+        ok(pb::ListEnvironmentsResponse { data, next_page })
+    }
+
+    async fn update_environment(&self, r: Request<pb::UpdateEnvironmentRequest>) -> R<pb::Environment> {
+        let r = r.into_inner();
+        ok(environment(self.svc.update_environment(&r.id, r.disabled, r.expected_version, &r.actor_id).await?))
+    }
+
+    async fn create_permission_assignment(&self, r: Request<pb::CreatePermissionAssignmentRequest>) -> R<pb::PermissionAssignment> {
+        let r = r.into_inner();
+        let subject = r.subject.unwrap_or_default();
+        let resource = r.resource.unwrap_or_default();
+        let req = crate::service::NewAssignment {
+            subject_kind: subject.kind,
+            subject_id: subject.id,
+            permission: r.permission,
+            resource_kind: resource.kind,
+            resource_id: resource.id,
+            environment_id: r.environment_id,
+        };
+        let a = self.svc.create_assignment(&req, &r.actor_id).await?;
+        ok(assignment(a))
+    }
+
+    async fn get_permission_assignment(&self, r: Request<pb::GetByIdRequest>) -> R<pb::PermissionAssignment> {
+        ok(assignment(self.svc.assignment(&r.into_inner().id).await?))
+    }
+
+    async fn list_permission_assignments(
+        &self,
+        r: Request<pb::ListPermissionAssignmentsRequest>,
+    ) -> R<pb::ListPermissionAssignmentsResponse> {
+        let r = r.into_inner();
+        let p = page(r.limit, &r.page)?;
+        let filter = AssignmentFilter { subject_id: r.subject_id, resource_id: r.resource_id, permission: r.permission };
+        let rows = self.svc.list_assignments(&filter, &p).await?;
+        let (data, next_page) = paged(&p, rows, |x| &x.id, assignment);
+        ok(pb::ListPermissionAssignmentsResponse { data, next_page })
+    }
+
+    async fn delete_permission_assignment(&self, r: Request<pb::ActorRequest>) -> R<pb::PermissionAssignment> {
+        let r = r.into_inner();
+        ok(assignment(self.svc.delete_assignment(&r.id, &r.actor_id).await?))
+    }
+
+    async fn check(&self, r: Request<pb::CheckRequest>) -> R<pb::CheckResponse> {
+        let r = r.into_inner();
+        let res = r.resource.unwrap_or_default();
+        let (allowed, matched_assignment_ids) =
+            self.svc.check(&r.principal_id, &r.permission, &res.kind, &res.id, &r.environment_id).await?;
+        ok(pb::CheckResponse { allowed, matched_assignment_ids })
+    }
+}

@@ -1,0 +1,30 @@
+//! The governance service: who exists, how they prove it, and which rows give
+//! them reach. See `DESIGN.md` beside this crate for what it owns.
+
+pub mod grpc;
+pub mod model;
+pub mod service;
+pub mod store;
+
+use checkfu_core::Result;
+use checkfu_proto::governance::v1::governance_service_server::GovernanceServiceServer;
+use checkfu_store::{Db, Location, Migrations};
+use std::sync::Arc;
+
+pub use service::{Bootstrapped, GovernanceService};
+
+static SQLITE: checkfu_store::sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/governance");
+static POSTGRES: checkfu_store::sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/governance");
+
+pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+
+/// Opens the governance store at `location` and builds the service.
+pub async fn open(location: &Location) -> Result<GovernanceService> {
+    let db = Db::open(location, "governance", &MIGRATIONS).await?;
+    Ok(GovernanceService::new(Arc::new(store::SqlGovernanceStore::new(db))))
+}
+
+/// The tonic server for this service.
+pub fn server(svc: GovernanceService) -> GovernanceServiceServer<grpc::GovernanceGrpc> {
+    GovernanceServiceServer::new(grpc::GovernanceGrpc { svc })
+}

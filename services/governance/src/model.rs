@@ -1,0 +1,186 @@
+//! Governance domain types. Wire strings become these enums once, at the
+//! gRPC boundary; an unknown kind or permission never gets further.
+
+use checkfu_core::{Error, Result, string_enum};
+
+string_enum!(
+    /// Who a Principal is.
+    PrincipalKind { Human = "human", Service = "service" }
+);
+
+string_enum!(
+    /// What can hold a permission.
+    SubjectKind { Principal = "principal", Group = "group", AgentDefinition = "agent_definition" }
+);
+
+string_enum!(
+    /// What a permission is held on.
+    ResourceKind {
+        Installation = "installation",
+        Environment = "environment",
+        Agent = "agent",
+        Connection = "connection",
+        MemoryStore = "memory_store",
+        Principal = "principal",
+        Group = "group",
+    }
+);
+
+string_enum!(
+    Permission {
+        Admin = "admin",
+        Manage = "manage",
+        Invoke = "invoke",
+        ActAs = "act_as",
+        UseConnection = "use_connection",
+        UseAgent = "use_agent",
+        Approve = "approve",
+        Read = "read",
+    }
+);
+
+impl Permission {
+    /// Whether holding `self` grants `wanted`: `admin` grants everything,
+    /// `manage` also grants `read`; every other permission grants only itself.
+    pub fn grants(self, wanted: Permission) -> bool {
+        self == wanted || self == Permission::Admin || (self == Permission::Manage && wanted == Permission::Read)
+    }
+}
+
+/// The id prefix a resource or subject of this kind must carry.
+pub fn id_prefix(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "environment" => "env",
+        "agent" | "agent_definition" => "agt",
+        "connection" => "conn",
+        "memory_store" => "mstr",
+        "principal" => "prin",
+        "group" => "grp",
+        _ => return None,
+    })
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Principal {
+    pub id: String,
+    pub kind: PrincipalKind,
+    pub name: String,
+    pub disabled: bool,
+    pub created_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiKey {
+    pub id: String,
+    pub principal_id: String,
+    pub name: String,
+    pub created_ms: i64,
+    pub revoked_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    pub id: String,
+    pub name: String,
+    pub member_ids: Vec<String>,
+    pub created_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Environment {
+    pub id: String,
+    pub name: String,
+    pub version: i64,
+    pub disabled: bool,
+    pub created_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assignment {
+    pub id: String,
+    pub subject_kind: SubjectKind,
+    pub subject_id: String,
+    pub permission: Permission,
+    pub resource_kind: ResourceKind,
+    pub resource_id: String,
+    /// The Environment holding the resource; empty for installation-wide ones.
+    pub environment_id: String,
+    pub created_by: String,
+    pub created_ms: i64,
+}
+
+impl Assignment {
+    /// Whether this assignment covers `resource` (held in `environment_id`).
+    pub fn covers(&self, kind: ResourceKind, id: &str, environment_id: &str) -> bool {
+        match self.resource_kind {
+            ResourceKind::Installation => true,
+            ResourceKind::Environment if !environment_id.is_empty() && self.resource_id == environment_id => true,
+            k => k == kind && self.resource_id == id,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditRecord {
+    pub id: String,
+    pub actor_id: String,
+    pub action: String,
+    pub resource_kind: String,
+    pub resource_id: String,
+    pub details: serde_json::Value,
+    pub created_ms: i64,
+}
+
+/// Filters for listing assignments; empty strings match everything.
+#[derive(Debug, Clone, Default)]
+pub struct AssignmentFilter {
+    pub subject_id: String,
+    pub resource_id: String,
+    pub permission: String,
+}
+
+/// Names are short, printable and non-empty.
+pub fn check_name(field: &str, name: &str) -> Result<()> {
+    let trimmed = name.trim();
+    if trimmed.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+        return Err(Error::invalid_field(field, format!("{field} must be 1 to 200 printable characters")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manage_grants_read_but_not_invoke() {
+        assert!(Permission::Manage.grants(Permission::Read));
+        assert!(!Permission::Manage.grants(Permission::Invoke));
+        assert!(Permission::Admin.grants(Permission::ActAs));
+        assert!(!Permission::Read.grants(Permission::Manage));
+    }
+
+    #[test]
+    fn environment_assignment_covers_its_resources_only() {
+        let a = Assignment {
+            id: "pa_1".into(),
+            subject_kind: SubjectKind::Principal,
+            subject_id: "prin_1".into(),
+            permission: Permission::Invoke,
+            resource_kind: ResourceKind::Environment,
+            resource_id: "env_a".into(),
+            environment_id: "env_a".into(),
+            created_by: "prin_0".into(),
+            created_ms: 0,
+        };
+        assert!(a.covers(ResourceKind::Agent, "agt_1", "env_a"));
+        assert!(!a.covers(ResourceKind::Agent, "agt_1", "env_b"));
+        assert!(!a.covers(ResourceKind::Agent, "agt_1", ""));
+    }
+
+    #[test]
+    fn unknown_permission_is_refused() {
+        assert!(Permission::parse("permission", "root").is_err());
+        assert_eq!(Permission::parse("permission", "act_as").ok(), Some(Permission::ActAs));
+    }
+}

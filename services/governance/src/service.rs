@@ -1,0 +1,422 @@
+//! Governance rules. Callers (the gateway) decide *whether* an actor may ask;
+//! this layer keeps the rows consistent: names valid, subjects existing,
+//! revocations audited, checks following groups and the resource hierarchy.
+
+use crate::model::*;
+use crate::store::GovernanceStore;
+use checkfu_core::id::{check as check_id, new_id};
+use checkfu_core::page::PageRequest;
+use checkfu_core::time::now_ms;
+use checkfu_core::{Error, Result, sha256_hex};
+use serde_json::json;
+use std::sync::Arc;
+
+/// A grant as asked for, before validation.
+#[derive(Debug, Clone, Default)]
+pub struct NewAssignment {
+    pub subject_kind: String,
+    pub subject_id: String,
+    pub permission: String,
+    pub resource_kind: String,
+    pub resource_id: String,
+    /// The Environment holding the resource, as resolved by the caller.
+    pub environment_id: String,
+}
+
+/// What bootstrap made; `admin_api_key` is the only copy of the secret.
+#[derive(Debug, Clone)]
+pub struct Bootstrapped {
+    pub created: bool,
+    pub admin_principal_id: String,
+    pub environment_id: String,
+    pub admin_api_key: String,
+}
+
+#[derive(Clone)]
+pub struct GovernanceService {
+    store: Arc<dyn GovernanceStore>,
+}
+
+/// A new API key secret: `ck_` and 256 random bits. Only its SHA-256 is
+/// stored; a fast hash suffices because the secret itself is high-entropy.
+fn new_secret() -> String {
+    use rand::Rng;
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("ck_{}", hex_lower(&bytes))
+}
+
+fn hex_lower(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+impl GovernanceService {
+    pub fn new(store: Arc<dyn GovernanceStore>) -> Self {
+        GovernanceService { store }
+    }
+
+    /// Readiness: the store answers.
+    pub async fn ready(&self) -> bool {
+        self.store.is_empty().await.is_ok()
+    }
+
+    /// Creates the first admin, the `default` Environment and an admin key on
+    /// an empty installation; does nothing on a bootstrapped one.
+    pub async fn bootstrap(&self) -> Result<Bootstrapped> {
+        if !self.store.is_empty().await? {
+            return Ok(Bootstrapped {
+                created: false,
+                admin_principal_id: String::new(),
+                environment_id: String::new(),
+                admin_api_key: String::new(),
+            });
+        }
+        let now = now_ms();
+        let admin = Principal { id: new_id("prin"), kind: PrincipalKind::Human, name: "admin".into(), disabled: false, created_ms: now };
+        let grant = Assignment {
+            id: new_id("pa"),
+            subject_kind: SubjectKind::Principal,
+            subject_id: admin.id.clone(),
+            permission: Permission::Admin,
+            resource_kind: ResourceKind::Installation,
+            resource_id: "*".into(),
+            environment_id: String::new(),
+            created_by: admin.id.clone(),
+            created_ms: now,
+        };
+        let env = Environment { id: new_id("env"), name: "default".into(), version: 1, disabled: false, created_ms: now };
+        let secret = new_secret();
+        let key = ApiKey { id: new_id("key"), principal_id: admin.id.clone(), name: "bootstrap".into(), created_ms: now, revoked_ms: None };
+        let created = self.store.bootstrap(&admin, &grant, &env, &key, &sha256_hex(&secret)).await?;
+        Ok(Bootstrapped {
+            created,
+            admin_principal_id: if created { admin.id } else { String::new() },
+            environment_id: if created { env.id } else { String::new() },
+            admin_api_key: if created { secret } else { String::new() },
+        })
+    }
+
+    /// Resolves a secret to its (enabled) principal and key; revoked keys and
+    /// disabled principals fail exactly like unknown keys.
+    pub async fn authenticate(&self, secret: &str) -> Result<(String, String)> {
+        let invalid = || Error::new(checkfu_core::Code::InvalidKey, "the API key is not valid");
+        if !secret.starts_with("ck_") || secret.len() > 200 {
+            return Err(invalid());
+        }
+        let key = self.store.find_api_key_by_hash(&sha256_hex(secret)).await?.ok_or_else(invalid)?;
+        if key.revoked_ms.is_some() {
+            return Err(invalid());
+        }
+        let p = self.store.get_principal(&key.principal_id).await?.ok_or_else(invalid)?;
+        if p.disabled {
+            return Err(invalid());
+        }
+        Ok((p.id, key.id))
+    }
+
+    async fn audit(&self, actor: &str, action: &str, kind: &str, id: &str, details: serde_json::Value) -> Result<()> {
+        self.store
+            .insert_audit(&AuditRecord {
+                id: new_id("aud"),
+                actor_id: actor.to_string(),
+                action: action.to_string(),
+                resource_kind: kind.to_string(),
+                resource_id: id.to_string(),
+                details,
+                created_ms: now_ms(),
+            })
+            .await
+    }
+
+    pub async fn create_principal(&self, kind: &str, name: &str, actor: &str) -> Result<Principal> {
+        let kind = PrincipalKind::parse("kind", kind)?;
+        check_name("name", name)?;
+        let p = Principal { id: new_id("prin"), kind, name: name.to_string(), disabled: false, created_ms: now_ms() };
+        self.store.insert_principal(&p).await?;
+        self.audit(actor, "principal.created", "principal", &p.id, json!({"name": name})).await?;
+        Ok(p)
+    }
+
+    pub async fn principal(&self, id: &str) -> Result<Principal> {
+        check_id("id", "prin", id)?;
+        self.store.get_principal(id).await?.ok_or_else(|| Error::not_found("principal", id))
+    }
+
+    pub async fn list_principals(&self, page: &PageRequest) -> Result<Vec<Principal>> {
+        self.store.list_principals(page).await
+    }
+
+    pub async fn update_principal(&self, id: &str, disabled: Option<bool>, actor: &str) -> Result<Principal> {
+        let p = self.principal(id).await?;
+        let Some(disabled) = disabled else { return Ok(p) };
+        let p = self.store.set_principal_disabled(id, disabled).await?.ok_or_else(|| Error::not_found("principal", id))?;
+        self.audit(actor, "principal.updated", "principal", id, json!({"disabled": disabled})).await?;
+        Ok(p)
+    }
+
+    pub async fn create_api_key(&self, principal_id: &str, name: &str, actor: &str) -> Result<(ApiKey, String)> {
+        self.principal(principal_id).await?;
+        check_name("name", name)?;
+        let secret = new_secret();
+        let key = ApiKey {
+            id: new_id("key"),
+            principal_id: principal_id.to_string(),
+            name: name.to_string(),
+            created_ms: now_ms(),
+            revoked_ms: None,
+        };
+        self.store.insert_api_key(&key, &sha256_hex(&secret)).await?;
+        self.audit(actor, "api_key.created", "api_key", &key.id, json!({"principal_id": principal_id})).await?;
+        Ok((key, secret))
+    }
+
+    pub async fn api_key(&self, id: &str) -> Result<ApiKey> {
+        check_id("id", "key", id)?;
+        self.store.get_api_key(id).await?.ok_or_else(|| Error::not_found("api_key", id))
+    }
+
+    pub async fn list_api_keys(&self, principal_id: &str, page: &PageRequest) -> Result<Vec<ApiKey>> {
+        self.principal(principal_id).await?;
+        self.store.list_api_keys(principal_id, page).await
+    }
+
+    pub async fn revoke_api_key(&self, id: &str, actor: &str) -> Result<ApiKey> {
+        self.api_key(id).await?;
+        let key = self.store.revoke_api_key(id, now_ms()).await?.ok_or_else(|| Error::not_found("api_key", id))?;
+        self.audit(actor, "api_key.revoked", "api_key", id, json!({"principal_id": key.principal_id})).await?;
+        Ok(key)
+    }
+
+    pub async fn create_group(&self, name: &str, actor: &str) -> Result<Group> {
+        check_name("name", name)?;
+        let g = Group { id: new_id("grp"), name: name.to_string(), member_ids: vec![], created_ms: now_ms() };
+        self.store.insert_group(&g).await.map_err(|e| match e.code {
+            checkfu_core::Code::Conflict => Error::conflict(format!("a group named {name:?} already exists")),
+            _ => e,
+        })?;
+        self.audit(actor, "group.created", "group", &g.id, json!({"name": name})).await?;
+        Ok(g)
+    }
+
+    pub async fn group(&self, id: &str) -> Result<Group> {
+        check_id("id", "grp", id)?;
+        self.store.get_group(id).await?.ok_or_else(|| Error::not_found("group", id))
+    }
+
+    pub async fn list_groups(&self, page: &PageRequest) -> Result<Vec<Group>> {
+        self.store.list_groups(page).await
+    }
+
+    pub async fn add_group_member(&self, group_id: &str, principal_id: &str, actor: &str) -> Result<Group> {
+        self.group(group_id).await?;
+        check_id("principal_id", "prin", principal_id)?;
+        self.principal(principal_id).await?;
+        self.store.add_group_member(group_id, principal_id).await?;
+        self.audit(actor, "group.member_added", "group", group_id, json!({"principal_id": principal_id})).await?;
+        self.group(group_id).await
+    }
+
+    pub async fn remove_group_member(&self, group_id: &str, principal_id: &str, actor: &str) -> Result<Group> {
+        self.group(group_id).await?;
+        check_id("principal_id", "prin", principal_id)?;
+        if !self.store.remove_group_member(group_id, principal_id).await? {
+            return Err(Error::not_found("group member", principal_id));
+        }
+        self.audit(actor, "group.member_removed", "group", group_id, json!({"principal_id": principal_id})).await?;
+        self.group(group_id).await
+    }
+
+    pub async fn create_environment(&self, name: &str, actor: &str) -> Result<Environment> {
+        check_name("name", name)?;
+        let e = Environment { id: new_id("env"), name: name.to_string(), version: 1, disabled: false, created_ms: now_ms() };
+        self.store.insert_environment(&e).await.map_err(|e| match e.code {
+            checkfu_core::Code::Conflict => Error::conflict(format!("an environment named {name:?} already exists")),
+            _ => e,
+        })?;
+        self.audit(actor, "environment.created", "environment", &e.id, json!({"name": name})).await?;
+        Ok(e)
+    }
+
+    pub async fn environment(&self, id: &str) -> Result<Environment> {
+        check_id("id", "env", id)?;
+        self.store.get_environment(id).await?.ok_or_else(|| Error::not_found("environment", id))
+    }
+
+    pub async fn list_environments(&self, page: &PageRequest) -> Result<Vec<Environment>> {
+        self.store.list_environments(page).await
+    }
+
+    pub async fn update_environment(
+        &self,
+        id: &str,
+        disabled: Option<bool>,
+        expected_version: Option<i64>,
+        actor: &str,
+    ) -> Result<Environment> {
+        let current = self.environment(id).await?;
+        if let Some(v) = expected_version
+            && v != current.version
+        {
+            return Err(Error::conflict(format!("environment is at version {}, not {v}", current.version))
+                .with_details(json!({"current_version": current.version})));
+        }
+        let Some(disabled) = disabled else { return Ok(current) };
+        let next = Environment { disabled, version: current.version + 1, ..current.clone() };
+        if !self.store.update_environment(&next, current.version).await? {
+            return Err(Error::conflict("environment changed concurrently; read it again"));
+        }
+        self.audit(actor, "environment.updated", "environment", id, json!({"disabled": disabled})).await?;
+        Ok(next)
+    }
+
+    /// Records a grant. The caller has already decided the actor may grant it;
+    /// this checks the row is well formed and names things that exist here.
+    pub async fn create_assignment(&self, req: &NewAssignment, actor: &str) -> Result<Assignment> {
+        let NewAssignment { subject_kind, subject_id, permission, resource_kind, resource_id, environment_id } = req;
+        let (subject_kind, subject_id, permission, resource_kind, resource_id, environment_id) = (
+            subject_kind.as_str(),
+            subject_id.as_str(),
+            permission.as_str(),
+            resource_kind.as_str(),
+            resource_id.as_str(),
+            environment_id.as_str(),
+        );
+        let subject_kind = SubjectKind::parse("subject.kind", subject_kind)?;
+        let permission = Permission::parse("permission", permission)?;
+        let resource_kind = ResourceKind::parse("resource.kind", resource_kind)?;
+        if let Some(prefix) = id_prefix(subject_kind.as_str()) {
+            check_id("subject.id", prefix, subject_id)?;
+        }
+        match subject_kind {
+            SubjectKind::Principal => {
+                self.principal(subject_id).await?;
+            }
+            SubjectKind::Group => {
+                self.group(subject_id).await?;
+            }
+            SubjectKind::AgentDefinition => {}
+        }
+        let environment_id = match resource_kind {
+            ResourceKind::Installation => {
+                if resource_id != "*" {
+                    return Err(Error::invalid_field("resource.id", "the installation's id is \"*\""));
+                }
+                String::new()
+            }
+            ResourceKind::Environment => {
+                check_id("resource.id", "env", resource_id)?;
+                self.environment(resource_id).await?;
+                resource_id.to_string()
+            }
+            ResourceKind::Principal => {
+                check_id("resource.id", "prin", resource_id)?;
+                self.principal(resource_id).await?;
+                String::new()
+            }
+            ResourceKind::Group => {
+                check_id("resource.id", "grp", resource_id)?;
+                self.group(resource_id).await?;
+                String::new()
+            }
+            other => {
+                let prefix = id_prefix(other.as_str()).unwrap_or("");
+                check_id("resource.id", prefix, resource_id)?;
+                environment_id.to_string()
+            }
+        };
+        if matches!(permission, Permission::Admin | Permission::Manage)
+            && !matches!(resource_kind, ResourceKind::Installation | ResourceKind::Environment)
+        {
+            return Err(Error::invalid_field("permission", "admin and manage are held on the installation or an environment"));
+        }
+        let a = Assignment {
+            id: new_id("pa"),
+            subject_kind,
+            subject_id: subject_id.to_string(),
+            permission,
+            resource_kind,
+            resource_id: resource_id.to_string(),
+            environment_id,
+            created_by: actor.to_string(),
+            created_ms: now_ms(),
+        };
+        self.store.insert_assignment(&a).await.map_err(|e| match e.code {
+            checkfu_core::Code::Conflict => Error::conflict("the same assignment already exists"),
+            _ => e,
+        })?;
+        self.audit(
+            actor,
+            "permission_assignment.created",
+            "permission_assignment",
+            &a.id,
+            json!({"subject": {"kind": subject_kind.as_str(), "id": subject_id}, "permission": permission.as_str(), "resource": {"kind": resource_kind.as_str(), "id": resource_id}}),
+        )
+        .await?;
+        Ok(a)
+    }
+
+    pub async fn assignment(&self, id: &str) -> Result<Assignment> {
+        check_id("id", "pa", id)?;
+        self.store.get_assignment(id).await?.ok_or_else(|| Error::not_found("permission_assignment", id))
+    }
+
+    pub async fn list_assignments(&self, filter: &AssignmentFilter, page: &PageRequest) -> Result<Vec<Assignment>> {
+        if !filter.permission.is_empty() {
+            Permission::parse("permission", &filter.permission)?;
+        }
+        self.store.list_assignments(filter, page).await
+    }
+
+    pub async fn delete_assignment(&self, id: &str, actor: &str) -> Result<Assignment> {
+        let a = self.assignment(id).await?;
+        if !self.store.delete_assignment(id).await? {
+            return Err(Error::not_found("permission_assignment", id));
+        }
+        self.audit(
+            actor,
+            "permission_assignment.deleted",
+            "permission_assignment",
+            id,
+            json!({"subject": {"kind": a.subject_kind.as_str(), "id": a.subject_id}, "permission": a.permission.as_str(), "resource": {"kind": a.resource_kind.as_str(), "id": a.resource_id}}),
+        )
+        .await?;
+        Ok(a)
+    }
+
+    /// Whether `principal_id` holds `permission` on the resource, directly or
+    /// through a group, on the resource itself, its Environment, or the
+    /// installation. Read straight from the rows, so a revoke counts at once.
+    pub async fn check(
+        &self,
+        principal_id: &str,
+        permission: &str,
+        resource_kind: &str,
+        resource_id: &str,
+        environment_id: &str,
+    ) -> Result<(bool, Vec<String>)> {
+        let permission = Permission::parse("permission", permission)?;
+        let resource_kind = ResourceKind::parse("resource.kind", resource_kind)?;
+        let Some(p) = self.store.get_principal(principal_id).await? else {
+            return Ok((false, vec![]));
+        };
+        if p.disabled {
+            return Ok((false, vec![]));
+        }
+        let mut subjects = vec![principal_id.to_string()];
+        subjects.extend(self.store.groups_of(principal_id).await?);
+        let matched: Vec<String> = self
+            .store
+            .assignments_of(&subjects)
+            .await?
+            .into_iter()
+            .filter(|a| a.subject_kind != SubjectKind::AgentDefinition)
+            .filter(|a| a.permission.grants(permission) && a.covers(resource_kind, resource_id, environment_id))
+            .map(|a| a.id)
+            .collect();
+        Ok((!matched.is_empty(), matched))
+    }
+
+    pub async fn list_audit(&self, resource_id: &str, actor_id: &str, page: &PageRequest) -> Result<Vec<AuditRecord>> {
+        self.store.list_audit(resource_id, actor_id, page).await
+    }
+}

@@ -1,0 +1,134 @@
+//! The conformance suite for [`GovernanceStore`]: one body of assertions run
+//! against every backend. SQLite always; PostgreSQL when
+//! `CHECKFU_TEST_POSTGRES_URL` is set (each run gets a fresh schema).
+
+use super::*;
+use checkfu_store::{Db, Location};
+use std::sync::Arc;
+
+async fn backends() -> Vec<(String, Arc<dyn GovernanceStore>, Option<tempfile::TempDir>)> {
+    let mut out: Vec<(String, Arc<dyn GovernanceStore>, Option<tempfile::TempDir>)> = Vec::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(&Location::SqliteDir(dir.path().into()), "governance", &crate::MIGRATIONS).await.expect("sqlite");
+    out.push(("sqlite".into(), Arc::new(SqlGovernanceStore::new(db)), Some(dir)));
+    if let Ok(url) = std::env::var("CHECKFU_TEST_POSTGRES_URL") {
+        let schema = format!("gov_test_{}", checkfu_core::id::new_id("t").trim_start_matches("t_"));
+        let db = Db::open(&Location::Postgres(url), &schema, &crate::MIGRATIONS).await.expect("postgres");
+        out.push(("postgres".into(), Arc::new(SqlGovernanceStore::new(db)), None));
+    }
+    out
+}
+
+fn principal(id: &str) -> Principal {
+    Principal { id: id.into(), kind: PrincipalKind::Service, name: format!("svc-{id}"), disabled: false, created_ms: 1 }
+}
+
+fn grant(id: &str, subject: &str, perm: Permission, kind: ResourceKind, res: &str) -> Assignment {
+    Assignment {
+        id: id.into(),
+        subject_kind: SubjectKind::Principal,
+        subject_id: subject.into(),
+        permission: perm,
+        resource_kind: kind,
+        resource_id: res.into(),
+        environment_id: String::new(),
+        created_by: "prin_admin".into(),
+        created_ms: 2,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn governance_store_conformance() {
+    for (name, s, _guard) in backends().await {
+        principals_and_paging(&*s).await;
+        keys_hash_lookup_and_revoke(&*s).await;
+        groups_membership(&*s).await;
+        environments_compare_and_set(&*s).await;
+        assignments_unique_filter_delete(&*s).await;
+        bootstrap_only_once(&*s).await;
+        eprintln!("governance store conformance passed on {name}");
+    }
+}
+
+async fn principals_and_paging(s: &dyn GovernanceStore) {
+    for i in 0..5 {
+        s.insert_principal(&principal(&format!("prin_{i:026}"))).await.expect("insert");
+    }
+    let p1 = PageRequest::standard(2, "").expect("page");
+    let rows = s.list_principals(&p1).await.expect("list");
+    assert_eq!(rows.len(), 3, "fetches one extra to detect the next page");
+    let (rows, next) = p1.finish(rows, |p| &p.id);
+    assert_eq!(rows[0].id, format!("prin_{:026}", 4), "newest (largest id) first");
+    let p2 = PageRequest::standard(2, &next).expect("page");
+    let rows2 = s.list_principals(&p2).await.expect("list");
+    assert_eq!(rows2[0].id, format!("prin_{:026}", 2));
+    let d = s.set_principal_disabled(&format!("prin_{:026}", 1), true).await.expect("disable").expect("exists");
+    assert!(d.disabled);
+    assert!(s.get_principal("prin_missing").await.expect("get").is_none());
+    assert!(s.insert_principal(&principal(&format!("prin_{:026}", 1))).await.is_err(), "duplicate id refused");
+}
+
+async fn keys_hash_lookup_and_revoke(s: &dyn GovernanceStore) {
+    let key = ApiKey { id: "key_1".into(), principal_id: format!("prin_{:026}", 0), name: "ci".into(), created_ms: 3, revoked_ms: None };
+    s.insert_api_key(&key, "hash-1").await.expect("insert");
+    assert_eq!(s.find_api_key_by_hash("hash-1").await.expect("find"), Some(key.clone()));
+    assert!(s.find_api_key_by_hash("hash-2").await.expect("find").is_none());
+    let revoked = s.revoke_api_key("key_1", 9).await.expect("revoke").expect("exists");
+    assert_eq!(revoked.revoked_ms, Some(9));
+    let again = s.revoke_api_key("key_1", 10).await.expect("revoke").expect("exists");
+    assert_eq!(again.revoked_ms, Some(9), "a second revoke keeps the first time");
+    let listed = s.list_api_keys(&key.principal_id, &PageRequest::standard(10, "").expect("page")).await.expect("list");
+    assert_eq!(listed.len(), 1);
+}
+
+async fn groups_membership(s: &dyn GovernanceStore) {
+    let g = Group { id: "grp_1".into(), name: "ops".into(), member_ids: vec![], created_ms: 4 };
+    s.insert_group(&g).await.expect("insert");
+    assert!(s.insert_group(&Group { id: "grp_2".into(), ..g.clone() }).await.is_err(), "names are unique");
+    let m = format!("prin_{:026}", 3);
+    s.add_group_member("grp_1", &m).await.expect("add");
+    s.add_group_member("grp_1", &m).await.expect("adding twice is harmless");
+    assert_eq!(s.get_group("grp_1").await.expect("get").expect("exists").member_ids, vec![m.clone()]);
+    assert_eq!(s.groups_of(&m).await.expect("groups"), vec!["grp_1".to_string()]);
+    assert!(s.remove_group_member("grp_1", &m).await.expect("remove"));
+    assert!(!s.remove_group_member("grp_1", &m).await.expect("remove"));
+    assert!(s.groups_of(&m).await.expect("groups").is_empty());
+}
+
+async fn environments_compare_and_set(s: &dyn GovernanceStore) {
+    let e = Environment { id: "env_1".into(), name: "staging".into(), version: 1, disabled: false, created_ms: 5 };
+    s.insert_environment(&e).await.expect("insert");
+    let next = Environment { disabled: true, version: 2, ..e.clone() };
+    assert!(s.update_environment(&next, 1).await.expect("cas"));
+    assert!(!s.update_environment(&next, 1).await.expect("cas"), "stale version refused");
+    assert_eq!(s.get_environment("env_1").await.expect("get").expect("exists"), next);
+}
+
+async fn assignments_unique_filter_delete(s: &dyn GovernanceStore) {
+    let who = format!("prin_{:026}", 2);
+    let a = grant("pa_1", &who, Permission::Invoke, ResourceKind::Agent, "agt_1");
+    s.insert_assignment(&a).await.expect("insert");
+    let dup = Assignment { id: "pa_2".into(), ..a.clone() };
+    assert!(s.insert_assignment(&dup).await.is_err(), "the same grant twice is refused");
+    s.insert_assignment(&grant("pa_3", &who, Permission::Read, ResourceKind::Environment, "env_1")).await.expect("insert");
+    let all = PageRequest::standard(100, "").expect("page");
+    let f = AssignmentFilter { permission: "invoke".into(), ..Default::default() };
+    assert_eq!(s.list_assignments(&f, &all).await.expect("list").len(), 1);
+    let f = AssignmentFilter { subject_id: who.clone(), ..Default::default() };
+    assert_eq!(s.list_assignments(&f, &all).await.expect("list").len(), 2);
+    assert_eq!(s.assignments_of(std::slice::from_ref(&who)).await.expect("of").len(), 2);
+    assert!(s.delete_assignment("pa_1").await.expect("delete"));
+    assert!(!s.delete_assignment("pa_1").await.expect("delete"));
+    assert!(s.get_assignment("pa_1").await.expect("get").is_none());
+}
+
+async fn bootstrap_only_once(s: &dyn GovernanceStore) {
+    // The store already holds principals, so bootstrap must refuse.
+    assert!(!s.is_empty().await.expect("empty"));
+    let admin = principal("prin_zzzzzzzzzzzzzzzzzzzzzzzzzz");
+    let g = grant("pa_boot", &admin.id, Permission::Admin, ResourceKind::Installation, "*");
+    let e = Environment { id: "env_boot".into(), name: "default".into(), version: 1, disabled: false, created_ms: 1 };
+    let k = ApiKey { id: "key_boot".into(), principal_id: admin.id.clone(), name: "b".into(), created_ms: 1, revoked_ms: None };
+    assert!(!s.bootstrap(&admin, &g, &e, &k, "h-boot").await.expect("bootstrap"));
+    assert!(s.get_principal(&admin.id).await.expect("get").is_none(), "nothing written");
+}

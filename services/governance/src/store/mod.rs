@@ -1,0 +1,57 @@
+//! Governance storage: the narrow trait the service needs, and its SQL
+//! implementation (SQLite embedded, PostgreSQL in production).
+
+mod sql;
+
+use crate::model::*;
+use checkfu_core::Result;
+use checkfu_core::page::PageRequest;
+
+pub use sql::SqlGovernanceStore;
+
+/// Everything governance persists. Implementations must be linearizable per
+/// row: a revoke seen by one call is seen by every later call.
+#[async_trait::async_trait]
+pub trait GovernanceStore: Send + Sync + 'static {
+    /// Whether the installation has been bootstrapped (any principal exists).
+    async fn is_empty(&self) -> Result<bool>;
+    /// Writes the bootstrap rows in one transaction; false if already bootstrapped.
+    async fn bootstrap(&self, admin: &Principal, grant: &Assignment, env: &Environment, key: &ApiKey, secret_sha256: &str) -> Result<bool>;
+
+    async fn insert_principal(&self, p: &Principal) -> Result<()>;
+    async fn get_principal(&self, id: &str) -> Result<Option<Principal>>;
+    async fn list_principals(&self, page: &PageRequest) -> Result<Vec<Principal>>;
+    async fn set_principal_disabled(&self, id: &str, disabled: bool) -> Result<Option<Principal>>;
+
+    async fn insert_api_key(&self, key: &ApiKey, secret_sha256: &str) -> Result<()>;
+    async fn get_api_key(&self, id: &str) -> Result<Option<ApiKey>>;
+    async fn find_api_key_by_hash(&self, secret_sha256: &str) -> Result<Option<ApiKey>>;
+    async fn list_api_keys(&self, principal_id: &str, page: &PageRequest) -> Result<Vec<ApiKey>>;
+    async fn revoke_api_key(&self, id: &str, at_ms: i64) -> Result<Option<ApiKey>>;
+
+    async fn insert_group(&self, g: &Group) -> Result<()>;
+    async fn get_group(&self, id: &str) -> Result<Option<Group>>;
+    async fn list_groups(&self, page: &PageRequest) -> Result<Vec<Group>>;
+    async fn add_group_member(&self, group_id: &str, principal_id: &str) -> Result<()>;
+    async fn remove_group_member(&self, group_id: &str, principal_id: &str) -> Result<bool>;
+    async fn groups_of(&self, principal_id: &str) -> Result<Vec<String>>;
+
+    async fn insert_environment(&self, e: &Environment) -> Result<()>;
+    async fn get_environment(&self, id: &str) -> Result<Option<Environment>>;
+    async fn list_environments(&self, page: &PageRequest) -> Result<Vec<Environment>>;
+    /// Compare-and-set on `version`; `None` when the row moved or is missing.
+    async fn update_environment(&self, e: &Environment, expected_version: i64) -> Result<bool>;
+
+    async fn insert_assignment(&self, a: &Assignment) -> Result<()>;
+    async fn get_assignment(&self, id: &str) -> Result<Option<Assignment>>;
+    async fn list_assignments(&self, f: &AssignmentFilter, page: &PageRequest) -> Result<Vec<Assignment>>;
+    async fn delete_assignment(&self, id: &str) -> Result<bool>;
+    /// Every assignment whose subject is one of `subject_ids`.
+    async fn assignments_of(&self, subject_ids: &[String]) -> Result<Vec<Assignment>>;
+
+    async fn insert_audit(&self, r: &AuditRecord) -> Result<()>;
+    async fn list_audit(&self, resource_id: &str, actor_id: &str, page: &PageRequest) -> Result<Vec<AuditRecord>>;
+}
+
+#[cfg(test)]
+mod conformance;

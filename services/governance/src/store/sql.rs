@@ -1,0 +1,444 @@
+//! SQL implementation of [`GovernanceStore`], one text for both dialects.
+
+use super::GovernanceStore;
+use crate::model::*;
+use checkfu_core::page::PageRequest;
+use checkfu_core::{Error, Result};
+use checkfu_store::sqlx::{self, Row, any::AnyRow};
+use checkfu_store::{Db, db_err, flag};
+
+#[derive(Clone, Debug)]
+pub struct SqlGovernanceStore {
+    db: Db,
+}
+
+impl SqlGovernanceStore {
+    pub fn new(db: Db) -> Self {
+        SqlGovernanceStore { db }
+    }
+}
+
+fn principal(r: &AnyRow) -> Result<Principal> {
+    Ok(Principal {
+        id: r.try_get("id").map_err(db_err)?,
+        kind: PrincipalKind::parse("kind", &r.try_get::<String, _>("kind").map_err(db_err)?)?,
+        name: r.try_get("name").map_err(db_err)?,
+        disabled: r.try_get::<i64, _>("disabled").map_err(db_err)? != 0,
+        created_ms: r.try_get("created_ms").map_err(db_err)?,
+    })
+}
+
+fn api_key(r: &AnyRow) -> Result<ApiKey> {
+    Ok(ApiKey {
+        id: r.try_get("id").map_err(db_err)?,
+        principal_id: r.try_get("principal_id").map_err(db_err)?,
+        name: r.try_get("name").map_err(db_err)?,
+        created_ms: r.try_get("created_ms").map_err(db_err)?,
+        revoked_ms: r.try_get("revoked_ms").map_err(db_err)?,
+    })
+}
+
+fn environment(r: &AnyRow) -> Result<Environment> {
+    Ok(Environment {
+        id: r.try_get("id").map_err(db_err)?,
+        name: r.try_get("name").map_err(db_err)?,
+        version: r.try_get("version").map_err(db_err)?,
+        disabled: r.try_get::<i64, _>("disabled").map_err(db_err)? != 0,
+        created_ms: r.try_get("created_ms").map_err(db_err)?,
+    })
+}
+
+fn assignment(r: &AnyRow) -> Result<Assignment> {
+    let s = |c: &str| r.try_get::<String, _>(c).map_err(db_err);
+    Ok(Assignment {
+        id: s("id")?,
+        subject_kind: SubjectKind::parse("subject.kind", &s("subject_kind")?)?,
+        subject_id: s("subject_id")?,
+        permission: Permission::parse("permission", &s("permission")?)?,
+        resource_kind: ResourceKind::parse("resource.kind", &s("resource_kind")?)?,
+        resource_id: s("resource_id")?,
+        environment_id: s("environment_id")?,
+        created_by: s("created_by")?,
+        created_ms: r.try_get("created_ms").map_err(db_err)?,
+    })
+}
+
+fn audit(r: &AnyRow) -> Result<AuditRecord> {
+    let s = |c: &str| r.try_get::<String, _>(c).map_err(db_err);
+    Ok(AuditRecord {
+        id: s("id")?,
+        actor_id: s("actor_id")?,
+        action: s("action")?,
+        resource_kind: s("resource_kind")?,
+        resource_id: s("resource_id")?,
+        details: serde_json::from_str(&s("details_json")?).map_err(|e| Error::internal(e.to_string()))?,
+        created_ms: r.try_get("created_ms").map_err(db_err)?,
+    })
+}
+
+/// `before` is the page cursor: rows with a smaller id, newest first.
+fn before(page: &PageRequest) -> String {
+    page.before_id.clone().unwrap_or_else(|| "~".to_string())
+}
+
+const INSERT_PRINCIPAL: &str = "INSERT INTO principals (id, kind, name, disabled, created_ms) VALUES ($1, $2, $3, $4, $5)";
+const INSERT_KEY: &str =
+    "INSERT INTO api_keys (id, principal_id, name, secret_sha256, created_ms, revoked_ms) VALUES ($1, $2, $3, $4, $5, NULL)";
+const INSERT_ENV: &str = "INSERT INTO environments (id, name, version, disabled, created_ms) VALUES ($1, $2, $3, $4, $5)";
+const INSERT_ASSIGNMENT: &str = "INSERT INTO permission_assignments (id, subject_kind, subject_id, permission, resource_kind, resource_id, environment_id, created_by, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+
+macro_rules! bind_principal {
+    ($q:expr, $p:expr) => {
+        $q.bind(&$p.id).bind($p.kind.as_str()).bind(&$p.name).bind(flag($p.disabled)).bind($p.created_ms)
+    };
+}
+macro_rules! bind_env {
+    ($q:expr, $e:expr) => {
+        $q.bind(&$e.id).bind(&$e.name).bind($e.version).bind(flag($e.disabled)).bind($e.created_ms)
+    };
+}
+macro_rules! bind_assignment {
+    ($q:expr, $a:expr) => {
+        $q.bind(&$a.id)
+            .bind($a.subject_kind.as_str())
+            .bind(&$a.subject_id)
+            .bind($a.permission.as_str())
+            .bind($a.resource_kind.as_str())
+            .bind(&$a.resource_id)
+            .bind(&$a.environment_id)
+            .bind(&$a.created_by)
+            .bind($a.created_ms)
+    };
+}
+
+#[async_trait::async_trait]
+impl GovernanceStore for SqlGovernanceStore {
+    async fn is_empty(&self) -> Result<bool> {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM principals").fetch_one(&self.db.pool).await.map_err(db_err)?;
+        Ok(row.try_get::<i64, _>("n").map_err(db_err)? == 0)
+    }
+
+    async fn bootstrap(&self, admin: &Principal, grant: &Assignment, env: &Environment, key: &ApiKey, secret_sha256: &str) -> Result<bool> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        let n: i64 =
+            sqlx::query("SELECT COUNT(*) AS n FROM principals").fetch_one(&mut *tx).await.map_err(db_err)?.try_get("n").map_err(db_err)?;
+        if n > 0 {
+            return Ok(false);
+        }
+        bind_principal!(sqlx::query(INSERT_PRINCIPAL), admin).execute(&mut *tx).await.map_err(db_err)?;
+        bind_assignment!(sqlx::query(INSERT_ASSIGNMENT), grant).execute(&mut *tx).await.map_err(db_err)?;
+        bind_env!(sqlx::query(INSERT_ENV), env).execute(&mut *tx).await.map_err(db_err)?;
+        sqlx::query(INSERT_KEY)
+            .bind(&key.id)
+            .bind(&key.principal_id)
+            .bind(&key.name)
+            .bind(secret_sha256)
+            .bind(key.created_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+
+    async fn insert_principal(&self, p: &Principal) -> Result<()> {
+        bind_principal!(sqlx::query(INSERT_PRINCIPAL), p).execute(&self.db.pool).await.map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn get_principal(&self, id: &str) -> Result<Option<Principal>> {
+        sqlx::query("SELECT * FROM principals WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(principal)
+            .transpose()
+    }
+
+    async fn list_principals(&self, page: &PageRequest) -> Result<Vec<Principal>> {
+        sqlx::query("SELECT * FROM principals WHERE id < $1 ORDER BY id DESC LIMIT $2")
+            .bind(before(page))
+            .bind(page.fetch_limit())
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(principal)
+            .collect()
+    }
+
+    async fn set_principal_disabled(&self, id: &str, disabled: bool) -> Result<Option<Principal>> {
+        sqlx::query("UPDATE principals SET disabled = $1 WHERE id = $2")
+            .bind(flag(disabled))
+            .bind(id)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        self.get_principal(id).await
+    }
+
+    async fn insert_api_key(&self, key: &ApiKey, secret_sha256: &str) -> Result<()> {
+        sqlx::query(INSERT_KEY)
+            .bind(&key.id)
+            .bind(&key.principal_id)
+            .bind(&key.name)
+            .bind(secret_sha256)
+            .bind(key.created_ms)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn get_api_key(&self, id: &str) -> Result<Option<ApiKey>> {
+        sqlx::query("SELECT * FROM api_keys WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(api_key)
+            .transpose()
+    }
+
+    async fn find_api_key_by_hash(&self, secret_sha256: &str) -> Result<Option<ApiKey>> {
+        sqlx::query("SELECT * FROM api_keys WHERE secret_sha256 = $1")
+            .bind(secret_sha256)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(api_key)
+            .transpose()
+    }
+
+    async fn list_api_keys(&self, principal_id: &str, page: &PageRequest) -> Result<Vec<ApiKey>> {
+        sqlx::query("SELECT * FROM api_keys WHERE principal_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
+            .bind(principal_id)
+            .bind(before(page))
+            .bind(page.fetch_limit())
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(api_key)
+            .collect()
+    }
+
+    async fn revoke_api_key(&self, id: &str, at_ms: i64) -> Result<Option<ApiKey>> {
+        sqlx::query("UPDATE api_keys SET revoked_ms = $1 WHERE id = $2 AND revoked_ms IS NULL")
+            .bind(at_ms)
+            .bind(id)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        self.get_api_key(id).await
+    }
+
+    async fn insert_group(&self, g: &Group) -> Result<()> {
+        sqlx::query("INSERT INTO groups_ (id, name, created_ms) VALUES ($1, $2, $3)")
+            .bind(&g.id)
+            .bind(&g.name)
+            .bind(g.created_ms)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn get_group(&self, id: &str) -> Result<Option<Group>> {
+        let Some(row) = sqlx::query("SELECT * FROM groups_ WHERE id = $1").bind(id).fetch_optional(&self.db.pool).await.map_err(db_err)?
+        else {
+            return Ok(None);
+        };
+        let members = sqlx::query("SELECT principal_id FROM group_members WHERE group_id = $1 ORDER BY principal_id")
+            .bind(id)
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(|r| r.try_get::<String, _>("principal_id").map_err(db_err))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(Group {
+            id: row.try_get("id").map_err(db_err)?,
+            name: row.try_get("name").map_err(db_err)?,
+            member_ids: members,
+            created_ms: row.try_get("created_ms").map_err(db_err)?,
+        }))
+    }
+
+    async fn list_groups(&self, page: &PageRequest) -> Result<Vec<Group>> {
+        let ids: Vec<String> = sqlx::query("SELECT id FROM groups_ WHERE id < $1 ORDER BY id DESC LIMIT $2")
+            .bind(before(page))
+            .bind(page.fetch_limit())
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(|r| r.try_get::<String, _>("id").map_err(db_err))
+            .collect::<Result<_>>()?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(g) = self.get_group(&id).await? {
+                out.push(g);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn add_group_member(&self, group_id: &str, principal_id: &str) -> Result<()> {
+        let sql = "INSERT INTO group_members (group_id, principal_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+        sqlx::query(sql).bind(group_id).bind(principal_id).execute(&self.db.pool).await.map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn remove_group_member(&self, group_id: &str, principal_id: &str) -> Result<bool> {
+        let r = sqlx::query("DELETE FROM group_members WHERE group_id = $1 AND principal_id = $2")
+            .bind(group_id)
+            .bind(principal_id)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    async fn groups_of(&self, principal_id: &str) -> Result<Vec<String>> {
+        sqlx::query("SELECT group_id FROM group_members WHERE principal_id = $1")
+            .bind(principal_id)
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(|r| r.try_get::<String, _>("group_id").map_err(db_err))
+            .collect()
+    }
+
+    async fn insert_environment(&self, e: &Environment) -> Result<()> {
+        bind_env!(sqlx::query(INSERT_ENV), e).execute(&self.db.pool).await.map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn get_environment(&self, id: &str) -> Result<Option<Environment>> {
+        sqlx::query("SELECT * FROM environments WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(environment)
+            .transpose()
+    }
+
+    async fn list_environments(&self, page: &PageRequest) -> Result<Vec<Environment>> {
+        sqlx::query("SELECT * FROM environments WHERE id < $1 ORDER BY id DESC LIMIT $2")
+            .bind(before(page))
+            .bind(page.fetch_limit())
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(environment)
+            .collect()
+    }
+
+    async fn update_environment(&self, e: &Environment, expected_version: i64) -> Result<bool> {
+        let r = sqlx::query("UPDATE environments SET disabled = $1, version = $2 WHERE id = $3 AND version = $4")
+            .bind(flag(e.disabled))
+            .bind(e.version)
+            .bind(&e.id)
+            .bind(expected_version)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn insert_assignment(&self, a: &Assignment) -> Result<()> {
+        bind_assignment!(sqlx::query(INSERT_ASSIGNMENT), a).execute(&self.db.pool).await.map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn get_assignment(&self, id: &str) -> Result<Option<Assignment>> {
+        sqlx::query("SELECT * FROM permission_assignments WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(assignment)
+            .transpose()
+    }
+
+    async fn list_assignments(&self, f: &AssignmentFilter, page: &PageRequest) -> Result<Vec<Assignment>> {
+        sqlx::query(
+            "SELECT * FROM permission_assignments WHERE id < $1 \
+             AND ($2 = '' OR subject_id = $2) AND ($3 = '' OR resource_id = $3) AND ($4 = '' OR permission = $4) \
+             ORDER BY id DESC LIMIT $5",
+        )
+        .bind(before(page))
+        .bind(&f.subject_id)
+        .bind(&f.resource_id)
+        .bind(&f.permission)
+        .bind(page.fetch_limit())
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(assignment)
+        .collect()
+    }
+
+    async fn delete_assignment(&self, id: &str) -> Result<bool> {
+        let r = sqlx::query("DELETE FROM permission_assignments WHERE id = $1").bind(id).execute(&self.db.pool).await.map_err(db_err)?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    async fn assignments_of(&self, subject_ids: &[String]) -> Result<Vec<Assignment>> {
+        let mut out = Vec::new();
+        for id in subject_ids {
+            let rows = sqlx::query("SELECT * FROM permission_assignments WHERE subject_id = $1")
+                .bind(id)
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db_err)?;
+            for r in &rows {
+                out.push(assignment(r)?);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn insert_audit(&self, r: &AuditRecord) -> Result<()> {
+        sqlx::query("INSERT INTO audit_events (id, actor_id, action, resource_kind, resource_id, details_json, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+            .bind(&r.id)
+            .bind(&r.actor_id)
+            .bind(&r.action)
+            .bind(&r.resource_kind)
+            .bind(&r.resource_id)
+            .bind(r.details.to_string())
+            .bind(r.created_ms)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn list_audit(&self, resource_id: &str, actor_id: &str, page: &PageRequest) -> Result<Vec<AuditRecord>> {
+        sqlx::query(
+            "SELECT * FROM audit_events WHERE id < $1 AND ($2 = '' OR resource_id = $2) AND ($3 = '' OR actor_id = $3) \
+             ORDER BY id DESC LIMIT $4",
+        )
+        .bind(before(page))
+        .bind(resource_id)
+        .bind(actor_id)
+        .bind(page.fetch_limit())
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(audit)
+        .collect()
+    }
+}

@@ -1,0 +1,184 @@
+//! Thin gRPC handlers for the model gateway.
+
+use crate::model::*;
+use crate::pricing::CATALOG;
+use crate::service::ModelGatewayService;
+use checkfu_core::page::PageRequest;
+use checkfu_core::time::rfc3339;
+use checkfu_core::{Error, Result};
+use checkfu_proto::modelgateway::v1 as pb;
+use checkfu_proto::modelgateway::v1::model_gateway_service_server::ModelGatewayService as Rpc;
+use std::pin::Pin;
+use tokio::sync::mpsc;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+pub struct ModelGatewayGrpc {
+    pub svc: ModelGatewayService,
+}
+
+fn profile(p: RoutingProfile) -> pb::RoutingProfile {
+    pb::RoutingProfile {
+        id: p.id,
+        environment_id: p.environment_id,
+        name: p.name,
+        candidates: p
+            .candidates
+            .iter()
+            .map(|c| pb::Candidate {
+                provider: c.provider.as_str().into(),
+                model: c.model.clone(),
+                effort: c.effort.as_str().into(),
+                connection_id: c.connection_id.clone().unwrap_or_default(),
+                base_url: c.base_url.clone().unwrap_or_default(),
+            })
+            .collect(),
+        created_at: rfc3339(p.created_ms),
+    }
+}
+
+fn block_from_pb(b: pb::ContentBlock) -> Result<Block> {
+    use pb::content_block::Block as B;
+    Ok(match b.block {
+        Some(B::Text(t)) => Block::Text(t),
+        Some(B::ToolUse(t)) => Block::ToolUse { id: t.id, name: t.name, input: serde_json::from_str(&t.input_json)? },
+        Some(B::ToolResult(r)) => Block::ToolResult { tool_use_id: r.tool_use_id, content: r.content, is_error: r.is_error },
+        None => return Err(Error::invalid("empty content block")),
+    })
+}
+
+pub fn block_to_pb(b: &Block) -> pb::ContentBlock {
+    use pb::content_block::Block as B;
+    pb::ContentBlock {
+        block: Some(match b {
+            Block::Text(t) => B::Text(t.clone()),
+            Block::ToolUse { id, name, input } => {
+                B::ToolUse(pb::ToolUse { id: id.clone(), name: name.clone(), input_json: input.to_string() })
+            }
+            Block::ToolResult { tool_use_id, content, is_error } => {
+                B::ToolResult(pb::ToolResult { tool_use_id: tool_use_id.clone(), content: content.clone(), is_error: *is_error })
+            }
+        }),
+    }
+}
+
+fn request_from_pb(r: pb::GenerateRequest) -> Result<ModelRequest> {
+    let messages = r
+        .messages
+        .into_iter()
+        .map(|m| {
+            let role = match m.role.as_str() {
+                "user" => Role::User,
+                "assistant" => Role::Assistant,
+                other => return Err(Error::invalid_field("messages.role", format!("unknown role {other:?}"))),
+            };
+            let content = m.content.into_iter().map(block_from_pb).collect::<Result<_>>()?;
+            Ok(Message { role, content })
+        })
+        .collect::<Result<_>>()?;
+    Ok(ModelRequest { system: r.system, messages })
+}
+
+type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::GenerateChunk, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Rpc for ModelGatewayGrpc {
+    async fn create_routing_profile(&self, r: Request<pb::CreateRoutingProfileRequest>) -> Result<Response<pb::RoutingProfile>, Status> {
+        let r = r.into_inner();
+        let candidates: Vec<StoredCandidate> = r
+            .candidates
+            .into_iter()
+            .map(|c| StoredCandidate {
+                provider: c.provider,
+                model: c.model,
+                effort: c.effort,
+                connection_id: Some(c.connection_id),
+                base_url: Some(c.base_url),
+            })
+            .collect();
+        let p = self.svc.create_profile(&r.environment_id, &r.name, &candidates).await?;
+        Ok(Response::new(profile(p)))
+    }
+
+    async fn get_routing_profile(&self, r: Request<pb::GetRoutingProfileRequest>) -> Result<Response<pb::RoutingProfile>, Status> {
+        Ok(Response::new(profile(self.svc.profile(&r.into_inner().id).await?)))
+    }
+
+    async fn list_routing_profiles(
+        &self,
+        r: Request<pb::ListRoutingProfilesRequest>,
+    ) -> Result<Response<pb::ListRoutingProfilesResponse>, Status> {
+        let r = r.into_inner();
+        let page = PageRequest::standard(r.limit, &r.page)?;
+        let mut envs = r.environment_ids;
+        if !r.environment_id.is_empty() {
+            envs.push(r.environment_id);
+        }
+        let rows = self.svc.list_profiles(&envs, &page).await?;
+        let (rows, next_page) = page.finish(rows, |p| &p.id);
+        Ok(Response::new(pb::ListRoutingProfilesResponse { data: rows.into_iter().map(profile).collect(), next_page }))
+    }
+
+    async fn get_price_catalog(&self, _: Request<pb::GetPriceCatalogRequest>) -> Result<Response<pb::PriceCatalog>, Status> {
+        let entries = CATALOG
+            .iter()
+            .map(|p| pb::PriceEntry {
+                provider: p.provider.into(),
+                model: p.model.into(),
+                input_micro_usd_per_mtok: p.input_micro_usd_per_mtok,
+                output_micro_usd_per_mtok: p.output_micro_usd_per_mtok,
+            })
+            .collect();
+        Ok(Response::new(pb::PriceCatalog { entries }))
+    }
+
+    type GenerateStream = ChunkStream;
+
+    async fn generate(&self, r: Request<pb::GenerateRequest>) -> Result<Response<Self::GenerateStream>, Status> {
+        let r = r.into_inner();
+        let profile_id = r.routing_profile_id.clone();
+        let req = request_from_pb(r)?;
+        let (out_tx, out_rx) = mpsc::channel::<Result<pb::GenerateChunk, Status>>(64);
+        let svc = self.svc.clone();
+        tokio::spawn(async move {
+            use pb::generate_chunk::Chunk;
+            let (started_tx, mut started_rx) = mpsc::channel::<(Provider, String)>(4);
+            let (delta_tx, mut delta_rx) = mpsc::channel::<String>(64);
+            let forward = {
+                let out_tx = out_tx.clone();
+                async move {
+                    loop {
+                        // Biased: a candidate's Started is queued before any of
+                        // its deltas, and must reach the caller first.
+                        tokio::select! {
+                            biased;
+                            Some((p, m)) = started_rx.recv() => {
+                                let c = Chunk::Started(pb::Started { provider: p.as_str().into(), model: m });
+                                let _ = out_tx.send(Ok(pb::GenerateChunk { chunk: Some(c) })).await;
+                            }
+                            Some(d) = delta_rx.recv() => {
+                                let _ = out_tx.send(Ok(pb::GenerateChunk { chunk: Some(Chunk::TextDelta(d)) })).await;
+                            }
+                            else => break,
+                        }
+                    }
+                }
+            };
+            let (result, ()) = tokio::join!(svc.generate(&profile_id, &req, started_tx, delta_tx), forward);
+            let last = match result {
+                Ok(m) => Ok(pb::GenerateChunk {
+                    chunk: Some(Chunk::Completed(pb::Completed {
+                        content: m.output.content.iter().map(block_to_pb).collect(),
+                        usage: Some(pb::Usage { input_tokens: m.output.usage.input_tokens, output_tokens: m.output.usage.output_tokens }),
+                        cost_micro_usd: m.cost_micro_usd,
+                        stop_reason: m.output.stop_reason,
+                    })),
+                }),
+                Err(e) => Err(Status::from(e)),
+            };
+            let _ = out_tx.send(last).await;
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(out_rx))))
+    }
+}

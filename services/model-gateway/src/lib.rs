@@ -1,0 +1,30 @@
+//! The model gateway: routing profiles, provider adapters (the scripted model
+//! embedded), usage and cost metering. Provider credentials live only here.
+
+pub mod grpc;
+pub mod model;
+pub mod pricing;
+pub mod providers;
+pub mod service;
+pub mod store;
+
+use checkfu_core::Result;
+use checkfu_proto::modelgateway::v1::model_gateway_service_server::ModelGatewayServiceServer;
+use checkfu_store::{Db, Location, Migrations};
+use std::sync::Arc;
+
+pub use service::ModelGatewayService;
+
+static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/model_gateway");
+static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/model_gateway");
+
+pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+
+pub async fn open(location: &Location) -> Result<ModelGatewayService> {
+    let db = Db::open(location, "model_gateway", &MIGRATIONS).await?;
+    Ok(ModelGatewayService::new(Arc::new(store::SqlRoutingStore::new(db))))
+}
+
+pub fn server(svc: ModelGatewayService) -> ModelGatewayServiceServer<grpc::ModelGatewayGrpc> {
+    ModelGatewayServiceServer::new(grpc::ModelGatewayGrpc { svc })
+}

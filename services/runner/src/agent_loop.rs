@@ -1,0 +1,239 @@
+//! One Run: keep the lease, re-read the log, ask the model for a turn while
+//! one is owed, write what it produced, settle. Boundaries between steps are
+//! where steering messages and interrupts take effect.
+
+use crate::Runner;
+use crate::transcript::Transcript;
+use checkfu_proto::modelgateway::v1 as mg;
+use checkfu_proto::runner::v1 as pb;
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio_stream::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+/// Model calls that fail as unavailable are tried this many times in all.
+const MODEL_ATTEMPTS: usize = 3;
+
+/// Why a step ended the Run early.
+enum Stop {
+    /// The lease is gone; another runner owns the Run now.
+    Lost,
+    /// Settle with this stop reason.
+    Settle(Value),
+}
+
+impl From<tonic::Status> for Stop {
+    fn from(s: tonic::Status) -> Self {
+        let e = checkfu_core::Error::from(s);
+        if e.code == checkfu_core::Code::PreconditionFailed {
+            Stop::Lost
+        } else {
+            tracing::warn!(error = %e, "runner protocol call failed");
+            Stop::Lost
+        }
+    }
+}
+
+fn text_payload(text: &str) -> String {
+    json!({"content": [{"type": "text", "text": text}]}).to_string()
+}
+
+impl Runner {
+    pub(crate) async fn execute(&self, work: pb::WorkItem, stop: CancellationToken) {
+        let Some(lease) = work.lease.clone() else { return };
+        let lost = stop.child_token();
+        let beat = tokio::spawn(heartbeat(self.runs.clone(), lease.clone(), self.cfg.heartbeat_every, lost.clone()));
+        let outcome = tokio::select! {
+            r = self.drive(&work, &lease) => r,
+            () = lost.cancelled() => Err(Stop::Lost),
+        };
+        beat.abort();
+        let (reason, cursor) = match outcome {
+            Ok(cursor) => (json!({"type": "end_turn"}), cursor),
+            Err(Stop::Lost) => return,
+            Err(Stop::Settle(reason)) => (reason, 0),
+        };
+        let cursor = if cursor == 0 { self.last_seq(&lease).await } else { cursor };
+        let req = pb::CompleteRequest { lease: Some(lease), stop_reason_json: reason.to_string(), last_seen_seq: cursor };
+        if let Err(status) = self.runs.clone().complete(req).await {
+            tracing::warn!(%status, run_id = %work.run_id, "completing the run failed; its lease will expire and it will be resumed");
+        }
+    }
+
+    async fn last_seq(&self, lease: &pb::LeaseRef) -> i64 {
+        let mut t = Transcript::default();
+        let _ = self.read_all(lease, &mut t, 0).await;
+        t.cursor
+    }
+
+    async fn read_all(&self, lease: &pb::LeaseRef, t: &mut Transcript, start_seq: i64) -> Result<(), Stop> {
+        loop {
+            let req = pb::ReadEventsRequest { lease: Some(lease.clone()), after_seq: t.cursor, limit: 1000 };
+            let batch = self.runs.clone().read_events(req).await?.into_inner().data;
+            let n = batch.len();
+            t.absorb(&batch, start_seq);
+            if n < 1000 {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Returns the last log position read when the turn ends normally.
+    async fn drive(&self, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<i64, Stop> {
+        let mut t = Transcript::default();
+        loop {
+            self.read_all(lease, &mut t, work.start_seq).await?;
+            if t.interrupted || !t.needs_turn() {
+                return Ok(t.cursor);
+            }
+            self.turn(work, lease, &t).await?;
+        }
+    }
+
+    async fn append(&self, lease: &pb::LeaseRef, events: Vec<(&str, String)>) -> Result<(), Stop> {
+        let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.into(), payload_json: p }).collect();
+        self.runs.clone().append_events(pb::AppendEventsRequest { lease: Some(lease.clone()), events }).await?;
+        Ok(())
+    }
+
+    async fn turn(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &Transcript) -> Result<(), Stop> {
+        let tools: Vec<Value> = serde_json::from_str(&work.tools_json).unwrap_or_default();
+        let tools = tools
+            .iter()
+            .filter_map(|d| {
+                let name = d.get("name").and_then(Value::as_str)?;
+                Some(mg::ToolSpec {
+                    name: name.into(),
+                    description: d.get("description").and_then(Value::as_str).unwrap_or_default().into(),
+                    input_schema_json: d.get("input_schema").map(Value::to_string).unwrap_or_else(|| "{}".into()),
+                })
+            })
+            .collect::<Vec<_>>();
+        let req = mg::GenerateRequest {
+            routing_profile_id: work.routing_profile_id.clone(),
+            system: work.instructions.clone(),
+            messages: t.messages.clone(),
+            tools,
+        };
+        let mut attempt = 0;
+        let completed = loop {
+            attempt += 1;
+            match self.generate_once(lease, req.clone()).await {
+                Ok(c) => break c,
+                Err(GenErr::Stop(s)) => return Err(s),
+                Err(GenErr::Model(e)) => {
+                    let retry = e.code == checkfu_core::Code::Unavailable && attempt < MODEL_ATTEMPTS;
+                    let status = if retry {
+                        "retrying"
+                    } else if e.code == checkfu_core::Code::Unavailable {
+                        "exhausted"
+                    } else {
+                        "terminal"
+                    };
+                    let err = json!({"error": {"type": e.code.as_type(), "message": e.message, "retry_status": status}});
+                    self.append(
+                        lease,
+                        vec![
+                            (
+                                "span.model_request_end",
+                                json!({"model_usage": {"input_tokens": 0, "output_tokens": 0}, "cost_micro_usd": 0, "is_error": true})
+                                    .to_string(),
+                            ),
+                            ("session.error", err.to_string()),
+                        ],
+                    )
+                    .await?;
+                    if !retry {
+                        return Err(Stop::Settle(json!({"type": "retries_exhausted"})));
+                    }
+                    tokio::time::sleep(Duration::from_millis(200 * attempt as u64)).await;
+                }
+            }
+        };
+        let usage = completed.usage.unwrap_or_default();
+        let mut events = vec![(
+            "span.model_request_end",
+            json!({"model_usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}, "cost_micro_usd": completed.cost_micro_usd, "is_error": false}).to_string(),
+        )];
+        let mut text = String::new();
+        let mut uses = vec![];
+        for b in completed.content {
+            match b.block {
+                Some(mg::content_block::Block::Text(s)) => text.push_str(&s),
+                Some(mg::content_block::Block::ToolUse(u)) => uses.push(u),
+                _ => {}
+            }
+        }
+        if !text.is_empty() {
+            events.push(("agent.message", text_payload(&text)));
+        }
+        for u in uses {
+            let input: Value = serde_json::from_str(&u.input_json).unwrap_or(json!({}));
+            events.push((
+                "agent.tool_use",
+                json!({"tool_use_id": u.id, "name": u.name, "input": input, "evaluated_permission": "deny"}).to_string(),
+            ));
+            events.push((
+                "policy.denied",
+                json!({"tool_use_id": u.id, "matched_rule_id": null, "guidance": "tool execution is not enabled on this execution plane yet; answer without tools"}).to_string(),
+            ));
+        }
+        self.append(lease, events).await
+    }
+
+    async fn generate_once(&self, lease: &pb::LeaseRef, req: mg::GenerateRequest) -> Result<mg::Completed, GenErr> {
+        let mut stream = self.models.clone().generate(req).await.map_err(|s| GenErr::Model(s.into()))?.into_inner();
+        let preview_id = checkfu_core::id::new_id("prv");
+        let mut started_preview = false;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|s| GenErr::Model(s.into()))?;
+            match chunk.chunk {
+                Some(mg::generate_chunk::Chunk::Started(s)) => {
+                    self.append(lease, vec![("span.model_request_start", json!({"provider": s.provider, "model": s.model}).to_string())])
+                        .await
+                        .map_err(GenErr::Stop)?;
+                }
+                Some(mg::generate_chunk::Chunk::TextDelta(d)) => {
+                    let req = pb::PublishDeltasRequest {
+                        lease: Some(lease.clone()),
+                        event_type: "agent.message".into(),
+                        preview_id: preview_id.clone(),
+                        start: !started_preview,
+                        text: d,
+                    };
+                    started_preview = true;
+                    // Previews are best effort: a dropped one never affects the log.
+                    let _ = self.runs.clone().publish_deltas(req).await;
+                }
+                Some(mg::generate_chunk::Chunk::Completed(c)) => return Ok(c),
+                None => {}
+            }
+        }
+        Err(GenErr::Model(checkfu_core::Error::unavailable("the model stream ended without a result")))
+    }
+}
+
+enum GenErr {
+    Stop(Stop),
+    Model(checkfu_core::Error),
+}
+
+async fn heartbeat(
+    mut client: checkfu_proto::runner::v1::runner_service_client::RunnerServiceClient<tonic::transport::Channel>,
+    lease: pb::LeaseRef,
+    every: Duration,
+    lost: CancellationToken,
+) {
+    loop {
+        tokio::time::sleep(every).await;
+        match client.heartbeat(lease.clone()).await {
+            Ok(r) if r.get_ref().status == "ok" => {}
+            Ok(_) => {
+                tracing::info!(run_id = %lease.run_id, "lease lost; stopping");
+                lost.cancel();
+                return;
+            }
+            Err(status) => tracing::warn!(%status, "heartbeat failed; will retry"),
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! The execution plane. A [`Runner`] claims Runs over the runner protocol,
+//! keeps their leases alive, runs the agent loop against the model gateway
+//! and writes every step back as events. It holds no state of its own: the
+//! event log is re-read after each step, so any runner can resume any Run.
+//! The same code runs in-process under `checkfu up` and as a self-hosted or
+//! Kubernetes runner.
+
+pub mod agent_loop;
+pub mod transcript;
+
+use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
+use checkfu_proto::runner::v1::ClaimRequest;
+use checkfu_proto::runner::v1::runner_service_client::RunnerServiceClient;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tonic::transport::Channel;
+
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    pub runner_id: String,
+    /// Runs executed at once by this runner.
+    pub concurrency: usize,
+    /// How long one Claim long-poll waits for work.
+    pub claim_wait: Duration,
+    /// How often a held lease is renewed.
+    pub heartbeat_every: Duration,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            runner_id: checkfu_core::id::new_id("rnr"),
+            concurrency: 16,
+            claim_wait: Duration::from_secs(10),
+            heartbeat_every: Duration::from_secs(4),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Runner {
+    pub(crate) runs: RunnerServiceClient<Channel>,
+    pub(crate) models: ModelGatewayServiceClient<Channel>,
+    pub(crate) cfg: Arc<RunnerConfig>,
+}
+
+impl Runner {
+    /// `control` reaches the runner protocol (the sessions service, or the
+    /// gateway's public port); `models` reaches the model gateway.
+    pub fn new(control: Channel, models: Channel, cfg: RunnerConfig) -> Runner {
+        Runner {
+            runs: RunnerServiceClient::new(control).max_decoding_message_size(64 * 1024 * 1024),
+            models: ModelGatewayServiceClient::new(models).max_decoding_message_size(64 * 1024 * 1024),
+            cfg: Arc::new(cfg),
+        }
+    }
+
+    /// Claims and executes Runs until `shutdown`; in-flight Runs are left to
+    /// their leases (another runner resumes them after expiry).
+    pub async fn serve(self, shutdown: CancellationToken) {
+        let slots = Arc::new(Semaphore::new(self.cfg.concurrency.max(1)));
+        loop {
+            let permit = tokio::select! {
+                p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return },
+                () = shutdown.cancelled() => return,
+            };
+            let mut client = self.runs.clone();
+            let req = ClaimRequest { runner_id: self.cfg.runner_id.clone(), wait_ms: self.cfg.claim_wait.as_millis() as u32 };
+            let claimed = tokio::select! {
+                r = client.claim(req) => r,
+                () = shutdown.cancelled() => return,
+            };
+            match claimed {
+                Ok(resp) => {
+                    if let Some(work) = resp.into_inner().work {
+                        let this = self.clone();
+                        let stop = shutdown.child_token();
+                        tokio::spawn(async move {
+                            this.execute(work, stop).await;
+                            drop(permit);
+                        });
+                    }
+                }
+                Err(status) => {
+                    tracing::warn!(%status, "claim failed; backing off");
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(500)) => {}
+                        () = shutdown.cancelled() => return,
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Rebuilds the model conversation from a Session's event log. The log is
+//! the truth: after every step the runner re-reads it, so a resumed Run (new
+//! runner, new lease) sees exactly what the previous one wrote.
+
+use checkfu_proto::modelgateway::v1 as mg;
+use checkfu_proto::runner::v1::RunEvent;
+use serde_json::Value;
+
+#[derive(Debug, Default, Clone)]
+pub struct Transcript {
+    pub messages: Vec<mg::Message>,
+    /// An interrupt arrived at or after the Run's start.
+    pub interrupted: bool,
+    pub cursor: i64,
+}
+
+fn text_of(payload: &Value, field: &str) -> String {
+    payload
+        .get(field)
+        .and_then(Value::as_array)
+        .map(|blocks| blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
+        .unwrap_or_default()
+}
+
+fn block(b: mg::content_block::Block) -> mg::ContentBlock {
+    mg::ContentBlock { block: Some(b) }
+}
+
+impl Transcript {
+    fn push(&mut self, role: &str, b: mg::content_block::Block) {
+        match self.messages.last_mut() {
+            Some(m) if m.role == role => m.content.push(block(b)),
+            _ => self.messages.push(mg::Message { role: role.into(), content: vec![block(b)] }),
+        }
+    }
+
+    /// Folds newly read events in; `start_seq` is where the Run began.
+    pub fn absorb(&mut self, events: &[RunEvent], start_seq: i64) {
+        use mg::content_block::Block as B;
+        for e in events {
+            self.cursor = self.cursor.max(e.seq);
+            let p: Value = serde_json::from_str(&e.payload_json).unwrap_or(Value::Null);
+            match e.r#type.as_str() {
+                "user.message" => self.push("user", B::Text(text_of(&p, "content"))),
+                "agent.message" => self.push("assistant", B::Text(text_of(&p, "content"))),
+                "agent.tool_use" => self.push(
+                    "assistant",
+                    B::ToolUse(mg::ToolUse {
+                        id: p.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().into(),
+                        name: p.get("name").and_then(Value::as_str).unwrap_or_default().into(),
+                        input_json: p.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into()),
+                    }),
+                ),
+                "agent.tool_result" => self.push(
+                    "user",
+                    B::ToolResult(mg::ToolResult {
+                        tool_use_id: p.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().into(),
+                        content: match p.get("content") {
+                            Some(Value::String(s)) => s.clone(),
+                            Some(v @ Value::Array(_)) => text_of(&serde_json::json!({"c": v}), "c"),
+                            _ => String::new(),
+                        },
+                        is_error: p.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+                    }),
+                ),
+                "policy.denied" => self.push(
+                    "user",
+                    B::ToolResult(mg::ToolResult {
+                        tool_use_id: p.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().into(),
+                        content: p.get("guidance").and_then(Value::as_str).unwrap_or("denied by policy").into(),
+                        is_error: true,
+                    }),
+                ),
+                "user.interrupt" if e.seq >= start_seq => self.interrupted = true,
+                _ => {}
+            }
+        }
+    }
+
+    /// The model owes a turn when the conversation ends on the user's side
+    /// (a message, or tool results).
+    pub fn needs_turn(&self) -> bool {
+        self.messages.last().is_some_and(|m| m.role == "user")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(seq: i64, t: &str, p: &str) -> RunEvent {
+        RunEvent { seq, r#type: t.into(), payload_json: p.into(), run_id: String::new() }
+    }
+
+    #[test]
+    fn a_turn_is_owed_only_while_the_user_spoke_last() {
+        let mut t = Transcript::default();
+        t.absorb(&[ev(1, "session.created", "{}"), ev(2, "user.message", r#"{"content":[{"type":"text","text":"hi"}]}"#)], 2);
+        assert!(t.needs_turn());
+        t.absorb(&[ev(3, "agent.message", r#"{"content":[{"type":"text","text":"echo: hi"}]}"#)], 2);
+        assert!(!t.needs_turn());
+        assert_eq!(t.cursor, 3);
+        t.absorb(&[ev(4, "user.message", r#"{"content":[{"type":"text","text":"more"}]}"#)], 2);
+        assert!(t.needs_turn(), "a steering message owes another turn");
+    }
+
+    #[test]
+    fn interrupts_before_the_run_do_not_count() {
+        let mut t = Transcript::default();
+        t.absorb(&[ev(1, "user.interrupt", "{}")], 5);
+        assert!(!t.interrupted);
+        t.absorb(&[ev(6, "user.interrupt", "{}")], 5);
+        assert!(t.interrupted);
+    }
+
+    #[test]
+    fn denials_answer_the_tool_use() {
+        let mut t = Transcript::default();
+        t.absorb(
+            &[
+                ev(1, "user.message", r#"{"content":[{"type":"text","text":"call x {}"}]}"#),
+                ev(2, "agent.tool_use", r#"{"tool_use_id":"t1","name":"x","input":{}}"#),
+                ev(3, "policy.denied", r#"{"tool_use_id":"t1","guidance":"no"}"#),
+            ],
+            1,
+        );
+        assert!(t.needs_turn());
+        assert_eq!(t.messages.len(), 3);
+    }
+}

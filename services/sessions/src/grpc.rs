@@ -1,0 +1,376 @@
+//! Thin gRPC handlers for the catalog and sessions: convert, call, map errors.
+
+use crate::catalog::DeploymentInput;
+use crate::input::Input;
+use crate::live::Item;
+use crate::model::*;
+use crate::service::{NewSession, SessionsService};
+use crate::store::SessionFilter;
+use checkfu_core::page::PageRequest;
+use checkfu_core::time::{rfc3339, rfc3339_opt};
+use checkfu_core::{Error, Result};
+use checkfu_proto::sessions::v1 as pb;
+use checkfu_proto::sessions::v1::sessions_service_server::SessionsService as Rpc;
+use serde_json::Value;
+use std::pin::Pin;
+use tokio::sync::mpsc;
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+
+pub struct SessionsGrpc {
+    pub svc: SessionsService,
+}
+
+type R<T> = std::result::Result<Response<T>, Status>;
+
+fn ok<T>(v: T) -> R<T> {
+    Ok(Response::new(v))
+}
+
+/// Parses an optional JSON document from the wire; empty means absent.
+pub(crate) fn json_or_null(field: &str, s: &str) -> Result<Value> {
+    if s.is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_str(s).map_err(|e| Error::invalid_field(field, format!("{field} is not valid JSON: {e}")))
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+fn agent(a: Agent) -> pb::Agent {
+    pb::Agent {
+        draft_json: to_json(&a.draft),
+        id: a.id,
+        environment_id: a.environment_id,
+        name: a.name,
+        latest_version: a.latest_version,
+        version: a.version,
+        archived: a.archived,
+        created_at: rfc3339(a.created_ms),
+        updated_at: rfc3339(a.updated_ms),
+    }
+}
+
+fn agent_version(v: AgentVersion) -> pb::AgentVersion {
+    pb::AgentVersion {
+        definition_json: to_json(&v.definition),
+        agent_id: v.agent_id,
+        version: v.version,
+        release_sha256: v.release_sha256,
+        published_by: v.published_by,
+        published_at: rfc3339(v.published_ms),
+        environment_id: v.environment_id,
+    }
+}
+
+fn sandbox_profile(p: SandboxProfile) -> pb::SandboxProfile {
+    pb::SandboxProfile {
+        id: p.id,
+        environment_id: p.environment_id,
+        name: p.name,
+        latest_revision: p.latest_revision,
+        created_at: rfc3339(p.created_ms),
+    }
+}
+
+fn sandbox_revision(r: SandboxRevision) -> pb::SandboxRevision {
+    pb::SandboxRevision { spec_json: to_json(&r.spec), profile_id: r.profile_id, revision: r.revision, created_at: rfc3339(r.created_ms) }
+}
+
+fn deployment(d: Deployment) -> pb::Deployment {
+    pb::Deployment {
+        pins: Some(pb::DeploymentPins {
+            agent_version: d.pins.agent_version,
+            release_sha256: d.pins.release_sha256.clone(),
+            harness: d.pins.harness.clone(),
+            model_routing_profile_id: d.pins.model_routing_profile_id.clone(),
+            sandbox_profile_id: d.pins.sandbox_profile_id.clone(),
+            sandbox_profile_revision: d.pins.sandbox_profile_revision,
+            execution_json: to_json(&d.pins.execution),
+        }),
+        id: d.id,
+        environment_id: d.environment_id,
+        key: d.key,
+        agent_id: d.agent_id,
+        revision: d.revision,
+        created_at: rfc3339(d.created_ms),
+        updated_at: rfc3339(d.updated_ms),
+    }
+}
+
+fn usage(u: Usage) -> pb::Usage {
+    pb::Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd }
+}
+
+pub(crate) fn session(s: Session) -> pb::Session {
+    pb::Session {
+        stop_reason_json: s.stop_reason.as_ref().map(Value::to_string).unwrap_or_default(),
+        metadata_json: s.metadata.to_string(),
+        usage: Some(usage(s.usage)),
+        id: s.id,
+        environment_id: s.environment_id,
+        agent_deployment_id: s.deployment_id,
+        deployment_revision: s.deployment_revision,
+        principal_id: s.principal_id,
+        status: s.status.as_str().into(),
+        title: s.title,
+        budget_id: s.budget_id,
+        created_at: rfc3339(s.created_ms),
+        updated_at: rfc3339(s.updated_ms),
+        version: s.version,
+        agent_id: s.agent_id,
+    }
+}
+
+pub(crate) fn event(e: Event) -> pb::Event {
+    pb::Event {
+        id: e.id,
+        session_id: e.session_id,
+        seq: e.seq,
+        r#type: e.event_type,
+        created_at: rfc3339(e.created_ms),
+        run_id: e.run_id.unwrap_or_default(),
+        session_thread_id: e.thread_id.unwrap_or_default(),
+        authored_by_json: e.authored_by.to_string(),
+        caused_by_json: e.caused_by.to_string(),
+        payload_json: e.payload.to_string(),
+    }
+}
+
+fn run(r: Run) -> pb::Run {
+    pb::Run {
+        stop_reason_json: r.stop_reason.as_ref().map(Value::to_string).unwrap_or_default(),
+        execution_pins_json: r.execution_pins.to_string(),
+        usage: Some(usage(r.usage)),
+        id: r.id,
+        session_id: r.session_id,
+        status: r.status.as_str().into(),
+        created_at: rfc3339(r.created_ms),
+        completed_at: rfc3339_opt(r.completed_ms),
+    }
+}
+
+fn input(e: pb::InputEvent) -> Result<Input> {
+    let payload = json_or_null("payload", &e.payload_json)?;
+    let caused_by = json_or_null("caused_by", &e.caused_by_json)?;
+    Input::parse(&e.r#type, payload, &e.authored_by, caused_by)
+}
+
+fn deployment_input(i: Option<pb::DeploymentInput>) -> Result<DeploymentInput> {
+    let i = i.unwrap_or_default();
+    Ok(DeploymentInput {
+        agent_version: i.agent_version,
+        model_routing_profile_id: i.model_routing_profile_id,
+        sandbox_profile_id: i.sandbox_profile_id,
+        sandbox_profile_revision: i.sandbox_profile_revision,
+        harness: i.harness,
+        execution: json_or_null("execution", &i.execution_json)?,
+    })
+}
+
+fn names(field: &str, s: &Option<String>) -> Result<Option<Vec<String>>> {
+    s.as_deref()
+        .map(|raw| {
+            let v: Value = serde_json::from_str(raw).map_err(|e| Error::invalid_field(field, e.to_string()))?;
+            let arr = v.as_array().ok_or_else(|| Error::invalid_field(field, format!("{field} must be an array of names")))?;
+            arr.iter()
+                .map(|x| match x {
+                    Value::String(s) => Ok(s.clone()),
+                    Value::Object(o) => o
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                        .ok_or_else(|| Error::invalid_field(field, "each entry needs a name")),
+                    _ => Err(Error::invalid_field(field, "each entry must be a name")),
+                })
+                .collect()
+        })
+        .transpose()
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = std::result::Result<pb::StreamItem, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Rpc for SessionsGrpc {
+    async fn create_agent(&self, r: Request<pb::CreateAgentRequest>) -> R<pb::Agent> {
+        let r = r.into_inner();
+        ok(agent(self.svc.create_agent(&r.environment_id, &r.name, json_or_null("draft", &r.draft_json)?).await?))
+    }
+    async fn get_agent(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Agent> {
+        ok(agent(self.svc.agent(&r.into_inner().id).await?))
+    }
+    async fn list_agents(&self, r: Request<pb::ListInEnvironmentsRequest>) -> R<pb::ListAgentsResponse> {
+        let r = r.into_inner();
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let (rows, next_page) = p.finish(self.svc.list_agents(&r.environment_ids, &p).await?, |a| &a.id);
+        ok(pb::ListAgentsResponse { data: rows.into_iter().map(agent).collect(), next_page })
+    }
+    async fn update_agent(&self, r: Request<pb::UpdateAgentRequest>) -> R<pb::Agent> {
+        let r = r.into_inner();
+        let draft = r.draft_json.as_deref().map(|d| json_or_null("draft", d)).transpose()?;
+        ok(agent(self.svc.update_agent(&r.id, r.name.as_deref(), draft, r.expected_version).await?))
+    }
+    async fn archive_agent(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Agent> {
+        ok(agent(self.svc.archive_agent(&r.into_inner().id).await?))
+    }
+    async fn publish_agent_version(&self, r: Request<pb::PublishAgentVersionRequest>) -> R<pb::AgentVersion> {
+        let r = r.into_inner();
+        ok(agent_version(self.svc.publish_agent_version(&r.agent_id, &r.published_by, r.expected_version).await?))
+    }
+    async fn get_agent_version(&self, r: Request<pb::GetAgentVersionRequest>) -> R<pb::AgentVersion> {
+        let r = r.into_inner();
+        ok(agent_version(self.svc.agent_version(&r.agent_id, r.version).await?))
+    }
+    async fn list_agent_versions(&self, r: Request<pb::ListAgentVersionsRequest>) -> R<pb::ListAgentVersionsResponse> {
+        let r = r.into_inner();
+        let (rows, next_page) = self.svc.list_agent_versions(&r.agent_id, r.limit, &r.page).await?;
+        ok(pb::ListAgentVersionsResponse { data: rows.into_iter().map(agent_version).collect(), next_page })
+    }
+
+    async fn create_sandbox_profile(&self, r: Request<pb::CreateSandboxProfileRequest>) -> R<pb::SandboxProfile> {
+        let r = r.into_inner();
+        let (p, _) = self.svc.create_sandbox_profile(&r.environment_id, &r.name, json_or_null("spec", &r.spec_json)?).await?;
+        ok(sandbox_profile(p))
+    }
+    async fn publish_sandbox_revision(&self, r: Request<pb::PublishSandboxRevisionRequest>) -> R<pb::SandboxRevision> {
+        let r = r.into_inner();
+        ok(sandbox_revision(self.svc.publish_sandbox_revision(&r.profile_id, json_or_null("spec", &r.spec_json)?).await?))
+    }
+    async fn get_sandbox_profile(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxProfile> {
+        ok(sandbox_profile(self.svc.sandbox_profile(&r.into_inner().id).await?))
+    }
+    async fn get_sandbox_revision(&self, r: Request<pb::GetSandboxRevisionRequest>) -> R<pb::SandboxRevision> {
+        let r = r.into_inner();
+        ok(sandbox_revision(self.svc.sandbox_revision(&r.profile_id, r.revision).await?))
+    }
+    async fn list_sandbox_profiles(&self, r: Request<pb::ListInEnvironmentsRequest>) -> R<pb::ListSandboxProfilesResponse> {
+        let r = r.into_inner();
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let (rows, next_page) = p.finish(self.svc.list_sandbox_profiles(&r.environment_ids, &p).await?, |a| &a.id);
+        ok(pb::ListSandboxProfilesResponse { data: rows.into_iter().map(sandbox_profile).collect(), next_page })
+    }
+
+    async fn create_deployment(&self, r: Request<pb::CreateDeploymentRequest>) -> R<pb::Deployment> {
+        let r = r.into_inner();
+        let input = deployment_input(r.input)?;
+        ok(deployment(self.svc.create_deployment(&r.environment_id, &r.key, &r.agent_id, &input).await?))
+    }
+    async fn create_deployment_revision(&self, r: Request<pb::CreateDeploymentRevisionRequest>) -> R<pb::Deployment> {
+        let r = r.into_inner();
+        let input = deployment_input(r.input)?;
+        ok(deployment(self.svc.create_deployment_revision(&r.id, &input).await?))
+    }
+    async fn get_deployment(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Deployment> {
+        ok(deployment(self.svc.deployment(&r.into_inner().id).await?))
+    }
+    async fn list_deployments(&self, r: Request<pb::ListInEnvironmentsRequest>) -> R<pb::ListDeploymentsResponse> {
+        let r = r.into_inner();
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let (rows, next_page) = p.finish(self.svc.list_deployments(&r.environment_ids, &p).await?, |a| &a.id);
+        ok(pb::ListDeploymentsResponse { data: rows.into_iter().map(deployment).collect(), next_page })
+    }
+
+    async fn create_session(&self, r: Request<pb::CreateSessionRequest>) -> R<pb::Session> {
+        let r = r.into_inner();
+        let req = NewSession {
+            deployment_id: r.agent_deployment_id,
+            principal_id: r.principal_id,
+            title: r.title,
+            metadata: json_or_null("metadata", &r.metadata_json)?,
+            instructions: r.instructions,
+            tools: names("tools", &r.tools_json)?,
+            skills: names("skills", &r.skills_json)?,
+            initial_events: r
+                .initial_events
+                .into_iter()
+                .enumerate()
+                .map(|(i, e)| input(e).map_err(|e| Error { message: format!("initial_events[{i}]: {}", e.message), ..e }))
+                .collect::<Result<_>>()?,
+        };
+        let (s, _) = self.svc.create_session(req).await?;
+        ok(session(s))
+    }
+    async fn get_session(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Session> {
+        ok(session(self.svc.session(&r.into_inner().id).await?))
+    }
+    async fn list_sessions(&self, r: Request<pb::ListSessionsRequest>) -> R<pb::ListSessionsResponse> {
+        let r = r.into_inner();
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let f = SessionFilter {
+            environment_ids: r.environment_ids,
+            status: r.status,
+            deployment_id: r.agent_deployment_id,
+            principal_id: r.principal_id,
+        };
+        let (rows, next_page) = p.finish(self.svc.list_sessions(&f, &p).await?, |s| &s.id);
+        ok(pb::ListSessionsResponse { data: rows.into_iter().map(session).collect(), next_page })
+    }
+    async fn archive_session(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Session> {
+        let id = r.into_inner().id;
+        ok(session(self.svc.archive(&id, "").await?))
+    }
+    async fn update_selection(&self, r: Request<pb::UpdateSelectionRequest>) -> R<pb::Session> {
+        let r = r.into_inner();
+        let tools = names("tools", &r.tools_json)?;
+        let skills = names("skills", &r.skills_json)?;
+        ok(session(self.svc.update_selection(&r.id, tools, skills, &r.actor_id).await?))
+    }
+    async fn append_user_event(&self, r: Request<pb::AppendUserEventRequest>) -> R<pb::AppendUserEventResponse> {
+        let r = r.into_inner();
+        let e = input(r.event.ok_or_else(|| Error::invalid("an event is required"))?)?;
+        let (e, replayed) = self.svc.append_user_event(&r.session_id, e).await?;
+        ok(pb::AppendUserEventResponse { event: Some(event(e)), replayed })
+    }
+    async fn list_events(&self, r: Request<pb::ListEventsRequest>) -> R<pb::ListEventsResponse> {
+        let r = r.into_inner();
+        let (rows, has_more) = self.svc.list_events(&r.session_id, r.after_seq, r.limit, &r.types).await?;
+        ok(pb::ListEventsResponse { data: rows.into_iter().map(event).collect(), has_more })
+    }
+
+    type SubscribeEventsStream = EventStream;
+
+    async fn subscribe_events(&self, r: Request<pb::SubscribeEventsRequest>) -> R<Self::SubscribeEventsStream> {
+        let r = r.into_inner();
+        self.svc.session(&r.session_id).await?;
+        let (tx, mut rx) = mpsc::channel::<Item>(256);
+        let (out_tx, out_rx) = mpsc::channel::<std::result::Result<pb::StreamItem, Status>>(256);
+        let svc = self.svc.clone();
+        let forward_tx = out_tx.clone();
+        tokio::spawn(async move {
+            if let Err(e) = svc.subscribe(&r.session_id, r.after_seq, r.delta_types, tx).await {
+                let _ = forward_tx.send(Err(Status::from(e))).await;
+            }
+        });
+        tokio::spawn(async move {
+            use pb::stream_item::Item as I;
+            while let Some(item) = rx.recv().await {
+                let item = match item {
+                    Item::Event(e) => I::Event(event(e)),
+                    Item::Delta(d) => I::Delta(pb::Delta {
+                        kind: d.kind.into(),
+                        event_type: d.event_type,
+                        preview_id: d.preview_id,
+                        text: d.text,
+                        run_id: d.run_id,
+                    }),
+                };
+                if out_tx.send(Ok(pb::StreamItem { item: Some(item) })).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(out_rx))))
+    }
+
+    async fn get_run(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Run> {
+        ok(run(self.svc.run(&r.into_inner().id).await?))
+    }
+    async fn list_runs(&self, r: Request<pb::ListRunsRequest>) -> R<pb::ListRunsResponse> {
+        let r = r.into_inner();
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let (rows, next_page) = p.finish(self.svc.list_runs(&r.session_id, &p).await?, |x| &x.id);
+        ok(pb::ListRunsResponse { data: rows.into_iter().map(run).collect(), next_page })
+    }
+}

@@ -1,0 +1,310 @@
+//! User input: validation of the wire event into [`Input`], and the pure
+//! state machine that applies it to a Session. Creation (initial events) and
+//! `POST /events` share this one function, so the rules cannot drift apart.
+
+use crate::model::*;
+use checkfu_core::id::new_id;
+use checkfu_core::{Error, Result};
+use serde_json::{Value, json};
+
+/// A validated user event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Input {
+    pub event_type: String,
+    pub payload: Value,
+    pub authored_by: String,
+    pub caused_by: Value,
+    pub thread_id: Option<String>,
+}
+
+fn field_str<'a>(p: &'a Value, f: &str, ty: &str) -> Result<&'a str> {
+    p.get(f)
+        .and_then(Value::as_str)
+        .ok_or_else(|| Error::invalid_field(&format!("payload.{f}"), format!("{ty} needs a string payload.{f}")))
+}
+
+fn check_content(p: &Value, field: &str) -> Result<()> {
+    let content = p
+        .get(field)
+        .and_then(Value::as_array)
+        .ok_or_else(|| Error::invalid_field(&format!("payload.{field}"), format!("payload.{field} must be an array of content blocks")))?;
+    if content.is_empty() || content.len() > 100 {
+        return Err(Error::invalid_field(&format!("payload.{field}"), "content must hold 1 to 100 blocks"));
+    }
+    let mut total = 0usize;
+    for (i, b) in content.iter().enumerate() {
+        let f = format!("payload.{field}[{i}]");
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let t =
+                    b.get("text").and_then(Value::as_str).ok_or_else(|| Error::invalid_field(&f, "a text block needs a string text"))?;
+                total += t.len();
+            }
+            Some(other) => return Err(Error::invalid_field(&f, format!("unknown content block type {other:?}; supported: text"))),
+            None => return Err(Error::invalid_field(&f, "a content block needs a type")),
+        }
+    }
+    if total > MAX_TEXT_BYTES {
+        return Err(Error::invalid_field(&format!("payload.{field}"), "message text is limited to 256 KiB"));
+    }
+    Ok(())
+}
+
+impl Input {
+    /// Validates a wire event. `caused_by` must be `{kind, id}`; `authored_by`
+    /// a principal id (the gateway has checked the caller may speak for it).
+    pub fn parse(event_type: &str, payload: Value, authored_by: &str, caused_by: Value) -> Result<Input> {
+        if !USER_EVENT_TYPES.contains(&event_type) {
+            return Err(Error::invalid_field(
+                "type",
+                format!("unknown event type {event_type:?}; accepted: {}", USER_EVENT_TYPES.join(", ")),
+            ));
+        }
+        if authored_by.is_empty() {
+            return Err(Error::invalid_field("authored_by", "authored_by is required"));
+        }
+        checkfu_core::id::check("authored_by", "prin", authored_by)?;
+        let kind = caused_by.get("kind").and_then(Value::as_str).unwrap_or("");
+        let id = caused_by.get("id").and_then(Value::as_str).unwrap_or("");
+        if !caused_by.is_object() || kind.is_empty() || id.is_empty() || kind.len() > 64 || id.len() > 200 {
+            return Err(Error::invalid_field("caused_by", "caused_by is required as {\"kind\": ..., \"id\": ...}"));
+        }
+        let p = if payload.is_null() { json!({}) } else { payload };
+        if !p.is_object() {
+            return Err(Error::invalid_field("payload", "payload must be an object"));
+        }
+        let mut thread_id = None;
+        match event_type {
+            "user.message" => check_content(&p, "content")?,
+            "user.interrupt" => {
+                if let Some(t) = p.get("session_thread_id").filter(|v| !v.is_null()) {
+                    let t = t.as_str().ok_or_else(|| Error::invalid_field("payload.session_thread_id", "must be a string"))?;
+                    checkfu_core::id::check("payload.session_thread_id", "sthr", t)?;
+                    thread_id = Some(t.to_string());
+                }
+            }
+            "user.tool_confirmation" => {
+                field_str(&p, "tool_use_id", event_type)?;
+                let r = field_str(&p, "result", event_type)?;
+                if r != "allow" && r != "deny" {
+                    return Err(Error::invalid_field("payload.result", "result must be allow or deny"));
+                }
+                if let Some(m) = p.get("deny_message").filter(|v| !v.is_null())
+                    && m.as_str().is_none_or(|s| s.len() > 4096)
+                {
+                    return Err(Error::invalid_field("payload.deny_message", "deny_message must be a string of at most 4 KiB"));
+                }
+            }
+            "user.custom_tool_result" => {
+                field_str(&p, "custom_tool_use_id", event_type)?;
+                check_content(&p, "content")?;
+                if p.get("is_error").is_some_and(|v| !v.is_boolean() && !v.is_null()) {
+                    return Err(Error::invalid_field("payload.is_error", "is_error must be a boolean"));
+                }
+            }
+            "user.define_outcome" => {
+                let d = field_str(&p, "description", event_type)?;
+                if d.is_empty() || d.len() > 16 * 1024 {
+                    return Err(Error::invalid_field("payload.description", "description must be 1 byte to 16 KiB"));
+                }
+                if p.get("rubric").is_none_or(Value::is_null) {
+                    return Err(Error::invalid_field("payload.rubric", "user.define_outcome needs a rubric"));
+                }
+                let n = p.get("max_iterations").and_then(Value::as_i64).unwrap_or(0);
+                if !(1..=20).contains(&n) {
+                    return Err(Error::invalid_field("payload.max_iterations", "max_iterations must be 1 to 20"));
+                }
+            }
+            _ => {}
+        }
+        Ok(Input { event_type: event_type.to_string(), payload: p, authored_by: authored_by.to_string(), caused_by, thread_id })
+    }
+
+    fn is_settle(&self) -> bool {
+        SETTLE_EVENT_TYPES.contains(&self.event_type.as_str())
+    }
+}
+
+/// A Session being changed in memory, with the events and runs the change
+/// produces. The store later commits exactly this, or nothing.
+#[derive(Debug, Clone)]
+pub struct Draft {
+    pub session: Session,
+    pub run: Option<Run>,
+    pub events: Vec<NewEvent>,
+    pub runs: Vec<Run>,
+    pub now_ms: i64,
+}
+
+/// Who wrote system events: the platform itself.
+pub fn system() -> Value {
+    Value::Null
+}
+
+impl Draft {
+    pub fn new(session: Session, run: Option<Run>, now_ms: i64) -> Draft {
+        Draft { session, run, events: vec![], runs: vec![], now_ms }
+    }
+
+    /// The seq the next pushed event will get.
+    pub fn next_seq(&self) -> i64 {
+        self.session.last_seq + self.events.len() as i64 + 1
+    }
+
+    pub fn push(&mut self, event_type: &str, run_id: Option<&str>, authored_by: Value, caused_by: Value, payload: Value) -> String {
+        let id = new_id("evt");
+        self.events.push(NewEvent {
+            id: id.clone(),
+            event_type: event_type.to_string(),
+            run_id: run_id.map(str::to_string),
+            thread_id: None,
+            authored_by,
+            caused_by,
+            payload,
+            created_ms: self.now_ms,
+        });
+        id
+    }
+
+    /// Records a run change, replacing an earlier change of the same run.
+    pub fn put_run(&mut self, run: Run) {
+        self.runs.retain(|r| r.id != run.id);
+        self.runs.push(run.clone());
+        self.run = if run.status == RunStatus::Completed { None } else { Some(run) };
+    }
+
+    fn set_status(&mut self, status: SessionStatus, stop_reason: Option<Value>, caused_by: Value) {
+        let run_id = self.run.as_ref().map(|r| r.id.clone());
+        self.set_status_for(status, stop_reason, caused_by, run_id);
+    }
+
+    fn set_status_for(&mut self, status: SessionStatus, stop_reason: Option<Value>, caused_by: Value, run_id: Option<String>) {
+        self.session.status = status;
+        self.session.stop_reason = stop_reason.clone();
+        let (ty, payload) = match status {
+            SessionStatus::Idle => ("session.status_idle", json!({"stop_reason": stop_reason})),
+            SessionStatus::Running => ("session.status_running", json!({})),
+            SessionStatus::Rescheduling => ("session.status_rescheduled", json!({})),
+            SessionStatus::Terminated => ("session.status_terminated", json!({})),
+        };
+        self.push(ty, run_id.as_deref(), system(), caused_by, payload);
+    }
+
+    /// Admits a Run for the input at `trigger_seq`: `run.created` with its
+    /// execution pins, then `session.status_running`.
+    pub fn admit_run(&mut self, trigger_seq: i64, caused_by: Value) {
+        let s = &self.session;
+        let pins = json!({
+            "agent_id": s.agent_id,
+            "agent_version": s.pins.agent_version,
+            "release_sha256": s.selection.release_sha256,
+            "deployment_id": s.deployment_id,
+            "deployment_revision": s.deployment_revision,
+            "harness": s.pins.harness,
+            "model_routing_profile_id": s.pins.model_routing_profile_id,
+            "sandbox_profile_revision": s.pins.sandbox_profile_revision,
+            "instructions_sha256": s.selection.instructions_sha256,
+        });
+        let run = Run {
+            id: new_id("run"),
+            session_id: s.id.clone(),
+            status: RunStatus::Queued,
+            stop_reason: None,
+            execution_pins: pins.clone(),
+            usage: Usage::default(),
+            start_seq: trigger_seq,
+            lease_id: String::new(),
+            generation: 0,
+            lease_expires_ms: 0,
+            runner_id: String::new(),
+            created_ms: self.now_ms,
+            completed_ms: None,
+        };
+        let run_id = run.id.clone();
+        self.put_run(run);
+        self.push("run.created", Some(&run_id), system(), caused_by.clone(), json!({"run_id": run_id, "execution_pins": pins}));
+        self.set_status(SessionStatus::Running, None, caused_by);
+    }
+
+    /// Settles the active Run and idles the Session with `stop_reason`.
+    pub fn complete_run(&mut self, stop_reason: Value, caused_by: Value) {
+        let Some(mut run) = self.run.clone() else { return };
+        run.status = RunStatus::Completed;
+        run.stop_reason = Some(stop_reason.clone());
+        run.completed_ms = Some(self.now_ms);
+        let run_id = run.id.clone();
+        let usage = run.usage;
+        self.push(
+            "run.completed",
+            Some(&run_id),
+            system(),
+            caused_by.clone(),
+            json!({"run_id": run_id, "stop_reason": stop_reason, "usage": usage}),
+        );
+        self.put_run(run);
+        self.set_status_for(SessionStatus::Idle, Some(stop_reason), caused_by, Some(run_id));
+    }
+
+    pub fn terminate(&mut self, caused_by: Value) {
+        if self.run.is_some() {
+            self.complete_run(json!({"type": "terminated"}), caused_by.clone());
+        }
+        self.set_status(SessionStatus::Terminated, self.session.stop_reason.clone(), caused_by);
+    }
+
+    fn waiting_on_action(&self) -> bool {
+        self.session.status == SessionStatus::Idle
+            && self
+                .session
+                .stop_reason
+                .as_ref()
+                .and_then(|r| r.get("type"))
+                .and_then(Value::as_str)
+                .is_some_and(|t| t == "requires_action" || t == "budget_reached")
+    }
+
+    /// Applies one user input. Returns the id of the echoed event.
+    pub fn apply(&mut self, input: &Input) -> Result<String> {
+        if self.session.status == SessionStatus::Terminated {
+            return Err(Error::conflict("the session is terminated and accepts no events"));
+        }
+        if self.waiting_on_action() && !input.is_settle() {
+            return Err(Error::conflict(
+                "the session is waiting for a settle event (user.tool_confirmation, user.custom_tool_result or user.interrupt)",
+            )
+            .with_details(json!({"stop_reason": self.session.stop_reason})));
+        }
+        if matches!(input.event_type.as_str(), "user.tool_confirmation" | "user.custom_tool_result") {
+            let key = if input.event_type == "user.tool_confirmation" { "tool_use_id" } else { "custom_tool_use_id" };
+            let id = input.payload.get(key).and_then(Value::as_str).unwrap_or_default();
+            return Err(Error::conflict(format!("no tool use {id:?} is waiting for this session")));
+        }
+        let seq = self.next_seq();
+        let caused_by = input.caused_by.clone();
+        let run_id = self.run.as_ref().map(|r| r.id.clone());
+        let echo_run = if input.event_type == "user.message" { None } else { run_id.clone() };
+        let id =
+            self.push(&input.event_type, echo_run.as_deref(), Value::String(input.authored_by.clone()), caused_by, input.payload.clone());
+        if let Some(t) = &input.thread_id
+            && let Some(e) = self.events.last_mut()
+        {
+            e.thread_id = Some(t.clone());
+        }
+        let cause = json!({"kind": "event", "id": id});
+        match input.event_type.as_str() {
+            "user.message" => {
+                self.session.last_user_message_seq = seq;
+                if self.session.status == SessionStatus::Idle {
+                    self.admit_run(seq, cause);
+                }
+            }
+            // A Run no execution plane has claimed yet stops right here; a
+            // claimed one stops at its next boundary.
+            "user.interrupt" if self.run.as_ref().is_some_and(|r| r.status == RunStatus::Queued) => {
+                self.complete_run(json!({"type": "end_turn"}), cause);
+            }
+            _ => {}
+        }
+        Ok(id)
+    }
+}

@@ -1,0 +1,39 @@
+//! The sessions service: the agent catalog, Sessions with their gapless
+//! event log and live stream, Runs, and the control-plane side of the runner
+//! protocol. See `DESIGN.md` beside this crate.
+
+pub mod catalog;
+pub mod grpc;
+pub mod grpc_runner;
+pub mod input;
+pub mod live;
+pub mod model;
+pub mod runs;
+pub mod service;
+pub mod store;
+
+use checkfu_core::Result;
+use checkfu_proto::runner::v1::runner_service_server::RunnerServiceServer;
+use checkfu_proto::sessions::v1::sessions_service_server::SessionsServiceServer;
+use checkfu_store::{Db, Location, Migrations};
+use std::sync::Arc;
+
+pub use service::SessionsService;
+
+static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/sessions");
+static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/sessions");
+
+pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+
+pub async fn open(location: &Location) -> Result<SessionsService> {
+    let db = Db::open(location, "sessions", &MIGRATIONS).await?;
+    Ok(SessionsService::new(Arc::new(store::SqlSessionsStore::new(db))))
+}
+
+pub fn server(svc: SessionsService) -> SessionsServiceServer<grpc::SessionsGrpc> {
+    SessionsServiceServer::new(grpc::SessionsGrpc { svc })
+}
+
+pub fn runner_server(svc: SessionsService) -> RunnerServiceServer<grpc_runner::RunnerGrpc> {
+    RunnerServiceServer::new(grpc_runner::RunnerGrpc { svc })
+}

@@ -1,0 +1,509 @@
+//! Sessions domain types: the agent catalog documents, Sessions, Runs and
+//! events. JSON from the wire is parsed into these once; an invalid tool
+//! declaration or status never gets past the boundary.
+
+use checkfu_core::{Error, Result, string_enum};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub const MAX_INSTRUCTIONS_BYTES: usize = 64 * 1024;
+pub const MAX_INITIAL_EVENTS: usize = 50;
+pub const MAX_TOOLS: usize = 128;
+pub const MAX_TEXT_BYTES: usize = 256 * 1024;
+
+pub const BUILTIN_TOOLS: &[&str] = &["bash", "read", "write", "edit", "glob", "grep", "web_fetch"];
+
+/// A tool the agent may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToolDecl {
+    Builtin {
+        name: String,
+    },
+    Custom {
+        name: String,
+        #[serde(default)]
+        description: String,
+        #[serde(default = "empty_object")]
+        input_schema: Value,
+        #[serde(default)]
+        read_only: bool,
+        #[serde(default)]
+        destructive: bool,
+    },
+    ToolSource {
+        tool_source_id: String,
+        tools: Vec<String>,
+    },
+}
+
+fn empty_object() -> Value {
+    serde_json::json!({"type": "object"})
+}
+
+impl ToolDecl {
+    /// The names this declaration makes callable.
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            ToolDecl::Builtin { name } | ToolDecl::Custom { name, .. } => vec![name.clone()],
+            ToolDecl::ToolSource { tools, .. } => tools.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelRef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub routing_profile_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Allowed {
+    #[serde(default)]
+    pub allowed: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionVariable {
+    #[serde(default)]
+    pub tools: Allowed,
+    #[serde(default)]
+    pub skills: Allowed,
+}
+
+/// An Agent's definition: the draft, and (frozen) every published version.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentDefinition {
+    #[serde(default)]
+    pub instructions: String,
+    #[serde(default)]
+    pub model: ModelRef,
+    #[serde(default)]
+    pub tools: Vec<ToolDecl>,
+    #[serde(default)]
+    pub skills: Vec<String>,
+    #[serde(default)]
+    pub session_variable: SessionVariable,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiagent: Option<Value>,
+}
+
+impl AgentDefinition {
+    /// Parses and validates a draft document.
+    pub fn parse(v: Value) -> Result<AgentDefinition> {
+        let d: AgentDefinition =
+            serde_json::from_value(v).map_err(|e| Error::invalid_field("draft", format!("invalid agent definition: {e}")))?;
+        d.validate()?;
+        Ok(d)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.instructions.len() > MAX_INSTRUCTIONS_BYTES {
+            return Err(Error::invalid_field("draft.instructions", "instructions are limited to 64 KiB"));
+        }
+        if let Some(id) = &self.model.routing_profile_id {
+            checkfu_core::id::check("draft.model.routing_profile_id", "mrp", id)?;
+        }
+        if self.tools.len() > MAX_TOOLS {
+            return Err(Error::invalid_field("draft.tools", format!("at most {MAX_TOOLS} tools")));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, t) in self.tools.iter().enumerate() {
+            let field = format!("draft.tools[{i}]");
+            match t {
+                ToolDecl::Builtin { name } if !BUILTIN_TOOLS.contains(&name.as_str()) => {
+                    return Err(Error::invalid_field(
+                        &field,
+                        format!("unknown builtin tool {name:?}; builtins are {}", BUILTIN_TOOLS.join(", ")),
+                    ));
+                }
+                ToolDecl::Custom { name, input_schema, .. } => {
+                    check_tool_name(&field, name)?;
+                    if !input_schema.is_object() {
+                        return Err(Error::invalid_field(&field, "input_schema must be a JSON Schema object"));
+                    }
+                }
+                ToolDecl::ToolSource { tool_source_id, tools } => {
+                    checkfu_core::id::check(&format!("{field}.tool_source_id"), "tsrc", tool_source_id)?;
+                    for n in tools {
+                        check_tool_name(&field, n)?;
+                    }
+                }
+                ToolDecl::Builtin { .. } => {}
+            }
+            for n in t.names() {
+                if !seen.insert(n.clone()) {
+                    return Err(Error::invalid_field(&field, format!("tool {n:?} is declared twice")));
+                }
+            }
+        }
+        for s in &self.skills {
+            check_tool_name("draft.skills", s)?;
+        }
+        Ok(())
+    }
+
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tools.iter().flat_map(ToolDecl::names).collect()
+    }
+
+    /// Publication refuses a `session_variable.*.allowed` entry the
+    /// definition does not itself grant: a session may only narrow.
+    pub fn check_publishable(&self) -> Result<()> {
+        let tools = self.tool_names();
+        for t in &self.session_variable.tools.allowed {
+            if !tools.contains(t) {
+                return Err(Error::invalid_field(
+                    "draft.session_variable.tools.allowed",
+                    format!("{t:?} is not a tool this agent declares"),
+                ));
+            }
+        }
+        for s in &self.session_variable.skills.allowed {
+            if !self.skills.contains(s) {
+                return Err(Error::invalid_field(
+                    "draft.session_variable.skills.allowed",
+                    format!("{s:?} is not a skill this agent declares"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The canonical JSON whose SHA-256 is the release digest (object keys
+    /// are sorted, so equal definitions hash equally).
+    pub fn canonical_json(&self) -> String {
+        serde_json::to_value(self).map(|v| v.to_string()).unwrap_or_default()
+    }
+}
+
+fn check_tool_name(field: &str, name: &str) -> Result<()> {
+    let ok = !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok { Ok(()) } else { Err(Error::invalid_field(field, format!("{name:?} is not a valid name (1-64 of a-z, 0-9, _ and -)"))) }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agent {
+    pub id: String,
+    pub environment_id: String,
+    pub name: String,
+    pub draft: AgentDefinition,
+    pub latest_version: i64,
+    pub version: i64,
+    pub archived: bool,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentVersion {
+    pub agent_id: String,
+    pub environment_id: String,
+    pub version: i64,
+    pub release_sha256: String,
+    pub definition: AgentDefinition,
+    pub published_by: String,
+    pub published_ms: i64,
+}
+
+// ---- sandbox profiles ------------------------------------------------------
+
+/// Hosts `allow_package_managers` compiles into at publication.
+pub const PACKAGE_MANAGER_HOSTS: &[&str] = &[
+    "deb.debian.org",
+    "security.debian.org",
+    "pypi.org",
+    "files.pythonhosted.org",
+    "registry.npmjs.org",
+    "crates.io",
+    "index.crates.io",
+    "static.crates.io",
+];
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    #[serde(default)]
+    pub allow_package_managers: bool,
+    #[serde(default)]
+    pub allow_mcp_servers: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resources {
+    #[serde(default = "default_cpu")]
+    pub cpu_millis: i64,
+    #[serde(default = "default_mem")]
+    pub memory_mib: i64,
+    #[serde(default = "default_disk")]
+    pub disk_mib: i64,
+}
+
+fn default_cpu() -> i64 {
+    1000
+}
+fn default_mem() -> i64 {
+    1024
+}
+fn default_disk() -> i64 {
+    4096
+}
+fn default_retention() -> i64 {
+    30
+}
+
+impl Default for Resources {
+    fn default() -> Self {
+        Resources { cpu_millis: default_cpu(), memory_mib: default_mem(), disk_mib: default_disk() }
+    }
+}
+
+/// One immutable sandbox profile revision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSpec {
+    pub image: String,
+    #[serde(default)]
+    pub packages: Vec<String>,
+    #[serde(default)]
+    pub network: Network,
+    #[serde(default)]
+    pub resources: Resources,
+    #[serde(default = "default_retention")]
+    pub retention_days: i64,
+}
+
+impl SandboxSpec {
+    /// Validates a requested revision and compiles it into the stored form:
+    /// package-manager reach becomes explicit hosts, sorted and deduplicated.
+    pub fn compile(v: Value) -> Result<SandboxSpec> {
+        let mut s: SandboxSpec = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid sandbox profile: {e}")))?;
+        if s.image.trim().is_empty() || s.image.len() > 512 {
+            return Err(Error::invalid_field("image", "image must be 1 to 512 characters"));
+        }
+        if s.packages.len() > 256 || s.packages.iter().any(|p| p.is_empty() || p.len() > 200) {
+            return Err(Error::invalid_field("packages", "at most 256 packages of 1 to 200 characters"));
+        }
+        let mut hosts = std::collections::BTreeSet::new();
+        for h in &s.network.allowed_hosts {
+            let h = h.to_ascii_lowercase();
+            if !valid_host(&h) {
+                return Err(Error::invalid_field("network.allowed_hosts", format!("{h:?} is not a host name")));
+            }
+            hosts.insert(h);
+        }
+        if s.network.allow_package_managers {
+            hosts.extend(PACKAGE_MANAGER_HOSTS.iter().map(|h| h.to_string()));
+        }
+        if hosts.len() > 256 {
+            return Err(Error::invalid_field("network.allowed_hosts", "at most 256 hosts"));
+        }
+        if s.network.allow_mcp_servers && hosts.is_empty() {
+            return Err(Error::invalid_field(
+                "network.allow_mcp_servers",
+                "allow_mcp_servers adds no host; list the MCP servers' hosts in allowed_hosts",
+            ));
+        }
+        s.network.allowed_hosts = hosts.into_iter().collect();
+        let r = &s.resources;
+        if !(100..=64_000).contains(&r.cpu_millis) || !(128..=262_144).contains(&r.memory_mib) || !(256..=1_048_576).contains(&r.disk_mib) {
+            return Err(Error::invalid_field(
+                "resources",
+                "resources out of range (cpu 100-64000 millis, memory 128-262144 MiB, disk 256-1048576 MiB)",
+            ));
+        }
+        if !(1..=30).contains(&s.retention_days) {
+            return Err(Error::invalid_field("retention_days", "retention_days must be 1 to 30"));
+        }
+        Ok(s)
+    }
+}
+
+fn valid_host(h: &str) -> bool {
+    let h = h.strip_prefix("*.").unwrap_or(h);
+    !h.is_empty()
+        && h.len() <= 253
+        && h.split('.')
+            .all(|l| !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') && !l.starts_with('-'))
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SandboxProfile {
+    pub id: String,
+    pub environment_id: String,
+    pub name: String,
+    pub latest_revision: i64,
+    pub created_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SandboxRevision {
+    pub profile_id: String,
+    pub revision: i64,
+    pub spec: SandboxSpec,
+    pub created_ms: i64,
+}
+
+// ---- deployments -----------------------------------------------------------
+
+pub const BUILTIN_HARNESS: &str = "checkfu-builtin-1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Execution {
+    Managed,
+    Runner { pool: String },
+}
+
+/// What a Deployment revision pins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pins {
+    pub agent_version: i64,
+    pub release_sha256: String,
+    pub harness: String,
+    pub model_routing_profile_id: String,
+    pub sandbox_profile_id: String,
+    pub sandbox_profile_revision: i64,
+    pub execution: Execution,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deployment {
+    pub id: String,
+    pub environment_id: String,
+    pub key: String,
+    pub agent_id: String,
+    pub revision: i64,
+    pub pins: Pins,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}
+
+// ---- sessions, runs, events -----------------------------------------------
+
+string_enum!(SessionStatus { Idle = "idle", Running = "running", Rescheduling = "rescheduling", Terminated = "terminated" });
+string_enum!(RunStatus { Queued = "queued", Running = "running", Completed = "completed" });
+
+/// What a Session narrowed from its release, and the digests that pin it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Selection {
+    pub tools: Vec<String>,
+    pub skills: Vec<String>,
+    pub instructions: String,
+    pub instructions_sha256: String,
+    /// Digest of the agent release plus this selection.
+    pub release_sha256: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub model_spend_micro_usd: i64,
+}
+
+impl Usage {
+    pub fn add(&mut self, o: Usage) {
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.model_spend_micro_usd += o.model_spend_micro_usd;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    pub id: String,
+    pub environment_id: String,
+    pub agent_id: String,
+    pub deployment_id: String,
+    pub deployment_revision: i64,
+    pub principal_id: String,
+    pub status: SessionStatus,
+    pub stop_reason: Option<Value>,
+    pub title: String,
+    pub metadata: Value,
+    pub budget_id: String,
+    pub usage: Usage,
+    pub selection: Selection,
+    pub pins: Pins,
+    pub last_seq: i64,
+    /// Seq of the newest `user.message`, so "input after X" needs no scan.
+    pub last_user_message_seq: i64,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+    pub version: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub id: String,
+    pub session_id: String,
+    pub status: RunStatus,
+    pub stop_reason: Option<Value>,
+    pub execution_pins: Value,
+    pub usage: Usage,
+    /// Seq of the input that started the Run.
+    pub start_seq: i64,
+    pub lease_id: String,
+    pub generation: i64,
+    pub lease_expires_ms: i64,
+    pub runner_id: String,
+    pub created_ms: i64,
+    pub completed_ms: Option<i64>,
+}
+
+/// An event about to be appended; the store assigns `seq`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub id: String,
+    pub event_type: String,
+    pub run_id: Option<String>,
+    pub thread_id: Option<String>,
+    pub authored_by: Value,
+    pub caused_by: Value,
+    pub payload: Value,
+    pub created_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub id: String,
+    pub session_id: String,
+    pub seq: i64,
+    pub event_type: String,
+    pub run_id: Option<String>,
+    pub thread_id: Option<String>,
+    pub authored_by: Value,
+    pub caused_by: Value,
+    pub payload: Value,
+    pub created_ms: i64,
+}
+
+/// User input types the public API accepts.
+pub const USER_EVENT_TYPES: &[&str] =
+    &["user.message", "user.interrupt", "user.tool_confirmation", "user.custom_tool_result", "user.define_outcome"];
+
+/// Settle events are the only input accepted while a Session waits on action.
+pub const SETTLE_EVENT_TYPES: &[&str] = &["user.tool_confirmation", "user.custom_tool_result", "user.interrupt"];
+
+/// Event types an execution plane may append for its Run; lifecycle events
+/// (`session.status_*`, `run.created/completed`) are written only by sessions.
+pub const RUNNER_EVENT_TYPES: &[&str] = &[
+    "span.model_request_start",
+    "span.model_request_end",
+    "agent.message",
+    "agent.thinking",
+    "agent.tool_use",
+    "agent.tool_result",
+    "agent.custom_tool_use",
+    "run.action_authorized",
+    "policy.denied",
+    "session.error",
+];

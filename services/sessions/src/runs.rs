@@ -1,0 +1,241 @@
+//! The runner protocol, control-plane side: an execution plane claims a Run
+//! under a lease with a fencing generation, heartbeats it, reads the log,
+//! appends its events and completes it. Every write re-checks the lease in
+//! the same atomic commit, so a runner that lost its lease writes nothing.
+
+use crate::input::{Draft, system};
+use crate::live::{Delta, Item};
+use crate::model::*;
+use crate::service::SessionsService;
+use checkfu_core::id::new_id;
+use checkfu_core::time::now_ms;
+use checkfu_core::{Code, Error, Result};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Identifies the holder of a Run's lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    pub run_id: String,
+    pub lease_id: String,
+    pub generation: i64,
+}
+
+/// A claimed Run and what the execution plane needs to run it.
+#[derive(Debug, Clone)]
+pub struct WorkItem {
+    pub session: Session,
+    pub run: Run,
+    pub lease: Lease,
+    pub tools: Vec<ToolDecl>,
+}
+
+pub const MAX_CLAIM_WAIT: Duration = Duration::from_secs(30);
+const MAX_APPEND: usize = 100;
+
+fn lease_lost() -> Error {
+    Error::new(Code::PreconditionFailed, "the lease on this run is no longer held").with_details(json!({"reason": "lease_lost"}))
+}
+
+/// Checks inside a draft that `lease` still holds the Session's active Run.
+fn held<'a>(d: &'a Draft, lease: &Lease) -> Result<&'a Run> {
+    match &d.run {
+        Some(r)
+            if r.id == lease.run_id
+                && r.lease_id == lease.lease_id
+                && r.generation == lease.generation
+                && r.status == RunStatus::Running =>
+        {
+            Ok(r)
+        }
+        _ => Err(lease_lost()),
+    }
+}
+
+impl SessionsService {
+    /// Claims the oldest claimable Run, waiting up to `wait` for one.
+    pub async fn claim(&self, runner_id: &str, wait: Duration) -> Result<Option<WorkItem>> {
+        let deadline = tokio::time::Instant::now() + wait.min(MAX_CLAIM_WAIT);
+        loop {
+            // Register interest before looking, so a Run queued between the
+            // look and the wait still wakes us.
+            let notified = self.work.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(w) = self.try_claim(runner_id).await? {
+                return Ok(Some(w));
+            }
+            // Expired leases need no notification: poll at least once a second.
+            let nap = tokio::time::Instant::now() + Duration::from_secs(1);
+            tokio::select! {
+                () = &mut notified => {}
+                () = tokio::time::sleep_until(deadline.min(nap)) => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+        }
+    }
+
+    async fn try_claim(&self, runner_id: &str) -> Result<Option<WorkItem>> {
+        for candidate in self.store.claimable_runs(now_ms(), 16).await? {
+            let lease_ms = self.lease_ms;
+            let claimed = self
+                .transact(&candidate.session_id, |d| {
+                    let now = d.now_ms;
+                    let Some(run) = d.run.clone().filter(|r| r.id == candidate.id) else { return Ok(None) };
+                    let claimable = run.status == RunStatus::Queued || (run.status == RunStatus::Running && run.lease_expires_ms < now);
+                    if !claimable || d.session.status == SessionStatus::Terminated {
+                        return Ok(None);
+                    }
+                    let next = Run {
+                        status: RunStatus::Running,
+                        lease_id: new_id("lease"),
+                        generation: run.generation + 1,
+                        lease_expires_ms: now + lease_ms,
+                        runner_id: runner_id.to_string(),
+                        ..run
+                    };
+                    d.put_run(next.clone());
+                    Ok(Some(next))
+                })
+                .await;
+            let (run, session) = match claimed {
+                Ok((Some(run), session, _)) => (run, session),
+                Ok((None, _, _)) => continue,
+                Err(e) if e.code == Code::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            let version = self.store.get_agent_version(&session.agent_id, session.pins.agent_version).await?;
+            let tools = version
+                .map(|v| {
+                    v.definition
+                        .tools
+                        .into_iter()
+                        .filter(|t| {
+                            t.names()
+                                .iter()
+                                .all(|n| !v.definition.session_variable.tools.allowed.contains(n) || session.selection.tools.contains(n))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let lease = Lease { run_id: run.id.clone(), lease_id: run.lease_id.clone(), generation: run.generation };
+            return Ok(Some(WorkItem { session, run, lease, tools }));
+        }
+        Ok(None)
+    }
+
+    /// Extends a held lease. `Ok(false)` tells the runner to stop: the lease
+    /// moved to someone else or the Run ended.
+    pub async fn heartbeat(&self, lease: &Lease) -> Result<bool> {
+        self.store.extend_lease(&lease.run_id, &lease.lease_id, lease.generation, now_ms() + self.lease_ms).await
+    }
+
+    async fn session_of(&self, lease: &Lease) -> Result<String> {
+        let run = self.run(&lease.run_id).await?;
+        if run.lease_id != lease.lease_id || run.generation != lease.generation || run.status != RunStatus::Running {
+            return Err(lease_lost());
+        }
+        Ok(run.session_id)
+    }
+
+    pub async fn read_for_run(&self, lease: &Lease, after_seq: i64, limit: u32) -> Result<Vec<Event>> {
+        let session_id = self.session_of(lease).await?;
+        let limit = i64::from(limit.clamp(1, 1000));
+        self.store.list_events(&session_id, after_seq, limit, &[]).await
+    }
+
+    /// Appends the Run's own events (model spans, agent output, ...). Usage
+    /// in `span.model_request_end` is projected onto the Run and Session.
+    pub async fn append_for_run(&self, lease: &Lease, events: Vec<(String, Value)>) -> Result<Vec<i64>> {
+        if events.is_empty() || events.len() > MAX_APPEND {
+            return Err(Error::invalid_field("events", format!("append 1 to {MAX_APPEND} events at a time")));
+        }
+        for (t, p) in &events {
+            if !RUNNER_EVENT_TYPES.contains(&t.as_str()) {
+                return Err(Error::invalid_field("events.type", format!("an execution plane cannot append {t:?}")));
+            }
+            if !p.is_object() {
+                return Err(Error::invalid_field("events.payload", "payload must be an object"));
+            }
+        }
+        let session_id = self.session_of(lease).await?;
+        let (seqs, _, _) = self
+            .transact(&session_id, |d| {
+                let mut run = held(d, lease)?.clone();
+                let agent = json!({"kind": "agent", "id": d.session.agent_id});
+                let cause = json!({"kind": "run", "id": run.id});
+                let mut seqs = Vec::with_capacity(events.len());
+                for (t, p) in &events {
+                    if t == "span.model_request_end" {
+                        let u = p.get("model_usage").cloned().unwrap_or(Value::Null);
+                        let add = Usage {
+                            input_tokens: u.get("input_tokens").and_then(Value::as_i64).unwrap_or(0).max(0),
+                            output_tokens: u.get("output_tokens").and_then(Value::as_i64).unwrap_or(0).max(0),
+                            model_spend_micro_usd: p.get("cost_micro_usd").and_then(Value::as_i64).unwrap_or(0).max(0),
+                        };
+                        run.usage.add(add);
+                        d.session.usage.add(add);
+                    }
+                    seqs.push(d.next_seq());
+                    let author = if t.starts_with("agent.") { agent.clone() } else { system() };
+                    d.push(t, Some(&run.id), author, cause.clone(), p.clone());
+                }
+                d.put_run(run);
+                Ok(seqs)
+            })
+            .await?;
+        Ok(seqs)
+    }
+
+    /// Fans a preview out to live subscribers; nothing is stored.
+    pub async fn publish_delta(&self, lease: &Lease, event_type: &str, preview_id: &str, start: bool, text: &str) -> Result<()> {
+        if !matches!(event_type, "agent.message" | "agent.thinking") {
+            return Err(Error::invalid_field("event_type", "previews exist for agent.message and agent.thinking"));
+        }
+        if text.len() > 64 * 1024 {
+            return Err(Error::invalid_field("text", "a delta is limited to 64 KiB"));
+        }
+        let session_id = self.session_of(lease).await?;
+        let delta = |kind: &'static str, text: &str| Delta {
+            kind,
+            event_type: event_type.into(),
+            preview_id: preview_id.into(),
+            text: text.into(),
+            run_id: lease.run_id.clone(),
+        };
+        if start {
+            self.hub.publish(&session_id, Item::Delta(delta("event_start", "")));
+        }
+        if !text.is_empty() {
+            self.hub.publish(&session_id, Item::Delta(delta("event_delta", text)));
+        }
+        Ok(())
+    }
+
+    /// Settles the Run. Input the runner never saw (a `user.message` after
+    /// `last_seen_seq`) starts the next Run at once, so nothing is dropped.
+    pub async fn complete(&self, lease: &Lease, stop_reason: Value, last_seen_seq: i64) -> Result<()> {
+        let kind = stop_reason.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
+        if !matches!(kind.as_str(), "end_turn" | "requires_action" | "retries_exhausted" | "budget_reached") {
+            return Err(Error::invalid_field(
+                "stop_reason",
+                "stop_reason.type must be end_turn, requires_action, retries_exhausted or budget_reached",
+            ));
+        }
+        let session_id = self.session_of(lease).await?;
+        self.transact(&session_id, |d| {
+            let run_id = held(d, lease)?.id.clone();
+            let cause = json!({"kind": "run", "id": run_id});
+            d.complete_run(stop_reason.clone(), cause.clone());
+            if kind == "end_turn" && d.session.last_user_message_seq > last_seen_seq {
+                let trigger = d.session.last_user_message_seq;
+                d.admit_run(trigger, cause);
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(())
+    }
+}

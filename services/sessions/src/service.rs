@@ -1,0 +1,400 @@
+//! Sessions: creation, input, the event log and its live stream. Every state
+//! change is a [`Draft`] decided from a fresh read and committed atomically
+//! with its events; a lost race is retried from a new read.
+
+use crate::input::{Draft, Input};
+use crate::live::{Hub, Item};
+use crate::model::*;
+use crate::store::{Change, SessionFilter, SessionsStore};
+use checkfu_core::id::{check as check_id, new_id};
+use checkfu_core::page::PageRequest;
+use checkfu_core::time::now_ms;
+use checkfu_core::{Error, Result, sha256_hex};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tokio::sync::{Notify, mpsc};
+
+/// How long a claimed Run's lease lasts without a heartbeat.
+pub const DEFAULT_LEASE_MS: i64 = 15_000;
+const COMMIT_ATTEMPTS: usize = 64;
+const MAX_TITLE: usize = 500;
+const MAX_METADATA_BYTES: usize = 16 * 1024;
+
+#[derive(Clone)]
+pub struct SessionsService {
+    pub(crate) store: Arc<dyn SessionsStore>,
+    pub(crate) hub: Arc<Hub>,
+    /// Woken whenever a Run becomes claimable.
+    pub(crate) work: Arc<Notify>,
+    pub(crate) lease_ms: i64,
+}
+
+/// What a caller asked for when creating a Session, already shape-checked.
+#[derive(Debug, Clone, Default)]
+pub struct NewSession {
+    pub deployment_id: String,
+    pub principal_id: String,
+    pub title: String,
+    pub metadata: Value,
+    pub instructions: Option<String>,
+    pub tools: Option<Vec<String>>,
+    pub skills: Option<Vec<String>>,
+    pub initial_events: Vec<Input>,
+}
+
+/// Narrows `allowed` (the release's variable set) to `requested`, refusing
+/// anything outside it: a selection can only narrow.
+fn narrow(field: &str, requested: Option<&Vec<String>>, allowed: &[String]) -> Result<Vec<String>> {
+    match requested {
+        None => Ok(allowed.to_vec()),
+        Some(req) => {
+            for r in req {
+                if !allowed.contains(r) {
+                    return Err(Error::invalid_field(field, format!("{r:?} is not in the release's session_variable.{field}.allowed set")));
+                }
+            }
+            let mut v = req.clone();
+            v.sort();
+            v.dedup();
+            Ok(v)
+        }
+    }
+}
+
+/// The Session's selection and the digests pinning it. With no narrowing and
+/// no extra instructions the release digest is the agent release's own.
+fn selection(
+    def: &AgentDefinition,
+    release: &str,
+    tools: Option<&Vec<String>>,
+    skills: Option<&Vec<String>>,
+    extra: Option<&str>,
+) -> Result<Selection> {
+    let tools_sel = narrow("tools", tools, &def.session_variable.tools.allowed)?;
+    let skills_sel = narrow("skills", skills, &def.session_variable.skills.allowed)?;
+    let mut instructions = def.instructions.clone();
+    if let Some(x) = extra.filter(|x| !x.is_empty()) {
+        if x.len() > MAX_INSTRUCTIONS_BYTES {
+            return Err(Error::invalid_field("instructions", "instructions are limited to 64 KiB"));
+        }
+        if !instructions.is_empty() {
+            instructions.push_str("\n\n");
+        }
+        instructions.push_str(x);
+    }
+    let narrowed = tools_sel != def.session_variable.tools.allowed || skills_sel != def.session_variable.skills.allowed;
+    let release_sha256 = if narrowed || extra.is_some_and(|x| !x.is_empty()) {
+        sha256_hex(json!({"release": release, "tools": tools_sel, "skills": skills_sel, "instructions": extra}).to_string())
+    } else {
+        release.to_string()
+    };
+    Ok(Selection { instructions_sha256: sha256_hex(&instructions), instructions, tools: tools_sel, skills: skills_sel, release_sha256 })
+}
+
+impl SessionsService {
+    pub fn new(store: Arc<dyn SessionsStore>) -> Self {
+        SessionsService { store, hub: Arc::new(Hub::default()), work: Arc::new(Notify::new()), lease_ms: DEFAULT_LEASE_MS }
+    }
+
+    pub fn with_lease_ms(mut self, ms: i64) -> Self {
+        self.lease_ms = ms;
+        self
+    }
+
+    /// Readiness: the store answers.
+    pub async fn ready(&self) -> bool {
+        self.store.get_session("sess_readiness").await.is_ok()
+    }
+
+    /// Embedded start-up: the previous process's runner is gone, so its
+    /// leases are released at once instead of waiting for them to expire.
+    pub async fn release_orphaned_leases(&self) -> Result<u64> {
+        let n = self.store.expire_all_leases().await?;
+        if n > 0 {
+            self.work.notify_waiters();
+        }
+        Ok(n)
+    }
+
+    pub async fn session(&self, id: &str) -> Result<Session> {
+        check_id("id", "sess", id)?;
+        self.store.get_session(id).await?.ok_or_else(|| Error::not_found("session", id))
+    }
+
+    pub async fn list_sessions(&self, f: &SessionFilter, page: &PageRequest) -> Result<Vec<Session>> {
+        if !f.status.is_empty() {
+            SessionStatus::parse("status", &f.status)?;
+        }
+        self.store.list_sessions(f, page).await
+    }
+
+    pub async fn create_session(&self, req: NewSession) -> Result<(Session, Vec<Event>)> {
+        check_id("agent_deployment_id", "dep", &req.deployment_id)?;
+        check_id("principal_id", "prin", &req.principal_id)?;
+        if req.title.len() > MAX_TITLE {
+            return Err(Error::invalid_field("title", "title is limited to 500 bytes"));
+        }
+        let metadata = if req.metadata.is_null() { json!({}) } else { req.metadata.clone() };
+        if !metadata.is_object() || metadata.to_string().len() > MAX_METADATA_BYTES {
+            return Err(Error::invalid_field("metadata", "metadata must be an object of at most 16 KiB"));
+        }
+        if req.initial_events.len() > MAX_INITIAL_EVENTS {
+            return Err(Error::invalid_field("initial_events", "at most 50 initial events"));
+        }
+        for (i, e) in req.initial_events.iter().enumerate() {
+            if e.event_type == "user.define_outcome" && i != 0 {
+                return Err(Error::invalid_field("initial_events", "user.define_outcome may only be the first initial event"));
+            }
+        }
+        let dep =
+            self.store.get_deployment(&req.deployment_id).await?.ok_or_else(|| Error::not_found("agent_deployment", &req.deployment_id))?;
+        let version = self
+            .store
+            .get_agent_version(&dep.agent_id, dep.pins.agent_version)
+            .await?
+            .ok_or_else(|| Error::internal("the deployment pins an agent version that does not exist"))?;
+        let sel =
+            selection(&version.definition, &dep.pins.release_sha256, req.tools.as_ref(), req.skills.as_ref(), req.instructions.as_deref())?;
+        let now = now_ms();
+        let session = Session {
+            id: new_id("sess"),
+            environment_id: dep.environment_id.clone(),
+            agent_id: dep.agent_id.clone(),
+            deployment_id: dep.id.clone(),
+            deployment_revision: dep.revision,
+            principal_id: req.principal_id.clone(),
+            status: SessionStatus::Idle,
+            stop_reason: None,
+            title: req.title.clone(),
+            metadata,
+            budget_id: String::new(),
+            usage: Usage::default(),
+            selection: sel,
+            pins: dep.pins.clone(),
+            last_seq: 0,
+            last_user_message_seq: 0,
+            created_ms: now,
+            updated_ms: now,
+            version: 1,
+        };
+        let mut d = Draft::new(session, None, now);
+        d.push(
+            "session.created",
+            None,
+            crate::input::system(),
+            json!({"kind": "principal", "id": req.principal_id}),
+            json!({"agent_deployment_id": dep.id, "deployment_revision": dep.revision, "principal_id": req.principal_id}),
+        );
+        for e in &req.initial_events {
+            d.apply(e)?;
+        }
+        let events = self.store.insert_session(&d.session, &d.events, &d.runs).await?;
+        let mut session = d.session;
+        session.last_seq = events.len() as i64;
+        self.after_commit(&session.id, &events, !d.runs.is_empty());
+        Ok((session, events))
+    }
+
+    /// Publishes committed events and wakes runners when work appeared.
+    pub(crate) fn after_commit(&self, session_id: &str, events: &[Event], runs_changed: bool) {
+        for e in events {
+            self.hub.publish(session_id, Item::Event(e.clone()));
+        }
+        if runs_changed {
+            self.work.notify_waiters();
+        }
+    }
+
+    /// Reads the Session, lets `decide` change it, and commits the result;
+    /// retried from a fresh read when another writer got there first.
+    pub(crate) async fn transact<T>(&self, session_id: &str, decide: impl Fn(&mut Draft) -> Result<T>) -> Result<(T, Session, Vec<Event>)> {
+        for _ in 0..COMMIT_ATTEMPTS {
+            let session = self.session(session_id).await?;
+            let run = self.store.active_run(session_id).await?;
+            let expected_version = session.version;
+            let mut d = Draft::new(session, run, now_ms());
+            let out = decide(&mut d)?;
+            if d.events.is_empty() && d.runs.is_empty() {
+                return Ok((out, d.session, vec![]));
+            }
+            d.session.updated_ms = d.now_ms;
+            let change = Change { expected_version, session: d.session, events: d.events, runs: d.runs };
+            if let Some((session, events)) = self.store.commit(&change).await? {
+                self.after_commit(session_id, &events, !change.runs.is_empty());
+                return Ok((out, session, events));
+            }
+            tokio::task::yield_now().await;
+        }
+        Err(Error::unavailable("the session is too busy to change right now; retry"))
+    }
+
+    /// Appends one user event. Returns the persisted event and whether it
+    /// was a replay of an identical settle event accepted earlier.
+    pub async fn append_user_event(&self, session_id: &str, input: Input) -> Result<(Event, bool)> {
+        if let Some(first) = self.duplicate_settle(session_id, &input).await? {
+            return Ok((first, true));
+        }
+        let (id, _, events) = self.transact(session_id, |d| d.apply(&input)).await?;
+        let e = events.into_iter().find(|e| e.id == id).ok_or_else(|| Error::internal("appended event missing from the commit"))?;
+        Ok((e, false))
+    }
+
+    /// An exact duplicate of an accepted settle event returns the first one.
+    async fn duplicate_settle(&self, session_id: &str, input: &Input) -> Result<Option<Event>> {
+        let key = match input.event_type.as_str() {
+            "user.tool_confirmation" => "tool_use_id",
+            "user.custom_tool_result" => "custom_tool_use_id",
+            _ => return Ok(None),
+        };
+        let id = input.payload.get(key).cloned().unwrap_or(Value::Null);
+        let earlier = self.store.list_events(session_id, 0, i64::MAX, std::slice::from_ref(&input.event_type)).await?;
+        if let Some(e) = earlier.into_iter().find(|e| e.payload.get(key) == Some(&id)) {
+            if e.payload == input.payload {
+                return Ok(Some(e));
+            }
+            return Err(Error::conflict(format!("a different {} for {id} was already accepted", input.event_type))
+                .with_details(json!({"event_id": e.id})));
+        }
+        Ok(None)
+    }
+
+    pub async fn archive(&self, session_id: &str, actor: &str) -> Result<Session> {
+        let caused_by = json!({"kind": "principal", "id": actor});
+        let ((), s, _) = self
+            .transact(session_id, |d| {
+                if d.session.status != SessionStatus::Terminated {
+                    d.terminate(caused_by.clone());
+                }
+                Ok(())
+            })
+            .await?;
+        Ok(s)
+    }
+
+    /// Changes an idle Session's tool/skill selection, narrowing only; the
+    /// caller has re-checked the principal's current permissions.
+    pub async fn update_selection(
+        &self,
+        session_id: &str,
+        tools: Option<Vec<String>>,
+        skills: Option<Vec<String>>,
+        actor: &str,
+    ) -> Result<Session> {
+        let current = self.session(session_id).await?;
+        let version = self
+            .store
+            .get_agent_version(&current.agent_id, current.pins.agent_version)
+            .await?
+            .ok_or_else(|| Error::internal("the session pins an agent version that does not exist"))?;
+        let extra = current
+            .selection
+            .instructions
+            .strip_prefix(version.definition.instructions.as_str())
+            .map(|x| x.trim_start_matches("\n\n").to_string());
+        let caused_by = json!({"kind": "principal", "id": actor});
+        let ((), s, _) = self
+            .transact(session_id, |d| {
+                if d.session.status != SessionStatus::Idle {
+                    return Err(Error::conflict("the selection can only change while the session is idle"));
+                }
+                let tools = tools.clone().or_else(|| Some(d.session.selection.tools.clone()));
+                let skills = skills.clone().or_else(|| Some(d.session.selection.skills.clone()));
+                let next =
+                    selection(&version.definition, &d.session.pins.release_sha256, tools.as_ref(), skills.as_ref(), extra.as_deref())?;
+                let before = d.session.selection.release_sha256.clone();
+                let payload = json!({
+                    "tools": next.tools,
+                    "skills": next.skills,
+                    "release_sha256_before": before,
+                    "release_sha256_after": next.release_sha256,
+                });
+                d.session.selection = next;
+                d.push("session.updated", None, Value::String(actor.to_string()), caused_by.clone(), payload);
+                Ok(())
+            })
+            .await?;
+        Ok(s)
+    }
+
+    pub async fn list_events(&self, session_id: &str, after_seq: i64, limit: u32, types: &[String]) -> Result<(Vec<Event>, bool)> {
+        self.session(session_id).await?;
+        if !(0..=1000).contains(&limit) {
+            return Err(Error::invalid_field("limit", "limit must be between 1 and 1000"));
+        }
+        if after_seq < 0 {
+            return Err(Error::invalid_field("after_seq", "after_seq must not be negative"));
+        }
+        let limit = if limit == 0 { 100 } else { i64::from(limit) };
+        let mut rows = self.store.list_events(session_id, after_seq, limit + 1, types).await?;
+        let more = rows.len() as i64 > limit;
+        rows.truncate(limit as usize);
+        Ok((rows, more))
+    }
+
+    /// Streams persisted events after `after_seq`, then live ones, with no gap
+    /// and no duplicate; previews of `delta_types` are interleaved.
+    pub async fn subscribe(&self, session_id: &str, after_seq: i64, delta_types: Vec<String>, out: mpsc::Sender<Item>) -> Result<()> {
+        self.session(session_id).await?;
+        let mut rx = self.hub.subscribe(session_id);
+        let mut cursor = after_seq.max(0);
+        cursor = self.replay(session_id, cursor, &out).await?;
+        loop {
+            let item = tokio::select! {
+                r = rx.recv() => r,
+                () = out.closed() => return Ok(()),
+            };
+            match item {
+                Ok(Item::Event(e)) => {
+                    if e.seq <= cursor {
+                        continue;
+                    }
+                    if e.seq > cursor + 1 {
+                        cursor = self.replay(session_id, cursor, &out).await?;
+                        if e.seq <= cursor {
+                            continue;
+                        }
+                    }
+                    cursor = e.seq;
+                    if out.send(Item::Event(e)).await.is_err() {
+                        return Ok(());
+                    }
+                }
+                Ok(Item::Delta(d)) => {
+                    if delta_types.contains(&d.event_type) && out.send(Item::Delta(d)).await.is_err() {
+                        return Ok(());
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    cursor = self.replay(session_id, cursor, &out).await?;
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+            }
+        }
+    }
+
+    async fn replay(&self, session_id: &str, mut cursor: i64, out: &mpsc::Sender<Item>) -> Result<i64> {
+        loop {
+            let batch = self.store.list_events(session_id, cursor, 500, &[]).await?;
+            let n = batch.len();
+            for e in batch {
+                cursor = e.seq;
+                if out.send(Item::Event(e)).await.is_err() {
+                    return Ok(cursor);
+                }
+            }
+            if n < 500 {
+                return Ok(cursor);
+            }
+        }
+    }
+
+    pub async fn run(&self, id: &str) -> Result<Run> {
+        check_id("id", "run", id)?;
+        self.store.get_run(id).await?.ok_or_else(|| Error::not_found("run", id))
+    }
+
+    pub async fn list_runs(&self, session_id: &str, page: &PageRequest) -> Result<Vec<Run>> {
+        self.session(session_id).await?;
+        self.store.list_runs(session_id, page).await
+    }
+}

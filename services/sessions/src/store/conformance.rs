@@ -1,0 +1,235 @@
+//! The conformance suite for [`SessionsStore`]: SQLite always, PostgreSQL when
+//! `CHECKFU_TEST_POSTGRES_URL` is set (a fresh schema per run).
+
+use super::*;
+use checkfu_store::{Db, Location};
+use serde_json::json;
+use std::sync::Arc;
+
+async fn backends() -> Vec<(&'static str, Arc<dyn SessionsStore>, Option<tempfile::TempDir>)> {
+    let mut out: Vec<(&'static str, Arc<dyn SessionsStore>, Option<tempfile::TempDir>)> = vec![];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(&Location::SqliteDir(dir.path().into()), "sessions", &crate::MIGRATIONS).await.expect("sqlite");
+    out.push(("sqlite", Arc::new(SqlSessionsStore::new(db)), Some(dir)));
+    if let Ok(url) = std::env::var("CHECKFU_TEST_POSTGRES_URL") {
+        let schema = format!("sess_test_{}", checkfu_core::id::new_id("t").trim_start_matches("t_"));
+        let db = Db::open(&Location::Postgres(url), &schema, &crate::MIGRATIONS).await.expect("postgres");
+        out.push(("postgres", Arc::new(SqlSessionsStore::new(db)), None));
+    }
+    out
+}
+
+fn pins() -> Pins {
+    Pins {
+        agent_version: 1,
+        release_sha256: "r".into(),
+        harness: BUILTIN_HARNESS.into(),
+        model_routing_profile_id: "mrp_1".into(),
+        sandbox_profile_id: "sbp_1".into(),
+        sandbox_profile_revision: 1,
+        execution: Execution::Managed,
+    }
+}
+
+fn session(id: &str) -> Session {
+    Session {
+        id: id.into(),
+        environment_id: "env_1".into(),
+        agent_id: "agt_1".into(),
+        deployment_id: "dep_1".into(),
+        deployment_revision: 1,
+        principal_id: "prin_1".into(),
+        status: SessionStatus::Idle,
+        stop_reason: None,
+        title: "t".into(),
+        metadata: json!({"k": "v"}),
+        budget_id: String::new(),
+        usage: Usage::default(),
+        selection: Selection::default(),
+        pins: pins(),
+        last_seq: 0,
+        last_user_message_seq: 0,
+        created_ms: 1,
+        updated_ms: 1,
+        version: 1,
+    }
+}
+
+fn ev(t: &str) -> NewEvent {
+    NewEvent {
+        id: checkfu_core::id::new_id("evt"),
+        event_type: t.into(),
+        run_id: None,
+        thread_id: None,
+        authored_by: json!(null),
+        caused_by: json!({"kind": "principal", "id": "prin_1"}),
+        payload: json!({"n": t}),
+        created_ms: 5,
+    }
+}
+
+fn run(id: &str, session: &str, status: RunStatus, expires: i64) -> Run {
+    Run {
+        id: id.into(),
+        session_id: session.into(),
+        status,
+        stop_reason: None,
+        execution_pins: json!({"a": 1}),
+        usage: Usage::default(),
+        start_seq: 1,
+        lease_id: "lease_a".into(),
+        generation: 1,
+        lease_expires_ms: expires,
+        runner_id: "r1".into(),
+        created_ms: 3,
+        completed_ms: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_store_conformance() {
+    for (name, s, _guard) in backends().await {
+        catalog_compare_and_set(&*s).await;
+        session_log_is_gapless(&*s).await;
+        concurrent_commits_never_share_a_seq(s.clone()).await;
+        runs_leases(&*s).await;
+        eprintln!("sessions store conformance passed on {name}");
+    }
+}
+
+async fn catalog_compare_and_set(s: &dyn SessionsStore) {
+    let a = Agent {
+        id: "agt_1".into(),
+        environment_id: "env_1".into(),
+        name: "a".into(),
+        draft: AgentDefinition::default(),
+        latest_version: 0,
+        version: 1,
+        archived: false,
+        created_ms: 1,
+        updated_ms: 1,
+    };
+    s.insert_agent(&a).await.expect("insert");
+    let edited = Agent { name: "b".into(), version: 2, ..a.clone() };
+    assert!(s.update_agent(&edited, 1).await.expect("cas"));
+    assert!(!s.update_agent(&edited, 1).await.expect("cas"), "stale version refused");
+    let v = AgentVersion {
+        agent_id: "agt_1".into(),
+        environment_id: "env_1".into(),
+        version: 1,
+        release_sha256: "h".into(),
+        definition: AgentDefinition::default(),
+        published_by: "prin_1".into(),
+        published_ms: 2,
+    };
+    assert!(s.publish_agent_version(&v, 2).await.expect("publish"));
+    assert!(!s.publish_agent_version(&v, 2).await.expect("publish"), "a second publish of version 1 is refused");
+    let got = s.get_agent("agt_1").await.expect("get").expect("exists");
+    assert_eq!((got.latest_version, got.version), (1, 3));
+    assert_eq!(s.get_agent_version("agt_1", 1).await.expect("get"), Some(v));
+    assert_eq!(s.list_agent_versions("agt_1", None, 10).await.expect("list").len(), 1);
+
+    let p =
+        SandboxProfile { id: "sbp_1".into(), environment_id: "env_1".into(), name: "default".into(), latest_revision: 1, created_ms: 1 };
+    let spec = SandboxSpec::compile(json!({"image": "debian"})).expect("spec");
+    s.insert_sandbox_profile(&p, &SandboxRevision { profile_id: "sbp_1".into(), revision: 1, spec: spec.clone(), created_ms: 1 })
+        .await
+        .expect("insert");
+    let r2 = SandboxRevision { profile_id: "sbp_1".into(), revision: 2, spec, created_ms: 2 };
+    assert!(s.insert_sandbox_revision(&r2).await.expect("rev"));
+    assert!(!s.insert_sandbox_revision(&r2).await.expect("rev"), "revisions are immutable");
+    assert_eq!(s.get_sandbox_profile("sbp_1").await.expect("get").expect("exists").latest_revision, 2);
+
+    let d = Deployment {
+        id: "dep_1".into(),
+        environment_id: "env_1".into(),
+        key: "prod".into(),
+        agent_id: "agt_1".into(),
+        revision: 1,
+        pins: pins(),
+        created_ms: 1,
+        updated_ms: 1,
+    };
+    s.insert_deployment(&d).await.expect("insert");
+    assert!(s.insert_deployment(&Deployment { id: "dep_2".into(), ..d.clone() }).await.is_err(), "keys unique per environment");
+    let d2 = Deployment { revision: 2, pins: Pins { sandbox_profile_revision: 2, ..pins() }, ..d.clone() };
+    assert!(s.insert_deployment_revision(&d2).await.expect("rev"));
+    assert_eq!(s.get_deployment("dep_1").await.expect("get"), Some(d2));
+    let page = PageRequest::standard(10, "").expect("page");
+    assert_eq!(s.list_deployments(&["env_1".into()], &page).await.expect("list").len(), 1);
+    assert!(s.list_deployments(&["env_2".into()], &page).await.expect("list").is_empty());
+}
+
+async fn session_log_is_gapless(s: &dyn SessionsStore) {
+    let se = session("sess_1");
+    let first = s.insert_session(&se, &[ev("session.created"), ev("user.message")], &[]).await.expect("insert");
+    assert_eq!(first.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
+    let stored = s.get_session("sess_1").await.expect("get").expect("exists");
+    assert_eq!(stored.last_seq, 2);
+    let change = Change {
+        expected_version: stored.version,
+        session: Session { status: SessionStatus::Running, ..stored.clone() },
+        events: vec![ev("run.created"), ev("session.status_running")],
+        runs: vec![],
+    };
+    let (after, events) = s.commit(&change).await.expect("commit").expect("applied");
+    assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4]);
+    assert_eq!((after.last_seq, after.version, after.status), (4, stored.version + 1, SessionStatus::Running));
+    assert!(s.commit(&change).await.expect("commit").is_none(), "a change decided from a stale read is refused");
+    let all = s.list_events("sess_1", 0, 100, &[]).await.expect("list");
+    assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+    let typed = s.list_events("sess_1", 0, 100, &["user.message".into(), "run.created".into()]).await.expect("list");
+    assert_eq!(typed.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2, 3]);
+    assert_eq!(s.list_events("sess_1", 2, 1, &[]).await.expect("list")[0].seq, 3);
+    assert_eq!(all[1].payload, json!({"n": "user.message"}));
+}
+
+async fn concurrent_commits_never_share_a_seq(s: Arc<dyn SessionsStore>) {
+    s.insert_session(&session("sess_2"), &[ev("session.created")], &[]).await.expect("insert");
+    let mut tasks = vec![];
+    for _ in 0..8 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..5 {
+                loop {
+                    let cur = s.get_session("sess_2").await.expect("get").expect("exists");
+                    let c = Change { expected_version: cur.version, session: cur, events: vec![ev("agent.message")], runs: vec![] };
+                    if s.commit(&c).await.expect("commit").is_some() {
+                        break;
+                    }
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    let seqs: Vec<i64> = s.list_events("sess_2", 0, 1000, &[]).await.expect("list").iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=41).collect::<Vec<i64>>(), "41 events, seq 1..41, no gap or duplicate");
+}
+
+async fn runs_leases(s: &dyn SessionsStore) {
+    s.insert_session(&session("sess_3"), &[ev("session.created")], &[run("run_q", "sess_3", RunStatus::Queued, 0)]).await.expect("insert");
+    s.insert_session(&session("sess_4"), &[ev("session.created")], &[run("run_r", "sess_4", RunStatus::Running, 1_000)])
+        .await
+        .expect("insert");
+    let ids = |v: Vec<Run>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
+    assert_eq!(ids(s.claimable_runs(500, 10).await.expect("claimable")), vec!["run_q"], "a live lease is not claimable");
+    assert_eq!(ids(s.claimable_runs(2_000, 10).await.expect("claimable")), vec!["run_q", "run_r"], "an expired lease is");
+    assert!(s.extend_lease("run_r", "lease_a", 1, 5_000).await.expect("extend"));
+    assert!(!s.extend_lease("run_r", "lease_a", 0, 9_000).await.expect("extend"), "stale generation refused");
+    assert!(!s.extend_lease("run_r", "lease_b", 1, 9_000).await.expect("extend"), "another lease refused");
+    assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").lease_expires_ms, 5_000);
+    assert_eq!(s.active_run("sess_3").await.expect("active").map(|r| r.id), Some("run_q".into()));
+    assert!(s.expire_all_leases().await.expect("expire") >= 1);
+    assert!(ids(s.claimable_runs(1, 10).await.expect("claimable")).contains(&"run_r".to_string()));
+    let mut done = run("run_r", "sess_4", RunStatus::Completed, 0);
+    done.completed_ms = Some(9);
+    let cur = s.get_session("sess_4").await.expect("get").expect("exists");
+    s.commit(&Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![done] })
+        .await
+        .expect("commit")
+        .expect("applied");
+    assert!(s.active_run("sess_4").await.expect("active").is_none());
+    assert_eq!(s.list_runs("sess_4", &PageRequest::standard(10, "").expect("page")).await.expect("list").len(), 1);
+}

@@ -1,0 +1,88 @@
+//! Sessions storage: the narrow trait and its SQL implementation.
+//!
+//! Every change to a Session goes through [`SessionsStore::commit`]: an
+//! optimistic compare-and-set on the session's `version` that appends events
+//! with the next gapless `seq`s, rewrites the session row and upserts runs in
+//! one transaction. A writer that lost the race retries from a fresh read, so
+//! no two writers ever assign the same `seq` and a crash mid-commit leaves
+//! nothing behind.
+
+mod sql;
+
+use crate::model::*;
+use checkfu_core::Result;
+use checkfu_core::page::PageRequest;
+
+pub use sql::SqlSessionsStore;
+
+/// One atomic change to a Session.
+#[derive(Debug, Clone)]
+pub struct Change {
+    /// The `version` the change was decided from.
+    pub expected_version: i64,
+    /// The new session row; `last_seq` and `version` are set by the store.
+    pub session: Session,
+    pub events: Vec<NewEvent>,
+    /// Runs to insert or overwrite.
+    pub runs: Vec<Run>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SessionFilter {
+    pub environment_ids: Vec<String>,
+    pub status: String,
+    pub deployment_id: String,
+    /// Empty matches every principal.
+    pub principal_id: String,
+}
+
+#[async_trait::async_trait]
+pub trait SessionsStore: Send + Sync + 'static {
+    async fn insert_agent(&self, a: &Agent) -> Result<()>;
+    async fn get_agent(&self, id: &str) -> Result<Option<Agent>>;
+    async fn list_agents(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Agent>>;
+    /// Compare-and-set on the agent's `version`.
+    async fn update_agent(&self, a: &Agent, expected_version: i64) -> Result<bool>;
+    /// Inserts the version and moves the agent's `latest_version`, if the
+    /// agent is still at `expected_agent_version`.
+    async fn publish_agent_version(&self, v: &AgentVersion, expected_agent_version: i64) -> Result<bool>;
+    async fn get_agent_version(&self, agent_id: &str, version: i64) -> Result<Option<AgentVersion>>;
+    async fn list_agent_versions(&self, agent_id: &str, before_version: Option<i64>, limit: i64) -> Result<Vec<AgentVersion>>;
+
+    async fn insert_sandbox_profile(&self, p: &SandboxProfile, first: &SandboxRevision) -> Result<()>;
+    /// Appends the next revision if the profile is still at `revision - 1`.
+    async fn insert_sandbox_revision(&self, rev: &SandboxRevision) -> Result<bool>;
+    async fn get_sandbox_profile(&self, id: &str) -> Result<Option<SandboxProfile>>;
+    async fn get_sandbox_revision(&self, profile_id: &str, revision: i64) -> Result<Option<SandboxRevision>>;
+    async fn list_sandbox_profiles(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<SandboxProfile>>;
+
+    async fn insert_deployment(&self, d: &Deployment) -> Result<()>;
+    /// Records `d.revision` with `d.pins` if the deployment is at `d.revision - 1`.
+    async fn insert_deployment_revision(&self, d: &Deployment) -> Result<bool>;
+    async fn get_deployment(&self, id: &str) -> Result<Option<Deployment>>;
+    async fn list_deployments(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Deployment>>;
+
+    /// Inserts a new Session with its first events (seq 1..n) and runs.
+    async fn insert_session(&self, s: &Session, events: &[NewEvent], runs: &[Run]) -> Result<Vec<Event>>;
+    async fn get_session(&self, id: &str) -> Result<Option<Session>>;
+    async fn list_sessions(&self, f: &SessionFilter, page: &PageRequest) -> Result<Vec<Session>>;
+    /// Applies a change; `None` when the session moved since it was read.
+    async fn commit(&self, change: &Change) -> Result<Option<(Session, Vec<Event>)>>;
+    async fn list_events(&self, session_id: &str, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>>;
+
+    async fn get_run(&self, id: &str) -> Result<Option<Run>>;
+    /// The Session's queued or running Run, if any (at most one exists).
+    async fn active_run(&self, session_id: &str) -> Result<Option<Run>>;
+    async fn list_runs(&self, session_id: &str, page: &PageRequest) -> Result<Vec<Run>>;
+    /// Runs waiting for an execution plane: queued, or running on a lease that
+    /// expired before `now_ms`. Oldest first.
+    async fn claimable_runs(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>>;
+    /// Extends a live lease; false when the lease moved or the Run ended.
+    async fn extend_lease(&self, run_id: &str, lease_id: &str, generation: i64, expires_ms: i64) -> Result<bool>;
+    /// Expires every running lease (embedded start-up: the only runner died
+    /// with the previous process). Returns how many.
+    async fn expire_all_leases(&self) -> Result<u64>;
+}
+
+#[cfg(test)]
+mod conformance;

@@ -1,0 +1,722 @@
+//! SQL implementation of [`SessionsStore`], one text for both dialects.
+
+use super::{Change, SessionFilter, SessionsStore};
+use crate::model::*;
+use checkfu_core::page::PageRequest;
+use checkfu_core::{Error, Result};
+use checkfu_store::sqlx::{self, Any, Row, Transaction, any::AnyRow};
+use checkfu_store::{Db, db_err, flag};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+#[derive(Clone, Debug)]
+pub struct SqlSessionsStore {
+    db: Db,
+}
+
+impl SqlSessionsStore {
+    pub fn new(db: Db) -> Self {
+        SqlSessionsStore { db }
+    }
+}
+
+fn s(r: &AnyRow, c: &str) -> Result<String> {
+    r.try_get(c).map_err(db_err)
+}
+fn i(r: &AnyRow, c: &str) -> Result<i64> {
+    r.try_get(c).map_err(db_err)
+}
+fn json<T: DeserializeOwned>(r: &AnyRow, c: &str) -> Result<T> {
+    serde_json::from_str(&s(r, c)?).map_err(|e| Error::internal(format!("stored {c} unreadable: {e}")))
+}
+fn opt_json(r: &AnyRow, c: &str) -> Result<Option<Value>> {
+    let raw: Option<String> = r.try_get(c).map_err(db_err)?;
+    raw.map(|t| serde_json::from_str(&t).map_err(|e| Error::internal(format!("stored {c} unreadable: {e}")))).transpose()
+}
+fn to_json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+}
+fn before(page: &PageRequest) -> String {
+    page.before_id.clone().unwrap_or_else(|| "~".into())
+}
+
+fn agent(r: &AnyRow) -> Result<Agent> {
+    Ok(Agent {
+        id: s(r, "id")?,
+        environment_id: s(r, "environment_id")?,
+        name: s(r, "name")?,
+        draft: json(r, "draft_json")?,
+        latest_version: i(r, "latest_version")?,
+        version: i(r, "version")?,
+        archived: i(r, "archived")? != 0,
+        created_ms: i(r, "created_ms")?,
+        updated_ms: i(r, "updated_ms")?,
+    })
+}
+
+fn agent_version(r: &AnyRow) -> Result<AgentVersion> {
+    Ok(AgentVersion {
+        agent_id: s(r, "agent_id")?,
+        environment_id: s(r, "environment_id")?,
+        version: i(r, "version")?,
+        release_sha256: s(r, "release_sha256")?,
+        definition: json(r, "definition_json")?,
+        published_by: s(r, "published_by")?,
+        published_ms: i(r, "published_ms")?,
+    })
+}
+
+fn sandbox_profile(r: &AnyRow) -> Result<SandboxProfile> {
+    Ok(SandboxProfile {
+        id: s(r, "id")?,
+        environment_id: s(r, "environment_id")?,
+        name: s(r, "name")?,
+        latest_revision: i(r, "latest_revision")?,
+        created_ms: i(r, "created_ms")?,
+    })
+}
+
+fn sandbox_revision(r: &AnyRow) -> Result<SandboxRevision> {
+    Ok(SandboxRevision {
+        profile_id: s(r, "profile_id")?,
+        revision: i(r, "revision")?,
+        spec: json(r, "spec_json")?,
+        created_ms: i(r, "created_ms")?,
+    })
+}
+
+fn deployment(r: &AnyRow) -> Result<Deployment> {
+    Ok(Deployment {
+        id: s(r, "id")?,
+        environment_id: s(r, "environment_id")?,
+        key: s(r, "key")?,
+        agent_id: s(r, "agent_id")?,
+        revision: i(r, "revision")?,
+        pins: json(r, "pins_json")?,
+        created_ms: i(r, "created_ms")?,
+        updated_ms: i(r, "updated_ms")?,
+    })
+}
+
+fn session(r: &AnyRow) -> Result<Session> {
+    Ok(Session {
+        id: s(r, "id")?,
+        environment_id: s(r, "environment_id")?,
+        agent_id: s(r, "agent_id")?,
+        deployment_id: s(r, "deployment_id")?,
+        deployment_revision: i(r, "deployment_revision")?,
+        principal_id: s(r, "principal_id")?,
+        status: SessionStatus::parse("status", &s(r, "status")?)?,
+        stop_reason: opt_json(r, "stop_reason_json")?,
+        title: s(r, "title")?,
+        metadata: json(r, "metadata_json")?,
+        budget_id: s(r, "budget_id")?,
+        usage: Usage {
+            input_tokens: i(r, "input_tokens")?,
+            output_tokens: i(r, "output_tokens")?,
+            model_spend_micro_usd: i(r, "spend_micro_usd")?,
+        },
+        selection: json(r, "selection_json")?,
+        pins: json(r, "pins_json")?,
+        last_seq: i(r, "last_seq")?,
+        last_user_message_seq: i(r, "last_user_message_seq")?,
+        created_ms: i(r, "created_ms")?,
+        updated_ms: i(r, "updated_ms")?,
+        version: i(r, "version")?,
+    })
+}
+
+fn event(r: &AnyRow) -> Result<Event> {
+    Ok(Event {
+        id: s(r, "id")?,
+        session_id: s(r, "session_id")?,
+        seq: i(r, "seq")?,
+        event_type: s(r, "type")?,
+        run_id: r.try_get("run_id").map_err(db_err)?,
+        thread_id: r.try_get("thread_id").map_err(db_err)?,
+        authored_by: json(r, "authored_by_json")?,
+        caused_by: json(r, "caused_by_json")?,
+        payload: json(r, "payload_json")?,
+        created_ms: i(r, "created_ms")?,
+    })
+}
+
+fn run(r: &AnyRow) -> Result<Run> {
+    Ok(Run {
+        id: s(r, "id")?,
+        session_id: s(r, "session_id")?,
+        status: RunStatus::parse("status", &s(r, "status")?)?,
+        stop_reason: opt_json(r, "stop_reason_json")?,
+        execution_pins: json(r, "pins_json")?,
+        usage: Usage {
+            input_tokens: i(r, "input_tokens")?,
+            output_tokens: i(r, "output_tokens")?,
+            model_spend_micro_usd: i(r, "spend_micro_usd")?,
+        },
+        start_seq: i(r, "start_seq")?,
+        lease_id: s(r, "lease_id")?,
+        generation: i(r, "generation")?,
+        lease_expires_ms: i(r, "lease_expires_ms")?,
+        runner_id: s(r, "runner_id")?,
+        created_ms: i(r, "created_ms")?,
+        completed_ms: r.try_get("completed_ms").map_err(db_err)?,
+    })
+}
+
+async fn insert_events(tx: &mut Transaction<'static, Any>, session_id: &str, first_seq: i64, events: &[NewEvent]) -> Result<Vec<Event>> {
+    let mut out = Vec::with_capacity(events.len());
+    for (n, e) in events.iter().enumerate() {
+        let seq = first_seq + n as i64;
+        sqlx::query("INSERT INTO events (session_id, seq, id, type, run_id, thread_id, authored_by_json, caused_by_json, payload_json, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
+            .bind(session_id)
+            .bind(seq)
+            .bind(&e.id)
+            .bind(&e.event_type)
+            .bind(&e.run_id)
+            .bind(&e.thread_id)
+            .bind(e.authored_by.to_string())
+            .bind(e.caused_by.to_string())
+            .bind(e.payload.to_string())
+            .bind(e.created_ms)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+        out.push(Event {
+            id: e.id.clone(),
+            session_id: session_id.to_string(),
+            seq,
+            event_type: e.event_type.clone(),
+            run_id: e.run_id.clone(),
+            thread_id: e.thread_id.clone(),
+            authored_by: e.authored_by.clone(),
+            caused_by: e.caused_by.clone(),
+            payload: e.payload.clone(),
+            created_ms: e.created_ms,
+        });
+    }
+    Ok(out)
+}
+
+async fn upsert_runs(tx: &mut Transaction<'static, Any>, runs: &[Run]) -> Result<()> {
+    for r in runs {
+        sqlx::query(
+            "INSERT INTO runs (id, session_id, status, stop_reason_json, pins_json, input_tokens, output_tokens, spend_micro_usd, start_seq, lease_id, generation, lease_expires_ms, runner_id, created_ms, completed_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+             ON CONFLICT (id) DO UPDATE SET status = excluded.status, stop_reason_json = excluded.stop_reason_json, \
+             input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, spend_micro_usd = excluded.spend_micro_usd, \
+             lease_id = excluded.lease_id, generation = excluded.generation, lease_expires_ms = excluded.lease_expires_ms, \
+             runner_id = excluded.runner_id, completed_ms = excluded.completed_ms",
+        )
+        .bind(&r.id)
+        .bind(&r.session_id)
+        .bind(r.status.as_str())
+        .bind(r.stop_reason.as_ref().map(Value::to_string))
+        .bind(r.execution_pins.to_string())
+        .bind(r.usage.input_tokens)
+        .bind(r.usage.output_tokens)
+        .bind(r.usage.model_spend_micro_usd)
+        .bind(r.start_seq)
+        .bind(&r.lease_id)
+        .bind(r.generation)
+        .bind(r.lease_expires_ms)
+        .bind(&r.runner_id)
+        .bind(r.created_ms)
+        .bind(r.completed_ms)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    }
+    Ok(())
+}
+
+/// Keeps the rows of any of `envs`, newest first, for a page.
+async fn list_in_envs<T>(
+    db: &Db,
+    table: &str,
+    envs: &[String],
+    page: &PageRequest,
+    map: fn(&AnyRow) -> Result<T>,
+    id: fn(&T) -> &str,
+) -> Result<Vec<T>> {
+    let sql = format!("SELECT * FROM {table} WHERE environment_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3");
+    let mut out = Vec::new();
+    for env in envs {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+            .bind(env)
+            .bind(before(page))
+            .bind(page.fetch_limit())
+            .fetch_all(&db.pool)
+            .await
+            .map_err(db_err)?;
+        for r in &rows {
+            out.push(map(r)?);
+        }
+    }
+    out.sort_by(|a, b| id(b).cmp(id(a)));
+    out.truncate(page.fetch_limit() as usize);
+    Ok(out)
+}
+
+#[async_trait::async_trait]
+impl SessionsStore for SqlSessionsStore {
+    async fn insert_agent(&self, a: &Agent) -> Result<()> {
+        sqlx::query("INSERT INTO agents (id, environment_id, name, draft_json, latest_version, version, archived, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)")
+            .bind(&a.id)
+            .bind(&a.environment_id)
+            .bind(&a.name)
+            .bind(to_json(&a.draft))
+            .bind(a.latest_version)
+            .bind(a.version)
+            .bind(flag(a.archived))
+            .bind(a.created_ms)
+            .bind(a.updated_ms)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn get_agent(&self, id: &str) -> Result<Option<Agent>> {
+        sqlx::query("SELECT * FROM agents WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(agent)
+            .transpose()
+    }
+
+    async fn list_agents(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Agent>> {
+        list_in_envs(&self.db, "agents", environment_ids, page, agent, |a| &a.id).await
+    }
+
+    async fn update_agent(&self, a: &Agent, expected_version: i64) -> Result<bool> {
+        let r = sqlx::query(
+            "UPDATE agents SET name = $1, draft_json = $2, archived = $3, version = $4, updated_ms = $5 WHERE id = $6 AND version = $7",
+        )
+        .bind(&a.name)
+        .bind(to_json(&a.draft))
+        .bind(flag(a.archived))
+        .bind(a.version)
+        .bind(a.updated_ms)
+        .bind(&a.id)
+        .bind(expected_version)
+        .execute(&self.db.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn publish_agent_version(&self, v: &AgentVersion, expected_agent_version: i64) -> Result<bool> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        let moved = sqlx::query("UPDATE agents SET latest_version = $1, version = version + 1, updated_ms = $2 WHERE id = $3 AND version = $4 AND latest_version = $5")
+            .bind(v.version)
+            .bind(v.published_ms)
+            .bind(&v.agent_id)
+            .bind(expected_agent_version)
+            .bind(v.version - 1)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        if moved.rows_affected() != 1 {
+            return Ok(false);
+        }
+        sqlx::query("INSERT INTO agent_versions (agent_id, version, environment_id, release_sha256, definition_json, published_by, published_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+            .bind(&v.agent_id)
+            .bind(v.version)
+            .bind(&v.environment_id)
+            .bind(&v.release_sha256)
+            .bind(to_json(&v.definition))
+            .bind(&v.published_by)
+            .bind(v.published_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+
+    async fn get_agent_version(&self, agent_id: &str, version: i64) -> Result<Option<AgentVersion>> {
+        sqlx::query("SELECT * FROM agent_versions WHERE agent_id = $1 AND version = $2")
+            .bind(agent_id)
+            .bind(version)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(agent_version)
+            .transpose()
+    }
+
+    async fn list_agent_versions(&self, agent_id: &str, before_version: Option<i64>, limit: i64) -> Result<Vec<AgentVersion>> {
+        sqlx::query("SELECT * FROM agent_versions WHERE agent_id = $1 AND version < $2 ORDER BY version DESC LIMIT $3")
+            .bind(agent_id)
+            .bind(before_version.unwrap_or(i64::MAX))
+            .bind(limit)
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(agent_version)
+            .collect()
+    }
+
+    async fn insert_sandbox_profile(&self, p: &SandboxProfile, first: &SandboxRevision) -> Result<()> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        sqlx::query("INSERT INTO sandbox_profiles (id, environment_id, name, latest_revision, created_ms) VALUES ($1, $2, $3, $4, $5)")
+            .bind(&p.id)
+            .bind(&p.environment_id)
+            .bind(&p.name)
+            .bind(p.latest_revision)
+            .bind(p.created_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query("INSERT INTO sandbox_revisions (profile_id, revision, spec_json, created_ms) VALUES ($1, $2, $3, $4)")
+            .bind(&first.profile_id)
+            .bind(first.revision)
+            .bind(to_json(&first.spec))
+            .bind(first.created_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn insert_sandbox_revision(&self, rev: &SandboxRevision) -> Result<bool> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        let moved = sqlx::query("UPDATE sandbox_profiles SET latest_revision = $1 WHERE id = $2 AND latest_revision = $3")
+            .bind(rev.revision)
+            .bind(&rev.profile_id)
+            .bind(rev.revision - 1)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        if moved.rows_affected() != 1 {
+            return Ok(false);
+        }
+        sqlx::query("INSERT INTO sandbox_revisions (profile_id, revision, spec_json, created_ms) VALUES ($1, $2, $3, $4)")
+            .bind(&rev.profile_id)
+            .bind(rev.revision)
+            .bind(to_json(&rev.spec))
+            .bind(rev.created_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+
+    async fn get_sandbox_profile(&self, id: &str) -> Result<Option<SandboxProfile>> {
+        sqlx::query("SELECT * FROM sandbox_profiles WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(sandbox_profile)
+            .transpose()
+    }
+
+    async fn get_sandbox_revision(&self, profile_id: &str, revision: i64) -> Result<Option<SandboxRevision>> {
+        sqlx::query("SELECT * FROM sandbox_revisions WHERE profile_id = $1 AND revision = $2")
+            .bind(profile_id)
+            .bind(revision)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(sandbox_revision)
+            .transpose()
+    }
+
+    async fn list_sandbox_profiles(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<SandboxProfile>> {
+        list_in_envs(&self.db, "sandbox_profiles", environment_ids, page, sandbox_profile, |p| &p.id).await
+    }
+
+    async fn insert_deployment(&self, d: &Deployment) -> Result<()> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        sqlx::query("INSERT INTO deployments (id, environment_id, key, agent_id, revision, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+            .bind(&d.id)
+            .bind(&d.environment_id)
+            .bind(&d.key)
+            .bind(&d.agent_id)
+            .bind(d.revision)
+            .bind(d.created_ms)
+            .bind(d.updated_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query("INSERT INTO deployment_revisions (deployment_id, revision, pins_json, created_ms) VALUES ($1, $2, $3, $4)")
+            .bind(&d.id)
+            .bind(d.revision)
+            .bind(to_json(&d.pins))
+            .bind(d.updated_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn insert_deployment_revision(&self, d: &Deployment) -> Result<bool> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        let moved = sqlx::query("UPDATE deployments SET revision = $1, updated_ms = $2 WHERE id = $3 AND revision = $4")
+            .bind(d.revision)
+            .bind(d.updated_ms)
+            .bind(&d.id)
+            .bind(d.revision - 1)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        if moved.rows_affected() != 1 {
+            return Ok(false);
+        }
+        sqlx::query("INSERT INTO deployment_revisions (deployment_id, revision, pins_json, created_ms) VALUES ($1, $2, $3, $4)")
+            .bind(&d.id)
+            .bind(d.revision)
+            .bind(to_json(&d.pins))
+            .bind(d.updated_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+
+    async fn get_deployment(&self, id: &str) -> Result<Option<Deployment>> {
+        sqlx::query("SELECT d.*, r.pins_json FROM deployments d JOIN deployment_revisions r ON r.deployment_id = d.id AND r.revision = d.revision WHERE d.id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(deployment)
+            .transpose()
+    }
+
+    async fn list_deployments(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Deployment>> {
+        let mut out = Vec::new();
+        for env in environment_ids {
+            let rows = sqlx::query("SELECT d.*, r.pins_json FROM deployments d JOIN deployment_revisions r ON r.deployment_id = d.id AND r.revision = d.revision WHERE d.environment_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3")
+                .bind(env)
+                .bind(before(page))
+                .bind(page.fetch_limit())
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db_err)?;
+            for r in &rows {
+                out.push(deployment(r)?);
+            }
+        }
+        out.sort_by(|a, b| b.id.cmp(&a.id));
+        out.truncate(page.fetch_limit() as usize);
+        Ok(out)
+    }
+
+    async fn insert_session(&self, se: &Session, events: &[NewEvent], runs: &[Run]) -> Result<Vec<Event>> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO sessions (id, environment_id, agent_id, deployment_id, deployment_revision, principal_id, status, stop_reason_json, title, metadata_json, budget_id, \
+             input_tokens, output_tokens, spend_micro_usd, selection_json, pins_json, last_seq, last_user_message_seq, created_ms, updated_ms, version) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
+        )
+        .bind(&se.id)
+        .bind(&se.environment_id)
+        .bind(&se.agent_id)
+        .bind(&se.deployment_id)
+        .bind(se.deployment_revision)
+        .bind(&se.principal_id)
+        .bind(se.status.as_str())
+        .bind(se.stop_reason.as_ref().map(Value::to_string))
+        .bind(&se.title)
+        .bind(se.metadata.to_string())
+        .bind(&se.budget_id)
+        .bind(se.usage.input_tokens)
+        .bind(se.usage.output_tokens)
+        .bind(se.usage.model_spend_micro_usd)
+        .bind(to_json(&se.selection))
+        .bind(to_json(&se.pins))
+        .bind(events.len() as i64)
+        .bind(se.last_user_message_seq)
+        .bind(se.created_ms)
+        .bind(se.updated_ms)
+        .bind(se.version)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let out = insert_events(&mut tx, &se.id, 1, events).await?;
+        upsert_runs(&mut tx, runs).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(out)
+    }
+
+    async fn get_session(&self, id: &str) -> Result<Option<Session>> {
+        sqlx::query("SELECT * FROM sessions WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(session)
+            .transpose()
+    }
+
+    async fn list_sessions(&self, f: &SessionFilter, page: &PageRequest) -> Result<Vec<Session>> {
+        let mut out = Vec::new();
+        for env in &f.environment_ids {
+            let rows = sqlx::query(
+                "SELECT * FROM sessions WHERE environment_id = $1 AND id < $2 AND ($3 = '' OR status = $3) AND ($4 = '' OR deployment_id = $4) AND ($6 = '' OR principal_id = $6) ORDER BY id DESC LIMIT $5",
+            )
+            .bind(env)
+            .bind(before(page))
+            .bind(&f.status)
+            .bind(&f.deployment_id)
+            .bind(page.fetch_limit())
+            .bind(&f.principal_id)
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+            for r in &rows {
+                out.push(session(r)?);
+            }
+        }
+        out.sort_by(|a, b| b.id.cmp(&a.id));
+        out.truncate(page.fetch_limit() as usize);
+        Ok(out)
+    }
+
+    async fn commit(&self, c: &Change) -> Result<Option<(Session, Vec<Event>)>> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        let se = &c.session;
+        // The compare-and-set: only the writer that read `expected_version`
+        // moves the row, and it alone assigns the next seqs.
+        let row = sqlx::query(
+            "UPDATE sessions SET status = $1, stop_reason_json = $2, title = $3, metadata_json = $4, budget_id = $5, input_tokens = $6, output_tokens = $7, \
+             spend_micro_usd = $8, selection_json = $9, last_seq = last_seq + $10, last_user_message_seq = $11, updated_ms = $12, version = version + 1 \
+             WHERE id = $13 AND version = $14 RETURNING last_seq, version",
+        )
+        .bind(se.status.as_str())
+        .bind(se.stop_reason.as_ref().map(Value::to_string))
+        .bind(&se.title)
+        .bind(se.metadata.to_string())
+        .bind(&se.budget_id)
+        .bind(se.usage.input_tokens)
+        .bind(se.usage.output_tokens)
+        .bind(se.usage.model_spend_micro_usd)
+        .bind(to_json(&se.selection))
+        .bind(c.events.len() as i64)
+        .bind(se.last_user_message_seq)
+        .bind(se.updated_ms)
+        .bind(&se.id)
+        .bind(c.expected_version)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let last_seq = i(&row, "last_seq")?;
+        let version = i(&row, "version")?;
+        let first = last_seq - c.events.len() as i64 + 1;
+        let events = insert_events(&mut tx, &se.id, first, &c.events).await?;
+        upsert_runs(&mut tx, &c.runs).await?;
+        tx.commit().await.map_err(db_err)?;
+        let mut after = se.clone();
+        after.last_seq = last_seq;
+        after.version = version;
+        Ok(Some((after, events)))
+    }
+
+    async fn list_events(&self, session_id: &str, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>> {
+        let rows = if types.is_empty() {
+            sqlx::query("SELECT * FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
+                .bind(session_id)
+                .bind(after_seq)
+                .bind(limit)
+                .fetch_all(&self.db.pool)
+                .await
+        } else {
+            let marks: Vec<String> = (0..types.len()).map(|n| format!("${}", n + 4)).collect();
+            let sql =
+                format!("SELECT * FROM events WHERE session_id = $1 AND seq > $2 AND type IN ({}) ORDER BY seq LIMIT $3", marks.join(", "));
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(session_id).bind(after_seq).bind(limit);
+            for t in types {
+                q = q.bind(t);
+            }
+            q.fetch_all(&self.db.pool).await
+        }
+        .map_err(db_err)?;
+        rows.iter().map(event).collect()
+    }
+
+    async fn get_run(&self, id: &str) -> Result<Option<Run>> {
+        sqlx::query("SELECT * FROM runs WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(run)
+            .transpose()
+    }
+
+    async fn active_run(&self, session_id: &str) -> Result<Option<Run>> {
+        sqlx::query("SELECT * FROM runs WHERE session_id = $1 AND status <> 'completed' ORDER BY id DESC LIMIT 1")
+            .bind(session_id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(run)
+            .transpose()
+    }
+
+    async fn list_runs(&self, session_id: &str, page: &PageRequest) -> Result<Vec<Run>> {
+        sqlx::query("SELECT * FROM runs WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
+            .bind(session_id)
+            .bind(before(page))
+            .bind(page.fetch_limit())
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(run)
+            .collect()
+    }
+
+    async fn claimable_runs(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>> {
+        sqlx::query(
+            "SELECT * FROM runs WHERE status = 'queued' OR (status = 'running' AND lease_expires_ms < $1) ORDER BY created_ms, id LIMIT $2",
+        )
+        .bind(now_ms)
+        .bind(limit)
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(run)
+        .collect()
+    }
+
+    async fn extend_lease(&self, run_id: &str, lease_id: &str, generation: i64, expires_ms: i64) -> Result<bool> {
+        let r =
+            sqlx::query("UPDATE runs SET lease_expires_ms = $1 WHERE id = $2 AND lease_id = $3 AND generation = $4 AND status = 'running'")
+                .bind(expires_ms)
+                .bind(run_id)
+                .bind(lease_id)
+                .bind(generation)
+                .execute(&self.db.pool)
+                .await
+                .map_err(db_err)?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn expire_all_leases(&self) -> Result<u64> {
+        let r =
+            sqlx::query("UPDATE runs SET lease_expires_ms = 0 WHERE status = 'running'").execute(&self.db.pool).await.map_err(db_err)?;
+        Ok(r.rows_affected())
+    }
+}
