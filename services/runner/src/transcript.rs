@@ -27,9 +27,18 @@ fn block(b: mg::content_block::Block) -> mg::ContentBlock {
 }
 
 impl Transcript {
+    /// Appends a block. Each user message stays its own message (the model
+    /// reads "the newest user message"); tool results gather into one user
+    /// message, and one assistant turn's text and tool uses into one.
     fn push(&mut self, role: &str, b: mg::content_block::Block) {
+        use mg::content_block::Block as B;
+        let joins = match (self.messages.last(), &b) {
+            (Some(m), B::ToolResult(_)) => m.role == role && m.content.iter().all(|c| matches!(c.block, Some(B::ToolResult(_)))),
+            (Some(m), _) => m.role == role && role == "assistant",
+            (None, _) => false,
+        };
         match self.messages.last_mut() {
-            Some(m) if m.role == role => m.content.push(block(b)),
+            Some(m) if joins => m.content.push(block(b)),
             _ => self.messages.push(mg::Message { role: role.into(), content: vec![block(b)] }),
         }
     }
@@ -102,6 +111,8 @@ mod tests {
         assert_eq!(t.cursor, 3);
         t.absorb(&[ev(4, "user.message", r#"{"content":[{"type":"text","text":"more"}]}"#)], 2);
         assert!(t.needs_turn(), "a steering message owes another turn");
+        t.absorb(&[ev(5, "user.message", r#"{"content":[{"type":"text","text":"newest"}]}"#)], 2);
+        assert_eq!(t.messages.len(), 4, "each user message stays separate");
     }
 
     #[test]
