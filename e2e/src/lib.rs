@@ -214,3 +214,42 @@ pub fn assert_gapless(events: &[Value]) {
 pub fn types(events: &[Value]) -> Vec<String> {
     events.iter().map(|e| e["type"].as_str().unwrap().to_string()).collect()
 }
+
+/// The quick-start journey as any client would run it against any
+/// installation: deploy, a service principal with a key and `invoke`, a
+/// session acting as it, a streamed turn, a resumed stream, a gapless log.
+pub async fn run_journey(base: &str, admin: &Api, env_id: &str) {
+    use sse::Stream;
+    let d = deploy(admin, env_id, json!({"instructions": "Be brief."})).await;
+    let bot = admin.post("/v1/principals", json!({"kind": "service", "name": "journey-bot"})).await;
+    expect(&bot, 201, None);
+    let bot_id = id(&bot.1);
+    let secret =
+        admin.post(&format!("/v1/principals/{bot_id}/api-keys"), json!({"name": "k"})).await.1["secret"].as_str().unwrap().to_string();
+    let bot_api = Api::new(base, &secret);
+    expect(
+        &bot_api.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "principal_id": bot_id})).await,
+        403,
+        Some("permission.denied"),
+    );
+    let grant =
+        json!({"subject": {"kind": "principal", "id": bot_id}, "permission": "invoke", "resource": {"kind": "agent", "id": d.agent_id}});
+    expect(&admin.post("/v1/permission-assignments", grant).await, 201, None);
+    let s = bot_api.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "principal_id": bot_id})).await;
+    expect(&s, 201, None);
+    let sid = id(&s.1);
+    let mut stream = Stream::open(base, &secret, &format!("/v1/sessions/{sid}/events/stream?event_deltas=agent.message"), None).await;
+    expect(&bot_api.post(&format!("/v1/sessions/{sid}/events"), message(&bot_id, "hello mesh")).await, 201, None);
+    let frames = stream.until(Duration::from_secs(20), |f| f.event == "session.status_idle").await;
+    let ids: Vec<i64> = frames.iter().filter_map(|f| f.id.as_ref()).map(|i| i.parse().unwrap()).collect();
+    assert_eq!(ids, (1..=ids.len() as i64).collect::<Vec<_>>());
+    assert!(frames.iter().any(|f| f.event == "event_delta"), "previews reach the stream");
+    let reply = frames.iter().find(|f| f.event == "agent.message").unwrap().json();
+    assert_eq!(reply["payload"]["content"][0]["text"], "echo: hello mesh");
+    let mut resumed = Stream::open(base, &secret, &format!("/v1/sessions/{sid}/events/stream"), Some(3)).await;
+    let first = resumed.next(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(first.id.as_deref(), Some("4"));
+    let all = events(&bot_api, &sid).await;
+    assert_gapless(&all);
+    assert_eq!(all.len() as i64, *ids.last().unwrap());
+}
