@@ -212,6 +212,11 @@ impl Node {
         let mut tasks = vec![];
         let stop = shutdown.clone();
         tasks.push(tokio::spawn(async move {
+            use axum::serve::ListenerExt;
+            // Small gRPC frames and SSE lines must not wait for Nagle.
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let served = axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await;
             if let Err(e) = served {
                 tracing::error!(error = %e, "the listener failed");

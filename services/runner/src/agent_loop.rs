@@ -80,13 +80,21 @@ impl Runner {
 
     /// Returns the last log position read when the turn ends normally.
     async fn drive(&self, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<i64, Stop> {
-        let mut t = Transcript::default();
+        let mut t = self.transcripts.take(&work.session_id);
+        let outcome = self.drive_from(work, lease, &mut t).await;
+        if outcome.is_ok() {
+            self.transcripts.put(&work.session_id, t);
+        }
+        outcome
+    }
+
+    async fn drive_from(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &mut Transcript) -> Result<i64, Stop> {
         loop {
-            self.read_all(lease, &mut t, work.start_seq).await?;
+            self.read_all(lease, t, work.start_seq).await?;
             if t.interrupted || !t.needs_turn() {
                 return Ok(t.cursor);
             }
-            self.turn(work, lease, &t).await?;
+            self.turn(work, lease, t).await?;
         }
     }
 
@@ -183,33 +191,67 @@ impl Runner {
 
     async fn generate_once(&self, lease: &pb::LeaseRef, req: mg::GenerateRequest) -> Result<mg::Completed, GenErr> {
         let mut stream = self.models.clone().generate(req).await.map_err(|s| GenErr::Model(s.into()))?.into_inner();
-        let preview_id = checkfu_core::id::new_id("prv");
-        let mut started_preview = false;
+        let (previews, publisher) = self.preview_publisher(lease.clone());
+        let mut result = Err(GenErr::Model(checkfu_core::Error::unavailable("the model stream ended without a result")));
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|s| GenErr::Model(s.into()))?;
+            let chunk = match chunk {
+                Ok(c) => c,
+                Err(s) => {
+                    result = Err(GenErr::Model(s.into()));
+                    break;
+                }
+            };
             match chunk.chunk {
                 Some(mg::generate_chunk::Chunk::Started(s)) => {
-                    self.append(lease, vec![("span.model_request_start", json!({"provider": s.provider, "model": s.model}).to_string())])
-                        .await
-                        .map_err(GenErr::Stop)?;
+                    let started = json!({"provider": s.provider, "model": s.model}).to_string();
+                    if let Err(stop) = self.append(lease, vec![("span.model_request_start", started)]).await {
+                        result = Err(GenErr::Stop(stop));
+                        break;
+                    }
                 }
                 Some(mg::generate_chunk::Chunk::TextDelta(d)) => {
-                    let req = pb::PublishDeltasRequest {
-                        lease: Some(lease.clone()),
-                        event_type: "agent.message".into(),
-                        preview_id: preview_id.clone(),
-                        start: !started_preview,
-                        text: d,
-                    };
-                    started_preview = true;
-                    // Previews are best effort: a dropped one never affects the log.
-                    let _ = self.runs.clone().publish_deltas(req).await;
+                    let _ = previews.send(d);
                 }
-                Some(mg::generate_chunk::Chunk::Completed(c)) => return Ok(c),
+                Some(mg::generate_chunk::Chunk::Completed(c)) => {
+                    result = Ok(c);
+                    break;
+                }
                 None => {}
             }
         }
-        Err(GenErr::Model(checkfu_core::Error::unavailable("the model stream ended without a result")))
+        // Previews go out before the persisted result they preview.
+        drop(previews);
+        let _ = publisher.await;
+        result
+    }
+
+    /// Publishes preview chunks in order, batching those that queue up while
+    /// a call is in flight. Previews are best effort: a dropped one never
+    /// affects the log.
+    fn preview_publisher(&self, lease: pb::LeaseRef) -> (tokio::sync::mpsc::UnboundedSender<String>, tokio::task::JoinHandle<()>) {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let mut client = self.runs.clone();
+        let task = tokio::spawn(async move {
+            let preview_id = checkfu_core::id::new_id("prv");
+            let mut start = true;
+            while let Some(first) = rx.recv().await {
+                let mut chunks = vec![first];
+                while let Ok(more) = rx.try_recv() {
+                    chunks.push(more);
+                }
+                let req = pb::PublishDeltasRequest {
+                    lease: Some(lease.clone()),
+                    event_type: "agent.message".into(),
+                    preview_id: preview_id.clone(),
+                    start,
+                    text: String::new(),
+                    chunks,
+                };
+                start = false;
+                let _ = client.publish_deltas(req).await;
+            }
+        });
+        (tx, task)
     }
 }
 

@@ -6,6 +6,7 @@
 //! Kubernetes runner.
 
 pub mod agent_loop;
+pub mod cache;
 pub mod transcript;
 
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
@@ -44,6 +45,7 @@ pub struct Runner {
     pub(crate) runs: RunnerServiceClient<Channel>,
     pub(crate) models: ModelGatewayServiceClient<Channel>,
     pub(crate) cfg: Arc<RunnerConfig>,
+    pub(crate) transcripts: Arc<cache::TranscriptCache>,
 }
 
 impl Runner {
@@ -54,6 +56,7 @@ impl Runner {
             runs: RunnerServiceClient::new(control).max_decoding_message_size(64 * 1024 * 1024),
             models: ModelGatewayServiceClient::new(models).max_decoding_message_size(64 * 1024 * 1024),
             cfg: Arc::new(cfg),
+            transcripts: Arc::new(cache::TranscriptCache::new(1024)),
         }
     }
 

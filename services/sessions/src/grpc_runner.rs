@@ -77,7 +77,11 @@ impl Rpc for RunnerGrpc {
 
     async fn publish_deltas(&self, r: Request<pb::PublishDeltasRequest>) -> R<pb::PublishDeltasResponse> {
         let r = r.into_inner();
-        self.svc.publish_delta(&lease(r.lease)?, &r.event_type, &r.preview_id, r.start, &r.text).await?;
+        let mut chunks = r.chunks;
+        if !r.text.is_empty() {
+            chunks.insert(0, r.text);
+        }
+        self.svc.publish_delta(&lease(r.lease)?, &r.event_type, &r.preview_id, r.start, &chunks).await?;
         Ok(Response::new(pb::PublishDeltasResponse {}))
     }
 

@@ -189,13 +189,13 @@ impl SessionsService {
         Ok(seqs)
     }
 
-    /// Fans a preview out to live subscribers; nothing is stored.
-    pub async fn publish_delta(&self, lease: &Lease, event_type: &str, preview_id: &str, start: bool, text: &str) -> Result<()> {
+    /// Fans preview chunks out to live subscribers; nothing is stored.
+    pub async fn publish_delta(&self, lease: &Lease, event_type: &str, preview_id: &str, start: bool, chunks: &[String]) -> Result<()> {
         if !matches!(event_type, "agent.message" | "agent.thinking") {
             return Err(Error::invalid_field("event_type", "previews exist for agent.message and agent.thinking"));
         }
-        if text.len() > 64 * 1024 {
-            return Err(Error::invalid_field("text", "a delta is limited to 64 KiB"));
+        if chunks.len() > 1024 || chunks.iter().map(String::len).sum::<usize>() > 64 * 1024 {
+            return Err(Error::invalid_field("chunks", "at most 1024 chunks and 64 KiB per call"));
         }
         let session_id = self.session_of(lease).await?;
         let delta = |kind: &'static str, text: &str| Delta {
@@ -208,7 +208,7 @@ impl SessionsService {
         if start {
             self.hub.publish(&session_id, Item::Delta(delta("event_start", "")));
         }
-        if !text.is_empty() {
+        for text in chunks.iter().filter(|t| !t.is_empty()) {
             self.hub.publish(&session_id, Item::Delta(delta("event_delta", text)));
         }
         Ok(())
