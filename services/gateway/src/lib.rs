@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod authz;
+pub mod bodies;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
@@ -16,7 +17,6 @@ use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
 use checkfu_core::{Code, Error, Result};
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
@@ -113,47 +113,89 @@ async fn method_not_allowed(req: Request, next: Next) -> Response {
     resp
 }
 
-/// The `/v1` API (without fallback: see [`finish`]).
-pub fn router(state: AppState) -> Router {
+/// The OpenAPI document's frame; every path and schema in it comes from
+/// the handlers' `#[utoipa::path]` annotations and the derived schemas.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(title = "Checkfu API", version = "1", description = "The public API of Checkfu, a governed managed-agents platform. Authenticate with `Authorization: Bearer <api key>`."),
+    modifiers(&BearerAuth),
+    security(("api_key" = [])),
+    tags(
+        (name = "identity", description = "Principals, API keys, Groups, Environments"),
+        (name = "governance", description = "PermissionAssignments"),
+        (name = "agents", description = "Agents and their immutable versions"),
+        (name = "sandboxes", description = "SandboxProfiles and their immutable revisions"),
+        (name = "models", description = "ModelRoutingProfiles and the price catalog"),
+        (name = "deployments", description = "AgentDeployments and their revisions"),
+        (name = "sessions", description = "Sessions, their event log and stream, Runs"),
+    )
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("ck_...").build()),
+        );
+    }
+}
+
+/// The `/v1` API and its OpenAPI document, assembled from the annotated
+/// handlers (so every route served is described). No fallback: see [`finish`].
+pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     use routes::{catalog as c, identity as i, sessions as s};
-    let v1 = Router::new()
-        .route("/principals", post(i::create_principal).get(i::list_principals))
-        .route("/principals/{id}", get(i::get_principal).post(i::update_principal))
-        .route("/principals/{id}/api-keys", post(i::create_api_key).get(i::list_api_keys))
-        .route("/api-keys/{id}", delete(i::revoke_api_key))
-        .route("/groups", post(i::create_group).get(i::list_groups))
-        .route("/groups/{id}", get(i::get_group))
-        .route("/groups/{id}/members", post(i::add_member))
-        .route("/groups/{id}/members/{principal_id}", delete(i::remove_member))
-        .route("/environments", post(i::create_environment).get(i::list_environments))
-        .route("/environments/{id}", get(i::get_environment).post(i::update_environment))
-        .route("/permission-assignments", post(i::create_assignment).get(i::list_assignments))
-        .route("/permission-assignments/{id}", get(i::get_assignment).delete(i::delete_assignment))
-        .route("/agents", post(c::create_agent).get(c::list_agents))
-        .route("/agents/{id}", get(c::get_agent).post(c::update_agent))
-        .route("/agents/{id}/archive", post(c::archive_agent))
-        .route("/agents/{id}/versions", post(c::publish_version).get(c::list_versions))
-        .route("/agents/{id}/versions/{n}", get(c::get_version))
-        .route("/sandbox-profiles", post(c::create_sandbox_profile).get(c::list_sandbox_profiles))
-        .route("/sandbox-profiles/{id}", get(c::get_sandbox_profile))
-        .route("/sandbox-profiles/{id}/revisions", post(c::publish_sandbox_revision))
-        .route("/sandbox-profiles/{id}/revisions/{n}", get(c::get_sandbox_revision))
-        .route("/model-routing-profiles", post(c::create_routing_profile).get(c::list_routing_profiles))
-        .route("/model-routing-profiles/{id}", get(c::get_routing_profile))
-        .route("/agent-deployments", post(c::create_deployment).get(c::list_deployments))
-        .route("/agent-deployments/{id}", get(c::get_deployment))
-        .route("/agent-deployments/{id}/revisions", post(c::create_deployment_revision))
-        .route("/price-catalog", get(c::price_catalog))
-        .route("/sessions", post(s::create_session).get(s::list_sessions))
-        .route("/sessions/{id}", get(s::get_session))
-        .route("/sessions/{id}/archive", post(s::archive_session))
-        .route("/sessions/{id}/selection", post(s::update_selection))
-        .route("/sessions/{id}/events", post(s::post_event).get(s::list_events))
-        .route("/sessions/{id}/events/stream", get(s::stream_events))
-        .route("/sessions/{id}/runs", get(s::list_runs))
-        .route("/runs/{id}", get(s::get_run))
-        .with_state(state);
-    Router::new().nest("/v1", v1)
+    use utoipa::OpenApi;
+    use utoipa_axum::{router::OpenApiRouter, routes};
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(i::create_principal, i::list_principals))
+        .routes(routes!(i::get_principal, i::update_principal))
+        .routes(routes!(i::create_api_key, i::list_api_keys))
+        .routes(routes!(i::revoke_api_key))
+        .routes(routes!(i::create_group, i::list_groups))
+        .routes(routes!(i::get_group))
+        .routes(routes!(i::add_member))
+        .routes(routes!(i::remove_member))
+        .routes(routes!(i::create_environment, i::list_environments))
+        .routes(routes!(i::get_environment, i::update_environment))
+        .routes(routes!(i::create_assignment, i::list_assignments))
+        .routes(routes!(i::get_assignment, i::delete_assignment))
+        .routes(routes!(c::create_agent, c::list_agents))
+        .routes(routes!(c::get_agent, c::update_agent))
+        .routes(routes!(c::archive_agent))
+        .routes(routes!(c::publish_version, c::list_versions))
+        .routes(routes!(c::get_version))
+        .routes(routes!(c::create_sandbox_profile, c::list_sandbox_profiles))
+        .routes(routes!(c::get_sandbox_profile))
+        .routes(routes!(c::publish_sandbox_revision))
+        .routes(routes!(c::get_sandbox_revision))
+        .routes(routes!(c::create_routing_profile, c::list_routing_profiles))
+        .routes(routes!(c::get_routing_profile))
+        .routes(routes!(c::price_catalog))
+        .routes(routes!(c::create_deployment, c::list_deployments))
+        .routes(routes!(c::get_deployment))
+        .routes(routes!(c::create_deployment_revision))
+        .routes(routes!(s::create_session, s::list_sessions))
+        .routes(routes!(s::get_session))
+        .routes(routes!(s::archive_session))
+        .routes(routes!(s::update_selection))
+        .routes(routes!(s::post_event, s::list_events))
+        .routes(routes!(s::stream_events))
+        .routes(routes!(s::list_runs))
+        .routes(routes!(s::get_run))
+        .with_state(state)
+        .split_for_parts()
+}
+
+/// The `/v1` API, with its document at `GET /v1/openapi.json` (no auth).
+pub fn router(state: AppState) -> Router {
+    let (router, doc) = router_and_doc(state);
+    let doc = Arc::new(doc);
+    router.route("/v1/openapi.json", axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) }))
 }
 
 /// Wraps the node's whole router (API, gRPC, health) with the edge

@@ -1,139 +1,468 @@
-//! Public JSON shapes (api.md), built from the services' wire types. The
-//! JSON documents services carry as strings are inlined as objects here.
+//! Public response shapes (api.md), built from the services' wire types.
+//! They derive the OpenAPI schemas, so the document and the JSON cannot
+//! drift apart. JSON documents services carry as strings are inlined.
 
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::sessions::v1 as ss;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
 /// Parses a JSON document a service sent; empty means null.
 pub fn doc(s: &str) -> Value {
     if s.is_empty() { Value::Null } else { serde_json::from_str(s).unwrap_or(Value::Null) }
 }
 
-fn opt(s: &str) -> Value {
-    if s.is_empty() { Value::Null } else { Value::String(s.to_string()) }
+fn opt(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
 }
 
-pub fn list(data: Vec<Value>, next_page: &str) -> Value {
-    json!({"data": data, "next_page": opt(next_page)})
+/// A page of a collection, newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Page<T> {
+    pub data: Vec<T>,
+    /// Opaque token for the next page; null on the last one.
+    pub next_page: Option<String>,
 }
 
-pub fn principal(p: &gov::Principal) -> Value {
-    json!({"id": p.id, "kind": p.kind, "name": p.name, "disabled": p.disabled, "created_at": p.created_at})
+pub fn page<T, U>(items: &[T], next_page: &str, f: impl Fn(&T) -> U) -> Page<U> {
+    Page { data: items.iter().map(f).collect(), next_page: opt(next_page) }
 }
 
-pub fn api_key(k: &gov::ApiKey) -> Value {
-    json!({"id": k.id, "principal_id": k.principal_id, "name": k.name, "created_at": k.created_at, "revoked_at": opt(&k.revoked_at)})
+/// The error envelope of every non-2xx response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorEnvelope {
+    pub error: ErrorBody,
+    pub request_id: String,
 }
 
-pub fn group(g: &gov::Group) -> Value {
-    json!({"id": g.id, "name": g.name, "member_ids": g.member_ids, "created_at": g.created_at})
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// Dotted type: `validation.invalid`, `permission.denied`, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub message: String,
+    #[schema(value_type = Object)]
+    pub details: Value,
 }
 
-pub fn environment(e: &gov::Environment) -> Value {
-    json!({"id": e.id, "name": e.name, "version": e.version, "disabled": e.disabled, "created_at": e.created_at})
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Principal {
+    pub id: String,
+    /// `human` or `service`.
+    pub kind: String,
+    pub name: String,
+    pub disabled: bool,
+    pub created_at: String,
 }
 
-fn rref(r: &Option<gov::ResourceRef>) -> Value {
-    r.as_ref().map(|r| json!({"kind": r.kind, "id": r.id})).unwrap_or(Value::Null)
+pub fn principal(p: &gov::Principal) -> Principal {
+    Principal { id: p.id.clone(), kind: p.kind.clone(), name: p.name.clone(), disabled: p.disabled, created_at: p.created_at.clone() }
 }
 
-pub fn assignment(a: &gov::PermissionAssignment) -> Value {
-    json!({
-        "id": a.id, "subject": rref(&a.subject), "permission": a.permission, "resource": rref(&a.resource),
-        "environment_id": opt(&a.environment_id), "created_by": a.created_by, "created_at": a.created_at,
-    })
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApiKey {
+    pub id: String,
+    pub principal_id: String,
+    pub name: String,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+    /// Only in the response that creates the key; stored only as a hash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
 }
 
-pub fn agent(a: &ss::Agent) -> Value {
-    json!({
-        "id": a.id, "environment_id": a.environment_id, "name": a.name, "draft": doc(&a.draft_json),
-        "latest_version": if a.latest_version == 0 { Value::Null } else { json!(a.latest_version) },
-        "version": a.version, "archived": a.archived, "created_at": a.created_at, "updated_at": a.updated_at,
-    })
-}
-
-pub fn agent_version(v: &ss::AgentVersion) -> Value {
-    json!({
-        "agent_id": v.agent_id, "version": v.version, "release_sha256": v.release_sha256, "definition": doc(&v.definition_json),
-        "published_by": v.published_by, "published_at": v.published_at,
-    })
-}
-
-pub fn sandbox_profile(p: &ss::SandboxProfile) -> Value {
-    json!({"id": p.id, "environment_id": p.environment_id, "name": p.name, "latest_revision": p.latest_revision, "created_at": p.created_at})
-}
-
-pub fn sandbox_revision(r: &ss::SandboxRevision) -> Value {
-    let mut v = doc(&r.spec_json);
-    if let Some(o) = v.as_object_mut() {
-        o.insert("profile_id".into(), json!(r.profile_id));
-        o.insert("revision".into(), json!(r.revision));
-        o.insert("created_at".into(), json!(r.created_at));
+pub fn api_key(k: &gov::ApiKey) -> ApiKey {
+    ApiKey {
+        id: k.id.clone(),
+        principal_id: k.principal_id.clone(),
+        name: k.name.clone(),
+        created_at: k.created_at.clone(),
+        revoked_at: opt(&k.revoked_at),
+        secret: None,
     }
-    v
 }
 
-pub fn routing_profile(p: &mg::RoutingProfile) -> Value {
-    let candidates: Vec<Value> = p
-        .candidates
-        .iter()
-        .map(|c| {
-            let mut v = json!({"provider": c.provider, "model": c.model, "effort": c.effort});
-            if !c.connection_id.is_empty() {
-                v["connection_id"] = json!(c.connection_id);
-            }
-            if !c.base_url.is_empty() {
-                v["base_url"] = json!(c.base_url);
-            }
-            v
-        })
-        .collect();
-    json!({"id": p.id, "environment_id": p.environment_id, "name": p.name, "candidates": candidates, "created_at": p.created_at})
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Group {
+    pub id: String,
+    pub name: String,
+    pub member_ids: Vec<String>,
+    pub created_at: String,
 }
 
-pub fn deployment(d: &ss::Deployment) -> Value {
+pub fn group(g: &gov::Group) -> Group {
+    Group { id: g.id.clone(), name: g.name.clone(), member_ids: g.member_ids.clone(), created_at: g.created_at.clone() }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Environment {
+    pub id: String,
+    pub name: String,
+    pub version: i64,
+    pub disabled: bool,
+    pub created_at: String,
+}
+
+pub fn environment(e: &gov::Environment) -> Environment {
+    Environment { id: e.id.clone(), name: e.name.clone(), version: e.version, disabled: e.disabled, created_at: e.created_at.clone() }
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Ref {
+    pub kind: String,
+    pub id: String,
+}
+
+fn rref(r: &Option<gov::ResourceRef>) -> Ref {
+    let r = r.clone().unwrap_or_default();
+    Ref { kind: r.kind, id: r.id }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PermissionAssignment {
+    pub id: String,
+    pub subject: Ref,
+    pub permission: String,
+    pub resource: Ref,
+    /// The Environment holding the resource; null for installation-wide ones.
+    pub environment_id: Option<String>,
+    pub created_by: String,
+    pub created_at: String,
+}
+
+pub fn assignment(a: &gov::PermissionAssignment) -> PermissionAssignment {
+    PermissionAssignment {
+        id: a.id.clone(),
+        subject: rref(&a.subject),
+        permission: a.permission.clone(),
+        resource: rref(&a.resource),
+        environment_id: opt(&a.environment_id),
+        created_by: a.created_by.clone(),
+        created_at: a.created_at.clone(),
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Agent {
+    pub id: String,
+    pub environment_id: String,
+    pub name: String,
+    /// The editable definition: instructions, model, tools, skills, session_variable, multiagent.
+    #[schema(value_type = Object)]
+    pub draft: Value,
+    /// Null until the first publish.
+    pub latest_version: Option<i64>,
+    pub version: i64,
+    pub archived: bool,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+pub fn agent(a: &ss::Agent) -> Agent {
+    Agent {
+        id: a.id.clone(),
+        environment_id: a.environment_id.clone(),
+        name: a.name.clone(),
+        draft: doc(&a.draft_json),
+        latest_version: (a.latest_version != 0).then_some(a.latest_version),
+        version: a.version,
+        archived: a.archived,
+        created_at: a.created_at.clone(),
+        updated_at: a.updated_at.clone(),
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentVersion {
+    pub agent_id: String,
+    pub version: i64,
+    /// SHA-256 of the definition's canonical JSON.
+    pub release_sha256: String,
+    #[schema(value_type = Object)]
+    pub definition: Value,
+    pub published_by: String,
+    pub published_at: String,
+}
+
+pub fn agent_version(v: &ss::AgentVersion) -> AgentVersion {
+    AgentVersion {
+        agent_id: v.agent_id.clone(),
+        version: v.version,
+        release_sha256: v.release_sha256.clone(),
+        definition: doc(&v.definition_json),
+        published_by: v.published_by.clone(),
+        published_at: v.published_at.clone(),
+    }
+}
+
+/// One immutable sandbox profile revision.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxRevision {
+    pub profile_id: String,
+    pub revision: i64,
+    pub image: String,
+    pub packages: Vec<String>,
+    /// `{allowed_hosts, allow_package_managers, allow_mcp_servers}`; package-manager hosts are listed explicitly.
+    #[schema(value_type = Object)]
+    pub network: Value,
+    /// `{cpu_millis, memory_mib, disk_mib}`.
+    #[schema(value_type = Object)]
+    pub resources: Value,
+    pub retention_days: i64,
+    pub created_at: String,
+}
+
+pub fn sandbox_revision(r: &ss::SandboxRevision) -> SandboxRevision {
+    let spec = doc(&r.spec_json);
+    SandboxRevision {
+        profile_id: r.profile_id.clone(),
+        revision: r.revision,
+        image: spec["image"].as_str().unwrap_or_default().to_string(),
+        packages: serde_json::from_value(spec["packages"].clone()).unwrap_or_default(),
+        network: spec["network"].clone(),
+        resources: spec["resources"].clone(),
+        retention_days: spec["retention_days"].as_i64().unwrap_or_default(),
+        created_at: r.created_at.clone(),
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SandboxProfile {
+    pub id: String,
+    pub environment_id: String,
+    pub name: String,
+    pub latest_revision: i64,
+    pub created_at: String,
+    /// The latest revision, when the response includes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latest: Option<SandboxRevision>,
+}
+
+pub fn sandbox_profile(p: &ss::SandboxProfile) -> SandboxProfile {
+    SandboxProfile {
+        id: p.id.clone(),
+        environment_id: p.environment_id.clone(),
+        name: p.name.clone(),
+        latest_revision: p.latest_revision,
+        created_at: p.created_at.clone(),
+        latest: None,
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Candidate {
+    /// `anthropic`, `openai` or `scripted`.
+    pub provider: String,
+    pub model: String,
+    /// `minimal`, `low`, `medium`, `high` or `max`.
+    pub effort: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connection_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ModelRoutingProfile {
+    pub id: String,
+    pub environment_id: String,
+    pub name: String,
+    /// Ordered fallbacks.
+    pub candidates: Vec<Candidate>,
+    pub created_at: String,
+}
+
+pub fn routing_profile(p: &mg::RoutingProfile) -> ModelRoutingProfile {
+    ModelRoutingProfile {
+        id: p.id.clone(),
+        environment_id: p.environment_id.clone(),
+        name: p.name.clone(),
+        candidates: p
+            .candidates
+            .iter()
+            .map(|c| Candidate {
+                provider: c.provider.clone(),
+                model: c.model.clone(),
+                effort: c.effort.clone(),
+                connection_id: opt(&c.connection_id),
+                base_url: opt(&c.base_url),
+            })
+            .collect(),
+        created_at: p.created_at.clone(),
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PriceEntry {
+    pub provider: String,
+    /// `*` prices every model of the provider not listed by name.
+    pub model: String,
+    pub input_micro_usd_per_mtok: i64,
+    pub output_micro_usd_per_mtok: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Pins {
+    pub agent_version: i64,
+    pub release_sha256: String,
+    pub harness: String,
+    pub model_routing_profile_id: String,
+    pub sandbox_profile_id: String,
+    pub sandbox_profile_revision: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentDeployment {
+    pub id: String,
+    pub environment_id: String,
+    pub key: String,
+    pub agent_id: String,
+    pub revision: i64,
+    pub pins: Pins,
+    /// `{kind: "managed"}` or `{kind: "runner", pool}`.
+    #[schema(value_type = Object)]
+    pub execution: Value,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+pub fn deployment(d: &ss::Deployment) -> AgentDeployment {
     let p = d.pins.clone().unwrap_or_default();
-    json!({
-        "id": d.id, "environment_id": d.environment_id, "key": d.key, "agent_id": d.agent_id, "revision": d.revision,
-        "pins": {
-            "agent_version": p.agent_version, "release_sha256": p.release_sha256, "harness": p.harness,
-            "model_routing_profile_id": p.model_routing_profile_id, "sandbox_profile_id": p.sandbox_profile_id,
-            "sandbox_profile_revision": p.sandbox_profile_revision,
+    AgentDeployment {
+        id: d.id.clone(),
+        environment_id: d.environment_id.clone(),
+        key: d.key.clone(),
+        agent_id: d.agent_id.clone(),
+        revision: d.revision,
+        execution: doc(&p.execution_json),
+        pins: Pins {
+            agent_version: p.agent_version,
+            release_sha256: p.release_sha256,
+            harness: p.harness,
+            model_routing_profile_id: p.model_routing_profile_id,
+            sandbox_profile_id: p.sandbox_profile_id,
+            sandbox_profile_revision: p.sandbox_profile_revision,
         },
-        "execution": doc(&p.execution_json),
-        "created_at": d.created_at, "updated_at": d.updated_at,
-    })
+        created_at: d.created_at.clone(),
+        updated_at: d.updated_at.clone(),
+    }
 }
 
-fn usage(u: &Option<ss::Usage>) -> Value {
+#[derive(Debug, Default, Serialize, ToSchema)]
+pub struct Usage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub model_spend_micro_usd: i64,
+}
+
+fn usage(u: &Option<ss::Usage>) -> Usage {
     let u = u.unwrap_or_default();
-    json!({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens, "model_spend_micro_usd": u.model_spend_micro_usd})
+    Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd }
 }
 
-pub fn session(s: &ss::Session) -> Value {
-    json!({
-        "id": s.id, "environment_id": s.environment_id, "agent_deployment_id": s.agent_deployment_id,
-        "deployment_revision": s.deployment_revision, "principal_id": s.principal_id, "status": s.status,
-        "stop_reason": doc(&s.stop_reason_json), "title": s.title, "metadata": doc(&s.metadata_json),
-        "budget_id": opt(&s.budget_id), "usage": usage(&s.usage), "created_at": s.created_at, "updated_at": s.updated_at,
-        "version": s.version,
-    })
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Session {
+    pub id: String,
+    pub environment_id: String,
+    pub agent_deployment_id: String,
+    pub deployment_revision: i64,
+    pub principal_id: String,
+    /// `idle`, `running`, `rescheduling` or `terminated`.
+    pub status: String,
+    /// `{type: "end_turn" | "requires_action" | "budget_reached" | "retries_exhausted", ...}`.
+    #[schema(value_type = Option<Object>)]
+    pub stop_reason: Value,
+    pub title: String,
+    #[schema(value_type = Object)]
+    pub metadata: Value,
+    pub budget_id: Option<String>,
+    pub usage: Usage,
+    pub created_at: String,
+    pub updated_at: String,
+    pub version: i64,
 }
 
-pub fn event(e: &ss::Event) -> Value {
-    json!({
-        "id": e.id, "session_id": e.session_id, "seq": e.seq, "type": e.r#type, "created_at": e.created_at,
-        "run_id": opt(&e.run_id), "session_thread_id": opt(&e.session_thread_id),
-        "authored_by": doc(&e.authored_by_json), "caused_by": doc(&e.caused_by_json), "payload": doc(&e.payload_json),
-    })
+pub fn session(s: &ss::Session) -> Session {
+    Session {
+        id: s.id.clone(),
+        environment_id: s.environment_id.clone(),
+        agent_deployment_id: s.agent_deployment_id.clone(),
+        deployment_revision: s.deployment_revision,
+        principal_id: s.principal_id.clone(),
+        status: s.status.clone(),
+        stop_reason: doc(&s.stop_reason_json),
+        title: s.title.clone(),
+        metadata: doc(&s.metadata_json),
+        budget_id: opt(&s.budget_id),
+        usage: usage(&s.usage),
+        created_at: s.created_at.clone(),
+        updated_at: s.updated_at.clone(),
+        version: s.version,
+    }
 }
 
-pub fn run(r: &ss::Run) -> Value {
-    json!({
-        "id": r.id, "session_id": r.session_id, "status": r.status, "stop_reason": doc(&r.stop_reason_json),
-        "execution_pins": doc(&r.execution_pins_json), "usage": usage(&r.usage), "created_at": r.created_at,
-        "completed_at": opt(&r.completed_at),
-    })
+/// A persisted event of a Session's log.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Event {
+    pub id: String,
+    pub session_id: String,
+    /// Starts at 1 and grows by exactly 1 per event of the Session.
+    pub seq: i64,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub created_at: String,
+    pub run_id: Option<String>,
+    pub session_thread_id: Option<String>,
+    /// The input's `authored_by`, `{kind: "agent", id}` for agent output, null for system events.
+    #[schema(value_type = Object)]
+    pub authored_by: Value,
+    #[schema(value_type = Object)]
+    pub caused_by: Value,
+    #[schema(value_type = Object)]
+    pub payload: Value,
+}
+
+pub fn event(e: &ss::Event) -> Event {
+    Event {
+        id: e.id.clone(),
+        session_id: e.session_id.clone(),
+        seq: e.seq,
+        kind: e.r#type.clone(),
+        created_at: e.created_at.clone(),
+        run_id: opt(&e.run_id),
+        session_thread_id: opt(&e.session_thread_id),
+        authored_by: doc(&e.authored_by_json),
+        caused_by: doc(&e.caused_by_json),
+        payload: doc(&e.payload_json),
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Run {
+    pub id: String,
+    pub session_id: String,
+    /// `queued`, `running` or `completed`.
+    pub status: String,
+    #[schema(value_type = Option<Object>)]
+    pub stop_reason: Value,
+    #[schema(value_type = Object)]
+    pub execution_pins: Value,
+    pub usage: Usage,
+    pub created_at: String,
+    pub completed_at: Option<String>,
+}
+
+pub fn run(r: &ss::Run) -> Run {
+    Run {
+        id: r.id.clone(),
+        session_id: r.session_id.clone(),
+        status: r.status.clone(),
+        stop_reason: doc(&r.stop_reason_json),
+        execution_pins: doc(&r.execution_pins_json),
+        usage: usage(&r.usage),
+        created_at: r.created_at.clone(),
+        completed_at: opt(&r.completed_at),
+    }
 }

@@ -2,47 +2,49 @@
 //! and the price catalog. Writes need `manage` on the Environment, reads
 //! need `read`.
 
-use super::ListQuery;
+use super::{ListQuery, created};
 use crate::AppState;
 use crate::auth::Caller;
+use crate::bodies::{self, parse};
 use crate::error::ApiResult;
-use crate::extract::{Fields, JsonBody, Query};
+use crate::extract::{JsonBody, Query};
 use crate::idempotency::once;
-use crate::views;
+use crate::views::{self, ErrorEnvelope, Page};
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::Response;
 use checkfu_core::Error;
 use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::sessions::v1 as ss;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-type JsonResult = ApiResult<Json<Value>>;
+type J<T> = ApiResult<Json<T>>;
+
+fn json_text(v: &Option<Value>) -> String {
+    v.as_ref().map(Value::to_string).unwrap_or_default()
+}
 
 async fn agent_for(st: &AppState, id: &str) -> ApiResult<ss::Agent> {
     checkfu_core::id::check("id", "agt", id)?;
     Ok(st.sessions.clone().get_agent(ss::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
+#[utoipa::path(post, path = "/v1/agents", tag = "agents", request_body = bodies::CreateAgent,
+    responses((status = 201, body = views::Agent), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_agent(State(st): State<AppState>, caller: Caller, headers: HeaderMap, JsonBody(body): JsonBody) -> ApiResult<Response> {
-    let f = Fields(&body);
-    f.only(&["environment_id", "name", "draft"])?;
-    let env = f.str("environment_id")?.to_string();
-    st.require_manage(&caller, &env).await?;
-    let req = ss::CreateAgentRequest {
-        environment_id: env,
-        name: f.str("name")?.into(),
-        draft_json: f.obj("draft")?.map(Value::to_string).unwrap_or_default(),
-    };
+    let b: bodies::CreateAgent = parse(&body)?;
+    st.require_manage(&caller, &b.environment_id).await?;
+    let req = ss::CreateAgentRequest { draft_json: json_text(&b.draft), environment_id: b.environment_id, name: b.name };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/agents", &body, || async {
-        let a = st.sessions.clone().create_agent(req).await?.into_inner();
-        Ok((StatusCode::CREATED, views::agent(&a)))
+        created(views::agent(&st.sessions.clone().create_agent(req).await?.into_inner()))
     })
     .await
 }
 
-pub async fn list_agents(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/agents", tag = "agents", params(ListQuery),
+    responses((status = 200, body = Page<views::Agent>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_agents(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Agent>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
     let r = st
         .sessions
@@ -50,35 +52,42 @@ pub async fn list_agents(State(st): State<AppState>, caller: Caller, Query(q): Q
         .list_agents(ss::ListInEnvironmentsRequest { environment_ids: envs, limit: q.limit(), page: q.page() })
         .await?
         .into_inner();
-    Ok(Json(views::list(r.data.iter().map(views::agent).collect(), &r.next_page)))
+    Ok(Json(views::page(&r.data, &r.next_page, views::agent)))
 }
 
-pub async fn get_agent(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/agents/{id}", tag = "agents", params(("id" = String, Path)),
+    responses((status = 200, body = views::Agent), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_agent(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Agent> {
     let a = agent_for(&st, &id).await?;
     st.require_read(&caller, &a.environment_id).await?;
     Ok(Json(views::agent(&a)))
 }
 
-pub async fn update_agent(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(body): JsonBody) -> JsonResult {
+#[utoipa::path(post, path = "/v1/agents/{id}", tag = "agents", params(("id" = String, Path)), request_body = bodies::UpdateAgent,
+    responses((status = 200, body = views::Agent), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn update_agent(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(body): JsonBody) -> J<views::Agent> {
     let a = agent_for(&st, &id).await?;
     st.require_manage(&caller, &a.environment_id).await?;
-    let f = Fields(&body);
-    f.only(&["name", "draft", "expected_version"])?;
+    let b: bodies::UpdateAgent = parse(&body)?;
     let req = ss::UpdateAgentRequest {
         id,
-        name: f.opt_str("name")?.map(str::to_string),
-        draft_json: f.obj("draft")?.map(Value::to_string),
-        expected_version: f.opt_i64("expected_version")?,
+        name: b.name,
+        draft_json: b.draft.as_ref().map(Value::to_string),
+        expected_version: b.expected_version,
     };
     Ok(Json(views::agent(&st.sessions.clone().update_agent(req).await?.into_inner())))
 }
 
-pub async fn archive_agent(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(post, path = "/v1/agents/{id}/archive", tag = "agents", params(("id" = String, Path)),
+    responses((status = 200, body = views::Agent), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn archive_agent(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Agent> {
     let a = agent_for(&st, &id).await?;
     st.require_manage(&caller, &a.environment_id).await?;
     Ok(Json(views::agent(&st.sessions.clone().archive_agent(ss::GetByIdRequest { id }).await?.into_inner())))
 }
 
+#[utoipa::path(post, path = "/v1/agents/{id}/versions", tag = "agents", params(("id" = String, Path)), request_body = bodies::PublishVersion,
+    responses((status = 201, description = "The draft frozen as the next immutable version", body = views::AgentVersion), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn publish_version(
     State(st): State<AppState>,
     caller: Caller,
@@ -88,22 +97,27 @@ pub async fn publish_version(
 ) -> ApiResult<Response> {
     let a = agent_for(&st, &id).await?;
     st.require_manage(&caller, &a.environment_id).await?;
-    let f = Fields(&body);
-    f.only(&["expected_version"])?;
+    let b: bodies::PublishVersion = parse(&body)?;
     let req = ss::PublishAgentVersionRequest {
         agent_id: id.clone(),
         published_by: caller.principal_id.clone(),
-        expected_version: f.opt_i64("expected_version")?,
+        expected_version: b.expected_version,
     };
     let route = format!("POST /v1/agents/{id}/versions");
     once(&st.idem, &caller.principal_id, &headers, &route, &body, || async {
-        let v = st.sessions.clone().publish_agent_version(req).await?.into_inner();
-        Ok((StatusCode::CREATED, views::agent_version(&v)))
+        created(views::agent_version(&st.sessions.clone().publish_agent_version(req).await?.into_inner()))
     })
     .await
 }
 
-pub async fn list_versions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<ListQuery>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/agents/{id}/versions", tag = "agents", params(("id" = String, Path), ListQuery),
+    responses((status = 200, body = Page<views::AgentVersion>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_versions(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> J<Page<views::AgentVersion>> {
     let a = agent_for(&st, &id).await?;
     st.require_read(&caller, &a.environment_id).await?;
     let r = st
@@ -112,26 +126,18 @@ pub async fn list_versions(State(st): State<AppState>, caller: Caller, Path(id):
         .list_agent_versions(ss::ListAgentVersionsRequest { agent_id: id, limit: q.limit(), page: q.page() })
         .await?
         .into_inner();
-    Ok(Json(views::list(r.data.iter().map(views::agent_version).collect(), &r.next_page)))
+    Ok(Json(views::page(&r.data, &r.next_page, views::agent_version)))
 }
 
-pub async fn get_version(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, String)>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/agents/{id}/versions/{n}", tag = "agents", params(("id" = String, Path), ("n" = i64, Path)),
+    responses((status = 200, body = views::AgentVersion), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_version(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, String)>) -> J<views::AgentVersion> {
     let a = agent_for(&st, &id).await?;
     st.require_read(&caller, &a.environment_id).await?;
     let version: i64 = n.parse().map_err(|_| Error::invalid_field("version", "the version must be a positive integer"))?;
-    let v = st.sessions.clone().get_agent_version(ss::GetAgentVersionRequest { agent_id: id, version }).await?.into_inner();
-    Ok(Json(views::agent_version(&v)))
-}
-
-/// The revision fields of a sandbox profile body, as the spec document.
-fn sandbox_spec(body: &Value) -> Value {
-    let mut spec = serde_json::Map::new();
-    for k in ["image", "packages", "network", "resources", "retention_days"] {
-        if let Some(v) = body.get(k).filter(|v| !v.is_null()) {
-            spec.insert(k.into(), v.clone());
-        }
-    }
-    Value::Object(spec)
+    Ok(Json(views::agent_version(
+        &st.sessions.clone().get_agent_version(ss::GetAgentVersionRequest { agent_id: id, version }).await?.into_inner(),
+    )))
 }
 
 async fn profile_for(st: &AppState, id: &str) -> ApiResult<ss::SandboxProfile> {
@@ -139,7 +145,7 @@ async fn profile_for(st: &AppState, id: &str) -> ApiResult<ss::SandboxProfile> {
     Ok(st.sessions.clone().get_sandbox_profile(ss::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
-async fn profile_view(st: &AppState, p: &ss::SandboxProfile) -> ApiResult<Value> {
+async fn profile_view(st: &AppState, p: &ss::SandboxProfile) -> ApiResult<views::SandboxProfile> {
     let rev = st
         .sessions
         .clone()
@@ -147,30 +153,36 @@ async fn profile_view(st: &AppState, p: &ss::SandboxProfile) -> ApiResult<Value>
         .await?
         .into_inner();
     let mut v = views::sandbox_profile(p);
-    v["latest"] = views::sandbox_revision(&rev);
+    v.latest = Some(views::sandbox_revision(&rev));
     Ok(v)
 }
 
+#[utoipa::path(post, path = "/v1/sandbox-profiles", tag = "sandboxes", request_body = bodies::CreateSandboxProfile,
+    responses((status = 201, description = "The profile with revision 1 as `latest`", body = views::SandboxProfile), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_sandbox_profile(
     State(st): State<AppState>,
     caller: Caller,
     headers: HeaderMap,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    let f = Fields(&body);
-    f.only(&["environment_id", "name", "image", "packages", "network", "resources", "retention_days"])?;
-    let env = f.str("environment_id")?.to_string();
-    st.require_manage(&caller, &env).await?;
-    let req =
-        ss::CreateSandboxProfileRequest { environment_id: env, name: f.str("name")?.into(), spec_json: sandbox_spec(&body).to_string() };
+    let b: bodies::CreateSandboxProfile = parse(&body)?;
+    st.require_manage(&caller, &b.environment_id).await?;
+    let spec = bodies::sandbox_spec(&b.image, &b.packages, &b.network, &b.resources, b.retention_days);
+    let req = ss::CreateSandboxProfileRequest { environment_id: b.environment_id, name: b.name, spec_json: spec.to_string() };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/sandbox-profiles", &body, || async {
         let p = st.sessions.clone().create_sandbox_profile(req).await?.into_inner();
-        Ok((StatusCode::CREATED, profile_view(&st, &p).await?))
+        created(profile_view(&st, &p).await?)
     })
     .await
 }
 
-pub async fn list_sandbox_profiles(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/sandbox-profiles", tag = "sandboxes", params(ListQuery),
+    responses((status = 200, body = Page<views::SandboxProfile>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_sandbox_profiles(
+    State(st): State<AppState>,
+    caller: Caller,
+    Query(q): Query<ListQuery>,
+) -> J<Page<views::SandboxProfile>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
     let r = st
         .sessions
@@ -178,15 +190,19 @@ pub async fn list_sandbox_profiles(State(st): State<AppState>, caller: Caller, Q
         .list_sandbox_profiles(ss::ListInEnvironmentsRequest { environment_ids: envs, limit: q.limit(), page: q.page() })
         .await?
         .into_inner();
-    Ok(Json(views::list(r.data.iter().map(views::sandbox_profile).collect(), &r.next_page)))
+    Ok(Json(views::page(&r.data, &r.next_page, views::sandbox_profile)))
 }
 
-pub async fn get_sandbox_profile(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/sandbox-profiles/{id}", tag = "sandboxes", params(("id" = String, Path)),
+    responses((status = 200, body = views::SandboxProfile), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_sandbox_profile(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::SandboxProfile> {
     let p = profile_for(&st, &id).await?;
     st.require_read(&caller, &p.environment_id).await?;
     Ok(Json(profile_view(&st, &p).await?))
 }
 
+#[utoipa::path(post, path = "/v1/sandbox-profiles/{id}/revisions", tag = "sandboxes", params(("id" = String, Path)), request_body = bodies::PublishSandboxRevision,
+    responses((status = 201, body = views::SandboxRevision), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn publish_sandbox_revision(
     State(st): State<AppState>,
     caller: Caller,
@@ -196,87 +212,102 @@ pub async fn publish_sandbox_revision(
 ) -> ApiResult<Response> {
     let p = profile_for(&st, &id).await?;
     st.require_manage(&caller, &p.environment_id).await?;
-    Fields(&body).only(&["image", "packages", "network", "resources", "retention_days"])?;
-    let req = ss::PublishSandboxRevisionRequest { profile_id: id.clone(), spec_json: sandbox_spec(&body).to_string() };
+    let b: bodies::PublishSandboxRevision = parse(&body)?;
+    let spec = bodies::sandbox_spec(&b.image, &b.packages, &b.network, &b.resources, b.retention_days);
+    let req = ss::PublishSandboxRevisionRequest { profile_id: id.clone(), spec_json: spec.to_string() };
     let route = format!("POST /v1/sandbox-profiles/{id}/revisions");
     once(&st.idem, &caller.principal_id, &headers, &route, &body, || async {
-        let r = st.sessions.clone().publish_sandbox_revision(req).await?.into_inner();
-        Ok((StatusCode::CREATED, views::sandbox_revision(&r)))
+        created(views::sandbox_revision(&st.sessions.clone().publish_sandbox_revision(req).await?.into_inner()))
     })
     .await
 }
 
-pub async fn get_sandbox_revision(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, String)>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/sandbox-profiles/{id}/revisions/{n}", tag = "sandboxes", params(("id" = String, Path), ("n" = i64, Path)),
+    responses((status = 200, body = views::SandboxRevision), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_sandbox_revision(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((id, n)): Path<(String, String)>,
+) -> J<views::SandboxRevision> {
     let p = profile_for(&st, &id).await?;
     st.require_read(&caller, &p.environment_id).await?;
     let revision: i64 = n.parse().map_err(|_| Error::invalid_field("revision", "the revision must be a positive integer"))?;
-    let r = st.sessions.clone().get_sandbox_revision(ss::GetSandboxRevisionRequest { profile_id: id, revision }).await?.into_inner();
-    Ok(Json(views::sandbox_revision(&r)))
+    Ok(Json(views::sandbox_revision(
+        &st.sessions.clone().get_sandbox_revision(ss::GetSandboxRevisionRequest { profile_id: id, revision }).await?.into_inner(),
+    )))
 }
 
+#[utoipa::path(post, path = "/v1/model-routing-profiles", tag = "models", request_body = bodies::CreateRoutingProfile,
+    responses((status = 201, body = views::ModelRoutingProfile), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_routing_profile(
     State(st): State<AppState>,
     caller: Caller,
     headers: HeaderMap,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    let f = Fields(&body);
-    f.only(&["environment_id", "name", "candidates"])?;
-    let env = f.str("environment_id")?.to_string();
-    st.require_manage(&caller, &env).await?;
-    let raw = f.arr("candidates")?.ok_or_else(|| Error::invalid_field("candidates", "candidates is required"))?;
-    let mut candidates = vec![];
-    for (i, c) in raw.iter().enumerate() {
-        if !c.is_object() {
-            return Err(Error::invalid_field(&format!("candidates[{i}]"), "each candidate must be an object").into());
-        }
-        let cf = Fields(c);
-        cf.only(&["provider", "model", "effort", "connection_id", "base_url"])
-            .map_err(|e| Error { message: format!("candidates[{i}]: {}", e.message), ..e })?;
-        candidates.push(mg::Candidate {
-            provider: cf.str("provider")?.into(),
-            model: cf.str("model")?.into(),
-            effort: cf.opt_str("effort")?.unwrap_or("medium").into(),
-            connection_id: cf.opt_str("connection_id")?.unwrap_or_default().into(),
-            base_url: cf.opt_str("base_url")?.unwrap_or_default().into(),
-        });
-    }
-    let req = mg::CreateRoutingProfileRequest { environment_id: env, name: f.str("name")?.into(), candidates };
+    let b: bodies::CreateRoutingProfile = parse(&body)?;
+    st.require_manage(&caller, &b.environment_id).await?;
+    let candidates = b
+        .candidates
+        .into_iter()
+        .map(|c| mg::Candidate {
+            provider: c.provider,
+            model: c.model,
+            effort: c.effort.unwrap_or_else(|| "medium".into()),
+            connection_id: c.connection_id.unwrap_or_default(),
+            base_url: c.base_url.unwrap_or_default(),
+        })
+        .collect();
+    let req = mg::CreateRoutingProfileRequest { environment_id: b.environment_id, name: b.name, candidates };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/model-routing-profiles", &body, || async {
-        let p = st.models.clone().create_routing_profile(req).await?.into_inner();
-        Ok((StatusCode::CREATED, views::routing_profile(&p)))
+        created(views::routing_profile(&st.models.clone().create_routing_profile(req).await?.into_inner()))
     })
     .await
 }
 
-pub async fn list_routing_profiles(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/model-routing-profiles", tag = "models", params(ListQuery),
+    responses((status = 200, body = Page<views::ModelRoutingProfile>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_routing_profiles(
+    State(st): State<AppState>,
+    caller: Caller,
+    Query(q): Query<ListQuery>,
+) -> J<Page<views::ModelRoutingProfile>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
     let req = mg::ListRoutingProfilesRequest { environment_id: String::new(), environment_ids: envs, limit: q.limit(), page: q.page() };
     let r = st.models.clone().list_routing_profiles(req).await?.into_inner();
-    Ok(Json(views::list(r.data.iter().map(views::routing_profile).collect(), &r.next_page)))
+    Ok(Json(views::page(&r.data, &r.next_page, views::routing_profile)))
 }
 
-pub async fn get_routing_profile(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/model-routing-profiles/{id}", tag = "models", params(("id" = String, Path)),
+    responses((status = 200, body = views::ModelRoutingProfile), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_routing_profile(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::ModelRoutingProfile> {
     checkfu_core::id::check("id", "mrp", &id)?;
     let p = st.models.clone().get_routing_profile(mg::GetRoutingProfileRequest { id }).await?.into_inner();
     st.require_read(&caller, &p.environment_id).await?;
     Ok(Json(views::routing_profile(&p)))
 }
 
-pub async fn price_catalog(State(st): State<AppState>, _caller: Caller) -> JsonResult {
+#[utoipa::path(get, path = "/v1/price-catalog", tag = "models",
+    responses((status = 200, description = "Integer micro-USD per million tokens", body = Page<views::PriceEntry>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn price_catalog(State(st): State<AppState>, _caller: Caller) -> J<Page<views::PriceEntry>> {
     let c = st.models.clone().get_price_catalog(mg::GetPriceCatalogRequest {}).await?.into_inner();
-    let data: Vec<Value> = c
+    let data = c
         .entries
-        .iter()
-        .map(|p| json!({"provider": p.provider, "model": p.model, "input_micro_usd_per_mtok": p.input_micro_usd_per_mtok, "output_micro_usd_per_mtok": p.output_micro_usd_per_mtok}))
+        .into_iter()
+        .map(|p| views::PriceEntry {
+            provider: p.provider,
+            model: p.model,
+            input_micro_usd_per_mtok: p.input_micro_usd_per_mtok,
+            output_micro_usd_per_mtok: p.output_micro_usd_per_mtok,
+        })
         .collect();
-    Ok(Json(json!({"data": data, "next_page": null})))
+    Ok(Json(Page { data, next_page: None }))
 }
 
-/// Reads the pin fields of a deployment body; the routing profile must
-/// exist in the same Environment (the model gateway owns it).
-async fn deployment_input(st: &AppState, env: &str, f: &Fields<'_>) -> ApiResult<ss::DeploymentInput> {
-    let mrp = f.str("model_routing_profile_id")?.to_string();
+/// The pins of a deployment body; the routing profile must exist in the
+/// same Environment (the model gateway owns it).
+async fn pins(st: &AppState, env: &str, b: bodies::DeploymentRevision) -> ApiResult<ss::DeploymentInput> {
+    let mrp = b.model_routing_profile_id;
     checkfu_core::id::check("model_routing_profile_id", "mrp", &mrp)?;
     let profile = st.models.clone().get_routing_profile(mg::GetRoutingProfileRequest { id: mrp.clone() }).await.map_err(|s| {
         let e = Error::from(s);
@@ -290,40 +321,37 @@ async fn deployment_input(st: &AppState, env: &str, f: &Fields<'_>) -> ApiResult
         return Err(Error::invalid_field("model_routing_profile_id", "the routing profile belongs to another environment").into());
     }
     Ok(ss::DeploymentInput {
-        agent_version: f.i64("agent_version")?,
+        agent_version: b.agent_version,
         model_routing_profile_id: mrp,
-        sandbox_profile_id: f.str("sandbox_profile_id")?.into(),
-        sandbox_profile_revision: f.opt_i64("sandbox_profile_revision")?,
-        harness: f.opt_str("harness")?.unwrap_or_default().into(),
-        execution_json: f.obj("execution")?.map(Value::to_string).unwrap_or_default(),
+        sandbox_profile_id: b.sandbox_profile_id,
+        sandbox_profile_revision: b.sandbox_profile_revision,
+        harness: b.harness.unwrap_or_default(),
+        execution_json: json_text(&b.execution),
     })
 }
 
-const DEPLOYMENT_PINS: [&str; 6] =
-    ["agent_version", "model_routing_profile_id", "sandbox_profile_id", "sandbox_profile_revision", "harness", "execution"];
-
+#[utoipa::path(post, path = "/v1/agent-deployments", tag = "deployments", request_body = bodies::CreateDeployment,
+    responses((status = 201, body = views::AgentDeployment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_deployment(
     State(st): State<AppState>,
     caller: Caller,
     headers: HeaderMap,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    let f = Fields(&body);
-    let mut allowed = vec!["environment_id", "key", "agent_id"];
-    allowed.extend(DEPLOYMENT_PINS);
-    f.only(&allowed)?;
-    let env = f.str("environment_id")?.to_string();
-    st.require_manage(&caller, &env).await?;
-    let input = deployment_input(&st, &env, &f).await?;
-    let req = ss::CreateDeploymentRequest {
-        environment_id: env,
-        key: f.str("key")?.into(),
-        agent_id: f.str("agent_id")?.into(),
-        input: Some(input),
+    let b: bodies::CreateDeployment = parse(&body)?;
+    st.require_manage(&caller, &b.environment_id).await?;
+    let revision = bodies::DeploymentRevision {
+        agent_version: b.agent_version,
+        model_routing_profile_id: b.model_routing_profile_id,
+        sandbox_profile_id: b.sandbox_profile_id,
+        sandbox_profile_revision: b.sandbox_profile_revision,
+        harness: b.harness,
+        execution: b.execution,
     };
+    let input = pins(&st, &b.environment_id, revision).await?;
+    let req = ss::CreateDeploymentRequest { environment_id: b.environment_id, key: b.key, agent_id: b.agent_id, input: Some(input) };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/agent-deployments", &body, || async {
-        let d = st.sessions.clone().create_deployment(req).await?.into_inner();
-        Ok((StatusCode::CREATED, views::deployment(&d)))
+        created(views::deployment(&st.sessions.clone().create_deployment(req).await?.into_inner()))
     })
     .await
 }
@@ -333,6 +361,8 @@ async fn deployment_for(st: &AppState, id: &str) -> ApiResult<ss::Deployment> {
     Ok(st.sessions.clone().get_deployment(ss::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
+#[utoipa::path(post, path = "/v1/agent-deployments/{id}/revisions", tag = "deployments", params(("id" = String, Path)), request_body = bodies::DeploymentRevision,
+    responses((status = 201, description = "New pins for new Sessions; running Sessions keep theirs", body = views::AgentDeployment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_deployment_revision(
     State(st): State<AppState>,
     caller: Caller,
@@ -342,29 +372,31 @@ pub async fn create_deployment_revision(
 ) -> ApiResult<Response> {
     let d = deployment_for(&st, &id).await?;
     st.require_manage(&caller, &d.environment_id).await?;
-    let f = Fields(&body);
-    f.only(&DEPLOYMENT_PINS)?;
-    let input = deployment_input(&st, &d.environment_id, &f).await?;
+    let input = pins(&st, &d.environment_id, parse(&body)?).await?;
     let route = format!("POST /v1/agent-deployments/{id}/revisions");
     once(&st.idem, &caller.principal_id, &headers, &route, &body, || async {
-        let d = st
-            .sessions
-            .clone()
-            .create_deployment_revision(ss::CreateDeploymentRevisionRequest { id, input: Some(input) })
-            .await?
-            .into_inner();
-        Ok((StatusCode::CREATED, views::deployment(&d)))
+        created(views::deployment(
+            &st.sessions
+                .clone()
+                .create_deployment_revision(ss::CreateDeploymentRevisionRequest { id, input: Some(input) })
+                .await?
+                .into_inner(),
+        ))
     })
     .await
 }
 
-pub async fn get_deployment(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/agent-deployments/{id}", tag = "deployments", params(("id" = String, Path)),
+    responses((status = 200, body = views::AgentDeployment), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_deployment(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::AgentDeployment> {
     let d = deployment_for(&st, &id).await?;
     st.require_read(&caller, &d.environment_id).await?;
     Ok(Json(views::deployment(&d)))
 }
 
-pub async fn list_deployments(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/agent-deployments", tag = "deployments", params(ListQuery),
+    responses((status = 200, body = Page<views::AgentDeployment>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_deployments(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::AgentDeployment>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
     let r = st
         .sessions
@@ -372,5 +404,5 @@ pub async fn list_deployments(State(st): State<AppState>, caller: Caller, Query(
         .list_deployments(ss::ListInEnvironmentsRequest { environment_ids: envs, limit: q.limit(), page: q.page() })
         .await?
         .into_inner();
-    Ok(Json(views::list(r.data.iter().map(views::deployment).collect(), &r.next_page)))
+    Ok(Json(views::page(&r.data, &r.next_page, views::deployment)))
 }

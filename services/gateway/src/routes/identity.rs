@@ -1,12 +1,13 @@
 //! Principals, API keys, Groups, Environments and PermissionAssignments.
 
-use super::ListQuery;
+use super::{ListQuery, created, explicit_limit};
 use crate::AppState;
 use crate::auth::Caller;
+use crate::bodies::{self, parse};
 use crate::error::ApiResult;
-use crate::extract::{Fields, JsonBody, Query};
+use crate::extract::{JsonBody, Query};
 use crate::idempotency::once;
-use crate::views;
+use crate::views::{self, ErrorEnvelope, Page};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -15,10 +16,12 @@ use checkfu_core::Error;
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::sessions::v1 as ss;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use utoipa::IntoParams;
 
-type JsonResult = ApiResult<Json<Value>>;
+type J<T> = ApiResult<Json<T>>;
 
+#[utoipa::path(post, path = "/v1/principals", tag = "identity", request_body = bodies::CreatePrincipal,
+    responses((status = 201, body = views::Principal), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_principal(
     State(st): State<AppState>,
     caller: Caller,
@@ -26,44 +29,55 @@ pub async fn create_principal(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     st.require_admin(&caller).await?;
-    let f = Fields(&body);
-    f.only(&["kind", "name"])?;
-    let req =
-        gov::CreatePrincipalRequest { kind: f.str("kind")?.into(), name: f.str("name")?.into(), actor_id: caller.principal_id.clone() };
+    let b: bodies::CreatePrincipal = parse(&body)?;
+    let req = gov::CreatePrincipalRequest { kind: b.kind, name: b.name, actor_id: caller.principal_id.clone() };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/principals", &body, || async {
-        let p = st.gov.clone().create_principal(req).await?.into_inner();
-        Ok((StatusCode::CREATED, views::principal(&p)))
+        created(views::principal(&st.gov.clone().create_principal(req).await?.into_inner()))
     })
     .await
 }
 
-pub async fn list_principals(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/principals", tag = "identity", params(ListQuery),
+    responses((status = 200, body = Page<views::Principal>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_principals(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Principal>> {
     st.require_admin(&caller).await?;
     let r = st.gov.clone().list_principals(gov::ListRequest { limit: q.limit(), page: q.page() }).await?.into_inner();
-    Ok(Json(views::list(r.data.iter().map(views::principal).collect(), &r.next_page)))
+    Ok(Json(views::page(&r.data, &r.next_page, views::principal)))
 }
 
-pub async fn get_principal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/principals/{id}", tag = "identity", params(("id" = String, Path)),
+    responses((status = 200, body = views::Principal), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_principal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Principal> {
     if id != caller.principal_id {
         st.require_admin(&caller).await?;
     }
-    let p = st.gov.clone().get_principal(gov::GetByIdRequest { id }).await?.into_inner();
-    Ok(Json(views::principal(&p)))
+    Ok(Json(views::principal(&st.gov.clone().get_principal(gov::GetByIdRequest { id }).await?.into_inner())))
 }
 
-pub async fn update_principal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(body): JsonBody) -> JsonResult {
+#[utoipa::path(post, path = "/v1/principals/{id}", tag = "identity", params(("id" = String, Path)), request_body = bodies::UpdatePrincipal,
+    responses((status = 200, body = views::Principal), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn update_principal(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> J<views::Principal> {
     st.require_admin(&caller).await?;
-    let f = Fields(&body);
-    f.only(&["disabled"])?;
-    let disabled = f.opt_bool("disabled")?;
-    if disabled == Some(true) && id == caller.principal_id {
+    let b: bodies::UpdatePrincipal = parse(&body)?;
+    if b.disabled == Some(true) && id == caller.principal_id {
         return Err(Error::conflict("a principal cannot disable itself").into());
     }
-    let p =
-        st.gov.clone().update_principal(gov::UpdatePrincipalRequest { id, disabled, actor_id: caller.principal_id }).await?.into_inner();
+    let p = st
+        .gov
+        .clone()
+        .update_principal(gov::UpdatePrincipalRequest { id, disabled: b.disabled, actor_id: caller.principal_id })
+        .await?
+        .into_inner();
     Ok(Json(views::principal(&p)))
 }
 
+#[utoipa::path(post, path = "/v1/principals/{id}/api-keys", tag = "identity", params(("id" = String, Path)), request_body = bodies::CreateApiKey,
+    responses((status = 201, description = "The key with its secret, shown once", body = views::ApiKey), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_api_key(
     State(st): State<AppState>,
     caller: Caller,
@@ -74,9 +88,8 @@ pub async fn create_api_key(
     if id != caller.principal_id {
         st.require_admin(&caller).await?;
     }
-    let f = Fields(&body);
-    f.only(&["name"])?;
-    let name = f.opt_str("name")?.unwrap_or("default").to_string();
+    let b: bodies::CreateApiKey = parse(&body)?;
+    let name = b.name.unwrap_or_else(|| "default".into());
     let route = format!("POST /v1/principals/{id}/api-keys");
     once(&st.idem, &caller.principal_id, &headers, &route, &body, || async {
         let r = st
@@ -86,73 +99,99 @@ pub async fn create_api_key(
             .await?
             .into_inner();
         let mut v = views::api_key(&r.key.unwrap_or_default());
-        v["secret"] = json!(r.secret);
-        Ok((StatusCode::CREATED, v))
+        v.secret = Some(r.secret);
+        created(v)
     })
     .await
 }
 
-pub async fn list_api_keys(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<ListQuery>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/principals/{id}/api-keys", tag = "identity", params(("id" = String, Path), ListQuery),
+    responses((status = 200, body = Page<views::ApiKey>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_api_keys(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> J<Page<views::ApiKey>> {
     if id != caller.principal_id {
         st.require_admin(&caller).await?;
     }
     let r =
         st.gov.clone().list_api_keys(gov::ListApiKeysRequest { principal_id: id, limit: q.limit(), page: q.page() }).await?.into_inner();
-    Ok(Json(views::list(r.data.iter().map(views::api_key).collect(), &r.next_page)))
+    Ok(Json(views::page(&r.data, &r.next_page, views::api_key)))
 }
 
-pub async fn revoke_api_key(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(delete, path = "/v1/api-keys/{id}", tag = "identity", params(("id" = String, Path)),
+    responses((status = 200, description = "Revoked at once", body = views::ApiKey), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn revoke_api_key(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::ApiKey> {
     checkfu_core::id::check("id", "key", &id)?;
     let key = st.gov.clone().get_api_key(gov::GetByIdRequest { id: id.clone() }).await?.into_inner();
     if key.principal_id != caller.principal_id {
         st.require_admin(&caller).await?;
     }
-    let k = st.gov.clone().revoke_api_key(gov::ActorRequest { id, actor_id: caller.principal_id }).await?.into_inner();
-    Ok(Json(views::api_key(&k)))
+    Ok(Json(views::api_key(&st.gov.clone().revoke_api_key(gov::ActorRequest { id, actor_id: caller.principal_id }).await?.into_inner())))
 }
 
+#[utoipa::path(post, path = "/v1/groups", tag = "identity", request_body = bodies::Named,
+    responses((status = 201, body = views::Group), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_group(State(st): State<AppState>, caller: Caller, headers: HeaderMap, JsonBody(body): JsonBody) -> ApiResult<Response> {
     st.require_admin(&caller).await?;
-    let f = Fields(&body);
-    f.only(&["name"])?;
-    let name = f.str("name")?.to_string();
+    let b: bodies::Named = parse(&body)?;
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/groups", &body, || async {
-        let g = st.gov.clone().create_group(gov::CreateGroupRequest { name, actor_id: caller.principal_id.clone() }).await?.into_inner();
-        Ok((StatusCode::CREATED, views::group(&g)))
+        created(views::group(
+            &st.gov
+                .clone()
+                .create_group(gov::CreateGroupRequest { name: b.name, actor_id: caller.principal_id.clone() })
+                .await?
+                .into_inner(),
+        ))
     })
     .await
 }
 
-pub async fn list_groups(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/groups", tag = "identity", params(ListQuery),
+    responses((status = 200, body = Page<views::Group>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_groups(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Group>> {
     st.require_admin(&caller).await?;
     let r = st.gov.clone().list_groups(gov::ListRequest { limit: q.limit(), page: q.page() }).await?.into_inner();
-    Ok(Json(views::list(r.data.iter().map(views::group).collect(), &r.next_page)))
+    Ok(Json(views::page(&r.data, &r.next_page, views::group)))
 }
 
-pub async fn get_group(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/groups/{id}", tag = "identity", params(("id" = String, Path)),
+    responses((status = 200, body = views::Group), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_group(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Group> {
     st.require_admin(&caller).await?;
     Ok(Json(views::group(&st.gov.clone().get_group(gov::GetByIdRequest { id }).await?.into_inner())))
 }
 
+#[utoipa::path(post, path = "/v1/groups/{id}/members", tag = "identity", params(("id" = String, Path)), request_body = bodies::AddMember,
+    responses((status = 201, body = views::Group), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn add_member(
     State(st): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<views::Group>)> {
     st.require_admin(&caller).await?;
-    let f = Fields(&body);
-    f.only(&["principal_id"])?;
-    let req = gov::GroupMemberRequest { group_id: id, principal_id: f.str("principal_id")?.into(), actor_id: caller.principal_id };
+    let b: bodies::AddMember = parse(&body)?;
+    let req = gov::GroupMemberRequest { group_id: id, principal_id: b.principal_id, actor_id: caller.principal_id };
     Ok((StatusCode::CREATED, Json(views::group(&st.gov.clone().add_group_member(req).await?.into_inner()))))
 }
 
-pub async fn remove_member(State(st): State<AppState>, caller: Caller, Path((id, principal_id)): Path<(String, String)>) -> JsonResult {
+#[utoipa::path(delete, path = "/v1/groups/{id}/members/{principal_id}", tag = "identity", params(("id" = String, Path), ("principal_id" = String, Path)),
+    responses((status = 200, body = views::Group), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn remove_member(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((id, principal_id)): Path<(String, String)>,
+) -> J<views::Group> {
     st.require_admin(&caller).await?;
     let req = gov::GroupMemberRequest { group_id: id, principal_id, actor_id: caller.principal_id };
     Ok(Json(views::group(&st.gov.clone().remove_group_member(req).await?.into_inner())))
 }
 
+#[utoipa::path(post, path = "/v1/environments", tag = "identity", request_body = bodies::Named,
+    responses((status = 201, body = views::Environment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_environment(
     State(st): State<AppState>,
     caller: Caller,
@@ -160,22 +199,22 @@ pub async fn create_environment(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     st.require_admin(&caller).await?;
-    let f = Fields(&body);
-    f.only(&["name"])?;
-    let name = f.str("name")?.to_string();
+    let b: bodies::Named = parse(&body)?;
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/environments", &body, || async {
-        let e = st
-            .gov
-            .clone()
-            .create_environment(gov::CreateEnvironmentRequest { name, actor_id: caller.principal_id.clone() })
-            .await?
-            .into_inner();
-        Ok((StatusCode::CREATED, views::environment(&e)))
+        created(views::environment(
+            &st.gov
+                .clone()
+                .create_environment(gov::CreateEnvironmentRequest { name: b.name, actor_id: caller.principal_id.clone() })
+                .await?
+                .into_inner(),
+        ))
     })
     .await
 }
 
-pub async fn list_environments(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/environments", tag = "identity", params(ListQuery),
+    responses((status = 200, description = "The Environments the caller may read", body = Page<views::Environment>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_environments(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Environment>> {
     let r = st.gov.clone().list_environments(gov::ListRequest { limit: q.limit(), page: q.page() }).await?.into_inner();
     let mut data = vec![];
     for e in &r.data {
@@ -183,30 +222,29 @@ pub async fn list_environments(State(st): State<AppState>, caller: Caller, Query
             data.push(views::environment(e));
         }
     }
-    Ok(Json(views::list(data, &r.next_page)))
+    Ok(Json(Page { data, next_page: (!r.next_page.is_empty()).then_some(r.next_page) }))
 }
 
-pub async fn get_environment(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/environments/{id}", tag = "identity", params(("id" = String, Path)),
+    responses((status = 200, body = views::Environment), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_environment(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Environment> {
     checkfu_core::id::check("id", "env", &id)?;
     st.require_read(&caller, &id).await?;
     Ok(Json(views::environment(&st.gov.clone().get_environment(gov::GetByIdRequest { id }).await?.into_inner())))
 }
 
+#[utoipa::path(post, path = "/v1/environments/{id}", tag = "identity", params(("id" = String, Path)), request_body = bodies::UpdateEnvironment,
+    responses((status = 200, body = views::Environment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_environment(
     State(st): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
-) -> JsonResult {
+) -> J<views::Environment> {
     st.require_admin(&caller).await?;
-    let f = Fields(&body);
-    f.only(&["disabled", "expected_version"])?;
-    let req = gov::UpdateEnvironmentRequest {
-        id,
-        disabled: f.opt_bool("disabled")?,
-        expected_version: f.opt_i64("expected_version")?,
-        actor_id: caller.principal_id,
-    };
+    let b: bodies::UpdateEnvironment = parse(&body)?;
+    let req =
+        gov::UpdateEnvironmentRequest { id, disabled: b.disabled, expected_version: b.expected_version, actor_id: caller.principal_id };
     Ok(Json(views::environment(&st.gov.clone().update_environment(req).await?.into_inner())))
 }
 
@@ -238,43 +276,36 @@ async fn require_grant_right(st: &AppState, caller: &Caller, permission: &str, e
     }
 }
 
+#[utoipa::path(post, path = "/v1/permission-assignments", tag = "governance", request_body = bodies::CreateAssignment,
+    responses((status = 201, body = views::PermissionAssignment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_assignment(
     State(st): State<AppState>,
     caller: Caller,
     headers: HeaderMap,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    let f = Fields(&body);
-    f.only(&["subject", "permission", "resource"])?;
-    let subject = f.obj("subject")?.ok_or_else(|| Error::invalid_field("subject", "subject is required"))?;
-    let resource = f.obj("resource")?.ok_or_else(|| Error::invalid_field("resource", "resource is required"))?;
-    let (sf, rf) = (Fields(subject), Fields(resource));
-    sf.only(&["kind", "id"])?;
-    rf.only(&["kind", "id"])?;
-    let permission = f.str("permission")?.to_string();
-    let (rkind, rid) = (rf.str("kind")?.to_string(), rf.str("id")?.to_string());
-    let (skind, sid) = (sf.str("kind")?.to_string(), sf.str("id")?.to_string());
-    let env = holding_environment(&st, &rkind, &rid).await?;
-    require_grant_right(&st, &caller, &permission, env.as_deref()).await?;
-    if skind == "agent_definition" {
-        checkfu_core::id::check("subject.id", "agt", &sid)?;
-        st.sessions.clone().get_agent(ss::GetByIdRequest { id: sid.clone() }).await?;
+    let b: bodies::CreateAssignment = parse(&body)?;
+    let env = holding_environment(&st, &b.resource.kind, &b.resource.id).await?;
+    require_grant_right(&st, &caller, &b.permission, env.as_deref()).await?;
+    if b.subject.kind == "agent_definition" {
+        checkfu_core::id::check("subject.id", "agt", &b.subject.id)?;
+        st.sessions.clone().get_agent(ss::GetByIdRequest { id: b.subject.id.clone() }).await?;
     }
     let req = gov::CreatePermissionAssignmentRequest {
-        subject: Some(gov::ResourceRef { kind: skind, id: sid }),
-        permission,
-        resource: Some(gov::ResourceRef { kind: rkind, id: rid }),
+        subject: Some(gov::ResourceRef { kind: b.subject.kind, id: b.subject.id }),
+        permission: b.permission,
+        resource: Some(gov::ResourceRef { kind: b.resource.kind, id: b.resource.id }),
         environment_id: env.unwrap_or_default(),
         actor_id: caller.principal_id.clone(),
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/permission-assignments", &body, || async {
-        let a = st.gov.clone().create_permission_assignment(req).await?.into_inner();
-        Ok((StatusCode::CREATED, views::assignment(&a)))
+        created(views::assignment(&st.gov.clone().create_permission_assignment(req).await?.into_inner()))
     })
     .await
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AssignmentQuery {
     #[serde(default)]
     subject_id: String,
@@ -288,9 +319,15 @@ pub struct AssignmentQuery {
     page: Option<String>,
 }
 
-/// Admins list everything; others see their own grants, or the grants on
-/// a resource whose Environment they manage.
-pub async fn list_assignments(State(st): State<AppState>, caller: Caller, Query(q): Query<AssignmentQuery>) -> JsonResult {
+/// Admins list everything; others see their own grants, or the grants on a
+/// resource whose Environment they manage.
+#[utoipa::path(get, path = "/v1/permission-assignments", tag = "governance", params(AssignmentQuery),
+    responses((status = 200, body = Page<views::PermissionAssignment>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_assignments(
+    State(st): State<AppState>,
+    caller: Caller,
+    Query(q): Query<AssignmentQuery>,
+) -> J<Page<views::PermissionAssignment>> {
     if !st.is_admin(&caller).await? {
         let own = !q.subject_id.is_empty() && q.subject_id == caller.principal_id;
         let managed = if q.resource_id.is_empty() || own {
@@ -314,14 +351,16 @@ pub async fn list_assignments(State(st): State<AppState>, caller: Caller, Query(
         subject_id: q.subject_id,
         resource_id: q.resource_id,
         permission: q.permission,
-        limit: super::explicit_limit(q.limit),
+        limit: explicit_limit(q.limit),
         page: q.page.unwrap_or_default(),
     };
     let r = st.gov.clone().list_permission_assignments(req).await?.into_inner();
-    Ok(Json(views::list(r.data.iter().map(views::assignment).collect(), &r.next_page)))
+    Ok(Json(views::page(&r.data, &r.next_page, views::assignment)))
 }
 
-pub async fn get_assignment(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/permission-assignments/{id}", tag = "governance", params(("id" = String, Path)),
+    responses((status = 200, body = views::PermissionAssignment), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_assignment(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::PermissionAssignment> {
     let a = st.gov.clone().get_permission_assignment(gov::GetByIdRequest { id }).await?.into_inner();
     let own = a.subject.as_ref().is_some_and(|s| s.id == caller.principal_id);
     if !own {
@@ -331,10 +370,13 @@ pub async fn get_assignment(State(st): State<AppState>, caller: Caller, Path(id)
     Ok(Json(views::assignment(&a)))
 }
 
-pub async fn delete_assignment(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(delete, path = "/v1/permission-assignments/{id}", tag = "governance", params(("id" = String, Path)),
+    responses((status = 200, description = "Revoked; effective at the next check", body = views::PermissionAssignment), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn delete_assignment(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::PermissionAssignment> {
     let a = st.gov.clone().get_permission_assignment(gov::GetByIdRequest { id: id.clone() }).await?.into_inner();
     let env = (!a.environment_id.is_empty()).then_some(a.environment_id.as_str());
     require_grant_right(&st, &caller, &a.permission, env).await?;
-    let a = st.gov.clone().delete_permission_assignment(gov::ActorRequest { id, actor_id: caller.principal_id }).await?.into_inner();
-    Ok(Json(views::assignment(&a)))
+    Ok(Json(views::assignment(
+        &st.gov.clone().delete_permission_assignment(gov::ActorRequest { id, actor_id: caller.principal_id }).await?.into_inner(),
+    )))
 }

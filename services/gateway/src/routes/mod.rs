@@ -1,18 +1,25 @@
-//! The `/v1` routes, grouped by area.
+//! The `/v1` routes, grouped by area. Every handler carries its OpenAPI
+//! description (`#[utoipa::path]`); the router is assembled from them, so
+//! nothing is served that the document does not describe.
 
 pub mod catalog;
 pub mod identity;
 pub mod sessions;
 
 use serde::Deserialize;
+use utoipa::IntoParams;
 
 /// `?limit=&page=` of every list endpoint.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
+    /// 1 to 100; default 20.
     #[serde(default)]
     pub limit: Option<u32>,
+    /// The `next_page` token of the previous page.
     #[serde(default)]
     pub page: Option<String>,
+    /// Only this Environment.
     #[serde(default)]
     pub environment_id: Option<String>,
 }
@@ -35,4 +42,9 @@ pub fn explicit_limit(l: Option<u32>) -> u32 {
         Some(n) => n,
         None => 0,
     }
+}
+
+/// A created resource: 201 with its JSON, through the idempotency layer.
+pub fn created<T: serde::Serialize>(v: T) -> crate::error::ApiResult<(axum::http::StatusCode, serde_json::Value)> {
+    Ok((axum::http::StatusCode::CREATED, serde_json::to_value(v).map_err(|e| checkfu_core::Error::internal(e.to_string()))?))
 }

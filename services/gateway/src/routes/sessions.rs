@@ -1,12 +1,13 @@
 //! Sessions, their events (paged and streamed over SSE) and Runs.
 
-use super::ListQuery;
+use super::{ListQuery, created};
 use crate::AppState;
 use crate::auth::Caller;
+use crate::bodies::{self, parse};
 use crate::error::ApiResult;
-use crate::extract::{Fields, JsonBody, Query};
+use crate::extract::{JsonBody, Query};
 use crate::idempotency::{key_of, once};
-use crate::views;
+use crate::views::{self, ErrorEnvelope, Page};
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -19,8 +20,9 @@ use serde_json::{Value, json};
 use std::convert::Infallible;
 use std::time::Duration;
 use tokio_stream::StreamExt;
+use utoipa::IntoParams;
 
-type JsonResult = ApiResult<Json<Value>>;
+type J<T> = ApiResult<Json<T>>;
 
 /// Preview streams a client may opt into.
 const DELTA_TYPES: [&str; 2] = ["agent.message", "agent.thinking"];
@@ -58,45 +60,46 @@ async fn require_invoke(st: &AppState, principal_id: &str, agent_id: &str, envir
         .into())
 }
 
-/// Reads one input event body, checking the caller may author it.
-async fn input_event(st: &AppState, caller: &Caller, v: &Value, field: &str) -> ApiResult<ss::InputEvent> {
-    if !v.is_object() {
-        return Err(Error::invalid_field(field, "an event must be an object").into());
-    }
-    let f = Fields(v);
-    f.only(&["type", "payload", "authored_by", "caused_by"]).map_err(|e| Error { message: format!("{field}: {}", e.message), ..e })?;
-    let authored_by = f
-        .opt_str("authored_by")?
-        .ok_or_else(|| Error::invalid_field(&format!("{field}.authored_by"), "authored_by is required on every input"))?;
-    let caused_by =
-        f.obj("caused_by")?.ok_or_else(|| Error::invalid_field(&format!("{field}.caused_by"), "caused_by is required on every input"))?;
-    require_speaks_for(st, caller, authored_by, &format!("{field}.authored_by")).await?;
+/// Converts one input event, checking the caller may author it.
+async fn input_event(st: &AppState, caller: &Caller, e: bodies::InputEvent, field: &str) -> ApiResult<ss::InputEvent> {
+    let authored_by =
+        e.authored_by.ok_or_else(|| Error::invalid_field(&format!("{field}.authored_by"), "authored_by is required on every input"))?;
+    let caused_by = e
+        .caused_by
+        .filter(Value::is_object)
+        .ok_or_else(|| Error::invalid_field(&format!("{field}.caused_by"), "caused_by is required on every input, as {kind, id}"))?;
+    require_speaks_for(st, caller, &authored_by, &format!("{field}.authored_by")).await?;
     Ok(ss::InputEvent {
-        r#type: f.str("type")?.into(),
-        payload_json: f.obj("payload")?.map(Value::to_string).unwrap_or_default(),
-        authored_by: authored_by.into(),
+        r#type: e.kind,
+        payload_json: e.payload.as_ref().map(Value::to_string).unwrap_or_default(),
+        authored_by,
         caused_by_json: caused_by.to_string(),
     })
 }
 
+fn names(v: &Option<Vec<Value>>) -> Option<String> {
+    v.as_ref().map(|a| Value::Array(a.clone()).to_string())
+}
+
+#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = bodies::CreateSession,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Required with more than one initial event")),
+    responses((status = 201, body = views::Session), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_session(
     State(st): State<AppState>,
     caller: Caller,
     headers: HeaderMap,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    let f = Fields(&body);
-    f.only(&["agent_deployment_id", "principal_id", "initial_events", "title", "metadata", "budget", "instructions", "tools", "skills"])?;
-    if f.obj("budget")?.is_some() {
+    let b: bodies::CreateSession = parse(&body)?;
+    if b.budget.is_some() {
         return Err(Error::invalid_field("budget", "budgets are not available on this installation yet").into());
     }
-    let dep_id = f.str("agent_deployment_id")?.to_string();
-    checkfu_core::id::check("agent_deployment_id", "dep", &dep_id)?;
-    let principal_id = f.opt_str("principal_id")?.unwrap_or(&caller.principal_id).to_string();
+    checkfu_core::id::check("agent_deployment_id", "dep", &b.agent_deployment_id)?;
+    let principal_id = b.principal_id.clone().unwrap_or_else(|| caller.principal_id.clone());
     require_speaks_for(&st, &caller, &principal_id, "principal_id").await?;
-    let dep = st.sessions.clone().get_deployment(ss::GetByIdRequest { id: dep_id.clone() }).await?.into_inner();
+    let dep = st.sessions.clone().get_deployment(ss::GetByIdRequest { id: b.agent_deployment_id.clone() }).await?.into_inner();
     require_invoke(&st, &principal_id, &dep.agent_id, &dep.environment_id).await?;
-    let raw_events = f.arr("initial_events")?.cloned().unwrap_or_default();
+    let raw_events = b.initial_events.clone().unwrap_or_default();
     if raw_events.len() > 1 && key_of(&headers)?.is_none() {
         return Err(Error::invalid_field("Idempotency-Key", "more than one initial event requires an Idempotency-Key header").into());
     }
@@ -104,45 +107,52 @@ pub async fn create_session(
         return Err(Error::invalid_field("initial_events", "at most 50 initial events").into());
     }
     let mut initial_events = Vec::with_capacity(raw_events.len());
-    for (i, e) in raw_events.iter().enumerate() {
+    for (i, e) in raw_events.into_iter().enumerate() {
         initial_events.push(input_event(&st, &caller, e, &format!("initial_events[{i}]")).await?);
     }
-    let instructions = f.opt_str("instructions")?.map(str::to_string);
-    if instructions.as_ref().is_some_and(|i| i.len() > 64 * 1024) {
+    if b.instructions.as_ref().is_some_and(|i| i.len() > 64 * 1024) {
         return Err(Error::invalid_field("instructions", "instructions are limited to 64 KiB").into());
     }
     let req = ss::CreateSessionRequest {
-        agent_deployment_id: dep_id,
+        agent_deployment_id: b.agent_deployment_id,
         principal_id,
-        title: f.opt_str("title")?.unwrap_or_default().into(),
-        metadata_json: f.obj("metadata")?.map(Value::to_string).unwrap_or_default(),
-        instructions,
-        tools_json: f.arr("tools")?.map(|a| Value::Array(a.clone()).to_string()),
-        skills_json: f.arr("skills")?.map(|a| Value::Array(a.clone()).to_string()),
+        title: b.title.unwrap_or_default(),
+        metadata_json: b.metadata.as_ref().map(Value::to_string).unwrap_or_default(),
+        instructions: b.instructions,
+        tools_json: names(&b.tools),
+        skills_json: names(&b.skills),
         initial_events,
         created_by: caller.principal_id.clone(),
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/sessions", &body, || async {
-        let s = st.sessions.clone().create_session(req).await?.into_inner();
-        Ok((StatusCode::CREATED, views::session(&s)))
+        created(views::session(&st.sessions.clone().create_session(req).await?.into_inner()))
     })
     .await
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SessionQuery {
+    /// `idle`, `running`, `rescheduling` or `terminated`.
     #[serde(default)]
     status: String,
     #[serde(default)]
     agent_deployment_id: String,
-    #[serde(flatten)]
-    list: ListQuery,
+    /// 1 to 100; default 20.
+    #[serde(default)]
+    limit: Option<u32>,
+    #[serde(default)]
+    page: Option<String>,
+    #[serde(default)]
+    environment_id: Option<String>,
 }
 
-/// Sessions in every Environment the caller reads, plus the caller's own.
-pub async fn list_sessions(State(st): State<AppState>, caller: Caller, Query(q): Query<SessionQuery>) -> JsonResult {
+/// Sessions in every Environment the caller reads, or else the caller's own.
+#[utoipa::path(get, path = "/v1/sessions", tag = "sessions", params(SessionQuery),
+    responses((status = 200, body = Page<views::Session>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_sessions(State(st): State<AppState>, caller: Caller, Query(q): Query<SessionQuery>) -> J<Page<views::Session>> {
     let envs = st.readable_envs(&caller, None).await?;
-    let only_env = q.list.environment_id.clone().filter(|e| !e.is_empty());
+    let only_env = q.environment_id.clone().filter(|e| !e.is_empty());
     let (environment_ids, principal_id) = match (&only_env, envs.is_empty()) {
         (Some(e), _) if envs.contains(e) => (vec![e.clone()], String::new()),
         (Some(e), _) => (vec![e.clone()], caller.principal_id.clone()),
@@ -153,37 +163,45 @@ pub async fn list_sessions(State(st): State<AppState>, caller: Caller, Query(q):
         environment_ids,
         status: q.status,
         agent_deployment_id: q.agent_deployment_id,
-        limit: q.list.limit(),
-        page: q.list.page(),
+        limit: super::explicit_limit(q.limit),
+        page: q.page.unwrap_or_default(),
         principal_id,
     };
     let r = st.sessions.clone().list_sessions(req).await?.into_inner();
-    Ok(Json(views::list(r.data.iter().map(views::session).collect(), &r.next_page)))
+    Ok(Json(views::page(&r.data, &r.next_page, views::session)))
 }
 
-pub async fn get_session(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions", params(("id" = String, Path)),
+    responses((status = 200, body = views::Session), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_session(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Session> {
     Ok(Json(views::session(&session_for(&st, &caller, &id, false).await?)))
 }
 
-pub async fn archive_session(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(post, path = "/v1/sessions/{id}/archive", tag = "sessions", params(("id" = String, Path)),
+    responses((status = 200, description = "The Session, terminated", body = views::Session), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn archive_session(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Session> {
     session_for(&st, &caller, &id, true).await?;
     Ok(Json(views::session(&st.sessions.clone().archive_session(ss::GetByIdRequest { id }).await?.into_inner())))
 }
 
-pub async fn update_selection(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(body): JsonBody) -> JsonResult {
+#[utoipa::path(post, path = "/v1/sessions/{id}/selection", tag = "sessions", params(("id" = String, Path)), request_body = bodies::UpdateSelection,
+    responses((status = 200, body = views::Session), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn update_selection(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> J<views::Session> {
     let s = session_for(&st, &caller, &id, true).await?;
     require_invoke(&st, &s.principal_id, &s.agent_id, &s.environment_id).await?;
-    let f = Fields(&body);
-    f.only(&["tools", "skills"])?;
-    let req = ss::UpdateSelectionRequest {
-        id,
-        tools_json: f.arr("tools")?.map(|a| Value::Array(a.clone()).to_string()),
-        skills_json: f.arr("skills")?.map(|a| Value::Array(a.clone()).to_string()),
-        actor_id: caller.principal_id,
-    };
+    let b: bodies::UpdateSelection = parse(&body)?;
+    let req = ss::UpdateSelectionRequest { id, tools_json: names(&b.tools), skills_json: names(&b.skills), actor_id: caller.principal_id };
     Ok(Json(views::session(&st.sessions.clone().update_selection(req).await?.into_inner())))
 }
 
+#[utoipa::path(post, path = "/v1/sessions/{id}/events", tag = "sessions", params(("id" = String, Path)), request_body = bodies::InputEvent,
+    responses((status = 201, body = views::Event), (status = 200, description = "An exact duplicate of an accepted settle event: the first one", body = views::Event),
+        (status = "4XX", body = ErrorEnvelope)))]
 pub async fn post_event(
     State(st): State<AppState>,
     caller: Caller,
@@ -192,7 +210,7 @@ pub async fn post_event(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let s = session_for(&st, &caller, &id, true).await?;
-    let event = input_event(&st, &caller, &body, "event").await?;
+    let event = input_event(&st, &caller, parse(&body)?, "event").await?;
     if event.r#type == "user.message" {
         require_invoke(&st, &s.principal_id, &s.agent_id, &s.environment_id).await?;
     }
@@ -201,7 +219,8 @@ pub async fn post_event(
         let r =
             st.sessions.clone().append_user_event(ss::AppendUserEventRequest { session_id: id, event: Some(event) }).await?.into_inner();
         let status = if r.replayed { StatusCode::OK } else { StatusCode::CREATED };
-        Ok((status, views::event(&r.event.unwrap_or_default())))
+        let v = serde_json::to_value(views::event(&r.event.unwrap_or_default())).map_err(|e| Error::internal(e.to_string()))?;
+        Ok((status, v))
     })
     .await
 }
@@ -232,14 +251,42 @@ fn event_query(raw: Option<String>) -> ApiResult<(i64, u32, Vec<String>)> {
     Ok((after, limit, types))
 }
 
-pub async fn list_events(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, RawQuery(raw): RawQuery) -> JsonResult {
+/// Documents the query of the events list (parsed by hand: `types[]` repeats).
+#[derive(Debug, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct EventsQuery {
+    /// Only events after this seq.
+    after_seq: Option<i64>,
+    /// 1 to 1000; default 100.
+    limit: Option<u32>,
+    /// Only these types; repeat the parameter (`types[]=a&types[]=b`).
+    #[param(rename = "types[]")]
+    types: Option<Vec<String>>,
+    /// The `next_page` token of the previous page.
+    page: Option<String>,
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "sessions", params(("id" = String, Path), EventsQuery),
+    responses((status = 200, description = "Events in seq order", body = Page<views::Event>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_events(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> J<Page<views::Event>> {
     session_for(&st, &caller, &id, false).await?;
     let (after_seq, limit, types) = event_query(raw)?;
     let r = st.sessions.clone().list_events(ss::ListEventsRequest { session_id: id, after_seq, limit, types }).await?.into_inner();
     let next = if r.has_more { r.data.last().map(|e| encode_token(&e.seq.to_string())).unwrap_or_default() } else { String::new() };
-    Ok(Json(views::list(r.data.iter().map(views::event).collect(), &next)))
+    Ok(Json(views::page(&r.data, &next, views::event)))
 }
 
+#[utoipa::path(get, path = "/v1/sessions/{id}/events/stream", tag = "sessions",
+    params(("id" = String, Path), ("after_seq" = Option<i64>, Query), ("event_deltas" = Option<String>, Query, description = "agent.message,agent.thinking"),
+        ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this seq")),
+    responses((status = 200, description = "text/event-stream: `id: <seq>` / `event: <type>` / `data: <event>`; previews as `event_start`/`event_delta` without id; `: ping` every 15 s", content_type = "text/event-stream", body = String),
+        (status = "4XX", body = ErrorEnvelope)))]
 /// Server-Sent Events: replay after `Last-Event-ID` (or `?after_seq`), then
 /// live, one frame per persisted event (`id: <seq>`); opted-in previews come
 /// as `event_start`/`event_delta` frames without an id.
@@ -287,7 +334,10 @@ pub async fn stream_events(
         use ss::stream_item::Item;
         match item.ok()?.item? {
             Item::Event(e) => Some(Ok::<_, Infallible>(
-                SseEvent::default().id(e.seq.to_string()).event(e.r#type.clone()).data(views::event(&e).to_string()),
+                SseEvent::default()
+                    .id(e.seq.to_string())
+                    .event(e.r#type.clone())
+                    .data(serde_json::to_string(&views::event(&e)).unwrap_or_default()),
             )),
             Item::Delta(d) => {
                 let mut data = json!({"event_type": d.event_type, "preview_id": d.preview_id, "run_id": d.run_id});
@@ -306,13 +356,22 @@ pub async fn stream_events(
     Ok(resp)
 }
 
-pub async fn list_runs(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<ListQuery>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/sessions/{id}/runs", tag = "sessions", params(("id" = String, Path), ListQuery),
+    responses((status = 200, body = Page<views::Run>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_runs(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> J<Page<views::Run>> {
     session_for(&st, &caller, &id, false).await?;
     let r = st.sessions.clone().list_runs(ss::ListRunsRequest { session_id: id, limit: q.limit(), page: q.page() }).await?.into_inner();
-    Ok(Json(views::list(r.data.iter().map(views::run).collect(), &r.next_page)))
+    Ok(Json(views::page(&r.data, &r.next_page, views::run)))
 }
 
-pub async fn get_run(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> JsonResult {
+#[utoipa::path(get, path = "/v1/runs/{id}", tag = "sessions", params(("id" = String, Path)),
+    responses((status = 200, body = views::Run), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_run(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Run> {
     checkfu_core::id::check("id", "run", &id)?;
     let r = st.sessions.clone().get_run(ss::GetByIdRequest { id }).await?.into_inner();
     session_for(&st, &caller, &r.session_id, false).await?;

@@ -1,0 +1,88 @@
+//! The OpenAPI document is served without auth and describes every
+//! endpoint of api.md §3–6, with request and response schemas.
+#![allow(clippy::unwrap_used)]
+
+use checkfu_e2e::*;
+
+const CONTRACT: &[(&str, &str)] = &[
+    ("post", "/v1/principals"),
+    ("get", "/v1/principals"),
+    ("get", "/v1/principals/{id}"),
+    ("post", "/v1/principals/{id}"),
+    ("post", "/v1/principals/{id}/api-keys"),
+    ("get", "/v1/principals/{id}/api-keys"),
+    ("delete", "/v1/api-keys/{id}"),
+    ("post", "/v1/groups"),
+    ("post", "/v1/groups/{id}/members"),
+    ("delete", "/v1/groups/{id}/members/{principal_id}"),
+    ("post", "/v1/environments"),
+    ("get", "/v1/environments"),
+    ("post", "/v1/environments/{id}"),
+    ("post", "/v1/permission-assignments"),
+    ("get", "/v1/permission-assignments"),
+    ("delete", "/v1/permission-assignments/{id}"),
+    ("post", "/v1/agents"),
+    ("get", "/v1/agents"),
+    ("post", "/v1/agents/{id}"),
+    ("post", "/v1/agents/{id}/archive"),
+    ("post", "/v1/agents/{id}/versions"),
+    ("get", "/v1/agents/{id}/versions"),
+    ("get", "/v1/agents/{id}/versions/{n}"),
+    ("post", "/v1/sandbox-profiles"),
+    ("post", "/v1/sandbox-profiles/{id}/revisions"),
+    ("get", "/v1/sandbox-profiles/{id}"),
+    ("get", "/v1/sandbox-profiles/{id}/revisions/{n}"),
+    ("post", "/v1/model-routing-profiles"),
+    ("post", "/v1/agent-deployments"),
+    ("post", "/v1/agent-deployments/{id}/revisions"),
+    ("get", "/v1/agent-deployments"),
+    ("post", "/v1/sessions"),
+    ("get", "/v1/sessions"),
+    ("get", "/v1/sessions/{id}"),
+    ("post", "/v1/sessions/{id}/archive"),
+    ("post", "/v1/sessions/{id}/selection"),
+    ("get", "/v1/sessions/{id}/runs"),
+    ("get", "/v1/runs/{id}"),
+    ("post", "/v1/sessions/{id}/events"),
+    ("get", "/v1/sessions/{id}/events"),
+    ("get", "/v1/sessions/{id}/events/stream"),
+    ("get", "/v1/price-catalog"),
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_document_describes_every_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let doc = Api::new(&p.base, "").get("/v1/openapi.json").await;
+    expect(&doc, 200, None);
+    let d = doc.1;
+    assert!(d["openapi"].as_str().unwrap().starts_with("3."));
+    for (method, path) in CONTRACT {
+        let op = &d["paths"][path][method];
+        assert!(op.is_object(), "{method} {path} is missing from the document");
+        assert!(op["responses"].as_object().unwrap().keys().any(|k| k.starts_with('2')), "{method} {path} documents its success");
+        if *method == "post" && !path.ends_with("/archive") {
+            assert!(op["requestBody"].is_object(), "{method} {path} documents its body");
+        }
+    }
+    let schemas = d["components"]["schemas"].as_object().unwrap();
+    for s in ["Session", "Event", "Agent", "AgentVersion", "ErrorEnvelope", "CreateSession", "InputEvent", "AgentDeployment"] {
+        assert!(schemas.contains_key(s), "schema {s} is missing");
+    }
+    assert_eq!(d["components"]["securitySchemes"]["api_key"]["scheme"], "bearer");
+    // Every path in the document is served (the router and the document are one).
+    for (path, ops) in d["paths"].as_object().unwrap() {
+        for method in ops.as_object().unwrap().keys() {
+            let concrete = path.replace("{id}", "x").replace("{n}", "1").replace("{principal_id}", "x");
+            let r = match method.as_str() {
+                "get" => p.admin.get(&concrete).await,
+                "post" => p.admin.post(&concrete, serde_json::json!({})).await,
+                "delete" => p.admin.delete(&concrete).await,
+                other => panic!("unexpected method {other}"),
+            };
+            assert!(r.0.as_u16() != 404 || r.1["error"]["message"] != "no such endpoint", "{method} {path} is documented but not served");
+            assert!(r.0.as_u16() < 500, "{method} {path} answered {}: {}", r.0, r.1);
+        }
+    }
+    p.stop().await;
+}

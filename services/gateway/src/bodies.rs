@@ -1,0 +1,276 @@
+//! Public request bodies. Unknown fields are refused, types are checked by
+//! serde, and a failure names the offending path in `details.field`. They
+//! derive the OpenAPI request schemas.
+
+use checkfu_core::Error;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// Parses a JSON object body into `T`, with the envelope on failure.
+pub fn parse<T: DeserializeOwned>(v: &Value) -> Result<T, Error> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        let err = Error::invalid(if field == "." { inner.clone() } else { format!("{field}: {inner}") });
+        if field == "." {
+            // An unknown or missing top-level field: serde names it in the message.
+            let named = inner.split('`').nth(1).unwrap_or_default().to_string();
+            if named.is_empty() { err } else { err.with_details(serde_json::json!({"field": named})) }
+        } else {
+            err.with_details(serde_json::json!({"field": field}))
+        }
+    })
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreatePrincipal {
+    /// `human` or `service`.
+    pub kind: String,
+    pub name: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdatePrincipal {
+    pub disabled: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateApiKey {
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Named {
+    pub name: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddMember {
+    pub principal_id: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateEnvironment {
+    pub disabled: Option<bool>,
+    pub expected_version: Option<i64>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RefBody {
+    pub kind: String,
+    pub id: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateAssignment {
+    /// `principal`, `group` or `agent_definition`.
+    pub subject: RefBody,
+    /// `admin`, `manage`, `invoke`, `act_as`, `use_connection`, `use_agent`, `approve` or `read`.
+    pub permission: String,
+    /// `installation` (id `*`), `environment`, `agent`, `connection`, `memory_store`, `principal` or `group`.
+    pub resource: RefBody,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateAgent {
+    pub environment_id: String,
+    pub name: String,
+    /// Instructions, model, tools, skills, session_variable, multiagent.
+    #[schema(value_type = Option<Object>)]
+    pub draft: Option<Value>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateAgent {
+    pub name: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub draft: Option<Value>,
+    pub expected_version: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PublishVersion {
+    pub expected_version: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSandboxProfile {
+    pub environment_id: String,
+    pub name: String,
+    pub image: String,
+    pub packages: Option<Vec<String>>,
+    /// `{allowed_hosts, allow_package_managers, allow_mcp_servers}`.
+    #[schema(value_type = Option<Object>)]
+    pub network: Option<Value>,
+    /// `{cpu_millis, memory_mib, disk_mib}`.
+    #[schema(value_type = Option<Object>)]
+    pub resources: Option<Value>,
+    pub retention_days: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PublishSandboxRevision {
+    pub image: String,
+    pub packages: Option<Vec<String>>,
+    #[schema(value_type = Option<Object>)]
+    pub network: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub resources: Option<Value>,
+    pub retention_days: Option<i64>,
+}
+
+/// The revision document a sandbox body describes.
+pub fn sandbox_spec(
+    image: &str,
+    packages: &Option<Vec<String>>,
+    network: &Option<Value>,
+    resources: &Option<Value>,
+    retention_days: Option<i64>,
+) -> Value {
+    let mut spec = serde_json::json!({"image": image});
+    if let Some(p) = packages {
+        spec["packages"] = serde_json::json!(p);
+    }
+    if let Some(n) = network {
+        spec["network"] = n.clone();
+    }
+    if let Some(r) = resources {
+        spec["resources"] = r.clone();
+    }
+    if let Some(d) = retention_days {
+        spec["retention_days"] = serde_json::json!(d);
+    }
+    spec
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CandidateBody {
+    pub provider: String,
+    pub model: String,
+    /// Defaults to `medium`.
+    pub effort: Option<String>,
+    pub connection_id: Option<String>,
+    pub base_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRoutingProfile {
+    pub environment_id: String,
+    pub name: String,
+    pub candidates: Vec<CandidateBody>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateDeployment {
+    pub environment_id: String,
+    /// Unique per Environment.
+    pub key: String,
+    pub agent_id: String,
+    pub agent_version: i64,
+    pub model_routing_profile_id: String,
+    pub sandbox_profile_id: String,
+    /// Defaults to the profile's latest revision.
+    pub sandbox_profile_revision: Option<i64>,
+    /// Defaults to the built-in harness.
+    pub harness: Option<String>,
+    /// `{kind: "managed"}` (default) or `{kind: "runner", pool}`.
+    #[schema(value_type = Option<Object>)]
+    pub execution: Option<Value>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeploymentRevision {
+    pub agent_version: i64,
+    pub model_routing_profile_id: String,
+    pub sandbox_profile_id: String,
+    pub sandbox_profile_revision: Option<i64>,
+    pub harness: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub execution: Option<Value>,
+}
+
+/// One input event.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InputEvent {
+    /// `user.message`, `user.interrupt`, `user.tool_confirmation`, `user.custom_tool_result` or `user.define_outcome`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[schema(value_type = Option<Object>)]
+    pub payload: Option<Value>,
+    /// Required: the principal the input speaks for (the caller or one it may act as).
+    pub authored_by: Option<String>,
+    /// Required: `{kind, id}` of what caused the input.
+    #[schema(value_type = Option<Object>)]
+    pub caused_by: Option<Value>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    pub agent_deployment_id: String,
+    /// Defaults to the caller.
+    pub principal_id: Option<String>,
+    /// At most 50, processed in order; more than one requires an Idempotency-Key.
+    pub initial_events: Option<Vec<InputEvent>>,
+    pub title: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+    /// `{limit, metric}` — not available yet.
+    #[schema(value_type = Option<Object>)]
+    pub budget: Option<Value>,
+    /// At most 64 KiB; appended to the release's instructions and pinned by digest.
+    pub instructions: Option<String>,
+    /// Names from the release's `session_variable.tools.allowed`; may only narrow.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub tools: Option<Vec<Value>>,
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub skills: Option<Vec<Value>>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateSelection {
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub tools: Option<Vec<Value>>,
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub skills: Option<Vec<Value>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn failures_name_the_field() {
+        let e = parse::<CreateAgent>(&json!({"environment_id": 7, "name": "x"})).expect_err("refused");
+        assert_eq!(e.details["field"], "environment_id");
+        let e = parse::<CreateAgent>(&json!({"environment_id": "e", "name": "x", "colour": "red"})).expect_err("refused");
+        assert_eq!(e.details["field"], "colour");
+        let e = parse::<CreateAgent>(&json!({"environment_id": "e"})).expect_err("refused");
+        assert_eq!(e.details["field"], "name");
+        let e = parse::<CreateRoutingProfile>(&json!({"environment_id": "e", "name": "n", "candidates": [{"provider": "scripted"}]}))
+            .expect_err("refused");
+        assert!(e.message.contains("candidates[0]"), "{}", e.message);
+    }
+}
