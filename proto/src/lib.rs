@@ -21,3 +21,52 @@ package!(capability, "checkfu.capability.v1");
 package!(scheduler, "checkfu.scheduler.v1");
 package!(webhooks, "checkfu.webhooks.v1");
 package!(memory, "checkfu.memory.v1");
+
+/// How a generated client reaches its service: over HTTP/2 to another
+/// process, or straight into the same process's generated server. Either way
+/// requests and responses are encoded and decoded as protobuf by tonic, so a
+/// role behaves identically local or remote; the local form only skips the
+/// socket and the HTTP/2 connection tasks.
+pub mod transport {
+    use std::convert::Infallible;
+    use tower::util::BoxCloneSyncService;
+    use tower::{Service, ServiceExt};
+
+    pub type Request = http::Request<tonic::body::Body>;
+    pub type Response = http::Response<tonic::body::Body>;
+
+    /// A type-erased client transport, cheap to clone.
+    pub type Transport = BoxCloneSyncService<Request, Response, TransportError>;
+
+    /// A failure to reach the service (tonic reports it as `unavailable`).
+    /// A concrete type, so clients stay usable inside spawned tasks.
+    #[derive(Debug)]
+    pub struct TransportError(tower::BoxError);
+
+    impl std::fmt::Display for TransportError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            self.0.fmt(f)
+        }
+    }
+
+    impl std::error::Error for TransportError {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(self.0.as_ref())
+        }
+    }
+
+    /// A remote service over an HTTP/2 channel.
+    pub fn remote(channel: tonic::transport::Channel) -> Transport {
+        BoxCloneSyncService::new(channel.map_err(|e| TransportError(e.into())))
+    }
+
+    /// A service in this process: a generated tonic server (e.g.
+    /// `SessionsServiceServer<...>`), called directly.
+    pub fn local<S>(server: S) -> Transport
+    where
+        S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + Sync + 'static,
+        S::Future: Send + 'static,
+    {
+        BoxCloneSyncService::new(server.map_err(|never: Infallible| match never {}))
+    }
+}

@@ -7,6 +7,7 @@
 use crate::health::{self, Check, Readiness};
 use crate::roles::Role;
 use anyhow::{Context, bail};
+use checkfu_proto::transport::{self, Transport};
 use checkfu_store::Location;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -98,14 +99,10 @@ impl Node {
     /// Starts serving on `listener`; returns once the node accepts requests.
     pub async fn start(listener: TcpListener, opts: NodeOptions) -> anyhow::Result<Node> {
         let addr = listener.local_addr()?;
-        let own = format!("http://{addr}");
-        let url_of = |role: Role| -> anyhow::Result<String> {
-            if opts.roles.contains(&role) {
-                Ok(own.clone())
-            } else if let Some(u) = opts.remotes.get(&role) {
-                Ok(u.clone())
-            } else {
-                bail!("this node needs the {role} role: play it (--roles) or give its address in the config's [endpoints]")
+        let remote_url = |role: Role| -> anyhow::Result<String> {
+            match opts.remotes.get(&role) {
+                Some(u) => Ok(u.clone()),
+                None => bail!("this node needs the {role} role: play it (--roles) or give its address in the config's [endpoints]"),
             }
         };
         let has = |r: Role| opts.roles.contains(&r);
@@ -115,6 +112,8 @@ impl Node {
         health.set_service_status("", tonic_health::ServingStatus::Serving).await;
         let mut grpc = tonic::service::Routes::new(health_service);
         let mut bootstrap = None;
+        // Roles this node plays are called in process; the rest over HTTP/2.
+        let mut local: BTreeMap<Role, Transport> = BTreeMap::new();
 
         if has(Role::Governance) {
             let svc = checkfu_governance::open(&opts.storage).await.context("opening the governance store")?;
@@ -133,7 +132,9 @@ impl Node {
                     async move { s.ready().await }
                 }),
             ));
-            grpc = grpc.add_service(checkfu_governance::server(svc));
+            let server = checkfu_governance::server(svc);
+            local.insert(Role::Governance, transport::local(server.clone()));
+            grpc = grpc.add_service(server);
         }
         if has(Role::ModelGateway) {
             let svc = checkfu_model_gateway::open(&opts.storage).await.context("opening the model-gateway store")?;
@@ -145,7 +146,9 @@ impl Node {
                     async move { s.ready().await }
                 }),
             ));
-            grpc = grpc.add_service(checkfu_model_gateway::server(svc));
+            let server = checkfu_model_gateway::server(svc);
+            local.insert(Role::ModelGateway, transport::local(server.clone()));
+            grpc = grpc.add_service(server);
         }
         if has(Role::Sessions) {
             let svc = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
@@ -163,7 +166,10 @@ impl Node {
                     async move { s.ready().await }
                 }),
             ));
-            grpc = grpc.add_service(checkfu_sessions::server(svc.clone())).add_service(checkfu_sessions::runner_server(svc));
+            let (server, runner_server) = (checkfu_sessions::server(svc.clone()), checkfu_sessions::runner_server(svc));
+            local.insert(Role::Sessions, transport::local(server.clone()));
+            local.insert(Role::Runner, transport::local(runner_server.clone()));
+            grpc = grpc.add_service(server).add_service(runner_server);
         }
         if has(Role::CapabilityGateway) {
             grpc = grpc.add_service(checkfu_capability_gateway::server());
@@ -178,17 +184,24 @@ impl Node {
             grpc = grpc.add_service(checkfu_memory::server());
         }
 
+        // The runner protocol is served by the sessions role.
+        let upstream = |role: Role| -> anyhow::Result<Transport> {
+            if let Some(t) = local.get(&role) {
+                return Ok(t.clone());
+            }
+            let serving = if role == Role::Runner { Role::Sessions } else { role };
+            Ok(transport::remote(channel(&remote_url(serving)?)?))
+        };
         let mut app = grpc.into_axum_router();
         if has(Role::Gateway) {
             let up = checkfu_gateway::Upstreams {
-                governance: channel(&url_of(Role::Governance)?)?,
-                sessions: channel(&url_of(Role::Sessions)?)?,
-                model_gateway: channel(&url_of(Role::ModelGateway)?)?,
+                governance: upstream(Role::Governance)?,
+                sessions: upstream(Role::Sessions)?,
+                model_gateway: upstream(Role::ModelGateway)?,
             };
-            for (role, ch) in [(Role::Governance, &up.governance), (Role::Sessions, &up.sessions), (Role::ModelGateway, &up.model_gateway)]
-            {
+            for role in [Role::Governance, Role::Sessions, Role::ModelGateway] {
                 if !has(role) {
-                    readiness.checks.push((role.name().into(), remote_ready(ch.clone())));
+                    readiness.checks.push((role.name().into(), remote_ready(channel(&remote_url(role)?)?)));
                 }
             }
             let state = checkfu_gateway::AppState::open(&opts.storage, up, shutdown.clone()).await.context("opening the gateway store")?;
@@ -223,9 +236,7 @@ impl Node {
             }
         }));
         if has(Role::Runner) {
-            let control = channel(&url_of(Role::Sessions)?)?;
-            let models = channel(&url_of(Role::ModelGateway)?)?;
-            let runner = checkfu_runner::Runner::new(control, models, opts.runner.clone());
+            let runner = checkfu_runner::Runner::new(upstream(Role::Runner)?, upstream(Role::ModelGateway)?, opts.runner.clone());
             let stop = shutdown.clone();
             tasks.push(tokio::spawn(runner.serve(stop)));
         }

@@ -2,6 +2,7 @@
 //! classification every service maps into, timestamps and list paging.
 //! Nothing here knows about a particular service's business rules.
 
+pub mod cache;
 pub mod error;
 pub mod id;
 pub mod page;
@@ -36,6 +37,63 @@ macro_rules! string_enum {
                         [$($s),+].join(", ")
                     ))),
                 }
+            }
+        }
+    };
+}
+
+/// A role that is defined and deployable but has no behaviour yet: it
+/// serves its gRPC service's `GetServiceInfo`, answering what it is and what
+/// it will own, with `serving_behaviour: false`. It fakes nothing else.
+#[macro_export]
+macro_rules! placeholder_role {
+    (
+        role: $role:literal,
+        proto: $($pb:ident)::+,
+        server_mod: $server_mod:ident,
+        service: $svc:ident,
+        server: $server:ident,
+        owns: [$($own:literal),* $(,)?] $(,)?
+    ) => {
+        pub const ROLE: &str = $role;
+
+        /// What this role will own once built.
+        pub const OWNS: &[&str] = &[$($own),*];
+
+        #[derive(Debug, Default)]
+        pub struct Grpc;
+
+        #[tonic::async_trait]
+        impl $($pb)::+::$server_mod::$svc for Grpc {
+            async fn get_service_info(
+                &self,
+                _: tonic::Request<$($pb)::+::GetServiceInfoRequest>,
+            ) -> Result<tonic::Response<$($pb)::+::ServiceInfo>, tonic::Status> {
+                Ok(tonic::Response::new($($pb)::+::ServiceInfo {
+                    role: ROLE.into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    owns: OWNS.iter().map(|s| s.to_string()).collect(),
+                    serving_behaviour: false,
+                }))
+            }
+        }
+
+        pub fn server() -> $($pb)::+::$server_mod::$server<Grpc> {
+            $($pb)::+::$server_mod::$server::new(Grpc)
+        }
+
+        #[cfg(test)]
+        mod placeholder_tests {
+            use super::*;
+            use $($pb)::+::$server_mod::$svc as _;
+
+            #[tokio::test]
+            async fn describes_itself_without_claiming_behaviour() {
+                let req = tonic::Request::new($($pb)::+::GetServiceInfoRequest {});
+                let info = Grpc.get_service_info(req).await.expect("info").into_inner();
+                assert_eq!(info.role, ROLE);
+                assert!(!info.serving_behaviour);
+                assert!(!info.owns.is_empty());
             }
         }
     };

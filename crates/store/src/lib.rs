@@ -69,6 +69,9 @@ impl Db {
                 // connection never meets a busy lock upgrade inside a transaction.
                 let pool = AnyPoolOptions::new()
                     .max_connections(1)
+                    // A local file does not go stale; pinging it before every
+                    // query would double each query's round trips.
+                    .test_before_acquire(false)
                     .acquire_timeout(Duration::from_secs(30))
                     .after_connect(|conn, _| {
                         Box::pin(async move {

@@ -22,10 +22,10 @@ use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
 use checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient;
+use checkfu_proto::transport::Transport;
 use checkfu_store::{Db, Location, Migrations};
 use idempotency::IdempotencyStore;
 use std::sync::Arc;
-use tonic::transport::Channel;
 
 static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/gateway");
 static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/gateway");
@@ -35,19 +35,33 @@ pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POST
 /// Clients of the services behind the gateway, and its own store.
 #[derive(Clone)]
 pub struct AppState {
-    pub gov: GovernanceServiceClient<Channel>,
-    pub sessions: SessionsServiceClient<Channel>,
-    pub models: ModelGatewayServiceClient<Channel>,
+    pub gov: GovernanceServiceClient<Transport>,
+    pub sessions: SessionsServiceClient<Transport>,
+    pub models: ModelGatewayServiceClient<Transport>,
     pub idem: Arc<IdempotencyStore>,
     /// Cancelled when the node drains: long-lived streams end with it.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// Who a Session acts as, where it lives and what it runs never change,
+    /// so the gateway keeps those facts instead of asking on every write.
+    pub session_facts: Arc<checkfu_core::cache::Bounded<String, SessionFacts>>,
 }
 
-/// Channels to the services the gateway calls.
+/// The immutable facts of a Session that authorization needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionFacts {
+    pub principal_id: String,
+    pub environment_id: String,
+    pub agent_id: String,
+}
+
+/// Facts kept in memory; beyond this the cache starts over.
+pub const SESSION_FACTS_CACHE: usize = 100_000;
+
+/// How the gateway reaches the services it calls (local or remote).
 pub struct Upstreams {
-    pub governance: Channel,
-    pub sessions: Channel,
-    pub model_gateway: Channel,
+    pub governance: Transport,
+    pub sessions: Transport,
+    pub model_gateway: Transport,
 }
 
 impl AppState {
@@ -70,6 +84,7 @@ impl AppState {
             models: ModelGatewayServiceClient::new(up.model_gateway).max_decoding_message_size(MAX),
             idem,
             shutdown,
+            session_facts: Arc::new(checkfu_core::cache::Bounded::new(SESSION_FACTS_CACHE)),
         })
     }
 

@@ -103,15 +103,7 @@ impl GovernanceService {
         if !secret.starts_with("ck_") || secret.len() > 200 {
             return Err(invalid());
         }
-        let key = self.store.find_api_key_by_hash(&sha256_hex(secret)).await?.ok_or_else(invalid)?;
-        if key.revoked_ms.is_some() {
-            return Err(invalid());
-        }
-        let p = self.store.get_principal(&key.principal_id).await?.ok_or_else(invalid)?;
-        if p.disabled {
-            return Err(invalid());
-        }
-        Ok((p.id, key.id))
+        self.store.authenticate(&sha256_hex(secret)).await?.ok_or_else(invalid)
     }
 
     async fn audit(&self, actor: &str, action: &str, kind: &str, id: &str, details: serde_json::Value) -> Result<()> {
@@ -396,17 +388,9 @@ impl GovernanceService {
     ) -> Result<(bool, Vec<String>)> {
         let permission = Permission::parse("permission", permission)?;
         let resource_kind = ResourceKind::parse("resource.kind", resource_kind)?;
-        let Some(p) = self.store.get_principal(principal_id).await? else {
-            return Ok((false, vec![]));
-        };
-        if p.disabled {
-            return Ok((false, vec![]));
-        }
-        let mut subjects = vec![principal_id.to_string()];
-        subjects.extend(self.store.groups_of(principal_id).await?);
         let matched: Vec<String> = self
             .store
-            .assignments_of(&subjects)
+            .reach_of(principal_id)
             .await?
             .into_iter()
             .filter(|a| a.subject_kind != SubjectKind::AgentDefinition)

@@ -3,43 +3,11 @@
 //! behaviour it will own arrives with its own issue (see `DESIGN.md`).
 //! Until then it answers only what it is — it fakes nothing.
 
-use checkfu_proto::memory::v1 as pb;
-use checkfu_proto::memory::v1::memory_service_server::{MemoryService, MemoryServiceServer};
-use tonic::{Request, Response, Status};
-
-pub const ROLE: &str = "memory";
-
-/// What this role will own once built.
-pub const OWNS: &[&str] = &["MemoryStores (versioned file trees)", "MemoryProposals", "Dreams"];
-
-#[derive(Debug, Default)]
-pub struct MemoryGrpc;
-
-#[tonic::async_trait]
-impl MemoryService for MemoryGrpc {
-    async fn get_service_info(&self, _: Request<pb::GetServiceInfoRequest>) -> Result<Response<pb::ServiceInfo>, Status> {
-        Ok(Response::new(pb::ServiceInfo {
-            role: ROLE.into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            owns: OWNS.iter().map(|s| s.to_string()).collect(),
-            serving_behaviour: false,
-        }))
-    }
-}
-
-pub fn server() -> MemoryServiceServer<MemoryGrpc> {
-    MemoryServiceServer::new(MemoryGrpc)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn describes_itself_without_claiming_behaviour() {
-        let info = MemoryGrpc.get_service_info(Request::new(pb::GetServiceInfoRequest {})).await.expect("info").into_inner();
-        assert_eq!(info.role, ROLE);
-        assert!(!info.serving_behaviour);
-        assert!(!info.owns.is_empty());
-    }
+checkfu_core::placeholder_role! {
+    role: "memory",
+    proto: checkfu_proto::memory::v1,
+    server_mod: memory_service_server,
+    service: MemoryService,
+    server: MemoryServiceServer,
+    owns: ["MemoryStores (versioned file trees)", "MemoryProposals", "Dreams"],
 }

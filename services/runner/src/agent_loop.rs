@@ -89,22 +89,35 @@ impl Runner {
     }
 
     async fn drive_from(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &mut Transcript) -> Result<i64, Stop> {
+        let mut caught_up = t.absorb_tail(&work.tail, work.start_seq);
         loop {
-            self.read_all(lease, t, work.start_seq).await?;
+            if !caught_up {
+                self.read_all(lease, t, work.start_seq).await?;
+            }
             if t.interrupted || !t.needs_turn() {
                 return Ok(t.cursor);
             }
-            self.turn(work, lease, t).await?;
+            // A turn that called no tool ends the Run without re-reading:
+            // completion admits a new Run for any message after `t.cursor`,
+            // and an unseen interrupt would end the turn the same way.
+            let (called_tools, folded) = self.turn(work, lease, t).await?;
+            if !called_tools {
+                return Ok(t.cursor);
+            }
+            caught_up = folded;
         }
     }
 
-    async fn append(&self, lease: &pb::LeaseRef, events: Vec<(&str, String)>) -> Result<(), Stop> {
+    /// Appends events; returns the seqs they got.
+    async fn append(&self, lease: &pb::LeaseRef, events: Vec<(&str, String)>) -> Result<Vec<i64>, Stop> {
         let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.into(), payload_json: p }).collect();
-        self.runs.clone().append_events(pb::AppendEventsRequest { lease: Some(lease.clone()), events }).await?;
-        Ok(())
+        Ok(self.runs.clone().append_events(pb::AppendEventsRequest { lease: Some(lease.clone()), events }).await?.into_inner().seqs)
     }
 
-    async fn turn(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &Transcript) -> Result<(), Stop> {
+    /// One model call and what it produced. Returns whether the model asked
+    /// for tools (and so owes another turn once they are answered), and
+    /// whether the turn's own events were folded into the transcript.
+    async fn turn(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &mut Transcript) -> Result<(bool, bool), Stop> {
         let tools: Vec<Value> = serde_json::from_str(&work.tools_json).unwrap_or_default();
         let tools = tools
             .iter()
@@ -124,7 +137,7 @@ impl Runner {
             tools,
         };
         let mut attempt = 0;
-        let completed = loop {
+        let (completed, started) = loop {
             attempt += 1;
             match self.generate_once(lease, req.clone()).await {
                 Ok(c) => break c,
@@ -175,6 +188,7 @@ impl Runner {
         if !text.is_empty() {
             events.push(("agent.message", text_payload(&text)));
         }
+        let called_tools = !uses.is_empty();
         for u in uses {
             let input: Value = serde_json::from_str(&u.input_json).unwrap_or(json!({}));
             events.push((
@@ -186,13 +200,30 @@ impl Runner {
                 json!({"tool_use_id": u.id, "matched_rule_id": null, "guidance": "tool execution is not enabled on this execution plane yet; answer without tools"}).to_string(),
             ));
         }
-        self.append(lease, events).await
+        let seqs = self.append(lease, events.clone()).await?;
+        let (mut own_seqs, mut own): (Vec<i64>, Vec<(&str, String)>) = match started {
+            Some((seq, p)) => (vec![seq], vec![("span.model_request_start", p)]),
+            None => (vec![], vec![]),
+        };
+        own_seqs.extend(seqs);
+        own.extend(events);
+        let folded = t.absorb_own(&own_seqs, &own, work.start_seq);
+        Ok((called_tools, folded))
     }
 
-    async fn generate_once(&self, lease: &pb::LeaseRef, req: mg::GenerateRequest) -> Result<mg::Completed, GenErr> {
+    /// One model call. Returns the result and, when written, the start
+    /// span's seq and payload.
+    async fn generate_once(
+        &self,
+        lease: &pb::LeaseRef,
+        req: mg::GenerateRequest,
+    ) -> Result<(mg::Completed, Option<(i64, String)>), GenErr> {
         let mut stream = self.models.clone().generate(req).await.map_err(|s| GenErr::Model(s.into()))?.into_inner();
         let (previews, publisher) = self.preview_publisher(lease.clone());
         let mut result = Err(GenErr::Model(checkfu_core::Error::unavailable("the model stream ended without a result")));
+        // The start span is written while the model works, and is always
+        // settled before anything the turn appends after it.
+        let mut started: Option<(String, PendingAppend)> = None;
         while let Some(chunk) = stream.next().await {
             let chunk = match chunk {
                 Ok(c) => c,
@@ -203,11 +234,14 @@ impl Runner {
             };
             match chunk.chunk {
                 Some(mg::generate_chunk::Chunk::Started(s)) => {
-                    let started = json!({"provider": s.provider, "model": s.model}).to_string();
-                    if let Err(stop) = self.append(lease, vec![("span.model_request_start", started)]).await {
-                        result = Err(GenErr::Stop(stop));
-                        break;
+                    if let Some((_, prev)) = started.take() {
+                        let _ = prev.await;
                     }
+                    let (this, lease) = (self.clone(), lease.clone());
+                    let payload = json!({"provider": s.provider, "model": s.model}).to_string();
+                    let sent = payload.clone();
+                    started =
+                        Some((payload, tokio::spawn(async move { this.append(&lease, vec![("span.model_request_start", sent)]).await })));
                 }
                 Some(mg::generate_chunk::Chunk::TextDelta(d)) => {
                     let _ = previews.send(d);
@@ -222,7 +256,15 @@ impl Runner {
         // Previews go out before the persisted result they preview.
         drop(previews);
         let _ = publisher.await;
-        result
+        let mut start = None;
+        if let Some((payload, task)) = started {
+            match task.await {
+                Ok(Ok(seqs)) => start = seqs.first().map(|s| (*s, payload)),
+                Ok(Err(stop)) => return Err(GenErr::Stop(stop)),
+                Err(_) => return Err(GenErr::Stop(Stop::Lost)),
+            }
+        }
+        result.map(|c| (c, start))
     }
 
     /// Publishes preview chunks in order, batching those that queue up while
@@ -255,13 +297,16 @@ impl Runner {
     }
 }
 
+/// An append running in the background, resolving to the seqs it got.
+type PendingAppend = tokio::task::JoinHandle<Result<Vec<i64>, Stop>>;
+
 enum GenErr {
     Stop(Stop),
     Model(checkfu_core::Error),
 }
 
 async fn heartbeat(
-    mut client: checkfu_proto::runner::v1::runner_service_client::RunnerServiceClient<tonic::transport::Channel>,
+    mut client: checkfu_proto::runner::v1::runner_service_client::RunnerServiceClient<checkfu_proto::transport::Transport>,
     lease: pb::LeaseRef,
     every: Duration,
     lost: CancellationToken,

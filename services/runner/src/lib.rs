@@ -12,11 +12,11 @@ pub mod transcript;
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
 use checkfu_proto::runner::v1::ClaimRequest;
 use checkfu_proto::runner::v1::runner_service_client::RunnerServiceClient;
+use checkfu_proto::transport::Transport;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Channel;
 
 #[derive(Debug, Clone)]
 pub struct RunnerConfig {
@@ -42,8 +42,8 @@ impl Default for RunnerConfig {
 
 #[derive(Clone)]
 pub struct Runner {
-    pub(crate) runs: RunnerServiceClient<Channel>,
-    pub(crate) models: ModelGatewayServiceClient<Channel>,
+    pub(crate) runs: RunnerServiceClient<Transport>,
+    pub(crate) models: ModelGatewayServiceClient<Transport>,
     pub(crate) cfg: Arc<RunnerConfig>,
     pub(crate) transcripts: Arc<cache::TranscriptCache>,
 }
@@ -51,7 +51,7 @@ pub struct Runner {
 impl Runner {
     /// `control` reaches the runner protocol (the sessions service, or the
     /// gateway's public port); `models` reaches the model gateway.
-    pub fn new(control: Channel, models: Channel, cfg: RunnerConfig) -> Runner {
+    pub fn new(control: Transport, models: Transport, cfg: RunnerConfig) -> Runner {
         Runner {
             runs: RunnerServiceClient::new(control).max_decoding_message_size(64 * 1024 * 1024),
             models: ModelGatewayServiceClient::new(models).max_decoding_message_size(64 * 1024 * 1024),

@@ -86,6 +86,35 @@ impl Transcript {
         }
     }
 
+    /// Folds in events this runner appended itself, if they took exactly the
+    /// next seqs (nothing else was written in between); otherwise leaves the
+    /// transcript to catch up from the log. Returns whether it folded them.
+    pub fn absorb_own(&mut self, seqs: &[i64], events: &[(&str, String)], start_seq: i64) -> bool {
+        let contiguous = seqs.len() == events.len() && seqs.iter().enumerate().all(|(i, s)| *s == self.cursor + 1 + i as i64);
+        if contiguous {
+            let own: Vec<RunEvent> = seqs
+                .iter()
+                .zip(events)
+                .map(|(seq, (t, p))| RunEvent { seq: *seq, r#type: t.to_string(), payload_json: p.clone(), run_id: String::new() })
+                .collect();
+            self.absorb(&own, start_seq);
+        }
+        contiguous
+    }
+
+    /// Starts from a claim's tail when it continues this transcript
+    /// (the transcript reaches at least to just before the tail).
+    pub fn absorb_tail(&mut self, tail: &[RunEvent], start_seq: i64) -> bool {
+        match tail.first() {
+            Some(first) if self.cursor + 1 >= first.seq => {
+                let fresh: Vec<RunEvent> = tail.iter().filter(|e| e.seq > self.cursor).cloned().collect();
+                self.absorb(&fresh, start_seq);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The model owes a turn when the conversation ends on the user's side
     /// (a message, or tool results).
     pub fn needs_turn(&self) -> bool {
@@ -113,6 +142,32 @@ mod tests {
         assert!(t.needs_turn(), "a steering message owes another turn");
         t.absorb(&[ev(5, "user.message", r#"{"content":[{"type":"text","text":"newest"}]}"#)], 2);
         assert_eq!(t.messages.len(), 4, "each user message stays separate");
+    }
+
+    #[test]
+    fn own_appends_fold_in_only_when_nothing_came_between() {
+        let mut t = Transcript::default();
+        t.absorb(&[ev(1, "user.message", r#"{"content":[{"type":"text","text":"hi"}]}"#)], 1);
+        let msg = r#"{"content":[{"type":"text","text":"echo: hi"}]}"#.to_string();
+        assert!(!t.absorb_own(&[3], &[("agent.message", msg.clone())], 1), "seq 2 was written by someone else");
+        assert_eq!(t.cursor, 1);
+        assert!(t.absorb_own(&[2], &[("agent.message", msg)], 1));
+        assert_eq!(t.cursor, 2);
+        assert!(!t.needs_turn());
+    }
+
+    #[test]
+    fn a_claim_tail_is_used_only_when_it_continues_the_transcript() {
+        let mut t = Transcript::default();
+        t.absorb(&[ev(1, "user.message", r#"{"content":[{"type":"text","text":"a"}]}"#)], 1);
+        let tail = [ev(3, "user.message", r#"{"content":[{"type":"text","text":"b"}]}"#)];
+        assert!(!t.absorb_tail(&tail, 3), "seq 2 is missing");
+        let tail = [
+            ev(2, "agent.message", r#"{"content":[{"type":"text","text":"x"}]}"#),
+            ev(3, "user.message", r#"{"content":[{"type":"text","text":"b"}]}"#),
+        ];
+        assert!(t.absorb_tail(&tail, 3));
+        assert_eq!((t.cursor, t.messages.len()), (3, 3));
     }
 
     #[test]

@@ -3,43 +3,11 @@
 //! behaviour it will own arrives with its own issue (see `DESIGN.md`).
 //! Until then it answers only what it is — it fakes nothing.
 
-use checkfu_proto::scheduler::v1 as pb;
-use checkfu_proto::scheduler::v1::scheduler_service_server::{SchedulerService, SchedulerServiceServer};
-use tonic::{Request, Response, Status};
-
-pub const ROLE: &str = "scheduler";
-
-/// What this role will own once built.
-pub const OWNS: &[&str] = &["Automations", "AutomationGraphs", "AutomationFirings", "timers and schedules", "handing Runs to Runner pools"];
-
-#[derive(Debug, Default)]
-pub struct SchedulerGrpc;
-
-#[tonic::async_trait]
-impl SchedulerService for SchedulerGrpc {
-    async fn get_service_info(&self, _: Request<pb::GetServiceInfoRequest>) -> Result<Response<pb::ServiceInfo>, Status> {
-        Ok(Response::new(pb::ServiceInfo {
-            role: ROLE.into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            owns: OWNS.iter().map(|s| s.to_string()).collect(),
-            serving_behaviour: false,
-        }))
-    }
-}
-
-pub fn server() -> SchedulerServiceServer<SchedulerGrpc> {
-    SchedulerServiceServer::new(SchedulerGrpc)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn describes_itself_without_claiming_behaviour() {
-        let info = SchedulerGrpc.get_service_info(Request::new(pb::GetServiceInfoRequest {})).await.expect("info").into_inner();
-        assert_eq!(info.role, ROLE);
-        assert!(!info.serving_behaviour);
-        assert!(!info.owns.is_empty());
-    }
+checkfu_core::placeholder_role! {
+    role: "scheduler",
+    proto: checkfu_proto::scheduler::v1,
+    server_mod: scheduler_service_server,
+    service: SchedulerService,
+    server: SchedulerServiceServer,
+    owns: ["Automations", "AutomationGraphs", "AutomationFirings", "timers and schedules", "handing Runs to Runner pools"],
 }

@@ -15,9 +15,13 @@ pub struct RunnerGrpc {
 
 type R<T> = Result<Response<T>, Status>;
 
+fn run_event(e: crate::model::Event) -> pb::RunEvent {
+    pb::RunEvent { seq: e.seq, r#type: e.event_type, payload_json: e.payload.to_string(), run_id: e.run_id.unwrap_or_default() }
+}
+
 fn lease(l: Option<pb::LeaseRef>) -> Result<Lease, Error> {
     let l = l.ok_or_else(|| Error::invalid_field("lease", "the lease is required"))?;
-    Ok(Lease { run_id: l.run_id, lease_id: l.lease_id, generation: l.generation })
+    Ok(Lease { run_id: l.run_id, lease_id: l.lease_id, generation: l.generation, session_id: l.session_id })
 }
 
 #[tonic::async_trait]
@@ -28,7 +32,12 @@ impl Rpc for RunnerGrpc {
         let work = work.map(|w| pb::WorkItem {
             session_id: w.session.id.clone(),
             run_id: w.run.id.clone(),
-            lease: Some(pb::LeaseRef { run_id: w.lease.run_id, lease_id: w.lease.lease_id, generation: w.lease.generation }),
+            lease: Some(pb::LeaseRef {
+                run_id: w.lease.run_id,
+                lease_id: w.lease.lease_id,
+                generation: w.lease.generation,
+                session_id: w.lease.session_id,
+            }),
             // Scoped capability tokens arrive with self-hosted runners; the
             // managed plane reaches the gateways inside the mesh.
             capability_token: String::new(),
@@ -39,6 +48,7 @@ impl Rpc for RunnerGrpc {
             principal_id: w.session.principal_id.clone(),
             environment_id: w.session.environment_id.clone(),
             start_seq: w.run.start_seq,
+            tail: w.tail.into_iter().map(run_event).collect(),
         });
         Ok(Response::new(pb::ClaimResponse { work }))
     }

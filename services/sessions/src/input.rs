@@ -134,6 +134,8 @@ pub struct Draft {
     pub events: Vec<NewEvent>,
     pub runs: Vec<Run>,
     pub now_ms: i64,
+    /// Set by a claim: its precondition, re-checked at commit.
+    pub claim_guard: Option<crate::store::ClaimGuard>,
 }
 
 /// Who wrote system events: the platform itself.
@@ -143,7 +145,7 @@ pub fn system() -> Value {
 
 impl Draft {
     pub fn new(session: Session, run: Option<Run>, now_ms: i64) -> Draft {
-        Draft { session, run, events: vec![], runs: vec![], now_ms }
+        Draft { session, run, events: vec![], runs: vec![], now_ms, claim_guard: None }
     }
 
     /// The seq the next pushed event will get.
@@ -166,8 +168,12 @@ impl Draft {
         id
     }
 
-    /// Records a run change, replacing an earlier change of the same run.
+    /// Records a run change, replacing an earlier change of the same run;
+    /// a run put back unchanged writes nothing.
     pub fn put_run(&mut self, run: Run) {
+        if self.run.as_ref() == Some(&run) && !self.runs.iter().any(|r| r.id == run.id) {
+            return;
+        }
         self.runs.retain(|r| r.id != run.id);
         self.runs.push(run.clone());
         self.run = if run.status == RunStatus::Completed { None } else { Some(run) };

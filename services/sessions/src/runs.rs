@@ -7,6 +7,7 @@ use crate::input::{Draft, system};
 use crate::live::{Delta, Item};
 use crate::model::*;
 use crate::service::SessionsService;
+use crate::store::ClaimGuard;
 use checkfu_core::id::new_id;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
@@ -19,6 +20,9 @@ pub struct Lease {
     pub run_id: String,
     pub lease_id: String,
     pub generation: i64,
+    /// The Run's Session, as the claim named it; every write re-checks that
+    /// the Session's active Run is this lease's, so a wrong one only fails.
+    pub session_id: String,
 }
 
 /// A claimed Run and what the execution plane needs to run it.
@@ -28,7 +32,12 @@ pub struct WorkItem {
     pub run: Run,
     pub lease: Lease,
     pub tools: Vec<ToolDecl>,
+    /// The newest events at claim time (a contiguous suffix of the log).
+    pub tail: Vec<Event>,
 }
+
+/// How many of the newest events a claim carries.
+const CLAIM_TAIL: i64 = 64;
 
 pub const MAX_CLAIM_WAIT: Duration = Duration::from_secs(30);
 const MAX_APPEND: usize = 100;
@@ -94,8 +103,9 @@ impl SessionsService {
                         generation: run.generation + 1,
                         lease_expires_ms: now + lease_ms,
                         runner_id: runner_id.to_string(),
-                        ..run
+                        ..run.clone()
                     };
+                    d.claim_guard = Some(ClaimGuard { run_id: run.id.clone(), generation: run.generation, now_ms: now });
                     d.put_run(next.clone());
                     Ok(Some(next))
                 })
@@ -106,7 +116,7 @@ impl SessionsService {
                 Err(e) if e.code == Code::NotFound => continue,
                 Err(e) => return Err(e),
             };
-            let version = self.store.get_agent_version(&session.agent_id, session.pins.agent_version).await?;
+            let version = self.pinned_version(&session.agent_id, session.pins.agent_version).await?;
             let tools = version
                 .map(|v| {
                     v.definition
@@ -120,8 +130,14 @@ impl SessionsService {
                         .collect()
                 })
                 .unwrap_or_default();
-            let lease = Lease { run_id: run.id.clone(), lease_id: run.lease_id.clone(), generation: run.generation };
-            return Ok(Some(WorkItem { session, run, lease, tools }));
+            let lease = Lease {
+                run_id: run.id.clone(),
+                lease_id: run.lease_id.clone(),
+                generation: run.generation,
+                session_id: session.id.clone(),
+            };
+            let tail = self.store.list_events(&session.id, (session.last_seq - CLAIM_TAIL).max(0), CLAIM_TAIL, &[]).await?;
+            return Ok(Some(WorkItem { session, run, lease, tools, tail }));
         }
         Ok(None)
     }
@@ -129,7 +145,13 @@ impl SessionsService {
     /// Extends a held lease. `Ok(false)` tells the runner to stop: the lease
     /// moved to someone else or the Run ended.
     pub async fn heartbeat(&self, lease: &Lease) -> Result<bool> {
-        self.store.extend_lease(&lease.run_id, &lease.lease_id, lease.generation, now_ms() + self.lease_ms).await
+        let now = now_ms();
+        self.store.extend_lease(&lease.run_id, &lease.lease_id, lease.generation, now, now + self.lease_ms).await
+    }
+
+    /// The lease's Session for a write that re-checks the lease itself.
+    async fn session_to_write(&self, lease: &Lease) -> Result<String> {
+        if lease.session_id.is_empty() { self.session_of(lease).await } else { Ok(lease.session_id.clone()) }
     }
 
     async fn session_of(&self, lease: &Lease) -> Result<String> {
@@ -160,7 +182,7 @@ impl SessionsService {
                 return Err(Error::invalid_field("events.payload", "payload must be an object"));
             }
         }
-        let session_id = self.session_of(lease).await?;
+        let session_id = self.session_to_write(lease).await?;
         let (seqs, _, _) = self
             .transact(&session_id, |d| {
                 let mut run = held(d, lease)?.clone();
@@ -224,7 +246,7 @@ impl SessionsService {
                 "stop_reason.type must be end_turn, requires_action, retries_exhausted or budget_reached",
             ));
         }
-        let session_id = self.session_of(lease).await?;
+        let session_id = self.session_to_write(lease).await?;
         self.transact(&session_id, |d| {
             let run_id = held(d, lease)?.id.clone();
             let cause = json!({"kind": "run", "id": run_id});

@@ -6,6 +6,7 @@ use crate::input::{Draft, Input};
 use crate::live::{Hub, Item};
 use crate::model::*;
 use crate::store::{Change, SessionFilter, SessionsStore};
+use checkfu_core::cache::Bounded;
 use checkfu_core::id::{check as check_id, new_id};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
@@ -27,7 +28,18 @@ pub struct SessionsService {
     /// Woken whenever a Run becomes claimable.
     pub(crate) work: Arc<Notify>,
     pub(crate) lease_ms: i64,
+    /// The last committed state of recently changed Sessions. A change is
+    /// decided from it and committed with a compare-and-set on `version`,
+    /// so a stale entry only costs a retry from a fresh read.
+    snapshots: Arc<Bounded<String, (Session, Option<Run>)>>,
+    /// Published versions are immutable, so they are cached once read.
+    versions: Arc<Bounded<(String, i64), AgentVersion>>,
 }
+
+/// Versions kept in memory; beyond this the cache starts over.
+const VERSION_CACHE: usize = 4096;
+/// Session snapshots kept in memory; beyond this the cache starts over.
+const SNAPSHOT_CACHE: usize = 10_000;
 
 /// What a caller asked for when creating a Session, already shape-checked.
 #[derive(Debug, Clone, Default)]
@@ -93,12 +105,32 @@ fn selection(
 
 impl SessionsService {
     pub fn new(store: Arc<dyn SessionsStore>) -> Self {
-        SessionsService { store, hub: Arc::new(Hub::default()), work: Arc::new(Notify::new()), lease_ms: DEFAULT_LEASE_MS }
+        SessionsService {
+            store,
+            hub: Arc::new(Hub::default()),
+            work: Arc::new(Notify::new()),
+            lease_ms: DEFAULT_LEASE_MS,
+            versions: Arc::new(Bounded::new(VERSION_CACHE)),
+            snapshots: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
+        }
     }
 
     pub fn with_lease_ms(mut self, ms: i64) -> Self {
         self.lease_ms = ms;
         self
+    }
+
+    /// A published agent version, from memory when seen before.
+    pub(crate) async fn pinned_version(&self, agent_id: &str, version: i64) -> Result<Option<AgentVersion>> {
+        let key = (agent_id.to_string(), version);
+        if let Some(v) = self.versions.get(&key) {
+            return Ok(Some(v));
+        }
+        let found = self.store.get_agent_version(agent_id, version).await?;
+        if let Some(v) = &found {
+            self.versions.insert(key, v.clone());
+        }
+        Ok(found)
     }
 
     /// Readiness: the store answers.
@@ -149,8 +181,7 @@ impl SessionsService {
         let dep =
             self.store.get_deployment(&req.deployment_id).await?.ok_or_else(|| Error::not_found("agent_deployment", &req.deployment_id))?;
         let version = self
-            .store
-            .get_agent_version(&dep.agent_id, dep.pins.agent_version)
+            .pinned_version(&dep.agent_id, dep.pins.agent_version)
             .await?
             .ok_or_else(|| Error::internal("the deployment pins an agent version that does not exist"))?;
         let sel =
@@ -191,6 +222,7 @@ impl SessionsService {
         let events = self.store.insert_session(&d.session, &d.events, &d.runs).await?;
         let mut session = d.session;
         session.last_seq = events.len() as i64;
+        self.remember(session.clone(), d.run.clone());
         self.after_commit(&session.id, &events, !d.runs.is_empty());
         Ok((session, events))
     }
@@ -208,9 +240,12 @@ impl SessionsService {
     /// Reads the Session, lets `decide` change it, and commits the result;
     /// retried from a fresh read when another writer got there first.
     pub(crate) async fn transact<T>(&self, session_id: &str, decide: impl Fn(&mut Draft) -> Result<T>) -> Result<(T, Session, Vec<Event>)> {
-        for _ in 0..COMMIT_ATTEMPTS {
-            let session = self.session(session_id).await?;
-            let run = self.store.active_run(session_id).await?;
+        for attempt in 0..COMMIT_ATTEMPTS {
+            let cached = if attempt == 0 { self.snapshots.get(&session_id.to_string()) } else { None };
+            let (session, run) = match cached {
+                Some(snapshot) => snapshot,
+                None => (self.session(session_id).await?, self.store.active_run(session_id).await?),
+            };
             let expected_version = session.version;
             let mut d = Draft::new(session, run, now_ms());
             let out = decide(&mut d)?;
@@ -218,14 +253,21 @@ impl SessionsService {
                 return Ok((out, d.session, vec![]));
             }
             d.session.updated_ms = d.now_ms;
-            let change = Change { expected_version, session: d.session, events: d.events, runs: d.runs };
+            let active = d.run.clone();
+            let change = Change { expected_version, session: d.session, events: d.events, runs: d.runs, claim_guard: d.claim_guard };
             if let Some((session, events)) = self.store.commit(&change).await? {
+                self.remember(session.clone(), active);
                 self.after_commit(session_id, &events, !change.runs.is_empty());
                 return Ok((out, session, events));
             }
+            self.snapshots.remove(&session_id.to_string());
             tokio::task::yield_now().await;
         }
         Err(Error::unavailable("the session is too busy to change right now; retry"))
+    }
+
+    fn remember(&self, session: Session, run: Option<Run>) {
+        self.snapshots.insert(session.id.clone(), (session, run));
     }
 
     /// Appends one user event. Returns the persisted event and whether it
@@ -282,8 +324,7 @@ impl SessionsService {
     ) -> Result<Session> {
         let current = self.session(session_id).await?;
         let version = self
-            .store
-            .get_agent_version(&current.agent_id, current.pins.agent_version)
+            .pinned_version(&current.agent_id, current.pins.agent_version)
             .await?
             .ok_or_else(|| Error::internal("the session pins an agent version that does not exist"))?;
         let extra = current

@@ -3,43 +3,11 @@
 //! behaviour it will own arrives with its own issue (see `DESIGN.md`).
 //! Until then it answers only what it is — it fakes nothing.
 
-use checkfu_proto::webhooks::v1 as pb;
-use checkfu_proto::webhooks::v1::webhooks_service_server::{WebhooksService, WebhooksServiceServer};
-use tonic::{Request, Response, Status};
-
-pub const ROLE: &str = "webhooks";
-
-/// What this role will own once built.
-pub const OWNS: &[&str] = &["WebhookEndpoints", "delivery signing and retry schedule", "webhook deliveries", "inbound ingest verification"];
-
-#[derive(Debug, Default)]
-pub struct WebhooksGrpc;
-
-#[tonic::async_trait]
-impl WebhooksService for WebhooksGrpc {
-    async fn get_service_info(&self, _: Request<pb::GetServiceInfoRequest>) -> Result<Response<pb::ServiceInfo>, Status> {
-        Ok(Response::new(pb::ServiceInfo {
-            role: ROLE.into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            owns: OWNS.iter().map(|s| s.to_string()).collect(),
-            serving_behaviour: false,
-        }))
-    }
-}
-
-pub fn server() -> WebhooksServiceServer<WebhooksGrpc> {
-    WebhooksServiceServer::new(WebhooksGrpc)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn describes_itself_without_claiming_behaviour() {
-        let info = WebhooksGrpc.get_service_info(Request::new(pb::GetServiceInfoRequest {})).await.expect("info").into_inner();
-        assert_eq!(info.role, ROLE);
-        assert!(!info.serving_behaviour);
-        assert!(!info.owns.is_empty());
-    }
+checkfu_core::placeholder_role! {
+    role: "webhooks",
+    proto: checkfu_proto::webhooks::v1,
+    server_mod: webhooks_service_server,
+    service: WebhooksService,
+    server: WebhooksServiceServer,
+    owns: ["WebhookEndpoints", "delivery signing and retry schedule", "webhook deliveries", "inbound ingest verification"],
 }

@@ -1,13 +1,13 @@
 //! Sessions, their events (paged and streamed over SSE) and Runs.
 
 use super::{ListQuery, created};
-use crate::AppState;
 use crate::auth::Caller;
 use crate::bodies::{self, parse};
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, Query};
 use crate::idempotency::{key_of, once};
 use crate::views::{self, ErrorEnvelope, Page};
+use crate::{AppState, SessionFacts};
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -37,16 +37,43 @@ async fn require_speaks_for(st: &AppState, caller: &Caller, principal_id: &str, 
     st.require(caller, "act_as", "principal", principal_id, "").await
 }
 
+/// Whether the caller may read (or write to) a Session with these facts:
+/// its principal, `act_as` on it, or (to read) `read` on its Environment.
+async fn authorize(st: &AppState, caller: &Caller, id: &str, f: &SessionFacts, write: bool) -> ApiResult<()> {
+    if f.principal_id == caller.principal_id || st.allowed(&caller.principal_id, "act_as", "principal", &f.principal_id, "").await? {
+        return Ok(());
+    }
+    if !write && st.allowed(&caller.principal_id, "read", "environment", &f.environment_id, &f.environment_id).await? {
+        return Ok(());
+    }
+    Err(Error::denied(format!("{} may not {} session {id}", caller.principal_id, if write { "act in" } else { "read" })).into())
+}
+
+fn remember(st: &AppState, s: &ss::Session) -> SessionFacts {
+    let f = SessionFacts { principal_id: s.principal_id.clone(), environment_id: s.environment_id.clone(), agent_id: s.agent_id.clone() };
+    st.session_facts.insert(s.id.clone(), f.clone());
+    f
+}
+
+/// The Session, read fresh, after checking the caller's access.
 async fn session_for(st: &AppState, caller: &Caller, id: &str, write: bool) -> ApiResult<ss::Session> {
     checkfu_core::id::check("id", "sess", id)?;
     let s = st.sessions.clone().get_session(ss::GetByIdRequest { id: id.into() }).await?.into_inner();
-    if s.principal_id == caller.principal_id || st.allowed(&caller.principal_id, "act_as", "principal", &s.principal_id, "").await? {
-        return Ok(s);
-    }
-    if !write && st.allowed(&caller.principal_id, "read", "environment", &s.environment_id, &s.environment_id).await? {
-        return Ok(s);
-    }
-    Err(Error::denied(format!("{} may not {} session {id}", caller.principal_id, if write { "act in" } else { "read" })).into())
+    let f = remember(st, &s);
+    authorize(st, caller, id, &f, write).await?;
+    Ok(s)
+}
+
+/// The Session's immutable facts (cached), after checking the caller's access.
+async fn facts_for(st: &AppState, caller: &Caller, id: &str, write: bool) -> ApiResult<SessionFacts> {
+    checkfu_core::id::check("id", "sess", id)?;
+    let cached = st.session_facts.get(&id.to_string());
+    let f = match cached {
+        Some(f) => f,
+        None => remember(st, &st.sessions.clone().get_session(ss::GetByIdRequest { id: id.into() }).await?.into_inner()),
+    };
+    authorize(st, caller, id, &f, write).await?;
+    Ok(f)
 }
 
 /// The principal a Session acts as must itself hold `invoke` on the Agent;
@@ -209,7 +236,7 @@ pub async fn post_event(
     headers: HeaderMap,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    let s = session_for(&st, &caller, &id, true).await?;
+    let s = facts_for(&st, &caller, &id, true).await?;
     let event = input_event(&st, &caller, parse(&body)?, "event").await?;
     if event.r#type == "user.message" {
         require_invoke(&st, &s.principal_id, &s.agent_id, &s.environment_id).await?;
@@ -275,7 +302,7 @@ pub async fn list_events(
     Path(id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> J<Page<views::Event>> {
-    session_for(&st, &caller, &id, false).await?;
+    facts_for(&st, &caller, &id, false).await?;
     let (after_seq, limit, types) = event_query(raw)?;
     let r = st.sessions.clone().list_events(ss::ListEventsRequest { session_id: id, after_seq, limit, types }).await?.into_inner();
     let next = if r.has_more { r.data.last().map(|e| encode_token(&e.seq.to_string())).unwrap_or_default() } else { String::new() };
@@ -297,7 +324,7 @@ pub async fn stream_events(
     headers: HeaderMap,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Response> {
-    session_for(&st, &caller, &id, false).await?;
+    facts_for(&st, &caller, &id, false).await?;
     let pairs: Vec<(String, String)> =
         serde_urlencoded::from_str(raw.as_deref().unwrap_or_default()).map_err(|e| Error::invalid(format!("invalid query string: {e}")))?;
     let mut after_seq = 0i64;
@@ -364,7 +391,7 @@ pub async fn list_runs(
     Path(id): Path<String>,
     Query(q): Query<ListQuery>,
 ) -> J<Page<views::Run>> {
-    session_for(&st, &caller, &id, false).await?;
+    facts_for(&st, &caller, &id, false).await?;
     let r = st.sessions.clone().list_runs(ss::ListRunsRequest { session_id: id, limit: q.limit(), page: q.page() }).await?.into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::run)))
 }
@@ -374,6 +401,6 @@ pub async fn list_runs(
 pub async fn get_run(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Run> {
     checkfu_core::id::check("id", "run", &id)?;
     let r = st.sessions.clone().get_run(ss::GetByIdRequest { id }).await?.into_inner();
-    session_for(&st, &caller, &r.session_id, false).await?;
+    facts_for(&st, &caller, &r.session_id, false).await?;
     Ok(Json(views::run(&r)))
 }

@@ -73,7 +73,10 @@ async fn keys_hash_lookup_and_revoke(s: &dyn GovernanceStore) {
     s.insert_api_key(&key, "hash-1").await.expect("insert");
     assert_eq!(s.find_api_key_by_hash("hash-1").await.expect("find"), Some(key.clone()));
     assert!(s.find_api_key_by_hash("hash-2").await.expect("find").is_none());
+    assert_eq!(s.authenticate("hash-1").await.expect("auth"), Some((key.principal_id.clone(), "key_1".to_string())));
+    assert_eq!(s.authenticate("hash-2").await.expect("auth"), None);
     let revoked = s.revoke_api_key("key_1", 9).await.expect("revoke").expect("exists");
+    assert_eq!(s.authenticate("hash-1").await.expect("auth"), None, "a revoked key authenticates nothing");
     assert_eq!(revoked.revoked_ms, Some(9));
     let again = s.revoke_api_key("key_1", 10).await.expect("revoke").expect("exists");
     assert_eq!(again.revoked_ms, Some(9), "a second revoke keeps the first time");
@@ -117,6 +120,19 @@ async fn assignments_unique_filter_delete(s: &dyn GovernanceStore) {
     let f = AssignmentFilter { subject_id: who.clone(), ..Default::default() };
     assert_eq!(s.list_assignments(&f, &all).await.expect("list").len(), 2);
     assert_eq!(s.assignments_of(std::slice::from_ref(&who)).await.expect("of").len(), 2);
+    // Reach: own grants plus the groups', none once disabled.
+    let g = Group { id: "grp_r".into(), name: "reach".into(), member_ids: vec![], created_ms: 1 };
+    s.insert_group(&g).await.expect("group");
+    s.add_group_member("grp_r", &who).await.expect("member");
+    let mut via_group = grant("pa_g", "grp_r", Permission::Approve, ResourceKind::Environment, "env_1");
+    via_group.subject_kind = SubjectKind::Group;
+    s.insert_assignment(&via_group).await.expect("insert");
+    let mut reach: Vec<String> = s.reach_of(&who).await.expect("reach").into_iter().map(|a| a.id).collect();
+    reach.sort();
+    assert_eq!(reach, vec!["pa_1", "pa_3", "pa_g"]);
+    s.set_principal_disabled(&who, true).await.expect("disable");
+    assert!(s.reach_of(&who).await.expect("reach").is_empty(), "a disabled principal reaches nothing");
+    s.set_principal_disabled(&who, false).await.expect("enable");
     assert!(s.delete_assignment("pa_1").await.expect("delete"));
     assert!(!s.delete_assignment("pa_1").await.expect("delete"));
     assert!(s.get_assignment("pa_1").await.expect("get").is_none());

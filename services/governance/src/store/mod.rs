@@ -48,6 +48,12 @@ pub trait GovernanceStore: Send + Sync + 'static {
     async fn delete_assignment(&self, id: &str) -> Result<bool>;
     /// Every assignment whose subject is one of `subject_ids`.
     async fn assignments_of(&self, subject_ids: &[String]) -> Result<Vec<Assignment>>;
+    /// The assignments reaching an enabled principal: its own and its groups'.
+    /// Empty for a disabled or unknown principal. One statement, because
+    /// every request of the platform asks it.
+    async fn reach_of(&self, principal_id: &str) -> Result<Vec<Assignment>>;
+    /// The live key with this secret hash and its enabled principal's id.
+    async fn authenticate(&self, secret_sha256: &str) -> Result<Option<(String, String)>>;
 
     async fn insert_audit(&self, r: &AuditRecord) -> Result<()>;
     async fn list_audit(&self, resource_id: &str, actor_id: &str, page: &PageRequest) -> Result<Vec<AuditRecord>>;

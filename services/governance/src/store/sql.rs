@@ -410,6 +410,32 @@ impl GovernanceStore for SqlGovernanceStore {
         Ok(out)
     }
 
+    async fn reach_of(&self, principal_id: &str) -> Result<Vec<Assignment>> {
+        sqlx::query(
+            "SELECT a.* FROM permission_assignments a JOIN principals p ON p.id = $1 AND p.disabled = 0 \
+             WHERE a.subject_id = $1 OR a.subject_id IN (SELECT group_id FROM group_members WHERE principal_id = $1)",
+        )
+        .bind(principal_id)
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db_err)?
+        .iter()
+        .map(assignment)
+        .collect()
+    }
+
+    async fn authenticate(&self, secret_sha256: &str) -> Result<Option<(String, String)>> {
+        let row = sqlx::query(
+            "SELECT k.id AS key_id, p.id AS principal_id FROM api_keys k JOIN principals p ON p.id = k.principal_id \
+             WHERE k.secret_sha256 = $1 AND k.revoked_ms IS NULL AND p.disabled = 0",
+        )
+        .bind(secret_sha256)
+        .fetch_optional(&self.db.pool)
+        .await
+        .map_err(db_err)?;
+        row.map(|r| Ok((r.try_get("principal_id").map_err(db_err)?, r.try_get("key_id").map_err(db_err)?))).transpose()
+    }
+
     async fn insert_audit(&self, r: &AuditRecord) -> Result<()> {
         sqlx::query("INSERT INTO audit_events (id, actor_id, action, resource_kind, resource_id, details_json, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)")
             .bind(&r.id)

@@ -1,6 +1,7 @@
 //! The conformance suite for [`SessionsStore`]: SQLite always, PostgreSQL when
 //! `CHECKFU_TEST_POSTGRES_URL` is set (a fresh schema per run).
 
+use super::ClaimGuard;
 use super::*;
 use checkfu_store::{Db, Location};
 use serde_json::json;
@@ -171,6 +172,7 @@ async fn session_log_is_gapless(s: &dyn SessionsStore) {
         session: Session { status: SessionStatus::Running, ..stored.clone() },
         events: vec![ev("run.created"), ev("session.status_running")],
         runs: vec![],
+        claim_guard: None,
     };
     let (after, events) = s.commit(&change).await.expect("commit").expect("applied");
     assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4]);
@@ -193,7 +195,13 @@ async fn concurrent_commits_never_share_a_seq(s: Arc<dyn SessionsStore>) {
             for _ in 0..5 {
                 loop {
                     let cur = s.get_session("sess_2").await.expect("get").expect("exists");
-                    let c = Change { expected_version: cur.version, session: cur, events: vec![ev("agent.message")], runs: vec![] };
+                    let c = Change {
+                        expected_version: cur.version,
+                        session: cur,
+                        events: vec![ev("agent.message")],
+                        runs: vec![],
+                        claim_guard: None,
+                    };
                     if s.commit(&c).await.expect("commit").is_some() {
                         break;
                     }
@@ -216,17 +224,38 @@ async fn runs_leases(s: &dyn SessionsStore) {
     let ids = |v: Vec<Run>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
     assert_eq!(ids(s.claimable_runs(500, 10).await.expect("claimable")), vec!["run_q"], "a live lease is not claimable");
     assert_eq!(ids(s.claimable_runs(2_000, 10).await.expect("claimable")), vec!["run_q", "run_r"], "an expired lease is");
-    assert!(s.extend_lease("run_r", "lease_a", 1, 5_000).await.expect("extend"));
-    assert!(!s.extend_lease("run_r", "lease_a", 0, 9_000).await.expect("extend"), "stale generation refused");
-    assert!(!s.extend_lease("run_r", "lease_b", 1, 9_000).await.expect("extend"), "another lease refused");
+    assert!(!s.extend_lease("run_r", "lease_a", 1, 2_000, 5_000).await.expect("extend"), "an expired lease is not revived");
+    assert!(s.extend_lease("run_r", "lease_a", 1, 900, 5_000).await.expect("extend"));
+    assert!(!s.extend_lease("run_r", "lease_a", 0, 900, 9_000).await.expect("extend"), "stale generation refused");
+    assert!(!s.extend_lease("run_r", "lease_b", 1, 900, 9_000).await.expect("extend"), "another lease refused");
+    // A claim decided from a stale read yields to the renewed lease.
+    let cur = s.get_session("sess_4").await.expect("get").expect("exists");
+    let mut stolen = s.get_run("run_r").await.expect("get").expect("exists");
+    stolen.generation = 2;
+    stolen.lease_id = "lease_thief".into();
+    let guard = ClaimGuard { run_id: "run_r".into(), generation: 1, now_ms: 2_000 };
+    let attempt = Change {
+        expected_version: cur.version,
+        session: cur.clone(),
+        events: vec![],
+        runs: vec![stolen.clone()],
+        claim_guard: Some(guard),
+    };
+    assert!(s.commit(&attempt).await.expect("commit").is_none(), "the lease was renewed to 5000, so a claim at 2000 fails");
+    assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").lease_id, "lease_a");
+    let guard = ClaimGuard { run_id: "run_r".into(), generation: 1, now_ms: 6_000 };
+    let attempt = Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![stolen], claim_guard: Some(guard) };
+    assert!(s.commit(&attempt).await.expect("commit").is_some(), "after expiry the claim succeeds");
+    assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").generation, 2);
     assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").lease_expires_ms, 5_000);
     assert_eq!(s.active_run("sess_3").await.expect("active").map(|r| r.id), Some("run_q".into()));
     assert!(s.expire_all_leases().await.expect("expire") >= 1);
     assert!(ids(s.claimable_runs(1, 10).await.expect("claimable")).contains(&"run_r".to_string()));
     let mut done = run("run_r", "sess_4", RunStatus::Completed, 0);
+    done.generation = 2;
     done.completed_ms = Some(9);
     let cur = s.get_session("sess_4").await.expect("get").expect("exists");
-    s.commit(&Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![done] })
+    s.commit(&Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![done], claim_guard: None })
         .await
         .expect("commit")
         .expect("applied");

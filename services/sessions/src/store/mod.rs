@@ -25,6 +25,18 @@ pub struct Change {
     pub events: Vec<NewEvent>,
     /// Runs to insert or overwrite.
     pub runs: Vec<Run>,
+    /// For a claim: the Run must still be claimable when the change commits.
+    pub claim_guard: Option<ClaimGuard>,
+}
+
+/// A claim's precondition, re-checked inside the commit under a row lock:
+/// the Run is at `generation` and queued, or its lease expired before
+/// `now_ms`. A heartbeat that renewed the lease in between wins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimGuard {
+    pub run_id: String,
+    pub generation: i64,
+    pub now_ms: i64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -77,8 +89,9 @@ pub trait SessionsStore: Send + Sync + 'static {
     /// Runs waiting for an execution plane: queued, or running on a lease that
     /// expired before `now_ms`. Oldest first.
     async fn claimable_runs(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>>;
-    /// Extends a live lease; false when the lease moved or the Run ended.
-    async fn extend_lease(&self, run_id: &str, lease_id: &str, generation: i64, expires_ms: i64) -> Result<bool>;
+    /// Extends a live lease; false when the lease moved, expired before
+    /// `now_ms` (it may be claimed by another runner) or the Run ended.
+    async fn extend_lease(&self, run_id: &str, lease_id: &str, generation: i64, now_ms: i64, expires_ms: i64) -> Result<bool>;
     /// Expires every running lease (embedded start-up: the only runner died
     /// with the previous process). Returns how many.
     async fn expire_all_leases(&self) -> Result<u64>;

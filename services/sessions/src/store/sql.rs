@@ -4,6 +4,7 @@ use super::{Change, SessionFilter, SessionsStore};
 use crate::model::*;
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
+use checkfu_store::sqlx::AssertSqlSafe;
 use checkfu_store::sqlx::{self, Any, Row, Transaction, any::AnyRow};
 use checkfu_store::{Db, db_err, flag};
 use serde::de::DeserializeOwned;
@@ -163,24 +164,34 @@ fn run(r: &AnyRow) -> Result<Run> {
     })
 }
 
+/// Inserts events with consecutive seqs from `first_seq`, in one statement.
 async fn insert_events(tx: &mut Transaction<'static, Any>, session_id: &str, first_seq: i64, events: &[NewEvent]) -> Result<Vec<Event>> {
+    if events.is_empty() {
+        return Ok(vec![]);
+    }
+    const COLS: usize = 10;
+    let rows: Vec<String> = (0..events.len())
+        .map(|r| format!("({})", (1..=COLS).map(|c| format!("${}", r * COLS + c)).collect::<Vec<_>>().join(", ")))
+        .collect();
+    let sql = format!(
+        "INSERT INTO events (session_id, seq, id, type, run_id, thread_id, authored_by_json, caused_by_json, payload_json, created_ms) VALUES {}",
+        rows.join(", ")
+    );
+    let mut q = sqlx::query(AssertSqlSafe(sql));
     let mut out = Vec::with_capacity(events.len());
     for (n, e) in events.iter().enumerate() {
         let seq = first_seq + n as i64;
-        sqlx::query("INSERT INTO events (session_id, seq, id, type, run_id, thread_id, authored_by_json, caused_by_json, payload_json, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)")
-            .bind(session_id)
+        q = q
+            .bind(session_id.to_string())
             .bind(seq)
-            .bind(&e.id)
-            .bind(&e.event_type)
-            .bind(&e.run_id)
-            .bind(&e.thread_id)
+            .bind(e.id.clone())
+            .bind(e.event_type.clone())
+            .bind(e.run_id.clone())
+            .bind(e.thread_id.clone())
             .bind(e.authored_by.to_string())
             .bind(e.caused_by.to_string())
             .bind(e.payload.to_string())
-            .bind(e.created_ms)
-            .execute(&mut **tx)
-            .await
-            .map_err(db_err)?;
+            .bind(e.created_ms);
         out.push(Event {
             id: e.id.clone(),
             session_id: session_id.to_string(),
@@ -194,6 +205,7 @@ async fn insert_events(tx: &mut Transaction<'static, Any>, session_id: &str, fir
             created_ms: e.created_ms,
         });
     }
+    q.execute(&mut **tx).await.map_err(db_err)?;
     Ok(out)
 }
 
@@ -618,6 +630,21 @@ impl SessionsStore for SqlSessionsStore {
         let Some(row) = row else {
             return Ok(None);
         };
+        if let Some(g) = &c.claim_guard {
+            // Takes the run row's lock until commit, so a heartbeat racing
+            // this claim either lands first (and the claim yields) or after
+            // (and finds its generation moved).
+            let held = sqlx::query("UPDATE runs SET generation = generation WHERE id = $1 AND generation = $2 AND (status = 'queued' OR lease_expires_ms < $3)")
+                .bind(&g.run_id)
+                .bind(g.generation)
+                .bind(g.now_ms)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            if held.rows_affected() != 1 {
+                return Ok(None);
+            }
+        }
         let last_seq = i(&row, "last_seq")?;
         let version = i(&row, "version")?;
         let first = last_seq - c.events.len() as i64 + 1;
@@ -701,16 +728,18 @@ impl SessionsStore for SqlSessionsStore {
         .collect()
     }
 
-    async fn extend_lease(&self, run_id: &str, lease_id: &str, generation: i64, expires_ms: i64) -> Result<bool> {
-        let r =
-            sqlx::query("UPDATE runs SET lease_expires_ms = $1 WHERE id = $2 AND lease_id = $3 AND generation = $4 AND status = 'running'")
-                .bind(expires_ms)
-                .bind(run_id)
-                .bind(lease_id)
-                .bind(generation)
-                .execute(&self.db.pool)
-                .await
-                .map_err(db_err)?;
+    async fn extend_lease(&self, run_id: &str, lease_id: &str, generation: i64, now_ms: i64, expires_ms: i64) -> Result<bool> {
+        let r = sqlx::query(
+            "UPDATE runs SET lease_expires_ms = $1 WHERE id = $2 AND lease_id = $3 AND generation = $4 AND status = 'running' AND lease_expires_ms >= $5",
+        )
+        .bind(expires_ms)
+        .bind(run_id)
+        .bind(lease_id)
+        .bind(generation)
+        .bind(now_ms)
+        .execute(&self.db.pool)
+        .await
+        .map_err(db_err)?;
         Ok(r.rows_affected() == 1)
     }
 
