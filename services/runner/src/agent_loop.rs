@@ -23,14 +23,14 @@ enum Stop {
 }
 
 impl From<tonic::Status> for Stop {
+    /// Any failed runner-protocol call abandons the Run: its lease expires
+    /// and a runner resumes it from the log, so nothing is half-written.
     fn from(s: tonic::Status) -> Self {
         let e = checkfu_core::Error::from(s);
-        if e.code == checkfu_core::Code::PreconditionFailed {
-            Stop::Lost
-        } else {
-            tracing::warn!(error = %e, "runner protocol call failed");
-            Stop::Lost
+        if e.code != checkfu_core::Code::PreconditionFailed {
+            tracing::warn!(error = %e, "runner protocol call failed; leaving the run to its lease");
         }
+        Stop::Lost
     }
 }
 

@@ -15,9 +15,24 @@ pub struct SqlSessionsStore {
     db: Db,
 }
 
+type Query<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>;
+
 impl SqlSessionsStore {
     pub fn new(db: Db) -> Self {
         SqlSessionsStore { db }
+    }
+
+    /// Moves a parent's revision counter with a compare-and-set, then inserts
+    /// the new immutable child row, in one transaction. False when the parent
+    /// moved first (someone else published that revision).
+    async fn bump_then_insert(&self, bump: Query<'_>, insert: Query<'_>) -> Result<bool> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        if bump.execute(&mut *tx).await.map_err(db_err)?.rows_affected() != 1 {
+            return Ok(false);
+        }
+        insert.execute(&mut *tx).await.map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
     }
 }
 
@@ -321,34 +336,26 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn publish_agent_version(&self, v: &AgentVersion, expected_agent_version: i64) -> Result<bool> {
-        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        let moved = sqlx::query("UPDATE agents SET latest_version = $1, version = version + 1, updated_ms = $2 WHERE id = $3 AND version = $4 AND latest_version = $5")
-            .bind(v.version)
-            .bind(v.published_ms)
-            .bind(&v.agent_id)
-            .bind(expected_agent_version)
-            .bind(v.version - 1)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        if moved.rows_affected() != 1 {
-            return Ok(false);
-        }
-        sqlx::query("INSERT INTO agent_versions (agent_id, version, environment_id, release_sha256, definition_json, published_by, published_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)")
-            .bind(&v.agent_id)
-            .bind(v.version)
-            .bind(&v.environment_id)
-            .bind(&v.release_sha256)
-            .bind(to_json(&v.definition))
-            .bind(&v.published_by)
-            .bind(v.published_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(true)
+        let bump = sqlx::query(
+            "UPDATE agents SET latest_version = $1, version = version + 1, updated_ms = $2 WHERE id = $3 AND version = $4 AND latest_version = $5",
+        )
+        .bind(v.version)
+        .bind(v.published_ms)
+        .bind(v.agent_id.clone())
+        .bind(expected_agent_version)
+        .bind(v.version - 1);
+        let insert = sqlx::query(
+            "INSERT INTO agent_versions (agent_id, version, environment_id, release_sha256, definition_json, published_by, published_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(v.agent_id.clone())
+        .bind(v.version)
+        .bind(v.environment_id.clone())
+        .bind(v.release_sha256.clone())
+        .bind(to_json(&v.definition))
+        .bind(v.published_by.clone())
+        .bind(v.published_ms);
+        self.bump_then_insert(bump, insert).await
     }
-
     async fn get_agent_version(&self, agent_id: &str, version: i64) -> Result<Option<AgentVersion>> {
         sqlx::query("SELECT * FROM agent_versions WHERE agent_id = $1 AND version = $2")
             .bind(agent_id)
@@ -398,29 +405,17 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn insert_sandbox_revision(&self, rev: &SandboxRevision) -> Result<bool> {
-        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        let moved = sqlx::query("UPDATE sandbox_profiles SET latest_revision = $1 WHERE id = $2 AND latest_revision = $3")
+        let bump = sqlx::query("UPDATE sandbox_profiles SET latest_revision = $1 WHERE id = $2 AND latest_revision = $3")
             .bind(rev.revision)
-            .bind(&rev.profile_id)
-            .bind(rev.revision - 1)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        if moved.rows_affected() != 1 {
-            return Ok(false);
-        }
-        sqlx::query("INSERT INTO sandbox_revisions (profile_id, revision, spec_json, created_ms) VALUES ($1, $2, $3, $4)")
-            .bind(&rev.profile_id)
+            .bind(rev.profile_id.clone())
+            .bind(rev.revision - 1);
+        let insert = sqlx::query("INSERT INTO sandbox_revisions (profile_id, revision, spec_json, created_ms) VALUES ($1, $2, $3, $4)")
+            .bind(rev.profile_id.clone())
             .bind(rev.revision)
             .bind(to_json(&rev.spec))
-            .bind(rev.created_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(true)
+            .bind(rev.created_ms);
+        self.bump_then_insert(bump, insert).await
     }
-
     async fn get_sandbox_profile(&self, id: &str) -> Result<Option<SandboxProfile>> {
         sqlx::query("SELECT * FROM sandbox_profiles WHERE id = $1")
             .bind(id)
@@ -474,30 +469,19 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn insert_deployment_revision(&self, d: &Deployment) -> Result<bool> {
-        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        let moved = sqlx::query("UPDATE deployments SET revision = $1, updated_ms = $2 WHERE id = $3 AND revision = $4")
+        let bump = sqlx::query("UPDATE deployments SET revision = $1, updated_ms = $2 WHERE id = $3 AND revision = $4")
             .bind(d.revision)
             .bind(d.updated_ms)
-            .bind(&d.id)
-            .bind(d.revision - 1)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        if moved.rows_affected() != 1 {
-            return Ok(false);
-        }
-        sqlx::query("INSERT INTO deployment_revisions (deployment_id, revision, pins_json, created_ms) VALUES ($1, $2, $3, $4)")
-            .bind(&d.id)
-            .bind(d.revision)
-            .bind(to_json(&d.pins))
-            .bind(d.updated_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(true)
+            .bind(d.id.clone())
+            .bind(d.revision - 1);
+        let insert =
+            sqlx::query("INSERT INTO deployment_revisions (deployment_id, revision, pins_json, created_ms) VALUES ($1, $2, $3, $4)")
+                .bind(d.id.clone())
+                .bind(d.revision)
+                .bind(to_json(&d.pins))
+                .bind(d.updated_ms);
+        self.bump_then_insert(bump, insert).await
     }
-
     async fn get_deployment(&self, id: &str) -> Result<Option<Deployment>> {
         sqlx::query("SELECT d.*, r.pins_json FROM deployments d JOIN deployment_revisions r ON r.deployment_id = d.id AND r.revision = d.revision WHERE d.id = $1")
             .bind(id)
