@@ -121,7 +121,12 @@ async fn a_run_whose_runner_died_is_resumed_and_the_stale_lease_is_fenced() {
     let lost = client.heartbeat(stale.clone()).await.unwrap().into_inner();
     assert_eq!(lost.status, "lost");
     let done = client
-        .complete(rp::CompleteRequest { lease: Some(stale), stop_reason_json: json!({"type": "end_turn"}).to_string(), last_seen_seq: 0 })
+        .complete(rp::CompleteRequest {
+            lease: Some(stale),
+            stop_reason_json: json!({"type": "end_turn"}).to_string(),
+            last_seen_seq: 0,
+            events: vec![],
+        })
         .await;
     assert_eq!(done.unwrap_err().code(), tonic::Code::FailedPrecondition);
     assert_eq!(events(&p.admin, &sid).await.len(), all.len(), "nothing written by the stale lease");

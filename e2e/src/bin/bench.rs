@@ -10,8 +10,12 @@
 //!
 //! ```sh
 //! cargo run --release -p checkfu-e2e --bin bench            # default durations
-//! cargo run --release -p checkfu-e2e --bin bench -- --seconds 5 --turns 200
+//! cargo run --release -p checkfu-e2e --bin bench -- --seconds 5 --turns 400 --session-turns 25
 //! ```
+//!
+//! Turn latency is measured in sessions of `--session-turns` turns (25 by
+//! default): each turn sends the whole conversation to the model, so a
+//! longer history costs more per turn — `--session-turns 400` shows that.
 #![allow(clippy::unwrap_used)]
 
 use checkfu_e2e::sse::Stream;
@@ -24,15 +28,19 @@ use std::time::{Duration, Instant};
 struct Args {
     seconds: f64,
     turns: usize,
+    /// Turns before a client starts a new session; every turn re-sends the
+    /// conversation to the model, so latency grows with history.
+    session_turns: usize,
 }
 
 fn args() -> Args {
-    let mut a = Args { seconds: 3.0, turns: 100 };
+    let mut a = Args { seconds: 3.0, turns: 200, session_turns: 25 };
     let v: Vec<String> = std::env::args().collect();
     for w in v.windows(2) {
         match w[0].as_str() {
             "--seconds" => a.seconds = w[1].parse().unwrap(),
             "--turns" => a.turns = w[1].parse().unwrap(),
+            "--session-turns" => a.session_turns = w[1].parse::<usize>().unwrap().max(1),
             _ => {}
         }
     }
@@ -100,8 +108,8 @@ async fn main() {
         return;
     }
     println!(
-        "checkfu bench: embedded, SQLite, scripted model; {} s per throughput figure, {} turns per latency figure",
-        a.seconds, a.turns
+        "checkfu bench: embedded, SQLite, scripted model; {} s per throughput figure, {} turns per latency figure in sessions of {} turns",
+        a.seconds, a.turns, a.session_turns
     );
 
     for clients in [1usize, 16] {
@@ -134,18 +142,23 @@ async fn main() {
         let mut tasks = vec![];
         for _ in 0..clients {
             let (api, dep, me, base) = (api.clone(), d.deployment_id.clone(), me.clone(), p.base.clone());
+            let session_turns = a.session_turns;
             tasks.push(tokio::spawn(async move {
-                let sid = id(&api.post("/v1/sessions", json!({"agent_deployment_id": dep, "principal_id": me})).await.1);
-                let mut stream = Stream::open(&base, &api.key, &format!("/v1/sessions/{sid}/events/stream"), None).await;
-                stream.until(Duration::from_secs(10), |f| f.event == "session.created").await;
                 let mut out = Vec::with_capacity(per_client);
-                for i in 0..per_client {
-                    let t = Instant::now();
-                    let r = api.post(&format!("/v1/sessions/{sid}/events"), message(&me, &format!("turn {i}"))).await;
-                    assert_eq!(r.0.as_u16(), 201);
-                    let accepted = t.elapsed();
-                    stream.until(Duration::from_secs(10), |f| f.event == "session.status_idle").await;
-                    out.push((t.elapsed(), accepted));
+                let mut i = 0;
+                while i < per_client {
+                    let sid = id(&api.post("/v1/sessions", json!({"agent_deployment_id": dep, "principal_id": me})).await.1);
+                    let mut stream = Stream::open(&base, &api.key, &format!("/v1/sessions/{sid}/events/stream"), None).await;
+                    stream.until(Duration::from_secs(10), |f| f.event == "session.created").await;
+                    for _ in 0..session_turns.min(per_client - i) {
+                        let t = Instant::now();
+                        let r = api.post(&format!("/v1/sessions/{sid}/events"), message(&me, &format!("turn {i}"))).await;
+                        assert_eq!(r.0.as_u16(), 201);
+                        let accepted = t.elapsed();
+                        stream.until(Duration::from_secs(10), |f| f.event == "session.status_idle").await;
+                        out.push((t.elapsed(), accepted));
+                        i += 1;
+                    }
                 }
                 out
             }));

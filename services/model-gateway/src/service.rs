@@ -28,13 +28,15 @@ pub struct Metered {
 pub struct ModelGatewayService {
     store: Arc<dyn RoutingStore>,
     providers: Arc<HashMap<&'static str, Arc<dyn ModelProvider>>>,
+    /// Routing profiles never change once created, so they are kept once read.
+    profiles: Arc<checkfu_core::cache::Bounded<String, RoutingProfile>>,
 }
 
 impl ModelGatewayService {
     pub fn new(store: Arc<dyn RoutingStore>) -> Self {
         let mut providers: HashMap<&'static str, Arc<dyn ModelProvider>> = HashMap::new();
         providers.insert(Provider::Scripted.as_str(), Arc::new(Scripted));
-        ModelGatewayService { store, providers: Arc::new(providers) }
+        ModelGatewayService { store, providers: Arc::new(providers), profiles: Arc::new(checkfu_core::cache::Bounded::new(4096)) }
     }
 
     /// Readiness: the store answers.
@@ -67,7 +69,12 @@ impl ModelGatewayService {
 
     pub async fn profile(&self, id: &str) -> Result<RoutingProfile> {
         check_id("id", "mrp", id)?;
-        self.store.get(id).await?.ok_or_else(|| Error::not_found("model_routing_profile", id))
+        if let Some(p) = self.profiles.get(&id.to_string()) {
+            return Ok(p);
+        }
+        let p = self.store.get(id).await?.ok_or_else(|| Error::not_found("model_routing_profile", id))?;
+        self.profiles.insert(id.to_string(), p.clone());
+        Ok(p)
     }
 
     pub async fn list_profiles(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<RoutingProfile>> {

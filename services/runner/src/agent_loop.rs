@@ -48,13 +48,14 @@ impl Runner {
             () = lost.cancelled() => Err(Stop::Lost),
         };
         beat.abort();
-        let (reason, cursor) = match outcome {
-            Ok(cursor) => (json!({"type": "end_turn"}), cursor),
+        let (reason, cursor, events) = match outcome {
+            Ok((cursor, last)) => (json!({"type": "end_turn"}), cursor, last),
             Err(Stop::Lost) => return,
-            Err(Stop::Settle(reason)) => (reason, 0),
+            Err(Stop::Settle(reason)) => (reason, 0, vec![]),
         };
         let cursor = if cursor == 0 { self.last_seq(&lease).await } else { cursor };
-        let req = pb::CompleteRequest { lease: Some(lease), stop_reason_json: reason.to_string(), last_seen_seq: cursor };
+        let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.into(), payload_json: p }).collect();
+        let req = pb::CompleteRequest { lease: Some(lease), stop_reason_json: reason.to_string(), last_seen_seq: cursor, events };
         if let Err(status) = self.runs.clone().complete(req).await {
             tracing::warn!(%status, run_id = %work.run_id, "completing the run failed; its lease will expire and it will be resumed");
         }
@@ -78,8 +79,9 @@ impl Runner {
         }
     }
 
-    /// Returns the last log position read when the turn ends normally.
-    async fn drive(&self, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<i64, Stop> {
+    /// Returns the last log position read and the final turn's events,
+    /// which the completion appends in the same commit that settles the Run.
+    async fn drive(&self, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<(i64, Vec<(&'static str, String)>), Stop> {
         let mut t = self.transcripts.take(&work.session_id);
         let outcome = self.drive_from(work, lease, &mut t).await;
         if outcome.is_ok() {
@@ -88,23 +90,27 @@ impl Runner {
         outcome
     }
 
-    async fn drive_from(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &mut Transcript) -> Result<i64, Stop> {
+    async fn drive_from(
+        &self,
+        work: &pb::WorkItem,
+        lease: &pb::LeaseRef,
+        t: &mut Transcript,
+    ) -> Result<(i64, Vec<(&'static str, String)>), Stop> {
         let mut caught_up = t.absorb_tail(&work.tail, work.start_seq);
         loop {
             if !caught_up {
                 self.read_all(lease, t, work.start_seq).await?;
             }
             if t.interrupted || !t.needs_turn() {
-                return Ok(t.cursor);
+                return Ok((t.cursor, vec![]));
             }
             // A turn that called no tool ends the Run without re-reading:
             // completion admits a new Run for any message after `t.cursor`,
             // and an unseen interrupt would end the turn the same way.
-            let (called_tools, folded) = self.turn(work, lease, t).await?;
-            if !called_tools {
-                return Ok(t.cursor);
+            match self.turn(work, lease, t).await? {
+                Turn::Final(events) => return Ok((t.cursor, events)),
+                Turn::CalledTools { folded } => caught_up = folded,
             }
-            caught_up = folded;
         }
     }
 
@@ -114,10 +120,8 @@ impl Runner {
         Ok(self.runs.clone().append_events(pb::AppendEventsRequest { lease: Some(lease.clone()), events }).await?.into_inner().seqs)
     }
 
-    /// One model call and what it produced. Returns whether the model asked
-    /// for tools (and so owes another turn once they are answered), and
-    /// whether the turn's own events were folded into the transcript.
-    async fn turn(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &mut Transcript) -> Result<(bool, bool), Stop> {
+    /// One model call and what it produced.
+    async fn turn(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &mut Transcript) -> Result<Turn, Stop> {
         let tools: Vec<Value> = serde_json::from_str(&work.tools_json).unwrap_or_default();
         let tools = tools
             .iter()
@@ -200,6 +204,9 @@ impl Runner {
                 json!({"tool_use_id": u.id, "matched_rule_id": null, "guidance": "tool execution is not enabled on this execution plane yet; answer without tools"}).to_string(),
             ));
         }
+        if !called_tools {
+            return Ok(Turn::Final(events));
+        }
         let seqs = self.append(lease, events.clone()).await?;
         let (mut own_seqs, mut own): (Vec<i64>, Vec<(&str, String)>) = match started {
             Some((seq, p)) => (vec![seq], vec![("span.model_request_start", p)]),
@@ -207,8 +214,7 @@ impl Runner {
         };
         own_seqs.extend(seqs);
         own.extend(events);
-        let folded = t.absorb_own(&own_seqs, &own, work.start_seq);
-        Ok((called_tools, folded))
+        Ok(Turn::CalledTools { folded: t.absorb_own(&own_seqs, &own, work.start_seq) })
     }
 
     /// One model call. Returns the result and, when written, the start
@@ -295,6 +301,15 @@ impl Runner {
         });
         (tx, task)
     }
+}
+
+/// How a model turn ended.
+enum Turn {
+    /// The model answered: these events settle the Run with its completion.
+    Final(Vec<(&'static str, String)>),
+    /// The model called tools; the turn's events are appended (and folded
+    /// into the transcript when nothing else was written in between).
+    CalledTools { folded: bool },
 }
 
 /// An append running in the background, resolving to the seqs it got.

@@ -98,7 +98,9 @@ impl Rpc for RunnerGrpc {
     async fn complete(&self, r: Request<pb::CompleteRequest>) -> R<pb::CompleteResponse> {
         let r = r.into_inner();
         let stop = json_or_null("stop_reason", &r.stop_reason_json)?;
-        self.svc.complete(&lease(r.lease)?, stop, r.last_seen_seq).await?;
+        let events =
+            r.events.into_iter().map(|e| Ok((e.r#type, json_or_null("payload", &e.payload_json)?))).collect::<Result<Vec<_>, Error>>()?;
+        self.svc.complete(&lease(r.lease)?, stop, r.last_seen_seq, events).await?;
         Ok(Response::new(pb::CompleteResponse {}))
     }
 }

@@ -42,6 +42,47 @@ const CLAIM_TAIL: i64 = 64;
 pub const MAX_CLAIM_WAIT: Duration = Duration::from_secs(30);
 const MAX_APPEND: usize = 100;
 
+fn check_run_events(events: &[(String, Value)]) -> Result<()> {
+    if events.len() > MAX_APPEND {
+        return Err(Error::invalid_field("events", format!("append at most {MAX_APPEND} events at a time")));
+    }
+    for (t, p) in events {
+        if !RUNNER_EVENT_TYPES.contains(&t.as_str()) {
+            return Err(Error::invalid_field("events.type", format!("an execution plane cannot append {t:?}")));
+        }
+        if !p.is_object() {
+            return Err(Error::invalid_field("events.payload", "payload must be an object"));
+        }
+    }
+    Ok(())
+}
+
+/// Appends a held Run's events to a draft, projecting model usage onto the
+/// Run and the Session. Returns the seqs they will get.
+fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(String, Value)]) -> Result<Vec<i64>> {
+    let mut run = held(d, lease)?.clone();
+    let agent = json!({"kind": "agent", "id": d.session.agent_id});
+    let cause = json!({"kind": "run", "id": run.id});
+    let mut seqs = Vec::with_capacity(events.len());
+    for (t, p) in events {
+        if t == "span.model_request_end" {
+            let u = p.get("model_usage").cloned().unwrap_or(Value::Null);
+            let add = Usage {
+                input_tokens: u.get("input_tokens").and_then(Value::as_i64).unwrap_or(0).max(0),
+                output_tokens: u.get("output_tokens").and_then(Value::as_i64).unwrap_or(0).max(0),
+                model_spend_micro_usd: p.get("cost_micro_usd").and_then(Value::as_i64).unwrap_or(0).max(0),
+            };
+            run.usage.add(add);
+            d.session.usage.add(add);
+        }
+        seqs.push(d.next_seq());
+        let author = if t.starts_with("agent.") { agent.clone() } else { system() };
+        d.push(t, Some(&run.id), author, cause.clone(), p.clone());
+    }
+    d.put_run(run);
+    Ok(seqs)
+}
+
 fn lease_lost() -> Error {
     Error::new(Code::PreconditionFailed, "the lease on this run is no longer held").with_details(json!({"reason": "lease_lost"}))
 }
@@ -155,6 +196,14 @@ impl SessionsService {
     }
 
     async fn session_of(&self, lease: &Lease) -> Result<String> {
+        if let Some(run) = self.cached_active_run(&lease.session_id)
+            && run.id == lease.run_id
+            && run.lease_id == lease.lease_id
+            && run.generation == lease.generation
+            && run.status == RunStatus::Running
+        {
+            return Ok(run.session_id);
+        }
         let run = self.run(&lease.run_id).await?;
         if run.lease_id != lease.lease_id || run.generation != lease.generation || run.status != RunStatus::Running {
             return Err(lease_lost());
@@ -171,43 +220,12 @@ impl SessionsService {
     /// Appends the Run's own events (model spans, agent output, ...). Usage
     /// in `span.model_request_end` is projected onto the Run and Session.
     pub async fn append_for_run(&self, lease: &Lease, events: Vec<(String, Value)>) -> Result<Vec<i64>> {
-        if events.is_empty() || events.len() > MAX_APPEND {
+        if events.is_empty() {
             return Err(Error::invalid_field("events", format!("append 1 to {MAX_APPEND} events at a time")));
         }
-        for (t, p) in &events {
-            if !RUNNER_EVENT_TYPES.contains(&t.as_str()) {
-                return Err(Error::invalid_field("events.type", format!("an execution plane cannot append {t:?}")));
-            }
-            if !p.is_object() {
-                return Err(Error::invalid_field("events.payload", "payload must be an object"));
-            }
-        }
+        check_run_events(&events)?;
         let session_id = self.session_to_write(lease).await?;
-        let (seqs, _, _) = self
-            .transact(&session_id, |d| {
-                let mut run = held(d, lease)?.clone();
-                let agent = json!({"kind": "agent", "id": d.session.agent_id});
-                let cause = json!({"kind": "run", "id": run.id});
-                let mut seqs = Vec::with_capacity(events.len());
-                for (t, p) in &events {
-                    if t == "span.model_request_end" {
-                        let u = p.get("model_usage").cloned().unwrap_or(Value::Null);
-                        let add = Usage {
-                            input_tokens: u.get("input_tokens").and_then(Value::as_i64).unwrap_or(0).max(0),
-                            output_tokens: u.get("output_tokens").and_then(Value::as_i64).unwrap_or(0).max(0),
-                            model_spend_micro_usd: p.get("cost_micro_usd").and_then(Value::as_i64).unwrap_or(0).max(0),
-                        };
-                        run.usage.add(add);
-                        d.session.usage.add(add);
-                    }
-                    seqs.push(d.next_seq());
-                    let author = if t.starts_with("agent.") { agent.clone() } else { system() };
-                    d.push(t, Some(&run.id), author, cause.clone(), p.clone());
-                }
-                d.put_run(run);
-                Ok(seqs)
-            })
-            .await?;
+        let (seqs, _, _) = self.transact(&session_id, |d| append_run_events(d, lease, &events)).await?;
         Ok(seqs)
     }
 
@@ -238,7 +256,8 @@ impl SessionsService {
 
     /// Settles the Run. Input the runner never saw (a `user.message` after
     /// `last_seen_seq`) starts the next Run at once, so nothing is dropped.
-    pub async fn complete(&self, lease: &Lease, stop_reason: Value, last_seen_seq: i64) -> Result<()> {
+    pub async fn complete(&self, lease: &Lease, stop_reason: Value, last_seen_seq: i64, events: Vec<(String, Value)>) -> Result<()> {
+        check_run_events(&events)?;
         let kind = stop_reason.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
         if !matches!(kind.as_str(), "end_turn" | "requires_action" | "retries_exhausted" | "budget_reached") {
             return Err(Error::invalid_field(
@@ -248,6 +267,7 @@ impl SessionsService {
         }
         let session_id = self.session_to_write(lease).await?;
         self.transact(&session_id, |d| {
+            append_run_events(d, lease, &events)?;
             let run_id = held(d, lease)?.id.clone();
             let cause = json!({"kind": "run", "id": run_id});
             d.complete_run(stop_reason.clone(), cause.clone());

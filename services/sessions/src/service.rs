@@ -266,6 +266,11 @@ impl SessionsService {
         Err(Error::unavailable("the session is too busy to change right now; retry"))
     }
 
+    /// The active Run of a recently changed Session, as last committed here.
+    pub(crate) fn cached_active_run(&self, session_id: &str) -> Option<Run> {
+        self.snapshots.get(&session_id.to_string()).and_then(|(_, run)| run)
+    }
+
     fn remember(&self, session: Session, run: Option<Run>) {
         self.snapshots.insert(session.id.clone(), (session, run));
     }
