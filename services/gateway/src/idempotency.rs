@@ -191,3 +191,49 @@ where
         },
     }
 }
+
+#[cfg(test)]
+mod conformance {
+    //! The idempotency store on every backend: SQLite always, PostgreSQL
+    //! when `CHECKFU_TEST_POSTGRES_URL` is set (a fresh schema per run).
+    use super::*;
+    use checkfu_store::Location;
+
+    async fn suite(s: &IdempotencyStore) {
+        assert!(matches!(s.reserve("prin_a", "k1", "sha-1").await.expect("reserve"), Reservation::Fresh));
+        let busy = s.reserve("prin_a", "k1", "sha-1").await.err().expect("in flight");
+        assert_eq!(busy.code, Code::Conflict, "a retry while the first is in flight waits");
+        s.finish("prin_a", "k1", 201, "{\"id\":1}").await.expect("finish");
+        match s.reserve("prin_a", "k1", "sha-1").await.expect("replay") {
+            Reservation::Replay(st) => assert_eq!((st.status, st.body.as_str()), (201, "{\"id\":1}")),
+            Reservation::Fresh => panic!("a finished key replays"),
+        }
+        let reused = s.reserve("prin_a", "k1", "sha-2").await.err().expect("reused");
+        assert_eq!(reused.code, Code::IdempotencyKeyReused);
+        assert!(matches!(s.reserve("prin_b", "k1", "sha-2").await.expect("other principal"), Reservation::Fresh), "keys are per principal");
+        s.release("prin_b", "k1").await.expect("release");
+        assert!(matches!(s.reserve("prin_b", "k1", "sha-3").await.expect("released"), Reservation::Fresh), "a released key is free again");
+        // An abandoned reservation (its request died) is taken over after a while.
+        sqlx::query("UPDATE idempotency_keys SET created_ms = 1 WHERE principal_id = 'prin_b' AND key = 'k1'")
+            .execute(&s.db.pool)
+            .await
+            .expect("age");
+        assert!(matches!(s.reserve("prin_b", "k1", "sha-3").await.expect("stale"), Reservation::Fresh));
+        // Records older than the retention are purged; recent ones are kept.
+        sqlx::query("UPDATE idempotency_keys SET created_ms = 1 WHERE principal_id = 'prin_b'").execute(&s.db.pool).await.expect("age");
+        assert_eq!(s.purge_expired().await.expect("purge"), 1);
+        assert!(matches!(s.reserve("prin_a", "k1", "sha-1").await.expect("kept"), Reservation::Replay(_)));
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn idempotency_store_conformance() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(&Location::SqliteDir(dir.path().into()), "gateway", &crate::MIGRATIONS).await.expect("sqlite");
+        suite(&IdempotencyStore::new(db)).await;
+        if let Ok(url) = std::env::var("CHECKFU_TEST_POSTGRES_URL") {
+            let schema = format!("gw_test_{}", checkfu_core::id::new_id("t").trim_start_matches("t_"));
+            let db = Db::open(&Location::Postgres(url), &schema, &crate::MIGRATIONS).await.expect("postgres");
+            suite(&IdempotencyStore::new(db)).await;
+        }
+    }
+}
