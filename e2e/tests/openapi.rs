@@ -47,6 +47,13 @@ const CONTRACT: &[(&str, &str)] = &[
     ("get", "/v1/sessions/{id}/events"),
     ("get", "/v1/sessions/{id}/events/stream"),
     ("get", "/v1/price-catalog"),
+    ("post", "/v1/action-policies"),
+    ("get", "/v1/action-policies"),
+    ("get", "/v1/action-policies/{id}"),
+    ("post", "/v1/action-policies/{id}"),
+    ("delete", "/v1/action-policies/{id}"),
+    ("post", "/v1/action-policies/evaluate"),
+    ("get", "/v1/audit-events"),
 ];
 
 #[tokio::test(flavor = "multi_thread")]

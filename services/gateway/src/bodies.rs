@@ -256,6 +256,38 @@ pub struct UpdateSelection {
     pub skills: Option<Vec<Value>>,
 }
 
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateActionPolicy {
+    pub environment_id: String,
+    pub name: String,
+    /// `[{subject:{kind, id_glob}, resource:{kind, id_glob}, permission_glob, disposition}]`.
+    #[schema(value_type = Vec<Object>)]
+    pub rules: Vec<Value>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateActionPolicy {
+    pub name: Option<String>,
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub rules: Option<Vec<Value>>,
+    pub expected_version: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvaluateAction {
+    /// Whose policies apply; defaults to the resource's Environment when it is an agent or environment.
+    pub environment_id: Option<String>,
+    pub subject: RefBody,
+    pub resource: RefBody,
+    pub permission: String,
+    /// The tool declaration being called, e.g. `{"type":"builtin","name":"bash"}`.
+    #[schema(value_type = Object)]
+    pub tool: Value,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -137,7 +137,7 @@ async fn method_not_allowed(req: Request, next: Next) -> Response {
     security(("api_key" = [])),
     tags(
         (name = "identity", description = "Principals, API keys, Groups, Environments"),
-        (name = "governance", description = "PermissionAssignments"),
+        (name = "governance", description = "PermissionAssignments, ActionPolicies, audit"),
         (name = "agents", description = "Agents and their immutable versions"),
         (name = "sandboxes", description = "SandboxProfiles and their immutable revisions"),
         (name = "models", description = "ModelRoutingProfiles and the price catalog"),
@@ -163,7 +163,7 @@ impl utoipa::Modify for BearerAuth {
 /// The `/v1` API and its OpenAPI document, assembled from the annotated
 /// handlers (so every route served is described). No fallback: see [`finish`].
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
-    use routes::{catalog as c, identity as i, sessions as s};
+    use routes::{catalog as c, governance as g, identity as i, sessions as s};
     use utoipa::OpenApi;
     use utoipa_axum::{router::OpenApiRouter, routes};
     OpenApiRouter::with_openapi(ApiDoc::openapi())
@@ -179,6 +179,10 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(i::get_environment, i::update_environment))
         .routes(routes!(i::create_assignment, i::list_assignments))
         .routes(routes!(i::get_assignment, i::delete_assignment))
+        .routes(routes!(g::create_policy, g::list_policies))
+        .routes(routes!(g::evaluate))
+        .routes(routes!(g::get_policy, g::update_policy, g::delete_policy))
+        .routes(routes!(g::list_audit))
         .routes(routes!(c::create_agent, c::list_agents))
         .routes(routes!(c::get_agent, c::update_agent))
         .routes(routes!(c::archive_agent))

@@ -466,3 +466,60 @@ pub fn run(r: &ss::Run) -> Run {
         completed_at: opt(&r.completed_at),
     }
 }
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActionPolicy {
+    pub id: String,
+    pub environment_id: String,
+    pub name: String,
+    /// Each rule with its server-assigned `id` (`<policy id>#<index>`).
+    #[schema(value_type = Vec<Object>)]
+    pub rules: Value,
+    pub version: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+pub fn action_policy(p: &gov::ActionPolicy) -> ActionPolicy {
+    ActionPolicy {
+        id: p.id.clone(),
+        environment_id: p.environment_id.clone(),
+        name: p.name.clone(),
+        rules: doc(&p.rules_json),
+        version: p.version,
+        created_at: p.created_at.clone(),
+        updated_at: p.updated_at.clone(),
+    }
+}
+
+/// The result of a dry-run evaluation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Evaluation {
+    /// `allow`, `require_approval` or `deny`.
+    pub disposition: String,
+    pub matched_rule_ids: Vec<String>,
+    pub reason: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditEvent {
+    pub id: String,
+    pub actor_id: String,
+    /// e.g. `permission_assignment.created`, `action_policy.updated`, `api_key.revoked`.
+    pub action: String,
+    pub resource: Ref,
+    #[schema(value_type = Object)]
+    pub details: Value,
+    pub created_at: String,
+}
+
+pub fn audit_event(a: &gov::AuditEvent) -> AuditEvent {
+    AuditEvent {
+        id: a.id.clone(),
+        actor_id: a.actor_id.clone(),
+        action: a.action.clone(),
+        resource: rref(&a.resource),
+        details: doc(&a.details_json),
+        created_at: a.created_at.clone(),
+    }
+}

@@ -52,6 +52,22 @@ fn assignment(a: Assignment) -> pb::PermissionAssignment {
     }
 }
 
+fn policy(p: crate::policy::ActionPolicy) -> pb::ActionPolicy {
+    pb::ActionPolicy {
+        rules_json: serde_json::to_string(&p.rules).unwrap_or_else(|_| "[]".into()),
+        id: p.id,
+        environment_id: p.environment_id,
+        name: p.name,
+        version: p.version,
+        created_at: rfc3339(p.created_ms),
+        updated_at: rfc3339(p.updated_ms),
+    }
+}
+
+fn json_doc(field: &str, s: &str) -> Result<serde_json::Value, Status> {
+    serde_json::from_str(s).map_err(|e| Status::from(checkfu_core::Error::invalid_field(field, format!("{field} is not valid JSON: {e}"))))
+}
+
 fn page(limit: u32, token: &str) -> Result<PageRequest, Status> {
     Ok(PageRequest::standard(limit, token)?)
 }
@@ -215,5 +231,73 @@ impl Rpc for GovernanceGrpc {
         let (allowed, matched_assignment_ids) =
             self.svc.check(&r.principal_id, &r.permission, &res.kind, &res.id, &r.environment_id).await?;
         ok(pb::CheckResponse { allowed, matched_assignment_ids })
+    }
+
+    async fn create_action_policy(&self, r: Request<pb::CreateActionPolicyRequest>) -> R<pb::ActionPolicy> {
+        let r = r.into_inner();
+        ok(policy(self.svc.create_policy(&r.environment_id, &r.name, json_doc("rules", &r.rules_json)?, &r.actor_id).await?))
+    }
+
+    async fn get_action_policy(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ActionPolicy> {
+        ok(policy(self.svc.policy(&r.into_inner().id).await?))
+    }
+
+    async fn list_action_policies(&self, r: Request<pb::ListActionPoliciesRequest>) -> R<pb::ListActionPoliciesResponse> {
+        let r = r.into_inner();
+        let p = page(r.limit, &r.page)?;
+        let rows = self.svc.list_policies(&r.environment_ids, &p).await?;
+        let (data, next_page) = paged(&p, rows, |x| &x.id, policy);
+        ok(pb::ListActionPoliciesResponse { data, next_page })
+    }
+
+    async fn update_action_policy(&self, r: Request<pb::UpdateActionPolicyRequest>) -> R<pb::ActionPolicy> {
+        let r = r.into_inner();
+        let rules = r.rules_json.as_deref().map(|j| json_doc("rules", j)).transpose()?;
+        ok(policy(self.svc.update_policy(&r.id, r.name.as_deref(), rules, r.expected_version, &r.actor_id).await?))
+    }
+
+    async fn delete_action_policy(&self, r: Request<pb::ActorRequest>) -> R<pb::ActionPolicy> {
+        let r = r.into_inner();
+        ok(policy(self.svc.delete_policy(&r.id, &r.actor_id).await?))
+    }
+
+    async fn evaluate_action(&self, r: Request<pb::EvaluateActionRequest>) -> R<pb::EvaluateActionResponse> {
+        let r = r.into_inner();
+        let (subject, resource) = (r.subject.unwrap_or_default(), r.resource.unwrap_or_default());
+        let req = crate::service::EvaluationRequest {
+            environment_id: r.environment_id,
+            subject_kind: subject.kind,
+            subject_id: subject.id,
+            resource_kind: resource.kind,
+            resource_id: resource.id,
+            permission: r.permission,
+            tool: json_doc("tool", &r.tool_json)?,
+        };
+        let d = self.svc.evaluate(&req).await?;
+        ok(pb::EvaluateActionResponse {
+            disposition: d.disposition.as_str().into(),
+            matched_rule_ids: d.matched_rule_ids,
+            reason: d.reason,
+        })
+    }
+
+    async fn list_audit_events(&self, r: Request<pb::ListAuditEventsRequest>) -> R<pb::ListAuditEventsResponse> {
+        let r = r.into_inner();
+        let p = page(r.limit, &r.page)?;
+        let rows = self.svc.list_audit(&r.resource_id, &r.actor_id, &p).await?;
+        let (data, next_page) = paged(
+            &p,
+            rows,
+            |x| &x.id,
+            |a| pb::AuditEvent {
+                id: a.id,
+                actor_id: a.actor_id,
+                action: a.action,
+                resource: Some(pb::ResourceRef { kind: a.resource_kind, id: a.resource_id }),
+                details_json: a.details.to_string(),
+                created_at: rfc3339(a.created_ms),
+            },
+        );
+        ok(pb::ListAuditEventsResponse { data, next_page })
     }
 }

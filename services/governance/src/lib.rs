@@ -3,6 +3,7 @@
 
 pub mod grpc;
 pub mod model;
+pub mod policy;
 pub mod service;
 pub mod store;
 

@@ -3,6 +3,7 @@
 //! revocations audited, checks following groups and the resource hierarchy.
 
 use crate::model::*;
+use crate::policy::{ActionPolicy, Actor, Decision, SUBJECT_KINDS, classify, evaluate, parse_rules};
 use crate::store::GovernanceStore;
 use checkfu_core::id::{check as check_id, new_id};
 use checkfu_core::page::PageRequest;
@@ -402,5 +403,130 @@ impl GovernanceService {
 
     pub async fn list_audit(&self, resource_id: &str, actor_id: &str, page: &PageRequest) -> Result<Vec<AuditRecord>> {
         self.store.list_audit(resource_id, actor_id, page).await
+    }
+}
+
+/// What `evaluate` is asked about.
+#[derive(Debug, Clone, Default)]
+pub struct EvaluationRequest {
+    pub environment_id: String,
+    pub subject_kind: String,
+    pub subject_id: String,
+    pub resource_kind: String,
+    pub resource_id: String,
+    pub permission: String,
+    pub tool: serde_json::Value,
+}
+
+impl GovernanceService {
+    pub async fn create_policy(&self, environment_id: &str, name: &str, rules: serde_json::Value, actor: &str) -> Result<ActionPolicy> {
+        check_id("environment_id", "env", environment_id)?;
+        self.environment(environment_id).await?;
+        check_name("name", name)?;
+        let id = new_id("apol");
+        let now = now_ms();
+        let p = ActionPolicy {
+            rules: parse_rules(&id, rules)?,
+            id,
+            environment_id: environment_id.into(),
+            name: name.into(),
+            version: 1,
+            created_ms: now,
+            updated_ms: now,
+        };
+        self.store.insert_policy(&p).await.map_err(|e| match e.code {
+            checkfu_core::Code::Conflict => Error::conflict(format!("a policy named {name:?} already exists in this environment")),
+            _ => e,
+        })?;
+        self.audit(
+            actor,
+            "action_policy.created",
+            "action_policy",
+            &p.id,
+            json!({"environment_id": environment_id, "name": name, "rules": p.rules}),
+        )
+        .await?;
+        Ok(p)
+    }
+
+    pub async fn policy(&self, id: &str) -> Result<ActionPolicy> {
+        check_id("id", "apol", id)?;
+        self.store.get_policy(id).await?.ok_or_else(|| Error::not_found("action_policy", id))
+    }
+
+    pub async fn list_policies(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<ActionPolicy>> {
+        self.store.list_policies(environment_ids, page).await
+    }
+
+    pub async fn update_policy(
+        &self,
+        id: &str,
+        name: Option<&str>,
+        rules: Option<serde_json::Value>,
+        expected_version: Option<i64>,
+        actor: &str,
+    ) -> Result<ActionPolicy> {
+        let current = self.policy(id).await?;
+        if let Some(v) = expected_version
+            && v != current.version
+        {
+            return Err(Error::conflict(format!("policy is at version {}, not {v}", current.version))
+                .with_details(json!({"current_version": current.version})));
+        }
+        let mut next = current.clone();
+        if let Some(n) = name {
+            check_name("name", n)?;
+            next.name = n.into();
+        }
+        if let Some(r) = rules {
+            next.rules = parse_rules(id, r)?;
+        }
+        next.version += 1;
+        next.updated_ms = now_ms();
+        if !self.store.update_policy(&next, current.version).await? {
+            return Err(Error::conflict("the policy changed concurrently; read it again"));
+        }
+        self.audit(
+            actor,
+            "action_policy.updated",
+            "action_policy",
+            id,
+            json!({"before": {"name": current.name, "rules": current.rules}, "after": {"name": next.name, "rules": next.rules}}),
+        )
+        .await?;
+        Ok(next)
+    }
+
+    pub async fn delete_policy(&self, id: &str, actor: &str) -> Result<ActionPolicy> {
+        let p = self.policy(id).await?;
+        if !self.store.delete_policy(id).await? {
+            return Err(Error::not_found("action_policy", id));
+        }
+        self.audit(actor, "action_policy.deleted", "action_policy", id, json!({"name": p.name, "rules": p.rules})).await?;
+        Ok(p)
+    }
+
+    /// A dry run: which disposition the Environment's policies give the
+    /// request. Records nothing.
+    pub async fn evaluate(&self, req: &EvaluationRequest) -> Result<Decision> {
+        check_id("environment_id", "env", &req.environment_id)?;
+        if !SUBJECT_KINDS.contains(&req.subject_kind.as_str()) || req.subject_kind == "*" {
+            return Err(Error::invalid_field(
+                "subject.kind",
+                format!("subject kind must be one of {}", SUBJECT_KINDS[..SUBJECT_KINDS.len() - 1].join(", ")),
+            ));
+        }
+        if req.subject_id.is_empty() || req.resource_kind.is_empty() || req.resource_id.is_empty() || req.permission.is_empty() {
+            return Err(Error::invalid("subject.id, resource.kind, resource.id and permission are required"));
+        }
+        let tool = classify(&req.tool)?;
+        let mut actor = Actor { identities: vec![(req.subject_kind.clone(), req.subject_id.clone())] };
+        if req.subject_kind == "principal" {
+            for g in self.store.groups_of(&req.subject_id).await? {
+                actor.identities.push(("group".into(), g));
+            }
+        }
+        let policies = self.store.policies_in(&req.environment_id).await?;
+        Ok(evaluate(&policies, &actor, (&req.resource_kind, &req.resource_id), &req.permission, tool))
     }
 }

@@ -3,6 +3,7 @@
 //! nothing is served that the document does not describe.
 
 pub mod catalog;
+pub mod governance;
 pub mod identity;
 pub mod sessions;
 

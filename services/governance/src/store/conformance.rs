@@ -45,6 +45,8 @@ async fn governance_store_conformance() {
         groups_membership(&*s).await;
         environments_compare_and_set(&*s).await;
         assignments_unique_filter_delete(&*s).await;
+        policies_compare_and_set(&*s).await;
+        audit_filters(&*s).await;
         bootstrap_only_once(&*s).await;
         eprintln!("governance store conformance passed on {name}");
     }
@@ -147,4 +149,49 @@ async fn bootstrap_only_once(s: &dyn GovernanceStore) {
     let k = ApiKey { id: "key_boot".into(), principal_id: admin.id.clone(), name: "b".into(), created_ms: 1, revoked_ms: None };
     assert!(!s.bootstrap(&admin, &g, &e, &k, "h-boot").await.expect("bootstrap"));
     assert!(s.get_principal(&admin.id).await.expect("get").is_none(), "nothing written");
+}
+
+async fn policies_compare_and_set(s: &dyn GovernanceStore) {
+    use crate::policy::{ActionPolicy, parse_rules};
+    let rules = serde_json::json!([{"subject": {"kind": "*"}, "resource": {"kind": "tool", "id_glob": "bash"}, "disposition": "deny"}]);
+    let p = ActionPolicy {
+        id: "apol_1".into(),
+        environment_id: "env_p".into(),
+        name: "no-bash".into(),
+        rules: parse_rules("apol_1", rules).expect("rules"),
+        version: 1,
+        created_ms: 1,
+        updated_ms: 1,
+    };
+    s.insert_policy(&p).await.expect("insert");
+    assert!(s.insert_policy(&ActionPolicy { id: "apol_2".into(), ..p.clone() }).await.is_err(), "names are unique per environment");
+    assert_eq!(s.get_policy("apol_1").await.expect("get"), Some(p.clone()), "rule ids are re-derived on read");
+    let next = ActionPolicy { name: "renamed".into(), version: 2, updated_ms: 2, ..p.clone() };
+    assert!(s.update_policy(&next, 1).await.expect("cas"));
+    assert!(!s.update_policy(&next, 1).await.expect("cas"), "stale version refused");
+    assert_eq!(s.policies_in("env_p").await.expect("in").len(), 1);
+    assert!(s.policies_in("env_q").await.expect("in").is_empty());
+    assert_eq!(s.list_policies(&["env_p".into()], &PageRequest::standard(10, "").expect("page")).await.expect("list").len(), 1);
+    assert!(s.delete_policy("apol_1").await.expect("delete"));
+    assert!(!s.delete_policy("apol_1").await.expect("delete"));
+}
+
+async fn audit_filters(s: &dyn GovernanceStore) {
+    for (i, (actor, res)) in [("prin_x", "pa_a"), ("prin_y", "pa_a"), ("prin_x", "pa_b")].iter().enumerate() {
+        let r = AuditRecord {
+            id: format!("aud_{i}"),
+            actor_id: actor.to_string(),
+            action: "t".into(),
+            resource_kind: "k".into(),
+            resource_id: res.to_string(),
+            details: serde_json::json!({"i": i}),
+            created_ms: 1,
+        };
+        s.insert_audit(&r).await.expect("insert");
+    }
+    let page = PageRequest::standard(10, "").expect("page");
+    assert_eq!(s.list_audit("pa_a", "", &page).await.expect("list").len(), 2);
+    assert_eq!(s.list_audit("", "prin_x", &page).await.expect("list").len(), 2);
+    let both = s.list_audit("pa_a", "prin_x", &page).await.expect("list");
+    assert_eq!((both.len(), both[0].details.clone()), (1, serde_json::json!({"i": 0})));
 }

@@ -4,6 +4,7 @@
 mod sql;
 
 use crate::model::*;
+use crate::policy::ActionPolicy;
 use checkfu_core::Result;
 use checkfu_core::page::PageRequest;
 
@@ -54,6 +55,16 @@ pub trait GovernanceStore: Send + Sync + 'static {
     async fn reach_of(&self, principal_id: &str) -> Result<Vec<Assignment>>;
     /// The live key with this secret hash and its enabled principal's id.
     async fn authenticate(&self, secret_sha256: &str) -> Result<Option<(String, String)>>;
+
+    async fn insert_policy(&self, p: &ActionPolicy) -> Result<()>;
+    async fn get_policy(&self, id: &str) -> Result<Option<ActionPolicy>>;
+    /// Policies of any of `environment_ids`, newest first.
+    async fn list_policies(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<ActionPolicy>>;
+    /// Every policy of one Environment, for evaluation.
+    async fn policies_in(&self, environment_id: &str) -> Result<Vec<ActionPolicy>>;
+    /// Compare-and-set on `version`.
+    async fn update_policy(&self, p: &ActionPolicy, expected_version: i64) -> Result<bool>;
+    async fn delete_policy(&self, id: &str) -> Result<bool>;
 
     async fn insert_audit(&self, r: &AuditRecord) -> Result<()>;
     async fn list_audit(&self, resource_id: &str, actor_id: &str, page: &PageRequest) -> Result<Vec<AuditRecord>>;

@@ -2,6 +2,7 @@
 
 use super::GovernanceStore;
 use crate::model::*;
+use crate::policy::{ActionPolicy, Rule};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, Row, any::AnyRow};
@@ -61,6 +62,27 @@ fn assignment(r: &AnyRow) -> Result<Assignment> {
         created_by: s("created_by")?,
         created_ms: r.try_get("created_ms").map_err(db_err)?,
     })
+}
+
+fn policy(r: &AnyRow) -> Result<ActionPolicy> {
+    let s = |c: &str| r.try_get::<String, _>(c).map_err(db_err);
+    let rules: Vec<Rule> = serde_json::from_str(&s("rules_json")?).map_err(|e| Error::internal(format!("stored rules unreadable: {e}")))?;
+    let id = s("id")?;
+    // Rule ids are positional and not stored; re-derive them.
+    let rules = rules.into_iter().enumerate().map(|(i, r)| Rule { id: format!("{id}#{i}"), ..r }).collect();
+    Ok(ActionPolicy {
+        id,
+        environment_id: s("environment_id")?,
+        name: s("name")?,
+        rules,
+        version: r.try_get("version").map_err(db_err)?,
+        created_ms: r.try_get("created_ms").map_err(db_err)?,
+        updated_ms: r.try_get("updated_ms").map_err(db_err)?,
+    })
+}
+
+fn rules_json(p: &ActionPolicy) -> String {
+    serde_json::to_string(&p.rules).unwrap_or_else(|_| "[]".into())
 }
 
 fn audit(r: &AnyRow) -> Result<AuditRecord> {
@@ -434,6 +456,83 @@ impl GovernanceStore for SqlGovernanceStore {
         .await
         .map_err(db_err)?;
         row.map(|r| Ok((r.try_get("principal_id").map_err(db_err)?, r.try_get("key_id").map_err(db_err)?))).transpose()
+    }
+
+    async fn insert_policy(&self, p: &ActionPolicy) -> Result<()> {
+        sqlx::query("INSERT INTO action_policies (id, environment_id, name, rules_json, version, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+            .bind(&p.id)
+            .bind(&p.environment_id)
+            .bind(&p.name)
+            .bind(rules_json(p))
+            .bind(p.version)
+            .bind(p.created_ms)
+            .bind(p.updated_ms)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn get_policy(&self, id: &str) -> Result<Option<ActionPolicy>> {
+        sqlx::query("SELECT * FROM action_policies WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(policy)
+            .transpose()
+    }
+
+    async fn list_policies(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<ActionPolicy>> {
+        let mut out = vec![];
+        for env in environment_ids {
+            let rows = sqlx::query("SELECT * FROM action_policies WHERE environment_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
+                .bind(env)
+                .bind(before(page))
+                .bind(page.fetch_limit())
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db_err)?;
+            for r in &rows {
+                out.push(policy(r)?);
+            }
+        }
+        out.sort_by(|a, b| b.id.cmp(&a.id));
+        out.truncate(page.fetch_limit() as usize);
+        Ok(out)
+    }
+
+    async fn policies_in(&self, environment_id: &str) -> Result<Vec<ActionPolicy>> {
+        sqlx::query("SELECT * FROM action_policies WHERE environment_id = $1")
+            .bind(environment_id)
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(policy)
+            .collect()
+    }
+
+    async fn update_policy(&self, p: &ActionPolicy, expected_version: i64) -> Result<bool> {
+        let r = sqlx::query(
+            "UPDATE action_policies SET name = $1, rules_json = $2, version = $3, updated_ms = $4 WHERE id = $5 AND version = $6",
+        )
+        .bind(&p.name)
+        .bind(rules_json(p))
+        .bind(p.version)
+        .bind(p.updated_ms)
+        .bind(&p.id)
+        .bind(expected_version)
+        .execute(&self.db.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn delete_policy(&self, id: &str) -> Result<bool> {
+        let r = sqlx::query("DELETE FROM action_policies WHERE id = $1").bind(id).execute(&self.db.pool).await.map_err(db_err)?;
+        Ok(r.rows_affected() == 1)
     }
 
     async fn insert_audit(&self, r: &AuditRecord) -> Result<()> {
