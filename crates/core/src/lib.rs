@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod error;
+pub mod glob;
 pub mod id;
 pub mod page;
 pub mod time;

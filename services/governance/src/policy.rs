@@ -4,6 +4,7 @@
 //! non-destructive over a read-only transport is allowed, a write or
 //! destructive tool asks, and an MCP-bound tool always asks.
 
+use checkfu_core::glob::glob;
 use checkfu_core::{Error, Result, string_enum};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -92,29 +93,6 @@ pub fn parse_rules(policy_id: &str, v: Value) -> Result<Vec<Rule>> {
         r.id = format!("{policy_id}#{i}");
     }
     Ok(rules)
-}
-
-/// `*` matches any run of characters, `?` any one; everything else literally.
-pub fn glob(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
-    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
 }
 
 /// Who is acting: a subject and everything it counts as (its groups, the
@@ -219,17 +197,6 @@ mod tests {
                 ("agent_definition".into(), "agt_bot".into()),
             ],
         }
-    }
-
-    #[test]
-    fn globs() {
-        assert!(glob("*", "anything"));
-        assert!(glob("prin_*", "prin_alice"));
-        assert!(glob("tool.?ash", "tool.bash"));
-        assert!(!glob("prin_*", "grp_ops"));
-        assert!(glob("a*b*c", "axxbyyc"));
-        assert!(!glob("a*b*c", "axxbyy"));
-        assert!(glob("", ""));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 pub mod agent_loop;
 pub mod cache;
+pub mod sandbox;
 pub mod transcript;
 
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
@@ -63,6 +64,11 @@ impl Runner {
     /// Claims and executes Runs until `shutdown`; in-flight Runs are left to
     /// their leases (another runner resumes them after expiry).
     pub async fn serve(self, shutdown: CancellationToken) {
+        if !sandbox::isolation_available() {
+            tracing::warn!(
+                "this host cannot isolate sandbox processes (bubblewrap is missing or cannot create namespaces): the bash tool will be refused"
+            );
+        }
         let slots = Arc::new(Semaphore::new(self.cfg.concurrency.max(1)));
         loop {
             let permit = tokio::select! {
