@@ -40,7 +40,11 @@ impl Platform {
             remotes: BTreeMap::new(),
             bootstrap_key_file: Some(key_file.clone()),
             embedded: true,
-            runner: checkfu_runner::RunnerConfig { claim_wait: Duration::from_secs(2), ..Default::default() },
+            runner: checkfu_runner::RunnerConfig {
+                claim_wait: Duration::from_secs(2),
+                workspaces: dir.join("workspaces"),
+                ..Default::default()
+            },
         };
         let node = Node::start(listener, opts).await.unwrap();
         let base = format!("http://{}", node.addr);

@@ -72,8 +72,12 @@ async fn separate_serve_processes_on_postgres_pass_the_journey() {
         "governance,model-gateway,capability-gateway,scheduler,webhooks,memory",
         &format!("storage = \"{db}\"\nbootstrap_key_file = \"{}\"\n", key_file.display()),
     );
-    let (_sessions, sessions) =
-        serve(dir.path(), "sessions", "sessions,runner", &format!("storage = \"{db}\"\n[endpoints]\nmodel-gateway = \"{control}\"\n"));
+    let (_sessions, sessions) = serve(
+        dir.path(),
+        "sessions",
+        "sessions,runner",
+        &format!("storage = \"{db}\"\n[endpoints]\nmodel-gateway = \"{control}\"\ngovernance = \"{control}\"\n"),
+    );
     let (_gateway, gateway) = serve(
         dir.path(),
         "gateway",

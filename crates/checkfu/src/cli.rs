@@ -76,7 +76,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 remotes: BTreeMap::new(),
                 bootstrap_key_file: Some(key_file.clone()),
                 embedded: true,
-                runner: checkfu_runner::RunnerConfig::default(),
+                runner: checkfu_runner::RunnerConfig { workspaces: data_dir.join("workspaces"), ..Default::default() },
             };
             let node = Node::start(listener, opts).await?;
             println!("Checkfu is up: API base URL http://{}/v1", node.addr);

@@ -7,7 +7,8 @@
 //! storage = "postgres://checkfu@db/checkfu"
 //! bootstrap_key_file = "/var/lib/checkfu/admin.key"
 //!
-//! [endpoints]          # roles this process does not play
+//! [endpoints]          # roles this process does not play (a runner needs
+//!                      # sessions, model-gateway and governance)
 //! governance = "http://checkfu-governance:7420"
 //! sessions = "http://checkfu-sessions:7420"
 //! model-gateway = "http://checkfu-model-gateway:7420"

@@ -236,7 +236,12 @@ impl Node {
             }
         }));
         if has(Role::Runner) {
-            let runner = checkfu_runner::Runner::new(upstream(Role::Runner)?, upstream(Role::ModelGateway)?, opts.runner.clone());
+            let runner = checkfu_runner::Runner::new(
+                upstream(Role::Runner)?,
+                upstream(Role::ModelGateway)?,
+                upstream(Role::Governance)?,
+                opts.runner.clone(),
+            );
             let stop = shutdown.clone();
             tasks.push(tokio::spawn(runner.serve(stop)));
         }

@@ -272,6 +272,7 @@ impl Rpc for GovernanceGrpc {
             resource_id: resource.id,
             permission: r.permission,
             tool: json_doc("tool", &r.tool_json)?,
+            also: r.also.into_iter().map(|a| (a.kind, a.id)).collect(),
         };
         let d = self.svc.evaluate(&req).await?;
         ok(pb::EvaluateActionResponse {

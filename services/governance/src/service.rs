@@ -416,6 +416,8 @@ pub struct EvaluationRequest {
     pub resource_id: String,
     pub permission: String,
     pub tool: serde_json::Value,
+    /// Further `(kind, id)` identities the actor counts as.
+    pub also: Vec<(String, String)>,
 }
 
 impl GovernanceService {
@@ -521,6 +523,12 @@ impl GovernanceService {
         }
         let tool = classify(&req.tool)?;
         let mut actor = Actor { identities: vec![(req.subject_kind.clone(), req.subject_id.clone())] };
+        for (kind, id) in &req.also {
+            if !SUBJECT_KINDS.contains(&kind.as_str()) || kind == "*" {
+                return Err(Error::invalid_field("also.kind", format!("identity kind {kind:?} is not a subject kind")));
+            }
+            actor.identities.push((kind.clone(), id.clone()));
+        }
         if req.subject_kind == "principal" {
             for g in self.store.groups_of(&req.subject_id).await? {
                 actor.identities.push(("group".into(), g));

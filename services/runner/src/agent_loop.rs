@@ -192,28 +192,34 @@ impl Runner {
         if !text.is_empty() {
             events.push(("agent.message", text_payload(&text)));
         }
-        let called_tools = !uses.is_empty();
-        for u in uses {
-            let input: Value = serde_json::from_str(&u.input_json).unwrap_or(json!({}));
-            events.push((
-                "agent.tool_use",
-                json!({"tool_use_id": u.id, "name": u.name, "input": input, "evaluated_permission": "deny"}).to_string(),
-            ));
-            events.push((
-                "policy.denied",
-                json!({"tool_use_id": u.id, "matched_rule_id": null, "guidance": "tool execution is not enabled on this execution plane yet; answer without tools"}).to_string(),
-            ));
-        }
-        if !called_tools {
+        if uses.is_empty() {
             return Ok(Turn::Final(events));
         }
-        let seqs = self.append(lease, events.clone()).await?;
+        // Decide every call first and record the calls (with how governance
+        // decided them) before anything runs; then answer each.
+        let decided = match self.decide(work, uses).await {
+            Ok(d) => d,
+            Err(status) => {
+                tracing::warn!(%status, "governance could not decide the tool calls; leaving the run to its lease");
+                return Err(Stop::Lost);
+            }
+        };
+        for d in &decided {
+            events.extend(Self::call_events(d));
+        }
+        let mut seqs = self.append(lease, events.clone()).await?;
+        let mut answers = Vec::with_capacity(decided.len());
+        for d in &decided {
+            answers.push(self.answer(&work.session_id, d).await);
+        }
+        seqs.extend(self.append(lease, answers.clone()).await?);
         let (mut own_seqs, mut own): (Vec<i64>, Vec<(&str, String)>) = match started {
             Some((seq, p)) => (vec![seq], vec![("span.model_request_start", p)]),
             None => (vec![], vec![]),
         };
         own_seqs.extend(seqs);
         own.extend(events);
+        own.extend(answers);
         Ok(Turn::CalledTools { folded: t.absorb_own(&own_seqs, &own, work.start_seq) })
     }
 

@@ -8,8 +8,10 @@
 pub mod agent_loop;
 pub mod cache;
 pub mod sandbox;
+pub mod tools;
 pub mod transcript;
 
+use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
 use checkfu_proto::runner::v1::ClaimRequest;
 use checkfu_proto::runner::v1::runner_service_client::RunnerServiceClient;
@@ -28,6 +30,8 @@ pub struct RunnerConfig {
     pub claim_wait: Duration,
     /// How often a held lease is renewed.
     pub heartbeat_every: Duration,
+    /// Where Session workspaces live (one directory per Session).
+    pub workspaces: std::path::PathBuf,
 }
 
 impl Default for RunnerConfig {
@@ -37,6 +41,7 @@ impl Default for RunnerConfig {
             concurrency: 16,
             claim_wait: Duration::from_secs(10),
             heartbeat_every: Duration::from_secs(4),
+            workspaces: std::env::temp_dir().join("checkfu-workspaces"),
         }
     }
 }
@@ -45,18 +50,24 @@ impl Default for RunnerConfig {
 pub struct Runner {
     pub(crate) runs: RunnerServiceClient<Transport>,
     pub(crate) models: ModelGatewayServiceClient<Transport>,
+    pub(crate) governance: GovernanceServiceClient<Transport>,
     pub(crate) cfg: Arc<RunnerConfig>,
+    /// Whether `bash` can be isolated on this host (probed once).
+    pub(crate) isolation: bool,
     pub(crate) transcripts: Arc<cache::TranscriptCache>,
 }
 
 impl Runner {
     /// `control` reaches the runner protocol (the sessions service, or the
-    /// gateway's public port); `models` reaches the model gateway.
-    pub fn new(control: Transport, models: Transport, cfg: RunnerConfig) -> Runner {
+    /// gateway's public port); `models` the model gateway; `governance`
+    /// decides every tool call.
+    pub fn new(control: Transport, models: Transport, governance: Transport, cfg: RunnerConfig) -> Runner {
         Runner {
             runs: RunnerServiceClient::new(control).max_decoding_message_size(64 * 1024 * 1024),
             models: ModelGatewayServiceClient::new(models).max_decoding_message_size(64 * 1024 * 1024),
+            governance: GovernanceServiceClient::new(governance),
             cfg: Arc::new(cfg),
+            isolation: sandbox::isolation_available(),
             transcripts: Arc::new(cache::TranscriptCache::new(1024)),
         }
     }
@@ -64,7 +75,7 @@ impl Runner {
     /// Claims and executes Runs until `shutdown`; in-flight Runs are left to
     /// their leases (another runner resumes them after expiry).
     pub async fn serve(self, shutdown: CancellationToken) {
-        if !sandbox::isolation_available() {
+        if !self.isolation {
             tracing::warn!(
                 "this host cannot isolate sandbox processes (bubblewrap is missing or cannot create namespaces): the bash tool will be refused"
             );

@@ -11,8 +11,9 @@ use serde_json::Value;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
-/// The most a tool returns; longer output is cut and marked.
-pub const MAX_OUTPUT_BYTES: usize = 100_000;
+/// The most a tool returns; longer output is cut and marked (the runner
+/// then turns anything over 100,000 characters into a bounded preview).
+pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 /// The largest file `read` returns, `write` writes or `bash` may create.
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// Entries `glob` and `grep` report at most.
@@ -342,7 +343,7 @@ mod tests {
         assert!(listener.accept().is_err(), "the sandbox never connected");
         let r = w.run("bash", &json!({"command": "exit 3"})).await;
         assert!(r.is_error && r.content.contains("exit status 3"));
-        let r = w.run("bash", &json!({"command": "yes | head -c 300000"})).await;
+        let r = w.run("bash", &json!({"command": "yes | head -c 1200000"})).await;
         assert!(r.content.len() <= MAX_OUTPUT_BYTES + 40 && r.content.ends_with("[output truncated]"));
     }
 

@@ -67,6 +67,11 @@ impl Transcript {
                         content: match p.get("content") {
                             Some(Value::String(s)) => s.clone(),
                             Some(v @ Value::Array(_)) => text_of(&serde_json::json!({"c": v}), "c"),
+                            Some(v) if v.get("type").and_then(Value::as_str) == Some("result_truncated") => format!(
+                                "{}\n[result truncated: {} characters in all]",
+                                v.get("preview").and_then(Value::as_str).unwrap_or_default(),
+                                v.get("original_chars").and_then(Value::as_u64).unwrap_or_default()
+                            ),
                             _ => String::new(),
                         },
                         is_error: p.get("is_error").and_then(Value::as_bool).unwrap_or(false),
