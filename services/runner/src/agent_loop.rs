@@ -49,7 +49,7 @@ impl Runner {
         };
         beat.abort();
         let (reason, cursor, events) = match outcome {
-            Ok((cursor, last)) => (json!({"type": "end_turn"}), cursor, last),
+            Ok((cursor, last, reason)) => (reason, cursor, last),
             Err(Stop::Lost) => return,
             Err(Stop::Settle(reason)) => (reason, 0, vec![]),
         };
@@ -81,7 +81,7 @@ impl Runner {
 
     /// Returns the last log position read and the final turn's events,
     /// which the completion appends in the same commit that settles the Run.
-    async fn drive(&self, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<(i64, Vec<(&'static str, String)>), Stop> {
+    async fn drive(&self, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<Settle, Stop> {
         let mut t = self.transcripts.take(&work.session_id);
         let outcome = self.drive_from(work, lease, &mut t).await;
         if outcome.is_ok() {
@@ -90,25 +90,21 @@ impl Runner {
         outcome
     }
 
-    async fn drive_from(
-        &self,
-        work: &pb::WorkItem,
-        lease: &pb::LeaseRef,
-        t: &mut Transcript,
-    ) -> Result<(i64, Vec<(&'static str, String)>), Stop> {
+    async fn drive_from(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &mut Transcript) -> Result<Settle, Stop> {
         let mut caught_up = t.absorb_tail(&work.tail, work.start_seq);
         loop {
             if !caught_up {
                 self.read_all(lease, t, work.start_seq).await?;
             }
             if t.interrupted || !t.needs_turn() {
-                return Ok((t.cursor, vec![]));
+                return Ok((t.cursor, vec![], json!({"type": "end_turn"})));
             }
             // A turn that called no tool ends the Run without re-reading:
             // completion admits a new Run for any message after `t.cursor`,
             // and an unseen interrupt would end the turn the same way.
             match self.turn(work, lease, t).await? {
-                Turn::Final(events) => return Ok((t.cursor, events)),
+                Turn::Final(events) => return Ok((t.cursor, events, json!({"type": "end_turn"}))),
+                Turn::Waiting(events) => return Ok((t.cursor, events, json!({"type": "requires_action"}))),
                 Turn::CalledTools { folded } => caught_up = folded,
             }
         }
@@ -206,6 +202,14 @@ impl Runner {
         };
         for d in &decided {
             events.extend(Self::call_events(d));
+        }
+        if decided.iter().any(Self::is_host_side) {
+            // The host runs its tools: answer the rest, then settle the Run
+            // waiting for the host's results, all in the completing commit.
+            for d in decided.iter().filter(|d| !Self::is_host_side(d)) {
+                events.push(self.answer(&work.session_id, d).await);
+            }
+            return Ok(Turn::Waiting(events));
         }
         let mut seqs = self.append(lease, events.clone()).await?;
         let mut answers = Vec::with_capacity(decided.len());
@@ -309,10 +313,17 @@ impl Runner {
     }
 }
 
+/// How a Run settles: the last position read, the events to append with
+/// the completion, and the stop reason.
+type Settle = (i64, Vec<(&'static str, String)>, Value);
+
 /// How a model turn ended.
 enum Turn {
     /// The model answered: these events settle the Run with its completion.
     Final(Vec<(&'static str, String)>),
+    /// The model called host-side tools: these events (with the
+    /// `agent.custom_tool_use`s) settle the Run waiting for their results.
+    Waiting(Vec<(&'static str, String)>),
     /// The model called tools; the turn's events are appended (and folded
     /// into the transcript when nothing else was written in between).
     CalledTools { folded: bool },

@@ -110,8 +110,19 @@ impl Runner {
         (format!("{what} are not available on this execution plane yet"), true)
     }
 
+    /// Whether the call is an allowed custom (host-side) tool: the host runs
+    /// it, so the Session waits for its result.
+    pub(crate) fn is_host_side(d: &Decided) -> bool {
+        d.disposition == "allow" && d.declaration.as_ref().and_then(|x| x.get("type")).and_then(Value::as_str) == Some("custom")
+    }
+
     /// The events a decided call produces before it runs.
     pub(crate) fn call_events(d: &Decided) -> Vec<(&'static str, String)> {
+        if Self::is_host_side(d) {
+            let payload =
+                json!({"custom_tool_use_id": d.call.id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition});
+            return vec![("agent.custom_tool_use", payload.to_string())];
+        }
         let mut ev = vec![(
             "agent.tool_use",
             json!({"tool_use_id": d.call.id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition}).to_string(),

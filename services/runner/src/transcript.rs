@@ -60,6 +60,22 @@ impl Transcript {
                         input_json: p.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into()),
                     }),
                 ),
+                "agent.custom_tool_use" => self.push(
+                    "assistant",
+                    B::ToolUse(mg::ToolUse {
+                        id: p.get("custom_tool_use_id").and_then(Value::as_str).unwrap_or_default().into(),
+                        name: p.get("name").and_then(Value::as_str).unwrap_or_default().into(),
+                        input_json: p.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into()),
+                    }),
+                ),
+                "user.custom_tool_result" => self.push(
+                    "user",
+                    B::ToolResult(mg::ToolResult {
+                        tool_use_id: p.get("custom_tool_use_id").and_then(Value::as_str).unwrap_or_default().into(),
+                        content: text_of(&p, "content"),
+                        is_error: p.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+                    }),
+                ),
                 "agent.tool_result" => self.push(
                     "user",
                     B::ToolResult(mg::ToolResult {

@@ -258,6 +258,35 @@ impl Draft {
         self.set_status(SessionStatus::Terminated, self.session.stop_reason.clone(), caused_by);
     }
 
+    /// The custom tool uses a `requires_action` wait is still waiting on.
+    pub fn waiting_ids(&self) -> Vec<String> {
+        if !self.waiting_on_action() {
+            return vec![];
+        }
+        self.session
+            .stop_reason
+            .as_ref()
+            .and_then(|r| r.get("waiting_on"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+
+    /// Accepts a result for a waited-on custom tool use. The last one
+    /// resumes the Session with a new Run.
+    fn settle_custom_result(&mut self, input: &Input, id: &str) -> String {
+        let seq = self.next_seq();
+        let event_id =
+            self.push(&input.event_type, None, Value::String(input.authored_by.clone()), input.caused_by.clone(), input.payload.clone());
+        let remaining: Vec<String> = self.waiting_ids().into_iter().filter(|w| w != id).collect();
+        if remaining.is_empty() {
+            self.admit_run(seq, json!({"kind": "event", "id": event_id}));
+        } else if let Some(Value::Object(reason)) = self.session.stop_reason.as_mut() {
+            reason.insert("waiting_on".into(), json!(remaining));
+        }
+        event_id
+    }
+
     fn waiting_on_action(&self) -> bool {
         self.session.status == SessionStatus::Idle
             && self
@@ -282,7 +311,10 @@ impl Draft {
         }
         if matches!(input.event_type.as_str(), "user.tool_confirmation" | "user.custom_tool_result") {
             let key = if input.event_type == "user.tool_confirmation" { "tool_use_id" } else { "custom_tool_use_id" };
-            let id = input.payload.get(key).and_then(Value::as_str).unwrap_or_default();
+            let id = input.payload.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+            if input.event_type == "user.custom_tool_result" && self.waiting_ids().contains(&id) {
+                return Ok(self.settle_custom_result(input, &id));
+            }
             return Err(Error::conflict(format!("no tool use {id:?} is waiting for this session")));
         }
         let seq = self.next_seq();
@@ -308,6 +340,10 @@ impl Draft {
             // claimed one stops at its next boundary.
             "user.interrupt" if self.run.as_ref().is_some_and(|r| r.status == RunStatus::Queued) => {
                 self.complete_run(json!({"type": "end_turn"}), cause);
+            }
+            // An interrupt also ends a wait for tool results.
+            "user.interrupt" if self.session.status == SessionStatus::Idle && self.run.is_none() && !self.waiting_ids().is_empty() => {
+                self.set_status_for(SessionStatus::Idle, Some(json!({"type": "end_turn"})), cause, None);
             }
             _ => {}
         }

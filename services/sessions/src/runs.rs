@@ -270,7 +270,25 @@ impl SessionsService {
             append_run_events(d, lease, &events)?;
             let run_id = held(d, lease)?.id.clone();
             let cause = json!({"kind": "run", "id": run_id});
-            d.complete_run(stop_reason.clone(), cause.clone());
+            let mut stop = stop_reason.clone();
+            if kind == "requires_action" {
+                // The wait is for the custom tool uses this completion appends.
+                let waiting: Vec<(String, String)> = d
+                    .events
+                    .iter()
+                    .filter(|e| e.event_type == "agent.custom_tool_use")
+                    .filter_map(|e| Some((e.id.clone(), e.payload.get("custom_tool_use_id")?.as_str()?.to_string())))
+                    .collect();
+                if waiting.is_empty() {
+                    return Err(Error::invalid_field("stop_reason", "requires_action needs the agent.custom_tool_use events it waits on"));
+                }
+                stop = json!({
+                    "type": "requires_action",
+                    "event_ids": waiting.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>(),
+                    "waiting_on": waiting.iter().map(|(_, t)| t.clone()).collect::<Vec<_>>(),
+                });
+            }
+            d.complete_run(stop, cause.clone());
             if kind == "end_turn" && d.session.last_user_message_seq > last_seen_seq {
                 let trigger = d.session.last_user_message_seq;
                 d.admit_run(trigger, cause);
