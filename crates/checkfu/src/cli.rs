@@ -37,6 +37,13 @@ pub enum Command {
         #[arg(long)]
         listen: Option<String>,
     },
+    /// Work with Sessions from the command line.
+    Session {
+        #[command(flatten)]
+        client: crate::client::ClientArgs,
+        #[command(subcommand)]
+        action: crate::client::SessionAction,
+    },
 }
 
 async fn wait_for_signal() {
@@ -67,6 +74,7 @@ async fn run_until_signal(node: Node) {
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Session { client, action } => crate::client::session(client, action, &mut std::io::stdout()).await,
         Command::Up { data_dir, listen } => {
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("binding {listen}"))?;
             let key_file = data_dir.join("admin.key");

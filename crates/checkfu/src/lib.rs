@@ -2,6 +2,7 @@
 //! set of roles on one listener. Tests boot whole meshes through it.
 
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod health;
 pub mod node;

@@ -79,3 +79,105 @@ fn http_status(url: &str) -> u16 {
     }
     panic!("{url} never answered");
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn up(data: &std::path::Path, port: u16) -> std::process::Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_checkfu"))
+        .args(["up", "--data-dir", data.to_str().unwrap(), "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert_eq!(http_status(&format!("http://127.0.0.1:{port}/readyz")), 200);
+    child
+}
+
+fn cli(port: u16, key: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_checkfu"));
+    c.args(["session", "--server", &format!("http://127.0.0.1:{port}"), "--key", key]).args(args);
+    c
+}
+
+/// Creates an agent, deploys it with the scripted model and opens a Session.
+async fn session(base: &str, key: &str) -> String {
+    let http = reqwest::Client::new();
+    let post = |path: &str, body: serde_json::Value| {
+        let rb = http.post(format!("{base}{path}")).bearer_auth(key).json(&body);
+        async move { rb.send().await.unwrap().json::<serde_json::Value>().await.unwrap() }
+    };
+    let envs: serde_json::Value = http.get(format!("{base}/v1/environments")).bearer_auth(key).send().await.unwrap().json().await.unwrap();
+    let env = envs["data"][0]["id"].as_str().unwrap().to_string();
+    let agent = post("/v1/agents", serde_json::json!({"environment_id": env, "name": "cli"})).await["id"].as_str().unwrap().to_string();
+    post(&format!("/v1/agents/{agent}/versions"), serde_json::json!({})).await;
+    let sbp = post("/v1/sandbox-profiles", serde_json::json!({"environment_id": env, "name": "s", "image": "debian"})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mrp = post(
+        "/v1/model-routing-profiles",
+        serde_json::json!({"environment_id": env, "name": "m", "candidates": [{"provider": "scripted", "model": "s"}]}),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let dep = post(
+        "/v1/agent-deployments",
+        serde_json::json!({"environment_id": env, "key": "cli", "agent_id": agent, "agent_version": 1, "model_routing_profile_id": mrp, "sandbox_profile_id": sbp}),
+    )
+    .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    post("/v1/sessions", serde_json::json!({"agent_deployment_id": dep})).await["id"].as_str().unwrap().to_string()
+}
+
+fn seqs(out: &str) -> Vec<i64> {
+    out.lines().filter_map(|l| l.split_whitespace().next()?.parse().ok()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_send_and_follow_resume_after_a_dropped_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let port = free_port();
+    let mut server = up(&data, port);
+    let key = std::fs::read_to_string(data.join("admin.key")).unwrap().trim().to_string();
+    let sid = session(&format!("http://127.0.0.1:{port}"), &key).await;
+
+    let sent = cli(port, &key, &["send", &sid, "hello cli"]).output().unwrap();
+    assert!(sent.status.success(), "{}", String::from_utf8_lossy(&sent.stderr));
+    assert!(String::from_utf8_lossy(&sent.stdout).contains("user.message") && String::from_utf8_lossy(&sent.stdout).contains("hello cli"));
+    let json_out = cli(port, &key, &["follow", &sid, "--exit-on-idle", "--json"]).output().unwrap();
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&json_out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.last().unwrap()["type"], "session.status_idle");
+    assert!(lines.iter().any(|e| e["type"] == "agent.message" && e["payload"]["content"][0]["text"] == "echo: hello cli"));
+    let last = lines.last().unwrap()["seq"].as_i64().unwrap();
+
+    // Follow from the current end; drop the connection by restarting the server.
+    let follower = cli(port, &key, &["follow", &sid, "--exit-on-idle", "--after-seq", &last.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap().success());
+    server.wait().unwrap();
+    server = up(&data, port);
+    let resent = cli(port, &key, &["send", &sid, "after the restart"]).output().unwrap();
+    assert!(resent.status.success(), "{}", String::from_utf8_lossy(&resent.stderr));
+    let out = follower.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let got = seqs(&text);
+    assert_eq!(got, (last + 1..=last + got.len() as i64).collect::<Vec<_>>(), "resumed with no gap and no repeat:\n{text}");
+    assert!(text.contains("echo: after the restart") && text.trim_end().ends_with("end_turn"), "{text}");
+
+    let bad = cli(port, &key, &["send", "sess_01m8n5w2381sjtydkyxnv11e90", "x"]).output().unwrap();
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("not_found"));
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

@@ -1,0 +1,168 @@
+//! The command-line client: `checkfu session send|follow`. It speaks only
+//! the public HTTP API, like any other client.
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Args)]
+pub struct ClientArgs {
+    /// The API server.
+    #[arg(long, env = "CHECKFU_SERVER", default_value = "http://127.0.0.1:7420", global = true)]
+    pub server: String,
+    /// An API key (or set CHECKFU_API_KEY, or use --key-file).
+    #[arg(long, env = "CHECKFU_API_KEY", hide_env_values = true, global = true)]
+    pub key: Option<String>,
+    /// A file holding the API key.
+    #[arg(long, default_value = ".checkfu/admin.key", global = true)]
+    pub key_file: PathBuf,
+    /// Print JSON (one object per line) instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum SessionAction {
+    /// Send a user.message to a Session (as the Session's principal).
+    Send { id: String, text: String },
+    /// Print a Session's events as they happen, resuming after a dropped
+    /// connection from the last event seen.
+    Follow {
+        id: String,
+        /// Start after this seq (default: from the beginning).
+        #[arg(long, default_value_t = 0)]
+        after_seq: i64,
+        /// Stop once the Session is idle or terminated.
+        #[arg(long)]
+        exit_on_idle: bool,
+    },
+}
+
+struct Client {
+    base: String,
+    key: String,
+    http: reqwest::Client,
+}
+
+impl Client {
+    fn new(a: &ClientArgs) -> anyhow::Result<Client> {
+        let key = match &a.key {
+            Some(k) => k.clone(),
+            None => std::fs::read_to_string(&a.key_file)
+                .with_context(|| format!("no --key given and {} is unreadable", a.key_file.display()))?
+                .trim()
+                .to_string(),
+        };
+        Ok(Client { base: a.server.trim_end_matches('/').to_string(), key, http: reqwest::Client::new() })
+    }
+
+    async fn call(&self, rb: reqwest::RequestBuilder) -> anyhow::Result<Value> {
+        let r = rb.bearer_auth(&self.key).send().await.context("the server did not answer")?;
+        let status = r.status();
+        let body: Value = r.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            let e = &body["error"];
+            bail!("{} {}: {}", status.as_u16(), e["type"].as_str().unwrap_or("error"), e["message"].as_str().unwrap_or("(no message)"));
+        }
+        Ok(body)
+    }
+}
+
+/// One line for a persisted event.
+fn summary(e: &Value) -> String {
+    let p = &e["payload"];
+    let detail = match e["type"].as_str().unwrap_or_default() {
+        "user.message" | "agent.message" => {
+            p["content"].as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join(" ")).unwrap_or_default()
+        }
+        "agent.tool_use" => format!(
+            "{} {} [{}]",
+            p["name"].as_str().unwrap_or_default(),
+            p["input"],
+            p["evaluated_permission"].as_str().unwrap_or_default()
+        ),
+        "agent.tool_result" => p["content"].as_str().map(str::to_string).unwrap_or_else(|| p["content"].to_string()),
+        "session.status_idle" => p["stop_reason"]["type"].as_str().unwrap_or_default().to_string(),
+        "policy.denied" => p["guidance"].as_str().unwrap_or_default().to_string(),
+        _ => String::new(),
+    };
+    format!("{:>5} {:<26} {}", e["seq"], e["type"].as_str().unwrap_or_default(), detail.replace('\n', " ")).trim_end().to_string()
+}
+
+pub async fn session(args: ClientArgs, action: SessionAction, out: &mut impl Write) -> anyhow::Result<()> {
+    let c = Client::new(&args)?;
+    match action {
+        SessionAction::Send { id, text } => {
+            let s = c.call(c.http.get(format!("{}/v1/sessions/{id}", c.base))).await?;
+            let who = s["principal_id"].as_str().unwrap_or_default();
+            let body = json!({"type": "user.message", "payload": {"content": [{"type": "text", "text": text}]}, "authored_by": who, "caused_by": {"kind": "surface", "id": "cli"}});
+            let e = c.call(c.http.post(format!("{}/v1/sessions/{id}/events", c.base)).json(&body)).await?;
+            if args.json {
+                writeln!(out, "{e}")?
+            } else {
+                writeln!(out, "{}", summary(&e))?
+            }
+            Ok(())
+        }
+        SessionAction::Follow { id, after_seq, exit_on_idle } => follow(&c, &id, after_seq, exit_on_idle, args.json, out).await,
+    }
+}
+
+/// Streams events, reconnecting with `Last-Event-ID` after a drop so no
+/// event is missed or printed twice.
+async fn follow(c: &Client, id: &str, mut last: i64, exit_on_idle: bool, json_out: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        let rb =
+            c.http.get(format!("{}/v1/sessions/{id}/events/stream", c.base)).bearer_auth(&c.key).header("Last-Event-ID", last.to_string());
+        let resp = match rb.send().await {
+            Ok(r) if r.status().is_success() => r,
+            Ok(r) if r.status().is_client_error() => {
+                let body: Value = r.json().await.unwrap_or(Value::Null);
+                bail!("{}", body["error"]["message"].as_str().unwrap_or("the stream was refused"));
+            }
+            _ => {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(200);
+        let mut body = resp.bytes_stream();
+        let mut buf = String::new();
+        while let Some(chunk) = body.next().await {
+            let Ok(chunk) = chunk else { break };
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buf.find("\n\n") {
+                let frame: String = buf.drain(..end + 2).collect();
+                let data: String = frame.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
+                let has_id = frame.lines().any(|l| l.starts_with("id:"));
+                if !has_id || data.is_empty() {
+                    continue;
+                }
+                let e: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
+                let seq = e["seq"].as_i64().unwrap_or(0);
+                if seq <= last {
+                    continue;
+                }
+                last = seq;
+                if json_out {
+                    writeln!(out, "{e}")?
+                } else {
+                    writeln!(out, "{}", summary(&e))?
+                }
+                out.flush()?;
+                let t = e["type"].as_str().unwrap_or_default();
+                if exit_on_idle && (t == "session.status_idle" || t == "session.status_terminated") {
+                    return Ok(());
+                }
+            }
+        }
+        // The connection dropped: resume after the last event printed.
+        tokio::time::sleep(backoff).await;
+    }
+}
