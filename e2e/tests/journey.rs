@@ -156,6 +156,8 @@ async fn quick_start_journey_with_a_service_principal() {
     let archived = admin.post(&format!("/v1/sessions/{sid}/archive"), json!({})).await;
     expect(&archived, 200, None);
     assert_eq!(archived.1["status"], "terminated");
+    let ended = events(admin, &sid).await.into_iter().rev().find(|e| e["type"] == "session.status_terminated").unwrap();
+    assert_eq!(ended["caused_by"], json!({"kind": "principal", "id": p.admin_id}), "the archive is attributed to its caller");
     let interrupt =
         json!({"type": "user.interrupt", "payload": {}, "authored_by": p.admin_id, "caused_by": {"kind": "principal", "id": p.admin_id}});
     expect(&admin.post(&format!("/v1/sessions/{sid}/events"), interrupt).await, 409, Some("validation.conflict"));

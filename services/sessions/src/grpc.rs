@@ -307,9 +307,10 @@ impl Rpc for SessionsGrpc {
         let (rows, next_page) = p.finish(self.svc.list_sessions(&f, &p).await?, |s| &s.id);
         ok(pb::ListSessionsResponse { data: rows.into_iter().map(session).collect(), next_page })
     }
-    async fn archive_session(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Session> {
-        let id = r.into_inner().id;
-        ok(session(self.svc.archive(&id, "").await?))
+    async fn archive_session(&self, r: Request<pb::ArchiveSessionRequest>) -> R<pb::Session> {
+        let r = r.into_inner();
+        checkfu_core::id::check("actor_id", "prin", &r.actor_id)?;
+        ok(session(self.svc.archive(&r.id, &r.actor_id).await?))
     }
     async fn update_selection(&self, r: Request<pb::UpdateSelectionRequest>) -> R<pb::Session> {
         let r = r.into_inner();

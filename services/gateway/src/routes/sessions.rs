@@ -208,7 +208,9 @@ pub async fn get_session(State(st): State<AppState>, caller: Caller, Path(id): P
     responses((status = 200, description = "The Session, terminated", body = views::Session), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn archive_session(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Session> {
     session_for(&st, &caller, &id, true).await?;
-    Ok(Json(views::session(&st.sessions.clone().archive_session(ss::GetByIdRequest { id }).await?.into_inner())))
+    Ok(Json(views::session(
+        &st.sessions.clone().archive_session(ss::ArchiveSessionRequest { id, actor_id: caller.principal_id }).await?.into_inner(),
+    )))
 }
 
 #[utoipa::path(post, path = "/v1/sessions/{id}/selection", tag = "sessions", params(("id" = String, Path)), request_body = bodies::UpdateSelection,
