@@ -163,3 +163,28 @@ pub fn db_err(e: sqlx::Error) -> Error {
 pub fn flag(b: bool) -> i64 {
     i64::from(b)
 }
+
+/// One page of rows from several Environments, newest (largest id) first.
+/// `sql` selects with `$1` the Environment, `$2` the id to page before and
+/// `$3` the row limit; it runs once per Environment (indexed), and the
+/// results are merged.
+pub async fn list_in_envs<T>(
+    db: &Db,
+    sql: &'static str,
+    environment_ids: &[String],
+    page: &checkfu_core::page::PageRequest,
+    map: fn(&sqlx::any::AnyRow) -> Result<T, Error>,
+    id: fn(&T) -> &str,
+) -> Result<Vec<T>, Error> {
+    let before = page.before_id.clone().unwrap_or_else(|| "~".into());
+    let mut out = Vec::new();
+    for env in environment_ids {
+        let rows = sqlx::query(sql).bind(env).bind(&before).bind(page.fetch_limit()).fetch_all(&db.pool).await.map_err(db_err)?;
+        for r in &rows {
+            out.push(map(r)?);
+        }
+    }
+    out.sort_by(|a, b| id(b).cmp(id(a)));
+    out.truncate(page.fetch_limit() as usize);
+    Ok(out)
+}

@@ -6,7 +6,7 @@ use crate::policy::{ActionPolicy, Rule};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, Row, any::AnyRow};
-use checkfu_store::{Db, db_err, flag};
+use checkfu_store::{Db, db_err, flag, list_in_envs};
 
 #[derive(Clone, Debug)]
 pub struct SqlGovernanceStore {
@@ -485,22 +485,8 @@ impl GovernanceStore for SqlGovernanceStore {
     }
 
     async fn list_policies(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<ActionPolicy>> {
-        let mut out = vec![];
-        for env in environment_ids {
-            let rows = sqlx::query("SELECT * FROM action_policies WHERE environment_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
-                .bind(env)
-                .bind(before(page))
-                .bind(page.fetch_limit())
-                .fetch_all(&self.db.pool)
-                .await
-                .map_err(db_err)?;
-            for r in &rows {
-                out.push(policy(r)?);
-            }
-        }
-        out.sort_by(|a, b| b.id.cmp(&a.id));
-        out.truncate(page.fetch_limit() as usize);
-        Ok(out)
+        let sql = "SELECT * FROM action_policies WHERE environment_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3";
+        list_in_envs(&self.db, sql, environment_ids, page, policy, |p| &p.id).await
     }
 
     async fn policies_in(&self, environment_id: &str) -> Result<Vec<ActionPolicy>> {

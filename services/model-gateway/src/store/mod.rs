@@ -67,24 +67,8 @@ impl RoutingStore for SqlRoutingStore {
     }
 
     async fn list(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<RoutingProfile>> {
-        // Few environments per caller: one indexed query each, merged newest first.
-        let before = page.before_id.clone().unwrap_or_else(|| "~".into());
-        let mut out = Vec::new();
-        for env in environment_ids {
-            let rows = sqlx::query("SELECT * FROM routing_profiles WHERE environment_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
-                .bind(env)
-                .bind(&before)
-                .bind(page.fetch_limit())
-                .fetch_all(&self.db.pool)
-                .await
-                .map_err(db_err)?;
-            for r in &rows {
-                out.push(profile(r)?);
-            }
-        }
-        out.sort_by(|a, b| b.id.cmp(&a.id));
-        out.truncate(page.fetch_limit() as usize);
-        Ok(out)
+        let sql = "SELECT * FROM routing_profiles WHERE environment_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3";
+        checkfu_store::list_in_envs(&self.db, sql, environment_ids, page, profile, |p| &p.id).await
     }
 }
 

@@ -6,7 +6,7 @@ use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::AssertSqlSafe;
 use checkfu_store::sqlx::{self, Any, Row, Transaction, any::AnyRow};
-use checkfu_store::{Db, db_err, flag};
+use checkfu_store::{Db, db_err, flag, list_in_envs};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -256,34 +256,6 @@ async fn upsert_runs(tx: &mut Transaction<'static, Any>, runs: &[Run]) -> Result
     Ok(())
 }
 
-/// Keeps the rows of any of `envs`, newest first, for a page.
-async fn list_in_envs<T>(
-    db: &Db,
-    table: &str,
-    envs: &[String],
-    page: &PageRequest,
-    map: fn(&AnyRow) -> Result<T>,
-    id: fn(&T) -> &str,
-) -> Result<Vec<T>> {
-    let sql = format!("SELECT * FROM {table} WHERE environment_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3");
-    let mut out = Vec::new();
-    for env in envs {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
-            .bind(env)
-            .bind(before(page))
-            .bind(page.fetch_limit())
-            .fetch_all(&db.pool)
-            .await
-            .map_err(db_err)?;
-        for r in &rows {
-            out.push(map(r)?);
-        }
-    }
-    out.sort_by(|a, b| id(b).cmp(id(a)));
-    out.truncate(page.fetch_limit() as usize);
-    Ok(out)
-}
-
 #[async_trait::async_trait]
 impl SessionsStore for SqlSessionsStore {
     async fn insert_agent(&self, a: &Agent) -> Result<()> {
@@ -315,7 +287,15 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn list_agents(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Agent>> {
-        list_in_envs(&self.db, "agents", environment_ids, page, agent, |a| &a.id).await
+        list_in_envs(
+            &self.db,
+            "SELECT * FROM agents WHERE environment_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3",
+            environment_ids,
+            page,
+            agent,
+            |a| &a.id,
+        )
+        .await
     }
 
     async fn update_agent(&self, a: &Agent, expected_version: i64) -> Result<bool> {
@@ -440,7 +420,8 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn list_sandbox_profiles(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<SandboxProfile>> {
-        list_in_envs(&self.db, "sandbox_profiles", environment_ids, page, sandbox_profile, |p| &p.id).await
+        let sql = "SELECT * FROM sandbox_profiles WHERE environment_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3";
+        list_in_envs(&self.db, sql, environment_ids, page, sandbox_profile, |p| &p.id).await
     }
 
     async fn insert_deployment(&self, d: &Deployment) -> Result<()> {
@@ -494,22 +475,9 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn list_deployments(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Deployment>> {
-        let mut out = Vec::new();
-        for env in environment_ids {
-            let rows = sqlx::query("SELECT d.*, r.pins_json FROM deployments d JOIN deployment_revisions r ON r.deployment_id = d.id AND r.revision = d.revision WHERE d.environment_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3")
-                .bind(env)
-                .bind(before(page))
-                .bind(page.fetch_limit())
-                .fetch_all(&self.db.pool)
-                .await
-                .map_err(db_err)?;
-            for r in &rows {
-                out.push(deployment(r)?);
-            }
-        }
-        out.sort_by(|a, b| b.id.cmp(&a.id));
-        out.truncate(page.fetch_limit() as usize);
-        Ok(out)
+        let sql = "SELECT d.*, r.pins_json FROM deployments d JOIN deployment_revisions r ON r.deployment_id = d.id AND r.revision = d.revision \
+                   WHERE d.environment_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3";
+        list_in_envs(&self.db, sql, environment_ids, page, deployment, |d| &d.id).await
     }
 
     async fn insert_session(&self, se: &Session, events: &[NewEvent], runs: &[Run]) -> Result<Vec<Event>> {
