@@ -77,7 +77,19 @@ fn request_from_pb(r: pb::GenerateRequest) -> Result<ModelRequest> {
             Ok(Message { role, content })
         })
         .collect::<Result<_>>()?;
-    Ok(ModelRequest { system: r.system, messages })
+    let tools = r
+        .tools
+        .into_iter()
+        .map(|t| {
+            let input_schema = if t.input_schema_json.is_empty() {
+                serde_json::json!({"type": "object"})
+            } else {
+                serde_json::from_str(&t.input_schema_json)?
+            };
+            Ok(ToolSpec { name: t.name, description: t.description, input_schema })
+        })
+        .collect::<Result<_>>()?;
+    Ok(ModelRequest { system: r.system, messages, tools })
 }
 
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::GenerateChunk, Status>> + Send>>;

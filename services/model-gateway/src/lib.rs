@@ -22,7 +22,10 @@ pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POST
 
 pub async fn open(location: &Location) -> Result<ModelGatewayService> {
     let db = Db::open(location, "model_gateway", &MIGRATIONS).await?;
-    Ok(ModelGatewayService::new(Arc::new(store::SqlRoutingStore::new(db))))
+    // Provider keys come from the gateway's configuration (its environment,
+    // in Kubernetes a Secret); they never leave this service.
+    let openai_key = std::env::var("CHECKFU_OPENAI_API_KEY").ok();
+    Ok(ModelGatewayService::new(Arc::new(store::SqlRoutingStore::new(db)), openai_key))
 }
 
 pub fn server(svc: ModelGatewayService) -> ModelGatewayServiceServer<grpc::ModelGatewayGrpc> {

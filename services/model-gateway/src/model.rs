@@ -101,10 +101,19 @@ pub struct Message {
     pub content: Vec<Block>,
 }
 
+/// A tool the model may call: its name, description and JSON Schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: serde_json::Value,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelRequest {
     pub system: String,
     pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

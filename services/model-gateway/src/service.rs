@@ -33,9 +33,12 @@ pub struct ModelGatewayService {
 }
 
 impl ModelGatewayService {
-    pub fn new(store: Arc<dyn RoutingStore>) -> Self {
+    /// `openai_key` authenticates calls to OpenAI-compatible endpoints (none
+    /// is needed for a local server such as vLLM or Ollama).
+    pub fn new(store: Arc<dyn RoutingStore>, openai_key: Option<String>) -> Self {
         let mut providers: HashMap<&'static str, Arc<dyn ModelProvider>> = HashMap::new();
         providers.insert(Provider::Scripted.as_str(), Arc::new(Scripted));
+        providers.insert(Provider::OpenAi.as_str(), Arc::new(crate::providers::openai::OpenAi::new(openai_key)));
         ModelGatewayService { store, providers: Arc::new(providers), profiles: Arc::new(checkfu_core::cache::Bounded::new(4096)) }
     }
 

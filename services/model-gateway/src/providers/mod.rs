@@ -3,6 +3,7 @@
 //! ships in this increment; the Anthropic and OpenAI-compatible adapters plug
 //! in behind the same trait.
 
+pub mod openai;
 pub mod scripted;
 
 use crate::model::{Candidate, ModelOutput, ModelRequest};

@@ -135,6 +135,7 @@ mod tests {
     fn echoes_the_newest_user_message() {
         let req = ModelRequest {
             system: String::new(),
+            tools: vec![],
             messages: vec![
                 user("first"),
                 Message { role: Role::Assistant, content: vec![Block::Text("echo: first".into())] },
@@ -146,8 +147,11 @@ mod tests {
 
     #[test]
     fn call_lines_become_tool_uses_in_order_even_for_unknown_tools() {
-        let req =
-            ModelRequest { system: String::new(), messages: vec![user("please\ncall read {\"path\":\"a\"}\ncall nope {}\ncall bad [1]")] };
+        let req = ModelRequest {
+            system: String::new(),
+            messages: vec![user("please\ncall read {\"path\":\"a\"}\ncall nope {}\ncall bad [1]")],
+            tools: vec![],
+        };
         let out = respond(&req);
         assert_eq!(out.len(), 2);
         assert!(matches!(&out[0], Block::ToolUse { name, input, .. } if name == "read" && *input == json!({"path":"a"})));
@@ -159,6 +163,7 @@ mod tests {
         let long = "x".repeat(300);
         let req = ModelRequest {
             system: String::new(),
+            tools: vec![],
             messages: vec![
                 user("call read {}"),
                 Message { role: Role::Assistant, content: vec![Block::ToolUse { id: "t1".into(), name: "read".into(), input: json!({}) }] },
@@ -170,7 +175,7 @@ mod tests {
 
     #[tokio::test]
     async fn usage_is_chars_over_four_rounded_up_and_text_streams_in_small_chunks() {
-        let req = ModelRequest { system: "sys".into(), messages: vec![user("hello")] };
+        let req = ModelRequest { system: "sys".into(), messages: vec![user("hello")], tools: vec![] };
         let (tx, mut rx) = mpsc::channel(64);
         let cand = Candidate { provider: Provider::Scripted, model: "m".into(), effort: Effort::Low, connection_id: None, base_url: None };
         let out = Scripted.generate(&cand, &req, tx).await.expect("generate");
