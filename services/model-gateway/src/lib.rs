@@ -24,8 +24,11 @@ pub async fn open(location: &Location) -> Result<ModelGatewayService> {
     let db = Db::open(location, "model_gateway", &MIGRATIONS).await?;
     // Provider keys come from the gateway's configuration (its environment,
     // in Kubernetes a Secret); they never leave this service.
-    let openai_key = std::env::var("CHECKFU_OPENAI_API_KEY").ok();
-    Ok(ModelGatewayService::new(Arc::new(store::SqlRoutingStore::new(db)), openai_key))
+    let keys = service::ProviderKeys {
+        openai: std::env::var("CHECKFU_OPENAI_API_KEY").ok(),
+        anthropic: std::env::var("CHECKFU_ANTHROPIC_API_KEY").ok(),
+    };
+    Ok(ModelGatewayService::new(Arc::new(store::SqlRoutingStore::new(db)), keys))
 }
 
 pub fn server(svc: ModelGatewayService) -> ModelGatewayServiceServer<grpc::ModelGatewayGrpc> {

@@ -15,6 +15,13 @@ use tokio::sync::mpsc;
 
 pub const MAX_CANDIDATES: usize = 8;
 
+/// Provider credentials; they never leave the model gateway.
+#[derive(Clone, Default)]
+pub struct ProviderKeys {
+    pub openai: Option<String>,
+    pub anthropic: Option<String>,
+}
+
 /// A finished, metered turn.
 #[derive(Debug, Clone)]
 pub struct Metered {
@@ -33,12 +40,13 @@ pub struct ModelGatewayService {
 }
 
 impl ModelGatewayService {
-    /// `openai_key` authenticates calls to OpenAI-compatible endpoints (none
-    /// is needed for a local server such as vLLM or Ollama).
-    pub fn new(store: Arc<dyn RoutingStore>, openai_key: Option<String>) -> Self {
+    /// Provider keys from configuration (none is needed for a local
+    /// OpenAI-compatible server such as vLLM or Ollama).
+    pub fn new(store: Arc<dyn RoutingStore>, keys: ProviderKeys) -> Self {
         let mut providers: HashMap<&'static str, Arc<dyn ModelProvider>> = HashMap::new();
         providers.insert(Provider::Scripted.as_str(), Arc::new(Scripted));
-        providers.insert(Provider::OpenAi.as_str(), Arc::new(crate::providers::openai::OpenAi::new(openai_key)));
+        providers.insert(Provider::OpenAi.as_str(), Arc::new(crate::providers::openai::OpenAi::new(keys.openai)));
+        providers.insert(Provider::Anthropic.as_str(), Arc::new(crate::providers::anthropic::Anthropic::new(keys.anthropic)));
         ModelGatewayService { store, providers: Arc::new(providers), profiles: Arc::new(checkfu_core::cache::Bounded::new(4096)) }
     }
 

@@ -2,7 +2,7 @@
 //! streaming. The key comes from the gateway's configuration and is sent
 //! only to the provider; it never appears in events, errors or logs.
 
-use super::ModelProvider;
+use super::{ModelProvider, SseData, http_error};
 use crate::model::*;
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
@@ -95,18 +95,6 @@ pub fn body(c: &Candidate, req: &ModelRequest) -> Value {
 }
 
 /// Classifies a provider's HTTP failure without echoing anything secret.
-fn http_error(status: u16) -> Error {
-    match status {
-        408 | 409 | 429 | 500 | 502 | 503 | 504 | 529 => {
-            Error::unavailable(format!("the provider is overloaded or unavailable (HTTP {status})"))
-        }
-        401 | 403 => {
-            Error::unavailable(format!("the provider refused this gateway's credentials (HTTP {status}); check its configured key"))
-        }
-        _ => Error::invalid(format!("the provider refused the request (HTTP {status})")),
-    }
-}
-
 #[derive(Default)]
 struct Call {
     id: String,
@@ -126,45 +114,36 @@ impl ModelProvider for OpenAi {
         if !resp.status().is_success() {
             return Err(http_error(resp.status().as_u16()));
         }
-        let mut stream = resp.bytes_stream();
-        let (mut buf, mut text, mut calls, mut usage, mut finish) =
-            (String::new(), String::new(), BTreeMap::<u64, Call>::new(), Usage::default(), String::new());
-        use futures_util::StreamExt;
-        'read: while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| Error::unavailable(format!("the provider stream broke: {}", e.without_url())))?;
-            buf.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buf.find('\n') {
-                let line: String = buf.drain(..=end).collect();
-                let Some(data) = line.trim().strip_prefix("data:").map(str::trim) else { continue };
-                if data == "[DONE]" {
-                    break 'read;
+        let mut events = SseData::new(resp);
+        let (mut text, mut calls, mut usage, mut finish) = (String::new(), BTreeMap::<u64, Call>::new(), Usage::default(), String::new());
+        while let Some(data) = events.next().await? {
+            if data == "[DONE]" {
+                break;
+            }
+            let v: Value = serde_json::from_str(&data).map_err(|_| Error::unavailable("the provider sent an unreadable stream chunk"))?;
+            if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+                usage.input_tokens = u["prompt_tokens"].as_i64().unwrap_or(0);
+                usage.output_tokens = u["completion_tokens"].as_i64().unwrap_or(0);
+            }
+            let Some(choice) = v["choices"].get(0) else { continue };
+            if let Some(f) = choice["finish_reason"].as_str() {
+                finish = f.to_string();
+            }
+            let delta = &choice["delta"];
+            if let Some(t) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+                text.push_str(t);
+                let _ = deltas.send(t.to_string()).await;
+            }
+            for tc in delta["tool_calls"].as_array().into_iter().flatten() {
+                let call = calls.entry(tc["index"].as_u64().unwrap_or(0)).or_default();
+                if let Some(id) = tc["id"].as_str() {
+                    call.id = id.to_string();
                 }
-                let v: Value =
-                    serde_json::from_str(data).map_err(|_| Error::unavailable("the provider sent an unreadable stream chunk"))?;
-                if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
-                    usage.input_tokens = u["prompt_tokens"].as_i64().unwrap_or(0);
-                    usage.output_tokens = u["completion_tokens"].as_i64().unwrap_or(0);
+                if let Some(n) = tc["function"]["name"].as_str() {
+                    call.name.push_str(n);
                 }
-                let Some(choice) = v["choices"].get(0) else { continue };
-                if let Some(f) = choice["finish_reason"].as_str() {
-                    finish = f.to_string();
-                }
-                let delta = &choice["delta"];
-                if let Some(t) = delta["content"].as_str().filter(|t| !t.is_empty()) {
-                    text.push_str(t);
-                    let _ = deltas.send(t.to_string()).await;
-                }
-                for tc in delta["tool_calls"].as_array().into_iter().flatten() {
-                    let call = calls.entry(tc["index"].as_u64().unwrap_or(0)).or_default();
-                    if let Some(id) = tc["id"].as_str() {
-                        call.id = id.to_string();
-                    }
-                    if let Some(n) = tc["function"]["name"].as_str() {
-                        call.name.push_str(n);
-                    }
-                    if let Some(a) = tc["function"]["arguments"].as_str() {
-                        call.arguments.push_str(a);
-                    }
+                if let Some(a) = tc["function"]["arguments"].as_str() {
+                    call.arguments.push_str(a);
                 }
             }
         }
@@ -314,7 +293,10 @@ mod tests {
         let db = checkfu_store::Db::open(&checkfu_store::Location::SqliteDir(dir.path().into()), "model_gateway", &crate::MIGRATIONS)
             .await
             .expect("db");
-        let svc = crate::ModelGatewayService::new(Arc::new(crate::store::SqlRoutingStore::new(db)), Some("sk-x".into()));
+        let svc = crate::ModelGatewayService::new(
+            Arc::new(crate::store::SqlRoutingStore::new(db)),
+            crate::service::ProviderKeys { openai: Some("sk-x".into()), anthropic: None },
+        );
         let first = StoredCandidate {
             provider: "openai".into(),
             model: "gpt-4.1".into(),
