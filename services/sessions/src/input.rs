@@ -179,7 +179,7 @@ impl Draft {
         self.run = if run.status == RunStatus::Completed { None } else { Some(run) };
     }
 
-    fn set_status(&mut self, status: SessionStatus, stop_reason: Option<Value>, caused_by: Value) {
+    pub(crate) fn set_status(&mut self, status: SessionStatus, stop_reason: Option<Value>, caused_by: Value) {
         let run_id = self.run.as_ref().map(|r| r.id.clone());
         self.set_status_for(status, stop_reason, caused_by, run_id);
     }

@@ -75,9 +75,18 @@ fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(String, Value)]) -
             run.usage.add(add);
             d.session.usage.add(add);
         }
+        // A model request after a retryable failure: the Session runs again.
+        if t == "span.model_request_start" && d.session.status == SessionStatus::Rescheduling {
+            d.set_status(SessionStatus::Running, None, cause.clone());
+        }
         seqs.push(d.next_seq());
         let author = if t.starts_with("agent.") { agent.clone() } else { system() };
         d.push(t, Some(&run.id), author, cause.clone(), p.clone());
+        // The runner will retry the model: the Session is rescheduling.
+        let retrying = p.get("error").and_then(|e| e.get("retry_status")).and_then(Value::as_str) == Some("retrying");
+        if t == "session.error" && retrying && d.session.status == SessionStatus::Running {
+            d.set_status(SessionStatus::Rescheduling, None, cause.clone());
+        }
     }
     d.put_run(run);
     Ok(seqs)
