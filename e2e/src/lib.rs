@@ -32,6 +32,11 @@ impl Platform {
 
     /// The given roles, embedded, on `dir` (fresh or reused across restarts).
     pub async fn start_roles(dir: &Path, roles: BTreeSet<Role>) -> Platform {
+        Self::start_with(dir, roles, Duration::from_secs(15)).await
+    }
+
+    /// With a chosen SSE keep-alive interval.
+    pub async fn start_with(dir: &Path, roles: BTreeSet<Role>, sse_ping: Duration) -> Platform {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let key_file = dir.join("admin.key");
         let opts = NodeOptions {
@@ -45,6 +50,7 @@ impl Platform {
                 workspaces: dir.join("workspaces"),
                 ..Default::default()
             },
+            sse_ping,
         };
         let node = Node::start(listener, opts).await.unwrap();
         let base = format!("http://{}", node.addr);

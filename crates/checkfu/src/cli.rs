@@ -85,6 +85,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 bootstrap_key_file: Some(key_file.clone()),
                 embedded: true,
                 runner: checkfu_runner::RunnerConfig { workspaces: data_dir.join("workspaces"), ..Default::default() },
+                sse_ping: crate::node::sse_ping_from_env(),
             };
             let node = Node::start(listener, opts).await?;
             println!("Checkfu is up: API base URL http://{}/v1", node.addr);
@@ -117,6 +118,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 bootstrap_key_file: file.bootstrap_key_file.clone(),
                 embedded: false,
                 runner: checkfu_runner::RunnerConfig::default(),
+                sse_ping: crate::node::sse_ping_from_env(),
                 roles,
             };
             let node = Node::start(listener, opts).await?;

@@ -31,6 +31,15 @@ pub struct NodeOptions {
     /// released at start, since its runner died with it.
     pub embedded: bool,
     pub runner: checkfu_runner::RunnerConfig,
+    /// How often an idle SSE stream gets a `: ping` comment.
+    pub sse_ping: std::time::Duration,
+}
+
+/// The SSE keep-alive interval: 15 s, or `CHECKFU_SSE_PING_SECONDS`.
+pub fn sse_ping_from_env() -> std::time::Duration {
+    std::time::Duration::from_secs(
+        std::env::var("CHECKFU_SSE_PING_SECONDS").ok().and_then(|v| v.parse().ok()).filter(|s| *s > 0).unwrap_or(15),
+    )
 }
 
 /// What bootstrap did on this start.
@@ -204,7 +213,9 @@ impl Node {
                     readiness.checks.push((role.name().into(), remote_ready(channel(&remote_url(role)?)?)));
                 }
             }
-            let state = checkfu_gateway::AppState::open(&opts.storage, up, shutdown.clone()).await.context("opening the gateway store")?;
+            let state = checkfu_gateway::AppState::open(&opts.storage, up, shutdown.clone(), opts.sse_ping)
+                .await
+                .context("opening the gateway store")?;
             let idem = state.idem.clone();
             readiness.checks.push((
                 "gateway".into(),

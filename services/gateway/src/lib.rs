@@ -41,6 +41,8 @@ pub struct AppState {
     pub idem: Arc<IdempotencyStore>,
     /// Cancelled when the node drains: long-lived streams end with it.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// How often an idle SSE stream gets a `: ping` comment.
+    pub sse_ping: std::time::Duration,
     /// Who a Session acts as, where it lives and what it runs never change,
     /// so the gateway keeps those facts instead of asking on every write.
     pub session_facts: Arc<checkfu_core::cache::Bounded<String, SessionFacts>>,
@@ -65,7 +67,12 @@ pub struct Upstreams {
 }
 
 impl AppState {
-    pub async fn open(location: &Location, up: Upstreams, shutdown: tokio_util::sync::CancellationToken) -> Result<AppState> {
+    pub async fn open(
+        location: &Location,
+        up: Upstreams,
+        shutdown: tokio_util::sync::CancellationToken,
+        sse_ping: std::time::Duration,
+    ) -> Result<AppState> {
         let db = Db::open(location, "gateway", &MIGRATIONS).await?;
         let idem = Arc::new(IdempotencyStore::new(db));
         let purge = idem.clone();
@@ -84,6 +91,7 @@ impl AppState {
             models: ModelGatewayServiceClient::new(up.model_gateway).max_decoding_message_size(MAX),
             idem,
             shutdown,
+            sse_ping,
             session_facts: Arc::new(checkfu_core::cache::Bounded::new(SESSION_FACTS_CACHE)),
         })
     }

@@ -18,7 +18,6 @@ use checkfu_core::page::encode_token;
 use checkfu_proto::sessions::v1 as ss;
 use serde_json::{Value, json};
 use std::convert::Infallible;
-use std::time::Duration;
 use tokio_stream::StreamExt;
 use utoipa::IntoParams;
 
@@ -378,7 +377,7 @@ pub async fn stream_events(
         }
     });
     let frames = futures_util::StreamExt::take_until(frames, st.shutdown.clone().cancelled_owned());
-    let sse = Sse::new(frames).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("ping"));
+    let sse = Sse::new(frames).keep_alive(KeepAlive::new().interval(st.sse_ping).text("ping"));
     let mut resp = sse.into_response();
     resp.headers_mut().insert("cache-control", axum::http::HeaderValue::from_static("no-cache"));
     resp.headers_mut().insert("x-accel-buffering", axum::http::HeaderValue::from_static("no"));
