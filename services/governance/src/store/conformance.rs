@@ -73,8 +73,7 @@ async fn principals_and_paging(s: &dyn GovernanceStore) {
 async fn keys_hash_lookup_and_revoke(s: &dyn GovernanceStore) {
     let key = ApiKey { id: "key_1".into(), principal_id: format!("prin_{:026}", 0), name: "ci".into(), created_ms: 3, revoked_ms: None };
     s.insert_api_key(&key, "hash-1").await.expect("insert");
-    assert_eq!(s.find_api_key_by_hash("hash-1").await.expect("find"), Some(key.clone()));
-    assert!(s.find_api_key_by_hash("hash-2").await.expect("find").is_none());
+    assert_eq!(s.get_api_key("key_1").await.expect("get"), Some(key.clone()));
     assert_eq!(s.authenticate("hash-1").await.expect("auth"), Some((key.principal_id.clone(), "key_1".to_string())));
     assert_eq!(s.authenticate("hash-2").await.expect("auth"), None);
     let revoked = s.revoke_api_key("key_1", 9).await.expect("revoke").expect("exists");
@@ -121,7 +120,7 @@ async fn assignments_unique_filter_delete(s: &dyn GovernanceStore) {
     assert_eq!(s.list_assignments(&f, &all).await.expect("list").len(), 1);
     let f = AssignmentFilter { subject_id: who.clone(), ..Default::default() };
     assert_eq!(s.list_assignments(&f, &all).await.expect("list").len(), 2);
-    assert_eq!(s.assignments_of(std::slice::from_ref(&who)).await.expect("of").len(), 2);
+    assert_eq!(s.reach_of(&who).await.expect("reach").len(), 2);
     // Reach: own grants plus the groups', none once disabled.
     let g = Group { id: "grp_r".into(), name: "reach".into(), member_ids: vec![], created_ms: 1 };
     s.insert_group(&g).await.expect("group");

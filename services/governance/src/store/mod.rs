@@ -26,7 +26,6 @@ pub trait GovernanceStore: Send + Sync + 'static {
 
     async fn insert_api_key(&self, key: &ApiKey, secret_sha256: &str) -> Result<()>;
     async fn get_api_key(&self, id: &str) -> Result<Option<ApiKey>>;
-    async fn find_api_key_by_hash(&self, secret_sha256: &str) -> Result<Option<ApiKey>>;
     async fn list_api_keys(&self, principal_id: &str, page: &PageRequest) -> Result<Vec<ApiKey>>;
     async fn revoke_api_key(&self, id: &str, at_ms: i64) -> Result<Option<ApiKey>>;
 
@@ -47,8 +46,6 @@ pub trait GovernanceStore: Send + Sync + 'static {
     async fn get_assignment(&self, id: &str) -> Result<Option<Assignment>>;
     async fn list_assignments(&self, f: &AssignmentFilter, page: &PageRequest) -> Result<Vec<Assignment>>;
     async fn delete_assignment(&self, id: &str) -> Result<bool>;
-    /// Every assignment whose subject is one of `subject_ids`.
-    async fn assignments_of(&self, subject_ids: &[String]) -> Result<Vec<Assignment>>;
     /// The assignments reaching an enabled principal: its own and its groups'.
     /// Empty for a disabled or unknown principal. One statement, because
     /// every request of the platform asks it.

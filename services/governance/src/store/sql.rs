@@ -225,17 +225,6 @@ impl GovernanceStore for SqlGovernanceStore {
             .transpose()
     }
 
-    async fn find_api_key_by_hash(&self, secret_sha256: &str) -> Result<Option<ApiKey>> {
-        sqlx::query("SELECT * FROM api_keys WHERE secret_sha256 = $1")
-            .bind(secret_sha256)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(api_key)
-            .transpose()
-    }
-
     async fn list_api_keys(&self, principal_id: &str, page: &PageRequest) -> Result<Vec<ApiKey>> {
         sqlx::query("SELECT * FROM api_keys WHERE principal_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
             .bind(principal_id)
@@ -415,21 +404,6 @@ impl GovernanceStore for SqlGovernanceStore {
     async fn delete_assignment(&self, id: &str) -> Result<bool> {
         let r = sqlx::query("DELETE FROM permission_assignments WHERE id = $1").bind(id).execute(&self.db.pool).await.map_err(db_err)?;
         Ok(r.rows_affected() > 0)
-    }
-
-    async fn assignments_of(&self, subject_ids: &[String]) -> Result<Vec<Assignment>> {
-        let mut out = Vec::new();
-        for id in subject_ids {
-            let rows = sqlx::query("SELECT * FROM permission_assignments WHERE subject_id = $1")
-                .bind(id)
-                .fetch_all(&self.db.pool)
-                .await
-                .map_err(db_err)?;
-            for r in &rows {
-                out.push(assignment(r)?);
-            }
-        }
-        Ok(out)
     }
 
     async fn reach_of(&self, principal_id: &str) -> Result<Vec<Assignment>> {
