@@ -180,9 +180,19 @@ pub async fn deploy(api: &Api, env: &str, draft: Value) -> Deployed {
     Deployed { agent_id, deployment_id: id(&dep.1), routing_profile_id: id(&mrp.1), sandbox_profile_id: id(&sbp.1) }
 }
 
+/// An input event of `kind` authored (and caused) by `who`.
+pub fn input(who: &str, kind: &str, payload: Value) -> Value {
+    json!({"type": kind, "payload": payload, "authored_by": who, "caused_by": {"kind": "principal", "id": who}})
+}
+
 /// A `user.message` input authored by `who`.
 pub fn message(who: &str, text: &str) -> Value {
-    json!({"type": "user.message", "payload": {"content": [{"type": "text", "text": text}]}, "authored_by": who, "caused_by": {"kind": "principal", "id": who}})
+    input(who, "user.message", json!({"content": [{"type": "text", "text": text}]}))
+}
+
+/// A `user.interrupt` input authored by `who`.
+pub fn interrupt(who: &str) -> Value {
+    input(who, "user.interrupt", json!({}))
 }
 
 /// Every persisted event of a session, in seq order.

@@ -6,7 +6,7 @@ use checkfu_e2e::*;
 use serde_json::{Value, json};
 
 fn result(who: &str, id: &Value, text: &str) -> Value {
-    json!({"type": "user.custom_tool_result", "payload": {"custom_tool_use_id": id, "content": [{"type": "text", "text": text}]}, "authored_by": who, "caused_by": {"kind": "principal", "id": who}})
+    input(who, "user.custom_tool_result", json!({"custom_tool_use_id": id, "content": [{"type": "text", "text": text}]}))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -41,7 +41,7 @@ async fn custom_tool_round_trip_with_settle_only_rules() {
 
     // Only settle events while waiting.
     expect(&a.post(&format!("/v1/sessions/{sid}/events"), message(&me, "hello?")).await, 409, Some("validation.conflict"));
-    let confirm = json!({"type": "user.tool_confirmation", "payload": {"tool_use_id": tid, "result": "allow"}, "authored_by": me, "caused_by": {"kind": "principal", "id": me}});
+    let confirm = input(&me, "user.tool_confirmation", json!({"tool_use_id": tid, "result": "allow"}));
     expect(&a.post(&format!("/v1/sessions/{sid}/events"), confirm).await, 409, Some("validation.conflict"));
     expect(&a.post(&format!("/v1/sessions/{sid}/events"), result(&me, &json!("toolu_other"), "x")).await, 409, Some("validation.conflict"));
 
@@ -92,7 +92,7 @@ async fn custom_tool_round_trip_with_settle_only_rules() {
     // An interrupt ends a wait; the Session takes messages again.
     a.post(&format!("/v1/sessions/{sid}/events"), message(&me, "call lookup {}")).await;
     assert_eq!(settle(a, &sid).await["stop_reason"]["type"], "requires_action");
-    let interrupt = json!({"type": "user.interrupt", "payload": {}, "authored_by": me, "caused_by": {"kind": "principal", "id": me}});
+    let interrupt = interrupt(&me);
     expect(&a.post(&format!("/v1/sessions/{sid}/events"), interrupt).await, 201, None);
     assert_eq!(a.get(&format!("/v1/sessions/{sid}")).await.1["stop_reason"]["type"], "end_turn");
     expect(&a.post(&format!("/v1/sessions/{sid}/events"), message(&me, "back")).await, 201, None);

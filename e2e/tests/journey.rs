@@ -158,8 +158,7 @@ async fn quick_start_journey_with_a_service_principal() {
     assert_eq!(archived.1["status"], "terminated");
     let ended = events(admin, &sid).await.into_iter().rev().find(|e| e["type"] == "session.status_terminated").unwrap();
     assert_eq!(ended["caused_by"], json!({"kind": "principal", "id": p.admin_id}), "the archive is attributed to its caller");
-    let interrupt =
-        json!({"type": "user.interrupt", "payload": {}, "authored_by": p.admin_id, "caused_by": {"kind": "principal", "id": p.admin_id}});
+    let interrupt = interrupt(&p.admin_id);
     expect(&admin.post(&format!("/v1/sessions/{sid}/events"), interrupt).await, 409, Some("validation.conflict"));
     p.stop().await;
 }

@@ -139,7 +139,7 @@ async fn interrupts_stop_at_the_next_boundary() {
     let p = Platform::start_roles(dir.path(), without_runner()).await;
     let d = deploy(&p.admin, &p.env_id, json!({})).await;
     let me = p.admin_id.clone();
-    let interrupt = json!({"type": "user.interrupt", "payload": {}, "authored_by": me, "caused_by": {"kind": "principal", "id": me}});
+    let interrupt = interrupt(&me);
 
     // A Run nobody has claimed yet stops at once.
     let s = p.admin.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "x")]})).await;

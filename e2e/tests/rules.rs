@@ -192,7 +192,7 @@ async fn session_creation_rules() {
     );
 
     // define_outcome only first, and once.
-    let outcome = json!({"type": "user.define_outcome", "payload": {"description": "d", "rubric": "r", "max_iterations": 3}, "authored_by": me, "caused_by": {"kind": "principal", "id": me}});
+    let outcome = input(&me, "user.define_outcome", json!({"description": "d", "rubric": "r", "max_iterations": 3}));
     let late = new(json!({"initial_events": [message(&me, "a"), outcome.clone()]}));
     expect(&a.post_with("/v1/sessions", late, &[("Idempotency-Key", "late")]).await, 400, Some("validation.invalid"));
     let twice = new(json!({"initial_events": [outcome.clone(), outcome.clone()]}));
@@ -206,12 +206,11 @@ async fn session_creation_rules() {
     expect(&a.post(&format!("/v1/sessions/{plain}/events"), unattributed).await, 400, Some("validation.invalid"));
     let no_cause = json!({"type": "user.message", "payload": {"content": [{"type": "text", "text": "x"}]}, "authored_by": me});
     expect(&a.post(&format!("/v1/sessions/{plain}/events"), no_cause).await, 400, Some("validation.invalid"));
-    let unknown_type = json!({"type": "user.shout", "payload": {}, "authored_by": me, "caused_by": {"kind": "principal", "id": me}});
+    let unknown_type = input(&me, "user.shout", json!({}));
     expect(&a.post(&format!("/v1/sessions/{plain}/events"), unknown_type).await, 400, Some("validation.invalid"));
-    let empty =
-        json!({"type": "user.message", "payload": {"content": []}, "authored_by": me, "caused_by": {"kind": "principal", "id": me}});
+    let empty = input(&me, "user.message", json!({"content": []}));
     expect(&a.post(&format!("/v1/sessions/{plain}/events"), empty).await, 400, Some("validation.invalid"));
-    let nothing_waiting = json!({"type": "user.tool_confirmation", "payload": {"tool_use_id": "toolu_1", "result": "allow"}, "authored_by": me, "caused_by": {"kind": "principal", "id": me}});
+    let nothing_waiting = input(&me, "user.tool_confirmation", json!({"tool_use_id": "toolu_1", "result": "allow"}));
     expect(&a.post(&format!("/v1/sessions/{plain}/events"), nothing_waiting).await, 409, Some("validation.conflict"));
 
     // Instructions: at most 64 KiB, pinned by digest.
