@@ -11,7 +11,8 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-async fn flaky_provider() -> (String, Arc<AtomicUsize>) {
+/// Fails the first `failures` requests with 503, then answers.
+async fn flaky_provider(failures: usize) -> (String, Arc<AtomicUsize>) {
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
     let app = axum::Router::new().route(
@@ -19,7 +20,7 @@ async fn flaky_provider() -> (String, Arc<AtomicUsize>) {
         axum::routing::post(move || {
             let c = c.clone();
             async move {
-                if c.fetch_add(1, Ordering::SeqCst) == 0 {
+                if c.fetch_add(1, Ordering::SeqCst) < failures {
                     return (StatusCode::SERVICE_UNAVAILABLE, "overloaded").into_response();
                 }
                 let body = concat!(
@@ -37,16 +38,11 @@ async fn flaky_provider() -> (String, Arc<AtomicUsize>) {
     (format!("http://{addr}/v1"), calls)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_overloaded_provider_is_retried_and_the_session_shows_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = Platform::start(dir.path()).await;
-    let a = &p.admin;
-    let me = p.admin_id.clone();
-    let (base, calls) = flaky_provider().await;
-    let d = deploy(a, &p.env_id, json!({})).await;
+/// A deployment whose only model candidate is the provider at `base`.
+async fn route_through(a: &Api, env: &str, base: &str) -> Deployed {
+    let d = deploy(a, env, json!({})).await;
     let mrp = a
-        .post("/v1/model-routing-profiles", json!({"environment_id": p.env_id, "name": "flaky", "candidates": [{"provider": "openai", "model": "gpt-4.1-mini", "base_url": base}]}))
+        .post("/v1/model-routing-profiles", json!({"environment_id": env, "name": "flaky", "candidates": [{"provider": "openai", "model": "gpt-4.1-mini", "base_url": base}]}))
         .await;
     expect(&mrp, 201, None);
     let rev = a
@@ -56,6 +52,17 @@ async fn an_overloaded_provider_is_retried_and_the_session_shows_it() {
         )
         .await;
     expect(&rev, 201, None);
+    d
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_overloaded_provider_is_retried_and_the_session_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let a = &p.admin;
+    let me = p.admin_id.clone();
+    let (base, calls) = flaky_provider(1).await;
+    let d = route_through(a, &p.env_id, &base).await;
     let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "hi")]})).await;
     let sid = id(&s.1);
     let done = settle(a, &sid).await;
@@ -74,5 +81,32 @@ async fn an_overloaded_provider_is_retried_and_the_session_shows_it() {
     assert_eq!(evs[at("agent.message")]["payload"]["content"][0]["text"], "from the provider");
     let usage = &a.get(&format!("/v1/sessions/{sid}")).await.1["usage"];
     assert_eq!((usage["input_tokens"].clone(), usage["output_tokens"].clone()), (json!(10), json!(3)));
+    p.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_that_stays_down_settles_with_retries_exhausted() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let me = p.admin_id.clone();
+    let (base, calls) = flaky_provider(usize::MAX).await;
+    let d = route_through(&p.admin, &p.env_id, &base).await;
+    let s = p.admin.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "hi")]})).await;
+    let sid = id(&s.1);
+    let done = settle(&p.admin, &sid).await;
+    assert_eq!(done["status"], "idle", "never terminated for a provider outage");
+    assert_eq!(done["stop_reason"]["type"], "retries_exhausted");
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "three attempts in all");
+    let evs = events(&p.admin, &sid).await;
+    assert_gapless(&evs);
+    let statuses: Vec<String> = evs
+        .iter()
+        .filter(|e| e["type"] == "session.error")
+        .map(|e| e["payload"]["error"]["retry_status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(statuses, vec!["retrying", "retrying", "exhausted"]);
+    assert_eq!(evs.last().unwrap()["type"], "session.status_idle");
+    // The Session takes messages again (and the provider is still down).
+    expect(&p.admin.post(&format!("/v1/sessions/{sid}/events"), message(&me, "again")).await, 201, None);
     p.stop().await;
 }

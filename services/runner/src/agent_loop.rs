@@ -18,8 +18,6 @@ const MODEL_ATTEMPTS: usize = 3;
 enum Stop {
     /// The lease is gone; another runner owns the Run now.
     Lost,
-    /// Settle with this stop reason.
-    Settle(Value),
 }
 
 impl From<tonic::Status> for Stop {
@@ -48,23 +46,12 @@ impl Runner {
             () = lost.cancelled() => Err(Stop::Lost),
         };
         beat.abort();
-        let (reason, cursor, events) = match outcome {
-            Ok((cursor, last, reason)) => (reason, cursor, last),
-            Err(Stop::Lost) => return,
-            Err(Stop::Settle(reason)) => (reason, 0, vec![]),
-        };
-        let cursor = if cursor == 0 { self.last_seq(&lease).await } else { cursor };
+        let Ok((cursor, events, reason)) = outcome else { return };
         let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.into(), payload_json: p }).collect();
         let req = pb::CompleteRequest { lease: Some(lease), stop_reason_json: reason.to_string(), last_seen_seq: cursor, events };
         if let Err(status) = self.runs.clone().complete(req).await {
             tracing::warn!(%status, run_id = %work.run_id, "completing the run failed; its lease will expire and it will be resumed");
         }
-    }
-
-    async fn last_seq(&self, lease: &pb::LeaseRef) -> i64 {
-        let mut t = Transcript::default();
-        let _ = self.read_all(lease, &mut t, 0).await;
-        t.cursor
     }
 
     async fn read_all(&self, lease: &pb::LeaseRef, t: &mut Transcript, start_seq: i64) -> Result<(), Stop> {
@@ -105,6 +92,7 @@ impl Runner {
             match self.turn(work, lease, t).await? {
                 Turn::Final(events) => return Ok((t.cursor, events, json!({"type": "end_turn"}))),
                 Turn::Waiting(events) => return Ok((t.cursor, events, json!({"type": "requires_action"}))),
+                Turn::Exhausted => return Ok((t.cursor, vec![], json!({"type": "retries_exhausted"}))),
                 Turn::CalledTools { folded } => caught_up = folded,
             }
         }
@@ -165,7 +153,7 @@ impl Runner {
                     )
                     .await?;
                     if !retry {
-                        return Err(Stop::Settle(json!({"type": "retries_exhausted"})));
+                        return Ok(Turn::Exhausted);
                     }
                     tokio::time::sleep(Duration::from_millis(200 * attempt as u64)).await;
                 }
@@ -321,6 +309,9 @@ type Settle = (i64, Vec<(&'static str, String)>, Value);
 enum Turn {
     /// The model answered: these events settle the Run with its completion.
     Final(Vec<(&'static str, String)>),
+    /// The model could not be reached (its failure is already recorded):
+    /// settle the Run with `retries_exhausted`.
+    Exhausted,
     /// The model called host-side tools: these events (with the
     /// `agent.custom_tool_use`s) settle the Run waiting for their results.
     Waiting(Vec<(&'static str, String)>),
