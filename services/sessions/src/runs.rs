@@ -25,6 +25,13 @@ pub struct Lease {
     pub session_id: String,
 }
 
+impl Lease {
+    /// Whether this lease is the one currently held on `run`.
+    pub fn holds(&self, run: &Run) -> bool {
+        run.id == self.run_id && run.lease_id == self.lease_id && run.generation == self.generation && run.status == RunStatus::Running
+    }
+}
+
 /// A claimed Run and what the execution plane needs to run it.
 #[derive(Debug, Clone)]
 pub struct WorkItem {
@@ -99,14 +106,7 @@ fn lease_lost() -> Error {
 /// Checks inside a draft that `lease` still holds the Session's active Run.
 fn held<'a>(d: &'a Draft, lease: &Lease) -> Result<&'a Run> {
     match &d.run {
-        Some(r)
-            if r.id == lease.run_id
-                && r.lease_id == lease.lease_id
-                && r.generation == lease.generation
-                && r.status == RunStatus::Running =>
-        {
-            Ok(r)
-        }
+        Some(r) if lease.holds(r) => Ok(r),
         _ => Err(lease_lost()),
     }
 }
@@ -205,16 +205,11 @@ impl SessionsService {
     }
 
     async fn session_of(&self, lease: &Lease) -> Result<String> {
-        if let Some(run) = self.cached_active_run(&lease.session_id)
-            && run.id == lease.run_id
-            && run.lease_id == lease.lease_id
-            && run.generation == lease.generation
-            && run.status == RunStatus::Running
-        {
+        if let Some(run) = self.cached_active_run(&lease.session_id).filter(|r| lease.holds(r)) {
             return Ok(run.session_id);
         }
         let run = self.run(&lease.run_id).await?;
-        if run.lease_id != lease.lease_id || run.generation != lease.generation || run.status != RunStatus::Running {
+        if !lease.holds(&run) {
             return Err(lease_lost());
         }
         Ok(run.session_id)
