@@ -114,6 +114,11 @@ macro_rules! bind_principal {
         $q.bind(&$p.id).bind($p.kind.as_str()).bind(&$p.name).bind(flag($p.disabled)).bind($p.created_ms)
     };
 }
+macro_rules! bind_key {
+    ($q:expr, $k:expr, $sha:expr) => {
+        $q.bind(&$k.id).bind(&$k.principal_id).bind(&$k.name).bind($sha).bind($k.created_ms)
+    };
+}
 macro_rules! bind_env {
     ($q:expr, $e:expr) => {
         $q.bind(&$e.id).bind(&$e.name).bind($e.version).bind(flag($e.disabled)).bind($e.created_ms)
@@ -150,15 +155,7 @@ impl GovernanceStore for SqlGovernanceStore {
         bind_principal!(sqlx::query(INSERT_PRINCIPAL), admin).execute(&mut *tx).await.map_err(db_err)?;
         bind_assignment!(sqlx::query(INSERT_ASSIGNMENT), grant).execute(&mut *tx).await.map_err(db_err)?;
         bind_env!(sqlx::query(INSERT_ENV), env).execute(&mut *tx).await.map_err(db_err)?;
-        sqlx::query(INSERT_KEY)
-            .bind(&key.id)
-            .bind(&key.principal_id)
-            .bind(&key.name)
-            .bind(secret_sha256)
-            .bind(key.created_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        bind_key!(sqlx::query(INSERT_KEY), key, secret_sha256).execute(&mut *tx).await.map_err(db_err)?;
         tx.commit().await.map_err(db_err)?;
         Ok(true)
     }
@@ -202,15 +199,7 @@ impl GovernanceStore for SqlGovernanceStore {
     }
 
     async fn insert_api_key(&self, key: &ApiKey, secret_sha256: &str) -> Result<()> {
-        sqlx::query(INSERT_KEY)
-            .bind(&key.id)
-            .bind(&key.principal_id)
-            .bind(&key.name)
-            .bind(secret_sha256)
-            .bind(key.created_ms)
-            .execute(&self.db.pool)
-            .await
-            .map_err(db_err)?;
+        bind_key!(sqlx::query(INSERT_KEY), key, secret_sha256).execute(&self.db.pool).await.map_err(db_err)?;
         Ok(())
     }
 
