@@ -14,6 +14,20 @@ use std::time::Duration;
 
 pub mod sse;
 
+/// Timings a test may shorten.
+#[derive(Debug, Clone, Copy)]
+pub struct Tuning {
+    pub sse_ping: Duration,
+    pub approval_ttl: Duration,
+    pub approval_sweep: Duration,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning { sse_ping: Duration::from_secs(15), approval_ttl: Duration::from_secs(3600), approval_sweep: Duration::from_millis(250) }
+    }
+}
+
 /// A running embedded installation.
 pub struct Platform {
     pub base: String,
@@ -37,6 +51,15 @@ impl Platform {
 
     /// With a chosen SSE keep-alive interval.
     pub async fn start_with(dir: &Path, roles: BTreeSet<Role>, sse_ping: Duration) -> Platform {
+        Self::start_tuned(dir, roles, Tuning { sse_ping, ..Default::default() }).await
+    }
+
+    /// Every role, with chosen timings.
+    pub async fn start_timed(dir: &Path, tuning: Tuning) -> Platform {
+        Self::start_tuned(dir, Role::ALL.into_iter().collect(), tuning).await
+    }
+
+    async fn start_tuned(dir: &Path, roles: BTreeSet<Role>, tuning: Tuning) -> Platform {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let key_file = dir.join("admin.key");
         let opts = NodeOptions {
@@ -50,7 +73,8 @@ impl Platform {
                 workspaces: dir.join("workspaces"),
                 ..Default::default()
             },
-            sse_ping,
+            sse_ping: tuning.sse_ping,
+            approvals: checkfu::ApprovalTiming { ttl: tuning.approval_ttl, sweep_every: tuning.approval_sweep },
         };
         let node = Node::start(listener, opts).await.unwrap();
         let base = format!("http://{}", node.addr);

@@ -64,19 +64,37 @@ async fn custom_tool_round_trip_with_settle_only_rules() {
     assert_eq!(again.1["id"], first.1["id"]);
     expect(&a.post(&format!("/v1/sessions/{sid}/events"), result(&me, &tid, "43")).await, 409, Some("validation.conflict"));
 
-    // Two calls at once: the Session resumes only when both are answered;
-    // a non-read-only custom tool asks for approval, which is not built yet.
+    // Three calls at once: the Session resumes only when all are settled. A
+    // non-read-only custom tool passes through approval first; once approved,
+    // the host owes its result like any other custom tool.
     a.post(&format!("/v1/sessions/{sid}/events"), message(&me, "call lookup {\"q\": 1}\ncall lookup {\"q\": 2}\ncall charge {}")).await;
     let waiting = settle(a, &sid).await;
     let ids: Vec<Value> = waiting["stop_reason"]["waiting_on"].as_array().unwrap().clone();
-    assert_eq!(ids.len(), 2, "{waiting}");
+    assert_eq!(ids.len(), 3, "{waiting}");
     let evs = events(a, &sid).await;
     let charge = evs.iter().rev().find(|e| e["type"] == "agent.tool_use" && e["payload"]["name"] == "charge").unwrap();
     assert_eq!(charge["payload"]["evaluated_permission"], "require_approval");
+    let charge_id = charge["payload"]["tool_use_id"].clone();
+    assert_eq!(ids[2], charge_id);
+    // A host result cannot stand in for the approval.
+    expect(&a.post(&format!("/v1/sessions/{sid}/events"), result(&me, &charge_id, "paid")).await, 409, Some("validation.conflict"));
     expect(&a.post(&format!("/v1/sessions/{sid}/events"), result(&me, &ids[0], "one")).await, 201, None);
     let still = a.get(&format!("/v1/sessions/{sid}")).await.1;
-    assert_eq!((still["status"].clone(), still["stop_reason"]["waiting_on"].clone()), (json!("idle"), json!([ids[1]])));
+    assert_eq!((still["status"].clone(), still["stop_reason"]["waiting_on"].clone()), (json!("idle"), json!([ids[1], ids[2]])));
     expect(&a.post(&format!("/v1/sessions/{sid}/events"), result(&me, &ids[1], "two")).await, 201, None);
+    let ok = input(&me, "user.tool_confirmation", json!({"tool_use_id": charge_id, "result": "allow"}));
+    expect(&a.post(&format!("/v1/sessions/{sid}/events"), ok).await, 201, None);
+    // Approved: the host is now asked to run it.
+    let waiting = settle(a, &sid).await;
+    assert_eq!(waiting["stop_reason"]["waiting_on"], json!([charge_id]), "{waiting}");
+    let evs = events(a, &sid).await;
+    let host_use = evs.iter().rev().find(|e| e["type"] == "agent.custom_tool_use").unwrap();
+    assert_eq!(
+        (host_use["payload"]["name"].clone(), host_use["payload"]["custom_tool_use_id"].clone()),
+        (json!("charge"), charge_id.clone())
+    );
+    assert_eq!(waiting["stop_reason"]["event_ids"], json!([host_use["id"]]));
+    expect(&a.post(&format!("/v1/sessions/{sid}/events"), result(&me, &charge_id, "paid")).await, 201, None);
     settle(a, &sid).await;
     let last = events(a, &sid).await.into_iter().rev().find(|e| e["type"] == "agent.message").unwrap()["payload"]["content"][0]["text"]
         .as_str()
@@ -85,7 +103,7 @@ async fn custom_tool_round_trip_with_settle_only_rules() {
     assert!(
         last.contains("tool lookup returned: one")
             && last.contains("tool lookup returned: two")
-            && last.contains("tool charge returned: this call requires approval"),
+            && last.contains("tool charge returned: paid"),
         "{last}"
     );
 

@@ -32,6 +32,19 @@ async fn tool_calls_are_decided_then_run_in_the_sandbox() {
     let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, &text)]})).await;
     let sid = id(&s.1);
     let settled = settle(a, &sid).await;
+    // write needs approval (the default for a write tool): the Session waits on it.
+    assert_eq!(settled["stop_reason"]["type"], "requires_action", "{settled}");
+    let evs = events(a, &sid).await;
+    let write_use = evs.iter().find(|e| e["type"] == "agent.tool_use" && e["payload"]["name"] == "write").unwrap();
+    assert_eq!(settled["stop_reason"]["event_ids"], json!([write_use["id"]]));
+    assert!(!dir.path().join("workspaces").join(&sid).join("a.txt").exists(), "nothing runs before approval");
+    let pending = a.get(&format!("/v1/action-approvals?status=pending&session_id={sid}")).await;
+    expect(&pending, 200, None);
+    let approval = pending.1["data"][0].clone();
+    assert_eq!(approval["tool_use_id"], write_use["payload"]["tool_use_id"]);
+    let deny = json!({"decision": "deny", "response_token": approval["response_token"]});
+    expect(&a.post(&format!("/v1/action-approvals/{}/responses", id(&approval)), deny).await, 200, None);
+    let settled = settle(a, &sid).await;
     assert_eq!(settled["stop_reason"]["type"], "end_turn");
     let evs = events(a, &sid).await;
     assert_gapless(&evs);
@@ -57,10 +70,10 @@ async fn tool_calls_are_decided_then_run_in_the_sandbox() {
             .clone()
     };
 
-    // write: the default asks for approval, which does not exist yet: refused, not run.
+    // write: the approver declined, so it was refused and never run.
     let w = answer(&id_of(0));
     assert_eq!(w["type"], "policy.denied");
-    assert!(w["payload"]["guidance"].as_str().unwrap().contains("requires approval"));
+    assert!(w["payload"]["guidance"].as_str().unwrap().contains("declined"), "{w}");
     assert!(!dir.path().join("workspaces").join(&sid).join("a.txt").exists());
     // bash: allowed by the policy rule, authorized, run in the workspace.
     assert!(evs.iter().any(|e| e["type"] == "run.action_authorized" && e["payload"]["tool_use_id"] == id_of(1)));
@@ -85,7 +98,7 @@ async fn tool_calls_are_decided_then_run_in_the_sandbox() {
     // The model saw every answer and reported them.
     let last =
         evs.iter().rev().find(|e| e["type"] == "agent.message").unwrap()["payload"]["content"][0]["text"].as_str().unwrap().to_string();
-    assert!(last.contains("tool bash returned: hi") && last.contains("tool write returned: this call requires approval"), "{last}");
+    assert!(last.contains("tool bash returned: hi") && last.contains("tool write returned: not run: the approver declined"), "{last}");
 
     // read is read-only: allowed by default, in the same workspace.
     a.post(&format!("/v1/sessions/{sid}/events"), message(&me, "call read {\"path\": \"f.txt\"}")).await;
@@ -101,5 +114,6 @@ async fn tool_calls_are_decided_then_run_in_the_sandbox() {
     let evs = events(a, &sid).await;
     let use_ = evs.iter().rev().find(|e| e["type"] == "agent.tool_use").unwrap();
     assert_eq!(use_["payload"]["evaluated_permission"], "require_approval");
+    assert_eq!(evs.last().unwrap()["payload"]["stop_reason"]["type"], "requires_action");
     p.stop().await;
 }

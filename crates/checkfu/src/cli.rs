@@ -86,6 +86,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 embedded: true,
                 runner: checkfu_runner::RunnerConfig { workspaces: data_dir.join("workspaces"), ..Default::default() },
                 sse_ping: crate::node::sse_ping_from_env(),
+                approvals: crate::node::ApprovalTiming::from_env(),
             };
             let node = Node::start(listener, opts).await?;
             println!("Checkfu is up: API base URL http://{}/v1", node.addr);
@@ -119,6 +120,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 embedded: false,
                 runner: checkfu_runner::RunnerConfig::default(),
                 sse_ping: crate::node::sse_ping_from_env(),
+                approvals: crate::node::ApprovalTiming::from_env(),
                 roles,
             };
             let node = Node::start(listener, opts).await?;

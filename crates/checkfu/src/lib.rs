@@ -8,5 +8,5 @@ pub mod health;
 pub mod node;
 pub mod roles;
 
-pub use node::{BootstrapInfo, Node, NodeOptions};
+pub use node::{ApprovalTiming, BootstrapInfo, Node, NodeOptions};
 pub use roles::Role;

@@ -33,6 +33,29 @@ pub struct NodeOptions {
     pub runner: checkfu_runner::RunnerConfig,
     /// How often an idle SSE stream gets a `: ping` comment.
     pub sse_ping: std::time::Duration,
+    pub approvals: ApprovalTiming,
+}
+
+/// How long ActionApprovals wait, and how often the sessions role records
+/// decided or expired ones its Sessions have not seen yet.
+#[derive(Debug, Clone, Copy)]
+pub struct ApprovalTiming {
+    pub ttl: std::time::Duration,
+    pub sweep_every: std::time::Duration,
+}
+
+impl Default for ApprovalTiming {
+    fn default() -> Self {
+        ApprovalTiming { ttl: std::time::Duration::from_secs(3600), sweep_every: std::time::Duration::from_secs(2) }
+    }
+}
+
+impl ApprovalTiming {
+    /// The defaults (1 h TTL), or `CHECKFU_APPROVAL_TTL_SECONDS`.
+    pub fn from_env() -> Self {
+        let ttl = std::env::var("CHECKFU_APPROVAL_TTL_SECONDS").ok().and_then(|v| v.parse().ok()).filter(|s| *s > 0);
+        ApprovalTiming { ttl: ttl.map(std::time::Duration::from_secs).unwrap_or(ApprovalTiming::default().ttl), ..Default::default() }
+    }
 }
 
 /// The SSE keep-alive interval: 15 s, or `CHECKFU_SSE_PING_SECONDS`.
@@ -123,9 +146,13 @@ impl Node {
         let mut bootstrap = None;
         // Roles this node plays are called in process; the rest over HTTP/2.
         let mut local: BTreeMap<Role, Transport> = BTreeMap::new();
+        let mut sweepers = vec![];
 
         if has(Role::Governance) {
-            let svc = checkfu_governance::open(&opts.storage).await.context("opening the governance store")?;
+            let svc = checkfu_governance::open(&opts.storage)
+                .await
+                .context("opening the governance store")?
+                .with_approval_ttl_ms(opts.approvals.ttl.as_millis() as i64);
             let b = svc.bootstrap().await?;
             if b.created {
                 let path = opts.bootstrap_key_file.clone().unwrap_or_else(|| PathBuf::from("admin.key"));
@@ -160,7 +187,12 @@ impl Node {
             grpc = grpc.add_service(server);
         }
         if has(Role::Sessions) {
-            let svc = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
+            let governance = match local.get(&Role::Governance) {
+                Some(t) => t.clone(),
+                None => transport::remote(channel(&remote_url(Role::Governance)?)?),
+            };
+            let svc = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?.with_governance(governance);
+            sweepers.push(svc.clone());
             if opts.embedded {
                 let n = svc.release_orphaned_leases().await?;
                 if n > 0 {
@@ -246,6 +278,9 @@ impl Node {
                 tracing::error!(error = %e, "the listener failed");
             }
         }));
+        for svc in sweepers {
+            tasks.push(tokio::spawn(svc.run_approval_sweeper(opts.approvals.sweep_every, shutdown.clone())));
+        }
         if has(Role::Runner) {
             let runner = checkfu_runner::Runner::new(
                 upstream(Role::Runner)?,

@@ -176,11 +176,27 @@ pub async fn list_in_envs<T>(
     map: fn(&sqlx::any::AnyRow) -> Result<T, Error>,
     id: fn(&T) -> &str,
 ) -> Result<Vec<T>, Error> {
+    list_in_envs_with(db, sql, environment_ids, &[], page, map, id).await
+}
+
+/// [`list_in_envs`] with further filter values bound as `$4`, `$5`, ...
+pub async fn list_in_envs_with<T>(
+    db: &Db,
+    sql: &'static str,
+    environment_ids: &[String],
+    filters: &[&str],
+    page: &checkfu_core::page::PageRequest,
+    map: fn(&sqlx::any::AnyRow) -> Result<T, Error>,
+    id: fn(&T) -> &str,
+) -> Result<Vec<T>, Error> {
     let before = page.before_id.clone().unwrap_or_else(|| "~".into());
     let mut out = Vec::new();
     for env in environment_ids {
-        let rows = sqlx::query(sql).bind(env).bind(&before).bind(page.fetch_limit()).fetch_all(&db.pool).await.map_err(db_err)?;
-        for r in &rows {
+        let mut q = sqlx::query(sql).bind(env).bind(&before).bind(page.fetch_limit());
+        for f in filters {
+            q = q.bind(*f);
+        }
+        for r in &q.fetch_all(&db.pool).await.map_err(db_err)? {
             out.push(map(r)?);
         }
     }

@@ -306,3 +306,22 @@ mod tests {
         assert!(e.message.contains("candidates[0]"), "{}", e.message);
     }
 }
+
+/// Ask for a StandingApproval on the approved call's exact tuple.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StandingRequest {
+    /// 1 s to 30 days; longer asks are capped at 30 days.
+    pub ttl_seconds: i64,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RespondToApproval {
+    /// `approve` or `deny`.
+    pub decision: String,
+    /// The approval's one-time token.
+    pub response_token: String,
+    #[serde(default)]
+    pub standing: Option<StandingRequest>,
+}

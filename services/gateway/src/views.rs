@@ -523,3 +523,106 @@ pub fn audit_event(a: &gov::AuditEvent) -> AuditEvent {
         created_at: a.created_at.clone(),
     }
 }
+
+/// What an ActionApproval decides, frozen when it was asked for.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FrozenAction {
+    pub principal_id: String,
+    pub agent_id: String,
+    pub tool: String,
+    pub connection_id: Option<String>,
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+    pub arguments_sha256: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActionApproval {
+    pub id: String,
+    pub environment_id: String,
+    /// `pending`, `approved`, `denied` or `expired`.
+    pub status: String,
+    pub session_id: String,
+    pub run_id: String,
+    pub tool_use_id: String,
+    pub frozen: FrozenAction,
+    pub expires_at: String,
+    pub responder_principal_id: Option<String>,
+    pub responded_at: Option<String>,
+    /// `approve` or `deny` once decided; an expired approval counts as `deny`.
+    pub decision: Option<String>,
+    /// The one-time token a response must carry: only while pending, and
+    /// only to callers holding `approve` on the Environment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_token: Option<String>,
+    /// The StandingApproval an approve response minted, if it asked for one.
+    pub standing_approval_id: Option<String>,
+    pub created_at: String,
+}
+
+/// `show_token`: the caller holds `approve` on the approval's Environment.
+pub fn action_approval(a: &gov::ActionApproval, show_token: bool) -> ActionApproval {
+    let f = a.frozen.clone().unwrap_or_default();
+    ActionApproval {
+        id: a.id.clone(),
+        environment_id: a.environment_id.clone(),
+        status: a.status.clone(),
+        session_id: a.session_id.clone(),
+        run_id: a.run_id.clone(),
+        tool_use_id: a.tool_use_id.clone(),
+        frozen: FrozenAction {
+            principal_id: f.principal_id,
+            agent_id: f.agent_id,
+            tool: f.tool,
+            connection_id: opt(&f.connection_id),
+            arguments: doc(&f.arguments_json),
+            arguments_sha256: f.arguments_sha256,
+        },
+        expires_at: a.expires_at.clone(),
+        responder_principal_id: opt(&a.responder_principal_id),
+        responded_at: opt(&a.responded_at),
+        decision: opt(&a.decision),
+        response_token: if show_token && a.status == "pending" { opt(&a.response_token) } else { None },
+        standing_approval_id: opt(&a.standing_approval_id),
+        created_at: a.created_at.clone(),
+    }
+}
+
+/// The exact tuple a StandingApproval covers.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApprovalTuple {
+    pub principal_id: String,
+    pub agent_id: String,
+    pub tool: String,
+    pub connection_id: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StandingApproval {
+    pub id: String,
+    pub environment_id: String,
+    pub tuple: ApprovalTuple,
+    pub expires_at: String,
+    pub created_from_approval_id: String,
+    pub created_by: String,
+    pub revoked_at: Option<String>,
+    pub created_at: String,
+}
+
+pub fn standing_approval(s: &gov::StandingApproval) -> StandingApproval {
+    StandingApproval {
+        id: s.id.clone(),
+        environment_id: s.environment_id.clone(),
+        tuple: ApprovalTuple {
+            principal_id: s.principal_id.clone(),
+            agent_id: s.agent_id.clone(),
+            tool: s.tool.clone(),
+            connection_id: opt(&s.connection_id),
+        },
+        expires_at: s.expires_at.clone(),
+        created_from_approval_id: s.created_from_approval_id.clone(),
+        created_by: s.created_by.clone(),
+        revoked_at: opt(&s.revoked_at),
+        created_at: s.created_at.clone(),
+    }
+}

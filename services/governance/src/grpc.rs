@@ -64,6 +64,50 @@ fn policy(p: crate::policy::ActionPolicy) -> pb::ActionPolicy {
     }
 }
 
+fn approval(a: crate::approvals::ActionApproval) -> pb::ActionApproval {
+    let f = a.frozen;
+    pb::ActionApproval {
+        id: a.id,
+        environment_id: a.environment_id,
+        status: a.status.as_str().into(),
+        session_id: a.session_id,
+        run_id: a.run_id,
+        tool_use_id: a.tool_use_id,
+        frozen: Some(pb::FrozenAction {
+            principal_id: f.principal_id,
+            agent_id: f.agent_id,
+            tool: f.tool,
+            connection_id: f.connection_id,
+            arguments_json: f.arguments.to_string(),
+            arguments_sha256: f.arguments_sha256,
+        }),
+        expires_at: rfc3339(a.expires_ms),
+        expires_ms: a.expires_ms,
+        responder_principal_id: a.responder_principal_id,
+        responded_at: rfc3339_opt(a.responded_ms),
+        decision: a.decision,
+        response_token: a.response_token,
+        created_at: rfc3339(a.created_ms),
+        standing_approval_id: a.standing_approval_id,
+    }
+}
+
+fn standing(s: crate::approvals::StandingApproval) -> pb::StandingApproval {
+    pb::StandingApproval {
+        id: s.id,
+        environment_id: s.environment_id,
+        principal_id: s.principal_id,
+        agent_id: s.agent_id,
+        tool: s.tool,
+        connection_id: s.connection_id,
+        expires_at: rfc3339(s.expires_ms),
+        created_from_approval_id: s.created_from_approval_id,
+        revoked_at: rfc3339_opt(s.revoked_ms),
+        created_at: rfc3339(s.created_ms),
+        created_by: s.created_by,
+    }
+}
+
 fn json_doc(field: &str, s: &str) -> Result<serde_json::Value, Status> {
     serde_json::from_str(s).map_err(|e| Status::from(checkfu_core::Error::invalid_field(field, format!("{field} is not valid JSON: {e}"))))
 }
@@ -275,6 +319,9 @@ impl Rpc for GovernanceGrpc {
             also: r.also.into_iter().map(|a| (a.kind, a.id)).collect(),
         };
         let d = self.svc.evaluate(&req).await?;
+        if r.record {
+            self.svc.record_decision(&req, &d, &r.session_id, &r.tool_use_id).await?;
+        }
         ok(pb::EvaluateActionResponse {
             disposition: d.disposition.as_str().into(),
             matched_rule_ids: d.matched_rule_ids,
@@ -300,5 +347,78 @@ impl Rpc for GovernanceGrpc {
             },
         );
         ok(pb::ListAuditEventsResponse { data, next_page })
+    }
+
+    async fn request_approval(&self, r: Request<pb::RequestApprovalRequest>) -> R<pb::RequestApprovalResponse> {
+        let r = r.into_inner();
+        let f = r.frozen.unwrap_or_default();
+        let ask = crate::approvals::ApprovalAsk {
+            environment_id: r.environment_id,
+            session_id: r.session_id,
+            run_id: r.run_id,
+            tool_use_id: r.tool_use_id,
+            principal_id: f.principal_id,
+            agent_id: f.agent_id,
+            tool: f.tool,
+            connection_id: f.connection_id,
+            arguments: if f.arguments_json.is_empty() { serde_json::Value::Null } else { json_doc("frozen.arguments", &f.arguments_json)? },
+        };
+        ok(match self.svc.request_approval(&ask).await? {
+            crate::approvals::Asked::Standing(id) => pb::RequestApprovalResponse { standing_approval_id: id, approval: None },
+            crate::approvals::Asked::Pending(a) => {
+                pb::RequestApprovalResponse { standing_approval_id: String::new(), approval: Some(approval(*a)) }
+            }
+        })
+    }
+
+    async fn get_action_approval(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ActionApproval> {
+        ok(approval(self.svc.approval(&r.into_inner().id).await?))
+    }
+
+    async fn list_action_approvals(&self, r: Request<pb::ListActionApprovalsRequest>) -> R<pb::ListActionApprovalsResponse> {
+        let r = r.into_inner();
+        let p = page(r.limit, &r.page)?;
+        let rows = self.svc.list_approvals(&r.environment_ids, &r.status, &r.session_id, &p).await?;
+        let (data, next_page) = paged(&p, rows, |x| &x.id, approval);
+        ok(pb::ListActionApprovalsResponse { data, next_page })
+    }
+
+    async fn respond_to_approval(&self, r: Request<pb::RespondToApprovalRequest>) -> R<pb::ActionApproval> {
+        let r = r.into_inner();
+        let resp = crate::approvals::Response {
+            id: r.id,
+            decision: r.decision,
+            response_token: r.response_token,
+            standing_ttl_seconds: r.standing_ttl_seconds,
+            responder_id: r.responder_id,
+            in_session: r.in_session,
+        };
+        ok(approval(self.svc.respond(&resp).await?))
+    }
+
+    async fn list_unsettled_approvals(&self, r: Request<pb::ListRequest>) -> R<pb::ListActionApprovalsResponse> {
+        let rows = self.svc.unsettled_approvals(r.into_inner().limit).await?;
+        ok(pb::ListActionApprovalsResponse { data: rows.into_iter().map(approval).collect(), next_page: String::new() })
+    }
+
+    async fn mark_approval_settled(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ActionApproval> {
+        ok(approval(self.svc.mark_settled(&r.into_inner().id).await?))
+    }
+
+    async fn get_standing_approval(&self, r: Request<pb::GetByIdRequest>) -> R<pb::StandingApproval> {
+        ok(standing(self.svc.standing_approval(&r.into_inner().id).await?))
+    }
+
+    async fn list_standing_approvals(&self, r: Request<pb::ListStandingApprovalsRequest>) -> R<pb::ListStandingApprovalsResponse> {
+        let r = r.into_inner();
+        let p = page(r.limit, &r.page)?;
+        let rows = self.svc.list_standing(&r.environment_ids, &p).await?;
+        let (data, next_page) = paged(&p, rows, |x| &x.id, standing);
+        ok(pb::ListStandingApprovalsResponse { data, next_page })
+    }
+
+    async fn revoke_standing_approval(&self, r: Request<pb::ActorRequest>) -> R<pb::StandingApproval> {
+        let r = r.into_inner();
+        ok(standing(self.svc.revoke_standing(&r.id, &r.actor_id).await?))
     }
 }

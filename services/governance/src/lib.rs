@@ -1,6 +1,7 @@
 //! The governance service: who exists, how they prove it, and which rows give
 //! them reach. See `DESIGN.md` beside this crate for what it owns.
 
+pub mod approvals;
 pub mod grpc;
 pub mod model;
 pub mod policy;

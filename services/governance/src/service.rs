@@ -35,7 +35,9 @@ pub struct Bootstrapped {
 
 #[derive(Clone)]
 pub struct GovernanceService {
-    store: Arc<dyn GovernanceStore>,
+    pub(crate) store: Arc<dyn GovernanceStore>,
+    /// How long an ActionApproval waits for its response.
+    pub(crate) approval_ttl_ms: i64,
 }
 
 /// A new API key secret: `ck_` and 256 random bits. Only its SHA-256 is
@@ -53,7 +55,13 @@ fn hex_lower(b: &[u8]) -> String {
 
 impl GovernanceService {
     pub fn new(store: Arc<dyn GovernanceStore>) -> Self {
-        GovernanceService { store }
+        GovernanceService { store, approval_ttl_ms: crate::approvals::DEFAULT_APPROVAL_TTL_MS }
+    }
+
+    /// Sets how long ActionApprovals wait before expiring as denied.
+    pub fn with_approval_ttl_ms(mut self, ms: i64) -> Self {
+        self.approval_ttl_ms = ms.max(1);
+        self
     }
 
     /// Readiness: the store answers.
@@ -107,7 +115,7 @@ impl GovernanceService {
         self.store.authenticate(&sha256_hex(secret)).await?.ok_or_else(invalid)
     }
 
-    async fn audit(&self, actor: &str, action: &str, kind: &str, id: &str, details: serde_json::Value) -> Result<()> {
+    pub(crate) async fn audit(&self, actor: &str, action: &str, kind: &str, id: &str, details: serde_json::Value) -> Result<()> {
         self.store
             .insert_audit(&AuditRecord {
                 id: new_id("aud"),
@@ -536,5 +544,20 @@ impl GovernanceService {
         }
         let policies = self.store.policies_in(&req.environment_id).await?;
         Ok(evaluate(&policies, &actor, (&req.resource_kind, &req.resource_id), &req.permission, tool))
+    }
+
+    /// Audits a real call's denial (the dry run records nothing).
+    pub async fn record_decision(&self, req: &EvaluationRequest, d: &Decision, session_id: &str, tool_use_id: &str) -> Result<()> {
+        if d.disposition.as_str() != "deny" {
+            return Ok(());
+        }
+        let details = json!({
+            "tool": req.resource_id,
+            "tool_use_id": tool_use_id,
+            "subject": {"kind": req.subject_kind, "id": req.subject_id},
+            "matched_rule_ids": d.matched_rule_ids,
+            "reason": d.reason,
+        });
+        self.audit(&req.subject_id, "action.denied", "session", session_id, details).await
     }
 }

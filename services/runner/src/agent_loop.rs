@@ -83,7 +83,20 @@ impl Runner {
             if !caught_up {
                 self.read_all(lease, t, work.start_seq).await?;
             }
-            if t.interrupted || !t.needs_turn() {
+            if t.interrupted {
+                return Ok((t.cursor, vec![], json!({"type": "end_turn"})));
+            }
+            if !t.outstanding.is_empty() {
+                // Gated calls from before the wait: answer them first.
+                let decided = Self::resume_gated(work, &t.outstanding);
+                match self.act(work, lease, t, decided, vec![], None).await? {
+                    Turn::Waiting(events) => return Ok((t.cursor, events, json!({"type": "requires_action"}))),
+                    Turn::CalledTools { folded } => caught_up = folded,
+                    Turn::Final(_) | Turn::Exhausted => {}
+                }
+                continue;
+            }
+            if !t.needs_turn() {
                 return Ok((t.cursor, vec![], json!({"type": "end_turn"})));
             }
             // A turn that called no tool ends the Run without re-reading:
@@ -188,21 +201,35 @@ impl Runner {
                 return Err(Stop::Lost);
             }
         };
+        self.act(work, lease, t, decided, events, started).await
+    }
+
+    /// Records decided calls and answers them. Calls the Session must wait
+    /// on settle the Run (with everything else answered) in the completing
+    /// commit; otherwise the calls and answers are appended and the loop
+    /// goes on. `events` precede the calls (the model turn's own output).
+    async fn act(
+        &self,
+        work: &pb::WorkItem,
+        lease: &pb::LeaseRef,
+        t: &mut Transcript,
+        decided: Vec<crate::tools::Decided>,
+        mut events: Vec<(&'static str, String)>,
+        started: Option<(i64, String)>,
+    ) -> Result<Turn, Stop> {
         for d in &decided {
             events.extend(Self::call_events(d));
         }
-        if decided.iter().any(Self::is_host_side) {
-            // The host runs its tools: answer the rest, then settle the Run
-            // waiting for the host's results, all in the completing commit.
-            for d in decided.iter().filter(|d| !Self::is_host_side(d)) {
-                events.push(self.answer(&work.session_id, d).await);
+        if decided.iter().any(crate::tools::Decided::waits) {
+            for d in &decided {
+                events.extend(self.answer(&work.session_id, d).await);
             }
             return Ok(Turn::Waiting(events));
         }
-        let mut seqs = self.append(lease, events.clone()).await?;
+        let mut seqs = if events.is_empty() { vec![] } else { self.append(lease, events.clone()).await? };
         let mut answers = Vec::with_capacity(decided.len());
         for d in &decided {
-            answers.push(self.answer(&work.session_id, d).await);
+            answers.extend(self.answer(&work.session_id, d).await);
         }
         seqs.extend(self.append(lease, answers.clone()).await?);
         let (mut own_seqs, mut own): (Vec<i64>, Vec<(&str, String)>) = match started {

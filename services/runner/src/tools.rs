@@ -1,9 +1,10 @@
 //! Governed tool calls. Every call the model makes is decided by
 //! governance's ActionPolicies before anything runs: `allow` runs it in the
 //! Session's workspace, `deny` answers with `policy.denied` and the matched
-//! rule, and `require_approval` — until ActionApprovals exist — is answered
-//! with `policy.denied` saying approval is required. A tool the agent did not
-//! declare is refused without asking.
+//! rule, and `require_approval` runs only under a StandingApproval on the
+//! exact tuple or once its ActionApproval is approved — until then the
+//! Session waits (`requires_action`). A tool the agent did not declare is
+//! refused without asking.
 
 use crate::Runner;
 use crate::sandbox::{Limits, Workspace};
@@ -27,6 +28,36 @@ pub struct Decided {
     pub disposition: String,
     pub matched_rule_id: Option<String>,
     pub reason: String,
+    /// A gated call allowed without asking by this StandingApproval.
+    pub standing_approval_id: Option<String>,
+    /// A gated call waiting on this ActionApproval (id, expiry).
+    pub pending_approval: Option<(String, String)>,
+    /// A gated call from an earlier Run whose approval was decided.
+    pub resumed: Option<Resumed>,
+}
+
+/// How the approval of a resumed gated call came out.
+#[derive(Debug, Clone)]
+pub struct Resumed {
+    pub approved: bool,
+    pub approval_id: Option<String>,
+}
+
+impl Decided {
+    /// Runs now: allowed by policy, a StandingApproval or an approval.
+    pub fn runs(&self) -> bool {
+        self.disposition == "allow" || self.standing_approval_id.is_some() || self.resumed.as_ref().is_some_and(|r| r.approved)
+    }
+
+    fn is_custom(&self) -> bool {
+        self.declaration.as_ref().and_then(|x| x.get("type")).and_then(Value::as_str) == Some("custom")
+    }
+
+    /// Whether the Session must wait before this call is answered: the host
+    /// runs an allowed custom tool, or an approval is pending.
+    pub fn waits(&self) -> bool {
+        self.pending_approval.is_some() || (self.runs() && self.is_custom())
+    }
 }
 
 /// The `content` of an `agent.tool_result`: the text, or an envelope when
@@ -40,7 +71,7 @@ pub fn result_content(text: String) -> Value {
     json!({"type": "result_truncated", "original_chars": chars, "preview": preview})
 }
 
-fn declaration<'a>(tools: &'a [Value], name: &str) -> Option<&'a Value> {
+pub(crate) fn declaration<'a>(tools: &'a [Value], name: &str) -> Option<&'a Value> {
     tools.iter().find(|d| match d.get("type").and_then(Value::as_str) {
         Some("tool_source") => d.get("tools").and_then(Value::as_array).is_some_and(|t| t.iter().any(|n| n == name)),
         _ => d.get("name").and_then(Value::as_str) == Some(name),
@@ -64,6 +95,9 @@ impl Runner {
                     declaration: None,
                     disposition: "deny".into(),
                     matched_rule_id: None,
+                    standing_approval_id: None,
+                    pending_approval: None,
+                    resumed: None,
                 });
                 continue;
             };
@@ -77,18 +111,53 @@ impl Runner {
                     gov::ResourceRef { kind: "agent_definition".into(), id: agent_id.clone() },
                     gov::ResourceRef { kind: "session".into(), id: work.session_id.clone() },
                 ],
+                record: true,
+                session_id: work.session_id.clone(),
+                tool_use_id: call.id.clone(),
             };
             let d = self.governance.clone().evaluate_action(req).await?.into_inner();
-            out.push(Decided {
+            let mut decided = Decided {
                 call,
                 input,
                 declaration: Some(decl),
                 disposition: d.disposition,
                 matched_rule_id: d.matched_rule_ids.into_iter().next(),
                 reason: d.reason,
-            });
+                standing_approval_id: None,
+                pending_approval: None,
+                resumed: None,
+            };
+            if decided.disposition == "require_approval" {
+                self.ask_approval(work, &agent_id, &mut decided).await?;
+            }
+            out.push(decided);
         }
         Ok(out)
+    }
+
+    /// A gated call: covered by a StandingApproval on the exact tuple, or
+    /// an ActionApproval freezing its context is now pending.
+    async fn ask_approval(&self, work: &pb::WorkItem, agent_id: &str, d: &mut Decided) -> Result<(), tonic::Status> {
+        let req = gov::RequestApprovalRequest {
+            environment_id: work.environment_id.clone(),
+            session_id: work.session_id.clone(),
+            run_id: work.run_id.clone(),
+            tool_use_id: d.call.id.clone(),
+            frozen: Some(gov::FrozenAction {
+                principal_id: work.principal_id.clone(),
+                agent_id: agent_id.to_string(),
+                tool: d.call.name.clone(),
+                connection_id: String::new(),
+                arguments_json: d.input.to_string(),
+                arguments_sha256: String::new(),
+            }),
+        };
+        let r = self.governance.clone().request_approval(req).await?.into_inner();
+        match r.approval {
+            Some(a) if r.standing_approval_id.is_empty() => d.pending_approval = Some((a.id, a.expires_at)),
+            _ => d.standing_approval_id = Some(r.standing_approval_id),
+        }
+        Ok(())
     }
 
     /// Runs an allowed call; the text and whether it failed.
@@ -110,44 +179,91 @@ impl Runner {
         (format!("{what} are not available on this execution plane yet"), true)
     }
 
-    /// Whether the call is an allowed custom (host-side) tool: the host runs
-    /// it, so the Session waits for its result.
-    pub(crate) fn is_host_side(d: &Decided) -> bool {
-        d.disposition == "allow" && d.declaration.as_ref().and_then(|x| x.get("type")).and_then(Value::as_str) == Some("custom")
-    }
-
-    /// The events a decided call produces before it runs.
+    /// The events a decided call produces before it is answered.
     pub(crate) fn call_events(d: &Decided) -> Vec<(&'static str, String)> {
-        if Self::is_host_side(d) {
-            let payload =
-                json!({"custom_tool_use_id": d.call.id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition});
+        let id = &d.call.id;
+        if d.runs() && d.is_custom() && d.resumed.is_none() {
+            let payload = json!({"custom_tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition});
             return vec![("agent.custom_tool_use", payload.to_string())];
         }
-        let mut ev = vec![(
-            "agent.tool_use",
-            json!({"tool_use_id": d.call.id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition}).to_string(),
-        )];
-        if d.disposition == "allow" {
-            ev.push(("run.action_authorized", json!({"tool_use_id": d.call.id}).to_string()));
+        let mut ev = vec![];
+        if d.resumed.is_none() {
+            ev.push((
+                "agent.tool_use",
+                json!({"tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition}).to_string(),
+            ));
+        }
+        if d.runs() {
+            let mut auth = json!({"tool_use_id": id});
+            if let Some(a) = d.resumed.as_ref().and_then(|r| r.approval_id.as_ref()) {
+                auth["action_approval_id"] = json!(a);
+            }
+            if let Some(s) = &d.standing_approval_id {
+                auth["standing_approval_id"] = json!(s);
+            }
+            ev.push(("run.action_authorized", auth.to_string()));
+            if d.is_custom() && d.resumed.is_some() {
+                // Approved: now the host owes the result.
+                let payload =
+                    json!({"custom_tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition});
+                ev.push(("agent.custom_tool_use", payload.to_string()));
+            }
+        }
+        if let Some((approval_id, expires_at)) = &d.pending_approval {
+            ev.push((
+                "action_approval.pending",
+                json!({"action_approval_id": approval_id, "tool_use_id": id, "expires_at": expires_at}).to_string(),
+            ));
         }
         ev
     }
 
-    /// The event that answers a call: its result, or the refusal.
-    pub(crate) async fn answer(&self, session_id: &str, d: &Decided) -> (&'static str, String) {
-        match d.disposition.as_str() {
-            "allow" => {
-                let (text, is_error) = self.execute_tool(session_id, d).await;
-                ("agent.tool_result", json!({"tool_use_id": d.call.id, "content": result_content(text), "is_error": is_error}).to_string())
-            }
-            "require_approval" => (
-                "policy.denied",
-                json!({"tool_use_id": d.call.id, "matched_rule_id": d.matched_rule_id,
-                    "guidance": format!("this call requires approval ({}); approvals are not available on this installation yet, so it was not run", d.reason)})
-                .to_string(),
-            ),
-            _ => ("policy.denied", json!({"tool_use_id": d.call.id, "matched_rule_id": d.matched_rule_id, "guidance": format!("denied: {}", d.reason)}).to_string()),
+    /// The event that answers a call now: its result, or the refusal.
+    /// `None` for a call the Session waits on.
+    pub(crate) async fn answer(&self, session_id: &str, d: &Decided) -> Option<(&'static str, String)> {
+        if d.waits() {
+            return None;
         }
+        if d.runs() {
+            let (text, is_error) = self.execute_tool(session_id, d).await;
+            return Some((
+                "agent.tool_result",
+                json!({"tool_use_id": d.call.id, "content": result_content(text), "is_error": is_error}).to_string(),
+            ));
+        }
+        let guidance = if d.resumed.is_some() { format!("not run: {}", d.reason) } else { format!("denied: {}", d.reason) };
+        Some(("policy.denied", json!({"tool_use_id": d.call.id, "matched_rule_id": d.matched_rule_id, "guidance": guidance}).to_string()))
+    }
+
+    /// Gated calls from an earlier Run, now resolved: approved ones run
+    /// with the arguments frozen in the log, denied or expired ones are
+    /// refused, and ones whose wait ended without a decision (an interrupt)
+    /// are refused too, so every tool use gets an answer.
+    pub(crate) fn resume_gated(work: &pb::WorkItem, outstanding: &[crate::transcript::Outstanding]) -> Vec<Decided> {
+        let tools: Vec<Value> = serde_json::from_str(&work.tools_json).unwrap_or_default();
+        outstanding
+            .iter()
+            .map(|o| {
+                let approved = o.decision.as_deref() == Some("approve") || (o.decision.is_none() && o.authorized);
+                let reason = match (o.status.as_deref(), &o.deny_message) {
+                    (_, Some(m)) => format!("the approver declined: {m}"),
+                    (Some("expired"), _) => "the approval expired without a response".to_string(),
+                    (Some(_), _) => "the approver declined this call".to_string(),
+                    (None, _) => "the wait for approval ended without a decision".to_string(),
+                };
+                Decided {
+                    call: mg::ToolUse { id: o.tool_use_id.clone(), name: o.name.clone(), input_json: o.input.to_string() },
+                    input: o.input.clone(),
+                    declaration: declaration(&tools, &o.name).cloned(),
+                    disposition: "require_approval".into(),
+                    matched_rule_id: None,
+                    reason,
+                    standing_approval_id: None,
+                    pending_approval: None,
+                    resumed: Some(Resumed { approved, approval_id: o.approval_id.clone() }),
+                }
+            })
+            .collect()
     }
 }
 

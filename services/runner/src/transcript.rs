@@ -12,6 +12,28 @@ pub struct Transcript {
     /// An interrupt arrived at or after the Run's start.
     pub interrupted: bool,
     pub cursor: i64,
+    /// Gated tool uses not answered yet, in the order the model made them.
+    pub outstanding: Vec<Outstanding>,
+}
+
+/// A tool use that needed approval and has no result yet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outstanding {
+    pub tool_use_id: String,
+    pub name: String,
+    pub input: Value,
+    pub approval_id: Option<String>,
+    /// `approve` or `deny` once the approval is resolved.
+    pub decision: Option<String>,
+    /// `approved`, `denied` or `expired`.
+    pub status: Option<String>,
+    pub deny_message: Option<String>,
+    /// Authorized (by a StandingApproval) before it ran.
+    pub authorized: bool,
+}
+
+fn str_field(p: &Value, k: &str) -> String {
+    p.get(k).and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
 fn text_of(payload: &Value, field: &str) -> String {
@@ -20,6 +42,20 @@ fn text_of(payload: &Value, field: &str) -> String {
         .and_then(Value::as_array)
         .map(|blocks| blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
         .unwrap_or_default()
+}
+
+/// The text the model sees for a tool result's `content`.
+fn result_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(v @ Value::Array(_)) => text_of(&serde_json::json!({"c": v}), "c"),
+        Some(v) if v.get("type").and_then(Value::as_str) == Some("result_truncated") => format!(
+            "{}\n[result truncated: {} characters in all]",
+            v.get("preview").and_then(Value::as_str).unwrap_or_default(),
+            v.get("original_chars").and_then(Value::as_u64).unwrap_or_default()
+        ),
+        _ => String::new(),
+    }
 }
 
 fn block(b: mg::content_block::Block) -> mg::ContentBlock {
@@ -43,6 +79,18 @@ impl Transcript {
         }
     }
 
+    /// Adds a tool use's answer; it is no longer outstanding.
+    fn answer(&mut self, p: &Value, b: mg::content_block::Block) {
+        let id = str_field(p, "tool_use_id");
+        self.outstanding.retain(|o| o.tool_use_id != id);
+        self.push("user", b);
+    }
+
+    /// Whether a gated tool use with this id is already in the conversation.
+    fn is_outstanding(&self, id: &str) -> bool {
+        self.outstanding.iter().any(|o| o.tool_use_id == id)
+    }
+
     /// Folds newly read events in; `start_seq` is where the Run began.
     pub fn absorb(&mut self, events: &[RunEvent], start_seq: i64) {
         use mg::content_block::Block as B;
@@ -52,14 +100,59 @@ impl Transcript {
             match e.r#type.as_str() {
                 "user.message" => self.push("user", B::Text(text_of(&p, "content"))),
                 "agent.message" => self.push("assistant", B::Text(text_of(&p, "content"))),
-                "agent.tool_use" => self.push(
-                    "assistant",
-                    B::ToolUse(mg::ToolUse {
-                        id: p.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().into(),
-                        name: p.get("name").and_then(Value::as_str).unwrap_or_default().into(),
-                        input_json: p.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into()),
-                    }),
-                ),
+                "agent.tool_use" => {
+                    if p.get("evaluated_permission").and_then(Value::as_str) == Some("require_approval") {
+                        self.outstanding.push(Outstanding {
+                            tool_use_id: str_field(&p, "tool_use_id"),
+                            name: str_field(&p, "name"),
+                            input: p.get("input").cloned().unwrap_or_else(|| serde_json::json!({})),
+                            approval_id: None,
+                            decision: None,
+                            status: None,
+                            deny_message: None,
+                            authorized: false,
+                        });
+                    }
+                    self.push(
+                        "assistant",
+                        B::ToolUse(mg::ToolUse {
+                            id: p.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().into(),
+                            name: p.get("name").and_then(Value::as_str).unwrap_or_default().into(),
+                            input_json: p.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into()),
+                        }),
+                    )
+                }
+                "action_approval.pending" => {
+                    let id = str_field(&p, "tool_use_id");
+                    if let Some(o) = self.outstanding.iter_mut().find(|o| o.tool_use_id == id) {
+                        o.approval_id = Some(str_field(&p, "action_approval_id"));
+                    }
+                }
+                "action_approval.resolved" => {
+                    let id = str_field(&p, "tool_use_id");
+                    if let Some(o) = self.outstanding.iter_mut().find(|o| o.tool_use_id == id) {
+                        o.decision = Some(str_field(&p, "decision"));
+                        o.status = Some(str_field(&p, "status"));
+                    }
+                }
+                "user.tool_confirmation" => {
+                    let id = str_field(&p, "tool_use_id");
+                    if let Some(o) = self.outstanding.iter_mut().find(|o| o.tool_use_id == id) {
+                        o.deny_message = p.get("deny_message").and_then(Value::as_str).map(str::to_string);
+                    }
+                }
+                "run.action_authorized" => {
+                    let id = str_field(&p, "tool_use_id");
+                    if let Some(o) = self.outstanding.iter_mut().find(|o| o.tool_use_id == id) {
+                        o.authorized = true;
+                    }
+                }
+                // An approved custom tool use: the tool use is already in
+                // the conversation; now the host owes its result.
+                "agent.custom_tool_use" if self.is_outstanding(&str_field(&p, "custom_tool_use_id")) => {
+                    let id = str_field(&p, "custom_tool_use_id");
+                    self.outstanding.retain(|o| o.tool_use_id != id);
+                }
                 "agent.custom_tool_use" => self.push(
                     "assistant",
                     B::ToolUse(mg::ToolUse {
@@ -76,27 +169,18 @@ impl Transcript {
                         is_error: p.get("is_error").and_then(Value::as_bool).unwrap_or(false),
                     }),
                 ),
-                "agent.tool_result" => self.push(
-                    "user",
+                "agent.tool_result" => self.answer(
+                    &p,
                     B::ToolResult(mg::ToolResult {
-                        tool_use_id: p.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().into(),
-                        content: match p.get("content") {
-                            Some(Value::String(s)) => s.clone(),
-                            Some(v @ Value::Array(_)) => text_of(&serde_json::json!({"c": v}), "c"),
-                            Some(v) if v.get("type").and_then(Value::as_str) == Some("result_truncated") => format!(
-                                "{}\n[result truncated: {} characters in all]",
-                                v.get("preview").and_then(Value::as_str).unwrap_or_default(),
-                                v.get("original_chars").and_then(Value::as_u64).unwrap_or_default()
-                            ),
-                            _ => String::new(),
-                        },
+                        tool_use_id: str_field(&p, "tool_use_id"),
+                        content: result_text(p.get("content")),
                         is_error: p.get("is_error").and_then(Value::as_bool).unwrap_or(false),
                     }),
                 ),
-                "policy.denied" => self.push(
-                    "user",
+                "policy.denied" => self.answer(
+                    &p,
                     B::ToolResult(mg::ToolResult {
-                        tool_use_id: p.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().into(),
+                        tool_use_id: str_field(&p, "tool_use_id"),
                         content: p.get("guidance").and_then(Value::as_str).unwrap_or("denied by policy").into(),
                         is_error: true,
                     }),

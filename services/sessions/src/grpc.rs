@@ -374,4 +374,8 @@ impl Rpc for SessionsGrpc {
         let (rows, next_page) = p.finish(self.svc.list_runs(&r.session_id, &p).await?, |x| &x.id);
         ok(pb::ListRunsResponse { data: rows.into_iter().map(run).collect(), next_page })
     }
+
+    async fn resolve_approval(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ResolveApprovalResponse> {
+        ok(pb::ResolveApprovalResponse { recorded: self.svc.resolve_approval(&r.into_inner().id).await? })
+    }
 }

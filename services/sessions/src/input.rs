@@ -138,6 +138,18 @@ pub struct Draft {
     pub claim_guard: Option<crate::store::ClaimGuard>,
 }
 
+/// An ActionApproval's outcome, as governance recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub approval_id: String,
+    pub tool_use_id: String,
+    /// `approve` or `deny` (an expired approval is a `deny`).
+    pub decision: String,
+    /// `approved`, `denied` or `expired`.
+    pub status: String,
+    pub responder_principal_id: String,
+}
+
 /// Who wrote system events: the platform itself.
 pub fn system() -> Value {
     Value::Null
@@ -258,7 +270,8 @@ impl Draft {
         self.set_status(SessionStatus::Terminated, self.session.stop_reason.clone(), caused_by);
     }
 
-    /// The custom tool uses a `requires_action` wait is still waiting on.
+    /// The tool uses (custom ones awaiting results, gated ones awaiting
+    /// approval) a `requires_action` wait is still waiting on.
     pub fn waiting_ids(&self) -> Vec<String> {
         if !self.waiting_on_action() {
             return vec![];
@@ -272,19 +285,68 @@ impl Draft {
             .unwrap_or_default()
     }
 
-    /// Accepts a result for a waited-on custom tool use. The last one
-    /// resumes the Session with a new Run.
+    /// The ActionApproval a `requires_action` wait holds for `tool_use_id`.
+    pub fn waiting_approval(&self, tool_use_id: &str) -> Option<String> {
+        if !self.waiting_ids().iter().any(|w| w == tool_use_id) {
+            return None;
+        }
+        let approvals = self.session.stop_reason.as_ref()?.get("approvals")?;
+        approvals.get(tool_use_id).and_then(Value::as_str).map(str::to_string)
+    }
+
+    /// Ends the wait for `id`; the last one resumes the Session with a new
+    /// Run triggered by `cause_event`.
+    fn settle_wait(&mut self, id: &str, trigger_seq: i64, cause_event: &str) {
+        let remaining: Vec<String> = self.waiting_ids().into_iter().filter(|w| w != id).collect();
+        if remaining.is_empty() {
+            self.admit_run(trigger_seq, json!({"kind": "event", "id": cause_event}));
+        } else if let Some(Value::Object(reason)) = self.session.stop_reason.as_mut() {
+            reason.insert("waiting_on".into(), json!(remaining));
+            if let Some(Value::Object(approvals)) = reason.get_mut("approvals") {
+                approvals.remove(id);
+            }
+        }
+    }
+
+    /// Accepts a result for a waited-on custom tool use.
     fn settle_custom_result(&mut self, input: &Input, id: &str) -> String {
         let seq = self.next_seq();
         let event_id =
             self.push(&input.event_type, None, Value::String(input.authored_by.clone()), input.caused_by.clone(), input.payload.clone());
-        let remaining: Vec<String> = self.waiting_ids().into_iter().filter(|w| w != id).collect();
-        if remaining.is_empty() {
-            self.admit_run(seq, json!({"kind": "event", "id": event_id}));
-        } else if let Some(Value::Object(reason)) = self.session.stop_reason.as_mut() {
-            reason.insert("waiting_on".into(), json!(remaining));
-        }
+        self.settle_wait(id, seq, &event_id);
         event_id
+    }
+
+    /// Records an approval's outcome and, when the Session still waits on
+    /// it, ends that wait. Returns the `action_approval.resolved` event id,
+    /// or `None` when the Session no longer waits on it.
+    pub fn resolve_approval(&mut self, r: &Resolved, cause: Value) -> Option<String> {
+        if self.waiting_approval(&r.tool_use_id).as_deref() != Some(r.approval_id.as_str()) {
+            return None;
+        }
+        let seq = self.next_seq();
+        let payload = json!({
+            "action_approval_id": r.approval_id,
+            "tool_use_id": r.tool_use_id,
+            "decision": r.decision,
+            "status": r.status,
+            "responder_principal_id": (!r.responder_principal_id.is_empty()).then_some(&r.responder_principal_id),
+        });
+        let id = self.push("action_approval.resolved", None, system(), cause, payload);
+        self.settle_wait(&r.tool_use_id, seq, &id);
+        Some(id)
+    }
+
+    /// Applies a `user.tool_confirmation` whose decision governance has
+    /// already taken: the echo, then the resolution. Returns the echo's id.
+    pub fn confirm(&mut self, input: &Input, r: &Resolved) -> Result<String> {
+        if self.session.status == SessionStatus::Terminated {
+            return Err(Error::conflict("the session is terminated and accepts no events"));
+        }
+        let echo =
+            self.push(&input.event_type, None, Value::String(input.authored_by.clone()), input.caused_by.clone(), input.payload.clone());
+        self.resolve_approval(r, json!({"kind": "event", "id": echo}));
+        Ok(echo)
     }
 
     fn waiting_on_action(&self) -> bool {
@@ -312,7 +374,7 @@ impl Draft {
         if matches!(input.event_type.as_str(), "user.tool_confirmation" | "user.custom_tool_result") {
             let key = if input.event_type == "user.tool_confirmation" { "tool_use_id" } else { "custom_tool_use_id" };
             let id = input.payload.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-            if input.event_type == "user.custom_tool_result" && self.waiting_ids().contains(&id) {
+            if input.event_type == "user.custom_tool_result" && self.waiting_ids().contains(&id) && self.waiting_approval(&id).is_none() {
                 return Ok(self.settle_custom_result(input, &id));
             }
             return Err(Error::conflict(format!("no tool use {id:?} is waiting for this session")));

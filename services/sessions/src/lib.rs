@@ -2,6 +2,7 @@
 //! event log and live stream, Runs, and the control-plane side of the runner
 //! protocol. See `DESIGN.md` beside this crate.
 
+pub mod approvals;
 pub mod catalog;
 pub mod grpc;
 pub mod grpc_runner;

@@ -504,6 +504,7 @@ pub const RUNNER_EVENT_TYPES: &[&str] = &[
     "agent.tool_result",
     "agent.custom_tool_use",
     "run.action_authorized",
+    "action_approval.pending",
     "policy.denied",
     "session.error",
 ];

@@ -99,6 +99,50 @@ fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(String, Value)]) -
     Ok(seqs)
 }
 
+/// The `requires_action` stop reason for a completion: it waits on the
+/// custom tool uses and the approval-gated tool uses the completion appends.
+/// `event_ids` names the events a client acts on; `waiting_on` the tool use
+/// ids still outstanding; `approvals` maps gated ones to their approval.
+fn requires_action(events: &[NewEvent]) -> Result<Value> {
+    let str_of = |e: &NewEvent, k: &str| e.payload.get(k).and_then(Value::as_str).map(str::to_string);
+    let mut event_ids = vec![];
+    let mut waiting_on = vec![];
+    let mut approvals = serde_json::Map::new();
+    for e in events {
+        match e.event_type.as_str() {
+            "agent.custom_tool_use" => {
+                if let Some(id) = str_of(e, "custom_tool_use_id") {
+                    event_ids.push(e.id.clone());
+                    waiting_on.push(id);
+                }
+            }
+            "action_approval.pending" => {
+                let (Some(tool_use_id), Some(approval_id)) = (str_of(e, "tool_use_id"), str_of(e, "action_approval_id")) else {
+                    continue;
+                };
+                // The client confirms the tool use itself, so name its event.
+                let tool_use =
+                    events.iter().find(|u| u.event_type == "agent.tool_use" && str_of(u, "tool_use_id").as_ref() == Some(&tool_use_id));
+                event_ids.push(tool_use.map_or_else(|| e.id.clone(), |u| u.id.clone()));
+                approvals.insert(tool_use_id.clone(), Value::String(approval_id));
+                waiting_on.push(tool_use_id);
+            }
+            _ => {}
+        }
+    }
+    if waiting_on.is_empty() {
+        return Err(Error::invalid_field(
+            "stop_reason",
+            "requires_action needs the agent.custom_tool_use or action_approval.pending events it waits on",
+        ));
+    }
+    let mut stop = json!({"type": "requires_action", "event_ids": event_ids, "waiting_on": waiting_on});
+    if !approvals.is_empty() {
+        stop["approvals"] = Value::Object(approvals);
+    }
+    Ok(stop)
+}
+
 fn lease_lost() -> Error {
     Error::new(Code::PreconditionFailed, "the lease on this run is no longer held").with_details(json!({"reason": "lease_lost"}))
 }
@@ -276,21 +320,7 @@ impl SessionsService {
             let cause = json!({"kind": "run", "id": run_id});
             let mut stop = stop_reason.clone();
             if kind == "requires_action" {
-                // The wait is for the custom tool uses this completion appends.
-                let waiting: Vec<(String, String)> = d
-                    .events
-                    .iter()
-                    .filter(|e| e.event_type == "agent.custom_tool_use")
-                    .filter_map(|e| Some((e.id.clone(), e.payload.get("custom_tool_use_id")?.as_str()?.to_string())))
-                    .collect();
-                if waiting.is_empty() {
-                    return Err(Error::invalid_field("stop_reason", "requires_action needs the agent.custom_tool_use events it waits on"));
-                }
-                stop = json!({
-                    "type": "requires_action",
-                    "event_ids": waiting.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>(),
-                    "waiting_on": waiting.iter().map(|(_, t)| t.clone()).collect::<Vec<_>>(),
-                });
+                stop = requires_action(&d.events)?;
             }
             d.complete_run(stop, cause.clone());
             if kind == "end_turn" && d.session.last_user_message_seq > last_seen_seq {

@@ -34,6 +34,8 @@ pub struct SessionsService {
     snapshots: Arc<Bounded<String, (Session, Option<Run>)>>,
     /// Published versions are immutable, so they are cached once read.
     versions: Arc<Bounded<(String, i64), AgentVersion>>,
+    /// Governance, for ActionApproval outcomes.
+    pub(crate) governance: Option<crate::approvals::Governance>,
 }
 
 /// Versions kept in memory; beyond this the cache starts over.
@@ -112,7 +114,13 @@ impl SessionsService {
             lease_ms: DEFAULT_LEASE_MS,
             versions: Arc::new(Bounded::new(VERSION_CACHE)),
             snapshots: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
+            governance: None,
         }
+    }
+
+    pub fn with_governance(mut self, transport: checkfu_proto::transport::Transport) -> Self {
+        self.governance = Some(crate::approvals::Governance::new(transport));
+        self
     }
 
     pub fn with_lease_ms(mut self, ms: i64) -> Self {
@@ -280,6 +288,11 @@ impl SessionsService {
     pub async fn append_user_event(&self, session_id: &str, input: Input) -> Result<(Event, bool)> {
         if let Some(first) = self.duplicate_settle(session_id, &input).await? {
             return Ok((first, true));
+        }
+        if input.event_type == "user.tool_confirmation"
+            && let Some(e) = self.confirm_in_session(session_id, &input).await?
+        {
+            return Ok((e, false));
         }
         let (id, _, events) = self.transact(session_id, |d| d.apply(&input)).await?;
         let e = events.into_iter().find(|e| e.id == id).ok_or_else(|| Error::internal("appended event missing from the commit"))?;

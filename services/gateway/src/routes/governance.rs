@@ -121,7 +121,7 @@ pub async fn evaluate(State(st): State<AppState>, caller: Caller, JsonBody(body)
         resource: Some(gov::ResourceRef { kind: b.resource.kind, id: b.resource.id }),
         permission: b.permission,
         tool_json: b.tool.to_string(),
-        also: vec![],
+        ..Default::default()
     };
     let d = st.gov.clone().evaluate_action(req).await?.into_inner();
     Ok(Json(views::Evaluation { disposition: d.disposition, matched_rule_ids: d.matched_rule_ids, reason: d.reason }))

@@ -2,6 +2,7 @@
 //! description (`#[utoipa::path]`); the router is assembled from them, so
 //! nothing is served that the document does not describe.
 
+pub mod approvals;
 pub mod catalog;
 pub mod governance;
 pub mod identity;

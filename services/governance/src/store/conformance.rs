@@ -47,6 +47,8 @@ async fn governance_store_conformance() {
         assignments_unique_filter_delete(&*s).await;
         policies_compare_and_set(&*s).await;
         audit_filters(&*s).await;
+        approvals_decide_once(&*s).await;
+        standing_exact_tuple(&*s).await;
         bootstrap_only_once(&*s).await;
         eprintln!("governance store conformance passed on {name}");
     }
@@ -193,4 +195,93 @@ async fn audit_filters(s: &dyn GovernanceStore) {
     assert_eq!(s.list_audit("", "prin_x", &page).await.expect("list").len(), 2);
     let both = s.list_audit("pa_a", "prin_x", &page).await.expect("list");
     assert_eq!((both.len(), both[0].details.clone()), (1, serde_json::json!({"i": 0})));
+}
+
+fn pending(id: &str, tool_use_id: &str, expires_ms: i64) -> crate::approvals::ActionApproval {
+    use crate::approvals::*;
+    ActionApproval {
+        id: id.into(),
+        environment_id: "env_a".into(),
+        status: ApprovalStatus::Pending,
+        session_id: "sess_a".into(),
+        run_id: "run_a".into(),
+        tool_use_id: tool_use_id.into(),
+        frozen: Frozen {
+            principal_id: "prin_p".into(),
+            agent_id: "agt_a".into(),
+            tool: "write".into(),
+            connection_id: String::new(),
+            arguments: serde_json::json!({"path": "x"}),
+            arguments_sha256: "h".into(),
+        },
+        response_token: "art_t".into(),
+        expires_ms,
+        responder_principal_id: String::new(),
+        responded_ms: None,
+        decision: String::new(),
+        standing_approval_id: String::new(),
+        settled: false,
+        created_ms: 1,
+    }
+}
+
+async fn approvals_decide_once(s: &dyn GovernanceStore) {
+    use crate::approvals::ApprovalStatus;
+    let a = pending("aapr_1", "tu_1", 100);
+    assert!(s.insert_approval(&a).await.expect("insert"));
+    assert!(!s.insert_approval(&pending("aapr_2", "tu_1", 100)).await.expect("insert"), "one approval per tool use");
+    assert_eq!(s.approval_for("sess_a", "tu_1").await.expect("for"), Some(a.clone()));
+    assert!(s.insert_approval(&pending("aapr_3", "tu_3", 1_000)).await.expect("insert"));
+    let page = PageRequest::standard(10, "").expect("page");
+    assert_eq!(s.list_approvals(&["env_a".into()], "pending", "", &page).await.expect("list").len(), 2);
+    assert_eq!(s.list_approvals(&["env_a".into()], "", "sess_b", &page).await.expect("list").len(), 0);
+    let overdue = s.overdue_approvals(500, 10).await.expect("overdue");
+    assert_eq!(overdue.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(), vec!["aapr_1"]);
+    assert!(s.unsettled_approvals(10).await.expect("unsettled").is_empty(), "pending ones are not settled yet");
+    assert!(!s.mark_settled("aapr_1").await.expect("mark"), "a pending approval cannot be settled");
+    let approved = crate::approvals::ActionApproval {
+        status: ApprovalStatus::Approved,
+        decision: "approve".into(),
+        responder_principal_id: "prin_r".into(),
+        responded_ms: Some(50),
+        response_token: String::new(),
+        ..a.clone()
+    };
+    assert!(s.decide_approval(&approved).await.expect("decide"));
+    let denied = crate::approvals::ActionApproval { status: ApprovalStatus::Denied, ..approved.clone() };
+    assert!(!s.decide_approval(&denied).await.expect("decide"), "only one decision wins");
+    assert_eq!(s.get_approval("aapr_1").await.expect("get"), Some(approved));
+    assert_eq!(s.unsettled_approvals(10).await.expect("unsettled").len(), 1);
+    assert!(s.mark_settled("aapr_1").await.expect("mark"));
+    assert!(s.unsettled_approvals(10).await.expect("unsettled").is_empty());
+}
+
+async fn standing_exact_tuple(s: &dyn GovernanceStore) {
+    let st = crate::approvals::StandingApproval {
+        id: "sapr_1".into(),
+        environment_id: "env_a".into(),
+        principal_id: "prin_p".into(),
+        agent_id: "agt_a".into(),
+        tool: "write".into(),
+        connection_id: String::new(),
+        expires_ms: 1_000,
+        created_from_approval_id: "aapr_1".into(),
+        created_by: "prin_r".into(),
+        revoked_ms: None,
+        created_ms: 1,
+    };
+    s.insert_standing(&st).await.expect("insert");
+    let cover = |tool: &'static str, agent: &'static str, now: i64| async move {
+        s.covering_standing("env_a", "prin_p", agent, tool, "", now).await.expect("cover").map(|x| x.id)
+    };
+    assert_eq!(cover("write", "agt_a", 10).await, Some("sapr_1".into()));
+    assert_eq!(cover("edit", "agt_a", 10).await, None, "another tool");
+    assert_eq!(cover("write", "agt_b", 10).await, None, "another agent");
+    assert_eq!(cover("write", "agt_a", 1_000).await, None, "expired");
+    assert!(s.revoke_standing("sapr_1", 20).await.expect("revoke"));
+    assert!(!s.revoke_standing("sapr_1", 30).await.expect("revoke"));
+    assert_eq!(cover("write", "agt_a", 10).await, None, "revoked");
+    let page = PageRequest::standard(10, "").expect("page");
+    let listed = s.list_standing(&["env_a".into()], &page).await.expect("list");
+    assert_eq!(listed[0].revoked_ms, Some(20));
 }

@@ -1,6 +1,7 @@
 //! Governance storage: the narrow trait the service needs, and its SQL
 //! implementation (SQLite embedded, PostgreSQL in production).
 
+mod approvals;
 mod sql;
 
 use crate::model::*;
@@ -8,12 +9,13 @@ use crate::policy::ActionPolicy;
 use checkfu_core::Result;
 use checkfu_core::page::PageRequest;
 
+pub use approvals::ApprovalStore;
 pub use sql::SqlGovernanceStore;
 
 /// Everything governance persists. Implementations must be linearizable per
 /// row: a revoke seen by one call is seen by every later call.
 #[async_trait::async_trait]
-pub trait GovernanceStore: Send + Sync + 'static {
+pub trait GovernanceStore: ApprovalStore + Send + Sync + 'static {
     /// Whether the installation has been bootstrapped (any principal exists).
     async fn is_empty(&self) -> Result<bool>;
     /// Writes the bootstrap rows in one transaction; false if already bootstrapped.

@@ -10,7 +10,7 @@ use checkfu_store::{Db, db_err, flag, list_in_envs};
 
 #[derive(Clone, Debug)]
 pub struct SqlGovernanceStore {
-    db: Db,
+    pub(super) db: Db,
 }
 
 impl SqlGovernanceStore {

@@ -1,0 +1,392 @@
+//! ActionApprovals and StandingApprovals: the third check after
+//! PermissionAssignment and ActionPolicy. An approval freezes what it decides
+//! (who, which agent, which tool, which arguments) when it is asked for, takes
+//! exactly one response from a holder of `approve`, and expires as denied. A
+//! StandingApproval is only ever minted by an approve response that asks for
+//! one, covers one exact tuple, and ends at its TTL or when revoked.
+
+use crate::service::GovernanceService;
+use checkfu_core::id::{check as check_id, new_id};
+use checkfu_core::page::PageRequest;
+use checkfu_core::time::now_ms;
+use checkfu_core::{Error, Result, sha256_hex, string_enum};
+use serde_json::{Value, json};
+
+string_enum!(
+    /// Where an ActionApproval stands.
+    ApprovalStatus { Pending = "pending", Approved = "approved", Denied = "denied", Expired = "expired" }
+);
+
+/// How long an approval waits for a response unless configured otherwise.
+pub const DEFAULT_APPROVAL_TTL_MS: i64 = 60 * 60 * 1000;
+/// The longest a StandingApproval may last.
+pub const MAX_STANDING_TTL_SECONDS: i64 = 30 * 24 * 60 * 60;
+/// Arguments frozen into one approval are bounded like a request body.
+const MAX_ARGUMENTS_BYTES: usize = 256 * 1024;
+
+/// The context an approval decides, fixed when it was asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Frozen {
+    pub principal_id: String,
+    pub agent_id: String,
+    pub tool: String,
+    pub connection_id: String,
+    pub arguments: Value,
+    pub arguments_sha256: String,
+}
+
+impl Frozen {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "principal_id": self.principal_id,
+            "agent_id": self.agent_id,
+            "tool": self.tool,
+            "connection_id": self.connection_id,
+            "arguments": self.arguments,
+            "arguments_sha256": self.arguments_sha256,
+        })
+    }
+
+    pub fn from_json(v: &Value) -> Frozen {
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        Frozen {
+            principal_id: s("principal_id"),
+            agent_id: s("agent_id"),
+            tool: s("tool"),
+            connection_id: s("connection_id"),
+            arguments: v.get("arguments").cloned().unwrap_or(Value::Null),
+            arguments_sha256: s("arguments_sha256"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActionApproval {
+    pub id: String,
+    pub environment_id: String,
+    pub status: ApprovalStatus,
+    pub session_id: String,
+    pub run_id: String,
+    pub tool_use_id: String,
+    pub frozen: Frozen,
+    /// One-time: cleared when the approval is decided or expires.
+    pub response_token: String,
+    pub expires_ms: i64,
+    pub responder_principal_id: String,
+    pub responded_ms: Option<i64>,
+    /// `approve` or `deny` once decided (`deny` for an expired one).
+    pub decision: String,
+    pub standing_approval_id: String,
+    /// The Session has recorded the outcome.
+    pub settled: bool,
+    pub created_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StandingApproval {
+    pub id: String,
+    pub environment_id: String,
+    pub principal_id: String,
+    pub agent_id: String,
+    pub tool: String,
+    pub connection_id: String,
+    pub expires_ms: i64,
+    pub created_from_approval_id: String,
+    pub created_by: String,
+    pub revoked_ms: Option<i64>,
+    pub created_ms: i64,
+}
+
+/// What the execution plane asks about.
+#[derive(Debug, Clone, Default)]
+pub struct ApprovalAsk {
+    pub environment_id: String,
+    pub session_id: String,
+    pub run_id: String,
+    pub tool_use_id: String,
+    pub principal_id: String,
+    pub agent_id: String,
+    pub tool: String,
+    pub connection_id: String,
+    pub arguments: Value,
+}
+
+/// How an ask was answered.
+#[derive(Debug, Clone)]
+pub enum Asked {
+    /// A StandingApproval covers the exact tuple: allowed without asking.
+    Standing(String),
+    Pending(Box<ActionApproval>),
+}
+
+/// One response to an approval.
+#[derive(Debug, Clone, Default)]
+pub struct Response {
+    pub id: String,
+    pub decision: String,
+    pub response_token: String,
+    pub standing_ttl_seconds: i64,
+    pub responder_id: String,
+    /// Given inside the Session (`user.tool_confirmation`): the caller is
+    /// authenticated on the Session itself, so no token is needed.
+    pub in_session: bool,
+}
+
+fn new_token() -> String {
+    use rand::Rng;
+    let mut bytes = [0u8; 24];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("art_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+}
+
+/// Compares tokens without leaking where they differ.
+fn same_token(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl GovernanceService {
+    /// Answers a call that resolved to `require_approval`: allowed by a
+    /// StandingApproval on the exact tuple, or a pending ActionApproval
+    /// (the same one when the same call asks again).
+    pub async fn request_approval(&self, ask: &ApprovalAsk) -> Result<Asked> {
+        check_id("environment_id", "env", &ask.environment_id)?;
+        check_id("session_id", "sess", &ask.session_id)?;
+        check_id("principal_id", "prin", &ask.principal_id)?;
+        if ask.tool_use_id.is_empty() || ask.tool.is_empty() || ask.tool_use_id.len() > 200 || ask.tool.len() > 200 {
+            return Err(Error::invalid("tool_use_id and tool are required (at most 200 bytes)"));
+        }
+        let arguments = ask.arguments.to_string();
+        if arguments.len() > MAX_ARGUMENTS_BYTES {
+            return Err(Error::invalid_field("frozen.arguments", "arguments are limited to 256 KiB"));
+        }
+        let now = now_ms();
+        if let Some(s) =
+            self.store.covering_standing(&ask.environment_id, &ask.principal_id, &ask.agent_id, &ask.tool, &ask.connection_id, now).await?
+        {
+            return Ok(Asked::Standing(s.id));
+        }
+        if let Some(a) = self.store.approval_for(&ask.session_id, &ask.tool_use_id).await? {
+            return Ok(Asked::Pending(Box::new(a)));
+        }
+        let a = ActionApproval {
+            id: new_id("aapr"),
+            environment_id: ask.environment_id.clone(),
+            status: ApprovalStatus::Pending,
+            session_id: ask.session_id.clone(),
+            run_id: ask.run_id.clone(),
+            tool_use_id: ask.tool_use_id.clone(),
+            frozen: Frozen {
+                principal_id: ask.principal_id.clone(),
+                agent_id: ask.agent_id.clone(),
+                tool: ask.tool.clone(),
+                connection_id: ask.connection_id.clone(),
+                arguments: ask.arguments.clone(),
+                arguments_sha256: sha256_hex(&arguments),
+            },
+            response_token: new_token(),
+            expires_ms: now + self.approval_ttl_ms,
+            responder_principal_id: String::new(),
+            responded_ms: None,
+            decision: String::new(),
+            standing_approval_id: String::new(),
+            settled: false,
+            created_ms: now,
+        };
+        if !self.store.insert_approval(&a).await? {
+            // The same call asked concurrently: answer with the first one.
+            let first = self.store.approval_for(&ask.session_id, &ask.tool_use_id).await?;
+            return first
+                .map(|a| Asked::Pending(Box::new(a)))
+                .ok_or_else(|| Error::internal("the approval vanished after a conflicting insert"));
+        }
+        Ok(Asked::Pending(Box::new(a)))
+    }
+
+    pub async fn approval(&self, id: &str) -> Result<ActionApproval> {
+        check_id("id", "aapr", id)?;
+        let a = self.store.get_approval(id).await?.ok_or_else(|| Error::not_found("action_approval", id))?;
+        self.expire_if_overdue(a).await
+    }
+
+    pub async fn list_approvals(
+        &self,
+        environment_ids: &[String],
+        status: &str,
+        session_id: &str,
+        page: &PageRequest,
+    ) -> Result<Vec<ActionApproval>> {
+        if !status.is_empty() {
+            ApprovalStatus::parse("status", status)?;
+        }
+        self.expire_overdue().await?;
+        self.store.list_approvals(environment_ids, status, session_id, page).await
+    }
+
+    /// Expires one approval whose time ran out while pending.
+    async fn expire_if_overdue(&self, a: ActionApproval) -> Result<ActionApproval> {
+        if a.status != ApprovalStatus::Pending || a.expires_ms >= now_ms() {
+            return Ok(a);
+        }
+        let expired = ActionApproval { status: ApprovalStatus::Expired, decision: "deny".into(), response_token: String::new(), ..a };
+        if self.store.decide_approval(&expired).await? {
+            self.audit("system", "action_approval.expired", "action_approval", &expired.id, json!({"session_id": expired.session_id}))
+                .await?;
+            return Ok(expired);
+        }
+        self.store.get_approval(&expired.id).await?.ok_or_else(|| Error::not_found("action_approval", &expired.id))
+    }
+
+    /// Expires every approval whose time ran out.
+    pub async fn expire_overdue(&self) -> Result<usize> {
+        let overdue = self.store.overdue_approvals(now_ms(), 500).await?;
+        let n = overdue.len();
+        for a in overdue {
+            self.expire_if_overdue(a).await?;
+        }
+        Ok(n)
+    }
+
+    /// Takes the one response an approval accepts. A second response, a
+    /// wrong token or a late one is a conflict; the responder must hold
+    /// `approve` on the approval's Environment.
+    pub async fn respond(&self, r: &Response) -> Result<ActionApproval> {
+        let approve = match r.decision.as_str() {
+            "approve" => true,
+            "deny" => false,
+            _ => return Err(Error::invalid_field("decision", "decision must be approve or deny")),
+        };
+        if r.standing_ttl_seconds < 0 {
+            return Err(Error::invalid_field("standing.ttl_seconds", "ttl_seconds must be positive"));
+        }
+        if r.standing_ttl_seconds > 0 && !approve {
+            return Err(Error::invalid_field("standing", "a StandingApproval can only come from an approve response"));
+        }
+        let a = self.approval(&r.id).await?;
+        let (may, _) = self.check(&r.responder_id, "approve", "environment", &a.environment_id, &a.environment_id).await?;
+        if !may {
+            return Err(Error::denied(format!("responding to an ActionApproval needs approve on environment {}", a.environment_id)));
+        }
+        match a.status {
+            ApprovalStatus::Pending => {}
+            ApprovalStatus::Expired => {
+                return Err(Error::conflict("the approval expired before this response").with_details(json!({"status": "expired"})));
+            }
+            s => {
+                return Err(Error::conflict("the approval was already responded to").with_details(json!({"status": s.as_str()})));
+            }
+        }
+        if !r.in_session && !same_token(&r.response_token, &a.response_token) {
+            return Err(Error::conflict("the response token does not match this approval"));
+        }
+        let now = now_ms();
+        let mut decided = ActionApproval {
+            status: if approve { ApprovalStatus::Approved } else { ApprovalStatus::Denied },
+            decision: r.decision.clone(),
+            responder_principal_id: r.responder_id.clone(),
+            responded_ms: Some(now),
+            response_token: String::new(),
+            ..a.clone()
+        };
+        let standing = (r.standing_ttl_seconds > 0).then(|| StandingApproval {
+            id: new_id("sapr"),
+            environment_id: a.environment_id.clone(),
+            principal_id: a.frozen.principal_id.clone(),
+            agent_id: a.frozen.agent_id.clone(),
+            tool: a.frozen.tool.clone(),
+            connection_id: a.frozen.connection_id.clone(),
+            expires_ms: now + r.standing_ttl_seconds.min(MAX_STANDING_TTL_SECONDS) * 1000,
+            created_from_approval_id: a.id.clone(),
+            created_by: r.responder_id.clone(),
+            revoked_ms: None,
+            created_ms: now,
+        });
+        if let Some(s) = &standing {
+            decided.standing_approval_id = s.id.clone();
+        }
+        if !self.store.decide_approval(&decided).await? {
+            return Err(Error::conflict("the approval was already responded to"));
+        }
+        let via = if r.in_session { "session" } else { "api" };
+        self.audit(
+            &r.responder_id,
+            &format!("action_approval.{}", decided.status.as_str()),
+            "action_approval",
+            &a.id,
+            json!({"session_id": a.session_id, "tool": a.frozen.tool, "via": via}),
+        )
+        .await?;
+        if let Some(s) = standing {
+            self.store.insert_standing(&s).await?;
+            self.audit(
+                &r.responder_id,
+                "standing_approval.created",
+                "standing_approval",
+                &s.id,
+                json!({"tuple": {"principal_id": s.principal_id, "agent_id": s.agent_id, "tool": s.tool, "connection_id": s.connection_id},
+                       "created_from_approval_id": a.id, "expires_ms": s.expires_ms}),
+            )
+            .await?;
+        }
+        Ok(decided)
+    }
+
+    /// Decided or expired approvals whose Session has not recorded them.
+    pub async fn unsettled_approvals(&self, limit: u32) -> Result<Vec<ActionApproval>> {
+        self.expire_overdue().await?;
+        self.store.unsettled_approvals(i64::from(limit.clamp(1, 500))).await
+    }
+
+    pub async fn mark_settled(&self, id: &str) -> Result<ActionApproval> {
+        check_id("id", "aapr", id)?;
+        self.store.mark_settled(id).await?;
+        self.store.get_approval(id).await?.ok_or_else(|| Error::not_found("action_approval", id))
+    }
+
+    pub async fn standing_approval(&self, id: &str) -> Result<StandingApproval> {
+        check_id("id", "sapr", id)?;
+        self.store.get_standing(id).await?.ok_or_else(|| Error::not_found("standing_approval", id))
+    }
+
+    pub async fn list_standing(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<StandingApproval>> {
+        self.store.list_standing(environment_ids, page).await
+    }
+
+    /// Revokes at once; the next call with the tuple asks again.
+    pub async fn revoke_standing(&self, id: &str, actor: &str) -> Result<StandingApproval> {
+        let s = self.standing_approval(id).await?;
+        if s.revoked_ms.is_some() {
+            return Ok(s);
+        }
+        self.store.revoke_standing(id, now_ms()).await?;
+        self.audit(actor, "standing_approval.revoked", "standing_approval", id, json!({"tool": s.tool, "principal_id": s.principal_id}))
+            .await?;
+        self.standing_approval(id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same_token("art_ab", "art_ab"));
+        assert!(!same_token("art_ab", "art_ac"));
+        assert!(!same_token("art_ab", "art_abc"));
+        assert!(!same_token("", "art_ab"));
+        assert!(new_token().starts_with("art_"));
+    }
+
+    #[test]
+    fn frozen_context_round_trips() {
+        let f = Frozen {
+            principal_id: "prin_1".into(),
+            agent_id: "agt_1".into(),
+            tool: "write".into(),
+            connection_id: String::new(),
+            arguments: json!({"path": "a"}),
+            arguments_sha256: "x".into(),
+        };
+        assert_eq!(Frozen::from_json(&f.to_json()), f);
+    }
+}

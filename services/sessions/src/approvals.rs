@@ -1,0 +1,121 @@
+//! The Session's side of ActionApprovals. Governance owns the approval and
+//! takes its one response; the Session records the outcome in its log and
+//! ends the wait. Because those are two stores, the outcome is delivered at
+//! least once: right after a response (by whoever took it), and by a
+//! sweeper that settles every decided or expired approval the Session has
+//! not recorded yet, so a crash between the two writes loses nothing and an
+//! expired approval resolves its wait as denied.
+
+use crate::input::{Input, Resolved};
+use crate::model::Event;
+use crate::service::SessionsService;
+use checkfu_core::{Error, Result};
+use checkfu_proto::governance::v1 as gov;
+use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
+use checkfu_proto::transport::Transport;
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+pub type Governance = GovernanceServiceClient<Transport>;
+
+fn resolved(a: &gov::ActionApproval) -> Resolved {
+    Resolved {
+        approval_id: a.id.clone(),
+        tool_use_id: a.tool_use_id.clone(),
+        decision: a.decision.clone(),
+        status: a.status.clone(),
+        responder_principal_id: a.responder_principal_id.clone(),
+    }
+}
+
+impl SessionsService {
+    fn governance(&self) -> Result<Governance> {
+        self.governance.clone().ok_or_else(|| Error::unavailable("approvals need the governance service, which this node cannot reach"))
+    }
+
+    /// A `user.tool_confirmation` for a gated tool use: governance takes the
+    /// decision (checking the author holds `approve`), then the Session
+    /// records the echo and the outcome. `None` when no approval waits on
+    /// that tool use, so the ordinary rules answer.
+    pub(crate) async fn confirm_in_session(&self, session_id: &str, input: &Input) -> Result<Option<Event>> {
+        let tool_use_id = input.payload.get("tool_use_id").and_then(Value::as_str).unwrap_or_default();
+        let session = self.session(session_id).await?;
+        let Some(approval_id) = crate::input::Draft::new(session, None, 0).waiting_approval(tool_use_id) else {
+            return Ok(None);
+        };
+        let decision = if input.payload.get("result").and_then(Value::as_str) == Some("allow") { "approve" } else { "deny" };
+        let req = gov::RespondToApprovalRequest {
+            id: approval_id,
+            decision: decision.into(),
+            response_token: String::new(),
+            standing_ttl_seconds: 0,
+            responder_id: input.authored_by.clone(),
+            in_session: true,
+        };
+        let approval = self.governance()?.respond_to_approval(req).await.map_err(Error::from)?.into_inner();
+        let r = resolved(&approval);
+        let (id, _, events) = self.transact(session_id, |d| d.confirm(input, &r)).await?;
+        self.acknowledge(&approval.id).await;
+        let e = events.into_iter().find(|e| e.id == id).ok_or_else(|| Error::internal("appended event missing from the commit"))?;
+        Ok(Some(e))
+    }
+
+    /// Records a decided approval in its Session. Returns whether the
+    /// Session was still waiting on it.
+    pub async fn resolve_approval(&self, approval_id: &str) -> Result<bool> {
+        let a = self.governance()?.get_action_approval(gov::GetByIdRequest { id: approval_id.into() }).await.map_err(Error::from)?;
+        self.settle(&a.into_inner()).await
+    }
+
+    async fn settle(&self, a: &gov::ActionApproval) -> Result<bool> {
+        if a.status == "pending" {
+            return Err(Error::conflict("the approval has not been decided yet"));
+        }
+        let r = resolved(a);
+        let cause = json!({"kind": "action_approval", "id": a.id});
+        let recorded = match self.transact(&a.session_id, |d| Ok(d.resolve_approval(&r, cause.clone()))).await {
+            Ok((id, _, _)) => id.is_some(),
+            // The Session is gone: nothing waits on the approval.
+            Err(e) if e.code == checkfu_core::Code::NotFound => false,
+            Err(e) => return Err(e),
+        };
+        self.acknowledge(&a.id).await;
+        Ok(recorded)
+    }
+
+    /// Tells governance the outcome is recorded; if this is lost, the
+    /// sweeper delivers it again and the Session ignores the repeat.
+    async fn acknowledge(&self, approval_id: &str) {
+        if let Ok(mut g) = self.governance()
+            && let Err(status) = g.mark_approval_settled(gov::GetByIdRequest { id: approval_id.into() }).await
+        {
+            tracing::warn!(%status, approval_id, "could not acknowledge an approval outcome; it will be delivered again");
+        }
+    }
+
+    /// One sweep: settles every decided or expired approval not yet recorded.
+    pub async fn sweep_approvals(&self) -> Result<usize> {
+        let list = self.governance()?.list_unsettled_approvals(gov::ListRequest { limit: 100, page: String::new() }).await;
+        let mut n = 0;
+        for a in list.map_err(Error::from)?.into_inner().data {
+            if self.settle(&a).await? {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Sweeps every `every` until `stop`.
+    pub async fn run_approval_sweeper(self, every: Duration, stop: CancellationToken) {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(every) => {}
+            }
+            if let Err(e) = self.sweep_approvals().await {
+                tracing::warn!(error = %e, "approval sweep failed; retrying");
+            }
+        }
+    }
+}
