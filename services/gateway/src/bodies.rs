@@ -235,9 +235,8 @@ pub struct CreateSession {
     pub title: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
-    /// `{limit, metric}` — not available yet.
-    #[schema(value_type = Option<Object>)]
-    pub budget: Option<Value>,
+    /// A session-scoped Budget, compiled into a real Budget (`GET /v1/budgets`).
+    pub budget: Option<NewBudget>,
     /// At most 64 KiB; appended to the release's instructions and pinned by digest.
     pub instructions: Option<String>,
     /// Names from the release's `session_variable.tools.allowed`; may only narrow.
@@ -324,4 +323,42 @@ pub struct RespondToApproval {
     pub response_token: String,
     #[serde(default)]
     pub standing: Option<StandingRequest>,
+}
+
+/// A Budget's cap: an integer limit in micro-USD (`model_spend`, the
+/// default) or provider tokens (`model_tokens`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewBudget {
+    pub limit: i64,
+    #[serde(default)]
+    pub metric: Option<String>,
+}
+
+/// What a Budget covers: one Session.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetScope {
+    /// `session`.
+    pub kind: String,
+    pub id: String,
+}
+
+/// Attaches a Budget to an existing Session.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateBudget {
+    pub scope: BudgetScope,
+    pub limit: i64,
+    #[serde(default)]
+    pub metric: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateBudget {
+    /// The new limit; strictly above `consumed` re-opens admission.
+    pub limit: i64,
+    #[serde(default)]
+    pub expected_version: Option<i64>,
 }

@@ -147,6 +147,7 @@ async fn method_not_allowed(req: Request, next: Next) -> Response {
         (name = "identity", description = "Principals, API keys, Groups, Environments"),
         (name = "governance", description = "PermissionAssignments, ActionPolicies, audit"),
         (name = "approvals", description = "ActionApprovals and StandingApprovals"),
+        (name = "budgets", description = "Budgets: caps on model spend or tokens"),
         (name = "agents", description = "Agents and their immutable versions"),
         (name = "sandboxes", description = "SandboxProfiles and their immutable revisions"),
         (name = "models", description = "ModelRoutingProfiles and the price catalog"),
@@ -172,7 +173,7 @@ impl utoipa::Modify for BearerAuth {
 /// The `/v1` API and its OpenAPI document, assembled from the annotated
 /// handlers (so every route served is described). No fallback: see [`finish`].
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
-    use routes::{approvals as a, catalog as c, governance as g, identity as i, sessions as s};
+    use routes::{approvals as a, budgets as b, catalog as c, governance as g, identity as i, sessions as s};
     use utoipa::OpenApi;
     use utoipa_axum::{router::OpenApiRouter, routes};
     OpenApiRouter::with_openapi(ApiDoc::openapi())
@@ -197,6 +198,10 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(a::respond))
         .routes(routes!(a::list_standing))
         .routes(routes!(a::get_standing, a::revoke_standing))
+        .routes(routes!(b::list_budgets, b::create_budget))
+        .routes(routes!(b::get_budget, b::update_budget))
+        .routes(routes!(b::pause_budget))
+        .routes(routes!(b::resume_budget))
         .routes(routes!(c::create_agent, c::list_agents))
         .routes(routes!(c::get_agent, c::update_agent))
         .routes(routes!(c::archive_agent))

@@ -626,3 +626,42 @@ pub fn standing_approval(s: &gov::StandingApproval) -> StandingApproval {
         created_at: s.created_at.clone(),
     }
 }
+
+/// What a Budget covers.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Scope {
+    /// `session`.
+    pub kind: String,
+    pub id: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Budget {
+    pub id: String,
+    pub environment_id: String,
+    pub scope: Scope,
+    /// `model_spend` (integer micro-USD) or `model_tokens`.
+    pub metric: String,
+    pub limit: i64,
+    pub consumed: i64,
+    /// `active` or `paused`.
+    pub status: String,
+    pub version: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+pub fn budget(b: &ss::Budget) -> Budget {
+    Budget {
+        id: b.id.clone(),
+        environment_id: b.environment_id.clone(),
+        scope: Scope { kind: "session".into(), id: b.session_id.clone() },
+        metric: b.metric.clone(),
+        limit: b.limit,
+        consumed: b.consumed,
+        status: b.status.clone(),
+        version: b.version,
+        created_at: b.created_at.clone(),
+        updated_at: b.updated_at.clone(),
+    }
+}

@@ -79,6 +79,7 @@ impl Runner {
 
     async fn drive_from(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &mut Transcript) -> Result<Settle, Stop> {
         let mut caught_up = t.absorb_tail(&work.tail, work.start_seq);
+        let mut budget_reached = work.budget_reached;
         loop {
             if !caught_up {
                 self.read_all(lease, t, work.start_seq).await?;
@@ -91,13 +92,18 @@ impl Runner {
                 let decided = Self::resume_gated(work, &t.outstanding);
                 match self.act(work, lease, t, decided, vec![], None).await? {
                     Turn::Waiting(events) => return Ok((t.cursor, events, json!({"type": "requires_action"}))),
-                    Turn::CalledTools { folded } => caught_up = folded,
+                    Turn::CalledTools { folded, budget_reached: b } => (caught_up, budget_reached) = (folded, b),
                     Turn::Final(_) | Turn::Exhausted => {}
                 }
                 continue;
             }
             if !t.needs_turn() {
                 return Ok((t.cursor, vec![], json!({"type": "end_turn"})));
+            }
+            if budget_reached {
+                // Admission is closed: stop before the next model call; the
+                // queued work restarts when the Budget re-opens.
+                return Ok((t.cursor, vec![], json!({"type": "budget_reached"})));
             }
             // A turn that called no tool ends the Run without re-reading:
             // completion admits a new Run for any message after `t.cursor`,
@@ -106,15 +112,21 @@ impl Runner {
                 Turn::Final(events) => return Ok((t.cursor, events, json!({"type": "end_turn"}))),
                 Turn::Waiting(events) => return Ok((t.cursor, events, json!({"type": "requires_action"}))),
                 Turn::Exhausted => return Ok((t.cursor, vec![], json!({"type": "retries_exhausted"}))),
-                Turn::CalledTools { folded } => caught_up = folded,
+                Turn::CalledTools { folded, budget_reached: b } => (caught_up, budget_reached) = (folded, b),
             }
         }
     }
 
     /// Appends events; returns the seqs they got.
     async fn append(&self, lease: &pb::LeaseRef, events: Vec<(&str, String)>) -> Result<Vec<i64>, Stop> {
+        Ok(self.append_checked(lease, events).await?.seqs)
+    }
+
+    /// Appends events; the answer also says whether the Budget now stops
+    /// admission.
+    async fn append_checked(&self, lease: &pb::LeaseRef, events: Vec<(&str, String)>) -> Result<pb::AppendEventsResponse, Stop> {
         let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.into(), payload_json: p }).collect();
-        Ok(self.runs.clone().append_events(pb::AppendEventsRequest { lease: Some(lease.clone()), events }).await?.into_inner().seqs)
+        Ok(self.runs.clone().append_events(pb::AppendEventsRequest { lease: Some(lease.clone()), events }).await?.into_inner())
     }
 
     /// One model call and what it produced.
@@ -231,7 +243,8 @@ impl Runner {
         for d in &decided {
             answers.extend(self.answer(&work.session_id, d).await);
         }
-        seqs.extend(self.append(lease, answers.clone()).await?);
+        let appended = self.append_checked(lease, answers.clone()).await?;
+        seqs.extend(appended.seqs);
         let (mut own_seqs, mut own): (Vec<i64>, Vec<(&str, String)>) = match started {
             Some((seq, p)) => (vec![seq], vec![("span.model_request_start", p)]),
             None => (vec![], vec![]),
@@ -239,7 +252,7 @@ impl Runner {
         own_seqs.extend(seqs);
         own.extend(events);
         own.extend(answers);
-        Ok(Turn::CalledTools { folded: t.absorb_own(&own_seqs, &own, work.start_seq) })
+        Ok(Turn::CalledTools { folded: t.absorb_own(&own_seqs, &own, work.start_seq), budget_reached: appended.budget_reached })
     }
 
     /// One model call. Returns the result and, when written, the start
@@ -344,7 +357,8 @@ enum Turn {
     Waiting(Vec<(&'static str, String)>),
     /// The model called tools; the turn's events are appended (and folded
     /// into the transcript when nothing else was written in between).
-    CalledTools { folded: bool },
+    /// `budget_reached`: the Budget stops admission of the next model call.
+    CalledTools { folded: bool, budget_reached: bool },
 }
 
 /// An append running in the background, resolving to the seqs it got.

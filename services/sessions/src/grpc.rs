@@ -106,6 +106,7 @@ fn usage(u: Usage) -> pb::Usage {
 
 pub(crate) fn session(s: Session) -> pb::Session {
     pb::Session {
+        budget_id: s.budget_id().to_string(),
         stop_reason_json: s.stop_reason.as_ref().map(Value::to_string).unwrap_or_default(),
         metadata_json: s.metadata.to_string(),
         usage: Some(usage(s.usage)),
@@ -116,7 +117,6 @@ pub(crate) fn session(s: Session) -> pb::Session {
         principal_id: s.principal_id,
         status: s.status.as_str().into(),
         title: s.title,
-        budget_id: s.budget_id,
         created_at: rfc3339(s.created_ms),
         updated_at: rfc3339(s.updated_ms),
         version: s.version,
@@ -288,6 +288,7 @@ impl Rpc for SessionsGrpc {
                 .enumerate()
                 .map(|(i, e)| input(e).map_err(|e| Error { message: format!("initial_events[{i}]: {}", e.message), ..e }))
                 .collect::<Result<_>>()?,
+            budget: r.budget.map(|b| (b.limit, metric_or_default(&b.metric))),
         };
         let (s, _) = self.svc.create_session(req).await?;
         ok(session(s))
@@ -377,5 +378,60 @@ impl Rpc for SessionsGrpc {
 
     async fn resolve_approval(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ResolveApprovalResponse> {
         ok(pb::ResolveApprovalResponse { recorded: self.svc.resolve_approval(&r.into_inner().id).await? })
+    }
+
+    async fn attach_budget(&self, r: Request<pb::AttachBudgetRequest>) -> R<pb::Budget> {
+        let r = r.into_inner();
+        let nb = r.budget.unwrap_or_default();
+        let (b, s) = self.svc.attach_budget(&r.session_id, nb.limit, &metric_or_default(&nb.metric), &r.actor_id).await?;
+        ok(budget(b, &s))
+    }
+
+    async fn get_budget(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Budget> {
+        let s = self.svc.budget_session(&r.into_inner().id).await?;
+        let b = s.budget.clone().ok_or_else(|| Error::internal("the budget's session lost it"))?;
+        ok(budget(b, &s))
+    }
+
+    async fn list_budgets(&self, r: Request<pb::ListInEnvironmentsRequest>) -> R<pb::ListBudgetsResponse> {
+        let r = r.into_inner();
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let (rows, next_page) = p.finish(self.svc.list_budgets(&r.environment_ids, &p).await?, Session::budget_id);
+        let data = rows.into_iter().filter_map(|s| s.budget.clone().map(|b| budget(b, &s))).collect();
+        ok(pb::ListBudgetsResponse { data, next_page })
+    }
+
+    async fn update_budget(&self, r: Request<pb::UpdateBudgetRequest>) -> R<pb::Budget> {
+        use crate::budget::BudgetChange;
+        let r = r.into_inner();
+        let change = match (r.action.as_str(), r.limit) {
+            ("pause", _) => BudgetChange::Pause,
+            ("resume", _) => BudgetChange::Resume,
+            ("", Some(limit)) => BudgetChange::Limit { limit, expected_version: r.expected_version },
+            ("", None) => return Err(Error::invalid_field("limit", "limit is required").into()),
+            (other, _) => return Err(Error::invalid_field("action", format!("unknown budget action {other:?}")).into()),
+        };
+        let (b, s) = self.svc.change_budget(&r.id, change, &r.actor_id).await?;
+        ok(budget(b, &s))
+    }
+}
+
+/// The metric when a request leaves it out: spend.
+pub(crate) fn metric_or_default(m: &str) -> String {
+    if m.is_empty() { "model_spend".into() } else { m.to_string() }
+}
+
+fn budget(b: crate::budget::Budget, s: &Session) -> pb::Budget {
+    pb::Budget {
+        id: b.id,
+        environment_id: s.environment_id.clone(),
+        session_id: s.id.clone(),
+        metric: b.metric,
+        limit: b.limit,
+        consumed: b.consumed,
+        status: b.status,
+        version: b.version,
+        created_at: rfc3339(b.created_ms),
+        updated_at: rfc3339(b.updated_ms),
     }
 }

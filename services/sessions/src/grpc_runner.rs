@@ -48,6 +48,7 @@ impl Rpc for RunnerGrpc {
             principal_id: w.session.principal_id.clone(),
             environment_id: w.session.environment_id.clone(),
             start_seq: w.run.start_seq,
+            budget_reached: w.session.budget.as_ref().is_some_and(|b| !b.open()),
             tail: w.tail.into_iter().map(run_event).collect(),
         });
         Ok(Response::new(pb::ClaimResponse { work }))
@@ -81,8 +82,8 @@ impl Rpc for RunnerGrpc {
         let r = r.into_inner();
         let events =
             r.events.into_iter().map(|e| Ok((e.r#type, json_or_null("payload", &e.payload_json)?))).collect::<Result<Vec<_>, Error>>()?;
-        let seqs = self.svc.append_for_run(&lease(r.lease)?, events).await?;
-        Ok(Response::new(pb::AppendEventsResponse { seqs }))
+        let a = self.svc.append_for_run(&lease(r.lease)?, events).await?;
+        Ok(Response::new(pb::AppendEventsResponse { seqs: a.seqs, budget_reached: a.budget_reached }))
     }
 
     async fn publish_deltas(&self, r: Request<pb::PublishDeltasRequest>) -> R<pb::PublishDeltasResponse> {

@@ -394,7 +394,10 @@ impl Draft {
         match input.event_type.as_str() {
             "user.message" => {
                 self.session.last_user_message_seq = seq;
-                if self.session.status == SessionStatus::Idle {
+                if self.session.status == SessionStatus::Idle && self.admission_closed() {
+                    // Kept, and run once the Budget re-opens.
+                    self.pause_for_budget(cause, None);
+                } else if self.session.status == SessionStatus::Idle {
                     self.admit_run(seq, cause);
                 }
             }

@@ -3,6 +3,7 @@
 //! protocol. See `DESIGN.md` beside this crate.
 
 pub mod approvals;
+pub mod budget;
 pub mod catalog;
 pub mod grpc;
 pub mod grpc_runner;

@@ -409,6 +409,12 @@ pub struct Usage {
     pub model_spend_micro_usd: i64,
 }
 
+impl Session {
+    pub fn budget_id(&self) -> &str {
+        self.budget.as_ref().map_or("", |b| b.id.as_str())
+    }
+}
+
 impl Usage {
     pub fn add(&mut self, o: Usage) {
         self.input_tokens += o.input_tokens;
@@ -429,7 +435,7 @@ pub struct Session {
     pub stop_reason: Option<Value>,
     pub title: String,
     pub metadata: Value,
-    pub budget_id: String,
+    pub budget: Option<crate::budget::Budget>,
     pub usage: Usage,
     pub selection: Selection,
     pub pins: Pins,

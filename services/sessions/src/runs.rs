@@ -43,6 +43,14 @@ pub struct WorkItem {
     pub tail: Vec<Event>,
 }
 
+/// What an append assigned, and whether the Session's Budget now stops
+/// admission (the runner then settles before its next model call).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    pub seqs: Vec<i64>,
+    pub budget_reached: bool,
+}
+
 /// How many of the newest events a claim carries.
 const CLAIM_TAIL: i64 = 64;
 
@@ -81,6 +89,9 @@ fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(String, Value)]) -
             };
             run.usage.add(add);
             d.session.usage.add(add);
+            if let Some(b) = d.session.budget.as_mut() {
+                b.charge(add);
+            }
         }
         // A model request after a retryable failure: the Session runs again.
         if t == "span.model_request_start" && d.session.status == SessionStatus::Rescheduling {
@@ -267,14 +278,14 @@ impl SessionsService {
 
     /// Appends the Run's own events (model spans, agent output, ...). Usage
     /// in `span.model_request_end` is projected onto the Run and Session.
-    pub async fn append_for_run(&self, lease: &Lease, events: Vec<(String, Value)>) -> Result<Vec<i64>> {
+    pub async fn append_for_run(&self, lease: &Lease, events: Vec<(String, Value)>) -> Result<Appended> {
         if events.is_empty() {
             return Err(Error::invalid_field("events", format!("append 1 to {MAX_APPEND} events at a time")));
         }
         check_run_events(&events)?;
         let session_id = self.session_to_write(lease).await?;
-        let (seqs, _, _) = self.transact(&session_id, |d| append_run_events(d, lease, &events)).await?;
-        Ok(seqs)
+        let (seqs, session, _) = self.transact(&session_id, |d| append_run_events(d, lease, &events)).await?;
+        Ok(Appended { seqs, budget_reached: session.budget.as_ref().is_some_and(|b| !b.open()) })
     }
 
     /// Fans preview chunks out to live subscribers; nothing is stored.
@@ -321,6 +332,19 @@ impl SessionsService {
             let mut stop = stop_reason.clone();
             if kind == "requires_action" {
                 stop = requires_action(&d.events)?;
+            }
+            // Admission is closed: the Session pauses at its cap (a wait
+            // for tool results or approvals outranks the pause).
+            if kind != "requires_action" && kind != "retries_exhausted" && d.admission_closed() {
+                d.pause_for_budget(cause, Some(run_id));
+                return Ok(());
+            }
+            if kind == "budget_reached" {
+                // The Budget re-opened while the runner was stopping: go on.
+                d.complete_run(json!({"type": "end_turn"}), cause.clone());
+                let trigger = d.session.last_seq + d.events.len() as i64;
+                d.admit_run(trigger, cause);
+                return Ok(());
             }
             d.complete_run(stop, cause.clone());
             if kind == "end_turn" && d.session.last_user_message_seq > last_seen_seq {

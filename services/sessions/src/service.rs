@@ -54,6 +54,8 @@ pub struct NewSession {
     pub tools: Option<Vec<String>>,
     pub skills: Option<Vec<String>>,
     pub initial_events: Vec<Input>,
+    /// `(limit, metric)` of a session-scoped Budget.
+    pub budget: Option<(i64, String)>,
 }
 
 /// Narrows `allowed` (the release's variable set) to `requested`, refusing
@@ -195,6 +197,10 @@ impl SessionsService {
         let sel =
             selection(&version.definition, &dep.pins.release_sha256, req.tools.as_ref(), req.skills.as_ref(), req.instructions.as_deref())?;
         let now = now_ms();
+        let budget = match &req.budget {
+            Some((limit, metric)) => Some(crate::budget::Budget::new(*limit, metric, now, "budget.")?),
+            None => None,
+        };
         let session = Session {
             id: new_id("sess"),
             environment_id: dep.environment_id.clone(),
@@ -206,7 +212,7 @@ impl SessionsService {
             stop_reason: None,
             title: req.title.clone(),
             metadata,
-            budget_id: String::new(),
+            budget,
             usage: Usage::default(),
             selection: sel,
             pins: dep.pins.clone(),

@@ -117,9 +117,6 @@ pub async fn create_session(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let b: bodies::CreateSession = parse(&body)?;
-    if b.budget.is_some() {
-        return Err(Error::invalid_field("budget", "budgets are not available on this installation yet").into());
-    }
     checkfu_core::id::check("agent_deployment_id", "dep", &b.agent_deployment_id)?;
     let principal_id = b.principal_id.clone().unwrap_or_else(|| caller.principal_id.clone());
     require_speaks_for(&st, &caller, &principal_id, "principal_id").await?;
@@ -149,6 +146,7 @@ pub async fn create_session(
         skills_json: names(&b.skills),
         initial_events,
         created_by: caller.principal_id.clone(),
+        budget: b.budget.map(|x| ss::NewBudget { limit: x.limit, metric: x.metric.unwrap_or_default() }),
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/sessions", &body, || async {
         created(views::session(&st.sessions.clone().create_session(req).await?.into_inner()))

@@ -44,7 +44,7 @@ fn session(id: &str) -> Session {
         stop_reason: None,
         title: "t".into(),
         metadata: json!({"k": "v"}),
-        budget_id: String::new(),
+        budget: None,
         usage: Usage::default(),
         selection: Selection::default(),
         pins: pins(),
@@ -94,6 +94,7 @@ async fn sessions_store_conformance() {
         session_log_is_gapless(&*s).await;
         concurrent_commits_never_share_a_seq(s.clone()).await;
         runs_leases(&*s).await;
+        budgets_travel_with_their_session(&*s).await;
         eprintln!("sessions store conformance passed on {name}");
     }
 }
@@ -261,4 +262,29 @@ async fn runs_leases(s: &dyn SessionsStore) {
         .expect("applied");
     assert!(s.active_run("sess_4").await.expect("active").is_none());
     assert_eq!(s.list_runs("sess_4", &PageRequest::standard(10, "").expect("page")).await.expect("list").len(), 1);
+}
+
+async fn budgets_travel_with_their_session(s: &dyn SessionsStore) {
+    let budget = crate::budget::Budget::new(100, "model_spend", 1, "").expect("budget");
+    let se = Session { budget: Some(budget.clone()), ..session("sess_b1") };
+    s.insert_session(&se, &[ev("session.created")], &[]).await.expect("insert");
+    s.insert_session(&session("sess_b2"), &[ev("session.created")], &[]).await.expect("insert");
+    let found = s.session_by_budget(&budget.id).await.expect("by budget").expect("found");
+    assert_eq!((found.id.as_str(), found.budget.as_ref()), ("sess_b1", Some(&budget)));
+    assert!(s.session_by_budget("bud_missing").await.expect("by budget").is_none());
+    // A commit moves the Budget with the session row.
+    let mut charged = budget.clone();
+    charged.consumed = 60;
+    let change = Change {
+        expected_version: found.version,
+        session: Session { budget: Some(charged.clone()), ..found.clone() },
+        events: vec![ev("span.model_request_end")],
+        runs: vec![],
+        claim_guard: None,
+    };
+    s.commit(&change).await.expect("commit").expect("applied");
+    let page = PageRequest::standard(10, "").expect("page");
+    let listed = s.list_budget_sessions(&["env_1".into()], &page).await.expect("list");
+    assert_eq!(listed.iter().map(|x| x.id.as_str()).collect::<Vec<_>>(), vec!["sess_b1"], "only sessions holding a budget");
+    assert_eq!(listed[0].budget.as_ref().map(|b| b.consumed), Some(60));
 }

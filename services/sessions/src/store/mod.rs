@@ -78,6 +78,9 @@ pub trait SessionsStore: Send + Sync + 'static {
     async fn insert_session(&self, s: &Session, events: &[NewEvent], runs: &[Run]) -> Result<Vec<Event>>;
     async fn get_session(&self, id: &str) -> Result<Option<Session>>;
     async fn list_sessions(&self, f: &SessionFilter, page: &PageRequest) -> Result<Vec<Session>>;
+    async fn session_by_budget(&self, budget_id: &str) -> Result<Option<Session>>;
+    /// Sessions holding a Budget, newest Budget first (paged by budget id).
+    async fn list_budget_sessions(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Session>>;
     /// Applies a change; `None` when the session moved since it was read.
     async fn commit(&self, change: &Change) -> Result<Option<(Session, Vec<Event>)>>;
     async fn list_events(&self, session_id: &str, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>>;

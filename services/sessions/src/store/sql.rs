@@ -126,7 +126,10 @@ fn session(r: &AnyRow) -> Result<Session> {
         stop_reason: opt_json(r, "stop_reason_json")?,
         title: s(r, "title")?,
         metadata: json(r, "metadata_json")?,
-        budget_id: s(r, "budget_id")?,
+        budget: opt_json(r, "budget_json")?
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| Error::internal(format!("stored budget unreadable: {e}")))?,
         usage: Usage {
             input_tokens: i(r, "input_tokens")?,
             output_tokens: i(r, "output_tokens")?,
@@ -484,8 +487,8 @@ impl SessionsStore for SqlSessionsStore {
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         sqlx::query(
             "INSERT INTO sessions (id, environment_id, agent_id, deployment_id, deployment_revision, principal_id, status, stop_reason_json, title, metadata_json, budget_id, \
-             input_tokens, output_tokens, spend_micro_usd, selection_json, pins_json, last_seq, last_user_message_seq, created_ms, updated_ms, version) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
+             input_tokens, output_tokens, spend_micro_usd, selection_json, pins_json, last_seq, last_user_message_seq, created_ms, updated_ms, version, budget_json) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)",
         )
         .bind(&se.id)
         .bind(&se.environment_id)
@@ -497,7 +500,7 @@ impl SessionsStore for SqlSessionsStore {
         .bind(se.stop_reason.as_ref().map(Value::to_string))
         .bind(&se.title)
         .bind(se.metadata.to_string())
-        .bind(&se.budget_id)
+        .bind(se.budget_id())
         .bind(se.usage.input_tokens)
         .bind(se.usage.output_tokens)
         .bind(se.usage.model_spend_micro_usd)
@@ -508,6 +511,7 @@ impl SessionsStore for SqlSessionsStore {
         .bind(se.created_ms)
         .bind(se.updated_ms)
         .bind(se.version)
+        .bind(se.budget.as_ref().map(to_json))
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
@@ -526,6 +530,23 @@ impl SessionsStore for SqlSessionsStore {
             .as_ref()
             .map(session)
             .transpose()
+    }
+
+    async fn session_by_budget(&self, budget_id: &str) -> Result<Option<Session>> {
+        sqlx::query("SELECT * FROM sessions WHERE budget_id = $1")
+            .bind(budget_id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(session)
+            .transpose()
+    }
+
+    async fn list_budget_sessions(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Session>> {
+        let sql =
+            "SELECT * FROM sessions WHERE environment_id = $1 AND budget_id <> '' AND budget_id < $2 ORDER BY budget_id DESC LIMIT $3";
+        list_in_envs(&self.db, sql, environment_ids, page, session, Session::budget_id).await
     }
 
     async fn list_sessions(&self, f: &SessionFilter, page: &PageRequest) -> Result<Vec<Session>> {
@@ -559,14 +580,14 @@ impl SessionsStore for SqlSessionsStore {
         // moves the row, and it alone assigns the next seqs.
         let row = sqlx::query(
             "UPDATE sessions SET status = $1, stop_reason_json = $2, title = $3, metadata_json = $4, budget_id = $5, input_tokens = $6, output_tokens = $7, \
-             spend_micro_usd = $8, selection_json = $9, last_seq = last_seq + $10, last_user_message_seq = $11, updated_ms = $12, version = version + 1 \
-             WHERE id = $13 AND version = $14 RETURNING last_seq, version",
+             spend_micro_usd = $8, selection_json = $9, last_seq = last_seq + $10, last_user_message_seq = $11, updated_ms = $12, version = version + 1, \
+             budget_json = $15 WHERE id = $13 AND version = $14 RETURNING last_seq, version",
         )
         .bind(se.status.as_str())
         .bind(se.stop_reason.as_ref().map(Value::to_string))
         .bind(&se.title)
         .bind(se.metadata.to_string())
-        .bind(&se.budget_id)
+        .bind(se.budget_id())
         .bind(se.usage.input_tokens)
         .bind(se.usage.output_tokens)
         .bind(se.usage.model_spend_micro_usd)
@@ -576,6 +597,7 @@ impl SessionsStore for SqlSessionsStore {
         .bind(se.updated_ms)
         .bind(&se.id)
         .bind(c.expected_version)
+        .bind(se.budget.as_ref().map(to_json))
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_err)?;
