@@ -20,11 +20,17 @@ pub struct Tuning {
     pub sse_ping: Duration,
     pub approval_ttl: Duration,
     pub approval_sweep: Duration,
+    pub allow_private_targets: bool,
 }
 
 impl Default for Tuning {
     fn default() -> Self {
-        Tuning { sse_ping: Duration::from_secs(15), approval_ttl: Duration::from_secs(3600), approval_sweep: Duration::from_millis(250) }
+        Tuning {
+            sse_ping: Duration::from_secs(15),
+            approval_ttl: Duration::from_secs(3600),
+            approval_sweep: Duration::from_millis(250),
+            allow_private_targets: false,
+        }
     }
 }
 
@@ -75,6 +81,7 @@ impl Platform {
             },
             sse_ping: tuning.sse_ping,
             approvals: checkfu::ApprovalTiming { ttl: tuning.approval_ttl, sweep_every: tuning.approval_sweep },
+            allow_private_targets: tuning.allow_private_targets,
         };
         let node = Node::start(listener, opts).await.unwrap();
         let base = format!("http://{}", node.addr);
@@ -183,12 +190,21 @@ pub struct Deployed {
 }
 
 pub async fn deploy(api: &Api, env: &str, draft: Value) -> Deployed {
+    deploy_with_network(api, env, draft, json!({})).await
+}
+
+/// Like [`deploy`], with the SandboxProfile's `network` section.
+pub async fn deploy_with_network(api: &Api, env: &str, draft: Value, network: Value) -> Deployed {
     let a = api.post("/v1/agents", json!({"environment_id": env, "name": "helper", "draft": draft})).await;
     expect(&a, 201, None);
     let agent_id = id(&a.1);
     expect(&api.post(&format!("/v1/agents/{agent_id}/versions"), json!({})).await, 201, None);
-    let sbp =
-        api.post("/v1/sandbox-profiles", json!({"environment_id": env, "name": format!("sbp-{agent_id}"), "image": "debian:12"})).await;
+    let sbp = api
+        .post(
+            "/v1/sandbox-profiles",
+            json!({"environment_id": env, "name": format!("sbp-{agent_id}"), "image": "debian:12", "network": network}),
+        )
+        .await;
     expect(&sbp, 201, None);
     let mrp = api
         .post("/v1/model-routing-profiles", json!({"environment_id": env, "name": format!("mrp-{agent_id}"), "candidates": [{"provider": "scripted", "model": "scripted-1", "effort": "low"}]}))

@@ -1,6 +1,7 @@
 //! The mesh as separate `checkfu serve` processes against PostgreSQL — one
 //! process for governance + model-gateway (+ the roles without behaviour),
-//! one for sessions + runner, one for the gateway — passes the journey.
+//! one for sessions + runner + capability-gateway, one for the gateway —
+//! passes the journey.
 //! Runs when `CHECKFU_TEST_POSTGRES_URL` is set (CI sets it).
 #![allow(clippy::unwrap_used)]
 
@@ -69,13 +70,13 @@ async fn separate_serve_processes_on_postgres_pass_the_journey() {
     let (_control, control) = serve(
         dir.path(),
         "control",
-        "governance,model-gateway,capability-gateway,scheduler,webhooks,memory",
+        "governance,model-gateway,scheduler,webhooks,memory",
         &format!("storage = \"{db}\"\nbootstrap_key_file = \"{}\"\n", key_file.display()),
     );
     let (_sessions, sessions) = serve(
         dir.path(),
         "sessions",
-        "sessions,runner",
+        "sessions,runner,capability-gateway",
         &format!("storage = \"{db}\"\n[endpoints]\nmodel-gateway = \"{control}\"\ngovernance = \"{control}\"\n"),
     );
     let (_gateway, gateway) = serve(

@@ -25,6 +25,11 @@ pub enum Command {
         data_dir: PathBuf,
         #[arg(long, default_value = "127.0.0.1:7420")]
         listen: String,
+        /// Let web_fetch (and outbound webhooks) reach private, loopback and
+        /// link-local addresses: local development only. Also
+        /// `CHECKFU_ALLOW_PRIVATE_TARGETS=true`.
+        #[arg(long)]
+        allow_private_targets: bool,
     },
     /// Run the named roles, reaching the others over gRPC.
     Serve {
@@ -75,7 +80,7 @@ async fn run_until_signal(node: Node) {
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Session { client, action } => crate::client::session(client, action, &mut std::io::stdout()).await,
-        Command::Up { data_dir, listen } => {
+        Command::Up { data_dir, listen, allow_private_targets } => {
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("binding {listen}"))?;
             let key_file = data_dir.join("admin.key");
             let opts = NodeOptions {
@@ -87,7 +92,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 runner: checkfu_runner::RunnerConfig { workspaces: data_dir.join("workspaces"), ..Default::default() },
                 sse_ping: crate::node::sse_ping_from_env(),
                 approvals: crate::node::ApprovalTiming::from_env(),
+                allow_private_targets: allow_private_targets || crate::node::private_targets_from_env(),
             };
+            if allow_private_targets {
+                tracing::warn!("private, loopback and link-local targets are reachable by web_fetch: for local development only");
+            }
             let node = Node::start(listener, opts).await?;
             println!("Checkfu is up: API base URL http://{}/v1", node.addr);
             match &node.bootstrap {
@@ -121,6 +130,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 runner: checkfu_runner::RunnerConfig::default(),
                 sse_ping: crate::node::sse_ping_from_env(),
                 approvals: crate::node::ApprovalTiming::from_env(),
+                allow_private_targets: crate::node::private_targets_from_env(),
                 roles,
             };
             let node = Node::start(listener, opts).await?;

@@ -34,6 +34,14 @@ pub struct NodeOptions {
     /// How often an idle SSE stream gets a `: ping` comment.
     pub sse_ping: std::time::Duration,
     pub approvals: ApprovalTiming,
+    /// Outbound fetches may reach private, loopback and link-local
+    /// addresses (local development and tests; production refuses them).
+    pub allow_private_targets: bool,
+}
+
+/// `CHECKFU_ALLOW_PRIVATE_TARGETS=true`.
+pub fn private_targets_from_env() -> bool {
+    std::env::var("CHECKFU_ALLOW_PRIVATE_TARGETS").is_ok_and(|v| v == "true" || v == "1")
 }
 
 /// How long ActionApprovals wait, and how often the sessions role records
@@ -213,7 +221,13 @@ impl Node {
             grpc = grpc.add_service(server).add_service(runner_server);
         }
         if has(Role::CapabilityGateway) {
-            grpc = grpc.add_service(checkfu_capability_gateway::server());
+            let sessions = match local.get(&Role::Sessions) {
+                Some(t) => t.clone(),
+                None => transport::remote(channel(&remote_url(Role::Sessions)?)?),
+            };
+            let server = checkfu_capability_gateway::server(sessions, opts.allow_private_targets);
+            local.insert(Role::CapabilityGateway, transport::local(server.clone()));
+            grpc = grpc.add_service(server);
         }
         if has(Role::Scheduler) {
             grpc = grpc.add_service(checkfu_scheduler::server());
@@ -286,6 +300,7 @@ impl Node {
                 upstream(Role::Runner)?,
                 upstream(Role::ModelGateway)?,
                 upstream(Role::Governance)?,
+                upstream(Role::CapabilityGateway)?,
                 opts.runner.clone(),
             );
             let stop = shutdown.clone();

@@ -1,13 +1,21 @@
-//! The `capability-gateway` role. Its gRPC service is defined and served so the mesh,
-//! the charts and health checks treat it like every other role; the
-//! behaviour it will own arrives with its own issue (see `DESIGN.md`).
-//! Until then it answers only what it is — it fakes nothing.
+//! The capability gateway: tool execution that needs reach the sandbox does
+//! not have. Today that is `web_fetch`: a GET to a host on the Session's
+//! pinned SandboxProfile allowlist, refused for private, loopback and
+//! link-local addresses, with each redirect checked again. See `DESIGN.md`.
 
-checkfu_core::placeholder_role! {
-    role: "capability-gateway",
-    proto: checkfu_proto::capability::v1,
-    server_mod: capability_gateway_service_server,
-    service: CapabilityGatewayService,
-    server: CapabilityGatewayServiceServer,
-    owns: ["web_fetch", "MCP ToolSources", "Connections and ConnectionVaults", "sandbox egress allowlist enforcement"],
+pub mod fetch;
+pub mod grpc;
+pub mod targets;
+
+use checkfu_proto::capability::v1::capability_gateway_service_server::CapabilityGatewayServiceServer;
+use checkfu_proto::transport::Transport;
+
+pub use fetch::{FetchLimits, Fetched, WebFetcher};
+
+/// The tonic server for this role. `allow_private_targets` lets fetches
+/// reach private, loopback and link-local addresses (local development and
+/// tests only; production refuses them).
+pub fn server(sessions: Transport, allow_private_targets: bool) -> CapabilityGatewayServiceServer<grpc::CapabilityGrpc> {
+    let fetcher = WebFetcher::new(sessions, allow_private_targets, FetchLimits::default());
+    CapabilityGatewayServiceServer::new(grpc::CapabilityGrpc { fetcher })
 }

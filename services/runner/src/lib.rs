@@ -11,6 +11,7 @@ pub mod sandbox;
 pub mod tools;
 pub mod transcript;
 
+use checkfu_proto::capability::v1::capability_gateway_service_client::CapabilityGatewayServiceClient;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
 use checkfu_proto::runner::v1::ClaimRequest;
@@ -51,6 +52,7 @@ pub struct Runner {
     pub(crate) runs: RunnerServiceClient<Transport>,
     pub(crate) models: ModelGatewayServiceClient<Transport>,
     pub(crate) governance: GovernanceServiceClient<Transport>,
+    pub(crate) capabilities: CapabilityGatewayServiceClient<Transport>,
     pub(crate) cfg: Arc<RunnerConfig>,
     /// Whether `bash` can be isolated on this host (probed once).
     pub(crate) isolation: bool,
@@ -60,12 +62,14 @@ pub struct Runner {
 impl Runner {
     /// `control` reaches the runner protocol (the sessions service, or the
     /// gateway's public port); `models` the model gateway; `governance`
-    /// decides every tool call.
-    pub fn new(control: Transport, models: Transport, governance: Transport, cfg: RunnerConfig) -> Runner {
+    /// decides every tool call; `capabilities` runs tools needing reach
+    /// the sandbox lacks (`web_fetch`).
+    pub fn new(control: Transport, models: Transport, governance: Transport, capabilities: Transport, cfg: RunnerConfig) -> Runner {
         Runner {
             runs: RunnerServiceClient::new(control).max_decoding_message_size(64 * 1024 * 1024),
             models: ModelGatewayServiceClient::new(models).max_decoding_message_size(64 * 1024 * 1024),
             governance: GovernanceServiceClient::new(governance),
+            capabilities: CapabilityGatewayServiceClient::new(capabilities).max_decoding_message_size(8 * 1024 * 1024),
             cfg: Arc::new(cfg),
             isolation: sandbox::isolation_available(),
             transcripts: Arc::new(cache::TranscriptCache::new(1024)),

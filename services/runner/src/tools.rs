@@ -171,12 +171,27 @@ impl Runner {
             let out = ws.run(&d.call.name, &d.input).await;
             return (out.content, out.is_error);
         }
-        let what = match kind {
-            "custom" => "custom (host-side) tools",
-            "tool_source" => "MCP tool sources",
-            _ => "web_fetch",
-        };
+        if kind == "builtin" && d.call.name == "web_fetch" {
+            return self.web_fetch(session_id, &d.input).await;
+        }
+        let what = if kind == "tool_source" { "MCP tool sources" } else { "custom (host-side) tools" };
         (format!("{what} are not available on this execution plane yet"), true)
+    }
+
+    /// `web_fetch` runs in the capability gateway, never in the sandbox.
+    async fn web_fetch(&self, session_id: &str, input: &Value) -> (String, bool) {
+        let Some(url) = input.get("url").and_then(Value::as_str) else {
+            return ("web_fetch needs a string \"url\"".into(), true);
+        };
+        let req = checkfu_proto::capability::v1::WebFetchRequest { session_id: session_id.into(), url: url.into() };
+        match self.capabilities.clone().web_fetch(req).await {
+            Ok(r) => {
+                let r = r.into_inner();
+                let cut = if r.truncated { "\n[body truncated at 1 MiB]" } else { "" };
+                (format!("HTTP {} ({})\n{}{cut}", r.status, r.content_type, r.body), r.status >= 400)
+            }
+            Err(status) => (format!("web_fetch refused: {}", status.message()), true),
+        }
     }
 
     /// The events a decided call produces before it is answered.

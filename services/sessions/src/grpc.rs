@@ -376,6 +376,11 @@ impl Rpc for SessionsGrpc {
         ok(pb::ListRunsResponse { data: rows.into_iter().map(run).collect(), next_page })
     }
 
+    async fn get_session_sandbox(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxRevision> {
+        let s = self.svc.session(&r.into_inner().id).await?;
+        ok(sandbox_revision(self.svc.sandbox_revision(&s.pins.sandbox_profile_id, s.pins.sandbox_profile_revision).await?))
+    }
+
     async fn resolve_approval(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ResolveApprovalResponse> {
         ok(pb::ResolveApprovalResponse { recorded: self.svc.resolve_approval(&r.into_inner().id).await? })
     }

@@ -1,0 +1,35 @@
+//! Thin gRPC handlers: convert, call, map errors.
+
+use crate::fetch::WebFetcher;
+use checkfu_proto::capability::v1 as pb;
+use checkfu_proto::capability::v1::capability_gateway_service_server::CapabilityGatewayService as Rpc;
+use tonic::{Request, Response, Status};
+
+pub struct CapabilityGrpc {
+    pub fetcher: WebFetcher,
+}
+
+#[tonic::async_trait]
+impl Rpc for CapabilityGrpc {
+    async fn get_service_info(&self, _: Request<pb::GetServiceInfoRequest>) -> Result<Response<pb::ServiceInfo>, Status> {
+        Ok(Response::new(pb::ServiceInfo {
+            role: "capability-gateway".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            owns: vec!["web_fetch".into(), "MCP ToolSources".into(), "Connections and ConnectionVaults".into()],
+            serving_behaviour: true,
+        }))
+    }
+
+    async fn web_fetch(&self, r: Request<pb::WebFetchRequest>) -> Result<Response<pb::WebFetchResponse>, Status> {
+        let r = r.into_inner();
+        checkfu_core::id::check("session_id", "sess", &r.session_id)?;
+        let f = self.fetcher.fetch(&r.session_id, &r.url).await?;
+        Ok(Response::new(pb::WebFetchResponse {
+            status: u32::from(f.status),
+            content_type: f.content_type,
+            body: f.body,
+            truncated: f.truncated,
+            final_url: f.final_url,
+        }))
+    }
+}
