@@ -49,6 +49,13 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::client::SessionAction,
     },
+    /// List and answer ActionApprovals.
+    Approvals {
+        #[command(flatten)]
+        client: crate::client::ClientArgs,
+        #[command(subcommand)]
+        action: crate::approvals_cli::ApprovalsAction,
+    },
 }
 
 async fn wait_for_signal() {
@@ -80,6 +87,7 @@ async fn run_until_signal(node: Node) {
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Session { client, action } => crate::client::session(client, action, &mut std::io::stdout()).await,
+        Command::Approvals { client, action } => crate::approvals_cli::approvals(client, action, &mut std::io::stdout()).await,
         Command::Up { data_dir, listen, allow_private_targets } => {
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("binding {listen}"))?;
             let key_file = data_dir.join("admin.key");

@@ -1,5 +1,6 @@
-//! The command-line client: `checkfu session send|follow`. It speaks only
-//! the public HTTP API, like any other client.
+//! The command-line client: `checkfu session send|follow` (and, in
+//! `approvals_cli.rs`, `checkfu approvals`). It speaks only the public HTTP
+//! API, like any other client.
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
@@ -42,14 +43,14 @@ pub enum SessionAction {
     },
 }
 
-struct Client {
-    base: String,
+pub(crate) struct Client {
+    pub(crate) base: String,
     key: String,
-    http: reqwest::Client,
+    pub(crate) http: reqwest::Client,
 }
 
 impl Client {
-    fn new(a: &ClientArgs) -> anyhow::Result<Client> {
+    pub(crate) fn new(a: &ClientArgs) -> anyhow::Result<Client> {
         let key = match &a.key {
             Some(k) => k.clone(),
             None => std::fs::read_to_string(&a.key_file)
@@ -60,7 +61,7 @@ impl Client {
         Ok(Client { base: a.server.trim_end_matches('/').to_string(), key, http: reqwest::Client::new() })
     }
 
-    async fn call(&self, rb: reqwest::RequestBuilder) -> anyhow::Result<Value> {
+    pub(crate) async fn call(&self, rb: reqwest::RequestBuilder) -> anyhow::Result<Value> {
         let r = rb.bearer_auth(&self.key).send().await.context("the server did not answer")?;
         let status = r.status();
         let body: Value = r.json().await.unwrap_or(Value::Null);

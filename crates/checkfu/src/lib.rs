@@ -1,6 +1,7 @@
 //! The `checkfu` binary as a library: the CLI, and [`Node`], which runs any
 //! set of roles on one listener. Tests boot whole meshes through it.
 
+pub mod approvals_cli;
 pub mod cli;
 pub mod client;
 pub mod config;

@@ -96,13 +96,22 @@ fn up(data: &std::path::Path, port: u16) -> std::process::Child {
 }
 
 fn cli(port: u16, key: &str, args: &[&str]) -> Command {
+    command(port, key, "session", args)
+}
+
+fn command(port: u16, key: &str, group: &str, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_checkfu"));
-    c.args(["session", "--server", &format!("http://127.0.0.1:{port}"), "--key", key]).args(args);
+    c.args([group, "--server", &format!("http://127.0.0.1:{port}"), "--key", key]).args(args);
     c
 }
 
 /// Creates an agent, deploys it with the scripted model and opens a Session.
 async fn session(base: &str, key: &str) -> String {
+    session_with(base, key, serde_json::json!({}), serde_json::json!([])).await
+}
+
+/// Like [`session`], with an agent draft and initial events.
+async fn session_with(base: &str, key: &str, draft: serde_json::Value, initial_events: serde_json::Value) -> String {
     let http = reqwest::Client::new();
     let post = |path: &str, body: serde_json::Value| {
         let rb = http.post(format!("{base}{path}")).bearer_auth(key).json(&body);
@@ -110,15 +119,19 @@ async fn session(base: &str, key: &str) -> String {
     };
     let envs: serde_json::Value = http.get(format!("{base}/v1/environments")).bearer_auth(key).send().await.unwrap().json().await.unwrap();
     let env = envs["data"][0]["id"].as_str().unwrap().to_string();
-    let agent = post("/v1/agents", serde_json::json!({"environment_id": env, "name": "cli"})).await["id"].as_str().unwrap().to_string();
+    let agent = post("/v1/agents", serde_json::json!({"environment_id": env, "name": "cli", "draft": draft})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     post(&format!("/v1/agents/{agent}/versions"), serde_json::json!({})).await;
-    let sbp = post("/v1/sandbox-profiles", serde_json::json!({"environment_id": env, "name": "s", "image": "debian"})).await["id"]
+    let sbp = post("/v1/sandbox-profiles", serde_json::json!({"environment_id": env, "name": format!("s-{agent}"), "image": "debian"}))
+        .await["id"]
         .as_str()
         .unwrap()
         .to_string();
     let mrp = post(
         "/v1/model-routing-profiles",
-        serde_json::json!({"environment_id": env, "name": "m", "candidates": [{"provider": "scripted", "model": "s"}]}),
+        serde_json::json!({"environment_id": env, "name": format!("m-{agent}"), "candidates": [{"provider": "scripted", "model": "s"}]}),
     )
     .await["id"]
         .as_str()
@@ -126,13 +139,16 @@ async fn session(base: &str, key: &str) -> String {
         .to_string();
     let dep = post(
         "/v1/agent-deployments",
-        serde_json::json!({"environment_id": env, "key": "cli", "agent_id": agent, "agent_version": 1, "model_routing_profile_id": mrp, "sandbox_profile_id": sbp}),
+        serde_json::json!({"environment_id": env, "key": format!("cli-{agent}"), "agent_id": agent, "agent_version": 1, "model_routing_profile_id": mrp, "sandbox_profile_id": sbp}),
     )
     .await["id"]
         .as_str()
         .unwrap()
         .to_string();
-    post("/v1/sessions", serde_json::json!({"agent_deployment_id": dep})).await["id"].as_str().unwrap().to_string()
+    post("/v1/sessions", serde_json::json!({"agent_deployment_id": dep, "initial_events": initial_events})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn seqs(out: &str) -> Vec<i64> {
@@ -178,6 +194,68 @@ async fn session_send_and_follow_resume_after_a_dropped_connection() {
 
     let bad = cli(port, &key, &["send", "sess_01m8n5w2381sjtydkyxnv11e90", "x"]).output().unwrap();
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("not_found"));
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+async fn stop_reason(base: &str, key: &str, sid: &str) -> String {
+    let http = reqwest::Client::new();
+    for _ in 0..200 {
+        let s: serde_json::Value =
+            http.get(format!("{base}/v1/sessions/{sid}")).bearer_auth(key).send().await.unwrap().json().await.unwrap();
+        if s["status"] == "idle" {
+            return s["stop_reason"]["type"].as_str().unwrap().to_string();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("session {sid} never settled");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn approvals_are_listed_and_answered_from_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut server = up(&data, port);
+    let key = std::fs::read_to_string(data.join("admin.key")).unwrap().trim().to_string();
+    let draft = serde_json::json!({"tools": [{"type": "builtin", "name": "write"}]});
+    let me: serde_json::Value =
+        reqwest::Client::new().get(format!("{base}/v1/principals")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    let admin = me["data"][0]["id"].as_str().unwrap().to_string();
+    let ask = |path: &str| {
+        serde_json::json!([{"type": "user.message", "payload": {"content": [{"type": "text", "text": format!("call write {{\"path\": \"{path}\", \"content\": \"y\"}}")}]},
+            "authored_by": admin, "caused_by": {"kind": "principal", "id": admin}}])
+    };
+    let sid = session_with(&base, &key, draft.clone(), ask("yes.txt")).await;
+    assert_eq!(stop_reason(&base, &key, &sid).await, "requires_action");
+
+    let listed = command(port, &key, "approvals", &["list", "--json"]).output().unwrap();
+    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&listed.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0]["status"].as_str(), rows[0]["frozen"]["tool"].as_str()), (Some("pending"), Some("write")));
+    let aid = rows[0]["id"].as_str().unwrap().to_string();
+
+    let approved = command(port, &key, "approvals", &["approve", &aid, "--json"]).output().unwrap();
+    assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&approved.stdout).unwrap();
+    assert_eq!(v["status"], "approved");
+    assert_eq!(stop_reason(&base, &key, &sid).await, "end_turn");
+    assert_eq!(std::fs::read_to_string(data.join("workspaces").join(&sid).join("yes.txt")).unwrap(), "y");
+    let again = command(port, &key, "approvals", &["approve", &aid]).output().unwrap();
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("not pending"));
+
+    let sid2 = session_with(&base, &key, draft, ask("no.txt")).await;
+    assert_eq!(stop_reason(&base, &key, &sid2).await, "requires_action");
+    let text = command(port, &key, "approvals", &["list", "--session", &sid2]).output().unwrap();
+    let out = String::from_utf8_lossy(&text.stdout).to_string();
+    assert!(out.contains("pending") && out.contains("write") && out.contains(&sid2), "{out}");
+    let aid2 = out.split_whitespace().next().unwrap().to_string();
+    let denied = command(port, &key, "approvals", &["deny", &aid2]).output().unwrap();
+    assert!(denied.status.success() && String::from_utf8_lossy(&denied.stdout).contains("denied"));
+    assert_eq!(stop_reason(&base, &key, &sid2).await, "end_turn");
+    assert!(!data.join("workspaces").join(&sid2).join("no.txt").exists());
     server.kill().unwrap();
     server.wait().unwrap();
 }
