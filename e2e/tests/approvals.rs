@@ -300,3 +300,75 @@ async fn denials_are_audited() {
     assert_eq!(rec["details"]["tool"], "bash");
     p.stop().await;
 }
+
+/// A response that lands while the Run that asked is still running (before
+/// it settles into its wait) is not lost: the sweeper delivers it once the
+/// Session waits.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_response_before_the_run_settles_is_still_delivered() {
+    use checkfu_proto::governance::v1 as gov;
+    use checkfu_proto::runner::v1 as rp;
+    let dir = tempfile::tempdir().unwrap();
+    let roles = checkfu::Role::ALL.into_iter().filter(|r| *r != checkfu::Role::Runner).collect();
+    let p = Platform::start_roles(dir.path(), roles).await;
+    let a = &p.admin;
+    let me = p.admin_id.clone();
+    let d = deploy(a, &p.env_id, json!({"tools": [{"type": "builtin", "name": "write"}]})).await;
+    let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "go")]})).await;
+    let sid = id(&s.1);
+    // Play the runner by hand.
+    let mut runner = rp::runner_service_client::RunnerServiceClient::connect(p.base.clone()).await.unwrap();
+    let work = runner.claim(rp::ClaimRequest { runner_id: "by-hand".into(), wait_ms: 5000 }).await.unwrap().into_inner().work.unwrap();
+    let mut g = gov::governance_service_client::GovernanceServiceClient::connect(p.base.clone()).await.unwrap();
+    let asked = g
+        .request_approval(gov::RequestApprovalRequest {
+            environment_id: p.env_id.clone(),
+            session_id: sid.clone(),
+            run_id: work.run_id.clone(),
+            tool_use_id: "toolu_early".into(),
+            frozen: Some(gov::FrozenAction {
+                principal_id: me.clone(),
+                agent_id: d.agent_id.clone(),
+                tool: "write".into(),
+                arguments_json: "{\"path\":\"e.txt\",\"content\":\"z\"}".into(),
+                ..Default::default()
+            }),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let ap = asked.approval.unwrap();
+    // Approved before the Run has settled into its wait.
+    let ok = respond(a, &ap.id, json!({"decision": "approve", "response_token": ap.response_token})).await;
+    expect(&ok, 200, None);
+    let events_for = |t: &str, p: &str| rp::NewEvent { r#type: t.into(), payload_json: p.into() };
+    runner
+        .complete(rp::CompleteRequest {
+            lease: work.lease.clone(),
+            stop_reason_json: json!({"type": "requires_action"}).to_string(),
+            last_seen_seq: work.tail.last().unwrap().seq,
+            events: vec![
+                events_for(
+                    "agent.tool_use",
+                    &json!({"tool_use_id": "toolu_early", "name": "write", "input": {"path": "e.txt", "content": "z"}, "evaluated_permission": "require_approval"}).to_string(),
+                ),
+                events_for("action_approval.pending", &json!({"action_approval_id": ap.id, "tool_use_id": "toolu_early"}).to_string()),
+            ],
+        })
+        .await
+        .unwrap();
+    let mut resumed = Value::Null;
+    for _ in 0..100 {
+        resumed = a.get(&format!("/v1/sessions/{sid}")).await.1;
+        if resumed["status"] == "running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(resumed["status"], "running", "the sweeper delivered the early approval and a new Run was admitted: {resumed}");
+    let evs = events(a, &sid).await;
+    assert_gapless(&evs);
+    let resolved = evs.iter().find(|e| e["type"] == "action_approval.resolved").unwrap();
+    assert_eq!(resolved["payload"]["decision"], "approve");
+    p.stop().await;
+}

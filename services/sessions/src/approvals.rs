@@ -74,13 +74,24 @@ impl SessionsService {
         }
         let r = resolved(a);
         let cause = json!({"kind": "action_approval", "id": a.id});
-        let recorded = match self.transact(&a.session_id, |d| Ok(d.resolve_approval(&r, cause.clone()))).await {
-            Ok((id, _, _)) => id.is_some(),
+        let outcome = self
+            .transact(&a.session_id, |d| {
+                let recorded = d.resolve_approval(&r, cause.clone()).is_some();
+                // The Run that asked may not have settled into its wait yet:
+                // then the outcome must be delivered again later.
+                let may_wait_later = !recorded && d.run.as_ref().is_some_and(|run| run.id == a.run_id);
+                Ok((recorded, may_wait_later))
+            })
+            .await;
+        let (recorded, may_wait_later) = match outcome {
+            Ok((x, _, _)) => x,
             // The Session is gone: nothing waits on the approval.
-            Err(e) if e.code == checkfu_core::Code::NotFound => false,
+            Err(e) if e.code == checkfu_core::Code::NotFound => (false, false),
             Err(e) => return Err(e),
         };
-        self.acknowledge(&a.id).await;
+        if !may_wait_later {
+            self.acknowledge(&a.id).await;
+        }
         Ok(recorded)
     }
 
