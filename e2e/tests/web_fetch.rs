@@ -57,7 +57,7 @@ async fn web_fetch_reaches_only_allowlisted_hosts() {
         format!("http://localhost:{port}/page"),
         format!("http://127.0.0.1:{port}/away"),
         "https://example.com/".to_string(),
-        format!("file:///etc/passwd"),
+        "file:///etc/passwd".to_string(),
         format!("http://user:pw@127.0.0.1:{port}/page"),
     ];
     let r = fetch_results(&p, &urls).await;
