@@ -204,3 +204,13 @@ pub async fn list_in_envs_with<T>(
     out.truncate(page.fetch_limit() as usize);
     Ok(out)
 }
+
+/// The one row `sql` selects with `$1 = key`, mapped; `None` when absent.
+pub async fn find_one<T>(
+    db: &Db,
+    sql: &'static str,
+    key: &str,
+    map: fn(&sqlx::any::AnyRow) -> Result<T, Error>,
+) -> Result<Option<T>, Error> {
+    sqlx::query(sql).bind(key).fetch_optional(&db.pool).await.map_err(db_err)?.as_ref().map(map).transpose()
+}

@@ -6,7 +6,7 @@ use crate::approvals::{ActionApproval, ApprovalStatus, Frozen, StandingApproval}
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, Row, any::AnyRow};
-use checkfu_store::{db_err, flag, is_unique_violation, list_in_envs, list_in_envs_with};
+use checkfu_store::{db_err, find_one, flag, is_unique_violation, list_in_envs, list_in_envs_with};
 
 #[async_trait::async_trait]
 pub trait ApprovalStore: Send + Sync + 'static {
@@ -212,14 +212,7 @@ impl ApprovalStore for SqlGovernanceStore {
     }
 
     async fn get_standing(&self, id: &str) -> Result<Option<StandingApproval>> {
-        sqlx::query("SELECT * FROM standing_approvals WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(standing)
-            .transpose()
+        find_one(&self.db, "SELECT * FROM standing_approvals WHERE id = $1", id, standing).await
     }
 
     async fn list_standing(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<StandingApproval>> {

@@ -6,7 +6,7 @@ use crate::policy::{ActionPolicy, Rule};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, Row, any::AnyRow};
-use checkfu_store::{Db, db_err, flag, list_in_envs};
+use checkfu_store::{Db, db_err, find_one, flag, list_in_envs};
 
 #[derive(Clone, Debug)]
 pub struct SqlGovernanceStore {
@@ -166,14 +166,7 @@ impl GovernanceStore for SqlGovernanceStore {
     }
 
     async fn get_principal(&self, id: &str) -> Result<Option<Principal>> {
-        sqlx::query("SELECT * FROM principals WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(principal)
-            .transpose()
+        find_one(&self.db, "SELECT * FROM principals WHERE id = $1", id, principal).await
     }
 
     async fn list_principals(&self, page: &PageRequest) -> Result<Vec<Principal>> {
@@ -204,14 +197,7 @@ impl GovernanceStore for SqlGovernanceStore {
     }
 
     async fn get_api_key(&self, id: &str) -> Result<Option<ApiKey>> {
-        sqlx::query("SELECT * FROM api_keys WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(api_key)
-            .transpose()
+        find_one(&self.db, "SELECT * FROM api_keys WHERE id = $1", id, api_key).await
     }
 
     async fn list_api_keys(&self, principal_id: &str, page: &PageRequest) -> Result<Vec<ApiKey>> {
@@ -321,14 +307,7 @@ impl GovernanceStore for SqlGovernanceStore {
     }
 
     async fn get_environment(&self, id: &str) -> Result<Option<Environment>> {
-        sqlx::query("SELECT * FROM environments WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(environment)
-            .transpose()
+        find_one(&self.db, "SELECT * FROM environments WHERE id = $1", id, environment).await
     }
 
     async fn list_environments(&self, page: &PageRequest) -> Result<Vec<Environment>> {
@@ -361,14 +340,7 @@ impl GovernanceStore for SqlGovernanceStore {
     }
 
     async fn get_assignment(&self, id: &str) -> Result<Option<Assignment>> {
-        sqlx::query("SELECT * FROM permission_assignments WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(assignment)
-            .transpose()
+        find_one(&self.db, "SELECT * FROM permission_assignments WHERE id = $1", id, assignment).await
     }
 
     async fn list_assignments(&self, f: &AssignmentFilter, page: &PageRequest) -> Result<Vec<Assignment>> {
@@ -437,14 +409,7 @@ impl GovernanceStore for SqlGovernanceStore {
     }
 
     async fn get_policy(&self, id: &str) -> Result<Option<ActionPolicy>> {
-        sqlx::query("SELECT * FROM action_policies WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(policy)
-            .transpose()
+        find_one(&self.db, "SELECT * FROM action_policies WHERE id = $1", id, policy).await
     }
 
     async fn list_policies(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<ActionPolicy>> {

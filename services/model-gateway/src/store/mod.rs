@@ -4,7 +4,7 @@ use crate::model::{Candidate, RoutingProfile, StoredCandidate};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, Row, any::AnyRow};
-use checkfu_store::{Db, db_err};
+use checkfu_store::{Db, db_err, find_one};
 
 #[async_trait::async_trait]
 pub trait RoutingStore: Send + Sync + 'static {
@@ -56,14 +56,7 @@ impl RoutingStore for SqlRoutingStore {
     }
 
     async fn get(&self, id: &str) -> Result<Option<RoutingProfile>> {
-        sqlx::query("SELECT * FROM routing_profiles WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(profile)
-            .transpose()
+        find_one(&self.db, "SELECT * FROM routing_profiles WHERE id = $1", id, profile).await
     }
 
     async fn list(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<RoutingProfile>> {

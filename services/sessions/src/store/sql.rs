@@ -6,7 +6,7 @@ use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::AssertSqlSafe;
 use checkfu_store::sqlx::{self, Any, Row, Transaction, any::AnyRow};
-use checkfu_store::{Db, db_err, flag, list_in_envs};
+use checkfu_store::{Db, db_err, find_one, flag, list_in_envs};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -279,14 +279,7 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn get_agent(&self, id: &str) -> Result<Option<Agent>> {
-        sqlx::query("SELECT * FROM agents WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(agent)
-            .transpose()
+        find_one(&self.db, "SELECT * FROM agents WHERE id = $1", id, agent).await
     }
 
     async fn list_agents(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Agent>> {
@@ -400,14 +393,7 @@ impl SessionsStore for SqlSessionsStore {
         self.bump_then_insert(bump, insert).await
     }
     async fn get_sandbox_profile(&self, id: &str) -> Result<Option<SandboxProfile>> {
-        sqlx::query("SELECT * FROM sandbox_profiles WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(sandbox_profile)
-            .transpose()
+        find_one(&self.db, "SELECT * FROM sandbox_profiles WHERE id = $1", id, sandbox_profile).await
     }
 
     async fn get_sandbox_revision(&self, profile_id: &str, revision: i64) -> Result<Option<SandboxRevision>> {
@@ -467,14 +453,7 @@ impl SessionsStore for SqlSessionsStore {
         self.bump_then_insert(bump, insert).await
     }
     async fn get_deployment(&self, id: &str) -> Result<Option<Deployment>> {
-        sqlx::query("SELECT d.*, r.pins_json FROM deployments d JOIN deployment_revisions r ON r.deployment_id = d.id AND r.revision = d.revision WHERE d.id = $1")
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(deployment)
-            .transpose()
+        find_one(&self.db, "SELECT d.*, r.pins_json FROM deployments d JOIN deployment_revisions r ON r.deployment_id = d.id AND r.revision = d.revision WHERE d.id = $1", id, deployment).await
     }
 
     async fn list_deployments(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Deployment>> {
@@ -522,25 +501,11 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn get_session(&self, id: &str) -> Result<Option<Session>> {
-        sqlx::query("SELECT * FROM sessions WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(session)
-            .transpose()
+        find_one(&self.db, "SELECT * FROM sessions WHERE id = $1", id, session).await
     }
 
     async fn session_by_budget(&self, budget_id: &str) -> Result<Option<Session>> {
-        sqlx::query("SELECT * FROM sessions WHERE budget_id = $1")
-            .bind(budget_id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(session)
-            .transpose()
+        find_one(&self.db, "SELECT * FROM sessions WHERE budget_id = $1", budget_id, session).await
     }
 
     async fn list_budget_sessions(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Session>> {
@@ -654,25 +619,12 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn get_run(&self, id: &str) -> Result<Option<Run>> {
-        sqlx::query("SELECT * FROM runs WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(run)
-            .transpose()
+        find_one(&self.db, "SELECT * FROM runs WHERE id = $1", id, run).await
     }
 
     async fn active_run(&self, session_id: &str) -> Result<Option<Run>> {
-        sqlx::query("SELECT * FROM runs WHERE session_id = $1 AND status <> 'completed' ORDER BY id DESC LIMIT 1")
-            .bind(session_id)
-            .fetch_optional(&self.db.pool)
+        find_one(&self.db, "SELECT * FROM runs WHERE session_id = $1 AND status <> 'completed' ORDER BY id DESC LIMIT 1", session_id, run)
             .await
-            .map_err(db_err)?
-            .as_ref()
-            .map(run)
-            .transpose()
     }
 
     async fn list_runs(&self, session_id: &str, page: &PageRequest) -> Result<Vec<Run>> {
