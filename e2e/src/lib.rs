@@ -82,6 +82,7 @@ impl Platform {
             sse_ping: tuning.sse_ping,
             approvals: checkfu::ApprovalTiming { ttl: tuning.approval_ttl, sweep_every: tuning.approval_sweep },
             allow_private_targets: tuning.allow_private_targets,
+            kafka_brokers: None,
         };
         let node = Node::start(listener, opts).await.unwrap();
         let base = format!("http://{}", node.addr);

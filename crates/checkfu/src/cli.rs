@@ -101,6 +101,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 sse_ping: crate::node::sse_ping_from_env(),
                 approvals: crate::node::ApprovalTiming::from_env(),
                 allow_private_targets: allow_private_targets || crate::node::private_targets_from_env(),
+                kafka_brokers: std::env::var("CHECKFU_KAFKA_BROKERS").ok().filter(|b| !b.is_empty()),
             };
             if allow_private_targets {
                 tracing::warn!("private, loopback and link-local targets are reachable by web_fetch: for local development only");
@@ -139,6 +140,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 sse_ping: crate::node::sse_ping_from_env(),
                 approvals: crate::node::ApprovalTiming::from_env(),
                 allow_private_targets: crate::node::private_targets_from_env(),
+                kafka_brokers: std::env::var("CHECKFU_KAFKA_BROKERS").ok().filter(|b| !b.is_empty()).or(file.kafka_brokers.clone()),
                 roles,
             };
             let node = Node::start(listener, opts).await?;

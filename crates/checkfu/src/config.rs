@@ -6,6 +6,9 @@
 //! # CHECKFU_DATABASE_URL overrides it (keep credentials out of files).
 //! storage = "postgres://checkfu@db/checkfu"
 //! bootstrap_key_file = "/var/lib/checkfu/admin.key"
+//! # Kafka bootstrap servers for durable events (CHECKFU_KAFKA_BROKERS
+//! # overrides it); without it events stay on an in-process bus.
+//! kafka_brokers = "kafka-0.kafka:9092"
 //!
 //! [endpoints]          # roles this process does not play (a runner needs
 //!                      # sessions, model-gateway and governance)
@@ -26,6 +29,7 @@ pub struct FileConfig {
     pub listen: Option<String>,
     pub storage: Option<String>,
     pub bootstrap_key_file: Option<PathBuf>,
+    pub kafka_brokers: Option<String>,
     #[serde(default)]
     pub endpoints: BTreeMap<String, String>,
 }

@@ -37,6 +37,9 @@ pub struct NodeOptions {
     /// Outbound fetches may reach private, loopback and link-local
     /// addresses (local development and tests; production refuses them).
     pub allow_private_targets: bool,
+    /// Kafka bootstrap servers; `None` keeps durable events on the
+    /// in-process bus (the embedded installation).
+    pub kafka_brokers: Option<String>,
 }
 
 /// `CHECKFU_ALLOW_PRIVATE_TARGETS=true`.
@@ -155,12 +158,23 @@ impl Node {
         // Roles this node plays are called in process; the rest over HTTP/2.
         let mut local: BTreeMap<Role, Transport> = BTreeMap::new();
         let mut sweepers = vec![];
+        let mut relays: Vec<checkfu_bus::outbox::Relay> = vec![];
+        let bus: Arc<dyn checkfu_bus::Bus> = match &opts.kafka_brokers {
+            Some(brokers) => {
+                let k = checkfu_bus::kafka::KafkaBus::new(brokers)?;
+                if let Err(e) = k.ensure_topics(checkfu_bus::TOPICS).await {
+                    // The outbox holds events until the broker is reachable.
+                    tracing::warn!(error = %e, "could not ensure the Kafka topics yet");
+                }
+                Arc::new(k)
+            }
+            None => Arc::new(checkfu_bus::memory::MemoryBus::new()),
+        };
 
         if has(Role::Governance) {
-            let svc = checkfu_governance::open(&opts.storage)
-                .await
-                .context("opening the governance store")?
-                .with_approval_ttl_ms(opts.approvals.ttl.as_millis() as i64);
+            let (svc, db) = checkfu_governance::open(&opts.storage).await.context("opening the governance store")?;
+            let svc = svc.with_approval_ttl_ms(opts.approvals.ttl.as_millis() as i64);
+            relays.push(checkfu_bus::outbox::Relay::new(db, bus.clone(), "governance"));
             let b = svc.bootstrap().await?;
             if b.created {
                 let path = opts.bootstrap_key_file.clone().unwrap_or_else(|| PathBuf::from("admin.key"));
@@ -199,7 +213,10 @@ impl Node {
                 Some(t) => t.clone(),
                 None => transport::remote(channel(&remote_url(Role::Governance)?)?),
             };
-            let svc = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?.with_governance(governance);
+            let (svc, db) = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
+            let relay = checkfu_bus::outbox::Relay::new(db, bus.clone(), "sessions");
+            let svc = svc.with_governance(governance).with_outbox_wake(relay.wake.clone());
+            relays.push(relay);
             sweepers.push(svc.clone());
             if opts.embedded {
                 let n = svc.release_orphaned_leases().await?;
@@ -292,6 +309,9 @@ impl Node {
                 tracing::error!(error = %e, "the listener failed");
             }
         }));
+        for relay in relays {
+            tasks.push(tokio::spawn(relay.run(std::time::Duration::from_millis(500), shutdown.clone())));
+        }
         for svc in sweepers {
             tasks.push(tokio::spawn(svc.run_approval_sweeper(opts.approvals.sweep_every, shutdown.clone())));
         }

@@ -20,10 +20,11 @@ static POSTGRES: checkfu_store::sqlx::migrate::Migrator = sqlx::migrate!("../../
 
 pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
 
-/// Opens the governance store at `location` and builds the service.
-pub async fn open(location: &Location) -> Result<GovernanceService> {
+/// Opens the governance store at `location` and builds the service; the
+/// database handle is for the outbox relay.
+pub async fn open(location: &Location) -> Result<(GovernanceService, Db)> {
     let db = Db::open(location, "governance", &MIGRATIONS).await?;
-    Ok(GovernanceService::new(Arc::new(store::SqlGovernanceStore::new(db))))
+    Ok((GovernanceService::new(Arc::new(store::SqlGovernanceStore::new(db.clone()))), db))
 }
 
 /// The tonic server for this service.

@@ -27,9 +27,11 @@ static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/post
 
 pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
 
-pub async fn open(location: &Location) -> Result<SessionsService> {
+/// Opens the store and builds the service; the database handle is for the
+/// outbox relay.
+pub async fn open(location: &Location) -> Result<(SessionsService, Db)> {
     let db = Db::open(location, "sessions", &MIGRATIONS).await?;
-    Ok(SessionsService::new(Arc::new(store::SqlSessionsStore::new(db))))
+    Ok((SessionsService::new(Arc::new(store::SqlSessionsStore::new(db.clone()))), db))
 }
 
 pub fn server(svc: SessionsService) -> SessionsServiceServer<grpc::SessionsGrpc> {

@@ -36,6 +36,8 @@ pub struct SessionsService {
     versions: Arc<Bounded<(String, i64), AgentVersion>>,
     /// Governance, for ActionApproval outcomes.
     pub(crate) governance: Option<crate::approvals::Governance>,
+    /// Woken after each commit, so the outbox relay publishes at once.
+    outbox_wake: Option<Arc<Notify>>,
 }
 
 /// Versions kept in memory; beyond this the cache starts over.
@@ -117,7 +119,13 @@ impl SessionsService {
             versions: Arc::new(Bounded::new(VERSION_CACHE)),
             snapshots: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
             governance: None,
+            outbox_wake: None,
         }
+    }
+
+    pub fn with_outbox_wake(mut self, wake: Arc<Notify>) -> Self {
+        self.outbox_wake = Some(wake);
+        self
     }
 
     pub fn with_governance(mut self, transport: checkfu_proto::transport::Transport) -> Self {
@@ -243,6 +251,9 @@ impl SessionsService {
 
     /// Publishes committed events and wakes runners when work appeared.
     pub(crate) fn after_commit(&self, session_id: &str, events: &[Event], runs_changed: bool) {
+        if let Some(w) = &self.outbox_wake {
+            w.notify_one();
+        }
         for e in events {
             self.hub.publish(session_id, Item::Event(e.clone()));
         }

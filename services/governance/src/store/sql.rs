@@ -3,10 +3,27 @@
 use super::GovernanceStore;
 use crate::model::*;
 use crate::policy::{ActionPolicy, Rule};
+use checkfu_bus::outbox::stage;
+use checkfu_bus::{RESOURCE_EVENTS, Record};
 use checkfu_core::page::PageRequest;
+use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, Row, any::AnyRow};
 use checkfu_store::{Db, db_err, find_one, flag, list_in_envs};
+
+/// An Environment lifecycle event for the outbox, keyed by the Environment.
+fn environment_record(event_type: &str, id: &str) -> Record {
+    let event_id = checkfu_core::id::new_id("evt");
+    Record {
+        topic: RESOURCE_EVENTS.into(),
+        key: id.into(),
+        payload: serde_json::json!({"id": event_id, "type": event_type, "created_at": checkfu_core::time::rfc3339(now_ms()),
+            "environment_id": id, "resource_id": id})
+        .to_string(),
+        id: event_id,
+        headers: vec![("type".into(), event_type.into())],
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct SqlGovernanceStore {
@@ -156,6 +173,7 @@ impl GovernanceStore for SqlGovernanceStore {
         bind_assignment!(sqlx::query(INSERT_ASSIGNMENT), grant).execute(&mut *tx).await.map_err(db_err)?;
         bind_env!(sqlx::query(INSERT_ENV), env).execute(&mut *tx).await.map_err(db_err)?;
         bind_key!(sqlx::query(INSERT_KEY), key, secret_sha256).execute(&mut *tx).await.map_err(db_err)?;
+        stage(&mut tx, &[environment_record("environment.created", &env.id)], now_ms()).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(true)
     }
@@ -302,7 +320,10 @@ impl GovernanceStore for SqlGovernanceStore {
     }
 
     async fn insert_environment(&self, e: &Environment) -> Result<()> {
-        bind_env!(sqlx::query(INSERT_ENV), e).execute(&self.db.pool).await.map_err(db_err)?;
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        bind_env!(sqlx::query(INSERT_ENV), e).execute(&mut *tx).await.map_err(db_err)?;
+        stage(&mut tx, &[environment_record("environment.created", &e.id)], now_ms()).await?;
+        tx.commit().await.map_err(db_err)?;
         Ok(())
     }
 
@@ -323,15 +344,21 @@ impl GovernanceStore for SqlGovernanceStore {
     }
 
     async fn update_environment(&self, e: &Environment, expected_version: i64) -> Result<bool> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         let r = sqlx::query("UPDATE environments SET disabled = $1, version = $2 WHERE id = $3 AND version = $4")
             .bind(flag(e.disabled))
             .bind(e.version)
             .bind(&e.id)
             .bind(expected_version)
-            .execute(&self.db.pool)
+            .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        Ok(r.rows_affected() == 1)
+        if r.rows_affected() != 1 {
+            return Ok(false);
+        }
+        stage(&mut tx, &[environment_record("environment.updated", &e.id)], now_ms()).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
     }
 
     async fn insert_assignment(&self, a: &Assignment) -> Result<()> {

@@ -7,6 +7,7 @@
 //! no two writers ever assign the same `seq` and a crash mid-commit leaves
 //! nothing behind.
 
+pub mod outbox;
 mod sql;
 
 use crate::model::*;

@@ -1,8 +1,12 @@
 //! SQL implementation of [`SessionsStore`], one text for both dialects.
 
+use super::outbox::{resource_record, session_records};
 use super::{Change, SessionFilter, SessionsStore};
 use crate::model::*;
+use checkfu_bus::Record;
+use checkfu_bus::outbox::stage;
 use checkfu_core::page::PageRequest;
+use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::AssertSqlSafe;
 use checkfu_store::sqlx::{self, Any, Row, Transaction, any::AnyRow};
@@ -25,12 +29,13 @@ impl SqlSessionsStore {
     /// Moves a parent's revision counter with a compare-and-set, then inserts
     /// the new immutable child row, in one transaction. False when the parent
     /// moved first (someone else published that revision).
-    async fn bump_then_insert(&self, bump: Query<'_>, insert: Query<'_>) -> Result<bool> {
+    async fn bump_then_insert(&self, bump: Query<'_>, insert: Query<'_>, record: Record) -> Result<bool> {
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         if bump.execute(&mut *tx).await.map_err(db_err)?.rows_affected() != 1 {
             return Ok(false);
         }
         insert.execute(&mut *tx).await.map_err(db_err)?;
+        stage(&mut tx, &[record], now_ms()).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(true)
     }
@@ -262,6 +267,7 @@ async fn upsert_runs(tx: &mut Transaction<'static, Any>, runs: &[Run]) -> Result
 #[async_trait::async_trait]
 impl SessionsStore for SqlSessionsStore {
     async fn insert_agent(&self, a: &Agent) -> Result<()> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         sqlx::query("INSERT INTO agents (id, environment_id, name, draft_json, latest_version, version, archived, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)")
             .bind(&a.id)
             .bind(&a.environment_id)
@@ -272,9 +278,11 @@ impl SessionsStore for SqlSessionsStore {
             .bind(flag(a.archived))
             .bind(a.created_ms)
             .bind(a.updated_ms)
-            .execute(&self.db.pool)
+            .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+        stage(&mut tx, &[resource_record("agent.created", &a.environment_id, &a.id)], now_ms()).await?;
+        tx.commit().await.map_err(db_err)?;
         Ok(())
     }
 
@@ -295,6 +303,7 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn update_agent(&self, a: &Agent, expected_version: i64) -> Result<bool> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         let r = sqlx::query(
             "UPDATE agents SET name = $1, draft_json = $2, archived = $3, version = $4, updated_ms = $5 WHERE id = $6 AND version = $7",
         )
@@ -305,10 +314,16 @@ impl SessionsStore for SqlSessionsStore {
         .bind(a.updated_ms)
         .bind(&a.id)
         .bind(expected_version)
-        .execute(&self.db.pool)
+        .execute(&mut *tx)
         .await
         .map_err(db_err)?;
-        Ok(r.rows_affected() == 1)
+        if r.rows_affected() != 1 {
+            return Ok(false);
+        }
+        let kind = if a.archived { "agent.archived" } else { "agent.updated" };
+        stage(&mut tx, &[resource_record(kind, &a.environment_id, &a.id)], now_ms()).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
     }
 
     async fn publish_agent_version(&self, v: &AgentVersion, expected_agent_version: i64) -> Result<bool> {
@@ -330,7 +345,7 @@ impl SessionsStore for SqlSessionsStore {
         .bind(to_json(&v.definition))
         .bind(v.published_by.clone())
         .bind(v.published_ms);
-        self.bump_then_insert(bump, insert).await
+        self.bump_then_insert(bump, insert, resource_record("agent.updated", &v.environment_id, &v.agent_id)).await
     }
     async fn get_agent_version(&self, agent_id: &str, version: i64) -> Result<Option<AgentVersion>> {
         sqlx::query("SELECT * FROM agent_versions WHERE agent_id = $1 AND version = $2")
@@ -376,11 +391,19 @@ impl SessionsStore for SqlSessionsStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+        stage(&mut tx, &[resource_record("sandbox_profile.created", &p.environment_id, &p.id)], now_ms()).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(())
     }
 
     async fn insert_sandbox_revision(&self, rev: &SandboxRevision) -> Result<bool> {
+        let env: String = sqlx::query("SELECT environment_id FROM sandbox_profiles WHERE id = $1")
+            .bind(&rev.profile_id)
+            .fetch_one(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .try_get("environment_id")
+            .map_err(db_err)?;
         let bump = sqlx::query("UPDATE sandbox_profiles SET latest_revision = $1 WHERE id = $2 AND latest_revision = $3")
             .bind(rev.revision)
             .bind(rev.profile_id.clone())
@@ -390,7 +413,7 @@ impl SessionsStore for SqlSessionsStore {
             .bind(rev.revision)
             .bind(to_json(&rev.spec))
             .bind(rev.created_ms);
-        self.bump_then_insert(bump, insert).await
+        self.bump_then_insert(bump, insert, resource_record("sandbox_profile.updated", &env, &rev.profile_id)).await
     }
     async fn get_sandbox_profile(&self, id: &str) -> Result<Option<SandboxProfile>> {
         find_one(&self.db, "SELECT * FROM sandbox_profiles WHERE id = $1", id, sandbox_profile).await
@@ -434,6 +457,7 @@ impl SessionsStore for SqlSessionsStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+        stage(&mut tx, &[resource_record("agent_deployment.created", &d.environment_id, &d.id)], now_ms()).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(())
     }
@@ -450,7 +474,7 @@ impl SessionsStore for SqlSessionsStore {
                 .bind(d.revision)
                 .bind(to_json(&d.pins))
                 .bind(d.updated_ms);
-        self.bump_then_insert(bump, insert).await
+        self.bump_then_insert(bump, insert, resource_record("agent_deployment.updated", &d.environment_id, &d.id)).await
     }
     async fn get_deployment(&self, id: &str) -> Result<Option<Deployment>> {
         find_one(&self.db, "SELECT d.*, r.pins_json FROM deployments d JOIN deployment_revisions r ON r.deployment_id = d.id AND r.revision = d.revision WHERE d.id = $1", id, deployment).await
@@ -495,6 +519,7 @@ impl SessionsStore for SqlSessionsStore {
         .await
         .map_err(db_err)?;
         let out = insert_events(&mut tx, &se.id, 1, events).await?;
+        stage(&mut tx, &session_records(se, &out), now_ms()).await?;
         upsert_runs(&mut tx, runs).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(out)
@@ -588,6 +613,7 @@ impl SessionsStore for SqlSessionsStore {
         let version = i(&row, "version")?;
         let first = last_seq - c.events.len() as i64 + 1;
         let events = insert_events(&mut tx, &se.id, first, &c.events).await?;
+        stage(&mut tx, &session_records(se, &events), now_ms()).await?;
         upsert_runs(&mut tx, &c.runs).await?;
         tx.commit().await.map_err(db_err)?;
         let mut after = se.clone();

@@ -1,0 +1,14 @@
+CREATE TABLE outbox (
+    id BIGSERIAL PRIMARY KEY,
+    topic TEXT NOT NULL,
+    msg_key TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    headers_json TEXT NOT NULL,
+    created_ms BIGINT NOT NULL
+);
+CREATE TABLE outbox_relay (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    expires_ms BIGINT NOT NULL
+);
