@@ -83,7 +83,9 @@ async fn separate_serve_processes_on_postgres_pass_the_journey() {
         dir.path(),
         "gateway",
         "gateway",
-        &format!("storage = \"{db}\"\n[endpoints]\ngovernance = \"{control}\"\nmodel-gateway = \"{control}\"\nsessions = \"{sessions}\"\n"),
+        &format!(
+            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{control}\"\nmodel-gateway = \"{control}\"\nsessions = \"{sessions}\"\nwebhooks = \"{control}\"\n"
+        ),
     );
     wait_ready(&gateway).await;
     let admin = Api::new(&gateway, std::fs::read_to_string(&key_file).unwrap().trim());

@@ -159,6 +159,7 @@ impl Node {
         let mut local: BTreeMap<Role, Transport> = BTreeMap::new();
         let mut sweepers = vec![];
         let mut relays: Vec<checkfu_bus::outbox::Relay> = vec![];
+        let mut background: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> = vec![];
         let bus: Arc<dyn checkfu_bus::Bus> = match &opts.kafka_brokers {
             Some(brokers) => {
                 let k = checkfu_bus::kafka::KafkaBus::new(brokers)?;
@@ -250,7 +251,14 @@ impl Node {
             grpc = grpc.add_service(checkfu_scheduler::server());
         }
         if has(Role::Webhooks) {
-            grpc = grpc.add_service(checkfu_webhooks::server());
+            let svc = checkfu_webhooks::open(&opts.storage, opts.allow_private_targets).await.context("opening the webhooks store")?;
+            for topic in [checkfu_bus::SESSION_EVENTS, checkfu_bus::RESOURCE_EVENTS] {
+                background.push(Box::pin(checkfu_webhooks::consume(svc.clone(), bus.clone(), topic, shutdown.clone())));
+            }
+            background.push(Box::pin(checkfu_webhooks::deliver(svc.clone(), std::time::Duration::from_millis(250), shutdown.clone())));
+            let server = checkfu_webhooks::server(svc);
+            local.insert(Role::Webhooks, transport::local(server.clone()));
+            grpc = grpc.add_service(server);
         }
         if has(Role::Memory) {
             grpc = grpc.add_service(checkfu_memory::server());
@@ -270,6 +278,7 @@ impl Node {
                 governance: upstream(Role::Governance)?,
                 sessions: upstream(Role::Sessions)?,
                 model_gateway: upstream(Role::ModelGateway)?,
+                webhooks: upstream(Role::Webhooks)?,
             };
             for role in [Role::Governance, Role::Sessions, Role::ModelGateway] {
                 if !has(role) {
@@ -309,6 +318,9 @@ impl Node {
                 tracing::error!(error = %e, "the listener failed");
             }
         }));
+        for task in background {
+            tasks.push(tokio::spawn(task));
+        }
         for relay in relays {
             tasks.push(tokio::spawn(relay.run(std::time::Duration::from_millis(500), shutdown.clone())));
         }

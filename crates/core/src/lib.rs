@@ -6,6 +6,7 @@ pub mod cache;
 pub mod error;
 pub mod glob;
 pub mod id;
+pub mod net;
 pub mod page;
 pub mod time;
 

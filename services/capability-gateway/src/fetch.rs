@@ -3,7 +3,7 @@
 //! The connection goes to the exact address that was checked (the name is
 //! pinned to it), so a DNS answer cannot change between check and use.
 
-use crate::targets::{host_allowed, is_public};
+use crate::targets::host_allowed;
 use checkfu_core::{Error, Result};
 use checkfu_proto::sessions::v1 as ss;
 use checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient;
@@ -110,14 +110,7 @@ impl WebFetcher {
             return Err(Error::denied(format!("{bare} is not on this session's sandbox allowlist")));
         }
         let port = url.port_or_known_default().unwrap_or(80);
-        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((bare.as_str(), port))
-            .await
-            .map_err(|e| Error::unavailable(format!("cannot resolve {bare}: {e}")))?
-            .collect();
-        let first = *addrs.first().ok_or_else(|| Error::unavailable(format!("{bare} resolves to no address")))?;
-        if !self.allow_private && addrs.iter().any(|a| !is_public(a.ip())) {
-            return Err(Error::denied(format!("{bare} resolves to a private, loopback or link-local address, which is never fetched")));
-        }
+        let first = checkfu_core::net::resolve_target(&bare, port, self.allow_private).await?;
         Ok((bare, first))
     }
 

@@ -362,3 +362,30 @@ pub struct UpdateBudget {
     #[serde(default)]
     pub expected_version: Option<i64>,
 }
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateWebhookEndpoint {
+    /// Where deliveries are POSTed (http or https; private addresses are
+    /// refused unless the installation allows them).
+    pub url: String,
+    /// Event types or globs over them (`session.status_*`).
+    pub event_types: Vec<String>,
+    /// The Environment whose events it receives; omitted, every Environment
+    /// (installation admins only).
+    #[serde(default)]
+    pub environment_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateWebhookEndpoint {
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub event_types: Option<Vec<String>>,
+    #[serde(default)]
+    pub disabled: Option<bool>,
+    #[serde(default)]
+    pub expected_version: Option<i64>,
+}

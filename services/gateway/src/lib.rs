@@ -23,6 +23,7 @@ use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceC
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
 use checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient;
 use checkfu_proto::transport::Transport;
+use checkfu_proto::webhooks::v1::webhooks_service_client::WebhooksServiceClient;
 use checkfu_store::{Db, Location, Migrations};
 use idempotency::IdempotencyStore;
 use std::sync::Arc;
@@ -38,6 +39,7 @@ pub struct AppState {
     pub gov: GovernanceServiceClient<Transport>,
     pub sessions: SessionsServiceClient<Transport>,
     pub models: ModelGatewayServiceClient<Transport>,
+    pub webhooks: WebhooksServiceClient<Transport>,
     pub idem: Arc<IdempotencyStore>,
     /// Cancelled when the node drains: long-lived streams end with it.
     pub shutdown: tokio_util::sync::CancellationToken,
@@ -64,6 +66,7 @@ pub struct Upstreams {
     pub governance: Transport,
     pub sessions: Transport,
     pub model_gateway: Transport,
+    pub webhooks: Transport,
 }
 
 impl AppState {
@@ -89,6 +92,7 @@ impl AppState {
             gov: GovernanceServiceClient::new(up.governance).max_decoding_message_size(MAX),
             sessions: SessionsServiceClient::new(up.sessions).max_decoding_message_size(MAX),
             models: ModelGatewayServiceClient::new(up.model_gateway).max_decoding_message_size(MAX),
+            webhooks: WebhooksServiceClient::new(up.webhooks).max_decoding_message_size(MAX),
             idem,
             shutdown,
             sse_ping,
@@ -148,6 +152,7 @@ async fn method_not_allowed(req: Request, next: Next) -> Response {
         (name = "governance", description = "PermissionAssignments, ActionPolicies, audit"),
         (name = "approvals", description = "ActionApprovals and StandingApprovals"),
         (name = "budgets", description = "Budgets: caps on model spend or tokens"),
+        (name = "webhooks", description = "Outbound webhook endpoints and their deliveries"),
         (name = "agents", description = "Agents and their immutable versions"),
         (name = "sandboxes", description = "SandboxProfiles and their immutable revisions"),
         (name = "models", description = "ModelRoutingProfiles and the price catalog"),
@@ -173,7 +178,7 @@ impl utoipa::Modify for BearerAuth {
 /// The `/v1` API and its OpenAPI document, assembled from the annotated
 /// handlers (so every route served is described). No fallback: see [`finish`].
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
-    use routes::{approvals as a, budgets as b, catalog as c, governance as g, identity as i, sessions as s};
+    use routes::{approvals as a, budgets as b, catalog as c, governance as g, identity as i, sessions as s, webhooks as w};
     use utoipa::OpenApi;
     use utoipa_axum::{router::OpenApiRouter, routes};
     OpenApiRouter::with_openapi(ApiDoc::openapi())
@@ -202,6 +207,10 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(b::get_budget, b::update_budget))
         .routes(routes!(b::pause_budget))
         .routes(routes!(b::resume_budget))
+        .routes(routes!(w::create_endpoint, w::list_endpoints))
+        .routes(routes!(w::get_endpoint, w::update_endpoint, w::delete_endpoint))
+        .routes(routes!(w::rotate_secret))
+        .routes(routes!(w::list_deliveries))
         .routes(routes!(c::create_agent, c::list_agents))
         .routes(routes!(c::get_agent, c::update_agent))
         .routes(routes!(c::archive_agent))

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod governance;
 pub mod identity;
 pub mod sessions;
+pub mod webhooks;
 
 use serde::Deserialize;
 use utoipa::IntoParams;

@@ -1,0 +1,91 @@
+//! Network targets the platform reaches on a tenant's behalf (web_fetch,
+//! outbound webhooks): only public addresses, never private, loopback or
+//! link-local ones, unless an installation explicitly allows them.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// Whether an address is on the public internet: not private, loopback,
+/// link-local, unspecified, multicast, broadcast, shared (CGNAT),
+/// documentation, benchmarking or reserved space.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => public_v4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => public_v4(v4),
+            None => public_v6(v6),
+        },
+    }
+}
+
+fn public_v4(ip: Ipv4Addr) -> bool {
+    let o = ip.octets();
+    !(ip.is_private()
+        || ip.is_loopback()
+        || ip.is_link_local()
+        || ip.is_unspecified()
+        || ip.is_multicast()
+        || ip.is_broadcast()
+        || ip.is_documentation()
+        || o[0] == 0
+        || (o[0] == 100 && (64..128).contains(&o[1]))
+        || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+        || (o[0] == 198 && (18..20).contains(&o[1]))
+        || o[0] >= 240)
+}
+
+fn public_v6(ip: Ipv6Addr) -> bool {
+    let s = ip.segments();
+    !(ip.is_loopback()
+        || ip.is_unspecified()
+        || ip.is_multicast()
+        || (s[0] & 0xfe00) == 0xfc00
+        || (s[0] & 0xffc0) == 0xfe80
+        || (s[0] == 0x2001 && s[1] == 0x0db8)
+        || (s[0] == 0x0064 && s[1] == 0xff9b))
+}
+
+/// Resolves `host:port` and returns the one address to connect to, refusing
+/// (as `permission.denied`) a name with any non-public address unless
+/// `allow_private`. Connecting to exactly this address (pinning it) keeps a
+/// later DNS answer from changing the target after the check.
+pub async fn resolve_target(host: &str, port: u16, allow_private: bool) -> crate::Result<std::net::SocketAddr> {
+    let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| crate::Error::unavailable(format!("cannot resolve {host}: {e}")))?
+        .collect();
+    let first = *addrs.first().ok_or_else(|| crate::Error::unavailable(format!("{host} resolves to no address")))?;
+    if !allow_private && addrs.iter().any(|a| !is_public(a.ip())) {
+        return Err(crate::Error::denied(format!(
+            "{host} resolves to a private, loopback or link-local address, which is never contacted"
+        )));
+    }
+    Ok(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_public_addresses_are_reachable() {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "224.0.0.1",
+        ] {
+            assert!(!is_public(private.parse().expect("ip")), "{private} must be refused");
+        }
+        for public in ["1.1.1.1", "93.184.216.34", "2606:4700:4700::1111"] {
+            assert!(is_public(public.parse().expect("ip")), "{public} is public");
+        }
+    }
+}
