@@ -21,6 +21,7 @@ pub struct Tuning {
     pub approval_ttl: Duration,
     pub approval_sweep: Duration,
     pub allow_private_targets: bool,
+    pub rate_limit_per_second: u32,
 }
 
 impl Default for Tuning {
@@ -30,6 +31,7 @@ impl Default for Tuning {
             approval_ttl: Duration::from_secs(3600),
             approval_sweep: Duration::from_millis(250),
             allow_private_targets: false,
+            rate_limit_per_second: 2_000,
         }
     }
 }
@@ -83,6 +85,8 @@ impl Platform {
             approvals: checkfu::ApprovalTiming { ttl: tuning.approval_ttl, sweep_every: tuning.approval_sweep },
             allow_private_targets: tuning.allow_private_targets,
             kafka_brokers: None,
+            redis_url: None,
+            rate_limit_per_second: tuning.rate_limit_per_second,
         };
         let node = Node::start(listener, opts).await.unwrap();
         let base = format!("http://{}", node.addr);

@@ -296,3 +296,34 @@ async fn session_creation_rules() {
     expect(&a.post("/v1/agents", json!({"environment_id": env2, "name": "z"})).await, 409, Some("validation.conflict"));
     p.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_principal_is_rate_limited_with_retry_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start_timed(dir.path(), Tuning { rate_limit_per_second: 5, ..Default::default() }).await;
+    let a = &p.admin;
+    // The other principal first, while its window is fresh.
+    let prin = a.post("/v1/principals", json!({"kind": "service", "name": "calm"})).await;
+    let key = a.post(&format!("/v1/principals/{}/api-keys", id(&prin.1)), json!({"name": "k"})).await;
+    let calm = Api::new(&p.base, key.1["secret"].as_str().unwrap());
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let mut limited = None;
+    for _ in 0..8 {
+        let r = a.get("/v1/environments").await;
+        if r.0 == 429 {
+            limited = Some(r);
+            break;
+        }
+    }
+    let r = limited.expect("more than 5 requests in a second are refused");
+    expect(&r, 429, Some("rate_limited"));
+    let retry: u64 = r.2.get("retry-after").unwrap().to_str().unwrap().parse().unwrap();
+    assert!((1..=1).contains(&retry), "retry-after in whole seconds: {retry}");
+    assert_eq!(r.1["error"]["details"]["limit_per_second"], 5);
+    expect(&calm.get(&format!("/v1/principals/{}", id(&prin.1))).await, 200, None);
+    // Unauthenticated probes are not counted against anyone and stay open.
+    assert_eq!(reqwest::get(format!("{}/healthz", p.base)).await.unwrap().status(), 200);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    expect(&a.get("/v1/environments").await, 200, None);
+    p.stop().await;
+}

@@ -9,6 +9,9 @@
 //! # Kafka bootstrap servers for durable events (CHECKFU_KAFKA_BROKERS
 //! # overrides it); without it events stay on an in-process bus.
 //! kafka_brokers = "kafka-0.kafka:9092"
+//! # Redis for live fan-out across replicas and shared rate limits
+//! # (CHECKFU_REDIS_URL overrides it); without it both stay in process.
+//! redis_url = "redis://redis:6379"
 //!
 //! [endpoints]          # roles this process does not play (a runner needs
 //!                      # sessions, model-gateway and governance)
@@ -30,6 +33,7 @@ pub struct FileConfig {
     pub storage: Option<String>,
     pub bootstrap_key_file: Option<PathBuf>,
     pub kafka_brokers: Option<String>,
+    pub redis_url: Option<String>,
     #[serde(default)]
     pub endpoints: BTreeMap<String, String>,
 }

@@ -40,6 +40,17 @@ pub struct NodeOptions {
     /// Kafka bootstrap servers; `None` keeps durable events on the
     /// in-process bus (the embedded installation).
     pub kafka_brokers: Option<String>,
+    /// Redis for live fan-out across replicas and shared rate limits;
+    /// `None` keeps both in process.
+    pub redis_url: Option<String>,
+    /// Requests per second one principal may make (per installation).
+    pub rate_limit_per_second: u32,
+}
+
+/// The per-principal limit: 2,000 requests per second, or
+/// `CHECKFU_RATE_LIMIT_PER_SECOND`.
+pub fn rate_limit_from_env() -> u32 {
+    std::env::var("CHECKFU_RATE_LIMIT_PER_SECOND").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(2_000)
 }
 
 /// `CHECKFU_ALLOW_PRIVATE_TARGETS=true`.
@@ -159,6 +170,10 @@ impl Node {
         let mut local: BTreeMap<Role, Transport> = BTreeMap::new();
         let mut sweepers = vec![];
         let mut relays: Vec<checkfu_bus::outbox::Relay> = vec![];
+        let redis = match &opts.redis_url {
+            Some(url) => Some(checkfu_ephemeral::redis_impl::Redis::connect(url).await.context("connecting to Redis")?),
+            None => None,
+        };
         let mut background: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> = vec![];
         let bus: Arc<dyn checkfu_bus::Bus> = match &opts.kafka_brokers {
             Some(brokers) => {
@@ -216,7 +231,10 @@ impl Node {
             };
             let (svc, db) = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
             let relay = checkfu_bus::outbox::Relay::new(db, bus.clone(), "sessions");
-            let svc = svc.with_governance(governance).with_outbox_wake(relay.wake.clone());
+            let mut svc = svc.with_governance(governance).with_outbox_wake(relay.wake.clone());
+            if let Some(r) = &redis {
+                svc = svc.with_fanout(Arc::new(r.clone())).await.context("subscribing to the live fan-out")?;
+            }
             relays.push(relay);
             sweepers.push(svc.clone());
             if opts.embedded {
@@ -285,7 +303,12 @@ impl Node {
                     readiness.checks.push((role.name().into(), remote_ready(channel(&remote_url(role)?)?)));
                 }
             }
-            let state = checkfu_gateway::AppState::open(&opts.storage, up, shutdown.clone(), opts.sse_ping)
+            let limiter: Arc<dyn checkfu_ephemeral::RateLimiter> = match &redis {
+                Some(r) => Arc::new(r.clone()),
+                None => Arc::new(checkfu_ephemeral::memory::MemoryLimiter::default()),
+            };
+            let limits = checkfu_gateway::RateLimits { limiter, per_second: opts.rate_limit_per_second };
+            let state = checkfu_gateway::AppState::open(&opts.storage, up, shutdown.clone(), opts.sse_ping, limits)
                 .await
                 .context("opening the gateway store")?;
             let idem = state.idem.clone();

@@ -40,6 +40,8 @@ pub struct AppState {
     pub sessions: SessionsServiceClient<Transport>,
     pub models: ModelGatewayServiceClient<Transport>,
     pub webhooks: WebhooksServiceClient<Transport>,
+    /// Per-principal request limits, shared by every gateway replica.
+    pub limits: RateLimits,
     pub idem: Arc<IdempotencyStore>,
     /// Cancelled when the node drains: long-lived streams end with it.
     pub shutdown: tokio_util::sync::CancellationToken,
@@ -62,6 +64,14 @@ pub struct SessionFacts {
 pub const SESSION_FACTS_CACHE: usize = 100_000;
 
 /// How the gateway reaches the services it calls (local or remote).
+/// How many requests one principal may make per second, counted in a
+/// limiter every gateway replica shares (Redis in production).
+#[derive(Clone)]
+pub struct RateLimits {
+    pub limiter: Arc<dyn checkfu_ephemeral::RateLimiter>,
+    pub per_second: u32,
+}
+
 pub struct Upstreams {
     pub governance: Transport,
     pub sessions: Transport,
@@ -75,6 +85,7 @@ impl AppState {
         up: Upstreams,
         shutdown: tokio_util::sync::CancellationToken,
         sse_ping: std::time::Duration,
+        limits: RateLimits,
     ) -> Result<AppState> {
         let db = Db::open(location, "gateway", &MIGRATIONS).await?;
         let idem = Arc::new(IdempotencyStore::new(db));
@@ -93,6 +104,7 @@ impl AppState {
             sessions: SessionsServiceClient::new(up.sessions).max_decoding_message_size(MAX),
             models: ModelGatewayServiceClient::new(up.model_gateway).max_decoding_message_size(MAX),
             webhooks: WebhooksServiceClient::new(up.webhooks).max_decoding_message_size(MAX),
+            limits,
             idem,
             shutdown,
             sse_ping,

@@ -123,6 +123,13 @@ impl SessionsService {
         }
     }
 
+    /// Shares live events and previews with the other sessions replicas
+    /// through `fanout` (Redis pub/sub in production).
+    pub async fn with_fanout(mut self, fanout: Arc<dyn checkfu_ephemeral::Fanout>) -> Result<Self> {
+        self.hub = Hub::shared(fanout).await?;
+        Ok(self)
+    }
+
     pub fn with_outbox_wake(mut self, wake: Arc<Notify>) -> Self {
         self.outbox_wake = Some(wake);
         self
