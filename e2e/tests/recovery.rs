@@ -189,3 +189,44 @@ async fn a_message_sent_while_running_steers_the_same_run() {
     assert_eq!(replies, vec![json!("echo: actually, this")]);
     p.stop().await;
 }
+
+/// A runner that died after recording an allowed tool call but before its
+/// result: the resumed Run answers the call (it runs again, at least once)
+/// before asking the model anything, so no tool use is left dangling.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_call_left_unanswered_by_a_dead_runner_is_answered_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start_roles(dir.path(), without_runner()).await;
+    let d = deploy(&p.admin, &p.env_id, json!({"tools": [{"type": "builtin", "name": "read"}]})).await;
+    let me = p.admin_id.clone();
+    let s =
+        p.admin.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "read it")]})).await;
+    let sid = id(&s.1);
+    let mut client = runner_client(&p).await;
+    let work = claim(&mut client).await;
+    let lease = work.lease.clone().unwrap();
+    let ev = |t: &str, p: serde_json::Value| rp::NewEvent { r#type: t.into(), payload_json: p.to_string() };
+    client
+        .append_events(rp::AppendEventsRequest {
+            lease: Some(lease),
+            events: vec![
+                ev("agent.tool_use", json!({"tool_use_id": "toolu_orphan", "name": "read", "input": {"path": "missing.txt"}, "evaluated_permission": "allow"})),
+                ev("run.action_authorized", json!({"tool_use_id": "toolu_orphan"})),
+            ],
+        })
+        .await
+        .unwrap();
+    p.stop().await;
+
+    let p = Platform::start(dir.path()).await;
+    assert_eq!(settle(&p.admin, &sid).await["stop_reason"]["type"], "end_turn");
+    let all = events(&p.admin, &sid).await;
+    assert_gapless(&all);
+    let results: Vec<_> =
+        all.iter().filter(|e| e["type"] == "agent.tool_result" && e["payload"]["tool_use_id"] == "toolu_orphan").collect();
+    assert_eq!(results.len(), 1, "the orphaned call is answered exactly once");
+    assert_eq!(all.iter().filter(|e| e["type"] == "run.action_authorized").count(), 1, "not authorized twice");
+    let last = all.iter().rev().find(|e| e["type"] == "agent.message").unwrap();
+    assert!(last["payload"]["content"][0]["text"].as_str().unwrap().starts_with("tool read returned:"), "{last}");
+    p.stop().await;
+}

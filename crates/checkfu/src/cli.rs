@@ -138,7 +138,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 remotes: file.remotes()?,
                 bootstrap_key_file: file.bootstrap_key_file.clone(),
                 embedded: false,
-                runner: checkfu_runner::RunnerConfig::default(),
+                runner: checkfu_runner::RunnerConfig::from_env(),
                 sse_ping: crate::node::sse_ping_from_env(),
                 approvals: crate::node::ApprovalTiming::from_env(),
                 allow_private_targets: crate::node::private_targets_from_env(),

@@ -232,6 +232,10 @@ impl Node {
             let (svc, db) = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
             let relay = checkfu_bus::outbox::Relay::new(db, bus.clone(), "sessions");
             let mut svc = svc.with_governance(governance).with_outbox_wake(relay.wake.clone());
+            // A shorter lease hands a dead replica's Runs over sooner (tests).
+            if let Some(ms) = std::env::var("CHECKFU_RUN_LEASE_MS").ok().and_then(|v| v.parse::<i64>().ok()).filter(|m| *m >= 1000) {
+                svc = svc.with_lease_ms(ms);
+            }
             if let Some(r) = &redis {
                 svc = svc.with_fanout(Arc::new(r.clone())).await.context("subscribing to the live fan-out")?;
             }

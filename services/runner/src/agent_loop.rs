@@ -88,8 +88,8 @@ impl Runner {
                 return Ok((t.cursor, vec![], json!({"type": "end_turn"})));
             }
             if !t.outstanding.is_empty() {
-                // Gated calls from before the wait: answer them first.
-                let decided = Self::resume_gated(work, &t.outstanding);
+                // Calls from before this Run: answer them first.
+                let decided = Self::resume_outstanding(work, &t.outstanding);
                 match self.act(work, lease, t, decided, vec![], None).await? {
                     Turn::Waiting(events) => return Ok((t.cursor, events, json!({"type": "requires_action"}))),
                     Turn::CalledTools { folded, budget_reached: b } => (caught_up, budget_reached) = (folded, b),

@@ -36,11 +36,14 @@ pub struct Decided {
     pub resumed: Option<Resumed>,
 }
 
-/// How the approval of a resumed gated call came out.
+/// How a call from before this Run (gated, or left unanswered by a runner
+/// that died) is settled now.
 #[derive(Debug, Clone)]
 pub struct Resumed {
     pub approved: bool,
     pub approval_id: Option<String>,
+    /// `run.action_authorized` is already in the log.
+    pub authorized: bool,
 }
 
 impl Decided {
@@ -208,7 +211,7 @@ impl Runner {
                 json!({"tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition}).to_string(),
             ));
         }
-        if d.runs() {
+        if d.runs() && !d.resumed.as_ref().is_some_and(|r| r.authorized) {
             let mut auth = json!({"tool_use_id": id});
             if let Some(a) = d.resumed.as_ref().and_then(|r| r.approval_id.as_ref()) {
                 auth["action_approval_id"] = json!(a);
@@ -250,17 +253,20 @@ impl Runner {
         Some(("policy.denied", json!({"tool_use_id": d.call.id, "matched_rule_id": d.matched_rule_id, "guidance": guidance}).to_string()))
     }
 
-    /// Gated calls from an earlier Run, now resolved: approved ones run
-    /// with the arguments frozen in the log, denied or expired ones are
-    /// refused, and ones whose wait ended without a decision (an interrupt)
-    /// are refused too, so every tool use gets an answer.
-    pub(crate) fn resume_gated(work: &pb::WorkItem, outstanding: &[crate::transcript::Outstanding]) -> Vec<Decided> {
+    /// Calls from before this Run still owed an answer, settled from the
+    /// log: approved ones (and allowed ones a dead runner never answered —
+    /// at least once) run with the arguments recorded there; denied or
+    /// expired ones are refused; ones whose wait ended without a decision
+    /// (an interrupt) are refused too, so every tool use gets an answer.
+    pub(crate) fn resume_outstanding(work: &pb::WorkItem, outstanding: &[crate::transcript::Outstanding]) -> Vec<Decided> {
         let tools: Vec<Value> = serde_json::from_str(&work.tools_json).unwrap_or_default();
         outstanding
             .iter()
             .map(|o| {
-                let approved = o.decision.as_deref() == Some("approve") || (o.decision.is_none() && o.authorized);
+                let approved = o.decision.as_deref() == Some("approve")
+                    || (o.decision.is_none() && (o.authorized || o.evaluated_permission == "allow"));
                 let reason = match (o.status.as_deref(), &o.deny_message) {
+                    _ if o.evaluated_permission == "deny" => "denied by policy".to_string(),
                     (_, Some(m)) => format!("the approver declined: {m}"),
                     (Some("expired"), _) => "the approval expired without a response".to_string(),
                     (Some(_), _) => "the approver declined this call".to_string(),
@@ -270,12 +276,12 @@ impl Runner {
                     call: mg::ToolUse { id: o.tool_use_id.clone(), name: o.name.clone(), input_json: o.input.to_string() },
                     input: o.input.clone(),
                     declaration: declaration(&tools, &o.name).cloned(),
-                    disposition: "require_approval".into(),
+                    disposition: o.evaluated_permission.clone(),
                     matched_rule_id: None,
                     reason,
                     standing_approval_id: None,
                     pending_approval: None,
-                    resumed: Some(Resumed { approved, approval_id: o.approval_id.clone() }),
+                    resumed: Some(Resumed { approved, approval_id: o.approval_id.clone(), authorized: o.authorized }),
                 }
             })
             .collect()

@@ -12,16 +12,19 @@ pub struct Transcript {
     /// An interrupt arrived at or after the Run's start.
     pub interrupted: bool,
     pub cursor: i64,
-    /// Gated tool uses not answered yet, in the order the model made them.
+    /// Tool uses not answered yet, in the order the model made them: ones
+    /// waiting on approval, and any a crashed runner left unanswered.
     pub outstanding: Vec<Outstanding>,
 }
 
-/// A tool use that needed approval and has no result yet.
+/// A tool use with no answer yet.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outstanding {
     pub tool_use_id: String,
     pub name: String,
     pub input: Value,
+    /// How governance decided it: `allow`, `require_approval` or `deny`.
+    pub evaluated_permission: String,
     pub approval_id: Option<String>,
     /// `approve` or `deny` once the approval is resolved.
     pub decision: Option<String>,
@@ -101,11 +104,12 @@ impl Transcript {
                 "user.message" => self.push("user", B::Text(text_of(&p, "content"))),
                 "agent.message" => self.push("assistant", B::Text(text_of(&p, "content"))),
                 "agent.tool_use" => {
-                    if p.get("evaluated_permission").and_then(Value::as_str) == Some("require_approval") {
+                    {
                         self.outstanding.push(Outstanding {
                             tool_use_id: str_field(&p, "tool_use_id"),
                             name: str_field(&p, "name"),
                             input: p.get("input").cloned().unwrap_or_else(|| serde_json::json!({})),
+                            evaluated_permission: str_field(&p, "evaluated_permission"),
                             approval_id: None,
                             decision: None,
                             status: None,
