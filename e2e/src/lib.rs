@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod procs;
 pub mod sse;
 
 /// Timings a test may shorten.
@@ -283,7 +284,9 @@ pub fn types(events: &[Value]) -> Vec<String> {
 /// The quick-start journey as any client would run it against any
 /// installation: deploy, a service principal with a key and `invoke`, a
 /// session acting as it, a streamed turn, a resumed stream, a gapless log.
-pub async fn run_journey(base: &str, admin: &Api, env_id: &str) {
+/// Requests go through `base`; the live stream is read through
+/// `stream_base` (another gateway replica, or the same one).
+pub async fn run_journey(base: &str, stream_base: &str, admin: &Api, env_id: &str) {
     use sse::Stream;
     let d = deploy(admin, env_id, json!({"instructions": "Be brief."})).await;
     let bot = admin.post("/v1/principals", json!({"kind": "service", "name": "journey-bot"})).await;
@@ -303,7 +306,8 @@ pub async fn run_journey(base: &str, admin: &Api, env_id: &str) {
     let s = bot_api.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "principal_id": bot_id})).await;
     expect(&s, 201, None);
     let sid = id(&s.1);
-    let mut stream = Stream::open(base, &secret, &format!("/v1/sessions/{sid}/events/stream?event_deltas=agent.message"), None).await;
+    let mut stream =
+        Stream::open(stream_base, &secret, &format!("/v1/sessions/{sid}/events/stream?event_deltas=agent.message"), None).await;
     expect(&bot_api.post(&format!("/v1/sessions/{sid}/events"), message(&bot_id, "hello mesh")).await, 201, None);
     let frames = stream.until(Duration::from_secs(20), |f| f.event == "session.status_idle").await;
     let ids: Vec<i64> = frames.iter().filter_map(|f| f.id.as_ref()).map(|i| i.parse().unwrap()).collect();
@@ -311,7 +315,7 @@ pub async fn run_journey(base: &str, admin: &Api, env_id: &str) {
     assert!(frames.iter().any(|f| f.event == "event_delta"), "previews reach the stream");
     let reply = frames.iter().find(|f| f.event == "agent.message").unwrap().json();
     assert_eq!(reply["payload"]["content"][0]["text"], "echo: hello mesh");
-    let mut resumed = Stream::open(base, &secret, &format!("/v1/sessions/{sid}/events/stream"), Some(3)).await;
+    let mut resumed = Stream::open(stream_base, &secret, &format!("/v1/sessions/{sid}/events/stream"), Some(3)).await;
     let first = resumed.next(Duration::from_secs(5)).await.unwrap();
     assert_eq!(first.id.as_deref(), Some("4"));
     let all = events(&bot_api, &sid).await;

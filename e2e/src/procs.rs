@@ -1,0 +1,93 @@
+//! Separate `checkfu serve` processes for the multi-process e2e tests, and
+//! the real services they run against.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// The `checkfu` binary next to the test's directory (built by the
+/// workspace test build: `crates/checkfu` has integration tests).
+pub fn binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap();
+    let bin = dir.join("checkfu");
+    assert!(bin.exists(), "{} is missing: run the workspace tests (cargo nextest run --workspace), which build it", bin.display());
+    bin
+}
+
+/// A child process, killed when dropped.
+pub struct Proc(pub Child);
+
+impl Proc {
+    /// SIGKILL: the process dies without draining anything.
+    pub fn kill_hard(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill").args([&format!("-{sig}"), &self.0.id().to_string()]).status().map(|s| s.success()).unwrap_or(false);
+        assert!(ok, "kill -{sig} failed");
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `checkfu serve --roles ROLES` with `config` (TOML) and `env`;
+/// returns it with its address (`http://...`). Its log is `DIR/NAME.log`.
+pub fn serve(dir: &Path, name: &str, roles: &str, config: &str, env: &[(&str, &str)]) -> (Proc, String) {
+    let cfg = dir.join(format!("{name}.toml"));
+    std::fs::write(&cfg, config).unwrap();
+    let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
+    let mut child = Command::new(binary())
+        .args(["serve", "--roles", roles, "--config", cfg.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines.next().unwrap_or_else(|| panic!("{name} exited; see {}", dir.join(format!("{name}.log")).display())).unwrap();
+    let addr = line.rsplit(" on ").next().unwrap().trim().to_string();
+    std::thread::spawn(move || for _ in lines {});
+    (Proc(child), format!("http://{addr}"))
+}
+
+/// A fresh database on the server of `base_url`; returns its URL.
+pub async fn fresh_database(base_url: &str, tag: &str) -> String {
+    sqlx::any::install_default_drivers();
+    let name = format!("checkfu_{tag}_{}", std::process::id());
+    let pool = sqlx::AnyPool::connect(base_url).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}"))).execute(&pool).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&pool).await.unwrap();
+    pool.close().await;
+    let (prefix, _) = base_url.rsplit_once('/').unwrap();
+    format!("{prefix}/{name}")
+}
+
+/// A private tansu broker on a free port (from `CHECKFU_TANSU_BIN`, or
+/// `tansu` on the PATH); `None` when there is no binary.
+pub fn broker(dir: &Path) -> Option<(Proc, String)> {
+    let bin = std::env::var("CHECKFU_TANSU_BIN").unwrap_or_else(|_| "tansu".into());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+    let url = format!("tcp://127.0.0.1:{port}");
+    let log = std::fs::File::create(dir.join("tansu.log")).ok()?;
+    let child = Command::new(bin)
+        .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url, "--storage-engine", "memory://tansu/"])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .ok()?;
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some((Proc(child), format!("127.0.0.1:{port}")));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    None
+}

@@ -1,0 +1,185 @@
+//! The production topology on real services: PostgreSQL, a Kafka-protocol
+//! broker (tansu) and Redis behind separate processes — two gateways, two
+//! sessions replicas (each with a runner) and one of every other role. The
+//! journey runs with its stream on the other gateway; a broker stopped
+//! mid-journey delays webhook deliveries but loses none; a sessions replica
+//! killed with SIGKILL mid-Run is taken over and the Session settles with a
+//! gapless log. Runs when `CHECKFU_TEST_POSTGRES_URL`,
+//! `CHECKFU_TEST_REDIS_URL` and `CHECKFU_TANSU_BIN` are set (CI sets them).
+#![allow(clippy::unwrap_used)]
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::routing::post;
+use checkfu_e2e::procs::{Proc, broker, fresh_database, serve};
+use checkfu_e2e::sse::Stream;
+use checkfu_e2e::*;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+type Seen = Arc<Mutex<Vec<Value>>>;
+
+async fn receiver() -> (Seen, String) {
+    let seen: Seen = Arc::default();
+    let s = seen.clone();
+    let app = Router::new().route(
+        "/hook",
+        post(move |body: Bytes| {
+            let s = s.clone();
+            async move {
+                s.lock().unwrap().push(serde_json::from_slice(&body).unwrap());
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://127.0.0.1:{}/hook", listener.local_addr().unwrap().port());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (seen, url)
+}
+
+fn delivered(seen: &Seen, session: &str) -> Vec<String> {
+    seen.lock().unwrap().iter().filter(|v| v["data"]["session_id"] == session).map(|v| v["type"].as_str().unwrap().to_string()).collect()
+}
+
+async fn wait_delivered(seen: &Seen, session: &str, types: &[&str], within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    while tokio::time::Instant::now() < deadline {
+        let got = delivered(seen, session);
+        if types.iter().all(|t| got.iter().any(|g| g == t)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("webhooks for {session} never all arrived: want {types:?}, got {:?}", delivered(seen, session));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
+    let (Ok(pg), Ok(redis), Ok(_)) =
+        (std::env::var("CHECKFU_TEST_POSTGRES_URL"), std::env::var("CHECKFU_TEST_REDIS_URL"), std::env::var("CHECKFU_TANSU_BIN"))
+    else {
+        eprintln!("PostgreSQL, Redis or tansu is not configured; skipping the distributed e2e");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = fresh_database(&pg, "dist").await;
+    let (kafka, brokers) = broker(dir.path()).expect("a tansu broker");
+    let key_file = dir.path().join("admin.key");
+    let base_env = [
+        ("CHECKFU_KAFKA_BROKERS", brokers.as_str()),
+        ("CHECKFU_REDIS_URL", redis.as_str()),
+        ("CHECKFU_ALLOW_PRIVATE_TARGETS", "true"),
+        ("CHECKFU_RUN_LEASE_MS", "4000"),
+        ("CHECKFU_RUNNER_HEARTBEAT_MS", "1000"),
+    ];
+    let (_control, control) = serve(
+        dir.path(),
+        "control",
+        "governance,model-gateway,scheduler,webhooks,memory",
+        &format!("storage = \"{db}\"\nbootstrap_key_file = \"{}\"\n", key_file.display()),
+        &base_env,
+    );
+    let runner_ids = [checkfu_core::id::new_id("rnr"), checkfu_core::id::new_id("rnr")];
+    let mut replicas: Vec<(Proc, String)> = vec![];
+    for (i, rid) in runner_ids.iter().enumerate() {
+        let ws = dir.path().join(format!("ws{i}"));
+        let mut env = base_env.to_vec();
+        env.push(("CHECKFU_RUNNER_ID", rid));
+        env.push(("CHECKFU_WORKSPACES", ws.to_str().unwrap()));
+        replicas.push(serve(
+            dir.path(),
+            &format!("sessions-{i}"),
+            "sessions,runner,capability-gateway",
+            &format!("storage = \"{db}\"\n[endpoints]\nmodel-gateway = \"{control}\"\ngovernance = \"{control}\"\n"),
+            &env,
+        ));
+    }
+    let mut gateways = vec![];
+    for (i, (_, sessions)) in replicas.iter().enumerate() {
+        let cfg = format!(
+            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{control}\"\nmodel-gateway = \"{control}\"\nsessions = \"{sessions}\"\nwebhooks = \"{control}\"\n"
+        );
+        gateways.push(serve(dir.path(), &format!("gateway-{i}"), "gateway", &cfg, &base_env));
+    }
+    let (g0, g1) = (gateways[0].1.clone(), gateways[1].1.clone());
+    wait_ready(&g0).await;
+    wait_ready(&g1).await;
+    let key = std::fs::read_to_string(&key_file).unwrap().trim().to_string();
+    let a0 = Api::new(&g0, &key);
+    let a1 = Api::new(&g1, &key);
+    let envs = a0.get("/v1/environments").await;
+    let env_id = id(&envs.1["data"][0]);
+    let me = a0.get("/v1/principals").await.1["data"][0]["id"].as_str().unwrap().to_string();
+
+    // 1. The journey through one gateway, its stream through the other.
+    run_journey(&g0, &g1, &a0, &env_id).await;
+
+    // 2. Webhooks keep every event across a broker stop.
+    let (seen, url) = receiver().await;
+    let ep = a0
+        .post("/v1/webhook-endpoints", json!({"url": url, "event_types": ["session.status_*", "run.completed"], "environment_id": env_id}))
+        .await;
+    expect(&ep, 201, None);
+    let d = deploy(&a0, &env_id, json!({"tools": [{"type": "builtin", "name": "bash"}]})).await;
+    let before = a0.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "before")]})).await;
+    let before = id(&before.1);
+    settle(&a0, &before).await;
+    wait_delivered(&seen, &before, &["session.status_running", "session.status_idle", "run.completed"], Duration::from_secs(60)).await;
+
+    kafka.signal("STOP");
+    let during = a1.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "during")]})).await;
+    expect(&during, 201, None);
+    let during = id(&during.1);
+    assert_eq!(settle(&a1, &during).await["stop_reason"]["type"], "end_turn", "work goes on with the broker stopped");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(delivered(&seen, &during).is_empty(), "nothing can pass a stopped broker");
+    kafka.signal("CONT");
+    wait_delivered(&seen, &during, &["session.status_running", "session.status_idle", "run.completed"], Duration::from_secs(90)).await;
+
+    // 3. SIGKILL the sessions replica running a Run: another takes it over.
+    let allow = json!({"environment_id": env_id, "name": "bash-ok", "rules": [
+        {"subject": {"kind": "*", "id_glob": "*"}, "resource": {"kind": "tool", "id_glob": "bash"}, "permission_glob": "*", "disposition": "allow"}
+    ]});
+    expect(&a0.post("/v1/action-policies", allow).await, 201, None);
+    let s = a0.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id})).await;
+    let sid = id(&s.1);
+    let mut stream = Stream::open(&g1, &key, &format!("/v1/sessions/{sid}/events/stream"), None).await;
+    expect(
+        &a0.post(&format!("/v1/sessions/{sid}/events"), message(&me, "call bash {\"command\": \"sleep 3; echo survived\"}")).await,
+        201,
+        None,
+    );
+    stream.until(Duration::from_secs(30), |f| f.event == "run.action_authorized").await;
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&db).await.unwrap();
+    let holder: String = sqlx::query_scalar("SELECT runner_id FROM sessions.runs WHERE session_id = $1 AND status = 'running'")
+        .bind(&sid)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let victim = runner_ids.iter().position(|r| *r == holder).expect("a replica's runner holds the Run");
+    replicas[victim].0.kill_hard();
+    let survivor = if victim == 0 { &a1 } else { &a0 };
+    let mut settled = Value::Null;
+    for _ in 0..300 {
+        settled = survivor.get(&format!("/v1/sessions/{sid}")).await.1;
+        if settled["status"] == "idle" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(settled["stop_reason"]["type"], "end_turn", "the Run was taken over and settled: {settled}");
+    let all = events(survivor, &sid).await;
+    assert_gapless(&all);
+    let uses: Vec<&Value> = all.iter().filter(|e| e["type"] == "agent.tool_use").collect();
+    assert_eq!(uses.len(), 1);
+    let answers =
+        all.iter().filter(|e| e["type"] == "agent.tool_result" && e["payload"]["tool_use_id"] == uses[0]["payload"]["tool_use_id"]).count();
+    assert_eq!(answers, 1, "answered exactly once");
+    assert_eq!(all.iter().filter(|e| e["type"] == "run.created").count(), 1, "the same Run resumed");
+    let new_holder: String =
+        sqlx::query_scalar("SELECT runner_id FROM sessions.runs WHERE session_id = $1").bind(&sid).fetch_one(&pool).await.unwrap();
+    assert_ne!(new_holder, holder, "the other replica settled it");
+}
