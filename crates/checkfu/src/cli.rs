@@ -42,6 +42,12 @@ pub enum Command {
         #[arg(long)]
         listen: Option<String>,
     },
+    /// Apply every service's database migrations and exit (the Helm chart's
+    /// pre-install/pre-upgrade hook). Storage as for `serve`.
+    Migrate {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Work with Sessions from the command line.
     Session {
         #[command(flatten)]
@@ -87,6 +93,25 @@ async fn run_until_signal(node: Node) {
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Session { client, action } => crate::client::session(client, action, &mut std::io::stdout()).await,
+        Command::Migrate { config } => {
+            let file = match config {
+                Some(c) => FileConfig::load(&c)?,
+                None => FileConfig::default(),
+            };
+            let storage = std::env::var("CHECKFU_DATABASE_URL").ok().or(file.storage.clone()).unwrap_or_else(|| ".checkfu".into());
+            let location = Location::parse(&storage);
+            for (service, m) in [
+                ("governance", &checkfu_governance::MIGRATIONS),
+                ("sessions", &checkfu_sessions::MIGRATIONS),
+                ("model_gateway", &checkfu_model_gateway::MIGRATIONS),
+                ("gateway", &checkfu_gateway::MIGRATIONS),
+                ("webhooks", &checkfu_webhooks::MIGRATIONS),
+            ] {
+                checkfu_store::Db::open(&location, service, m).await.with_context(|| format!("migrating {service}"))?;
+                println!("migrated {service}");
+            }
+            Ok(())
+        }
         Command::Approvals { client, action } => crate::approvals_cli::approvals(client, action, &mut std::io::stdout()).await,
         Command::Up { data_dir, listen, allow_private_targets } => {
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("binding {listen}"))?;

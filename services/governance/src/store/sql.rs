@@ -164,10 +164,15 @@ impl GovernanceStore for SqlGovernanceStore {
 
     async fn bootstrap(&self, admin: &Principal, grant: &Assignment, env: &Environment, key: &ApiKey, secret_sha256: &str) -> Result<bool> {
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        let n: i64 =
-            sqlx::query("SELECT COUNT(*) AS n FROM principals").fetch_one(&mut *tx).await.map_err(db_err)?.try_get("n").map_err(db_err)?;
-        if n > 0 {
-            return Ok(false);
+        // The singleton row decides a race between replicas starting at once.
+        let first = sqlx::query("INSERT INTO installation (id, bootstrapped_ms) VALUES ('installation', $1)")
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await;
+        match first {
+            Ok(_) => {}
+            Err(e) if checkfu_store::is_unique_violation(&e) => return Ok(false),
+            Err(e) => return Err(db_err(e)),
         }
         bind_principal!(sqlx::query(INSERT_PRINCIPAL), admin).execute(&mut *tx).await.map_err(db_err)?;
         bind_assignment!(sqlx::query(INSERT_ASSIGNMENT), grant).execute(&mut *tx).await.map_err(db_err)?;

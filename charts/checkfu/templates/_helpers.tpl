@@ -1,0 +1,36 @@
+{{- define "checkfu.fullname" -}}
+{{- printf "%s" .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "checkfu.labels" -}}
+app.kubernetes.io/name: checkfu
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "checkfu.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "checkfu.serviceAccountName" -}}
+{{- default (include "checkfu.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{/* The env every role gets: storage, bus, fan-out, limits — by Secret reference. */}}
+{{- define "checkfu.env" -}}
+- name: CHECKFU_DATABASE_URL
+  valueFrom:
+    secretKeyRef: {name: {{ .Values.secrets.existingSecret }}, key: database-url}
+- name: CHECKFU_KAFKA_BROKERS
+  valueFrom:
+    secretKeyRef: {name: {{ .Values.secrets.existingSecret }}, key: kafka-brokers, optional: true}
+- name: CHECKFU_REDIS_URL
+  valueFrom:
+    secretKeyRef: {name: {{ .Values.secrets.existingSecret }}, key: redis-url, optional: true}
+- name: CHECKFU_RATE_LIMIT_PER_SECOND
+  value: {{ .Values.rateLimitPerSecond | quote }}
+- name: RUST_LOG
+  value: info
+{{- end -}}
