@@ -55,18 +55,35 @@ pub mod transport {
         }
     }
 
+    /// Every call carries the caller's trace context (`traceparent`).
+    fn with_context(mut req: Request) -> Request {
+        checkfu_telemetry::inject(req.headers_mut());
+        req
+    }
+
     /// A remote service over an HTTP/2 channel.
     pub fn remote(channel: tonic::transport::Channel) -> Transport {
-        BoxCloneSyncService::new(channel.map_err(|e| TransportError(e.into())))
+        BoxCloneSyncService::new(channel.map_request(with_context).map_err(|e| TransportError(e.into())))
     }
 
     /// A service in this process: a generated tonic server (e.g.
-    /// `SessionsServiceServer<...>`), called directly.
+    /// `SessionsServiceServer<...>`), called directly. The call runs in a
+    /// server span that continues the caller's trace, as a remote call
+    /// would.
     pub fn local<S>(server: S) -> Transport
     where
         S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + Sync + 'static,
         S::Future: Send + 'static,
     {
-        BoxCloneSyncService::new(server.map_err(|never: Infallible| match never {}))
+        use tracing::Instrument;
+        let traced = tower::service_fn(move |req: Request| {
+            let req = with_context(req);
+            let path = req.uri().path().to_string();
+            let span =
+                tracing::info_span!("grpc", otel.name = %path, otel.kind = "server", checkfu.role = checkfu_telemetry::role_of(&path));
+            checkfu_telemetry::adopt(&span, req.headers());
+            server.clone().oneshot(req).instrument(span)
+        });
+        BoxCloneSyncService::new(traced.map_err(|never: Infallible| match never {}))
     }
 }

@@ -70,7 +70,12 @@ pub async fn track(req: Request, next: Next) -> Response {
         if p.starts_with("/checkfu.") || p.starts_with("/grpc.") { p.to_string() } else { "unmatched".into() }
     });
     let method = req.method().to_string();
-    let resp = next.run(req).await;
+    // Every request is a span that continues the caller's trace (W3C
+    // `traceparent`), so one turn is one trace across the roles.
+    let span = tracing::info_span!("request", otel.name = %format!("{method} {route}"), otel.kind = "server",
+        checkfu.role = checkfu_telemetry::role_of(req.uri().path()));
+    checkfu_telemetry::adopt(&span, req.headers());
+    let resp = tracing::Instrument::instrument(next.run(req), span).await;
     let status = resp.status().as_u16().to_string();
     metrics::counter!("checkfu_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status).increment(1);
     metrics::histogram!("checkfu_request_duration_seconds", "method" => method, "route" => route).record(start.elapsed().as_secs_f64());

@@ -2,11 +2,9 @@ use clap::Parser;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn,h2=warn,tower=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    checkfu::cli::run(checkfu::cli::Cli::parse()).await
+    // Logs to stderr; spans to OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    let telemetry = checkfu_telemetry::init("checkfu");
+    let result = checkfu::cli::run(checkfu::cli::Cli::parse()).await;
+    tokio::task::spawn_blocking(move || telemetry.shutdown()).await?;
+    result
 }

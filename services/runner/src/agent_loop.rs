@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// Model calls that fail as unavailable are tried this many times in all.
 const MODEL_ATTEMPTS: usize = 3;
@@ -41,15 +42,19 @@ impl Runner {
         let Some(lease) = work.lease.clone() else { return };
         let lost = stop.child_token();
         let beat = tokio::spawn(heartbeat(self.runs.clone(), lease.clone(), self.cfg.heartbeat_every, lost.clone()));
+        // The Run continues the trace of the request that admitted it.
+        let span =
+            tracing::info_span!("run", otel.name = "run", checkfu.role = "runner", run_id = %work.run_id, session_id = %work.session_id);
+        checkfu_telemetry::adopt_traceparent(&span, &work.traceparent);
         let outcome = tokio::select! {
-            r = self.drive(&work, &lease) => r,
+            r = self.drive(&work, &lease).instrument(span.clone()) => r,
             () = lost.cancelled() => Err(Stop::Lost),
         };
         beat.abort();
         let Ok((cursor, events, reason)) = outcome else { return };
         let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.into(), payload_json: p }).collect();
         let req = pb::CompleteRequest { lease: Some(lease), stop_reason_json: reason.to_string(), last_seen_seq: cursor, events };
-        if let Err(status) = self.runs.clone().complete(req).await {
+        if let Err(status) = self.runs.clone().complete(req).instrument(span).await {
             tracing::warn!(%status, run_id = %work.run_id, "completing the run failed; its lease will expire and it will be resumed");
         }
     }

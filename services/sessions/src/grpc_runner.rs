@@ -49,6 +49,7 @@ impl Rpc for RunnerGrpc {
             environment_id: w.session.environment_id.clone(),
             start_seq: w.run.start_seq,
             budget_reached: w.session.budget.as_ref().is_some_and(|b| !b.open()),
+            traceparent: w.run.traceparent.clone(),
             tail: w.tail.into_iter().map(run_event).collect(),
         });
         Ok(Response::new(pb::ClaimResponse { work }))

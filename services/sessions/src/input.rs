@@ -237,6 +237,7 @@ impl Draft {
             runner_id: String::new(),
             created_ms: self.now_ms,
             completed_ms: None,
+            traceparent: checkfu_telemetry::current_traceparent(),
         };
         let run_id = run.id.clone();
         self.put_run(run);

@@ -463,6 +463,8 @@ pub struct Run {
     pub runner_id: String,
     pub created_ms: i64,
     pub completed_ms: Option<i64>,
+    /// W3C trace context of the request that admitted the Run.
+    pub traceparent: String,
 }
 
 /// An event about to be appended; the store assigns `seq`.

@@ -325,35 +325,41 @@ impl SessionsService {
             ));
         }
         let session_id = self.session_to_write(lease).await?;
-        self.transact(&session_id, |d| {
-            append_run_events(d, lease, &events)?;
-            let run_id = held(d, lease)?.id.clone();
-            let cause = json!({"kind": "run", "id": run_id});
-            let mut stop = stop_reason.clone();
-            if kind == "requires_action" {
-                stop = requires_action(&d.events)?;
-            }
-            // Admission is closed: the Session pauses at its cap (a wait
-            // for tool results or approvals outranks the pause).
-            if kind != "requires_action" && kind != "retries_exhausted" && d.admission_closed() {
-                d.pause_for_budget(cause, Some(run_id));
-                return Ok(());
-            }
-            if kind == "budget_reached" {
-                // The Budget re-opened while the runner was stopping: go on.
-                d.complete_run(json!({"type": "end_turn"}), cause.clone());
-                let trigger = d.session.last_seq + d.events.len() as i64;
-                d.admit_run(trigger, cause);
-                return Ok(());
-            }
-            d.complete_run(stop, cause.clone());
-            if kind == "end_turn" && d.session.last_user_message_seq > last_seen_seq {
-                let trigger = d.session.last_user_message_seq;
-                d.admit_run(trigger, cause);
-            }
-            Ok(())
-        })
-        .await?;
+        let (settled, _, _) = self
+            .transact(&session_id, |d| {
+                append_run_events(d, lease, &events)?;
+                let run_id = held(d, lease)?.id.clone();
+                let cause = json!({"kind": "run", "id": run_id});
+                let mut stop = stop_reason.clone();
+                if kind == "requires_action" {
+                    stop = requires_action(&d.events)?;
+                }
+                // Admission is closed: the Session pauses at its cap (a wait
+                // for tool results or approvals outranks the pause).
+                if kind != "requires_action" && kind != "retries_exhausted" && d.admission_closed() {
+                    d.pause_for_budget(cause, Some(run_id));
+                    return Ok("budget_reached");
+                }
+                if kind == "budget_reached" {
+                    // The Budget re-opened while the runner was stopping: go on.
+                    d.complete_run(json!({"type": "end_turn"}), cause.clone());
+                    let trigger = d.session.last_seq + d.events.len() as i64;
+                    d.admit_run(trigger, cause);
+                    return Ok("end_turn");
+                }
+                d.complete_run(stop, cause.clone());
+                if kind == "end_turn" && d.session.last_user_message_seq > last_seen_seq {
+                    let trigger = d.session.last_user_message_seq;
+                    d.admit_run(trigger, cause);
+                }
+                Ok(match kind.as_str() {
+                    "requires_action" => "requires_action",
+                    "retries_exhausted" => "retries_exhausted",
+                    _ => "end_turn",
+                })
+            })
+            .await?;
+        metrics::counter!("checkfu_runs_completed_total", "stop_reason" => settled).increment(1);
         Ok(())
     }
 }

@@ -17,6 +17,7 @@ use checkfu_store::{Db, Location, Migrations};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 pub use service::WebhooksService;
 
@@ -67,8 +68,11 @@ pub async fn consume(svc: WebhooksService, bus: Arc<dyn Bus>, topic: &'static st
                     break;
                 }
             };
+            let span =
+                tracing::info_span!("webhooks.ingest", otel.name = "webhooks.ingest", checkfu.role = "webhooks", event_id = %d.record.id);
+            checkfu_telemetry::adopt_traceparent(&span, d.record.header("traceparent").unwrap_or_default());
             loop {
-                match svc.ingest(&d.record).await {
+                match svc.ingest(&d.record).instrument(span.clone()).await {
                     Ok(_) => break,
                     Err(e) if e.code == checkfu_core::Code::Invalid => {
                         tracing::warn!(topic, id = %d.record.id, error = %e, "webhooks: skipping an unreadable event");

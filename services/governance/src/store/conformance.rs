@@ -37,6 +37,32 @@ fn grant(id: &str, subject: &str, perm: Permission, kind: ResourceKind, res: &st
     }
 }
 
+/// Two replicas bootstrapping a fresh store at once: exactly one wins.
+#[tokio::test(flavor = "multi_thread")]
+async fn bootstrap_happens_once_under_a_race() {
+    for (name, s, _guard) in backends().await {
+        let attempt = |n: usize| {
+            let s = s.clone();
+            async move {
+                let admin = principal(&format!("prin_race{n:021}"));
+                let g = grant(&format!("pa_race{n}"), &admin.id, Permission::Admin, ResourceKind::Installation, "*");
+                let e = Environment { id: format!("env_race{n}"), name: "default".into(), version: 1, disabled: false, created_ms: 1 };
+                let k = ApiKey {
+                    id: format!("key_race{n}"),
+                    principal_id: admin.id.clone(),
+                    name: "b".into(),
+                    created_ms: 1,
+                    revoked_ms: None,
+                };
+                s.bootstrap(&admin, &g, &e, &k, &format!("h-race{n}")).await.expect("bootstrap")
+            }
+        };
+        let (a, b) = tokio::join!(attempt(1), attempt(2));
+        assert!(a ^ b, "{name}: exactly one bootstrap wins ({a}, {b})");
+        assert!(!attempt(3).await, "{name}: and later ones do nothing");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn governance_store_conformance() {
     for (name, s, _guard) in backends().await {

@@ -174,6 +174,11 @@ impl GovernanceStore for SqlGovernanceStore {
             Err(e) if checkfu_store::is_unique_violation(&e) => return Ok(false),
             Err(e) => return Err(db_err(e)),
         }
+        let n: i64 =
+            sqlx::query("SELECT COUNT(*) AS n FROM principals").fetch_one(&mut *tx).await.map_err(db_err)?.try_get("n").map_err(db_err)?;
+        if n > 0 {
+            return Ok(false);
+        }
         bind_principal!(sqlx::query(INSERT_PRINCIPAL), admin).execute(&mut *tx).await.map_err(db_err)?;
         bind_assignment!(sqlx::query(INSERT_ASSIGNMENT), grant).execute(&mut *tx).await.map_err(db_err)?;
         bind_env!(sqlx::query(INSERT_ENV), env).execute(&mut *tx).await.map_err(db_err)?;

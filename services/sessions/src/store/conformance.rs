@@ -84,6 +84,7 @@ fn run(id: &str, session: &str, status: RunStatus, expires: i64) -> Run {
         runner_id: "r1".into(),
         created_ms: 3,
         completed_ms: None,
+        traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
     }
 }
 

@@ -10,6 +10,8 @@ use checkfu_core::time::{now_ms, rfc3339};
 use serde_json::json;
 
 pub fn session_records(session: &Session, events: &[Event]) -> Vec<Record> {
+    // The trace of the change travels with its events as a Kafka header.
+    let traceparent = checkfu_telemetry::current_traceparent();
     events
         .iter()
         .map(|e| Record {
@@ -28,7 +30,7 @@ pub fn session_records(session: &Session, events: &[Event]) -> Vec<Record> {
                 "payload": e.payload,
             })
             .to_string(),
-            headers: vec![("type".into(), e.event_type.clone())],
+            headers: vec![("type".into(), e.event_type.clone()), ("traceparent".into(), traceparent.clone())],
         })
         .collect()
 }

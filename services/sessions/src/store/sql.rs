@@ -184,6 +184,7 @@ fn run(r: &AnyRow) -> Result<Run> {
         runner_id: s(r, "runner_id")?,
         created_ms: i(r, "created_ms")?,
         completed_ms: r.try_get("completed_ms").map_err(db_err)?,
+        traceparent: s(r, "traceparent")?,
     })
 }
 
@@ -235,8 +236,8 @@ async fn insert_events(tx: &mut Transaction<'static, Any>, session_id: &str, fir
 async fn upsert_runs(tx: &mut Transaction<'static, Any>, runs: &[Run]) -> Result<()> {
     for r in runs {
         sqlx::query(
-            "INSERT INTO runs (id, session_id, status, stop_reason_json, pins_json, input_tokens, output_tokens, spend_micro_usd, start_seq, lease_id, generation, lease_expires_ms, runner_id, created_ms, completed_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+            "INSERT INTO runs (id, session_id, status, stop_reason_json, pins_json, input_tokens, output_tokens, spend_micro_usd, start_seq, lease_id, generation, lease_expires_ms, runner_id, created_ms, completed_ms, traceparent) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
              ON CONFLICT (id) DO UPDATE SET status = excluded.status, stop_reason_json = excluded.stop_reason_json, \
              input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, spend_micro_usd = excluded.spend_micro_usd, \
              lease_id = excluded.lease_id, generation = excluded.generation, lease_expires_ms = excluded.lease_expires_ms, \
@@ -257,6 +258,7 @@ async fn upsert_runs(tx: &mut Transaction<'static, Any>, runs: &[Run]) -> Result
         .bind(&r.runner_id)
         .bind(r.created_ms)
         .bind(r.completed_ms)
+        .bind(&r.traceparent)
         .execute(&mut **tx)
         .await
         .map_err(db_err)?;
