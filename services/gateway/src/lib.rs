@@ -8,6 +8,7 @@ pub mod bodies;
 pub mod error;
 pub mod extract;
 pub mod idempotency;
+pub mod live;
 pub mod routes;
 pub mod views;
 
@@ -42,6 +43,8 @@ pub struct AppState {
     pub webhooks: WebhooksServiceClient<Transport>,
     /// Per-principal request limits, shared by every gateway replica.
     pub limits: RateLimits,
+    /// One shared live feed per followed Session (see `live.rs`).
+    pub feeds: Arc<live::Feeds>,
     pub idem: Arc<IdempotencyStore>,
     /// Cancelled when the node drains: long-lived streams end with it.
     pub shutdown: tokio_util::sync::CancellationToken,
@@ -105,6 +108,7 @@ impl AppState {
             models: ModelGatewayServiceClient::new(up.model_gateway).max_decoding_message_size(MAX),
             webhooks: WebhooksServiceClient::new(up.webhooks).max_decoding_message_size(MAX),
             limits,
+            feeds: Arc::default(),
             idem,
             shutdown,
             sse_ping,

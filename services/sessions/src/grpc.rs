@@ -341,7 +341,12 @@ impl Rpc for SessionsGrpc {
         let svc = self.svc.clone();
         let forward_tx = out_tx.clone();
         tokio::spawn(async move {
-            if let Err(e) = svc.subscribe(&r.session_id, r.after_seq, r.delta_types, tx).await {
+            let followed = if r.live_only {
+                svc.subscribe_live(&r.session_id, r.delta_types, tx).await
+            } else {
+                svc.subscribe(&r.session_id, r.after_seq, r.delta_types, tx).await
+            };
+            if let Err(e) = followed {
                 let _ = forward_tx.send(Err(Status::from(e))).await;
             }
         });

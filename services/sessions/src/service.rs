@@ -417,10 +417,23 @@ impl SessionsService {
     /// Streams persisted events after `after_seq`, then live ones, with no gap
     /// and no duplicate; previews of `delta_types` are interleaved.
     pub async fn subscribe(&self, session_id: &str, after_seq: i64, delta_types: Vec<String>, out: mpsc::Sender<Item>) -> Result<()> {
+        self.follow(session_id, Some(after_seq), delta_types, out).await
+    }
+
+    /// Like [`subscribe`](Self::subscribe), but only events committed after
+    /// the call (no history).
+    pub async fn subscribe_live(&self, session_id: &str, delta_types: Vec<String>, out: mpsc::Sender<Item>) -> Result<()> {
+        self.follow(session_id, None, delta_types, out).await
+    }
+
+    async fn follow(&self, session_id: &str, after_seq: Option<i64>, delta_types: Vec<String>, out: mpsc::Sender<Item>) -> Result<()> {
         self.session(session_id).await?;
         let mut rx = self.hub.subscribe(session_id);
-        let mut cursor = after_seq.max(0);
-        cursor = self.replay(session_id, cursor, &out).await?;
+        // Subscribed first, then the position is read: nothing falls between.
+        let mut cursor = match after_seq {
+            Some(after) => self.replay(session_id, after.max(0), &out).await?,
+            None => self.store.get_session(session_id).await?.map_or(0, |s| s.last_seq),
+        };
         loop {
             let item = tokio::select! {
                 r = rx.recv() => r,

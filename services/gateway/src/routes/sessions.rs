@@ -11,14 +11,11 @@ use crate::{AppState, SessionFacts};
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use checkfu_core::Error;
 use checkfu_core::page::encode_token;
 use checkfu_proto::sessions::v1 as ss;
 use serde_json::{Value, json};
-use std::convert::Infallible;
-use tokio_stream::StreamExt;
 use utoipa::IntoParams;
 
 type J<T> = ApiResult<Json<T>>;
@@ -354,31 +351,14 @@ pub async fn stream_events(
     if after_seq < 0 {
         return Err(Error::invalid_field("after_seq", "after_seq must not be negative").into());
     }
-    let upstream =
-        st.sessions.clone().subscribe_events(ss::SubscribeEventsRequest { session_id: id, after_seq, delta_types }).await?.into_inner();
-    let frames = upstream.map_while(|item| {
-        use ss::stream_item::Item;
-        match item.ok()?.item? {
-            Item::Event(e) => Some(Ok::<_, Infallible>(
-                SseEvent::default()
-                    .id(e.seq.to_string())
-                    .event(e.r#type.clone())
-                    .data(serde_json::to_string(&views::event(&e)).unwrap_or_default()),
-            )),
-            Item::Delta(d) => {
-                let mut data = json!({"event_type": d.event_type, "preview_id": d.preview_id, "run_id": d.run_id});
-                if d.kind == "event_delta" {
-                    data["delta"] = json!({"text": d.text});
-                }
-                Some(Ok(SseEvent::default().event(d.kind).data(data.to_string())))
-            }
-        }
-    });
-    let frames = futures_util::StreamExt::take_until(frames, st.shutdown.clone().cancelled_owned());
-    let sse = Sse::new(frames).keep_alive(KeepAlive::new().interval(st.sse_ping).text("ping"));
-    let mut resp = sse.into_response();
-    resp.headers_mut().insert("cache-control", axum::http::HeaderValue::from_static("no-cache"));
-    resp.headers_mut().insert("x-accel-buffering", axum::http::HeaderValue::from_static("no"));
+    // Followers of one Session share this gateway's one feed of rendered frames.
+    let feed = st.feeds.follow(st.sessions.clone(), id, after_seq, delta_types).await?;
+    let body = crate::live::sse_body(feed, st.sse_ping, st.shutdown.clone());
+    let mut resp = axum::body::Body::from_stream(body).into_response();
+    let h = resp.headers_mut();
+    h.insert("content-type", axum::http::HeaderValue::from_static("text/event-stream"));
+    h.insert("cache-control", axum::http::HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", axum::http::HeaderValue::from_static("no"));
     Ok(resp)
 }
 

@@ -1,0 +1,176 @@
+//! SSE fan-out bench: many concurrent subscribers on one Session, and how
+//! long each persisted event takes from its commit (`created_at`, stamped by
+//! the committing transaction) to arriving as a frame at every subscriber.
+//! Runs embedded (all roles in this process, SQLite, scripted model), then
+//! with a second gateway replica in this process reaching the first over
+//! gRPC, the subscribers split between the two.
+//!
+//! ```sh
+//! cargo run --release -p checkfu-e2e --bin fanout -- --subscribers 1000 --messages 40
+//! ```
+#![allow(clippy::unwrap_used)]
+
+use checkfu::{Node, NodeOptions, Role};
+use checkfu_e2e::*;
+use futures_util::StreamExt;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+struct Args {
+    subscribers: usize,
+    messages: usize,
+    interval_ms: u64,
+}
+
+fn args() -> Args {
+    let mut a = Args { subscribers: 1000, messages: 40, interval_ms: 100 };
+    let v: Vec<String> = std::env::args().collect();
+    for w in v.windows(2) {
+        match w[0].as_str() {
+            "--subscribers" => a.subscribers = w[1].parse().unwrap(),
+            "--messages" => a.messages = w[1].parse().unwrap(),
+            "--interval-ms" => a.interval_ms = w[1].parse().unwrap(),
+            _ => {}
+        }
+    }
+    a
+}
+
+fn now_ms() -> i64 {
+    checkfu_core::time::now_ms()
+}
+
+fn created_ms(s: &str) -> i64 {
+    let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).unwrap();
+    (t.unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+/// The string value following `key` in a JSON text.
+fn field<'a>(json: &'a str, key: &str) -> Option<&'a str> {
+    let start = json.find(key)? + key.len();
+    let len = json[start..].find('"')?;
+    Some(&json[start..start + len])
+}
+
+/// One subscriber: records commit-to-frame latency (ms) of every persisted
+/// event until the stream has shown `idles` idle statuses.
+async fn subscribe(base: String, key: String, sid: String, idles: usize, ready: Arc<AtomicUsize>, out: Arc<Mutex<Vec<i64>>>) {
+    let client = reqwest::Client::new();
+    let resp = client.get(format!("{base}/v1/sessions/{sid}/events/stream")).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    ready.fetch_add(1, Ordering::SeqCst);
+    let mut body = resp.bytes_stream();
+    let mut buf = String::new();
+    let mut seen_idle = 0;
+    let mut mine = Vec::with_capacity(idles * 8);
+    while let Some(Ok(chunk)) = body.next().await {
+        let at = now_ms();
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let frame: String = buf.drain(..end + 2).collect();
+            // Only persisted frames (with `id:`) after the history replay;
+            // read just the fields needed, so the bench's own parsing costs
+            // little next to the server's work.
+            let Some(seq) = frame.lines().find_map(|l| l.strip_prefix("id: ")).and_then(|s| s.trim().parse::<i64>().ok()) else { continue };
+            if seq <= 1 {
+                continue;
+            }
+            let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else { continue };
+            let Some(at_field) = field(data, "\"created_at\":\"") else { continue };
+            mine.push(at - created_ms(at_field));
+            if frame.lines().any(|l| l == "event: session.status_idle") {
+                seen_idle += 1;
+            }
+        }
+        if seen_idle >= idles {
+            break;
+        }
+    }
+    out.lock().unwrap().extend(mine);
+}
+
+fn report(label: &str, subscribers: usize, lat: &mut [i64]) {
+    lat.sort_unstable();
+    let p = |q: f64| lat.get(((lat.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(0);
+    println!(
+        "sse fan-out  {label:<26} subscribers={subscribers:<5} frames={:<8} p50 {:>3} ms  p99 {:>3} ms  max {:>4} ms",
+        lat.len(),
+        p(0.5),
+        p(0.99),
+        p(1.0)
+    );
+}
+
+/// Posts `messages` turns to one Session while `subscribers` streams follow
+/// it through `bases` (round robin); returns every frame's latency.
+async fn run(p: &Platform, bases: &[String], a: &Args) -> Vec<i64> {
+    let d = deploy(&p.admin, &p.env_id, json!({})).await;
+    let s = p.admin.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id})).await;
+    let sid = id(&s.1);
+    let ready = Arc::new(AtomicUsize::new(0));
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = vec![];
+    for i in 0..a.subscribers {
+        let base = bases[i % bases.len()].clone();
+        tasks.push(tokio::spawn(subscribe(base, p.admin.key.clone(), sid.clone(), a.messages, ready.clone(), out.clone())));
+    }
+    while ready.load(Ordering::SeqCst) < a.subscribers {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for n in 0..a.messages {
+        let r = p.admin.post(&format!("/v1/sessions/{sid}/events"), message(&p.admin_id, &format!("fan out {n}"))).await;
+        assert_eq!(r.0, 201);
+        settle(&p.admin, &sid).await;
+        tokio::time::sleep(Duration::from_millis(a.interval_ms)).await;
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(60), t).await.expect("every subscriber saw every turn").unwrap();
+    }
+    Arc::try_unwrap(out).unwrap().into_inner().unwrap()
+}
+
+#[tokio::main]
+async fn main() {
+    let a = args();
+    let dir = tempfile::tempdir().unwrap();
+    let tuning = Tuning { rate_limit_per_second: 1_000_000, ..Default::default() };
+    let p = Platform::start_timed(dir.path(), tuning).await;
+    println!(
+        "checkfu fan-out bench: {} subscribers on one Session, {} turns {} ms apart; latency = frame arrival - event created_at",
+        a.subscribers, a.messages, a.interval_ms
+    );
+    let mut lat = run(&p, std::slice::from_ref(&p.base), &a).await;
+    report("embedded, one gateway", a.subscribers, &mut lat);
+
+    // A second gateway replica in this process, reaching the first node's
+    // roles over gRPC like a separate Deployment would.
+    let second_dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let remotes: BTreeMap<Role, String> =
+        [Role::Governance, Role::Sessions, Role::ModelGateway, Role::Webhooks].into_iter().map(|r| (r, p.base.clone())).collect();
+    let opts = NodeOptions {
+        roles: [Role::Gateway].into_iter().collect(),
+        storage: checkfu_store::Location::SqliteDir(second_dir.path().to_path_buf()),
+        remotes,
+        bootstrap_key_file: None,
+        embedded: false,
+        runner: checkfu_runner::RunnerConfig::default(),
+        sse_ping: Duration::from_secs(15),
+        approvals: checkfu::ApprovalTiming::default(),
+        allow_private_targets: false,
+        kafka_brokers: None,
+        redis_url: None,
+        rate_limit_per_second: 1_000_000,
+    };
+    let second = Node::start(listener, opts).await.unwrap();
+    let second_base = format!("http://{}", second.addr);
+    wait_ready(&second_base).await;
+    let mut lat = run(&p, &[p.base.clone(), second_base], &a).await;
+    report("two gateway replicas", a.subscribers, &mut lat);
+    second.stop().await;
+    p.stop().await;
+}

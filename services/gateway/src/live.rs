@@ -1,0 +1,217 @@
+//! SSE fan-out inside one gateway replica. However many clients follow a
+//! Session here, the gateway holds one live subscription to the sessions
+//! service for it and renders each event's frame once; every client's
+//! stream reads the shared, rendered frames directly. Each client still gets exactly its own stream: its
+//! history is read from the log (`ListEvents`) up to where the shared feed
+//! takes over, and any gap (a lagging client, a feed that restarted) is
+//! filled from the log again, so no event is missed or repeated.
+
+use crate::views;
+use bytes::{Bytes, BytesMut};
+use checkfu_proto::sessions::v1 as ss;
+use checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient;
+use checkfu_proto::transport::Transport;
+use serde_json::json;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use tokio::sync::broadcast;
+
+/// One SSE frame, rendered to its wire bytes once for every client.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    /// The event's seq; `None` for a preview.
+    pub seq: Option<i64>,
+    /// For previews: the type being previewed (clients opt in per type).
+    pub preview_of: Option<Arc<str>>,
+    /// `id: <seq>` (persisted events only), `event: <name>`, `data: <json>`.
+    pub wire: Bytes,
+}
+
+fn render(seq: Option<i64>, event: &str, data: &str) -> Bytes {
+    // JSON text has no raw newlines, so `data` is one line.
+    let id = seq.map(|s| format!("id: {s}\n")).unwrap_or_default();
+    Bytes::from(format!("{id}event: {event}\ndata: {data}\n\n"))
+}
+
+fn event_frame(e: &ss::Event) -> Frame {
+    let data = serde_json::to_string(&views::event(e)).unwrap_or_default();
+    Frame { seq: Some(e.seq), preview_of: None, wire: render(Some(e.seq), &e.r#type, &data) }
+}
+
+fn delta_frame(d: &ss::Delta) -> Frame {
+    let mut data = json!({"event_type": d.event_type, "preview_id": d.preview_id, "run_id": d.run_id});
+    if d.kind == "event_delta" {
+        data["delta"] = json!({"text": d.text});
+    }
+    Frame { seq: None, preview_of: Some(d.event_type.as_str().into()), wire: render(None, &d.kind, &data.to_string()) }
+}
+
+/// Frames written in one go when several are ready.
+const BATCH: usize = 64;
+
+/// The response body of one SSE client: its frames — those already waiting
+/// written together — and a `: ping` comment every `ping` (never first).
+/// Ends with the frames, or when the node drains.
+pub fn sse_body(
+    frames: impl futures_util::Stream<Item = Frame> + Send + 'static,
+    ping: std::time::Duration,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> impl futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static {
+    use futures_util::{FutureExt, StreamExt};
+    let ticks = tokio::time::interval_at(tokio::time::Instant::now() + ping, ping);
+    let state = (Box::pin(frames), ticks, shutdown);
+    futures_util::stream::unfold(state, |(mut frames, mut ticks, shutdown)| async move {
+        let chunk = tokio::select! {
+            f = frames.next() => {
+                let first = f?;
+                let mut buf = BytesMut::from(&first.wire[..]);
+                for _ in 1..BATCH {
+                    match frames.next().now_or_never() {
+                        Some(Some(more)) => buf.extend_from_slice(&more.wire),
+                        _ => break,
+                    }
+                }
+                buf.freeze()
+            }
+            _ = ticks.tick() => Bytes::from_static(b": ping\n\n"),
+            () = shutdown.cancelled() => return None,
+        };
+        Some((Ok(chunk), (frames, ticks, shutdown)))
+    })
+}
+
+/// Frames kept for a slow client before it falls back to the log.
+const FEED_CAPACITY: usize = 4096;
+/// History read per `ListEvents` call.
+const PAGE: u32 = 1000;
+
+/// The shared feeds of this gateway, one per followed Session.
+#[derive(Default)]
+pub struct Feeds {
+    feeds: Mutex<HashMap<String, broadcast::Sender<Frame>>>,
+}
+
+impl Feeds {
+    /// A receiver on the Session's shared feed, starting one if needed.
+    async fn join(
+        self: &Arc<Self>,
+        sessions: &SessionsServiceClient<Transport>,
+        session_id: &str,
+    ) -> Result<broadcast::Receiver<Frame>, tonic::Status> {
+        if let Some(tx) = self.feeds.lock().unwrap_or_else(|p| p.into_inner()).get(session_id) {
+            return Ok(tx.subscribe());
+        }
+        // Live only: the feed starts after the current end of the log; each
+        // client reads what came before from the log itself.
+        let req = ss::SubscribeEventsRequest {
+            session_id: session_id.into(),
+            after_seq: 0,
+            delta_types: vec!["agent.message".into(), "agent.thinking".into()],
+            live_only: true,
+        };
+        let mut upstream = sessions.clone().subscribe_events(req).await?.into_inner();
+        let (tx, rx) = broadcast::channel(FEED_CAPACITY);
+        {
+            let mut map = self.feeds.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(existing) = map.get(session_id) {
+                // Another client started it meanwhile: use that one.
+                return Ok(existing.subscribe());
+            }
+            map.insert(session_id.to_string(), tx.clone());
+        }
+        let feeds = Arc::clone(self);
+        let sid = session_id.to_string();
+        tokio::spawn(async move {
+            while let Ok(Some(item)) = upstream.message().await {
+                let frame = match item.item {
+                    Some(ss::stream_item::Item::Event(e)) => event_frame(&e),
+                    Some(ss::stream_item::Item::Delta(d)) => delta_frame(&d),
+                    None => continue,
+                };
+                if tx.send(frame).is_err() {
+                    break; // nobody follows this Session here any more
+                }
+            }
+            let mut map = feeds.feeds.lock().unwrap_or_else(|p| p.into_inner());
+            if map.get(&sid).is_some_and(|t| t.same_channel(&tx)) {
+                map.remove(&sid);
+            }
+        });
+        Ok(rx)
+    }
+
+    /// One client's stream: every persisted event after `after_seq` in seq
+    /// order exactly once, then live; previews of `delta_types` interleaved.
+    /// It reads the shared feed directly (no task or queue per client).
+    pub async fn follow(
+        self: &Arc<Self>,
+        sessions: SessionsServiceClient<Transport>,
+        session_id: String,
+        after_seq: i64,
+        delta_types: Vec<String>,
+    ) -> Result<impl futures_util::Stream<Item = Frame> + Send + 'static, tonic::Status> {
+        let rx = self.join(&sessions, &session_id).await?;
+        let state =
+            Follower { sessions, session_id, cursor: after_seq.max(0), delta_types, rx, backlog: VecDeque::new(), caught_up: false };
+        Ok(futures_util::stream::unfold(state, |mut f| async move { f.next().await.map(|frame| (frame, f)) }))
+    }
+}
+
+/// One client's position in a Session's log and its view of the feed.
+struct Follower {
+    sessions: SessionsServiceClient<Transport>,
+    session_id: String,
+    /// The last seq sent.
+    cursor: i64,
+    delta_types: Vec<String>,
+    rx: broadcast::Receiver<Frame>,
+    /// Log events read but not yet sent.
+    backlog: VecDeque<Frame>,
+    /// The log has been read up to where the feed takes over.
+    caught_up: bool,
+}
+
+impl Follower {
+    /// The next frame; `None` ends the stream (the client resumes with
+    /// Last-Event-ID).
+    async fn next(&mut self) -> Option<Frame> {
+        loop {
+            if let Some(f) = self.backlog.pop_front() {
+                self.cursor = f.seq.unwrap_or(self.cursor);
+                return Some(f);
+            }
+            if !self.caught_up {
+                self.caught_up = self.read_log().await?;
+                continue;
+            }
+            match self.rx.recv().await {
+                Ok(f) => match f.seq {
+                    Some(seq) if seq <= self.cursor => {}
+                    Some(seq) if seq == self.cursor + 1 => {
+                        self.cursor = seq;
+                        return Some(f);
+                    }
+                    // A gap: fill it from the log.
+                    Some(_) => self.caught_up = false,
+                    None => {
+                        if f.preview_of.as_deref().is_some_and(|t| self.delta_types.iter().any(|d| d == t)) {
+                            return Some(f);
+                        }
+                    }
+                },
+                Err(broadcast::error::RecvError::Lagged(_)) => self.caught_up = false,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// Reads one page of the log after the cursor into the backlog; returns
+    /// whether the log is exhausted (`None` when it cannot be read).
+    async fn read_log(&mut self) -> Option<bool> {
+        let after = self.backlog.back().and_then(|f| f.seq).unwrap_or(self.cursor);
+        let req = ss::ListEventsRequest { session_id: self.session_id.clone(), after_seq: after, limit: PAGE, types: vec![] };
+        let page = self.sessions.clone().list_events(req).await.ok()?.into_inner();
+        self.backlog.extend(page.data.iter().map(event_frame));
+        Some(!page.has_more)
+    }
+}
