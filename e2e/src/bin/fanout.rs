@@ -6,8 +6,11 @@
 //! gRPC, the subscribers split between the two.
 //!
 //! ```sh
-//! cargo run --release -p checkfu-e2e --bin fanout -- --subscribers 1000 --messages 40
+//! cargo run --release -p checkfu-e2e --bin fanout -- --subscribers 1000 --messages 40 --warmup 2
 //! ```
+//!
+//! The first `--warmup` turns (2 by default) are not counted: they include
+//! the connections' first writes and cold caches.
 #![allow(clippy::unwrap_used)]
 
 use checkfu::{Node, NodeOptions, Role};
@@ -23,16 +26,20 @@ struct Args {
     subscribers: usize,
     messages: usize,
     interval_ms: u64,
+    /// Turns at the start whose frames are not counted (connections and
+    /// caches warming up).
+    warmup: usize,
 }
 
 fn args() -> Args {
-    let mut a = Args { subscribers: 1000, messages: 40, interval_ms: 100 };
+    let mut a = Args { subscribers: 1000, messages: 40, interval_ms: 100, warmup: 2 };
     let v: Vec<String> = std::env::args().collect();
     for w in v.windows(2) {
         match w[0].as_str() {
             "--subscribers" => a.subscribers = w[1].parse().unwrap(),
             "--messages" => a.messages = w[1].parse().unwrap(),
             "--interval-ms" => a.interval_ms = w[1].parse().unwrap(),
+            "--warmup" => a.warmup = w[1].parse().unwrap(),
             _ => {}
         }
     }
@@ -48,43 +55,56 @@ fn created_ms(s: &str) -> i64 {
     (t.unix_timestamp_nanos() / 1_000_000) as i64
 }
 
-/// The string value following `key` in a JSON text.
-fn field<'a>(json: &'a str, key: &str) -> Option<&'a str> {
-    let start = json.find(key)? + key.len();
-    let len = json[start..].find('"')?;
-    Some(&json[start..start + len])
+/// The value after `key` in `text`, up to `end`.
+fn after<'a>(text: &'a [u8], key: &[u8], end: u8) -> Option<&'a [u8]> {
+    let start = text.windows(key.len()).position(|w| w == key)? + key.len();
+    let len = text[start..].iter().position(|b| *b == end)?;
+    Some(&text[start..start + len])
 }
 
 /// One subscriber: records commit-to-frame latency (ms) of every persisted
-/// event until the stream has shown `idles` idle statuses.
-async fn subscribe(base: String, key: String, sid: String, idles: usize, ready: Arc<AtomicUsize>, out: Arc<Mutex<Vec<i64>>>) {
+/// event until the stream has shown `idles` idle statuses. It works on the
+/// raw bytes and reads only what it needs, so the bench's own parsing costs
+/// little next to the server's work (they share the machine).
+async fn subscribe(
+    base: String,
+    key: String,
+    sid: String,
+    idles: usize,
+    warmup: usize,
+    ready: Arc<AtomicUsize>,
+    out: Arc<Mutex<Vec<i64>>>,
+) {
     let client = reqwest::Client::new();
     let resp = client.get(format!("{base}/v1/sessions/{sid}/events/stream")).bearer_auth(&key).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     ready.fetch_add(1, Ordering::SeqCst);
     let mut body = resp.bytes_stream();
-    let mut buf = String::new();
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut seen_idle = 0;
     let mut mine = Vec::with_capacity(idles * 8);
     while let Some(Ok(chunk)) = body.next().await {
         let at = now_ms();
-        buf.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buf.find("\n\n") {
-            let frame: String = buf.drain(..end + 2).collect();
-            // Only persisted frames (with `id:`) after the history replay;
-            // read just the fields needed, so the bench's own parsing costs
-            // little next to the server's work.
-            let Some(seq) = frame.lines().find_map(|l| l.strip_prefix("id: ")).and_then(|s| s.trim().parse::<i64>().ok()) else { continue };
+        buf.extend_from_slice(&chunk);
+        let mut start = 0;
+        while let Some(end) = buf[start..].windows(2).position(|w| w == b"\n\n") {
+            let frame = &buf[start..start + end];
+            start += end + 2;
+            // Persisted frames only (`id:`), after the history replay.
+            let Some(seq) = frame.strip_prefix(b"id: ").and_then(|r| r.split(|b| *b == b'\n').next()) else { continue };
+            let seq: i64 = std::str::from_utf8(seq).unwrap().parse().unwrap();
             if seq <= 1 {
                 continue;
             }
-            let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else { continue };
-            let Some(at_field) = field(data, "\"created_at\":\"") else { continue };
-            mine.push(at - created_ms(at_field));
-            if frame.lines().any(|l| l == "event: session.status_idle") {
+            let created = after(frame, b"\"created_at\":\"", b'"').unwrap();
+            if seen_idle >= warmup {
+                mine.push(at - created_ms(std::str::from_utf8(created).unwrap()));
+            }
+            if after(frame, b"event: ", b'\n') == Some(b"session.status_idle") {
                 seen_idle += 1;
             }
         }
+        buf.drain(..start);
         if seen_idle >= idles {
             break;
         }
@@ -115,7 +135,7 @@ async fn run(p: &Platform, bases: &[String], a: &Args) -> Vec<i64> {
     let mut tasks = vec![];
     for i in 0..a.subscribers {
         let base = bases[i % bases.len()].clone();
-        tasks.push(tokio::spawn(subscribe(base, p.admin.key.clone(), sid.clone(), a.messages, ready.clone(), out.clone())));
+        tasks.push(tokio::spawn(subscribe(base, p.admin.key.clone(), sid.clone(), a.messages, a.warmup, ready.clone(), out.clone())));
     }
     while ready.load(Ordering::SeqCst) < a.subscribers {
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -140,8 +160,8 @@ async fn main() {
     let tuning = Tuning { rate_limit_per_second: 1_000_000, ..Default::default() };
     let p = Platform::start_timed(dir.path(), tuning).await;
     println!(
-        "checkfu fan-out bench: {} subscribers on one Session, {} turns {} ms apart; latency = frame arrival - event created_at",
-        a.subscribers, a.messages, a.interval_ms
+        "checkfu fan-out bench: {} subscribers on one Session, {} turns {} ms apart (the first {} not counted); latency = frame arrival - event created_at",
+        a.subscribers, a.messages, a.interval_ms, a.warmup
     );
     let mut lat = run(&p, std::slice::from_ref(&p.base), &a).await;
     report("embedded, one gateway", a.subscribers, &mut lat);

@@ -64,14 +64,21 @@ pub fn sse_body(
         let chunk = tokio::select! {
             f = frames.next() => {
                 let first = f?;
-                let mut buf = BytesMut::from(&first.wire[..]);
-                for _ in 1..BATCH {
-                    match frames.next().now_or_never() {
-                        Some(Some(more)) => buf.extend_from_slice(&more.wire),
-                        _ => break,
+                match frames.next().now_or_never() {
+                    // Only one ready: its shared bytes as they are.
+                    None | Some(None) => first.wire,
+                    Some(Some(second)) => {
+                        let mut buf = BytesMut::from(&first.wire[..]);
+                        buf.extend_from_slice(&second.wire);
+                        for _ in 2..BATCH {
+                            match frames.next().now_or_never() {
+                                Some(Some(more)) => buf.extend_from_slice(&more.wire),
+                                _ => break,
+                            }
+                        }
+                        buf.freeze()
                     }
                 }
-                buf.freeze()
             }
             _ = ticks.tick() => Bytes::from_static(b": ping\n\n"),
             () = shutdown.cancelled() => return None,
@@ -85,10 +92,14 @@ const FEED_CAPACITY: usize = 4096;
 /// History read per `ListEvents` call.
 const PAGE: u32 = 1000;
 
+/// What the shared feed carries: the frames that arrived together (one
+/// commit's events, typically), so each client wakes once per batch.
+type Batch = Arc<Vec<Frame>>;
+
 /// The shared feeds of this gateway, one per followed Session.
 #[derive(Default)]
 pub struct Feeds {
-    feeds: Mutex<HashMap<String, broadcast::Sender<Frame>>>,
+    feeds: Mutex<HashMap<String, broadcast::Sender<Batch>>>,
 }
 
 impl Feeds {
@@ -97,7 +108,7 @@ impl Feeds {
         self: &Arc<Self>,
         sessions: &SessionsServiceClient<Transport>,
         session_id: &str,
-    ) -> Result<broadcast::Receiver<Frame>, tonic::Status> {
+    ) -> Result<broadcast::Receiver<Batch>, tonic::Status> {
         if let Some(tx) = self.feeds.lock().unwrap_or_else(|p| p.into_inner()).get(session_id) {
             return Ok(tx.subscribe());
         }
@@ -122,13 +133,25 @@ impl Feeds {
         let feeds = Arc::clone(self);
         let sid = session_id.to_string();
         tokio::spawn(async move {
-            while let Ok(Some(item)) = upstream.message().await {
-                let frame = match item.item {
-                    Some(ss::stream_item::Item::Event(e)) => event_frame(&e),
-                    Some(ss::stream_item::Item::Delta(d)) => delta_frame(&d),
-                    None => continue,
-                };
-                if tx.send(frame).is_err() {
+            use futures_util::{FutureExt, StreamExt};
+            let frame = |item: ss::StreamItem| match item.item {
+                Some(ss::stream_item::Item::Event(e)) => Some(event_frame(&e)),
+                Some(ss::stream_item::Item::Delta(d)) => Some(delta_frame(&d)),
+                None => None,
+            };
+            while let Some(Ok(first)) = upstream.next().await {
+                // Everything already arrived goes out as one batch.
+                let mut batch: Vec<Frame> = frame(first).into_iter().collect();
+                while batch.len() < BATCH {
+                    match upstream.next().now_or_never() {
+                        Some(Some(Ok(more))) => batch.extend(frame(more)),
+                        _ => break,
+                    }
+                }
+                if batch.is_empty() {
+                    continue;
+                }
+                if tx.send(Arc::new(batch)).is_err() {
                     break; // nobody follows this Session here any more
                 }
             }
@@ -151,8 +174,16 @@ impl Feeds {
         delta_types: Vec<String>,
     ) -> Result<impl futures_util::Stream<Item = Frame> + Send + 'static, tonic::Status> {
         let rx = self.join(&sessions, &session_id).await?;
-        let state =
-            Follower { sessions, session_id, cursor: after_seq.max(0), delta_types, rx, backlog: VecDeque::new(), caught_up: false };
+        let state = Follower {
+            sessions,
+            session_id,
+            cursor: after_seq.max(0),
+            delta_types,
+            rx,
+            backlog: VecDeque::new(),
+            live: VecDeque::new(),
+            caught_up: false,
+        };
         Ok(futures_util::stream::unfold(state, |mut f| async move { f.next().await.map(|frame| (frame, f)) }))
     }
 }
@@ -164,9 +195,11 @@ struct Follower {
     /// The last seq sent.
     cursor: i64,
     delta_types: Vec<String>,
-    rx: broadcast::Receiver<Frame>,
+    rx: broadcast::Receiver<Batch>,
     /// Log events read but not yet sent.
     backlog: VecDeque<Frame>,
+    /// The rest of the feed batch being sent.
+    live: VecDeque<Frame>,
     /// The log has been read up to where the feed takes over.
     caught_up: bool,
 }
@@ -184,23 +217,37 @@ impl Follower {
                 self.caught_up = self.read_log().await?;
                 continue;
             }
-            match self.rx.recv().await {
-                Ok(f) => match f.seq {
-                    Some(seq) if seq <= self.cursor => {}
-                    Some(seq) if seq == self.cursor + 1 => {
-                        self.cursor = seq;
+            let f = match self.live.pop_front() {
+                Some(f) => f,
+                None => match self.rx.recv().await {
+                    Ok(batch) => {
+                        self.live.extend(batch.iter().cloned());
+                        continue;
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        self.caught_up = false;
+                        continue;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
+            };
+            match f.seq {
+                Some(seq) if seq <= self.cursor => {}
+                Some(seq) if seq == self.cursor + 1 => {
+                    self.cursor = seq;
+                    return Some(f);
+                }
+                // A gap: fill it from the log (the rest of the batch is
+                // then behind the cursor or fills in after it).
+                Some(_) => {
+                    self.live.push_front(f);
+                    self.caught_up = false;
+                }
+                None => {
+                    if f.preview_of.as_deref().is_some_and(|t| self.delta_types.iter().any(|d| d == t)) {
                         return Some(f);
                     }
-                    // A gap: fill it from the log.
-                    Some(_) => self.caught_up = false,
-                    None => {
-                        if f.preview_of.as_deref().is_some_and(|t| self.delta_types.iter().any(|d| d == t)) {
-                            return Some(f);
-                        }
-                    }
-                },
-                Err(broadcast::error::RecvError::Lagged(_)) => self.caught_up = false,
-                Err(broadcast::error::RecvError::Closed) => return None,
+                }
             }
         }
     }
