@@ -40,8 +40,7 @@ impl SessionsService {
     /// that tool use, so the ordinary rules answer.
     pub(crate) async fn confirm_in_session(&self, session_id: &str, input: &Input) -> Result<Option<Event>> {
         let tool_use_id = input.payload.get("tool_use_id").and_then(Value::as_str).unwrap_or_default();
-        let session = self.session(session_id).await?;
-        let Some(approval_id) = crate::input::Draft::new(session, None, 0).waiting_approval(tool_use_id) else {
+        let Some(approval_id) = self.session(session_id).await?.waiting_approval(tool_use_id) else {
             return Ok(None);
         };
         let decision = if input.payload.get("result").and_then(Value::as_str) == Some("allow") { "approve" } else { "deny" };

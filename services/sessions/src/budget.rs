@@ -97,16 +97,16 @@ impl Draft {
     }
 
     /// Records usage and idles the Session with `budget_reached`.
-    pub(crate) fn pause_for_budget(&mut self, caused_by: Value, run_id: Option<String>) {
+    /// Settles the active Run, if any, the same way.
+    pub(crate) fn pause_for_budget(&mut self, caused_by: Value) {
         let budget = self.session.budget.as_ref().map(Budget::summary);
+        let run_id = self.run.as_ref().map(|r| r.id.clone());
         self.push("session.usage", run_id.as_deref(), system(), caused_by.clone(), json!({"usage": self.session.usage, "budget": budget}));
         let stop = json!({"type": "budget_reached"});
         if self.run.is_some() {
             self.complete_run(stop, caused_by);
         } else {
-            self.session.status = SessionStatus::Idle;
-            self.session.stop_reason = Some(stop.clone());
-            self.push("session.status_idle", None, system(), caused_by, json!({"stop_reason": stop}));
+            self.set_status(SessionStatus::Idle, Some(stop), caused_by);
         }
     }
 

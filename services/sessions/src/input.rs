@@ -271,34 +271,10 @@ impl Draft {
         self.set_status(SessionStatus::Terminated, self.session.stop_reason.clone(), caused_by);
     }
 
-    /// The tool uses (custom ones awaiting results, gated ones awaiting
-    /// approval) a `requires_action` wait is still waiting on.
-    pub fn waiting_ids(&self) -> Vec<String> {
-        if !self.waiting_on_action() {
-            return vec![];
-        }
-        self.session
-            .stop_reason
-            .as_ref()
-            .and_then(|r| r.get("waiting_on"))
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-            .unwrap_or_default()
-    }
-
-    /// The ActionApproval a `requires_action` wait holds for `tool_use_id`.
-    pub fn waiting_approval(&self, tool_use_id: &str) -> Option<String> {
-        if !self.waiting_ids().iter().any(|w| w == tool_use_id) {
-            return None;
-        }
-        let approvals = self.session.stop_reason.as_ref()?.get("approvals")?;
-        approvals.get(tool_use_id).and_then(Value::as_str).map(str::to_string)
-    }
-
     /// Ends the wait for `id`; the last one resumes the Session with a new
     /// Run triggered by `cause_event`.
     fn settle_wait(&mut self, id: &str, trigger_seq: i64, cause_event: &str) {
-        let remaining: Vec<String> = self.waiting_ids().into_iter().filter(|w| w != id).collect();
+        let remaining: Vec<String> = self.session.waiting_ids().into_iter().filter(|w| w != id).collect();
         if remaining.is_empty() {
             self.admit_run(trigger_seq, json!({"kind": "event", "id": cause_event}));
         } else if let Some(Value::Object(reason)) = self.session.stop_reason.as_mut() {
@@ -322,7 +298,7 @@ impl Draft {
     /// it, ends that wait. Returns the `action_approval.resolved` event id,
     /// or `None` when the Session no longer waits on it.
     pub fn resolve_approval(&mut self, r: &Resolved, cause: Value) -> Option<String> {
-        if self.waiting_approval(&r.tool_use_id).as_deref() != Some(r.approval_id.as_str()) {
+        if self.session.waiting_approval(&r.tool_use_id).as_deref() != Some(r.approval_id.as_str()) {
             return None;
         }
         let seq = self.next_seq();
@@ -375,7 +351,10 @@ impl Draft {
         if matches!(input.event_type.as_str(), "user.tool_confirmation" | "user.custom_tool_result") {
             let key = if input.event_type == "user.tool_confirmation" { "tool_use_id" } else { "custom_tool_use_id" };
             let id = input.payload.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-            if input.event_type == "user.custom_tool_result" && self.waiting_ids().contains(&id) && self.waiting_approval(&id).is_none() {
+            if input.event_type == "user.custom_tool_result"
+                && self.session.waiting_ids().contains(&id)
+                && self.session.waiting_approval(&id).is_none()
+            {
                 return Ok(self.settle_custom_result(input, &id));
             }
             return Err(Error::conflict(format!("no tool use {id:?} is waiting for this session")));
@@ -397,7 +376,7 @@ impl Draft {
                 self.session.last_user_message_seq = seq;
                 if self.session.status == SessionStatus::Idle && self.admission_closed() {
                     // Kept, and run once the Budget re-opens.
-                    self.pause_for_budget(cause, None);
+                    self.pause_for_budget(cause);
                 } else if self.session.status == SessionStatus::Idle {
                     self.admit_run(seq, cause);
                 }
@@ -408,7 +387,9 @@ impl Draft {
                 self.complete_run(json!({"type": "end_turn"}), cause);
             }
             // An interrupt also ends a wait for tool results.
-            "user.interrupt" if self.session.status == SessionStatus::Idle && self.run.is_none() && !self.waiting_ids().is_empty() => {
+            "user.interrupt"
+                if self.session.status == SessionStatus::Idle && self.run.is_none() && !self.session.waiting_ids().is_empty() =>
+            {
                 self.set_status_for(SessionStatus::Idle, Some(json!({"type": "end_turn"})), cause, None);
             }
             _ => {}

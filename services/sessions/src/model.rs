@@ -413,6 +413,29 @@ impl Session {
     pub fn budget_id(&self) -> &str {
         self.budget.as_ref().map_or("", |b| b.id.as_str())
     }
+
+    /// The tool uses (custom ones awaiting results, gated ones awaiting
+    /// approval) a `requires_action` wait is still waiting on.
+    pub fn waiting_ids(&self) -> Vec<String> {
+        let Some(reason) = self.stop_reason.as_ref().filter(|_| self.status == SessionStatus::Idle) else { return vec![] };
+        if reason.get("type").and_then(Value::as_str) != Some("requires_action") {
+            return vec![];
+        }
+        reason
+            .get("waiting_on")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+
+    /// The ActionApproval a `requires_action` wait holds for `tool_use_id`.
+    pub fn waiting_approval(&self, tool_use_id: &str) -> Option<String> {
+        if !self.waiting_ids().iter().any(|w| w == tool_use_id) {
+            return None;
+        }
+        let approvals = self.stop_reason.as_ref()?.get("approvals")?;
+        approvals.get(tool_use_id).and_then(Value::as_str).map(str::to_string)
+    }
 }
 
 impl Usage {

@@ -337,7 +337,7 @@ impl SessionsService {
                 // Admission is closed: the Session pauses at its cap (a wait
                 // for tool results or approvals outranks the pause).
                 if kind != "requires_action" && kind != "retries_exhausted" && d.admission_closed() {
-                    d.pause_for_budget(cause, Some(run_id));
+                    d.pause_for_budget(cause);
                     return Ok("budget_reached");
                 }
                 if kind == "budget_reached" {
