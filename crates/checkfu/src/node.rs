@@ -149,16 +149,28 @@ fn remote_ready(ch: Channel) -> Check {
     })
 }
 
+/// Where a role this node does not play is reached.
+fn remote_url(remotes: &BTreeMap<Role, String>, role: Role) -> anyhow::Result<String> {
+    match remotes.get(&role) {
+        Some(u) => Ok(u.clone()),
+        None => bail!("this node needs the {role} role: play it (--roles) or give its address in the config's [endpoints]"),
+    }
+}
+
+/// A role's transport: in process when this node plays it, else over
+/// HTTP/2. The runner protocol is served by the sessions role.
+fn reach(local: &BTreeMap<Role, Transport>, remotes: &BTreeMap<Role, String>, role: Role) -> anyhow::Result<Transport> {
+    if let Some(t) = local.get(&role) {
+        return Ok(t.clone());
+    }
+    let serving = if role == Role::Runner { Role::Sessions } else { role };
+    Ok(transport::remote(channel(&remote_url(remotes, serving)?)?))
+}
+
 impl Node {
     /// Starts serving on `listener`; returns once the node accepts requests.
     pub async fn start(listener: TcpListener, opts: NodeOptions) -> anyhow::Result<Node> {
         let addr = listener.local_addr()?;
-        let remote_url = |role: Role| -> anyhow::Result<String> {
-            match opts.remotes.get(&role) {
-                Some(u) => Ok(u.clone()),
-                None => bail!("this node needs the {role} role: play it (--roles) or give its address in the config's [endpoints]"),
-            }
-        };
         let has = |r: Role| opts.roles.contains(&r);
         let shutdown = CancellationToken::new();
         let mut readiness = Readiness::default();
@@ -225,10 +237,7 @@ impl Node {
             grpc = grpc.add_service(server);
         }
         if has(Role::Sessions) {
-            let governance = match local.get(&Role::Governance) {
-                Some(t) => t.clone(),
-                None => transport::remote(channel(&remote_url(Role::Governance)?)?),
-            };
+            let governance = reach(&local, &opts.remotes, Role::Governance)?;
             let (svc, db) = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
             let relay = checkfu_bus::outbox::Relay::new(db, bus.clone(), "sessions");
             let mut svc = svc.with_governance(governance).with_outbox_wake(relay.wake.clone());
@@ -261,10 +270,7 @@ impl Node {
             grpc = grpc.add_service(server).add_service(runner_server);
         }
         if has(Role::CapabilityGateway) {
-            let sessions = match local.get(&Role::Sessions) {
-                Some(t) => t.clone(),
-                None => transport::remote(channel(&remote_url(Role::Sessions)?)?),
-            };
+            let sessions = reach(&local, &opts.remotes, Role::Sessions)?;
             let server = checkfu_capability_gateway::server(sessions, opts.allow_private_targets);
             local.insert(Role::CapabilityGateway, transport::local(server.clone()));
             grpc = grpc.add_service(server);
@@ -286,14 +292,7 @@ impl Node {
             grpc = grpc.add_service(checkfu_memory::server());
         }
 
-        // The runner protocol is served by the sessions role.
-        let upstream = |role: Role| -> anyhow::Result<Transport> {
-            if let Some(t) = local.get(&role) {
-                return Ok(t.clone());
-            }
-            let serving = if role == Role::Runner { Role::Sessions } else { role };
-            Ok(transport::remote(channel(&remote_url(serving)?)?))
-        };
+        let upstream = |role: Role| reach(&local, &opts.remotes, role);
         let mut app = grpc.into_axum_router();
         if has(Role::Gateway) {
             let up = checkfu_gateway::Upstreams {
@@ -304,7 +303,7 @@ impl Node {
             };
             for role in [Role::Governance, Role::Sessions, Role::ModelGateway] {
                 if !has(role) {
-                    readiness.checks.push((role.name().into(), remote_ready(channel(&remote_url(role)?)?)));
+                    readiness.checks.push((role.name().into(), remote_ready(channel(&remote_url(&opts.remotes, role)?)?)));
                 }
             }
             let limiter: Arc<dyn checkfu_ephemeral::RateLimiter> = match &redis {
