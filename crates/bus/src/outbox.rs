@@ -24,6 +24,8 @@ const BATCH: i64 = 500;
 const LEASE_MS: i64 = 10_000;
 /// After a wake, how long to let further commits gather before a round.
 const GATHER: Duration = Duration::from_millis(50);
+/// How often the lag gauges are refreshed.
+const LAG_EVERY: Duration = Duration::from_secs(1);
 
 /// Stages `records` in the caller's transaction.
 pub async fn stage(tx: &mut Transaction<'static, Any>, records: &[Record], now_ms: i64) -> Result<()> {
@@ -123,6 +125,7 @@ impl Relay {
     /// off while the bus is unreachable.
     pub async fn run(self, idle: Duration, stop: CancellationToken) {
         let mut backoff = Duration::from_millis(200);
+        let mut measured: Option<tokio::time::Instant> = None;
         loop {
             let wait = match self.round().await {
                 Ok(Round::Published(n)) if n as i64 == BATCH => Duration::ZERO,
@@ -136,7 +139,11 @@ impl Relay {
                     backoff
                 }
             };
-            if let Ok((n, age)) = self.lag().await {
+            // The lag gauges cost a query: at most once a second, not per round.
+            if measured.is_none_or(|at| at.elapsed() >= LAG_EVERY)
+                && let Ok((n, age)) = self.lag().await
+            {
+                measured = Some(tokio::time::Instant::now());
                 metrics::gauge!("checkfu_outbox_pending", "service" => self.service.clone()).set(n as f64);
                 metrics::gauge!("checkfu_outbox_oldest_age_seconds", "service" => self.service.clone()).set(age as f64 / 1000.0);
             }
