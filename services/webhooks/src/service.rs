@@ -59,7 +59,7 @@ impl WebhooksService {
 
     /// A target URL: http(s), no credentials, and (unless private targets
     /// are allowed) resolving only to public addresses.
-    async fn check_url(&self, url: &str) -> Result<reqwest::Url> {
+    fn check_url(&self, url: &str) -> Result<reqwest::Url> {
         if url.len() > MAX_URL {
             return Err(Error::invalid_field("url", "the URL is longer than 2048 bytes"));
         }
@@ -91,7 +91,7 @@ impl WebhooksService {
             check_id("environment_id", "env", environment_id)?;
         }
         check_event_types(&event_types)?;
-        let u = self.check_url(url).await?;
+        let u = self.check_url(url)?;
         self.check_target(&u).await.map_err(|e| Error::invalid_field("url", e.message))?;
         let now = self.clock.now_ms();
         let secret = new_secret();
@@ -134,7 +134,7 @@ impl WebhooksService {
         }
         let mut next = cur.clone();
         if let Some(url) = &c.url {
-            let u = self.check_url(url).await?;
+            let u = self.check_url(url)?;
             self.check_target(&u).await.map_err(|e| Error::invalid_field("url", e.message))?;
             next.url = u.to_string();
         }
@@ -283,7 +283,7 @@ impl WebhooksService {
     /// One signed POST, to the address checked just before it.
     async fn attempt(&self, e: &Endpoint, d: &Delivery, now_ms: i64) -> Outcome {
         let fail = |error: String| Outcome { code: 0, error };
-        let u = match self.check_url(&e.url).await {
+        let u = match self.check_url(&e.url) {
             Ok(u) => u,
             Err(x) => return fail(x.message),
         };
