@@ -89,6 +89,10 @@ pub fn sse_body(
 
 /// Frames kept for a slow client before it falls back to the log.
 const FEED_CAPACITY: usize = 4096;
+/// How often a feed without events checks whether anyone still follows it.
+const FOLLOWERS_CHECK: std::time::Duration = std::time::Duration::from_secs(30);
+/// Event types a client may ask previews of.
+pub const DELTA_TYPES: [&str; 2] = ["agent.message", "agent.thinking"];
 /// History read per `ListEvents` call.
 const PAGE: u32 = 1000;
 
@@ -117,7 +121,7 @@ impl Feeds {
         let req = ss::SubscribeEventsRequest {
             session_id: session_id.into(),
             after_seq: 0,
-            delta_types: vec!["agent.message".into(), "agent.thinking".into()],
+            delta_types: DELTA_TYPES.iter().map(|t| t.to_string()).collect(),
             live_only: true,
         };
         let mut upstream = sessions.clone().subscribe_events(req).await?.into_inner();
@@ -139,7 +143,21 @@ impl Feeds {
                 Some(ss::stream_item::Item::Delta(d)) => Some(delta_frame(&d)),
                 None => None,
             };
-            while let Some(Ok(first)) = upstream.next().await {
+            let mut idle_check = tokio::time::interval(FOLLOWERS_CHECK);
+            loop {
+                let first = tokio::select! {
+                    item = upstream.next() => match item {
+                        Some(Ok(first)) => first,
+                        _ => break,
+                    },
+                    // A quiet Session's feed still ends once nobody follows it.
+                    _ = idle_check.tick() => {
+                        if tx.receiver_count() == 0 {
+                            break;
+                        }
+                        continue;
+                    }
+                };
                 // Everything already arrived goes out as one batch.
                 let mut batch: Vec<Frame> = frame(first).into_iter().collect();
                 while batch.len() < BATCH {

@@ -6,6 +6,7 @@ use crate::bodies::{self, parse};
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, Query};
 use crate::idempotency::{key_of, once};
+use crate::live::DELTA_TYPES;
 use crate::views::{self, ErrorEnvelope, Page};
 use crate::{AppState, SessionFacts};
 use axum::Json;
@@ -19,9 +20,6 @@ use serde_json::{Value, json};
 use utoipa::IntoParams;
 
 type J<T> = ApiResult<Json<T>>;
-
-/// Preview streams a client may opt into.
-const DELTA_TYPES: [&str; 2] = ["agent.message", "agent.thinking"];
 
 /// Checks that the caller may speak as `principal_id`: it is the caller, or
 /// the caller holds `act_as` on it.
