@@ -57,37 +57,49 @@ fn created_ms(s: &str) -> i64 {
 
 /// The value after `key` in `text`, up to `end`.
 fn after<'a>(text: &'a [u8], key: &[u8], end: u8) -> Option<&'a [u8]> {
-    let start = text.windows(key.len()).position(|w| w == key)? + key.len();
-    let len = text[start..].iter().position(|b| *b == end)?;
+    let start = memchr::memmem::find(text, key)? + key.len();
+    let len = memchr::memchr(end, &text[start..])?;
     Some(&text[start..start + len])
+}
+
+/// A frame's arrival time and its `created_at` as sent (RFC 3339, parsed
+/// after the run so the subscriber's hot loop stays cheap).
+struct Arrival {
+    at: i64,
+    created: [u8; 40],
+    len: u8,
 }
 
 /// One subscriber: records commit-to-frame latency (ms) of every persisted
 /// event until the stream has shown `idles` idle statuses. It works on the
-/// raw bytes and reads only what it needs, so the bench's own parsing costs
-/// little next to the server's work (they share the machine).
+/// raw bytes, reads only what it needs and parses timestamps afterwards, so
+/// the bench's own work costs little next to the server's (they share the
+/// machine).
+#[allow(clippy::too_many_arguments)]
 async fn subscribe(
+    client: reqwest::Client,
     base: String,
     key: String,
     sid: String,
     idles: usize,
     warmup: usize,
     ready: Arc<AtomicUsize>,
+    done: Arc<tokio::sync::Barrier>,
     out: Arc<Mutex<Vec<i64>>>,
 ) {
-    let client = reqwest::Client::new();
     let resp = client.get(format!("{base}/v1/sessions/{sid}/events/stream")).bearer_auth(&key).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     ready.fetch_add(1, Ordering::SeqCst);
     let mut body = resp.bytes_stream();
-    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut buf: Vec<u8> = Vec::with_capacity(4 * 1024);
     let mut seen_idle = 0;
-    let mut mine = Vec::with_capacity(idles * 8);
+    let mut mine: Vec<Arrival> = Vec::with_capacity(idles * 8);
+    let frame_end = memchr::memmem::Finder::new(b"\n\n");
     while let Some(Ok(chunk)) = body.next().await {
         let at = now_ms();
         buf.extend_from_slice(&chunk);
         let mut start = 0;
-        while let Some(end) = buf[start..].windows(2).position(|w| w == b"\n\n") {
+        while let Some(end) = frame_end.find(&buf[start..]) {
             let frame = &buf[start..start + end];
             start += end + 2;
             // Persisted frames only (`id:`), after the history replay.
@@ -96,9 +108,11 @@ async fn subscribe(
             if seq <= 1 {
                 continue;
             }
-            let created = after(frame, b"\"created_at\":\"", b'"').unwrap();
             if seen_idle >= warmup {
-                mine.push(at - created_ms(std::str::from_utf8(created).unwrap()));
+                let created = after(frame, b"\"created_at\":\"", b'"').unwrap();
+                let mut a = Arrival { at, created: [0; 40], len: created.len() as u8 };
+                a.created[..created.len()].copy_from_slice(created);
+                mine.push(a);
             }
             if after(frame, b"event: ", b'\n') == Some(b"session.status_idle") {
                 seen_idle += 1;
@@ -109,7 +123,12 @@ async fn subscribe(
             break;
         }
     }
-    out.lock().unwrap().extend(mine);
+    let lat = mine.iter().map(|a| a.at - created_ms(std::str::from_utf8(&a.created[..a.len as usize]).unwrap()));
+    out.lock().unwrap().extend(lat);
+    // Stay connected until every subscriber has seen the last turn: the run
+    // measures delivery to `--subscribers` connected clients, not a
+    // thousand disconnects racing the last frames to the others.
+    done.wait().await;
 }
 
 fn report(label: &str, subscribers: usize, lat: &mut [i64]) {
@@ -131,11 +150,25 @@ async fn run(p: &Platform, bases: &[String], a: &Args) -> Vec<i64> {
     let s = p.admin.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id})).await;
     let sid = id(&s.1);
     let ready = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(tokio::sync::Barrier::new(a.subscribers));
     let out = Arc::new(Mutex::new(Vec::new()));
+    // One client, one connection per subscriber (HTTP/1.1 streams cannot
+    // share one): the client's own setup is not what is measured.
+    let client = reqwest::Client::new();
     let mut tasks = vec![];
     for i in 0..a.subscribers {
         let base = bases[i % bases.len()].clone();
-        tasks.push(tokio::spawn(subscribe(base, p.admin.key.clone(), sid.clone(), a.messages, a.warmup, ready.clone(), out.clone())));
+        tasks.push(tokio::spawn(subscribe(
+            client.clone(),
+            base,
+            p.admin.key.clone(),
+            sid.clone(),
+            a.messages,
+            a.warmup,
+            ready.clone(),
+            done.clone(),
+            out.clone(),
+        )));
     }
     while ready.load(Ordering::SeqCst) < a.subscribers {
         tokio::time::sleep(Duration::from_millis(20)).await;

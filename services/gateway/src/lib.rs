@@ -108,7 +108,7 @@ impl AppState {
             models: ModelGatewayServiceClient::new(up.model_gateway).max_decoding_message_size(MAX),
             webhooks: WebhooksServiceClient::new(up.webhooks).max_decoding_message_size(MAX),
             limits,
-            feeds: Arc::default(),
+            feeds: Arc::new(live::Feeds::new(sse_ping)),
             idem,
             shutdown,
             sse_ping,

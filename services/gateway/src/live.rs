@@ -16,10 +16,11 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
-/// One SSE frame, rendered to its wire bytes once for every client.
+/// One SSE frame, rendered to its wire bytes once for every client — or
+/// several persisted events' frames with consecutive seqs, sent together.
 #[derive(Debug, Clone)]
 pub struct Frame {
-    /// The event's seq; `None` for a preview.
+    /// The (last) event's seq; `None` for a preview.
     pub seq: Option<i64>,
     /// For previews: the type being previewed (clients opt in per type).
     pub preview_of: Option<Arc<str>>,
@@ -89,8 +90,6 @@ pub fn sse_body(
 
 /// Frames kept for a slow client before it falls back to the log.
 const FEED_CAPACITY: usize = 4096;
-/// How often a feed without events checks whether anyone still follows it.
-const FOLLOWERS_CHECK: std::time::Duration = std::time::Duration::from_secs(30);
 /// Event types a client may ask previews of.
 pub const DELTA_TYPES: [&str; 2] = ["agent.message", "agent.thinking"];
 /// History read per `ListEvents` call.
@@ -98,15 +97,65 @@ const PAGE: u32 = 1000;
 
 /// What the shared feed carries: the frames that arrived together (one
 /// commit's events, typically), so each client wakes once per batch.
-type Batch = Arc<Vec<Frame>>;
+type Batch = Arc<Frames>;
+
+/// The frames of one batch, in order.
+struct Frames {
+    frames: Vec<Frame>,
+    /// When the batch's persisted events have consecutive seqs: all their
+    /// frames as one buffer, `(first seq, frame)`. A client that is exactly
+    /// before the first and wants none of the batch's previews (most
+    /// clients, most batches) sends this shared buffer as it is instead of
+    /// walking and copying the frames one by one.
+    run: Option<(i64, Frame)>,
+}
+
+impl Frames {
+    fn new(frames: Vec<Frame>) -> Self {
+        let mut persisted = frames.iter().filter_map(|f| f.seq.map(|s| (s, &f.wire)));
+        let run = persisted.next().and_then(|(first, wire)| {
+            let mut buf = BytesMut::from(&wire[..]);
+            let mut last = first;
+            for (seq, wire) in persisted {
+                if seq != last + 1 {
+                    return None;
+                }
+                buf.extend_from_slice(wire);
+                last = seq;
+            }
+            Some((first, Frame { seq: Some(last), preview_of: None, wire: buf.freeze() }))
+        });
+        Frames { frames, run }
+    }
+
+    /// The batch's persisted events as one frame, when that is exactly what
+    /// a client at `cursor` sends next: they follow the cursor and none of
+    /// the batch's previews is of a type in `delta_types`.
+    fn whole_after(&self, cursor: i64, delta_types: &[String]) -> Option<Frame> {
+        let (first, run) = self.run.as_ref()?;
+        let wanted = |f: &Frame| f.preview_of.as_deref().is_some_and(|t| delta_types.iter().any(|d| d == t));
+        (*first == cursor + 1 && !self.frames.iter().any(wanted)).then(|| run.clone())
+    }
+}
 
 /// The shared feeds of this gateway, one per followed Session.
-#[derive(Default)]
 pub struct Feeds {
     feeds: Mutex<HashMap<String, broadcast::Sender<Batch>>>,
+    /// How often a feed without events checks whether anyone still follows
+    /// it (the streams' ping interval: both are about quiet Sessions).
+    followers_check: std::time::Duration,
 }
 
 impl Feeds {
+    pub fn new(followers_check: std::time::Duration) -> Self {
+        Feeds { feeds: Mutex::default(), followers_check }
+    }
+
+    /// Publishes how many Sessions this gateway follows live.
+    fn count(map: &HashMap<String, broadcast::Sender<Batch>>) {
+        metrics::gauge!("checkfu_gateway_live_feeds").set(map.len() as f64);
+    }
+
     /// A receiver on the Session's shared feed, starting one if needed.
     async fn join(
         self: &Arc<Self>,
@@ -133,9 +182,11 @@ impl Feeds {
                 return Ok(existing.subscribe());
             }
             map.insert(session_id.to_string(), tx.clone());
+            Self::count(&map);
         }
         let feeds = Arc::clone(self);
         let sid = session_id.to_string();
+        let every = self.followers_check;
         tokio::spawn(async move {
             use futures_util::{FutureExt, StreamExt};
             let frame = |item: ss::StreamItem| match item.item {
@@ -143,7 +194,7 @@ impl Feeds {
                 Some(ss::stream_item::Item::Delta(d)) => Some(delta_frame(&d)),
                 None => None,
             };
-            let mut idle_check = tokio::time::interval(FOLLOWERS_CHECK);
+            let mut idle_check = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             loop {
                 let first = tokio::select! {
                     item = upstream.next() => match item {
@@ -169,13 +220,14 @@ impl Feeds {
                 if batch.is_empty() {
                     continue;
                 }
-                if tx.send(Arc::new(batch)).is_err() {
+                if tx.send(Arc::new(Frames::new(batch))).is_err() {
                     break; // nobody follows this Session here any more
                 }
             }
             let mut map = feeds.feeds.lock().unwrap_or_else(|p| p.into_inner());
             if map.get(&sid).is_some_and(|t| t.same_channel(&tx)) {
                 map.remove(&sid);
+                Self::count(&map);
             }
         });
         Ok(rx)
@@ -239,7 +291,11 @@ impl Follower {
                 Some(f) => f,
                 None => match self.rx.recv().await {
                     Ok(batch) => {
-                        self.live.extend(batch.iter().cloned());
+                        if let Some(run) = batch.whole_after(self.cursor, &self.delta_types) {
+                            self.cursor = run.seq.unwrap_or(self.cursor);
+                            return Some(run);
+                        }
+                        self.live.extend(batch.frames.iter().cloned());
                         continue;
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -278,5 +334,40 @@ impl Follower {
         let page = self.sessions.clone().list_events(req).await.ok()?.into_inner();
         self.backlog.extend(page.data.iter().map(event_frame));
         Some(!page.has_more)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn persisted(seq: i64) -> Frame {
+        Frame { seq: Some(seq), preview_of: None, wire: render(Some(seq), "agent.message", "{}") }
+    }
+
+    fn preview(of: &str) -> Frame {
+        Frame { seq: None, preview_of: Some(of.into()), wire: render(None, "event_delta", "{}") }
+    }
+
+    #[test]
+    fn a_batch_of_consecutive_events_is_one_shared_frame_for_a_client_right_behind_it() {
+        let batch = Frames::new(vec![persisted(5), preview("agent.thinking"), persisted(6), persisted(7)]);
+        let run = batch.whole_after(4, &[]).expect("a client at seq 4 takes 5..=7 at once");
+        assert_eq!(run.seq, Some(7));
+        let expected: Vec<u8> = [5, 6, 7].iter().flat_map(|s| persisted(*s).wire.to_vec()).collect();
+        assert_eq!(&run.wire[..], &expected[..], "the persisted frames, in order, without the preview");
+        assert!(batch.whole_after(3, &[]).is_none(), "a client behind the batch fills its gap first");
+        assert!(batch.whole_after(5, &[]).is_none(), "a client inside the batch takes frames one by one");
+        assert!(
+            batch.whole_after(4, &["agent.thinking".into()]).is_none(),
+            "a client that asked for the batch's preview type gets it interleaved"
+        );
+        assert!(batch.whole_after(4, &["agent.message".into()]).is_some(), "previews of other types do not matter");
+    }
+
+    #[test]
+    fn a_batch_with_a_gap_or_only_previews_has_no_shared_frame() {
+        assert!(Frames::new(vec![persisted(5), persisted(7)]).run.is_none());
+        assert!(Frames::new(vec![preview("agent.message")]).run.is_none());
     }
 }
