@@ -61,8 +61,9 @@ impl Fanout for Redis {
                         }
                     }
                 }
-                // The connection dropped: reconnect and subscribe again.
-                loop {
+                // The connection dropped: reconnect and subscribe again,
+                // every 500 ms, warning once and then every 30 s.
+                for attempt in 0u64.. {
                     if out.is_closed() {
                         return;
                     }
@@ -71,9 +72,14 @@ impl Fanout for Redis {
                         && p.psubscribe(&pattern).await.is_ok()
                     {
                         pubsub = p;
+                        if attempt > 0 {
+                            tracing::info!(attempts = attempt + 1, "redis fan-out: subscribed again");
+                        }
                         break;
                     }
-                    tracing::warn!("redis fan-out: reconnecting");
+                    if attempt % 60 == 0 {
+                        tracing::warn!(attempts = attempt + 1, "redis fan-out: cannot reach Redis; retrying every 500 ms");
+                    }
                 }
             }
         });

@@ -254,17 +254,17 @@ impl WebhooksStore for SqlWebhooksStore {
     }
 
     async fn attempts_of(&self, delivery_ids: &[String]) -> Result<Vec<Attempt>> {
-        let mut out = vec![];
-        for id in delivery_ids {
-            let rows = sqlx::query("SELECT * FROM attempts WHERE delivery_id = $1 ORDER BY number")
-                .bind(id)
-                .fetch_all(&self.db.pool)
-                .await
-                .map_err(db_err)?;
-            for r in &rows {
-                out.push(attempt(r)?);
-            }
+        if delivery_ids.is_empty() {
+            return Ok(vec![]);
         }
-        Ok(out)
+        // One query for a page of deliveries (at most 100 ids).
+        let marks = (1..=delivery_ids.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+        let sql = format!("SELECT * FROM attempts WHERE delivery_id IN ({marks}) ORDER BY delivery_id, number");
+        // Only numbered placeholders are formatted in; the ids are bound.
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for id in delivery_ids {
+            query = query.bind(id);
+        }
+        query.fetch_all(&self.db.pool).await.map_err(db_err)?.iter().map(attempt).collect()
     }
 }
