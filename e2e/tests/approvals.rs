@@ -372,3 +372,44 @@ async fn a_response_before_the_run_settles_is_still_delivered() {
     assert_eq!(resolved["payload"]["decision"], "approve");
     p.stop().await;
 }
+
+/// An interrupt ends an approval wait; the approvals it leaves undecided
+/// are withdrawn (expired, audited) so no approver answers a call that will
+/// never run, and the next turn answers the call as denied, once.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupt_withdraws_the_approvals_it_leaves_undecided() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let a = &p.admin;
+    let me = p.admin_id.clone();
+    let d = deploy(a, &p.env_id, json!({"tools": [{"type": "builtin", "name": "write"}]})).await;
+    let s = a
+        .post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, &write_call("never.txt"))]}))
+        .await;
+    let sid = id(&s.1);
+    assert_eq!(settle(a, &sid).await["stop_reason"]["type"], "requires_action");
+    let ap = pending(a, &sid).await[0].clone();
+
+    expect(&a.post(&format!("/v1/sessions/{sid}/events"), input(&me, "user.interrupt", json!({}))).await, 201, None);
+    assert_eq!(settle(a, &sid).await["stop_reason"]["type"], "end_turn");
+    assert!(pending(a, &sid).await.is_empty(), "nothing is left for an approver");
+    let record = a.get(&format!("/v1/action-approvals/{}", id(&ap))).await;
+    assert_eq!((record.1["status"].as_str(), record.1["decision"].as_str()), (Some("expired"), Some("deny")));
+    let late = respond(a, &id(&ap), json!({"decision": "approve", "response_token": ap["response_token"]})).await;
+    expect(&late, 409, Some("validation.conflict"));
+    let audit = a.get(&format!("/v1/audit-events?resource_id={}", id(&ap))).await;
+    let withdrawn = audit.1["data"].as_array().unwrap().iter().find(|r| r["action"] == "action_approval.withdrawn").cloned();
+    let withdrawn = withdrawn.unwrap_or_else(|| panic!("the withdrawal is audited: {}", audit.1));
+    assert_eq!((withdrawn["actor_id"].as_str(), withdrawn["details"]["session_id"].as_str()), (Some(me.as_str()), Some(sid.as_str())));
+
+    // The next turn answers the dangling call as denied, exactly once.
+    expect(&a.post(&format!("/v1/sessions/{sid}/events"), message(&me, "carry on")).await, 201, None);
+    assert_eq!(settle(a, &sid).await["stop_reason"]["type"], "end_turn");
+    let evs = events(a, &sid).await;
+    assert_gapless(&evs);
+    let tool_use_id = evs.iter().find(|e| e["type"] == "agent.tool_use").unwrap()["payload"]["tool_use_id"].clone();
+    let answers = evs.iter().filter(|e| e["type"] == "policy.denied" && e["payload"]["tool_use_id"] == tool_use_id).count();
+    assert_eq!(answers, 1, "{evs:?}");
+    assert!(!dir.path().join("workspaces").join(&sid).join("never.txt").exists());
+    p.stop().await;
+}

@@ -269,7 +269,8 @@ impl GovernanceService {
         match a.status {
             ApprovalStatus::Pending => {}
             ApprovalStatus::Expired => {
-                return Err(Error::conflict("the approval expired before this response").with_details(json!({"status": "expired"})));
+                let why = "the approval expired (its time ran out, or its Session stopped waiting) before this response";
+                return Err(Error::conflict(why).with_details(json!({"status": "expired"})));
             }
             s => {
                 return Err(Error::conflict("the approval was already responded to").with_details(json!({"status": s.as_str()})));
@@ -334,6 +335,23 @@ impl GovernanceService {
     pub async fn unsettled_approvals(&self, limit: u32) -> Result<Vec<ActionApproval>> {
         self.expire_overdue().await?;
         self.store.unsettled_approvals(i64::from(limit.clamp(1, 500))).await
+    }
+
+    /// Ends a pending approval its Session no longer waits for, so no
+    /// approver answers a call that will never run. It expires now (the
+    /// status a pending approval takes when nobody decides it in time).
+    pub async fn withdraw(&self, id: &str, actor: &str) -> Result<ActionApproval> {
+        let a = self.approval(id).await?;
+        if a.status != ApprovalStatus::Pending {
+            return Ok(a);
+        }
+        let expired = ActionApproval { status: ApprovalStatus::Expired, decision: "deny".into(), response_token: String::new(), ..a };
+        if self.store.decide_approval(&expired).await? {
+            let why = json!({"session_id": expired.session_id, "reason": "the Session stopped waiting for it (interrupted)"});
+            self.audit(actor, "action_approval.withdrawn", "action_approval", &expired.id, why).await?;
+            return Ok(expired);
+        }
+        self.store.get_approval(id).await?.ok_or_else(|| Error::not_found("action_approval", id))
     }
 
     pub async fn mark_settled(&self, id: &str) -> Result<ActionApproval> {

@@ -405,6 +405,11 @@ impl Rpc for GovernanceGrpc {
         ok(approval(self.svc.mark_settled(&r.into_inner().id).await?))
     }
 
+    async fn withdraw_approval(&self, r: Request<pb::ActorRequest>) -> R<pb::ActionApproval> {
+        let r = r.into_inner();
+        ok(approval(self.svc.withdraw(&r.id, &r.actor_id).await?))
+    }
+
     async fn get_standing_approval(&self, r: Request<pb::GetByIdRequest>) -> R<pb::StandingApproval> {
         ok(standing(self.svc.standing_approval(&r.into_inner().id).await?))
     }

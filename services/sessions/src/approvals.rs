@@ -104,6 +104,19 @@ impl SessionsService {
         }
     }
 
+    /// Withdraws approvals the Session stopped waiting for. Best effort: if
+    /// governance cannot be reached they stay pending until they expire,
+    /// and a late approval then changes nothing (the Session no longer waits).
+    pub(crate) async fn withdraw_approvals(&self, ids: &[String], actor: &str) {
+        let Ok(g) = self.governance() else { return };
+        for id in ids {
+            let req = gov::ActorRequest { id: id.clone(), actor_id: actor.into() };
+            if let Err(status) = g.clone().withdraw_approval(req).await {
+                tracing::warn!(%status, approval_id = %id, "could not withdraw an approval the Session no longer waits for; it expires on its own");
+            }
+        }
+    }
+
     /// One sweep: settles every decided or expired approval not yet recorded.
     pub async fn sweep_approvals(&self) -> Result<usize> {
         let list = self.governance()?.list_unsettled_approvals(gov::ListRequest { limit: 100, page: String::new() }).await;

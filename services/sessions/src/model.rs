@@ -428,6 +428,11 @@ impl Session {
             .unwrap_or_default()
     }
 
+    /// Every ActionApproval the Session's `requires_action` wait holds.
+    pub fn waiting_approvals(&self) -> Vec<String> {
+        self.waiting_ids().iter().filter_map(|t| self.waiting_approval(t)).collect()
+    }
+
     /// The ActionApproval a `requires_action` wait holds for `tool_use_id`.
     pub fn waiting_approval(&self, tool_use_id: &str) -> Option<String> {
         if !self.waiting_ids().iter().any(|w| w == tool_use_id) {

@@ -318,7 +318,16 @@ impl SessionsService {
         {
             return Ok((e, false));
         }
-        let (id, _, events) = self.transact(session_id, |d| d.apply(&input)).await?;
+        let ((id, dropped), _, events) = self
+            .transact(session_id, |d| {
+                let before = d.session.waiting_approvals();
+                let id = d.apply(&input)?;
+                let after = d.session.waiting_approvals();
+                Ok((id, before.into_iter().filter(|a| !after.contains(a)).collect::<Vec<_>>()))
+            })
+            .await?;
+        // An interrupt ended the wait: nobody should approve those calls now.
+        self.withdraw_approvals(&dropped, &input.authored_by).await;
         let e = events.into_iter().find(|e| e.id == id).ok_or_else(|| Error::internal("appended event missing from the commit"))?;
         Ok((e, false))
     }
