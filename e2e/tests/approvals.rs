@@ -23,6 +23,22 @@ async fn respond(a: &Api, approval: &str, body: Value) -> Reply {
     a.post(&format!("/v1/action-approvals/{approval}/responses"), body).await
 }
 
+/// A Session of an agent with the builtin `tools` whose first turn asks to
+/// write `path` and now waits on that call's one approval: the deployment,
+/// the Session's id and the pending approval.
+async fn waiting_on_write(p: &Platform, tools: &[&str], path: &str) -> (Deployed, String, Value) {
+    let a = &p.admin;
+    let tools: Vec<Value> = tools.iter().map(|t| json!({"type": "builtin", "name": t})).collect();
+    let d = deploy(a, &p.env_id, json!({"tools": tools})).await;
+    let first = message(&p.admin_id, &write_call(path));
+    let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [first]})).await;
+    let sid = id(&s.1);
+    assert_eq!(settle(a, &sid).await["stop_reason"]["type"], "requires_action");
+    let list = pending(a, &sid).await;
+    assert_eq!(list.len(), 1, "{list:?}");
+    (d, sid, list[0].clone())
+}
+
 /// A service principal with `read` and `invoke` but not `approve`.
 async fn reader(p: &Platform, agent_id: &str) -> (Api, String) {
     let a = &p.admin;
@@ -42,22 +58,13 @@ async fn an_approved_write_runs_with_its_frozen_arguments() {
     let p = Platform::start(dir.path()).await;
     let a = &p.admin;
     let me = p.admin_id.clone();
-    let d = deploy(a, &p.env_id, json!({"tools": [{"type": "builtin", "name": "write"}]})).await;
-    let s = a
-        .post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, &write_call("out.txt"))]}))
-        .await;
-    let sid = id(&s.1);
-    let waiting = settle(a, &sid).await;
-    assert_eq!(waiting["stop_reason"]["type"], "requires_action");
+    let (d, sid, ap) = waiting_on_write(&p, &["write"], "out.txt").await;
     let file = dir.path().join("workspaces").join(&sid).join("out.txt");
     assert!(!file.exists());
 
     // Only settle events are accepted while the Session waits.
     expect(&a.post(&format!("/v1/sessions/{sid}/events"), message(&me, "hello?")).await, 409, Some("validation.conflict"));
-
-    let list = pending(a, &sid).await;
-    assert_eq!(list.len(), 1);
-    let ap = list[0].clone();
+    assert_eq!(pending(a, &sid).await.len(), 1, "the refused message changed nothing");
     let aid = id(&ap);
     assert_eq!(ap["status"], "pending");
     assert_eq!(ap["frozen"]["tool"], "write");
@@ -123,13 +130,7 @@ async fn a_standing_approval_covers_its_exact_tuple_until_revoked() {
     let p = Platform::start(dir.path()).await;
     let a = &p.admin;
     let me = p.admin_id.clone();
-    let d = deploy(a, &p.env_id, json!({"tools": [{"type": "builtin", "name": "write"}, {"type": "builtin", "name": "edit"}]})).await;
-    let s = a
-        .post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, &write_call("a.txt"))]}))
-        .await;
-    let sid = id(&s.1);
-    settle(a, &sid).await;
-    let ap = pending(a, &sid).await[0].clone();
+    let (d, sid, ap) = waiting_on_write(&p, &["write", "edit"], "a.txt").await;
     let body = json!({"decision": "approve", "response_token": ap["response_token"], "standing": {"ttl_seconds": 90 * 24 * 3600}});
     let ok = respond(a, &id(&ap), body).await;
     expect(&ok, 200, None);
@@ -245,14 +246,7 @@ async fn an_unanswered_approval_expires_as_denied() {
     let tuning = Tuning { approval_ttl: Duration::from_millis(600), approval_sweep: Duration::from_millis(100), ..Default::default() };
     let p = Platform::start_timed(dir.path(), tuning).await;
     let a = &p.admin;
-    let me = p.admin_id.clone();
-    let d = deploy(a, &p.env_id, json!({"tools": [{"type": "builtin", "name": "write"}]})).await;
-    let s = a
-        .post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, &write_call("late.txt"))]}))
-        .await;
-    let sid = id(&s.1);
-    assert_eq!(settle(a, &sid).await["stop_reason"]["type"], "requires_action");
-    let ap = pending(a, &sid).await[0].clone();
+    let (_, sid, ap) = waiting_on_write(&p, &["write"], "late.txt").await;
     let mut done = Value::Null;
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -382,13 +376,7 @@ async fn an_interrupt_withdraws_the_approvals_it_leaves_undecided() {
     let p = Platform::start(dir.path()).await;
     let a = &p.admin;
     let me = p.admin_id.clone();
-    let d = deploy(a, &p.env_id, json!({"tools": [{"type": "builtin", "name": "write"}]})).await;
-    let s = a
-        .post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, &write_call("never.txt"))]}))
-        .await;
-    let sid = id(&s.1);
-    assert_eq!(settle(a, &sid).await["stop_reason"]["type"], "requires_action");
-    let ap = pending(a, &sid).await[0].clone();
+    let (_, sid, ap) = waiting_on_write(&p, &["write"], "never.txt").await;
 
     expect(&a.post(&format!("/v1/sessions/{sid}/events"), input(&me, "user.interrupt", json!({}))).await, 201, None);
     assert_eq!(settle(a, &sid).await["stop_reason"]["type"], "end_turn");
