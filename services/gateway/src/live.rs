@@ -194,17 +194,38 @@ impl Feeds {
                 Some(ss::stream_item::Item::Delta(d)) => Some(delta_frame(&d)),
                 None => None,
             };
+            // Leaves the map, if this feed is still the Session's. `unless_followed`:
+            // only when nobody follows it, decided under the map's lock,
+            // where clients join, so a client joining right now either gets
+            // this feed alive or starts a new one (and reads from the log
+            // whatever this feed had no receiver for).
+            let leave = |unless_followed: bool| {
+                let mut map = feeds.feeds.lock().unwrap_or_else(|p| p.into_inner());
+                if unless_followed && tx.receiver_count() > 0 {
+                    return false;
+                }
+                if map.get(&sid).is_some_and(|t| t.same_channel(&tx)) {
+                    map.remove(&sid);
+                    Self::count(&map);
+                }
+                true
+            };
             let mut idle_check = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             loop {
                 let first = tokio::select! {
                     item = upstream.next() => match item {
                         Some(Ok(first)) => first,
-                        _ => break,
+                        // Upstream ended: the clients end too and resume
+                        // with Last-Event-ID.
+                        _ => {
+                            leave(false);
+                            return;
+                        }
                     },
                     // A quiet Session's feed still ends once nobody follows it.
                     _ = idle_check.tick() => {
-                        if tx.receiver_count() == 0 {
-                            break;
+                        if leave(true) {
+                            return;
                         }
                         continue;
                     }
@@ -220,14 +241,10 @@ impl Feeds {
                 if batch.is_empty() {
                     continue;
                 }
-                if tx.send(Arc::new(Frames::new(batch))).is_err() {
-                    break; // nobody follows this Session here any more
+                // Nobody follows this Session here any more.
+                if tx.send(Arc::new(Frames::new(batch))).is_err() && leave(true) {
+                    return;
                 }
-            }
-            let mut map = feeds.feeds.lock().unwrap_or_else(|p| p.into_inner());
-            if map.get(&sid).is_some_and(|t| t.same_channel(&tx)) {
-                map.remove(&sid);
-                Self::count(&map);
             }
         });
         Ok(rx)
