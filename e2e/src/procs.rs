@@ -52,7 +52,15 @@ pub fn serve(dir: &Path, name: &str, roles: &str, config: &str, env: &[(&str, &s
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines.next().unwrap_or_else(|| panic!("{name} exited; see {}", dir.join(format!("{name}.log")).display())).unwrap();
+    let line = lines
+        .next()
+        .unwrap_or_else(|| {
+            // The directory goes with the failing test: show the log here.
+            let text = std::fs::read_to_string(dir.join(format!("{name}.log"))).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
+            panic!("{name} exited before listening; the end of its log:\n{}", tail.join("\n"))
+        })
+        .unwrap();
     let addr = line.rsplit(" on ").next().unwrap().trim().to_string();
     std::thread::spawn(move || for _ in lines {});
     (Proc(child), format!("http://{addr}"))
