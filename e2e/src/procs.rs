@@ -79,23 +79,47 @@ pub async fn fresh_database(base_url: &str, tag: &str) -> String {
 }
 
 /// A private tansu broker on a free port (from `CHECKFU_TANSU_BIN`, or
-/// `tansu` on the PATH); `None` when there is no binary.
+/// `tansu` on the PATH); `None` when there is no binary or it never listens.
 pub fn broker(dir: &Path) -> Option<(Proc, String)> {
     let bin = std::env::var("CHECKFU_TANSU_BIN").unwrap_or_else(|_| "tansu".into());
-    let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
-    let url = format!("tcp://127.0.0.1:{port}");
-    let log = std::fs::File::create(dir.join("tansu.log")).ok()?;
-    let child = Command::new(bin)
-        .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url, "--storage-engine", "memory://tansu/"])
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .ok()?;
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some((Proc(child), format!("127.0.0.1:{port}")));
+    // The port is found free and then handed to tansu: another process may
+    // take it in between (tests start servers in parallel), and a connect
+    // would then reach that process instead. So a broker counts only if it
+    // is still running once its port answers; otherwise try another port.
+    for _ in 0..5 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+        let url = format!("tcp://127.0.0.1:{port}");
+        let log = std::fs::File::create(dir.join("tansu.log")).ok()?;
+        let child = Command::new(&bin)
+            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url, "--storage-engine", "memory://tansu/"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .ok()?;
+        let mut proc = Proc(child);
+        if proc.listens_on(port) {
+            return Some((proc, format!("127.0.0.1:{port}")));
         }
-        std::thread::sleep(std::time::Duration::from_millis(100));
     }
     None
+}
+
+impl Proc {
+    /// Whether this process listens on `port`: the port answers and the
+    /// process is still running a moment later (one that lost the port to
+    /// another process exits on failing to bind it).
+    fn listens_on(&mut self, port: u16) -> bool {
+        let running = |p: &mut Proc| matches!(p.0.try_wait(), Ok(None));
+        for _ in 0..100 {
+            if !running(self) {
+                return false;
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                return running(self);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        false
+    }
 }
