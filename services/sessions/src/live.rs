@@ -99,9 +99,11 @@ fn decode(origin: &str, bytes: &[u8]) -> Option<Item> {
 /// when publishing works again.
 #[derive(Default)]
 struct FailureLog {
-    /// Failures since the last warning, and when that warning was.
+    /// Failures since the last warning.
     unreported: u64,
+    /// When the last warning was (`None`: none in this outage).
     last: Option<std::time::Instant>,
+    /// The last publish failed.
     failing: bool,
 }
 
