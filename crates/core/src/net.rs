@@ -44,6 +44,22 @@ fn public_v6(ip: Ipv6Addr) -> bool {
         || (s[0] == 0x0064 && s[1] == 0xff9b))
 }
 
+/// The host (IPv6 brackets removed) and port of a URL the platform calls
+/// for a tenant: http or https, with a host, and carrying no credentials.
+pub fn http_target(url: &url::Url) -> crate::Result<(String, u16)> {
+    let invalid = |why: &str| crate::Error::invalid_field("url", why);
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid("only http and https URLs are allowed"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid("URLs carrying credentials are refused"));
+    }
+    let host = url.host_str().ok_or_else(|| invalid("the URL has no host"))?;
+    // Always known for http and https.
+    let port = url.port_or_known_default().unwrap_or(80);
+    Ok((host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
+}
+
 /// Resolves `host:port` and returns the one address to connect to, refusing
 /// (as `permission.denied`) a name with any non-public address unless
 /// `allow_private`. Connecting to exactly this address (pinning it) keeps a

@@ -98,20 +98,12 @@ impl WebFetcher {
     /// Refuses a URL outside the allowlist or resolving to a non-public
     /// address; returns the host and the one address to connect to.
     async fn check(&self, allowed: &[String], url: &Url) -> Result<(String, SocketAddr)> {
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(Error::invalid_field("url", "only http and https URLs can be fetched"));
+        let (host, port) = checkfu_core::net::http_target(url)?;
+        if !host_allowed(allowed, &host) {
+            return Err(Error::denied(format!("{host} is not on this session's sandbox allowlist")));
         }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(Error::invalid_field("url", "URLs carrying credentials are refused"));
-        }
-        let host = url.host_str().ok_or_else(|| Error::invalid_field("url", "the URL has no host"))?;
-        let bare = host.trim_start_matches('[').trim_end_matches(']').to_string();
-        if !host_allowed(allowed, &bare) {
-            return Err(Error::denied(format!("{bare} is not on this session's sandbox allowlist")));
-        }
-        let port = url.port_or_known_default().unwrap_or(80);
-        let first = checkfu_core::net::resolve_target(&bare, port, self.allow_private).await?;
-        Ok((bare, first))
+        let first = checkfu_core::net::resolve_target(&host, port, self.allow_private).await?;
+        Ok((host, first))
     }
 
     async fn read_body(&self, resp: reqwest::Response) -> Result<(String, bool)> {

@@ -57,27 +57,17 @@ impl WebhooksService {
         WebhooksService { store, clock, allow_private }
     }
 
-    /// A target URL: http(s), no credentials, and (unless private targets
-    /// are allowed) resolving only to public addresses.
-    fn check_url(&self, url: &str) -> Result<reqwest::Url> {
+    /// A target URL, checked (http or https, no credentials, and unless
+    /// private targets are allowed resolving only to public addresses),
+    /// with its host and the one address to call it at.
+    async fn target(&self, url: &str) -> Result<(reqwest::Url, String, std::net::SocketAddr)> {
         if url.len() > MAX_URL {
             return Err(Error::invalid_field("url", "the URL is longer than 2048 bytes"));
         }
         let u = reqwest::Url::parse(url).map_err(|e| Error::invalid_field("url", format!("not a URL: {e}")))?;
-        if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
-            return Err(Error::invalid_field("url", "the URL must be http or https with a host"));
-        }
-        if !u.username().is_empty() || u.password().is_some() {
-            return Err(Error::invalid_field("url", "URLs carrying credentials are refused; authenticate with the signature"));
-        }
-        Ok(u)
-    }
-
-    async fn check_target(&self, u: &reqwest::Url) -> Result<(String, std::net::SocketAddr)> {
-        let host = u.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_string();
-        let port = u.port_or_known_default().unwrap_or(443);
+        let (host, port) = checkfu_core::net::http_target(&u)?;
         let addr = checkfu_core::net::resolve_target(&host, port, self.allow_private).await?;
-        Ok((host, addr))
+        Ok((u, host, addr))
     }
 
     pub async fn create_endpoint(
@@ -91,8 +81,7 @@ impl WebhooksService {
             check_id("environment_id", "env", environment_id)?;
         }
         check_event_types(&event_types)?;
-        let u = self.check_url(url)?;
-        self.check_target(&u).await.map_err(|e| Error::invalid_field("url", e.message))?;
+        let (u, _, _) = self.target(url).await.map_err(|e| Error::invalid_field("url", e.message))?;
         let now = self.clock.now_ms();
         let secret = new_secret();
         let e = Endpoint {
@@ -134,8 +123,7 @@ impl WebhooksService {
         }
         let mut next = cur.clone();
         if let Some(url) = &c.url {
-            let u = self.check_url(url)?;
-            self.check_target(&u).await.map_err(|e| Error::invalid_field("url", e.message))?;
+            let (u, _, _) = self.target(url).await.map_err(|e| Error::invalid_field("url", e.message))?;
             next.url = u.to_string();
         }
         if let Some(t) = c.event_types {
@@ -283,11 +271,7 @@ impl WebhooksService {
     /// One signed POST, to the address checked just before it.
     async fn attempt(&self, e: &Endpoint, d: &Delivery, now_ms: i64) -> Outcome {
         let fail = |error: String| Outcome { code: 0, error };
-        let u = match self.check_url(&e.url) {
-            Ok(u) => u,
-            Err(x) => return fail(x.message),
-        };
-        let (host, addr) = match self.check_target(&u).await {
+        let (u, host, addr) = match self.target(&e.url).await {
             Ok(t) => t,
             Err(x) => return fail(x.message),
         };
