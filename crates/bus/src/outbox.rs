@@ -32,10 +32,10 @@ pub async fn stage(tx: &mut Transaction<'static, Any>, records: &[Record], now_m
     if records.is_empty() {
         return Ok(());
     }
-    let rows: Vec<String> = (0..records.len())
-        .map(|r| format!("({})", (1..=COLS).map(|c| format!("${}", r * COLS + c)).collect::<Vec<_>>().join(", ")))
-        .collect();
-    let sql = format!("INSERT INTO outbox (topic, msg_key, event_id, payload, headers_json, created_ms) VALUES {}", rows.join(", "));
+    let sql = format!(
+        "INSERT INTO outbox (topic, msg_key, event_id, payload, headers_json, created_ms) VALUES {}",
+        checkfu_store::value_rows(records.len(), COLS)
+    );
     let mut q = sqlx::query(AssertSqlSafe(sql));
     for r in records {
         let headers = serde_json::to_string(&r.headers).map_err(|e| Error::internal(e.to_string()))?;

@@ -159,6 +159,18 @@ pub fn db_err(e: sqlx::Error) -> Error {
     }
 }
 
+/// `count` numbered placeholders from `$first`, for `IN (...)`:
+/// `marks(4, 3)` is `$4, $5, $6`.
+pub fn marks(first: usize, count: usize) -> String {
+    (first..first + count).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Placeholders for a multi-row `VALUES` of `rows` tuples of `cols`, from
+/// `$1`: `value_rows(2, 2)` is `($1, $2), ($3, $4)`.
+pub fn value_rows(rows: usize, cols: usize) -> String {
+    (0..rows).map(|r| format!("({})", marks(r * cols + 1, cols))).collect::<Vec<_>>().join(", ")
+}
+
 /// Booleans travel as integers so one SQL text works on both dialects.
 pub fn flag(b: bool) -> i64 {
     i64::from(b)
@@ -213,4 +225,13 @@ pub async fn find_one<T>(
     map: fn(&sqlx::any::AnyRow) -> Result<T, Error>,
 ) -> Result<Option<T>, Error> {
     sqlx::query(sql).bind(key).fetch_optional(&db.pool).await.map_err(db_err)?.as_ref().map(map).transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn placeholders_are_numbered_in_order() {
+        assert_eq!(super::marks(4, 3), "$4, $5, $6");
+        assert_eq!(super::value_rows(2, 3), "($1, $2, $3), ($4, $5, $6)");
+    }
 }

@@ -258,8 +258,10 @@ impl WebhooksStore for SqlWebhooksStore {
             return Ok(vec![]);
         }
         // One query for a page of deliveries (at most 100 ids).
-        let marks = (1..=delivery_ids.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
-        let sql = format!("SELECT * FROM attempts WHERE delivery_id IN ({marks}) ORDER BY delivery_id, number");
+        let sql = format!(
+            "SELECT * FROM attempts WHERE delivery_id IN ({}) ORDER BY delivery_id, number",
+            checkfu_store::marks(1, delivery_ids.len())
+        );
         // Only numbered placeholders are formatted in; the ids are bound.
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
         for id in delivery_ids {

@@ -194,12 +194,9 @@ async fn insert_events(tx: &mut Transaction<'static, Any>, session_id: &str, fir
         return Ok(vec![]);
     }
     const COLS: usize = 10;
-    let rows: Vec<String> = (0..events.len())
-        .map(|r| format!("({})", (1..=COLS).map(|c| format!("${}", r * COLS + c)).collect::<Vec<_>>().join(", ")))
-        .collect();
     let sql = format!(
         "INSERT INTO events (session_id, seq, id, type, run_id, thread_id, authored_by_json, caused_by_json, payload_json, created_ms) VALUES {}",
-        rows.join(", ")
+        checkfu_store::value_rows(events.len(), COLS)
     );
     let mut q = sqlx::query(AssertSqlSafe(sql));
     let mut out = Vec::with_capacity(events.len());
@@ -633,9 +630,10 @@ impl SessionsStore for SqlSessionsStore {
                 .fetch_all(&self.db.pool)
                 .await
         } else {
-            let marks: Vec<String> = (0..types.len()).map(|n| format!("${}", n + 4)).collect();
-            let sql =
-                format!("SELECT * FROM events WHERE session_id = $1 AND seq > $2 AND type IN ({}) ORDER BY seq LIMIT $3", marks.join(", "));
+            let sql = format!(
+                "SELECT * FROM events WHERE session_id = $1 AND seq > $2 AND type IN ({}) ORDER BY seq LIMIT $3",
+                checkfu_store::marks(4, types.len())
+            );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(session_id).bind(after_seq).bind(limit);
             for t in types {
                 q = q.bind(t);
