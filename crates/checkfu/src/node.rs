@@ -310,7 +310,7 @@ impl Node {
                 Some(r) => Arc::new(r.clone()),
                 None => Arc::new(checkfu_ephemeral::memory::MemoryLimiter::default()),
             };
-            let limits = checkfu_gateway::RateLimits { limiter, per_second: opts.rate_limit_per_second };
+            let limits = checkfu_gateway::RateLimits::new(limiter, opts.rate_limit_per_second);
             let state = checkfu_gateway::AppState::open(&opts.storage, up, shutdown.clone(), opts.sse_ping, limits)
                 .await
                 .context("opening the gateway store")?;

@@ -6,6 +6,7 @@
 //! subscriber, and a limiter that forgets only forgives.
 
 pub mod memory;
+pub mod outage;
 pub mod redis_impl;
 
 #[cfg(test)]

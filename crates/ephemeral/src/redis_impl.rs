@@ -51,6 +51,7 @@ impl Fanout for Redis {
         let mut pubsub = client.get_async_pubsub().await.map_err(|e| redis_err("subscribe", e))?;
         pubsub.psubscribe(&pattern).await.map_err(|e| redis_err("subscribe", e))?;
         tokio::spawn(async move {
+            let outage = crate::outage::FailureLog::new("redis fan-out: cannot reach Redis; retrying every 500 ms");
             loop {
                 {
                     let mut messages = pubsub.on_message();
@@ -62,23 +63,26 @@ impl Fanout for Redis {
                     }
                 }
                 // The connection dropped: reconnect and subscribe again,
-                // every 500 ms, warning once and then every 30 s.
-                for attempt in 0u64.. {
+                // every 500 ms.
+                loop {
                     if out.is_closed() {
                         return;
                     }
                     tokio::time::sleep(Duration::from_millis(500)).await;
-                    if let Ok(mut p) = client.get_async_pubsub().await
-                        && p.psubscribe(&pattern).await.is_ok()
-                    {
-                        pubsub = p;
-                        if attempt > 0 {
-                            tracing::info!(attempts = attempt + 1, "redis fan-out: subscribed again");
+                    let again = async {
+                        let mut p = client.get_async_pubsub().await?;
+                        p.psubscribe(&pattern).await?;
+                        Ok::<_, redis::RedisError>(p)
+                    };
+                    match again.await {
+                        Ok(p) => {
+                            outage.recovered();
+                            pubsub = p;
+                            break;
                         }
-                        break;
-                    }
-                    if attempt % 60 == 0 {
-                        tracing::warn!(attempts = attempt + 1, "redis fan-out: cannot reach Redis; retrying every 500 ms");
+                        Err(e) => {
+                            outage.failed(&e);
+                        }
                     }
                 }
             }

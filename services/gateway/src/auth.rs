@@ -13,7 +13,11 @@ use checkfu_proto::governance::v1::AuthenticateRequest;
 /// lets the request through (it guards fairness, not access).
 async fn limit(state: &AppState, principal_id: &str) -> Result<(), ApiError> {
     let window = std::time::Duration::from_secs(1);
-    match state.limits.limiter.hit(principal_id, state.limits.per_second, window).await {
+    let hit = state.limits.limiter.hit(principal_id, state.limits.per_second, window).await;
+    if hit.is_ok() {
+        state.limits.unreachable.recovered();
+    }
+    match hit {
         Ok(checkfu_ephemeral::Admit::Yes) => Ok(()),
         Ok(checkfu_ephemeral::Admit::No { retry_after }) => {
             let secs = retry_after.as_millis().div_ceil(1000).max(1) as u64;
@@ -22,7 +26,7 @@ async fn limit(state: &AppState, principal_id: &str) -> Result<(), ApiError> {
                 .into())
         }
         Err(e) => {
-            tracing::warn!(error = %e, "the rate limiter is unreachable; letting the request through");
+            state.limits.unreachable.failed(&e);
             Ok(())
         }
     }

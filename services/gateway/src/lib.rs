@@ -66,15 +66,24 @@ pub struct SessionFacts {
 /// Facts kept in memory; beyond this the cache starts over.
 pub const SESSION_FACTS_CACHE: usize = 100_000;
 
-/// How the gateway reaches the services it calls (local or remote).
 /// How many requests one principal may make per second, counted in a
 /// limiter every gateway replica shares (Redis in production).
 #[derive(Clone)]
 pub struct RateLimits {
     pub limiter: Arc<dyn checkfu_ephemeral::RateLimiter>,
     pub per_second: u32,
+    /// Warnings while the limiter cannot be reached (not one per request).
+    pub unreachable: Arc<checkfu_ephemeral::outage::FailureLog>,
 }
 
+impl RateLimits {
+    pub fn new(limiter: Arc<dyn checkfu_ephemeral::RateLimiter>, per_second: u32) -> Self {
+        let unreachable = checkfu_ephemeral::outage::FailureLog::new("the rate limiter is unreachable; letting requests through");
+        RateLimits { limiter, per_second, unreachable: Arc::new(unreachable) }
+    }
+}
+
+/// How the gateway reaches the services it calls (local or remote).
 pub struct Upstreams {
     pub governance: Transport,
     pub sessions: Transport,

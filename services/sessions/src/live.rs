@@ -8,6 +8,7 @@
 
 use crate::model::Event;
 use checkfu_ephemeral::Fanout;
+use checkfu_ephemeral::outage::FailureLog;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -94,44 +95,6 @@ fn decode(origin: &str, bytes: &[u8]) -> Option<Item> {
     }))
 }
 
-/// Warnings for a failing fan-out, without one per event: the first
-/// failure, then a count at most every [`FailureLog::EVERY`], and a note
-/// when publishing works again.
-#[derive(Default)]
-struct FailureLog {
-    /// Failures since the last warning.
-    unreported: u64,
-    /// When the last warning was (`None`: none in this outage).
-    last: Option<std::time::Instant>,
-    /// The last publish failed.
-    failing: bool,
-}
-
-impl FailureLog {
-    const EVERY: std::time::Duration = std::time::Duration::from_secs(30);
-
-    /// Counts a failure; returns whether it was logged.
-    fn failed(&mut self, e: &impl std::fmt::Display) -> bool {
-        self.failing = true;
-        self.unreported += 1;
-        if self.last.is_some_and(|at| at.elapsed() < Self::EVERY) {
-            return false;
-        }
-        tracing::warn!(error = %e, failures = self.unreported, "live fan-out: publishing failed; subscribers on other replicas catch up from the store");
-        self.unreported = 0;
-        self.last = Some(std::time::Instant::now());
-        true
-    }
-
-    fn recovered(&mut self) {
-        if std::mem::take(&mut self.failing) {
-            tracing::info!(unreported_failures = self.unreported, "live fan-out: publishing works again");
-            self.unreported = 0;
-            self.last = None;
-        }
-    }
-}
-
 impl Hub {
     /// A hub that also shares items with the other replicas through
     /// `fanout`, and receives theirs.
@@ -142,7 +105,7 @@ impl Hub {
         let hub = Arc::new(Hub { channels: Mutex::default(), outgoing: Some((tx, origin.clone())) });
         let out = fanout.clone();
         tokio::spawn(async move {
-            let mut failures = FailureLog::default();
+            let failures = FailureLog::new("live fan-out: publishing failed; subscribers on other replicas catch up from the store");
             while let Some((channel, bytes)) = rx.recv().await {
                 match out.publish(&channel, bytes).await {
                     Ok(()) => failures.recovered(),
@@ -192,18 +155,6 @@ impl Hub {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_failing_fan_out_warns_once_per_interval_and_again_after_recovering() {
-        let mut log = FailureLog::default();
-        assert!(log.failed(&"redis down"), "the first failure is logged");
-        assert!(!log.failed(&"redis down"), "the next ones within the interval are only counted");
-        assert_eq!(log.unreported, 1);
-        log.recovered();
-        assert!(log.failed(&"redis down again"), "a new outage is logged at once");
-        log.last = Some(std::time::Instant::now() - FailureLog::EVERY);
-        assert!(log.failed(&"still down"), "and again once the interval has passed");
-    }
 
     #[test]
     fn items_cross_replicas_intact_and_skip_their_origin() {
