@@ -118,7 +118,7 @@ async fn the_outbox_keeps_records_while_the_bus_is_down_and_drains_in_order() {
         for batch in 0..3 {
             let mut tx = db.pool.begin().await.expect("tx");
             let rows: Vec<Record> = (0..4).map(|i| record("t.outbox", "sess_a", batch * 4 + i)).collect();
-            outbox::stage(&mut tx, &rows, 1).await.expect("stage");
+            outbox::stage(&mut tx, &rows).await.expect("stage");
             tx.commit().await.expect("commit");
         }
         assert!(relay.round().await.is_err(), "the bus is down");
@@ -133,7 +133,7 @@ async fn the_outbox_keeps_records_while_the_bus_is_down_and_drains_in_order() {
         }
         // A rolled-back transaction stages nothing.
         let mut tx = db.pool.begin().await.expect("tx");
-        outbox::stage(&mut tx, &[record("t.outbox", "sess_a", 99)], 1).await.expect("stage");
+        outbox::stage(&mut tx, &[record("t.outbox", "sess_a", 99)]).await.expect("stage");
         tx.rollback().await.expect("rollback");
         assert_eq!(relay.lag().await.expect("lag").0, 0);
     }

@@ -28,7 +28,8 @@ const GATHER: Duration = Duration::from_millis(50);
 const LAG_EVERY: Duration = Duration::from_secs(1);
 
 /// Stages `records` in the caller's transaction.
-pub async fn stage(tx: &mut Transaction<'static, Any>, records: &[Record], now_ms: i64) -> Result<()> {
+pub async fn stage(tx: &mut Transaction<'static, Any>, records: &[Record]) -> Result<()> {
+    let staged_ms = now_ms();
     if records.is_empty() {
         return Ok(());
     }
@@ -39,7 +40,7 @@ pub async fn stage(tx: &mut Transaction<'static, Any>, records: &[Record], now_m
     let mut q = sqlx::query(AssertSqlSafe(sql));
     for r in records {
         let headers = serde_json::to_string(&r.headers).map_err(|e| Error::internal(e.to_string()))?;
-        q = q.bind(r.topic.clone()).bind(r.key.clone()).bind(r.id.clone()).bind(r.payload.clone()).bind(headers).bind(now_ms);
+        q = q.bind(r.topic.clone()).bind(r.key.clone()).bind(r.id.clone()).bind(r.payload.clone()).bind(headers).bind(staged_ms);
     }
     q.execute(&mut **tx).await.map_err(db_err)?;
     Ok(())

@@ -183,7 +183,7 @@ impl GovernanceStore for SqlGovernanceStore {
         bind_assignment!(sqlx::query(INSERT_ASSIGNMENT), grant).execute(&mut *tx).await.map_err(db_err)?;
         bind_env!(sqlx::query(INSERT_ENV), env).execute(&mut *tx).await.map_err(db_err)?;
         bind_key!(sqlx::query(INSERT_KEY), key, secret_sha256).execute(&mut *tx).await.map_err(db_err)?;
-        stage(&mut tx, &[environment_record("environment.created", &env.id)], now_ms()).await?;
+        stage(&mut tx, &[environment_record("environment.created", &env.id)]).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(true)
     }
@@ -332,7 +332,7 @@ impl GovernanceStore for SqlGovernanceStore {
     async fn insert_environment(&self, e: &Environment) -> Result<()> {
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         bind_env!(sqlx::query(INSERT_ENV), e).execute(&mut *tx).await.map_err(db_err)?;
-        stage(&mut tx, &[environment_record("environment.created", &e.id)], now_ms()).await?;
+        stage(&mut tx, &[environment_record("environment.created", &e.id)]).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(())
     }
@@ -366,7 +366,7 @@ impl GovernanceStore for SqlGovernanceStore {
         if r.rows_affected() != 1 {
             return Ok(false);
         }
-        stage(&mut tx, &[environment_record("environment.updated", &e.id)], now_ms()).await?;
+        stage(&mut tx, &[environment_record("environment.updated", &e.id)]).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(true)
     }

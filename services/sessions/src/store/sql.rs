@@ -6,7 +6,6 @@ use crate::model::*;
 use checkfu_bus::Record;
 use checkfu_bus::outbox::stage;
 use checkfu_core::page::PageRequest;
-use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::AssertSqlSafe;
 use checkfu_store::sqlx::{self, Any, Row, Transaction, any::AnyRow};
@@ -35,7 +34,7 @@ impl SqlSessionsStore {
             return Ok(false);
         }
         insert.execute(&mut *tx).await.map_err(db_err)?;
-        stage(&mut tx, &[record], now_ms()).await?;
+        stage(&mut tx, &[record]).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(true)
     }
@@ -280,7 +279,7 @@ impl SessionsStore for SqlSessionsStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        stage(&mut tx, &[resource_record("agent.created", &a.environment_id, &a.id)], now_ms()).await?;
+        stage(&mut tx, &[resource_record("agent.created", &a.environment_id, &a.id)]).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(())
     }
@@ -320,7 +319,7 @@ impl SessionsStore for SqlSessionsStore {
             return Ok(false);
         }
         let kind = if a.archived { "agent.archived" } else { "agent.updated" };
-        stage(&mut tx, &[resource_record(kind, &a.environment_id, &a.id)], now_ms()).await?;
+        stage(&mut tx, &[resource_record(kind, &a.environment_id, &a.id)]).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(true)
     }
@@ -390,7 +389,7 @@ impl SessionsStore for SqlSessionsStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        stage(&mut tx, &[resource_record("sandbox_profile.created", &p.environment_id, &p.id)], now_ms()).await?;
+        stage(&mut tx, &[resource_record("sandbox_profile.created", &p.environment_id, &p.id)]).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(())
     }
@@ -456,7 +455,7 @@ impl SessionsStore for SqlSessionsStore {
             .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        stage(&mut tx, &[resource_record("agent_deployment.created", &d.environment_id, &d.id)], now_ms()).await?;
+        stage(&mut tx, &[resource_record("agent_deployment.created", &d.environment_id, &d.id)]).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(())
     }
@@ -518,7 +517,7 @@ impl SessionsStore for SqlSessionsStore {
         .await
         .map_err(db_err)?;
         let out = insert_events(&mut tx, &se.id, 1, events).await?;
-        stage(&mut tx, &session_records(se, &out), now_ms()).await?;
+        stage(&mut tx, &session_records(se, &out)).await?;
         upsert_runs(&mut tx, runs).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(out)
@@ -612,7 +611,7 @@ impl SessionsStore for SqlSessionsStore {
         let version = i(&row, "version")?;
         let first = last_seq - c.events.len() as i64 + 1;
         let events = insert_events(&mut tx, &se.id, first, &c.events).await?;
-        stage(&mut tx, &session_records(se, &events), now_ms()).await?;
+        stage(&mut tx, &session_records(se, &events)).await?;
         upsert_runs(&mut tx, &c.runs).await?;
         tx.commit().await.map_err(db_err)?;
         let mut after = se.clone();
