@@ -41,6 +41,24 @@ impl Record {
     }
 }
 
+/// A resource lifecycle event (`agent.created`, `environment.updated`, ...)
+/// on [`RESOURCE_EVENTS`], keyed by the resource, in the one envelope every
+/// service publishes and the webhooks consumer reads.
+pub fn resource_record(event_type: &str, environment_id: &str, resource_id: &str) -> Record {
+    use checkfu_core::time::{now_ms, rfc3339};
+    let id = checkfu_core::id::new_id("evt");
+    let payload = serde_json::json!({
+        "id": id, "type": event_type, "created_at": rfc3339(now_ms()), "environment_id": environment_id, "resource_id": resource_id,
+    });
+    Record {
+        topic: RESOURCE_EVENTS.into(),
+        key: resource_id.into(),
+        payload: payload.to_string(),
+        id,
+        headers: vec![("type".into(), event_type.into())],
+    }
+}
+
 /// A record handed to a consumer, with where it sits in its topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {

@@ -3,26 +3,18 @@
 use super::GovernanceStore;
 use crate::model::*;
 use crate::policy::{ActionPolicy, Rule};
+use checkfu_bus::Record;
 use checkfu_bus::outbox::stage;
-use checkfu_bus::{RESOURCE_EVENTS, Record};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, Row, any::AnyRow};
 use checkfu_store::{Db, db_err, find_one, flag, list_in_envs};
 
-/// An Environment lifecycle event for the outbox, keyed by the Environment.
+/// An Environment lifecycle event for the outbox, keyed by the Environment
+/// (which is its own Environment).
 fn environment_record(event_type: &str, id: &str) -> Record {
-    let event_id = checkfu_core::id::new_id("evt");
-    Record {
-        topic: RESOURCE_EVENTS.into(),
-        key: id.into(),
-        payload: serde_json::json!({"id": event_id, "type": event_type, "created_at": checkfu_core::time::rfc3339(now_ms()),
-            "environment_id": id, "resource_id": id})
-        .to_string(),
-        id: event_id,
-        headers: vec![("type".into(), event_type.into())],
-    }
+    checkfu_bus::resource_record(event_type, id, id)
 }
 
 #[derive(Clone, Debug)]

@@ -1,12 +1,11 @@
 //! What the sessions service publishes, staged in the outbox in the same
 //! transaction as the change: every persisted session event (keyed by
-//! session, so one Session's events stay in order) and catalog lifecycle
-//! events (keyed by resource).
+//! session, so one Session's events stay in order); catalog lifecycle
+//! events are [`checkfu_bus::resource_record`]s.
 
 use crate::model::{Event, Session};
-use checkfu_bus::{RESOURCE_EVENTS, Record, SESSION_EVENTS};
-use checkfu_core::id::new_id;
-use checkfu_core::time::{now_ms, rfc3339};
+use checkfu_bus::{Record, SESSION_EVENTS};
+use checkfu_core::time::rfc3339;
 use serde_json::json;
 
 pub fn session_records(session: &Session, events: &[Event]) -> Vec<Record> {
@@ -33,17 +32,4 @@ pub fn session_records(session: &Session, events: &[Event]) -> Vec<Record> {
             headers: vec![("type".into(), e.event_type.clone()), ("traceparent".into(), traceparent.clone())],
         })
         .collect()
-}
-
-/// `agent.created`, `sandbox_profile.updated`, ...
-pub fn resource_record(event_type: &str, environment_id: &str, resource_id: &str) -> Record {
-    let id = new_id("evt");
-    Record {
-        topic: RESOURCE_EVENTS.into(),
-        key: resource_id.into(),
-        payload: json!({"id": id, "type": event_type, "created_at": rfc3339(now_ms()), "environment_id": environment_id, "resource_id": resource_id})
-            .to_string(),
-        id,
-        headers: vec![("type".into(), event_type.into())],
-    }
 }

@@ -1,10 +1,11 @@
 //! SQL implementation of [`SessionsStore`], one text for both dialects.
 
-use super::outbox::{resource_record, session_records};
+use super::outbox::session_records;
 use super::{Change, SessionFilter, SessionsStore};
 use crate::model::*;
 use checkfu_bus::Record;
 use checkfu_bus::outbox::stage;
+use checkfu_bus::resource_record;
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::AssertSqlSafe;
