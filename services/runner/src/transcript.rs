@@ -104,24 +104,22 @@ impl Transcript {
                 "user.message" => self.push("user", B::Text(text_of(&p, "content"))),
                 "agent.message" => self.push("assistant", B::Text(text_of(&p, "content"))),
                 "agent.tool_use" => {
-                    {
-                        self.outstanding.push(Outstanding {
-                            tool_use_id: str_field(&p, "tool_use_id"),
-                            name: str_field(&p, "name"),
-                            input: p.get("input").cloned().unwrap_or_else(|| serde_json::json!({})),
-                            evaluated_permission: str_field(&p, "evaluated_permission"),
-                            approval_id: None,
-                            decision: None,
-                            status: None,
-                            deny_message: None,
-                            authorized: false,
-                        });
-                    }
+                    self.outstanding.push(Outstanding {
+                        tool_use_id: str_field(&p, "tool_use_id"),
+                        name: str_field(&p, "name"),
+                        input: p.get("input").cloned().unwrap_or_else(|| serde_json::json!({})),
+                        evaluated_permission: str_field(&p, "evaluated_permission"),
+                        approval_id: None,
+                        decision: None,
+                        status: None,
+                        deny_message: None,
+                        authorized: false,
+                    });
                     self.push(
                         "assistant",
                         B::ToolUse(mg::ToolUse {
-                            id: p.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().into(),
-                            name: p.get("name").and_then(Value::as_str).unwrap_or_default().into(),
+                            id: str_field(&p, "tool_use_id"),
+                            name: str_field(&p, "name"),
                             input_json: p.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into()),
                         }),
                     )
