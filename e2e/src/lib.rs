@@ -23,6 +23,9 @@ pub struct Tuning {
     pub approval_sweep: Duration,
     pub allow_private_targets: bool,
     pub rate_limit_per_second: u32,
+    /// Also open the internal mesh listener (mutual TLS, certificates in
+    /// `DIR/mesh`), so other nodes can reach this one's roles.
+    pub mesh: bool,
 }
 
 impl Default for Tuning {
@@ -33,6 +36,7 @@ impl Default for Tuning {
             approval_sweep: Duration::from_millis(250),
             allow_private_targets: false,
             rate_limit_per_second: 2_000,
+            mesh: false,
         }
     }
 }
@@ -44,7 +48,21 @@ pub struct Platform {
     pub admin_id: String,
     pub env_id: String,
     pub data_dir: PathBuf,
+    /// The internal mesh listener (`https://...`), with `Tuning::mesh`.
+    pub internal_base: Option<String>,
     node: Option<Node>,
+}
+
+/// Where a test installation's mesh certificates live.
+pub fn mesh_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("mesh")
+}
+
+/// A mesh identity for `roles`, issued by the CA in `dir` (made on first use).
+pub fn mesh_identity(dir: &Path, name: &str, roles: &[Role]) -> checkfu::mesh::MeshTls {
+    let roles: BTreeSet<Role> = roles.iter().copied().collect();
+    let issued = checkfu::certs::issue(dir, name, &roles, 1).unwrap();
+    checkfu::mesh::MeshTls::load(&checkfu::mesh::MeshFiles { ca: issued.ca, cert: issued.cert, key: issued.key }).unwrap()
 }
 
 impl Platform {
@@ -71,10 +89,17 @@ impl Platform {
     async fn start_tuned(dir: &Path, roles: BTreeSet<Role>, tuning: Tuning) -> Platform {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let key_file = dir.join("admin.key");
+        let (internal, mesh) = if tuning.mesh {
+            let all: Vec<Role> = roles.iter().copied().collect();
+            (Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()), Some(mesh_identity(&mesh_dir(dir), "platform", &all)))
+        } else {
+            (None, None)
+        };
         let opts = NodeOptions {
             roles,
             storage: Location::SqliteDir(dir.to_path_buf()),
             remotes: BTreeMap::new(),
+            mesh,
             bootstrap_key_file: Some(key_file.clone()),
             embedded: true,
             runner: checkfu_runner::RunnerConfig {
@@ -89,8 +114,9 @@ impl Platform {
             redis_url: None,
             rate_limit_per_second: tuning.rate_limit_per_second,
         };
-        let node = Node::start(listener, opts).await.unwrap();
+        let node = Node::start_with(listener, internal, opts).await.unwrap();
         let base = format!("http://{}", node.addr);
+        let internal_base = node.internal_addr.map(|a| format!("https://{a}"));
         let key = std::fs::read_to_string(&key_file).unwrap().trim().to_string();
         let admin = Api::new(&base, &key);
         wait_ready(&base).await;
@@ -98,7 +124,14 @@ impl Platform {
         let env_id = me.1["data"].as_array().unwrap().iter().find(|e| e["name"] == "default").unwrap()["id"].as_str().unwrap().to_string();
         let (_, principals, _) = admin.get("/v1/principals?limit=100").await;
         let admin_id = principals["data"].as_array().unwrap().iter().find(|p| p["name"] == "admin").map(id).unwrap();
-        Platform { base, admin, admin_id, env_id, data_dir: dir.to_path_buf(), node: Some(node) }
+        Platform { base, admin, admin_id, env_id, data_dir: dir.to_path_buf(), internal_base, node: Some(node) }
+    }
+
+    /// A client transport into the installation's `callee` role, calling as
+    /// `caller` — to play an internal role by hand (a runner, say). It
+    /// exists only in this process: nothing internal listens publicly.
+    pub fn internal(&self, caller: Role, callee: Role) -> checkfu_proto::transport::Transport {
+        self.node.as_ref().and_then(|n| n.client_as(caller, callee)).expect("the installation serves that role in process")
     }
 
     pub async fn stop(mut self) {

@@ -38,14 +38,52 @@ impl Drop for Proc {
     }
 }
 
-/// Starts `checkfu serve --roles ROLES` with `config` (TOML) and `env`;
-/// returns it with its address (`http://...`). Its log is `DIR/NAME.log`.
-pub fn serve(dir: &Path, name: &str, roles: &str, config: &str, env: &[(&str, &str)]) -> (Proc, String) {
+/// Where a `checkfu serve` process listens.
+#[derive(Debug, Clone)]
+pub struct Addrs {
+    /// The public listener (`http://...`): the API with the gateway role,
+    /// health and metrics.
+    pub public: String,
+    /// The internal mesh listener (`https://...`), for roles others call.
+    pub internal: Option<String>,
+}
+
+impl Addrs {
+    /// The internal address, for another process's `[endpoints]`.
+    pub fn mesh(&self) -> &str {
+        self.internal.as_deref().expect("this process serves roles on the mesh")
+    }
+}
+
+/// Makes the certificate (`checkfu certs`) of a process playing `roles`,
+/// issued by the test's CA in `DIR/mesh`; returns the `[mesh]` table.
+pub fn mesh_table(dir: &Path, name: &str, roles: &str) -> String {
+    let out = dir.join("mesh");
+    let ok = Command::new(binary())
+        .args(["certs", "--out", out.to_str().unwrap(), "--name", name, "--roles", roles, "--days", "1"])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "checkfu certs failed");
+    let at = |f: &str| out.join(f).display().to_string();
+    format!(
+        "\n[mesh]\nca = \"{}\"\ncert = \"{}\"\nkey = \"{}\"\n",
+        at("ca.pem"),
+        at(&format!("{name}.pem")),
+        at(&format!("{name}-key.pem"))
+    )
+}
+
+/// Starts `checkfu serve --roles ROLES` with `config` (TOML, to which the
+/// process's `[mesh]` identity is added) and `env`; returns it with its
+/// addresses. Its log is `DIR/NAME.log`.
+pub fn serve(dir: &Path, name: &str, roles: &str, config: &str, env: &[(&str, &str)]) -> (Proc, Addrs) {
     let cfg = dir.join(format!("{name}.toml"));
-    std::fs::write(&cfg, config).unwrap();
+    std::fs::write(&cfg, format!("{config}{}", mesh_table(dir, name, roles))).unwrap();
     let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
     let mut child = Command::new(binary())
-        .args(["serve", "--roles", roles, "--config", cfg.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+        .args(["serve", "--roles", roles, "--config", cfg.to_str().unwrap(), "--listen", "127.0.0.1:0", "--internal-listen", "127.0.0.1:0"])
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(log)
@@ -61,9 +99,11 @@ pub fn serve(dir: &Path, name: &str, roles: &str, config: &str, env: &[(&str, &s
             panic!("{name} exited before listening; the end of its log:\n{}", tail.join("\n"))
         })
         .unwrap();
-    let addr = line.rsplit(" on ").next().unwrap().trim().to_string();
+    let public = line.rsplit("public on ").next().unwrap().trim().to_string();
+    let internal =
+        line.split_once("mesh (mutual TLS) on ").and_then(|(_, rest)| rest.split(';').next()).map(|a| format!("https://{}", a.trim()));
     std::thread::spawn(move || for _ in lines {});
-    (Proc(child), format!("http://{addr}"))
+    (Proc(child), Addrs { public: format!("http://{public}"), internal })
 }
 
 /// A fresh database on the server of `base_url`; returns its URL.

@@ -311,9 +311,9 @@ async fn a_response_before_the_run_settles_is_still_delivered() {
     let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "go")]})).await;
     let sid = id(&s.1);
     // Play the runner by hand.
-    let mut runner = rp::runner_service_client::RunnerServiceClient::connect(p.base.clone()).await.unwrap();
+    let mut runner = rp::runner_service_client::RunnerServiceClient::new(p.internal(checkfu::Role::Runner, checkfu::Role::Runner));
     let work = runner.claim(rp::ClaimRequest { runner_id: "by-hand".into(), wait_ms: 5000 }).await.unwrap().into_inner().work.unwrap();
-    let mut g = gov::governance_service_client::GovernanceServiceClient::connect(p.base.clone()).await.unwrap();
+    let mut g = gov::governance_service_client::GovernanceServiceClient::new(p.internal(checkfu::Role::Runner, checkfu::Role::Governance));
     let asked = g
         .request_approval(gov::RequestApprovalRequest {
             environment_id: p.env_id.clone(),

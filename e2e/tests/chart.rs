@@ -30,6 +30,18 @@ fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
     &docs.iter().find(|d| d["kind"] == kind && d["name"] == name).unwrap_or_else(|| panic!("no {kind} {name}"))["doc"]
 }
 
+/// Who calls whom on the mesh: the chart's NetworkPolicies must admit
+/// exactly these, as `checkfu_proto::mesh::allowed` does.
+const MESH_CALLERS: [(&str, &[&str]); 7] = [
+    ("governance", &["gateway", "sessions", "runner"]),
+    ("sessions", &["gateway", "capability-gateway", "runner"]),
+    ("model-gateway", &["gateway", "runner"]),
+    ("capability-gateway", &["runner"]),
+    ("webhooks", &["gateway"]),
+    ("scheduler", &["gateway"]),
+    ("memory", &["gateway"]),
+];
+
 const ROLES: [&str; 9] =
     ["gateway", "sessions", "governance", "model-gateway", "capability-gateway", "scheduler", "webhooks", "memory", "runner"];
 
@@ -58,13 +70,40 @@ fn the_chart_renders_valid_manifests_for_every_role() {
         assert_eq!(has_provider_keys, role == "model-gateway", "provider keys reach only the model gateway");
         assert!(d["spec"]["template"]["spec"]["automountServiceAccountToken"] == false);
         assert!(c["resources"]["requests"]["cpu"].is_string());
-        if role != "runner" {
-            find(default, "Service", &format!("checkfu-{role}"));
+        // Each pod mounts its own role's mesh certificate.
+        let volumes = d["spec"]["template"]["spec"]["volumes"].as_array().unwrap();
+        let mesh = volumes.iter().find(|v| v["name"] == "mesh").unwrap();
+        assert_eq!(mesh["secret"]["secretName"], format!("checkfu-mesh-{role}"));
+        let called = MESH_CALLERS.iter().find(|(r, _)| *r == role);
+        let ports: Vec<&str> = c["ports"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(ports.contains(&"mesh"), called.is_some(), "{role} listens on the mesh only if some role calls it");
+        if role == "gateway" || called.is_some() {
+            let svc = find(default, "Service", &format!("checkfu-{role}"));
+            let exposed = svc["spec"]["ports"][0]["name"].as_str().unwrap();
+            assert_eq!(exposed, if role == "gateway" { "http" } else { "mesh" }, "{role}'s Service exposes only what others use");
         }
+        // Reachable only from the roles that call it.
+        let np = find(default, "NetworkPolicy", &format!("checkfu-{role}"));
+        // No rule at all (the runner) admits nothing.
+        let rules = np["spec"]["ingress"].as_array().cloned().unwrap_or_default();
+        let from_roles: Vec<&str> = rules
+            .iter()
+            .filter(|r| r["ports"][0]["port"] == "mesh")
+            .flat_map(|r| r["from"].as_array().unwrap())
+            .map(|f| f["podSelector"]["matchLabels"]["app.kubernetes.io/component"].as_str().unwrap())
+            .collect();
+        assert_eq!(from_roles, called.map(|(_, c)| c.to_vec()).unwrap_or_default(), "{role}'s mesh callers");
+        let open_http = rules.iter().any(|r| r["ports"][0]["port"] == "http" && r.get("from").is_none());
+        assert_eq!(open_http, role == "gateway", "only the gateway's port is open to everyone ({role})");
     }
     let cfg = find(default, "ConfigMap", "checkfu-config");
     let toml = cfg["data"]["checkfu.toml"].as_str().unwrap();
-    assert!(toml.contains("sessions = \"http://checkfu-sessions:7420\""), "{toml}");
+    assert!(toml.contains("sessions = \"https://checkfu-sessions:7421\""), "{toml}");
+    assert!(toml.contains("internal_listen = \"0.0.0.0:7421\"") && toml.contains("[mesh]"), "{toml}");
+    assert!(
+        !toml.lines().any(|l| l.starts_with("gateway =") || l.starts_with("runner =")),
+        "nobody calls the gateway or the runner: {toml}"
+    );
     let job = default.iter().find(|d| d["kind"] == "Job").unwrap();
     assert_eq!(job["doc"]["metadata"]["annotations"]["helm.sh/hook"], "pre-install,pre-upgrade");
     assert_eq!(job["doc"]["spec"]["template"]["spec"]["containers"][0]["args"], serde_json::json!(["migrate"]));
@@ -89,4 +128,112 @@ fn the_tiltfile_parses() {
     let script = "import starlark, sys; starlark.parse('Tiltfile', open(sys.argv[1]).read()); print('ok')";
     let out = Command::new("python3").args(["-c", script]).arg(root().join("Tiltfile")).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn the_charts_mesh_callers_are_the_servers_authorization_table() {
+    use checkfu_proto::mesh::allowed;
+    let methods: [(&str, &[&str]); 7] = [
+        (
+            "governance",
+            &[
+                "/checkfu.governance.v1.GovernanceService/ListPrincipals",
+                "/checkfu.governance.v1.GovernanceService/Check",
+                "/checkfu.governance.v1.GovernanceService/RequestApproval",
+                "/checkfu.governance.v1.GovernanceService/WithdrawApproval",
+            ],
+        ),
+        (
+            "sessions",
+            &[
+                "/checkfu.sessions.v1.SessionsService/CreateSession",
+                "/checkfu.sessions.v1.SessionsService/GetSessionSandbox",
+                "/checkfu.runner.v1.RunnerService/Claim",
+            ],
+        ),
+        (
+            "model-gateway",
+            &["/checkfu.modelgateway.v1.ModelGatewayService/Generate", "/checkfu.modelgateway.v1.ModelGatewayService/CreateRoutingProfile"],
+        ),
+        ("capability-gateway", &["/checkfu.capability.v1.CapabilityGatewayService/WebFetch"]),
+        ("webhooks", &["/checkfu.webhooks.v1.WebhooksService/CreateEndpoint"]),
+        ("scheduler", &["/checkfu.scheduler.v1.SchedulerService/GetServiceInfo"]),
+        ("memory", &["/checkfu.memory.v1.MemoryService/GetServiceInfo"]),
+    ];
+    for (role, paths) in methods {
+        let mut callers: Vec<&str> = paths.iter().flat_map(|p| allowed(p).iter().map(|r| r.name())).collect();
+        callers.sort();
+        callers.dedup();
+        let mut chart = MESH_CALLERS.iter().find(|(r, _)| *r == role).unwrap().1.to_vec();
+        chart.sort();
+        assert_eq!(callers, chart, "{role}");
+    }
+}
+
+/// The certificates the chart makes (sprig's genCA / genSignedCert) work
+/// with the mesh as it is: a governance node on Helm's governance
+/// certificate answers Helm's gateway certificate and refuses its runner's.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_charts_certificates_authenticate_the_mesh() {
+    use checkfu_proto::governance::v1 as gov;
+    use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
+    use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+    if !tools_present() {
+        return;
+    }
+    let out = Command::new("python3").arg(root().join("charts/checkfu/ci/render.py")).output().unwrap();
+    assert!(out.status.success(), "render/validate failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let default = report["default"].as_array().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let secret = |role: &str, key: &str| -> Vec<u8> {
+        use base64::Engine;
+        let s = find(default, "Secret", &format!("checkfu-mesh-{role}"));
+        base64::engine::general_purpose::STANDARD.decode(s["data"][key].as_str().unwrap()).unwrap()
+    };
+    for role in ["governance", "gateway", "runner"] {
+        for key in ["ca.crt", "tls.crt", "tls.key"] {
+            std::fs::write(dir.path().join(format!("{role}-{key}")), secret(role, key)).unwrap();
+        }
+    }
+    let files = |role: &str| checkfu::mesh::MeshFiles {
+        ca: dir.path().join(format!("{role}-ca.crt")),
+        cert: dir.path().join(format!("{role}-tls.crt")),
+        key: dir.path().join(format!("{role}-tls.key")),
+    };
+    let data = tempfile::tempdir().unwrap();
+    let opts = checkfu::NodeOptions {
+        roles: [checkfu::Role::Governance].into_iter().collect(),
+        storage: checkfu_store::Location::SqliteDir(data.path().to_path_buf()),
+        remotes: Default::default(),
+        mesh: Some(checkfu::mesh::MeshTls::load(&files("governance")).unwrap()),
+        bootstrap_key_file: Some(data.path().join("admin.key")),
+        embedded: false,
+        runner: Default::default(),
+        sse_ping: std::time::Duration::from_secs(15),
+        approvals: Default::default(),
+        allow_private_targets: false,
+        kafka_brokers: None,
+        redis_url: None,
+        rate_limit_per_second: 100,
+    };
+    let public = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let internal = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let node = checkfu::Node::start_with(public, Some(internal), opts).await.unwrap();
+    let url = format!("https://{}", node.internal_addr.unwrap());
+    let client = |role: &str| {
+        let f = files(role);
+        ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(std::fs::read(f.ca).unwrap()))
+            .identity(Identity::from_pem(std::fs::read(f.cert).unwrap(), std::fs::read(f.key).unwrap()))
+            .domain_name("governance.role.checkfu")
+    };
+    let list = gov::ListRequest { limit: 10, page: String::new() };
+    let ch = Endpoint::from_shared(url.clone()).unwrap().tls_config(client("gateway")).unwrap().connect().await.unwrap();
+    let listed = GovernanceServiceClient::new(ch).list_principals(list.clone()).await;
+    assert!(listed.is_ok(), "{listed:?}");
+    let ch = Endpoint::from_shared(url).unwrap().tls_config(client("runner")).unwrap().connect().await.unwrap();
+    let e = GovernanceServiceClient::new(ch).list_principals(list).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    node.stop().await;
 }

@@ -82,7 +82,7 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
         &base_env,
     );
     let runner_ids = [checkfu_core::id::new_id("rnr"), checkfu_core::id::new_id("rnr")];
-    let mut replicas: Vec<(Proc, String)> = vec![];
+    let mut replicas: Vec<(Proc, checkfu_e2e::procs::Addrs)> = vec![];
     for (i, rid) in runner_ids.iter().enumerate() {
         let ws = dir.path().join(format!("ws{i}"));
         let mut env = base_env.to_vec();
@@ -92,18 +92,20 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
             dir.path(),
             &format!("sessions-{i}"),
             "sessions,runner,capability-gateway",
-            &format!("storage = \"{db}\"\n[endpoints]\nmodel-gateway = \"{control}\"\ngovernance = \"{control}\"\n"),
+            &format!("storage = \"{db}\"\n[endpoints]\nmodel-gateway = \"{c}\"\ngovernance = \"{c}\"\n", c = control.mesh()),
             &env,
         ));
     }
     let mut gateways = vec![];
     for (i, (_, sessions)) in replicas.iter().enumerate() {
         let cfg = format!(
-            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{control}\"\nmodel-gateway = \"{control}\"\nsessions = \"{sessions}\"\nwebhooks = \"{control}\"\n"
+            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{c}\"\nmodel-gateway = \"{c}\"\nsessions = \"{}\"\nwebhooks = \"{c}\"\n",
+            sessions.mesh(),
+            c = control.mesh()
         );
         gateways.push(serve(dir.path(), &format!("gateway-{i}"), "gateway", &cfg, &base_env));
     }
-    let (g0, g1) = (gateways[0].1.clone(), gateways[1].1.clone());
+    let (g0, g1) = (gateways[0].1.public.clone(), gateways[1].1.public.clone());
     wait_ready(&g0).await;
     wait_ready(&g1).await;
     let key = std::fs::read_to_string(&key_file).unwrap().trim().to_string();

@@ -28,7 +28,7 @@ async fn separate_serve_processes_on_postgres_pass_the_journey() {
         dir.path(),
         "sessions",
         "sessions,runner,capability-gateway",
-        &format!("storage = \"{db}\"\n[endpoints]\nmodel-gateway = \"{control}\"\ngovernance = \"{control}\"\n"),
+        &format!("storage = \"{db}\"\n[endpoints]\nmodel-gateway = \"{}\"\ngovernance = \"{}\"\n", control.mesh(), control.mesh()),
         &[],
     );
     let (_gateway, gateway) = serve(
@@ -36,10 +36,13 @@ async fn separate_serve_processes_on_postgres_pass_the_journey() {
         "gateway",
         "gateway",
         &format!(
-            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{control}\"\nmodel-gateway = \"{control}\"\nsessions = \"{sessions}\"\nwebhooks = \"{control}\"\n"
+            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{c}\"\nmodel-gateway = \"{c}\"\nsessions = \"{}\"\nwebhooks = \"{c}\"\n",
+            sessions.mesh(),
+            c = control.mesh()
         ),
         &[],
     );
+    let gateway = gateway.public.clone();
     wait_ready(&gateway).await;
     let admin = Api::new(&gateway, std::fs::read_to_string(&key_file).unwrap().trim());
     let envs = admin.get("/v1/environments").await;
@@ -48,7 +51,7 @@ async fn separate_serve_processes_on_postgres_pass_the_journey() {
     run_journey(&gateway, &gateway, &admin, &env_id).await;
 
     // Every role answers its own health and metrics.
-    for base in [&control, &sessions, &gateway] {
+    for base in [&control.public, &sessions.public, &gateway] {
         assert_eq!(reqwest::get(format!("{base}/healthz")).await.unwrap().status(), 200);
         let m = reqwest::get(format!("{base}/metrics")).await.unwrap().text().await.unwrap();
         assert!(m.contains("checkfu_requests_total"), "{base} exposes request metrics");

@@ -13,11 +13,14 @@ fn without_runner() -> BTreeSet<Role> {
     Role::ALL.into_iter().filter(|r| *r != Role::Runner).collect()
 }
 
-async fn runner_client(p: &Platform) -> RunnerServiceClient<tonic::transport::Channel> {
-    RunnerServiceClient::connect(p.base.clone()).await.unwrap()
+type RunnerClient = RunnerServiceClient<checkfu_proto::transport::Transport>;
+
+/// Plays the runner role by hand, in process.
+async fn runner_client(p: &Platform) -> RunnerClient {
+    RunnerServiceClient::new(p.internal(Role::Runner, Role::Runner))
 }
 
-async fn claim(client: &mut RunnerServiceClient<tonic::transport::Channel>) -> rp::WorkItem {
+async fn claim(client: &mut RunnerClient) -> rp::WorkItem {
     client
         .claim(rp::ClaimRequest { runner_id: "test-runner".into(), wait_ms: 5000 })
         .await

@@ -1,10 +1,9 @@
 //! Wire types and tonic clients/servers for the Checkfu mesh, generated from
 //! `proto/checkfu/<service>/v1/*.proto`. Services convert these into their own
 //! domain types at the boundary; nothing here carries business rules.
-#![allow(clippy::all, missing_docs, unreachable_pub)]
-
 macro_rules! package {
     ($name:ident, $pkg:literal) => {
+        #[allow(clippy::all, missing_docs, unreachable_pub)]
         pub mod $name {
             pub mod v1 {
                 tonic::include_proto!($pkg);
@@ -22,68 +21,5 @@ package!(scheduler, "checkfu.scheduler.v1");
 package!(webhooks, "checkfu.webhooks.v1");
 package!(memory, "checkfu.memory.v1");
 
-/// How a generated client reaches its service: over HTTP/2 to another
-/// process, or straight into the same process's generated server. Either way
-/// requests and responses are encoded and decoded as protobuf by tonic, so a
-/// role behaves identically local or remote; the local form only skips the
-/// socket and the HTTP/2 connection tasks.
-pub mod transport {
-    use std::convert::Infallible;
-    use tower::util::BoxCloneSyncService;
-    use tower::{Service, ServiceExt};
-
-    pub type Request = http::Request<tonic::body::Body>;
-    pub type Response = http::Response<tonic::body::Body>;
-
-    /// A type-erased client transport, cheap to clone.
-    pub type Transport = BoxCloneSyncService<Request, Response, TransportError>;
-
-    /// A failure to reach the service (tonic reports it as `unavailable`).
-    /// A concrete type, so clients stay usable inside spawned tasks.
-    #[derive(Debug)]
-    pub struct TransportError(tower::BoxError);
-
-    impl std::fmt::Display for TransportError {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            self.0.fmt(f)
-        }
-    }
-
-    impl std::error::Error for TransportError {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            Some(self.0.as_ref())
-        }
-    }
-
-    /// Every call carries the caller's trace context (`traceparent`).
-    fn with_context(mut req: Request) -> Request {
-        checkfu_telemetry::inject(req.headers_mut());
-        req
-    }
-
-    /// A remote service over an HTTP/2 channel.
-    pub fn remote(channel: tonic::transport::Channel) -> Transport {
-        BoxCloneSyncService::new(channel.map_request(with_context).map_err(|e| TransportError(e.into())))
-    }
-
-    /// A service in this process: a generated tonic server (e.g.
-    /// `SessionsServiceServer<...>`), called directly. The call runs in a
-    /// server span that continues the caller's trace, as a remote call
-    /// would.
-    pub fn local<S>(server: S) -> Transport
-    where
-        S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + Sync + 'static,
-        S::Future: Send + 'static,
-    {
-        use tracing::Instrument;
-        let traced = tower::service_fn(move |req: Request| {
-            let req = with_context(req);
-            let path = req.uri().path().to_string();
-            let span =
-                tracing::info_span!("grpc", otel.name = %path, otel.kind = "server", checkfu.role = checkfu_telemetry::role_of(&path));
-            checkfu_telemetry::adopt(&span, req.headers());
-            server.clone().oneshot(req).instrument(span)
-        });
-        BoxCloneSyncService::new(traced.map_err(|never: Infallible| match never {}))
-    }
-}
+pub mod mesh;
+pub mod transport;

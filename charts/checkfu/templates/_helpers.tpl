@@ -34,3 +34,21 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - name: RUST_LOG
   value: info
 {{- end -}}
+
+{{/*
+The internal mesh: which roles listen on it, and which roles call each one.
+This mirrors the authorization table in proto/src/mesh.rs (the server
+refuses any other caller); the NetworkPolicies enforce the same at the
+network. The gateway and the runner call others but are called by none.
+*/}}
+{{- define "checkfu.meshCallers" -}}
+governance: [gateway, sessions, runner]
+sessions: [gateway, capability-gateway, runner]
+model-gateway: [gateway, runner]
+capability-gateway: [runner]
+webhooks: [gateway]
+scheduler: [gateway]
+memory: [gateway]
+{{- end -}}
+
+{{- define "checkfu.meshPort" -}}7421{{- end -}}

@@ -2,8 +2,8 @@
 
 use crate::config::FileConfig;
 use crate::node::{Node, NodeOptions};
-use crate::roles::Role;
 use anyhow::Context;
+use checkfu_core::Role;
 use checkfu_store::Location;
 use clap::{Parser, Subcommand};
 use std::collections::BTreeMap;
@@ -41,6 +41,24 @@ pub enum Command {
         /// Overrides `listen` from the config file.
         #[arg(long)]
         listen: Option<String>,
+        /// Overrides `internal_listen` (the mutual-TLS mesh listener).
+        #[arg(long)]
+        internal_listen: Option<String>,
+    },
+    /// Make the internal mesh's certificates: an installation CA (once, in
+    /// DIR) and a certificate for one process naming the roles it plays.
+    /// The Helm chart makes its own; this is for other installations.
+    Certs {
+        #[arg(long)]
+        out: PathBuf,
+        /// The file stem: writes OUT/NAME.pem and OUT/NAME-key.pem.
+        #[arg(long)]
+        name: String,
+        /// Comma-separated roles the certificate names (or `all`).
+        #[arg(long)]
+        roles: String,
+        #[arg(long, default_value_t = 365)]
+        days: i64,
     },
     /// Apply every service's database migrations and exit (the Helm chart's
     /// pre-install/pre-upgrade hook). Storage as for `serve`.
@@ -112,6 +130,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Certs { out, name, roles, days } => {
+            let roles = Role::parse_set(&roles).map_err(anyhow::Error::msg)?;
+            let issued = crate::certs::issue(&out, &name, &roles, days)?;
+            if issued.created_ca {
+                println!("created the installation CA: {} (its key, keep it safe: {}/ca-key.pem)", issued.ca.display(), out.display());
+            }
+            println!(
+                "wrote {} and {} for {}",
+                issued.cert.display(),
+                issued.key.display(),
+                roles.iter().map(|r| r.name()).collect::<Vec<_>>().join(",")
+            );
+            Ok(())
+        }
         Command::Approvals { client, action } => crate::approvals_cli::approvals(client, action, &mut std::io::stdout()).await,
         Command::Up { data_dir, listen, allow_private_targets } => {
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("binding {listen}"))?;
@@ -120,6 +152,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 roles: Role::ALL.into_iter().collect(),
                 storage: Location::SqliteDir(data_dir.clone()),
                 remotes: BTreeMap::new(),
+                mesh: None,
                 bootstrap_key_file: Some(key_file.clone()),
                 embedded: true,
                 runner: checkfu_runner::RunnerConfig { workspaces: data_dir.join("workspaces"), ..Default::default() },
@@ -151,16 +184,25 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             run_until_signal(node).await;
             Ok(())
         }
-        Command::Serve { roles, config, listen } => {
-            let roles = Role::parse_set(&roles)?;
+        Command::Serve { roles, config, listen, internal_listen } => {
+            let roles = Role::parse_set(&roles).map_err(anyhow::Error::msg)?;
             let file = FileConfig::load(&config)?;
             let listen = listen.or(file.listen.clone()).unwrap_or_else(|| "0.0.0.0:7420".into());
             let storage = std::env::var("CHECKFU_DATABASE_URL").ok().or(file.storage.clone()).unwrap_or_else(|| ".checkfu".into());
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("binding {listen}"))?;
+            // Only the gateway and the runner have nothing other roles call.
+            let internal = if roles.iter().any(|r| !matches!(r, Role::Gateway | Role::Runner)) {
+                let at = internal_listen.or(file.internal_listen.clone()).unwrap_or_else(|| "0.0.0.0:7421".into());
+                Some(tokio::net::TcpListener::bind(&at).await.with_context(|| format!("binding {at}"))?)
+            } else {
+                None
+            };
+            let mesh = file.mesh.as_ref().map(|m| crate::mesh::MeshTls::load(&m.files())).transpose()?;
             let role_names = roles.iter().map(|r| r.name()).collect::<Vec<_>>().join(",");
             let opts = NodeOptions {
                 storage: Location::parse(&storage),
                 remotes: file.remotes()?,
+                mesh,
                 bootstrap_key_file: file.bootstrap_key_file.clone(),
                 embedded: false,
                 runner: checkfu_runner::RunnerConfig::from_env(),
@@ -172,8 +214,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 rate_limit_per_second: crate::node::rate_limit_from_env(),
                 roles,
             };
-            let node = Node::start(listener, opts).await?;
-            println!("Checkfu serving {role_names} on {}", node.addr);
+            let node = Node::start_with(listener, internal, opts).await?;
+            match node.internal_addr {
+                Some(internal) => println!("Checkfu serving {role_names}; mesh (mutual TLS) on {internal}; public on {}", node.addr),
+                None => println!("Checkfu serving {role_names}; public on {}", node.addr),
+            }
             if let Some(b) = &node.bootstrap {
                 println!("Bootstrapped: admin API key written to {}", b.key_file.display());
             }

@@ -1,7 +1,8 @@
 //! The `checkfu serve` configuration file (TOML):
 //!
 //! ```toml
-//! listen = "0.0.0.0:7420"
+//! listen = "0.0.0.0:7420"            # public: REST/SSE (gateway), health, metrics
+//! internal_listen = "0.0.0.0:7421"   # the mesh: mutual TLS, other roles only
 //! # A postgres:// URL, or a directory for the embedded SQLite stores.
 //! # CHECKFU_DATABASE_URL overrides it (keep credentials out of files).
 //! storage = "postgres://checkfu@db/checkfu"
@@ -13,15 +14,21 @@
 //! # (CHECKFU_REDIS_URL overrides it); without it both stay in process.
 //! redis_url = "redis://redis:6379"
 //!
-//! [endpoints]          # roles this process does not play (a runner needs
-//!                      # sessions, model-gateway and governance)
-//! governance = "http://checkfu-governance:7420"
-//! sessions = "http://checkfu-sessions:7420"
-//! model-gateway = "http://checkfu-model-gateway:7420"
+//! [mesh]               # this process's identity on the internal mesh
+//! ca = "/etc/checkfu/mesh/ca.crt"     # the installation CA
+//! cert = "/etc/checkfu/mesh/tls.crt"  # names the roles it plays
+//! key = "/etc/checkfu/mesh/tls.key"
+//!
+//! [endpoints]          # internal addresses of roles this process does not
+//!                      # play (a runner needs sessions, model-gateway,
+//!                      # governance and capability-gateway)
+//! governance = "https://checkfu-governance:7421"
+//! sessions = "https://checkfu-sessions:7421"
+//! model-gateway = "https://checkfu-model-gateway:7421"
 //! ```
 
-use crate::roles::Role;
 use anyhow::{Context, bail};
+use checkfu_core::Role;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -30,12 +37,29 @@ use std::path::PathBuf;
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub listen: Option<String>,
+    pub internal_listen: Option<String>,
     pub storage: Option<String>,
     pub bootstrap_key_file: Option<PathBuf>,
     pub kafka_brokers: Option<String>,
     pub redis_url: Option<String>,
+    pub mesh: Option<MeshConfig>,
     #[serde(default)]
     pub endpoints: BTreeMap<String, String>,
+}
+
+/// `[mesh]`: the files of this process's mesh identity.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeshConfig {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl MeshConfig {
+    pub fn files(&self) -> crate::mesh::MeshFiles {
+        crate::mesh::MeshFiles { ca: self.ca.clone(), cert: self.cert.clone(), key: self.key.clone() }
+    }
 }
 
 impl FileConfig {
@@ -47,13 +71,13 @@ impl FileConfig {
     pub fn remotes(&self) -> anyhow::Result<BTreeMap<Role, String>> {
         let mut out = BTreeMap::new();
         for (name, url) in &self.endpoints {
-            let Some(role) = Role::ALL.iter().find(|r| r.name() == name) else {
+            let Some(role) = Role::parse(name) else {
                 bail!("unknown role {name:?} in [endpoints]");
             };
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                bail!("endpoint {name} must be an http(s) URL, got {url:?}");
+            if !url.starts_with("https://") {
+                bail!("endpoint {name} must be an https:// URL (the mesh is mutual TLS), got {url:?}");
             }
-            out.insert(*role, url.clone());
+            out.insert(role, url.clone());
         }
         Ok(out)
     }
@@ -65,8 +89,10 @@ mod tests {
 
     #[test]
     fn parses_endpoints_and_refuses_unknown_keys() {
-        let c: FileConfig = toml::from_str("storage = \"postgres://x\"\n[endpoints]\nsessions = \"http://s:1\"\n").expect("valid");
-        assert_eq!(c.remotes().expect("remotes").get(&Role::Sessions).map(String::as_str), Some("http://s:1"));
+        let c: FileConfig = toml::from_str("storage = \"postgres://x\"\n[endpoints]\nsessions = \"https://s:1\"\n").expect("valid");
+        assert_eq!(c.remotes().expect("remotes").get(&Role::Sessions).map(String::as_str), Some("https://s:1"));
+        let plain: FileConfig = toml::from_str("[endpoints]\nsessions = \"http://s:1\"").expect("parses");
+        assert!(plain.remotes().is_err(), "a plaintext internal endpoint is refused");
         assert!(toml::from_str::<FileConfig>("nope = 1").is_err());
         let bad: FileConfig = toml::from_str("[endpoints]\nfoo = \"http://x\"").expect("parses");
         assert!(bad.remotes().is_err());

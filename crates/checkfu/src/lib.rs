@@ -2,12 +2,13 @@
 //! set of roles on one listener. Tests boot whole meshes through it.
 
 pub mod approvals_cli;
+pub mod certs;
 pub mod cli;
 pub mod client;
 pub mod config;
 pub mod health;
+pub mod mesh;
 pub mod node;
-pub mod roles;
 
+pub use checkfu_core::Role;
 pub use node::{ApprovalTiming, BootstrapInfo, Node, NodeOptions};
-pub use roles::Role;

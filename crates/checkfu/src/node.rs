@@ -1,12 +1,21 @@
-//! A node: one listener serving a set of roles — their gRPC services and,
-//! with the gateway role, the public REST API — plus health and metrics.
-//! Roles this node does not play are reached over gRPC at configured
-//! addresses; roles it plays are reached the same way, through its own
-//! listener, so every inter-service call goes through a tonic client.
+//! A node: a set of roles in one process, on two listeners.
+//!
+//! - The **public** listener serves the REST/SSE API (with the gateway
+//!   role), health and metrics — nothing internal.
+//! - The **internal** listener (only under `checkfu serve`) serves the
+//!   roles' gRPC services to the other roles of the mesh, over mutual TLS
+//!   with the installation CA (`mesh.rs`), each call authorized by the
+//!   calling role (`checkfu_proto::mesh`).
+//!
+//! Roles this node plays call each other in process, through the same
+//! generated clients and the same authorization; `checkfu up` plays every
+//! role and opens no internal listener at all.
 
 use crate::health::{self, Check, Readiness};
-use crate::roles::Role;
+use crate::mesh::MeshTls;
 use anyhow::{Context, bail};
+use checkfu_core::Role;
+use checkfu_proto::mesh::Authorized;
 use checkfu_proto::transport::{self, Transport};
 use checkfu_store::Location;
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,15 +25,19 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// How a node is put together.
 #[derive(Debug, Clone)]
 pub struct NodeOptions {
     pub roles: BTreeSet<Role>,
     pub storage: Location,
-    /// Addresses (`http://host:port`) of roles this node does not play.
+    /// Internal addresses (`https://host:port`) of roles this node does not
+    /// play.
     pub remotes: BTreeMap<Role, String>,
+    /// This process's mesh identity: needed to reach remote roles and to
+    /// serve the internal listener.
+    pub mesh: Option<MeshTls>,
     /// Where governance writes the bootstrap admin key (mode 0600).
     pub bootstrap_key_file: Option<PathBuf>,
     /// One-process installation: leases held by a previous process are
@@ -96,18 +109,15 @@ pub struct BootstrapInfo {
 }
 
 pub struct Node {
+    /// The public listener's address.
     pub addr: SocketAddr,
+    /// The internal (mutual TLS) listener's address, under `serve`.
+    pub internal_addr: Option<SocketAddr>,
     pub bootstrap: Option<BootstrapInfo>,
+    /// The roles this node serves, reachable in process (see [`Node::client_as`]).
+    local: BTreeMap<Role, Transport>,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
-}
-
-fn channel(url: &str) -> anyhow::Result<Channel> {
-    Ok(Endpoint::from_shared(url.to_string())
-        .with_context(|| format!("invalid service address {url}"))?
-        .tcp_nodelay(true)
-        .http2_keep_alive_interval(std::time::Duration::from_secs(30))
-        .connect_lazy())
 }
 
 fn write_key(path: &PathBuf, secret: &str) -> anyhow::Result<()> {
@@ -157,26 +167,64 @@ fn remote_url(remotes: &BTreeMap<Role, String>, role: Role) -> anyhow::Result<St
     }
 }
 
-/// A role's transport: in process when this node plays it, else over
-/// HTTP/2. The runner protocol is served by the sessions role.
-fn reach(local: &BTreeMap<Role, Transport>, remotes: &BTreeMap<Role, String>, role: Role) -> anyhow::Result<Transport> {
-    if let Some(t) = local.get(&role) {
-        return Ok(t.clone());
-    }
-    let serving = if role == Role::Runner { Role::Sessions } else { role };
-    Ok(transport::remote(channel(&remote_url(remotes, serving)?)?))
+/// The role that serves `role`'s gRPC service: the runner protocol is
+/// served by the sessions role.
+fn serving(role: Role) -> Role {
+    if role == Role::Runner { Role::Sessions } else { role }
+}
+
+/// A mesh channel to a role this node does not play.
+fn mesh_channel(mesh: Option<&MeshTls>, remotes: &BTreeMap<Role, String>, role: Role) -> anyhow::Result<Channel> {
+    let url = remote_url(remotes, serving(role))?;
+    let Some(mesh) = mesh else {
+        bail!("reaching the {role} role at {url} needs this process's mesh certificate: set [mesh] ca, cert and key in the config")
+    };
+    mesh.channel(&url, serving(role))
+}
+
+/// How `caller` reaches `callee`: in process when this node plays it, else
+/// over the mesh.
+fn reach(
+    local: &BTreeMap<Role, Transport>,
+    mesh: Option<&MeshTls>,
+    remotes: &BTreeMap<Role, String>,
+    caller: Role,
+    callee: Role,
+) -> anyhow::Result<Transport> {
+    let t = match local.get(&callee) {
+        Some(t) => t.clone(),
+        None => transport::remote(mesh_channel(mesh, remotes, callee)?),
+    };
+    Ok(transport::acting_as(t, caller))
 }
 
 impl Node {
-    /// Starts serving on `listener`; returns once the node accepts requests.
+    /// Starts serving on the public `listener` only (every role it needs is
+    /// in process or remote); returns once the node accepts requests.
     pub async fn start(listener: TcpListener, opts: NodeOptions) -> anyhow::Result<Node> {
+        Self::start_with(listener, None, opts).await
+    }
+
+    /// Starts serving on the public `listener` and, when given, the
+    /// `internal` one (mutual TLS, for the other roles of the mesh).
+    pub async fn start_with(listener: TcpListener, internal: Option<TcpListener>, opts: NodeOptions) -> anyhow::Result<Node> {
         let addr = listener.local_addr()?;
+        let internal_addr = internal.as_ref().map(TcpListener::local_addr).transpose()?;
+        let mesh = opts.mesh.as_ref();
+        if internal.is_some() && mesh.is_none() {
+            bail!("the internal listener needs this process's mesh certificate: set [mesh] ca, cert and key in the config");
+        }
+        if let Some(m) = mesh
+            && let Some(missing) = opts.roles.iter().find(|r| !m.roles.is(**r))
+        {
+            bail!("this process plays the {missing} role but its mesh certificate does not name it ({})", missing.mesh_name());
+        }
         let has = |r: Role| opts.roles.contains(&r);
         let shutdown = CancellationToken::new();
         let mut readiness = Readiness::default();
         let (health, health_service) = tonic_health::server::health_reporter();
         health.set_service_status("", tonic_health::ServingStatus::Serving).await;
-        let mut grpc = tonic::service::Routes::new(health_service);
+        let mut grpc = tonic::service::Routes::new(Authorized::new(health_service));
         let mut bootstrap = None;
         // Roles this node plays are called in process; the rest over HTTP/2.
         let mut local: BTreeMap<Role, Transport> = BTreeMap::new();
@@ -218,7 +266,7 @@ impl Node {
                     async move { s.ready().await }
                 }),
             ));
-            let server = checkfu_governance::server(svc);
+            let server = Authorized::new(checkfu_governance::server(svc));
             local.insert(Role::Governance, transport::local(server.clone()));
             grpc = grpc.add_service(server);
         }
@@ -232,12 +280,12 @@ impl Node {
                     async move { s.ready().await }
                 }),
             ));
-            let server = checkfu_model_gateway::server(svc);
+            let server = Authorized::new(checkfu_model_gateway::server(svc));
             local.insert(Role::ModelGateway, transport::local(server.clone()));
             grpc = grpc.add_service(server);
         }
         if has(Role::Sessions) {
-            let governance = reach(&local, &opts.remotes, Role::Governance)?;
+            let governance = reach(&local, mesh, &opts.remotes, Role::Sessions, Role::Governance)?;
             let (svc, db) = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
             let relay = checkfu_bus::outbox::Relay::new(db, bus.clone(), "sessions");
             let mut svc = svc.with_governance(governance).with_outbox_wake(relay.wake.clone());
@@ -264,19 +312,20 @@ impl Node {
                     async move { s.ready().await }
                 }),
             ));
-            let (server, runner_server) = (checkfu_sessions::server(svc.clone()), checkfu_sessions::runner_server(svc));
+            let (server, runner_server) =
+                (Authorized::new(checkfu_sessions::server(svc.clone())), Authorized::new(checkfu_sessions::runner_server(svc)));
             local.insert(Role::Sessions, transport::local(server.clone()));
             local.insert(Role::Runner, transport::local(runner_server.clone()));
             grpc = grpc.add_service(server).add_service(runner_server);
         }
         if has(Role::CapabilityGateway) {
-            let sessions = reach(&local, &opts.remotes, Role::Sessions)?;
-            let server = checkfu_capability_gateway::server(sessions, opts.allow_private_targets);
+            let sessions = reach(&local, mesh, &opts.remotes, Role::CapabilityGateway, Role::Sessions)?;
+            let server = Authorized::new(checkfu_capability_gateway::server(sessions, opts.allow_private_targets));
             local.insert(Role::CapabilityGateway, transport::local(server.clone()));
             grpc = grpc.add_service(server);
         }
         if has(Role::Scheduler) {
-            grpc = grpc.add_service(checkfu_scheduler::server());
+            grpc = grpc.add_service(Authorized::new(checkfu_scheduler::server()));
         }
         if has(Role::Webhooks) {
             let svc = checkfu_webhooks::open(&opts.storage, opts.allow_private_targets).await.context("opening the webhooks store")?;
@@ -284,26 +333,27 @@ impl Node {
                 background.push(Box::pin(checkfu_webhooks::consume(svc.clone(), bus.clone(), topic, shutdown.clone())));
             }
             background.push(Box::pin(checkfu_webhooks::deliver(svc.clone(), std::time::Duration::from_millis(250), shutdown.clone())));
-            let server = checkfu_webhooks::server(svc);
+            let server = Authorized::new(checkfu_webhooks::server(svc));
             local.insert(Role::Webhooks, transport::local(server.clone()));
             grpc = grpc.add_service(server);
         }
         if has(Role::Memory) {
-            grpc = grpc.add_service(checkfu_memory::server());
+            grpc = grpc.add_service(Authorized::new(checkfu_memory::server()));
         }
 
-        let upstream = |role: Role| reach(&local, &opts.remotes, role);
-        let mut app = grpc.into_axum_router();
+        let upstream = |caller: Role, callee: Role| reach(&local, mesh, &opts.remotes, caller, callee);
+        // The public listener: the REST/SSE API and health, nothing internal.
+        let mut app = axum::Router::new();
         if has(Role::Gateway) {
             let up = checkfu_gateway::Upstreams {
-                governance: upstream(Role::Governance)?,
-                sessions: upstream(Role::Sessions)?,
-                model_gateway: upstream(Role::ModelGateway)?,
-                webhooks: upstream(Role::Webhooks)?,
+                governance: upstream(Role::Gateway, Role::Governance)?,
+                sessions: upstream(Role::Gateway, Role::Sessions)?,
+                model_gateway: upstream(Role::Gateway, Role::ModelGateway)?,
+                webhooks: upstream(Role::Gateway, Role::Webhooks)?,
             };
             for role in [Role::Governance, Role::Sessions, Role::ModelGateway] {
                 if !has(role) {
-                    readiness.checks.push((role.name().into(), remote_ready(channel(&remote_url(&opts.remotes, role)?)?)));
+                    readiness.checks.push((role.name().into(), remote_ready(mesh_channel(mesh, &opts.remotes, role)?)));
                 }
             }
             let limiter: Arc<dyn checkfu_ephemeral::RateLimiter> = match &redis {
@@ -348,6 +398,14 @@ impl Node {
                 tracing::error!(error = %e, "the listener failed");
             }
         }));
+        if let Some(internal) = internal {
+            let (tls, stop) = (mesh.cloned().context("mesh identity")?, shutdown.clone());
+            tasks.push(tokio::spawn(async move {
+                if let Err(e) = crate::mesh::serve(internal, &tls, grpc, stop).await {
+                    tracing::error!(error = %format!("{e:#}"), "the internal listener failed");
+                }
+            }));
+        }
         for task in background {
             tasks.push(tokio::spawn(task));
         }
@@ -359,16 +417,23 @@ impl Node {
         }
         if has(Role::Runner) {
             let runner = checkfu_runner::Runner::new(
-                upstream(Role::Runner)?,
-                upstream(Role::ModelGateway)?,
-                upstream(Role::Governance)?,
-                upstream(Role::CapabilityGateway)?,
+                upstream(Role::Runner, Role::Runner)?,
+                upstream(Role::Runner, Role::ModelGateway)?,
+                upstream(Role::Runner, Role::Governance)?,
+                upstream(Role::Runner, Role::CapabilityGateway)?,
                 opts.runner.clone(),
             );
             let stop = shutdown.clone();
             tasks.push(tokio::spawn(runner.serve(stop)));
         }
-        Ok(Node { addr, bootstrap, shutdown, tasks })
+        Ok(Node { addr, internal_addr, bootstrap, local, shutdown, tasks })
+    }
+
+    /// A client transport into a role this node serves, calling as
+    /// `caller` — for tests that play a role by hand (a runner, say). It
+    /// exists only in process; nothing internal listens publicly.
+    pub fn client_as(&self, caller: Role, callee: Role) -> Option<Transport> {
+        self.local.get(&callee).map(|t| transport::acting_as(t.clone(), caller))
     }
 
     /// Stops accepting work, drains in-flight requests and waits.

@@ -8,9 +8,11 @@ pub mod glob;
 pub mod id;
 pub mod net;
 pub mod page;
+pub mod role;
 pub mod time;
 
 pub use error::{Code, Error, Result};
+pub use role::Role;
 
 /// Lowercase hex SHA-256 of some bytes; used for release digests and key hashes.
 pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {

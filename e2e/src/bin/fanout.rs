@@ -190,7 +190,7 @@ async fn run(p: &Platform, bases: &[String], a: &Args) -> Vec<i64> {
 async fn main() {
     let a = args();
     let dir = tempfile::tempdir().unwrap();
-    let tuning = Tuning { rate_limit_per_second: 1_000_000, ..Default::default() };
+    let tuning = Tuning { rate_limit_per_second: 1_000_000, mesh: true, ..Default::default() };
     let p = Platform::start_timed(dir.path(), tuning).await;
     println!(
         "checkfu fan-out bench: {} subscribers on one Session, {} turns {} ms apart (the first {} not counted); latency = frame arrival - event created_at",
@@ -200,15 +200,17 @@ async fn main() {
     report("embedded, one gateway", a.subscribers, &mut lat);
 
     // A second gateway replica in this process, reaching the first node's
-    // roles over gRPC like a separate Deployment would.
+    // roles over the mutual-TLS mesh like a separate Deployment would.
     let second_dir = tempfile::tempdir().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let internal = p.internal_base.clone().unwrap();
     let remotes: BTreeMap<Role, String> =
-        [Role::Governance, Role::Sessions, Role::ModelGateway, Role::Webhooks].into_iter().map(|r| (r, p.base.clone())).collect();
+        [Role::Governance, Role::Sessions, Role::ModelGateway, Role::Webhooks].into_iter().map(|r| (r, internal.clone())).collect();
     let opts = NodeOptions {
         roles: [Role::Gateway].into_iter().collect(),
         storage: checkfu_store::Location::SqliteDir(second_dir.path().to_path_buf()),
         remotes,
+        mesh: Some(mesh_identity(&mesh_dir(&p.data_dir), "second-gateway", &[Role::Gateway])),
         bootstrap_key_file: None,
         embedded: false,
         runner: checkfu_runner::RunnerConfig::default(),

@@ -384,7 +384,14 @@ impl Rpc for GovernanceGrpc {
     }
 
     async fn respond_to_approval(&self, r: Request<pb::RespondToApprovalRequest>) -> R<pb::ActionApproval> {
+        // An answer from inside a Session skips the response token (the
+        // sessions role checked its author holds `approve`), so only that
+        // role may say a response came from inside one.
+        let from_sessions = checkfu_proto::mesh::caller(&r).is_some_and(|c| c.is(checkfu_core::Role::Sessions));
         let r = r.into_inner();
+        if r.in_session && !from_sessions {
+            return Err(Status::permission_denied("only the sessions role records a response given inside a Session"));
+        }
         let resp = crate::approvals::Response {
             id: r.id,
             decision: r.decision,

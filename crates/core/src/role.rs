@@ -1,7 +1,8 @@
 //! The roles one `checkfu` process can play. Helm deploys the same image
-//! once per role; `checkfu up` plays all of them.
+//! once per role; `checkfu up` plays all of them. A role is also an
+//! identity on the internal mesh: its certificate names it, and every
+//! internal RPC is authorized by the role that calls it.
 
-use anyhow::bail;
 use std::collections::BTreeSet;
 use std::fmt;
 
@@ -45,23 +46,34 @@ impl Role {
         }
     }
 
+    /// The role of this name (`model-gateway`, ...).
+    pub fn parse(name: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    /// The name a role's mesh certificate carries as a DNS SAN, and that a
+    /// client verifies when it calls the role: `sessions.role.checkfu`.
+    pub fn mesh_name(self) -> String {
+        format!("{}.role.checkfu", self.name())
+    }
+
     /// Parses `gateway,sessions,...` (or `all`).
-    pub fn parse_set(s: &str) -> anyhow::Result<BTreeSet<Role>> {
+    pub fn parse_set(s: &str) -> Result<BTreeSet<Role>, String> {
         let mut out = BTreeSet::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             if part == "all" {
                 out.extend(Role::ALL);
                 continue;
             }
-            match Role::ALL.iter().find(|r| r.name() == part) {
+            match Role::parse(part) {
                 Some(r) => {
-                    out.insert(*r);
+                    out.insert(r);
                 }
-                None => bail!("unknown role {part:?}; roles are {}", Role::ALL.map(Role::name).join(", ")),
+                None => return Err(format!("unknown role {part:?}; roles are {}", Role::ALL.map(Role::name).join(", "))),
             }
         }
         if out.is_empty() {
-            bail!("name at least one role");
+            return Err("name at least one role".into());
         }
         Ok(out)
     }
