@@ -53,6 +53,29 @@ pub struct Platform {
     node: Option<Node>,
 }
 
+/// An embedded installation's options on `dir` (every role, no mesh).
+pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
+    NodeOptions {
+        roles: Role::ALL.into_iter().collect(),
+        storage: Location::SqliteDir(dir.to_path_buf()),
+        remotes: BTreeMap::new(),
+        mesh: None,
+        bootstrap_key_file: Some(dir.join("admin.key")),
+        embedded: true,
+        runner: checkfu_runner::RunnerConfig {
+            claim_wait: Duration::from_secs(2),
+            workspaces: dir.join("workspaces"),
+            ..Default::default()
+        },
+        sse_ping: tuning.sse_ping,
+        approvals: checkfu::ApprovalTiming { ttl: tuning.approval_ttl, sweep_every: tuning.approval_sweep },
+        allow_private_targets: tuning.allow_private_targets,
+        kafka_brokers: None,
+        redis_url: None,
+        rate_limit_per_second: tuning.rate_limit_per_second,
+    }
+}
+
 /// Where a test installation's mesh certificates live.
 pub fn mesh_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("mesh")
@@ -95,25 +118,7 @@ impl Platform {
         } else {
             (None, None)
         };
-        let opts = NodeOptions {
-            roles,
-            storage: Location::SqliteDir(dir.to_path_buf()),
-            remotes: BTreeMap::new(),
-            mesh,
-            bootstrap_key_file: Some(key_file.clone()),
-            embedded: true,
-            runner: checkfu_runner::RunnerConfig {
-                claim_wait: Duration::from_secs(2),
-                workspaces: dir.join("workspaces"),
-                ..Default::default()
-            },
-            sse_ping: tuning.sse_ping,
-            approvals: checkfu::ApprovalTiming { ttl: tuning.approval_ttl, sweep_every: tuning.approval_sweep },
-            allow_private_targets: tuning.allow_private_targets,
-            kafka_brokers: None,
-            redis_url: None,
-            rate_limit_per_second: tuning.rate_limit_per_second,
-        };
+        let opts = NodeOptions { roles, mesh, ..embedded_options(dir, &tuning) };
         let node = Node::start_with(listener, internal, opts).await.unwrap();
         let base = format!("http://{}", node.addr);
         let internal_base = node.internal_addr.map(|a| format!("https://{a}"));

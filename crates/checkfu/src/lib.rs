@@ -7,6 +7,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod health;
+pub mod key_file;
 pub mod mesh;
 pub mod node;
 

@@ -120,24 +120,6 @@ pub struct Node {
     tasks: Vec<JoinHandle<()>>,
 }
 
-fn write_key(path: &PathBuf, secret: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let mut f = opts.open(path).with_context(|| format!("writing {}", path.display()))?;
-    f.write_all(secret.as_bytes())?;
-    f.write_all(b"\n")?;
-    Ok(())
-}
-
 fn check<F, Fut>(f: F) -> Check
 where
     F: Fn() -> Fut + Send + Sync + 'static,
@@ -251,10 +233,17 @@ impl Node {
             let (svc, db) = checkfu_governance::open(&opts.storage).await.context("opening the governance store")?;
             let svc = svc.with_approval_ttl_ms(opts.approvals.ttl.as_millis() as i64);
             relays.push(checkfu_bus::outbox::Relay::new(db, bus.clone(), "governance"));
-            let b = svc.bootstrap().await?;
+            let path = opts.bootstrap_key_file.clone().unwrap_or_else(|| PathBuf::from("admin.key"));
+            let key_file = crate::key_file::KeyFile::new(path.clone());
+            let b = svc.bootstrap(|secret| key_file.place(secret).map_err(|e| checkfu_core::Error::internal(format!("{e:#}")))).await;
+            match &b {
+                Ok(b) if b.created => key_file.keep(),
+                // Another replica bootstrapped, or the commit failed: what
+                // this one placed is not a key of the installation.
+                _ => key_file.discard(),
+            }
+            let b = b.context("bootstrapping the installation")?;
             if b.created {
-                let path = opts.bootstrap_key_file.clone().unwrap_or_else(|| PathBuf::from("admin.key"));
-                write_key(&path, &b.admin_api_key)?;
                 bootstrap =
                     Some(BootstrapInfo { admin_principal_id: b.admin_principal_id, environment_id: b.environment_id, key_file: path });
             }

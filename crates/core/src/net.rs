@@ -35,13 +35,29 @@ fn public_v4(ip: Ipv4Addr) -> bool {
 
 fn public_v6(ip: Ipv6Addr) -> bool {
     let s = ip.segments();
-    !(ip.is_loopback()
-        || ip.is_unspecified()
-        || ip.is_multicast()
-        || (s[0] & 0xfe00) == 0xfc00
-        || (s[0] & 0xffc0) == 0xfe80
-        || (s[0] == 0x2001 && s[1] == 0x0db8)
-        || (s[0] == 0x0064 && s[1] == 0xff9b))
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    if ip.is_loopback() || ip.is_unspecified() || ip.is_multicast() {
+        return false;
+    }
+    // Addresses that carry an IPv4 address inside are as public as it is:
+    // IPv4-compatible `::a.b.c.d` (::/96), 6to4 (2002::/16) and the
+    // well-known NAT64 prefix (64:ff9b::/96).
+    if s[..6] == [0; 6] {
+        return public_v4(v4(s[6], s[7]));
+    }
+    if s[0] == 0x2002 {
+        return public_v4(v4(s[1], s[2]));
+    }
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return public_v4(v4(s[6], s[7]));
+    }
+    !((s[0] & 0xfe00) == 0xfc00         // unique local fc00::/7
+        || (s[0] & 0xffc0) == 0xfe80    // link-local fe80::/10
+        || (s[0] & 0xffc0) == 0xfec0    // site-local fec0::/10 (deprecated, still routed inside sites)
+        || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+        || (s[0] == 0x2001 && s[1] == 0)      // Teredo 2001::/32: a tunnel to an obfuscated IPv4 peer
+        || (s[0] == 0x0064 && s[1] == 0xff9b) // local-use NAT64 64:ff9b:1::/48 and the rest of the prefix
+        || (s[0] == 0x0100 && s[1..4] == [0, 0, 0])) // discard-only 100::/64
 }
 
 /// The host (IPv6 brackets removed) and port of a URL the platform calls
@@ -97,10 +113,25 @@ mod tests {
             "fd00::1",
             "::ffff:127.0.0.1",
             "224.0.0.1",
+            // IPv4 addresses carried inside IPv6 ones.
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "::169.254.169.254",
+            "2002:7f00:1::1",
+            "2002:a9fe:a9fe::",
+            "2002:c0a8:0101::1",
+            "64:ff9b::127.0.0.1",
+            "64:ff9b::10.1.1.1",
+            "64:ff9b::169.254.169.254",
+            "64:ff9b:1::8.8.8.8",
+            "fec0::1",
+            "fedf::1",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "100::1",
         ] {
             assert!(!is_public(private.parse().expect("ip")), "{private} must be refused");
         }
-        for public in ["1.1.1.1", "93.184.216.34", "2606:4700:4700::1111"] {
+        for public in ["1.1.1.1", "93.184.216.34", "2606:4700:4700::1111", "::8.8.8.8", "2002:0808:0808::1", "64:ff9b::1.1.1.1"] {
             assert!(is_public(public.parse().expect("ip")), "{public} is public");
         }
     }

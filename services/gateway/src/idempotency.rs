@@ -1,6 +1,11 @@
 //! Durable idempotency. The first response to `(principal, Idempotency-Key)`
 //! is stored in the gateway's database; a retry with the same body replays
 //! it, a different body is refused. Records live at least 24 hours.
+//!
+//! Secrets are shown once: a response's `secret` fields (API keys,
+//! webhook signing secrets) are never stored here. A replay returns the
+//! stored response with each secret set to `null`, `secret_redacted: true`
+//! beside it and the header `Checkfu-Secret-Redacted: true`.
 
 use crate::error::{ApiError, ApiResult};
 use axum::http::{HeaderMap, StatusCode};
@@ -139,6 +144,32 @@ impl IdempotencyStore {
     }
 }
 
+/// Fields whose values are shown once and never kept for a replay.
+const SECRET_FIELDS: &[&str] = &["secret"];
+
+/// `v` as it may be stored: every secret field nulled (at any depth), with
+/// `secret_redacted: true` beside it. Returns whether anything was removed.
+pub fn redact_secrets(v: &mut Value) -> bool {
+    match v {
+        Value::Object(map) => {
+            let mut removed = false;
+            for field in SECRET_FIELDS {
+                if map.get(*field).is_some_and(|s| !s.is_null()) {
+                    map.insert((*field).to_string(), Value::Null);
+                    map.insert(format!("{field}_redacted"), Value::Bool(true));
+                    removed = true;
+                }
+            }
+            for child in map.values_mut() {
+                removed |= redact_secrets(child);
+            }
+            removed
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |acc, i| redact_secrets(i) | acc),
+        _ => false,
+    }
+}
+
 /// The `Idempotency-Key` header, validated.
 pub fn key_of(headers: &HeaderMap) -> ApiResult<Option<String>> {
     let Some(v) = headers.get("idempotency-key") else { return Ok(None) };
@@ -172,14 +203,20 @@ where
     match store.reserve(principal, &key, &sha).await? {
         Reservation::Replay(s) => {
             let status = StatusCode::from_u16(s.status).unwrap_or(StatusCode::OK);
+            let redacted = serde_json::from_str::<Value>(&s.body).is_ok_and(|mut v| redact_secrets(&mut v) || has_redaction(&v));
             let mut resp = (status, [(axum::http::header::CONTENT_TYPE, "application/json")], s.body).into_response();
             resp.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
+            if redacted {
+                resp.headers_mut().insert("checkfu-secret-redacted", axum::http::HeaderValue::from_static("true"));
+            }
             Ok(resp)
         }
         Reservation::Fresh => match create().await {
             Ok((status, v)) => {
                 let text = v.to_string();
-                store.finish(principal, &key, status.as_u16(), &text).await?;
+                let mut kept = v;
+                redact_secrets(&mut kept);
+                store.finish(principal, &key, status.as_u16(), &kept.to_string()).await?;
                 Ok((status, [(axum::http::header::CONTENT_TYPE, "application/json")], text).into_response())
             }
             Err(ApiError(e)) => {
@@ -189,6 +226,36 @@ where
                 Err(ApiError(e))
             }
         },
+    }
+}
+
+/// Whether a stored body says a secret was removed from it.
+fn has_redaction(v: &Value) -> bool {
+    match v {
+        Value::Object(map) => {
+            SECRET_FIELDS.iter().any(|f| map.get(&format!("{f}_redacted")) == Some(&Value::Bool(true))) || map.values().any(has_redaction)
+        }
+        Value::Array(items) => items.iter().any(has_redaction),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod redaction {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn secrets_are_nulled_at_any_depth_and_marked() {
+        let mut v = json!({"id": "key_1", "secret": "ck_abc", "nested": [{"secret": "whsec_x"}], "other": {"secret": null}});
+        assert!(redact_secrets(&mut v));
+        assert_eq!(
+            v,
+            json!({"id": "key_1", "secret": null, "secret_redacted": true, "nested": [{"secret": null, "secret_redacted": true}], "other": {"secret": null}})
+        );
+        assert!(has_redaction(&v));
+        let mut plain = json!({"id": "x"});
+        assert!(!redact_secrets(&mut plain) && !has_redaction(&plain));
     }
 }
 

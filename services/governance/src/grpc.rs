@@ -128,16 +128,6 @@ impl Rpc for GovernanceGrpc {
         ok(pb::AuthenticateResponse { principal_id, key_id })
     }
 
-    async fn bootstrap(&self, _: Request<pb::BootstrapRequest>) -> R<pb::BootstrapResponse> {
-        let b = self.svc.bootstrap().await?;
-        ok(pb::BootstrapResponse {
-            created: b.created,
-            admin_principal_id: b.admin_principal_id,
-            environment_id: b.environment_id,
-            admin_api_key: b.admin_api_key,
-        })
-    }
-
     async fn create_principal(&self, r: Request<pb::CreatePrincipalRequest>) -> R<pb::Principal> {
         let r = r.into_inner();
         ok(principal(self.svc.create_principal(&r.kind, &r.name, &r.actor_id).await?))

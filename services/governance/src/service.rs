@@ -71,7 +71,12 @@ impl GovernanceService {
 
     /// Creates the first admin, the `default` Environment and an admin key on
     /// an empty installation; does nothing on a bootstrapped one.
-    pub async fn bootstrap(&self) -> Result<Bootstrapped> {
+    /// Bootstraps an empty installation. `place_key` receives the admin's
+    /// new API key and must store it durably before anything is committed:
+    /// an installation whose only admin key could not be written is never
+    /// created. When another replica wins the race, `created` is false and
+    /// the caller discards what it placed.
+    pub async fn bootstrap(&self, place_key: impl FnOnce(&str) -> Result<()>) -> Result<Bootstrapped> {
         if !self.store.is_empty().await? {
             return Ok(Bootstrapped {
                 created: false,
@@ -96,6 +101,7 @@ impl GovernanceService {
         let env = Environment { id: new_id("env"), name: "default".into(), version: 1, disabled: false, created_ms: now };
         let secret = new_secret();
         let key = ApiKey { id: new_id("key"), principal_id: admin.id.clone(), name: "bootstrap".into(), created_ms: now, revoked_ms: None };
+        place_key(&secret)?;
         let created = self.store.bootstrap(&admin, &grant, &env, &key, &sha256_hex(&secret)).await?;
         Ok(Bootstrapped {
             created,

@@ -90,12 +90,30 @@ async fn input_event(st: &AppState, caller: &Caller, e: bodies::InputEvent, fiel
         .filter(Value::is_object)
         .ok_or_else(|| Error::invalid_field(&format!("{field}.caused_by"), "caused_by is required on every input, as {kind, id}"))?;
     require_speaks_for(st, caller, &authored_by, &format!("{field}.authored_by")).await?;
+    check_cause(st, caller, &caused_by, &format!("{field}.caused_by")).await?;
     Ok(ss::InputEvent {
         r#type: e.kind,
         payload_json: e.payload.as_ref().map(Value::to_string).unwrap_or_default(),
         authored_by,
         caused_by_json: caused_by.to_string(),
     })
+}
+
+/// The causes a client may name: a Principal it speaks for (itself, or one
+/// it holds `act_as` on), the surface it is (`{kind:"surface", id:"cli"}`,
+/// a label), or an earlier event. Other kinds (`automation_firing`,
+/// `outcome`, `runner`, ...) are the platform's to set.
+async fn check_cause(st: &AppState, caller: &Caller, cause: &Value, field: &str) -> ApiResult<()> {
+    let (kind, id) = (cause["kind"].as_str().unwrap_or_default(), cause["id"].as_str().unwrap_or_default());
+    if id.is_empty() || id.len() > 255 {
+        return Err(Error::invalid_field(&format!("{field}.id"), "caused_by.id must be a string of 1 to 255 characters").into());
+    }
+    match kind {
+        "principal" => require_speaks_for(st, caller, id, &format!("{field}.id")).await,
+        "surface" => Ok(()),
+        "event" => Ok(checkfu_core::id::check(&format!("{field}.id"), "evt", id)?),
+        _ => Err(Error::invalid_field(&format!("{field}.kind"), "caused_by.kind must be principal, surface or event").into()),
+    }
 }
 
 fn names(v: &Option<Vec<Value>>) -> Option<String> {
