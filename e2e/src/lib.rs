@@ -23,6 +23,7 @@ pub struct Tuning {
     pub approval_sweep: Duration,
     pub allow_private_targets: bool,
     pub rate_limit_per_second: u32,
+    pub max_streams_per_principal: usize,
     /// Also open the internal mesh listener (mutual TLS, certificates in
     /// `DIR/mesh`), so other nodes can reach this one's roles.
     pub mesh: bool,
@@ -36,6 +37,7 @@ impl Default for Tuning {
             approval_sweep: Duration::from_millis(250),
             allow_private_targets: false,
             rate_limit_per_second: 2_000,
+            max_streams_per_principal: 500,
             mesh: false,
         }
     }
@@ -73,6 +75,7 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
         kafka_brokers: None,
         redis_url: None,
         rate_limit_per_second: tuning.rate_limit_per_second,
+        max_streams_per_principal: tuning.max_streams_per_principal,
     }
 }
 

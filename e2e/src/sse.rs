@@ -65,6 +65,19 @@ impl Stream {
         }
     }
 
+    /// Whether the server ends the stream within `timeout` (frames and
+    /// pings before the end are skipped).
+    pub async fn ends_within(&mut self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            match tokio::time::timeout_at(deadline, self.inner.next()).await {
+                Err(_) => return false,
+                Ok(None) | Ok(Some(Err(_))) => return true,
+                Ok(Some(Ok(_))) => {}
+            }
+        }
+    }
+
     /// Frames until one satisfies `stop` (inclusive).
     pub async fn until(&mut self, timeout: Duration, stop: impl Fn(&Frame) -> bool) -> Vec<Frame> {
         let mut out = vec![];

@@ -162,6 +162,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 kafka_brokers: std::env::var("CHECKFU_KAFKA_BROKERS").ok().filter(|b| !b.is_empty()),
                 redis_url: std::env::var("CHECKFU_REDIS_URL").ok().filter(|u| !u.is_empty()),
                 rate_limit_per_second: crate::node::rate_limit_from_env(),
+                max_streams_per_principal: crate::node::max_streams_from_env(),
             };
             if allow_private_targets {
                 tracing::warn!("private, loopback and link-local targets are reachable by web_fetch: for local development only");
@@ -212,6 +213,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 kafka_brokers: std::env::var("CHECKFU_KAFKA_BROKERS").ok().filter(|b| !b.is_empty()).or(file.kafka_brokers.clone()),
                 redis_url: std::env::var("CHECKFU_REDIS_URL").ok().filter(|u| !u.is_empty()).or(file.redis_url.clone()),
                 rate_limit_per_second: crate::node::rate_limit_from_env(),
+                max_streams_per_principal: crate::node::max_streams_from_env(),
                 roles,
             };
             let node = Node::start_with(listener, internal, opts).await?;

@@ -58,12 +58,24 @@ pub struct NodeOptions {
     pub redis_url: Option<String>,
     /// Requests per second one principal may make (per installation).
     pub rate_limit_per_second: u32,
+    /// Open SSE streams one principal may hold on one gateway.
+    pub max_streams_per_principal: usize,
 }
 
 /// The per-principal limit: 2,000 requests per second, or
 /// `CHECKFU_RATE_LIMIT_PER_SECOND`.
 pub fn rate_limit_from_env() -> u32 {
     std::env::var("CHECKFU_RATE_LIMIT_PER_SECOND").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(2_000)
+}
+
+/// Open SSE streams per principal per gateway: 500, or
+/// `CHECKFU_MAX_STREAMS_PER_PRINCIPAL`.
+pub fn max_streams_from_env() -> usize {
+    std::env::var("CHECKFU_MAX_STREAMS_PER_PRINCIPAL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(checkfu_gateway::streams::DEFAULT_MAX_PER_PRINCIPAL)
 }
 
 /// `CHECKFU_ALLOW_PRIVATE_TARGETS=true`.
@@ -349,7 +361,8 @@ impl Node {
                 Some(r) => Arc::new(r.clone()),
                 None => Arc::new(checkfu_ephemeral::memory::MemoryLimiter::default()),
             };
-            let limits = checkfu_gateway::RateLimits::new(limiter, opts.rate_limit_per_second);
+            let mut limits = checkfu_gateway::RateLimits::new(limiter, opts.rate_limit_per_second);
+            limits.max_streams_per_principal = opts.max_streams_per_principal;
             let state = checkfu_gateway::AppState::open(&opts.storage, up, shutdown.clone(), opts.sse_ping, limits)
                 .await
                 .context("opening the gateway store")?;
@@ -382,7 +395,10 @@ impl Node {
             // the `Router` itself would deep-copy every route per connection
             // (and free it all again when the connection ends), which made
             // a thousand SSE clients leaving cost a third of a CPU-second.
-            let served = axum::serve(listener, app.into_make_service()).with_graceful_shutdown(async move { stop.cancelled().await }).await;
+            // With the peer's address, for throttling invalid keys per client.
+            let served = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await;
             if let Err(e) = served {
                 tracing::error!(error = %e, "the listener failed");
             }

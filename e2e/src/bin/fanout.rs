@@ -190,7 +190,7 @@ async fn run(p: &Platform, bases: &[String], a: &Args) -> Vec<i64> {
 async fn main() {
     let a = args();
     let dir = tempfile::tempdir().unwrap();
-    let tuning = Tuning { rate_limit_per_second: 1_000_000, mesh: true, ..Default::default() };
+    let tuning = Tuning { rate_limit_per_second: 1_000_000, max_streams_per_principal: 1_000_000, mesh: true, ..Default::default() };
     let p = Platform::start_timed(dir.path(), tuning).await;
     println!(
         "checkfu fan-out bench: {} subscribers on one Session, {} turns {} ms apart (the first {} not counted); latency = frame arrival - event created_at",
@@ -220,6 +220,7 @@ async fn main() {
         kafka_brokers: None,
         redis_url: None,
         rate_limit_per_second: 1_000_000,
+        max_streams_per_principal: 1_000_000,
     };
     let second = Node::start(listener, opts).await.unwrap();
     let second_base = format!("http://{}", second.addr);

@@ -43,13 +43,70 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let header = parts.headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::trim).unwrap_or_default();
-        let secret = header.strip_prefix("Bearer ").or_else(|| header.strip_prefix("bearer ")).map(str::trim).unwrap_or_default();
+        let client = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+        if let Some(ip) = client {
+            refuse_if_throttled(state, ip)?;
+        }
+        let secret = bearer(&parts.headers);
         if secret.is_empty() {
             return Err(Error::new(Code::MissingKey, "an API key is required: send Authorization: Bearer <key>").into());
         }
-        let resp = state.gov.clone().authenticate(AuthenticateRequest { secret: secret.to_string() }).await?.into_inner();
-        limit(state, &resp.principal_id).await?;
-        Ok(Caller { principal_id: resp.principal_id, key_id: resp.key_id })
+        let caller = match authenticate(state, secret).await {
+            Err(e) if e.0.code == Code::InvalidKey => {
+                if let Some(ip) = client {
+                    count_failure(state, ip).await;
+                }
+                return Err(e);
+            }
+            other => other?,
+        };
+        limit(state, &caller.principal_id).await?;
+        Ok(caller)
     }
+}
+
+/// Invalid keys one client address may present per window; past that, its
+/// requests are refused before anyone is asked about their key.
+pub const AUTH_FAILURES_PER_WINDOW: u32 = 20;
+pub const AUTH_FAILURE_WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn refuse_if_throttled(state: &AppState, ip: std::net::IpAddr) -> Result<(), ApiError> {
+    let Some(until) = state.limits.throttled.get(&ip) else { return Ok(()) };
+    let now = std::time::Instant::now();
+    if until <= now {
+        state.limits.throttled.remove(&ip);
+        return Ok(());
+    }
+    let secs = (until - now).as_millis().div_ceil(1000).max(1) as u64;
+    Err(Error::new(Code::RateLimited, format!("too many invalid API keys from this address; retry after {secs} s"))
+        .with_details(serde_json::json!({"retry_after_seconds": secs}))
+        .into())
+}
+
+/// Counts an invalid key against the client's address (in the limiter all
+/// gateway replicas share); over the limit, the address is throttled here.
+async fn count_failure(state: &AppState, ip: std::net::IpAddr) {
+    match state.limits.limiter.hit(&format!("authfail:{ip}"), AUTH_FAILURES_PER_WINDOW, AUTH_FAILURE_WINDOW).await {
+        Ok(checkfu_ephemeral::Admit::No { retry_after }) => {
+            tracing::warn!(client = %ip, "throttling a client that presents invalid API keys");
+            state.limits.throttled.insert(ip, std::time::Instant::now() + retry_after.max(std::time::Duration::from_secs(1)));
+        }
+        Ok(checkfu_ephemeral::Admit::Yes) => {}
+        Err(e) => {
+            state.limits.unreachable.failed(&e);
+        }
+    }
+}
+
+/// The API key a request carries (`Authorization: Bearer <key>`), or "".
+pub fn bearer(headers: &axum::http::HeaderMap) -> &str {
+    let header = headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::trim).unwrap_or_default();
+    header.strip_prefix("Bearer ").or_else(|| header.strip_prefix("bearer ")).map(str::trim).unwrap_or_default()
+}
+
+/// Who `secret` belongs to, asked of governance (never cached: a revoked
+/// key fails at once).
+pub async fn authenticate(state: &AppState, secret: &str) -> Result<Caller, ApiError> {
+    let resp = state.gov.clone().authenticate(AuthenticateRequest { secret: secret.to_string() }).await?.into_inner();
+    Ok(Caller { principal_id: resp.principal_id, key_id: resp.key_id })
 }

@@ -10,6 +10,7 @@ pub mod extract;
 pub mod idempotency;
 pub mod live;
 pub mod routes;
+pub mod streams;
 pub mod views;
 
 use crate::error::{ApiError, REQUEST_ID};
@@ -45,6 +46,8 @@ pub struct AppState {
     pub limits: RateLimits,
     /// One shared live feed per followed Session (see `live.rs`).
     pub feeds: Arc<live::Feeds>,
+    /// Open streams per Principal, and their revocation checks.
+    pub streams: Arc<streams::Streams>,
     pub idem: Arc<IdempotencyStore>,
     /// Cancelled when the node drains: long-lived streams end with it.
     pub shutdown: tokio_util::sync::CancellationToken,
@@ -72,6 +75,11 @@ pub const SESSION_FACTS_CACHE: usize = 100_000;
 pub struct RateLimits {
     pub limiter: Arc<dyn checkfu_ephemeral::RateLimiter>,
     pub per_second: u32,
+    /// Open SSE streams one Principal may hold on one gateway replica.
+    pub max_streams_per_principal: usize,
+    /// Client addresses refused until the instant given, for presenting
+    /// too many invalid keys (see `auth.rs`).
+    pub throttled: Arc<checkfu_core::cache::Bounded<std::net::IpAddr, std::time::Instant>>,
     /// Warnings while the limiter cannot be reached (not one per request).
     pub unreachable: Arc<checkfu_ephemeral::outage::FailureLog>,
 }
@@ -79,7 +87,13 @@ pub struct RateLimits {
 impl RateLimits {
     pub fn new(limiter: Arc<dyn checkfu_ephemeral::RateLimiter>, per_second: u32) -> Self {
         let unreachable = checkfu_ephemeral::outage::FailureLog::new("the rate limiter is unreachable; letting requests through");
-        RateLimits { limiter, per_second, unreachable: Arc::new(unreachable) }
+        RateLimits {
+            limiter,
+            per_second,
+            max_streams_per_principal: streams::DEFAULT_MAX_PER_PRINCIPAL,
+            throttled: Arc::new(checkfu_core::cache::Bounded::new(100_000)),
+            unreachable: Arc::new(unreachable),
+        }
     }
 }
 
@@ -99,6 +113,7 @@ impl AppState {
         sse_ping: std::time::Duration,
         limits: RateLimits,
     ) -> Result<AppState> {
+        let max_streams = limits.max_streams_per_principal;
         let db = Db::open(location, "gateway", &MIGRATIONS).await?;
         let idem = Arc::new(IdempotencyStore::new(db));
         let purge = idem.clone();
@@ -118,6 +133,7 @@ impl AppState {
             webhooks: WebhooksServiceClient::new(up.webhooks).max_decoding_message_size(MAX),
             limits,
             feeds: Arc::new(live::Feeds::new(sse_ping)),
+            streams: Arc::new(streams::Streams::new(max_streams)),
             idem,
             shutdown,
             sse_ping,

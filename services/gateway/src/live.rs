@@ -52,16 +52,19 @@ const BATCH: usize = 64;
 
 /// The response body of one SSE client: its frames — those already waiting
 /// written together — and a `: ping` comment every `ping` (never first).
-/// Ends with the frames, or when the node drains.
-pub fn sse_body(
+/// Ends with the frames, or when `shutdown` is cancelled (the node drains,
+/// or the caller's access was revoked). `keep` lives as long as the body
+/// (the stream's slot under its Principal's cap, say).
+pub fn sse_body<K: Send + 'static>(
     frames: impl futures_util::Stream<Item = Frame> + Send + 'static,
     ping: std::time::Duration,
     shutdown: tokio_util::sync::CancellationToken,
+    keep: K,
 ) -> impl futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static {
     use futures_util::{FutureExt, StreamExt};
     let ticks = tokio::time::interval_at(tokio::time::Instant::now() + ping, ping);
-    let state = (Box::pin(frames), ticks, shutdown);
-    futures_util::stream::unfold(state, |(mut frames, mut ticks, shutdown)| async move {
+    let state = (Box::pin(frames), ticks, shutdown, keep);
+    futures_util::stream::unfold(state, |(mut frames, mut ticks, shutdown, keep)| async move {
         let chunk = tokio::select! {
             f = frames.next() => {
                 let first = f?;
@@ -84,7 +87,7 @@ pub fn sse_body(
             _ = ticks.tick() => Bytes::from_static(b": ping\n\n"),
             () = shutdown.cancelled() => return None,
         };
-        Some((Ok(chunk), (frames, ticks, shutdown)))
+        Some((Ok(chunk), (frames, ticks, shutdown, keep)))
     })
 }
 

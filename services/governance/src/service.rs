@@ -33,6 +33,9 @@ pub struct Bootstrapped {
     pub admin_api_key: String,
 }
 
+/// Active (unrevoked) API keys one Principal may hold.
+pub const MAX_ACTIVE_API_KEYS: i64 = 100;
+
 #[derive(Clone)]
 pub struct GovernanceService {
     pub(crate) store: Arc<dyn GovernanceStore>,
@@ -164,6 +167,12 @@ impl GovernanceService {
     pub async fn create_api_key(&self, principal_id: &str, name: &str, actor: &str) -> Result<(ApiKey, String)> {
         self.principal(principal_id).await?;
         check_name("name", name)?;
+        if self.store.count_active_api_keys(principal_id).await? >= MAX_ACTIVE_API_KEYS {
+            return Err(Error::conflict(format!(
+                "{principal_id} already has {MAX_ACTIVE_API_KEYS} active API keys: revoke one before creating another"
+            ))
+            .with_details(json!({"max_active_api_keys": MAX_ACTIVE_API_KEYS})));
+        }
         let secret = new_secret();
         let key = ApiKey {
             id: new_id("key"),

@@ -15,6 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use checkfu_core::Error;
 use checkfu_core::page::encode_token;
+use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::sessions::v1 as ss;
 use serde_json::{Value, json};
 use utoipa::IntoParams;
@@ -68,6 +69,12 @@ async fn facts_for(st: &AppState, caller: &Caller, id: &str, write: bool) -> Api
     };
     authorize(st, caller, id, &f, write).await?;
     Ok(f)
+}
+
+/// Whether `caller` may (still) read the Session: what an open stream is
+/// re-checked against.
+pub(crate) async fn may_read(st: &AppState, caller: &Caller, session_id: &str) -> ApiResult<()> {
+    facts_for(st, caller, session_id, false).await.map(|_| ())
 }
 
 /// The principal a Session acts as must itself hold `invoke` on the Agent;
@@ -135,6 +142,12 @@ pub async fn create_session(
     require_speaks_for(&st, &caller, &principal_id, "principal_id").await?;
     let dep = st.sessions.clone().get_deployment(ss::GetByIdRequest { id: b.agent_deployment_id.clone() }).await?.into_inner();
     require_invoke(&st, &principal_id, &dep.agent_id, &dep.environment_id).await?;
+    let env = st.gov.clone().get_environment(gov::GetByIdRequest { id: dep.environment_id.clone() }).await?.into_inner();
+    if env.disabled {
+        return Err(Error::conflict(format!("environment {} is disabled: no new Sessions start in it", env.id))
+            .with_details(json!({"environment_id": env.id}))
+            .into());
+    }
     let raw_events = b.initial_events.clone().unwrap_or_default();
     if raw_events.len() > 1 && key_of(&headers)?.is_none() {
         return Err(Error::invalid_field("Idempotency-Key", "more than one initial event requires an Idempotency-Key header").into());
@@ -287,8 +300,19 @@ fn event_query(raw: Option<String>) -> ApiResult<(i64, u32, Vec<String>)> {
             _ => {}
         }
     }
+    if types.len() > MAX_TYPE_FILTERS {
+        return Err(Error::invalid_field("types[]", format!("at most {MAX_TYPE_FILTERS} event types per filter")).into());
+    }
+    if let Some(t) = types.iter().find(|t| t.len() > 64 || !t.bytes().all(|b| b.is_ascii_lowercase() || b == b'.' || b == b'_')) {
+        return Err(Error::invalid_field("types[]", format!("{t:?} is not an event type")).into());
+    }
+    types.sort();
+    types.dedup();
     Ok((after, limit, types))
 }
+
+/// Event types one `types[]` filter may name (there are fewer than 40).
+pub const MAX_TYPE_FILTERS: usize = 100;
 
 /// Documents the query of the events list (parsed by hand: `types[]` repeats).
 #[derive(Debug, IntoParams)]
@@ -367,9 +391,14 @@ pub async fn stream_events(
     if after_seq < 0 {
         return Err(Error::invalid_field("after_seq", "after_seq must not be negative").into());
     }
+    let slot = st.streams.admit(&caller.principal_id)?;
     // Followers of one Session share this gateway's one feed of rendered frames.
-    let feed = st.feeds.follow(st.sessions.clone(), id, after_seq, delta_types).await?;
-    let body = crate::live::sse_body(feed, st.sse_ping, st.shutdown.clone());
+    let feed = st.feeds.follow(st.sessions.clone(), id.clone(), after_seq, delta_types).await?;
+    // The stream ends when the node drains or the caller's access is revoked.
+    let (stop, gone) = (st.shutdown.child_token(), tokio_util::sync::CancellationToken::new());
+    let secret = crate::auth::bearer(&headers).to_string();
+    tokio::spawn(crate::streams::watch(st.clone(), secret, caller, id, stop.clone(), gone.clone()));
+    let body = crate::live::sse_body(feed, st.sse_ping, stop, (slot, gone.drop_guard()));
     let mut resp = axum::body::Body::from_stream(body).into_response();
     let h = resp.headers_mut();
     h.insert("content-type", axum::http::HeaderValue::from_static("text/event-stream"));

@@ -100,13 +100,16 @@ async fn principals_and_paging(s: &dyn GovernanceStore) {
 
 async fn keys_hash_lookup_and_revoke(s: &dyn GovernanceStore) {
     let key = ApiKey { id: "key_1".into(), principal_id: format!("prin_{:026}", 0), name: "ci".into(), created_ms: 3, revoked_ms: None };
+    assert_eq!(s.count_active_api_keys(&key.principal_id).await.expect("count"), 0);
     s.insert_api_key(&key, "hash-1").await.expect("insert");
+    assert_eq!(s.count_active_api_keys(&key.principal_id).await.expect("count"), 1);
     assert_eq!(s.get_api_key("key_1").await.expect("get"), Some(key.clone()));
     assert_eq!(s.authenticate("hash-1").await.expect("auth"), Some((key.principal_id.clone(), "key_1".to_string())));
     assert_eq!(s.authenticate("hash-2").await.expect("auth"), None);
     let revoked = s.revoke_api_key("key_1", 9).await.expect("revoke").expect("exists");
     assert_eq!(s.authenticate("hash-1").await.expect("auth"), None, "a revoked key authenticates nothing");
     assert_eq!(revoked.revoked_ms, Some(9));
+    assert_eq!(s.count_active_api_keys(&key.principal_id).await.expect("count"), 0, "a revoked key is not active");
     let again = s.revoke_api_key("key_1", 10).await.expect("revoke").expect("exists");
     assert_eq!(again.revoked_ms, Some(9), "a second revoke keeps the first time");
     let listed = s.list_api_keys(&key.principal_id, &PageRequest::standard(10, "").expect("page")).await.expect("list");

@@ -29,6 +29,8 @@ pub trait GovernanceStore: ApprovalStore + Send + Sync + 'static {
     async fn insert_api_key(&self, key: &ApiKey, secret_sha256: &str) -> Result<()>;
     async fn get_api_key(&self, id: &str) -> Result<Option<ApiKey>>;
     async fn list_api_keys(&self, principal_id: &str, page: &PageRequest) -> Result<Vec<ApiKey>>;
+    /// Keys of the principal not revoked.
+    async fn count_active_api_keys(&self, principal_id: &str) -> Result<i64>;
     async fn revoke_api_key(&self, id: &str, at_ms: i64) -> Result<Option<ApiKey>>;
 
     async fn insert_group(&self, g: &Group) -> Result<()>;

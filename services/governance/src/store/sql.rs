@@ -220,6 +220,14 @@ impl GovernanceStore for SqlGovernanceStore {
         find_one(&self.db, "SELECT * FROM api_keys WHERE id = $1", id, api_key).await
     }
 
+    async fn count_active_api_keys(&self, principal_id: &str) -> Result<i64> {
+        sqlx::query_scalar("SELECT COUNT(*) FROM api_keys WHERE principal_id = $1 AND revoked_ms IS NULL")
+            .bind(principal_id)
+            .fetch_one(&self.db.pool)
+            .await
+            .map_err(db_err)
+    }
+
     async fn list_api_keys(&self, principal_id: &str, page: &PageRequest) -> Result<Vec<ApiKey>> {
         sqlx::query("SELECT * FROM api_keys WHERE principal_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
             .bind(principal_id)
