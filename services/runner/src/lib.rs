@@ -7,6 +7,7 @@
 
 pub mod agent_loop;
 pub mod cache;
+pub mod confined;
 pub mod sandbox;
 pub mod tools;
 pub mod transcript;

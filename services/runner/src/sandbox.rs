@@ -1,14 +1,26 @@
 //! The Session's sandbox on this execution plane: a workspace directory the
-//! sandbox tools work in. File tools (`read`, `write`, `edit`, `glob`,
-//! `grep`) are confined to it — no absolute paths, no `..` escape, no way
-//! out through a symlink. `bash` runs under bubblewrap with no network, the
-//! host's system directories read-only, only the workspace writable, and
-//! limits on CPU time, file size, output and wall-clock time. A host without
-//! bubblewrap refuses `bash` (and says so at start-up) rather than run it
-//! unconfined.
+//! sandbox tools work in.
+//!
+//! - The file tools (`read`, `write`, `edit`, `glob`, `grep`) open every path
+//!   through the kernel's confinement (`confined.rs`: `openat2` beneath the
+//!   workspace), read and write regular files only, and run on blocking
+//!   threads, never on the async workers.
+//! - `bash` runs under bubblewrap: new PID, network, IPC and UTS namespaces
+//!   (so no network at all), the host's `/usr`, `/bin` and `/lib` read-only,
+//!   a minimal `/etc` of its own, a size-capped `/tmp`, and only the
+//!   workspace writable. When the server runs as root, the command runs as
+//!   an unprivileged user of its own (per workspace), with no capabilities
+//!   and `no_new_privs`; limits on CPU time, file size, address space and
+//!   processes apply (rlimits), and its output is read as it comes and cut
+//!   off — the command killed — past [`MAX_OUTPUT_BYTES`], so a `cat
+//!   /dev/zero` costs the server no more than that. A host without
+//!   bubblewrap refuses `bash` (and says so at start-up) rather than run it
+//!   unconfined.
 
+use crate::confined::Root;
 use serde_json::Value;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The most a tool returns; longer output is cut and marked (the runner
@@ -39,11 +51,18 @@ fn err(content: impl Into<String>) -> Outcome {
 pub struct Limits {
     pub cpu_seconds: u64,
     pub wall: Duration,
+    /// Address space of each process (RLIMIT_AS).
+    pub memory_mib: u64,
+    /// Processes (and threads) the command may run at once, when it runs
+    /// as a user of its own (RLIMIT_NPROC).
+    pub processes: u64,
+    /// The size of its `/tmp` (a tmpfs).
+    pub tmp_mib: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { cpu_seconds: 30, wall: Duration::from_secs(60) }
+        Limits { cpu_seconds: 30, wall: Duration::from_secs(60), memory_mib: 1024, processes: 256, tmp_mib: 64 }
     }
 }
 
@@ -57,10 +76,74 @@ pub fn isolation_available() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// The first user id handed to sandboxes when the server runs as root;
+/// each workspace gets one of [`SANDBOX_UIDS`] from here.
+const SANDBOX_UID_BASE: u32 = 100_000;
+const SANDBOX_UIDS: u32 = 50_000;
+
+/// The unprivileged user a workspace's commands run as (when the server is
+/// root and so can choose): stable per workspace, so its files stay its own.
+fn sandbox_identity(root: &Path) -> Option<(u32, u32)> {
+    if !rustix::process::geteuid().is_root() {
+        return None;
+    }
+    let h =
+        root.as_os_str().as_encoded_bytes().iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
+    let uid = SANDBOX_UID_BASE + (h % u64::from(SANDBOX_UIDS)) as u32;
+    Some((uid, uid))
+}
+
+/// Gives everything under `dir` to `owner` (not following links).
+fn chown_tree(dir: &Path, (uid, gid): (u32, u32)) {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let _ = std::os::unix::fs::lchown(&d, Some(uid), Some(gid));
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(e.path()),
+                _ => {
+                    let _ = std::os::unix::fs::lchown(e.path(), Some(uid), Some(gid));
+                }
+            }
+        }
+    }
+}
+
+/// A minimal `/etc` for the sandbox (never the host's: no shadow, no
+/// service configuration): who the users are, a hostname, the loader's
+/// cache. Made once per user next to the workspaces.
+fn sandbox_etc(workspaces: &Path, identity: Option<(u32, u32)>) -> std::io::Result<PathBuf> {
+    let (uid, gid) = identity.unwrap_or((rustix::process::getuid().as_raw(), rustix::process::getgid().as_raw()));
+    let dir = workspaces.join(".sandbox").join(format!("etc-{uid}"));
+    if dir.join("passwd").exists() {
+        return Ok(dir);
+    }
+    std::fs::create_dir_all(dir.join("alternatives"))?;
+    std::fs::write(
+        dir.join("passwd"),
+        format!(
+            "root:x:0:0:root:/root:/bin/sh\nsandbox:x:{uid}:{gid}:sandbox:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+        ),
+    )?;
+    std::fs::write(dir.join("group"), format!("root:x:0:\nsandbox:x:{gid}:\nnogroup:x:65534:\n"))?;
+    std::fs::write(dir.join("hosts"), "127.0.0.1 localhost sandbox\n::1 localhost\n")?;
+    std::fs::write(dir.join("hostname"), "sandbox\n")?;
+    std::fs::write(dir.join("nsswitch.conf"), "passwd: files\ngroup: files\nhosts: files\n")?;
+    if let Ok(cache) = std::fs::read("/etc/ld.so.cache") {
+        std::fs::write(dir.join("ld.so.cache"), cache)?;
+    }
+    Ok(dir)
+}
+
 pub struct Workspace {
     root: PathBuf,
+    files: Arc<Root>,
     isolation: bool,
     limits: Limits,
+    /// The user `bash` runs as, when the server may choose one.
+    identity: Option<(u32, u32)>,
+    etc: PathBuf,
 }
 
 fn cut(mut s: String) -> String {
@@ -79,22 +162,40 @@ fn arg<'a>(input: &'a Value, name: &str) -> Result<&'a str, Outcome> {
     input.get(name).and_then(Value::as_str).ok_or_else(|| err(format!("missing string argument {name:?}")))
 }
 
+/// Runs blocking file work off the async workers.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Outcome> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| err(format!("the file tool failed: {e}")))
+}
+
 impl Workspace {
     /// Opens (creating) the workspace at `root`.
     pub fn open(root: &Path, isolation: bool, limits: Limits) -> std::io::Result<Workspace> {
+        let fresh = !root.exists();
         std::fs::create_dir_all(root)?;
-        Ok(Workspace { root: root.canonicalize()?, isolation, limits })
+        let root = root.canonicalize()?;
+        let identity = sandbox_identity(&root);
+        if let Some(owner) = identity {
+            use std::os::unix::fs::MetadataExt;
+            let meta = std::fs::symlink_metadata(&root)?;
+            if fresh || meta.uid() != owner.0 {
+                chown_tree(&root, owner);
+            }
+        }
+        let etc = sandbox_etc(root.parent().unwrap_or(&root), identity)?;
+        let files = Arc::new(Root::open(&root, identity)?);
+        Ok(Workspace { root, files, isolation, limits, identity, etc })
     }
 
     pub fn root(&self) -> &Path {
         &self.root
     }
 
-    /// Maps a path the agent gave to one inside the workspace, refusing
-    /// anything that would leave it, lexically or through a symlink.
-    pub fn resolve(&self, given: &str) -> Result<PathBuf, Outcome> {
+    /// The path the agent gave, relative to the workspace: no absolute
+    /// path (but `/workspace/...`), no `..`. Whether it stays inside once
+    /// links are followed is the kernel's to decide when it is opened.
+    fn relative(given: &str) -> Result<PathBuf, Outcome> {
         let rel = given.strip_prefix("/workspace/").or_else(|| (given == "/workspace").then_some("")).unwrap_or(given);
-        let mut out = self.root.clone();
+        let mut out = PathBuf::new();
         for c in Path::new(rel).components() {
             match c {
                 Component::Normal(p) => out.push(p),
@@ -104,83 +205,74 @@ impl Workspace {
                 }
             }
         }
-        // The deepest existing ancestor must still be inside once symlinks resolve.
-        let mut probe = out.as_path();
-        while !probe.exists() {
-            match probe.parent() {
-                Some(p) => probe = p,
-                None => break,
-            }
-        }
-        let real = probe.canonicalize().map_err(|e| err(format!("cannot resolve {given:?}: {e}")))?;
-        if !real.starts_with(&self.root) {
-            return Err(err(format!("{given:?} leads outside the workspace")));
-        }
         Ok(out)
     }
 
     /// Runs a sandbox tool by name.
     pub async fn run(&self, tool: &str, input: &Value) -> Outcome {
         let result = match tool {
-            "read" => self.read(input),
-            "write" => self.write(input),
-            "edit" => self.edit(input),
-            "glob" => self.glob(input),
-            "grep" => self.grep(input),
+            "read" => self.read(input).await,
+            "write" => self.write(input).await,
+            "edit" => self.edit(input).await,
+            "glob" => self.glob(input).await,
+            "grep" => self.grep(input).await,
             "bash" => return self.bash(input).await,
             other => Err(err(format!("{other:?} is not a sandbox tool"))),
         };
         result.unwrap_or_else(|e| e)
     }
 
-    fn read(&self, input: &Value) -> Result<Outcome, Outcome> {
-        let path = self.resolve(arg(input, "path")?)?;
-        let meta = std::fs::metadata(&path).map_err(|e| err(format!("cannot read {}: {e}", arg(input, "path").unwrap_or_default())))?;
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(err(format!("the file is {} bytes; read at most {MAX_FILE_BYTES}", meta.len())));
-        }
-        let text = std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read as text: {e}")))?;
+    async fn read(&self, input: &Value) -> Result<Outcome, Outcome> {
+        let given = arg(input, "path")?.to_string();
+        let rel = Self::relative(&given)?;
+        let files = self.files.clone();
+        let bytes = blocking(move || files.read(&rel, MAX_FILE_BYTES)).await?.map_err(|e| err(format!("cannot read {given:?}: {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|e| err(format!("cannot read {given:?} as text: {e}")))?;
         Ok(ok(cut(text)))
     }
 
-    fn write(&self, input: &Value) -> Result<Outcome, Outcome> {
-        let given = arg(input, "path")?;
-        let content = arg(input, "content")?;
+    async fn write(&self, input: &Value) -> Result<Outcome, Outcome> {
+        let given = arg(input, "path")?.to_string();
+        let content = arg(input, "content")?.to_string();
         if content.len() as u64 > MAX_FILE_BYTES {
             return Err(err(format!("content is limited to {MAX_FILE_BYTES} bytes")));
         }
-        let path = self.resolve(given)?;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| err(format!("cannot create {given:?}: {e}")))?;
-        }
-        std::fs::write(&path, content).map_err(|e| err(format!("cannot write {given:?}: {e}")))?;
-        Ok(ok(format!("wrote {} bytes to {given}", content.len())))
+        let rel = Self::relative(&given)?;
+        let (files, n) = (self.files.clone(), content.len());
+        blocking(move || files.write(&rel, content.as_bytes())).await?.map_err(|e| err(format!("cannot write {given:?}: {e}")))?;
+        Ok(ok(format!("wrote {n} bytes to {given}")))
     }
 
-    fn edit(&self, input: &Value) -> Result<Outcome, Outcome> {
-        let given = arg(input, "path")?;
-        let (old, new) = (arg(input, "old")?, arg(input, "new")?);
-        let path = self.resolve(given)?;
-        let text = std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read {given:?}: {e}")))?;
-        match text.matches(old).count() {
-            0 => Err(err(format!("the text to replace does not occur in {given}"))),
-            1 => {
-                let next = text.replacen(old, new, 1);
-                if next.len() as u64 > MAX_FILE_BYTES {
-                    return Err(err(format!("the result would exceed {MAX_FILE_BYTES} bytes")));
+    async fn edit(&self, input: &Value) -> Result<Outcome, Outcome> {
+        let given = arg(input, "path")?.to_string();
+        let (old, new) = (arg(input, "old")?.to_string(), arg(input, "new")?.to_string());
+        let rel = Self::relative(&given)?;
+        let files = self.files.clone();
+        let g = given.clone();
+        blocking(move || {
+            let bytes = files.read(&rel, MAX_FILE_BYTES).map_err(|e| err(format!("cannot read {g:?}: {e}")))?;
+            let text = String::from_utf8(bytes).map_err(|e| err(format!("cannot read {g:?} as text: {e}")))?;
+            match text.matches(old.as_str()).count() {
+                0 => Err(err(format!("the text to replace does not occur in {g}"))),
+                1 => {
+                    let next = text.replacen(old.as_str(), &new, 1);
+                    if next.len() as u64 > MAX_FILE_BYTES {
+                        return Err(err(format!("the result would exceed {MAX_FILE_BYTES} bytes")));
+                    }
+                    files.write(&rel, next.as_bytes()).map_err(|e| err(format!("cannot write {g:?}: {e}")))?;
+                    Ok(ok(format!("edited {g}")))
                 }
-                std::fs::write(&path, next).map_err(|e| err(format!("cannot write {given:?}: {e}")))?;
-                Ok(ok(format!("edited {given}")))
+                n => Err(err(format!("the text to replace occurs {n} times in {g}; include more context"))),
             }
-            n => Err(err(format!("the text to replace occurs {n} times in {given}; include more context"))),
-        }
+        })
+        .await?
     }
 
-    /// Files under the workspace (relative paths, sorted), without
-    /// following symlinks out of it.
-    fn files(&self) -> Vec<String> {
+    /// Regular files under the workspace (relative paths, sorted), without
+    /// following any link.
+    fn files(root: &Path) -> Vec<String> {
         let mut out = vec![];
-        let mut stack = vec![self.root.clone()];
+        let mut stack = vec![root.to_path_buf()];
         while let Some(dir) = stack.pop() {
             let Ok(entries) = std::fs::read_dir(&dir) else { continue };
             for e in entries.flatten() {
@@ -189,7 +281,7 @@ impl Workspace {
                 if kind.is_dir() {
                     stack.push(path);
                 } else if kind.is_file()
-                    && let Ok(rel) = path.strip_prefix(&self.root)
+                    && let Ok(rel) = path.strip_prefix(root)
                 {
                     out.push(rel.to_string_lossy().into_owned());
                 }
@@ -199,31 +291,41 @@ impl Workspace {
         out
     }
 
-    fn glob(&self, input: &Value) -> Result<Outcome, Outcome> {
-        let pattern = arg(input, "pattern")?;
-        let hits: Vec<String> = self.files().into_iter().filter(|f| checkfu_core::glob::glob(pattern, f)).take(MAX_MATCHES).collect();
+    async fn glob(&self, input: &Value) -> Result<Outcome, Outcome> {
+        let pattern = arg(input, "pattern")?.to_string();
+        let root = self.root.clone();
+        let hits: Vec<String> =
+            blocking(move || Self::files(&root).into_iter().filter(|f| checkfu_core::glob::glob(&pattern, f)).take(MAX_MATCHES).collect())
+                .await?;
         Ok(ok(hits.join("\n")))
     }
 
-    fn grep(&self, input: &Value) -> Result<Outcome, Outcome> {
+    async fn grep(&self, input: &Value) -> Result<Outcome, Outcome> {
         let re = regex::Regex::new(arg(input, "pattern")?).map_err(|e| err(format!("invalid pattern: {e}")))?;
-        let only = input.get("path").and_then(Value::as_str);
-        let mut hits = vec![];
-        for f in self.files() {
-            if only.is_some_and(|p| !checkfu_core::glob::glob(p, &f) && f != p) {
-                continue;
-            }
-            let Ok(text) = std::fs::read_to_string(self.root.join(&f)) else { continue };
-            for (n, line) in text.lines().enumerate() {
-                if re.is_match(line) {
-                    hits.push(format!("{f}:{}:{line}", n + 1));
-                    if hits.len() >= MAX_MATCHES {
-                        return Ok(ok(cut(hits.join("\n"))));
+        let only = input.get("path").and_then(Value::as_str).map(str::to_string);
+        let (root, files) = (self.root.clone(), self.files.clone());
+        blocking(move || {
+            let mut hits = vec![];
+            for f in Self::files(&root) {
+                if only.as_deref().is_some_and(|p| !checkfu_core::glob::glob(p, &f) && f != p) {
+                    continue;
+                }
+                // Opened like any path: a file swapped for a link or a
+                // FIFO since the listing is skipped, not followed.
+                let Ok(bytes) = files.read(Path::new(&f), MAX_FILE_BYTES) else { continue };
+                let Ok(text) = String::from_utf8(bytes) else { continue };
+                for (n, line) in text.lines().enumerate() {
+                    if re.is_match(line) {
+                        hits.push(format!("{f}:{}:{line}", n + 1));
+                        if hits.len() >= MAX_MATCHES {
+                            return ok(cut(hits.join("\n")));
+                        }
                     }
                 }
             }
-        }
-        Ok(ok(cut(hits.join("\n"))))
+            ok(cut(hits.join("\n")))
+        })
+        .await
     }
 
     async fn bash(&self, input: &Value) -> Outcome {
@@ -234,25 +336,44 @@ impl Workspace {
         if !self.isolation {
             return err("bash is unavailable: this host cannot isolate processes (install bubblewrap)");
         }
-        let blocks = MAX_FILE_BYTES / 1024;
-        let script = format!("ulimit -t {}; ulimit -f {blocks}; {command}", self.limits.cpu_seconds);
+        let l = &self.limits;
+        let mut script = format!("ulimit -t {}; ulimit -f {}; ulimit -v {}; ", l.cpu_seconds, MAX_FILE_BYTES / 1024, l.memory_mib * 1024);
+        if self.identity.is_some() {
+            // Counted per user: only meaningful for a user of its own.
+            script.push_str(&format!("ulimit -u {}; ", l.processes));
+        }
+        script.push_str(&command);
         let ws = self.root.to_string_lossy().into_owned();
+        let etc = self.etc.to_string_lossy().into_owned();
         let mut cmd = tokio::process::Command::new("bwrap");
-        cmd.args(["--unshare-all", "--die-with-parent", "--new-session"]);
-        for dir in ["/usr", "/bin", "/lib", "/lib64", "/sbin", "/etc"] {
+        match self.identity {
+            // As root: bubblewrap sets up the mounts, then the command
+            // drops to the workspace's own user with nothing left over.
+            Some(_) => cmd.args(["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]),
+            None => cmd.args(["--unshare-all"]),
+        };
+        cmd.args(["--die-with-parent", "--new-session"]);
+        for dir in ["/usr", "/bin", "/lib", "/lib64", "/sbin"] {
             if Path::new(dir).exists() {
                 cmd.args(["--ro-bind", dir, dir]);
             }
         }
-        cmd.args(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", &ws, "/workspace", "--chdir", "/workspace"]);
+        cmd.args(["--ro-bind", &etc, "/etc", "--ro-bind-try", "/etc/alternatives", "/etc/alternatives"]);
+        let tmp_bytes = (l.tmp_mib * 1024 * 1024).to_string();
+        cmd.args(["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", &tmp_bytes, "--tmpfs", "/tmp"]);
+        cmd.args(["--bind", &ws, "/workspace", "--chdir", "/workspace"]);
         cmd.args(["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/workspace"]);
+        if let Some((uid, gid)) = self.identity {
+            let (u, g) = (format!("--reuid={uid}"), format!("--regid={gid}"));
+            cmd.args(["setpriv", &u, &g, "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]);
+        }
         cmd.args(["bash", "-c", &script]);
         cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).kill_on_drop(true);
         let child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => return err(format!("cannot start the sandbox: {e}")),
         };
-        match tokio::time::timeout(self.limits.wall, child.wait_with_output()).await {
+        match tokio::time::timeout(self.limits.wall, collect(child)).await {
             Err(_) => err(format!("the command ran longer than {} s and was stopped", self.limits.wall.as_secs())),
             Ok(Err(e)) => err(format!("the sandbox failed: {e}")),
             Ok(Ok(out)) => {
@@ -261,11 +382,69 @@ impl Workspace {
                 if !stderr.is_empty() {
                     text.push_str(&stderr);
                 }
-                let code = out.status.code().map(|c| c.to_string()).unwrap_or_else(|| "signal".into());
-                if out.status.success() { ok(cut(text)) } else { err(cut(format!("{text}\n[exit status {code}]"))) }
+                if out.truncated {
+                    text.push_str("\n[output truncated: the command was stopped]");
+                    return err(text);
+                }
+                let code = out.status.and_then(|s| s.code()).map(|c| c.to_string()).unwrap_or_else(|| "signal".into());
+                if out.status.is_some_and(|s| s.success()) { ok(cut(text)) } else { err(cut(format!("{text}\n[exit status {code}]"))) }
             }
         }
     }
+}
+
+/// What a command printed, as much as fits.
+struct Collected {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    /// The output passed [`MAX_OUTPUT_BYTES`] and the command was killed.
+    truncated: bool,
+    status: Option<std::process::ExitStatus>,
+}
+
+async fn read_some<R: tokio::io::AsyncRead + Unpin>(r: &mut Option<R>, buf: &mut [u8]) -> std::io::Result<usize> {
+    use tokio::io::AsyncReadExt;
+    match r {
+        Some(r) => r.read(buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reads a command's output as it comes, never holding more than
+/// [`MAX_OUTPUT_BYTES`] of it: past that the command is killed.
+async fn collect(mut child: tokio::process::Child) -> std::io::Result<Collected> {
+    let (mut out, mut errs) = (child.stdout.take(), child.stderr.take());
+    let mut c = Collected { stdout: vec![], stderr: vec![], truncated: false, status: None };
+    let (mut b1, mut b2) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+    while out.is_some() || errs.is_some() {
+        let (n, into_stdout) = tokio::select! {
+            r = read_some(&mut out, &mut b1), if out.is_some() => (r?, true),
+            r = read_some(&mut errs, &mut b2), if errs.is_some() => (r?, false),
+        };
+        if n == 0 {
+            if into_stdout {
+                out = None
+            } else {
+                errs = None
+            }
+            continue;
+        }
+        let room = MAX_OUTPUT_BYTES.saturating_sub(c.stdout.len() + c.stderr.len());
+        let chunk = if into_stdout { &b1[..n] } else { &b2[..n] };
+        let keep = &chunk[..n.min(room)];
+        if into_stdout {
+            c.stdout.extend_from_slice(keep)
+        } else {
+            c.stderr.extend_from_slice(keep)
+        }
+        if n > room {
+            c.truncated = true;
+            let _ = child.start_kill();
+            break;
+        }
+    }
+    c.status = Some(child.wait().await?);
+    Ok(c)
 }
 
 #[cfg(test)]
@@ -275,8 +454,12 @@ mod tests {
 
     fn ws() -> (tempfile::TempDir, Workspace) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let w = Workspace::open(&dir.path().join("ws"), isolation_available(), Limits { cpu_seconds: 5, wall: Duration::from_secs(10) })
-            .expect("open");
+        let w = Workspace::open(
+            &dir.path().join("ws"),
+            isolation_available(),
+            Limits { cpu_seconds: 5, wall: Duration::from_secs(10), ..Default::default() },
+        )
+        .expect("open");
         (dir, w)
     }
 
@@ -344,14 +527,18 @@ mod tests {
         let r = w.run("bash", &json!({"command": "exit 3"})).await;
         assert!(r.is_error && r.content.contains("exit status 3"));
         let r = w.run("bash", &json!({"command": "yes | head -c 1200000"})).await;
-        assert!(r.content.len() <= MAX_OUTPUT_BYTES + 40 && r.content.ends_with("[output truncated]"));
+        assert!(r.content.len() <= MAX_OUTPUT_BYTES + 60 && r.content.contains("[output truncated"));
     }
 
     #[tokio::test]
     async fn bash_stops_at_the_wall_clock_limit() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let w =
-            Workspace::open(dir.path(), isolation_available(), Limits { cpu_seconds: 5, wall: Duration::from_millis(500) }).expect("open");
+        let w = Workspace::open(
+            dir.path(),
+            isolation_available(),
+            Limits { cpu_seconds: 5, wall: Duration::from_millis(500), ..Default::default() },
+        )
+        .expect("open");
         if !isolation_available() {
             return;
         }
@@ -359,5 +546,66 @@ mod tests {
         let r = w.run("bash", &json!({"command": "sleep 30"})).await;
         assert!(r.is_error && r.content.contains("longer than"));
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    /// The escapes and exhaustions of the trust-boundaries report, driven
+    /// through `bash` as an agent would.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_sandbox_holds_against_links_fifos_floods_and_bombs() {
+        let (dir, w) = ws();
+        if !isolation_available() {
+            assert!(std::env::var("CHECKFU_REQUIRE_SERVICES").is_err(), "bubblewrap is required here but missing");
+            println!("skipped: bubblewrap is not installed, so bash cannot be tested");
+            return;
+        }
+        // A dangling link made by bash does not lead `write` out.
+        let r = w.run("bash", &json!({"command": "ln -s ../../planted p && ln -s /etc/passwd pw && echo ok"})).await;
+        assert_eq!(r, ok("ok\n"));
+        assert!(w.run("write", &json!({"path": "p", "content": "x"})).await.is_error);
+        assert!(!dir.path().join("planted").exists() && !dir.path().parent().expect("parent").join("planted").exists());
+        let r = w.run("read", &json!({"path": "pw"})).await;
+        assert!(r.is_error && !r.content.contains("root:"), "{r:?}");
+        assert!(w.run("edit", &json!({"path": "pw", "old": "root", "new": "x"})).await.is_error);
+
+        // A FIFO blocks nothing.
+        assert!(!w.run("bash", &json!({"command": "mkfifo fifo"})).await.is_error);
+        let started = std::time::Instant::now();
+        assert!(w.run("read", &json!({"path": "fifo"})).await.is_error);
+        assert!(w.run("edit", &json!({"path": "fifo", "old": "a", "new": "b"})).await.is_error);
+        assert!(!w.run("grep", &json!({"pattern": "x"})).await.is_error);
+        assert!(started.elapsed() < Duration::from_secs(2), "a FIFO blocked a file tool");
+
+        // Endless output is cut off, and the command stopped.
+        let started = std::time::Instant::now();
+        let r = w.run("bash", &json!({"command": "cat /dev/zero"})).await;
+        assert!(r.is_error && r.content.contains("[output truncated"), "{}", &r.content[r.content.len().saturating_sub(80)..]);
+        assert!(r.content.len() <= MAX_OUTPUT_BYTES + 100);
+        assert!(started.elapsed() < Duration::from_secs(5), "cat /dev/zero ran on");
+
+        // /tmp is small, and the host's /etc is not there.
+        let fill = "for i in $(seq 1 30); do head -c 8M /dev/zero > /tmp/f$i 2>/dev/null; done; du -sb /tmp | cut -f1";
+        let r = w.run("bash", &json!({"command": fill})).await;
+        let size: u64 = r.content.lines().last().and_then(|l| l.trim().parse().ok()).unwrap_or(u64::MAX);
+        assert!(size > 32 * 1024 * 1024, "the fill wrote something: {r:?}");
+        assert!(size <= 64 * 1024 * 1024 + 64 * 1024, "/tmp took {size} bytes: {r:?}");
+        let r = w.run("bash", &json!({"command": "ls /etc; cat /etc/shadow"})).await;
+        assert!(r.is_error && !r.content.contains("shadow\n") && r.content.contains("passwd"), "{r:?}");
+
+        if rustix::process::geteuid().is_root() {
+            // Run as root, the command is a user of its own, without capabilities.
+            let r = w.run("bash", &json!({"command": "id -u; grep CapEff /proc/self/status"})).await;
+            let uid: u32 = r.content.lines().next().and_then(|l| l.trim().parse().ok()).unwrap_or(0);
+            assert!(uid >= SANDBOX_UID_BASE, "{r:?}");
+            assert!(r.content.contains("CapEff:\t0000000000000000"), "{r:?}");
+            // A fork bomb meets the process limit and ends with the wall clock.
+            let started = std::time::Instant::now();
+            let r = w.run("bash", &json!({"command": "b() { b | b & }; b; sleep 2; echo still-here"})).await;
+            assert!(started.elapsed() < Duration::from_secs(15), "{r:?}");
+            // Files the command made stay usable by the file tools, and back.
+            assert!(!w.run("bash", &json!({"command": "echo from-bash > made.txt"})).await.is_error);
+            assert_eq!(w.run("read", &json!({"path": "made.txt"})).await, ok("from-bash\n"));
+            assert!(!w.run("write", &json!({"path": "deep/new.txt", "content": "from-tools"})).await.is_error);
+            assert_eq!(w.run("bash", &json!({"command": "echo more >> deep/new.txt && cat deep/new.txt"})).await, ok("from-toolsmore\n"));
+        }
     }
 }
