@@ -16,7 +16,7 @@ pub mod procs;
 pub mod sse;
 
 /// Timings a test may shorten.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Tuning {
     pub sse_ping: Duration,
     pub approval_ttl: Duration,
@@ -24,6 +24,8 @@ pub struct Tuning {
     pub allow_private_targets: bool,
     pub rate_limit_per_second: u32,
     pub max_streams_per_principal: usize,
+    /// Provider endpoints beyond the defaults.
+    pub model_endpoints: Vec<checkfu_model_gateway::endpoints::Endpoint>,
     /// Also open the internal mesh listener (mutual TLS, certificates in
     /// `DIR/mesh`), so other nodes can reach this one's roles.
     pub mesh: bool,
@@ -38,6 +40,7 @@ impl Default for Tuning {
             allow_private_targets: false,
             rate_limit_per_second: 2_000,
             max_streams_per_principal: 500,
+            model_endpoints: vec![],
             mesh: false,
         }
     }
@@ -76,6 +79,7 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
         redis_url: None,
         rate_limit_per_second: tuning.rate_limit_per_second,
         max_streams_per_principal: tuning.max_streams_per_principal,
+        model_endpoints: checkfu_model_gateway::endpoints::Endpoints::new(None, None, tuning.model_endpoints.clone(), false).unwrap(),
     }
 }
 

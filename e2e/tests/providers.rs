@@ -7,6 +7,8 @@ use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use checkfu_e2e::*;
+use checkfu_model_gateway::endpoints::Endpoint;
+use checkfu_model_gateway::model::Provider;
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -38,11 +40,24 @@ async fn flaky_provider(failures: usize) -> (String, Arc<AtomicUsize>) {
     (format!("http://{addr}/v1"), calls)
 }
 
-/// A deployment whose only model candidate is the provider at `base`.
-async fn route_through(a: &Api, env: &str, base: &str) -> Deployed {
+/// An embedded installation whose configuration names the provider at
+/// `base` as the endpoint `flaky` (on loopback, so allowed explicitly).
+async fn platform_with(dir: &std::path::Path, endpoints: Vec<Endpoint>) -> Platform {
+    Platform::start_timed(dir, Tuning { model_endpoints: endpoints, ..Default::default() }).await
+}
+
+fn endpoint(name: &str, base: &str, key: Option<&str>, allow_private: bool) -> Endpoint {
+    Endpoint::new(name, Provider::OpenAi, base, key.map(str::to_string), allow_private).unwrap()
+}
+
+/// A deployment whose only model candidate is the endpoint `name`.
+async fn route_through(a: &Api, env: &str, name: &str) -> Deployed {
     let d = deploy(a, env, json!({})).await;
     let mrp = a
-        .post("/v1/model-routing-profiles", json!({"environment_id": env, "name": "flaky", "candidates": [{"provider": "openai", "model": "gpt-4.1-mini", "base_url": base}]}))
+        .post(
+            "/v1/model-routing-profiles",
+            json!({"environment_id": env, "name": name, "candidates": [{"provider": "openai", "model": "gpt-4.1-mini", "endpoint": name}]}),
+        )
         .await;
     expect(&mrp, 201, None);
     let rev = a
@@ -58,11 +73,11 @@ async fn route_through(a: &Api, env: &str, base: &str) -> Deployed {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_overloaded_provider_is_retried_and_the_session_shows_it() {
     let dir = tempfile::tempdir().unwrap();
-    let p = Platform::start(dir.path()).await;
+    let (base, calls) = flaky_provider(1).await;
+    let p = platform_with(dir.path(), vec![endpoint("flaky", &base, None, true)]).await;
     let a = &p.admin;
     let me = p.admin_id.clone();
-    let (base, calls) = flaky_provider(1).await;
-    let d = route_through(a, &p.env_id, &base).await;
+    let d = route_through(a, &p.env_id, "flaky").await;
     let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "hi")]})).await;
     let sid = id(&s.1);
     let done = settle(a, &sid).await;
@@ -87,10 +102,10 @@ async fn an_overloaded_provider_is_retried_and_the_session_shows_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_provider_that_stays_down_settles_with_retries_exhausted() {
     let dir = tempfile::tempdir().unwrap();
-    let p = Platform::start(dir.path()).await;
-    let me = p.admin_id.clone();
     let (base, calls) = flaky_provider(usize::MAX).await;
-    let d = route_through(&p.admin, &p.env_id, &base).await;
+    let p = platform_with(dir.path(), vec![endpoint("flaky", &base, None, true)]).await;
+    let me = p.admin_id.clone();
+    let d = route_through(&p.admin, &p.env_id, "flaky").await;
     let s = p.admin.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "hi")]})).await;
     let sid = id(&s.1);
     let done = settle(&p.admin, &sid).await;
@@ -108,5 +123,85 @@ async fn a_provider_that_stays_down_settles_with_retries_exhausted() {
     assert_eq!(evs.last().unwrap()["type"], "session.status_idle");
     // The Session takes messages again (and the provider is still down).
     expect(&p.admin.post(&format!("/v1/sessions/{sid}/events"), message(&me, "again")).await, 201, None);
+    p.stop().await;
+}
+
+/// Records the credentials each request carried.
+async fn recorder() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let s = seen.clone();
+    let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+        let s = s.clone();
+        async move {
+            let auth = ["authorization", "x-api-key"].iter().filter_map(|h| headers.get(*h)).map(|v| v.to_str().unwrap_or("").to_string());
+            s.lock().unwrap().push(auth.collect::<Vec<_>>().join(" "));
+            (StatusCode::OK, "{}")
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), seen)
+}
+
+/// Answers every request with a redirect to `to`.
+async fn redirector(to: String) -> String {
+    let app = axum::Router::new().fallback(move || {
+        let to = to.clone();
+        async move { (StatusCode::TEMPORARY_REDIRECT, [("location", format!("{to}/steal"))]) }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/v1")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_credential_goes_only_where_the_installation_sends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (thief, stolen) = recorder().await;
+    let hop = redirector(thief.clone()).await;
+    let (private_base, private_calls) = flaky_provider(0).await;
+    let p = platform_with(
+        dir.path(),
+        vec![endpoint("hop", &hop, Some("sk-installation"), true), endpoint("internal", &private_base, Some("sk-installation"), false)],
+    )
+    .await;
+    let a = &p.admin;
+    let me = p.admin_id.clone();
+    let env = p.env_id.clone();
+
+    // The API takes no base URL, only a configured endpoint's name.
+    let mk = |c: serde_json::Value| json!({"environment_id": env, "name": format!("p{}", c.to_string().len()), "candidates": [c]});
+    let own_host = a.post("/v1/model-routing-profiles", mk(json!({"provider": "openai", "model": "m", "base_url": thief}))).await;
+    expect(&own_host, 400, Some("validation.invalid"));
+    let unknown = a.post("/v1/model-routing-profiles", mk(json!({"provider": "openai", "model": "m", "endpoint": "mine"}))).await;
+    expect(&unknown, 400, Some("validation.invalid"));
+    let mismatch = a.post("/v1/model-routing-profiles", mk(json!({"provider": "anthropic", "model": "m", "endpoint": "hop"}))).await;
+    expect(&mismatch, 400, Some("validation.invalid"));
+
+    // The endpoints are listed, never with their keys.
+    let listed = a.get("/v1/model-endpoints").await;
+    expect(&listed, 200, None);
+    let names: Vec<&str> = listed.1["data"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["anthropic", "hop", "internal", "openai"]);
+    assert!(!listed.1.to_string().contains("sk-installation"));
+    assert_eq!(listed.1["data"][1]["key_configured"], true);
+
+    // A redirect is not followed: the key never reaches the other host.
+    let d = route_through(a, &p.env_id, "hop").await;
+    let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "hi")]})).await;
+    let sid = id(&s.1);
+    settle(a, &sid).await;
+    assert!(stolen.lock().unwrap().is_empty(), "the redirect target was called: {:?}", stolen.lock().unwrap());
+    let evs = events(a, &sid).await;
+    assert!(evs.iter().any(|e| e["type"] == "session.error"), "the turn failed");
+    assert!(!serde_json::to_string(&evs).unwrap().contains("sk-installation"), "the key reached the log");
+
+    // A private endpoint the installation did not allow is never called.
+    let d = route_through(a, &p.env_id, "internal").await;
+    let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "hi")]})).await;
+    settle(a, &id(&s.1)).await;
+    assert_eq!(private_calls.load(Ordering::SeqCst), 0, "a private endpoint was called without permission");
     p.stop().await;
 }

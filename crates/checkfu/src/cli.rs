@@ -30,6 +30,9 @@ pub enum Command {
         /// `CHECKFU_ALLOW_PRIVATE_TARGETS=true`.
         #[arg(long)]
         allow_private_targets: bool,
+        /// A config file; `up` reads its `[model_endpoints]`.
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
     /// Run the named roles, reaching the others over gRPC.
     Serve {
@@ -145,7 +148,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Approvals { client, action } => crate::approvals_cli::approvals(client, action, &mut std::io::stdout()).await,
-        Command::Up { data_dir, listen, allow_private_targets } => {
+        Command::Up { data_dir, listen, allow_private_targets, config } => {
+            let file = match &config {
+                Some(c) => FileConfig::load(c)?,
+                None => FileConfig::default(),
+            };
             let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("binding {listen}"))?;
             let key_file = data_dir.join("admin.key");
             let opts = NodeOptions {
@@ -163,6 +170,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 redis_url: std::env::var("CHECKFU_REDIS_URL").ok().filter(|u| !u.is_empty()),
                 rate_limit_per_second: crate::node::rate_limit_from_env(),
                 max_streams_per_principal: crate::node::max_streams_from_env(),
+                model_endpoints: file.model_endpoints(false)?,
             };
             if allow_private_targets {
                 tracing::warn!("private, loopback and link-local targets are reachable by web_fetch: for local development only");
@@ -214,6 +222,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 redis_url: std::env::var("CHECKFU_REDIS_URL").ok().filter(|u| !u.is_empty()).or(file.redis_url.clone()),
                 rate_limit_per_second: crate::node::rate_limit_from_env(),
                 max_streams_per_principal: crate::node::max_streams_from_env(),
+                model_endpoints: file.model_endpoints(false)?,
                 roles,
             };
             let node = Node::start_with(listener, internal, opts).await?;

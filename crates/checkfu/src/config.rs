@@ -45,6 +45,11 @@ pub struct FileConfig {
     pub mesh: Option<MeshConfig>,
     #[serde(default)]
     pub endpoints: BTreeMap<String, String>,
+    /// Provider endpoints routing profiles may name:
+    /// `[model_endpoints.vllm] provider = "openai", base_url = "http://vllm:8000/v1",
+    /// api_key_env = "VLLM_KEY", allow_private = true`.
+    #[serde(default)]
+    pub model_endpoints: BTreeMap<String, checkfu_model_gateway::endpoints::EndpointConfig>,
 }
 
 /// `[mesh]`: the files of this process's mesh identity.
@@ -63,6 +68,22 @@ impl MeshConfig {
 }
 
 impl FileConfig {
+    /// The model gateway's endpoints: the providers' defaults (keys from
+    /// `CHECKFU_OPENAI_API_KEY` / `CHECKFU_ANTHROPIC_API_KEY`) and those
+    /// configured here (keys from the variables they name).
+    pub fn model_endpoints(&self, allow_private: bool) -> anyhow::Result<checkfu_model_gateway::endpoints::Endpoints> {
+        use checkfu_model_gateway::endpoints::{Endpoint, Endpoints};
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let configured = self
+            .model_endpoints
+            .iter()
+            .map(|(name, c)| Endpoint::from_config(name, c, env))
+            .collect::<checkfu_core::Result<Vec<_>>>()
+            .map_err(|e| anyhow::anyhow!("[model_endpoints]: {}", e.message))?;
+        Endpoints::new(env("CHECKFU_OPENAI_API_KEY"), env("CHECKFU_ANTHROPIC_API_KEY"), configured, allow_private)
+            .map_err(|e| anyhow::anyhow!("[model_endpoints]: {}", e.message))
+    }
+
     pub fn load(path: &std::path::Path) -> anyhow::Result<FileConfig> {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))

@@ -60,6 +60,9 @@ pub struct NodeOptions {
     pub rate_limit_per_second: u32,
     /// Open SSE streams one principal may hold on one gateway.
     pub max_streams_per_principal: usize,
+    /// Where the model gateway may send each provider's requests, with
+    /// which key (installation configuration, never API input).
+    pub model_endpoints: checkfu_model_gateway::endpoints::Endpoints,
 }
 
 /// The per-principal limit: 2,000 requests per second, or
@@ -272,7 +275,9 @@ impl Node {
             grpc = grpc.add_service(server);
         }
         if has(Role::ModelGateway) {
-            let svc = checkfu_model_gateway::open(&opts.storage).await.context("opening the model-gateway store")?;
+            let mut endpoints = opts.model_endpoints.clone();
+            endpoints.allow_private |= opts.allow_private_targets;
+            let svc = checkfu_model_gateway::open(&opts.storage, endpoints).await.context("opening the model-gateway store")?;
             let s = svc.clone();
             readiness.checks.push((
                 "model-gateway".into(),

@@ -166,7 +166,10 @@ pub struct CandidateBody {
     /// Defaults to `medium`.
     pub effort: Option<String>,
     pub connection_id: Option<String>,
-    pub base_url: Option<String>,
+    /// A provider endpoint the installation configured (`GET
+    /// /v1/model-endpoints`); omitted, the provider's default. A base URL
+    /// cannot be given: credentials go only to configured hosts.
+    pub endpoint: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

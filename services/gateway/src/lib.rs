@@ -264,6 +264,7 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(c::create_routing_profile, c::list_routing_profiles))
         .routes(routes!(c::get_routing_profile))
         .routes(routes!(c::price_catalog))
+        .routes(routes!(c::model_endpoints))
         .routes(routes!(c::create_deployment, c::list_deployments))
         .routes(routes!(c::get_deployment))
         .routes(routes!(c::create_deployment_revision))

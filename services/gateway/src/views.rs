@@ -261,8 +261,25 @@ pub struct Candidate {
     pub effort: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connection_id: Option<String>,
+    /// The installation endpoint this candidate uses; absent: the
+    /// provider's default.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub base_url: Option<String>,
+    pub endpoint: Option<String>,
+}
+
+/// A provider endpoint the installation configured.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ModelEndpoint {
+    /// What a candidate's `endpoint` names.
+    pub name: String,
+    /// `anthropic` or `openai`.
+    pub provider: String,
+    /// Where requests go (never with credentials).
+    pub base_url: String,
+    /// Whether the installation holds a key for it.
+    pub key_configured: bool,
+    /// The provider's default endpoint (used when a candidate names none).
+    pub default: bool,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -288,7 +305,7 @@ pub fn routing_profile(p: &mg::RoutingProfile) -> ModelRoutingProfile {
                 model: c.model.clone(),
                 effort: c.effort.clone(),
                 connection_id: opt(&c.connection_id),
-                base_url: opt(&c.base_url),
+                endpoint: opt(&c.endpoint),
             })
             .collect(),
         created_at: p.created_at.clone(),

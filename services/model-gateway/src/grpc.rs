@@ -31,7 +31,7 @@ fn profile(p: RoutingProfile) -> pb::RoutingProfile {
                 model: c.model.clone(),
                 effort: c.effort.as_str().into(),
                 connection_id: c.connection_id.clone().unwrap_or_default(),
-                base_url: c.base_url.clone().unwrap_or_default(),
+                endpoint: c.endpoint.clone().unwrap_or_default(),
             })
             .collect(),
         created_at: rfc3339(p.created_ms),
@@ -106,11 +106,28 @@ impl Rpc for ModelGatewayGrpc {
                 model: c.model,
                 effort: c.effort,
                 connection_id: Some(c.connection_id),
-                base_url: Some(c.base_url),
+                endpoint: Some(c.endpoint),
+                legacy_base_url: None,
             })
             .collect();
         let p = self.svc.create_profile(&r.environment_id, &r.name, &candidates).await?;
         Ok(Response::new(profile(p)))
+    }
+
+    async fn list_endpoints(&self, _: Request<pb::ListEndpointsRequest>) -> Result<Response<pb::ListEndpointsResponse>, Status> {
+        let data = self
+            .svc
+            .endpoints()
+            .list()
+            .map(|e| pb::ModelEndpoint {
+                name: e.name.clone(),
+                provider: e.provider.as_str().into(),
+                base_url: e.public_url(),
+                key_configured: e.has_key(),
+                is_default: e.name == e.provider.as_str(),
+            })
+            .collect();
+        Ok(Response::new(pb::ListEndpointsResponse { data }))
     }
 
     async fn get_routing_profile(&self, r: Request<pb::GetRoutingProfileRequest>) -> Result<Response<pb::RoutingProfile>, Status> {

@@ -1,6 +1,7 @@
 //! The model gateway: routing profiles, provider adapters (the scripted model
 //! embedded), usage and cost metering. Provider credentials live only here.
 
+pub mod endpoints;
 pub mod grpc;
 pub mod model;
 pub mod pricing;
@@ -20,15 +21,11 @@ static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/post
 
 pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
 
-pub async fn open(location: &Location) -> Result<ModelGatewayService> {
+/// Opens the gateway with the installation's endpoints (and their keys,
+/// which never leave this service).
+pub async fn open(location: &Location, endpoints: endpoints::Endpoints) -> Result<ModelGatewayService> {
     let db = Db::open(location, "model_gateway", &MIGRATIONS).await?;
-    // Provider keys come from the gateway's configuration (its environment,
-    // in Kubernetes a Secret); they never leave this service.
-    let keys = service::ProviderKeys {
-        openai: std::env::var("CHECKFU_OPENAI_API_KEY").ok(),
-        anthropic: std::env::var("CHECKFU_ANTHROPIC_API_KEY").ok(),
-    };
-    Ok(ModelGatewayService::new(Arc::new(store::SqlRoutingStore::new(db)), keys))
+    Ok(ModelGatewayService::new(Arc::new(store::SqlRoutingStore::new(db)), endpoints))
 }
 
 pub fn server(svc: ModelGatewayService) -> ModelGatewayServiceServer<grpc::ModelGatewayGrpc> {

@@ -20,7 +20,11 @@ pub struct Candidate {
     pub model: String,
     pub effort: Effort,
     pub connection_id: Option<String>,
-    pub base_url: Option<String>,
+    /// The installation endpoint to use; `None` is the provider's default.
+    pub endpoint: Option<String>,
+    /// Stored before endpoints existed with a `base_url` of its own: such a
+    /// candidate is never called (a credential goes only to configured hosts).
+    pub legacy_base_url: bool,
 }
 
 /// How a candidate is stored (and shown): plain strings.
@@ -32,7 +36,10 @@ pub struct StoredCandidate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_url: Option<String>,
+    pub endpoint: Option<String>,
+    /// Read from profiles stored before endpoints existed; never written.
+    #[serde(default, rename = "base_url", skip_serializing)]
+    pub legacy_base_url: Option<String>,
 }
 
 impl Candidate {
@@ -46,18 +53,22 @@ impl Candidate {
         if let Some(conn) = c.connection_id.as_deref().filter(|s| !s.is_empty()) {
             checkfu_core::id::check(&field("connection_id"), "conn", conn)?;
         }
-        let base_url = c.base_url.clone().filter(|s| !s.is_empty());
-        if let Some(u) = &base_url
-            && !(u.starts_with("http://") || u.starts_with("https://"))
+        let endpoint = c.endpoint.clone().filter(|s| !s.is_empty());
+        if let Some(e) = &endpoint
+            && (e.len() > 64 || !e.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
         {
-            return Err(Error::invalid_field(&field("base_url"), "base_url must be an http(s) URL"));
+            return Err(Error::invalid_field(&field("endpoint"), "endpoint names a configured model endpoint (GET /v1/model-endpoints)"));
+        }
+        if endpoint.is_some() && provider == Provider::Scripted {
+            return Err(Error::invalid_field(&field("endpoint"), "the scripted model has no endpoint"));
         }
         Ok(Candidate {
             provider,
             model: c.model.clone(),
             effort,
             connection_id: c.connection_id.clone().filter(|s| !s.is_empty()),
-            base_url,
+            endpoint,
+            legacy_base_url: c.legacy_base_url.as_deref().is_some_and(|u| !u.is_empty()),
         })
     }
 
@@ -67,7 +78,8 @@ impl Candidate {
             model: self.model.clone(),
             effort: self.effort.as_str().into(),
             connection_id: self.connection_id.clone(),
-            base_url: self.base_url.clone(),
+            endpoint: self.endpoint.clone(),
+            legacy_base_url: None,
         }
     }
 }

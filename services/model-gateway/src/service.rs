@@ -1,9 +1,10 @@
 //! Routing and metering: validate profiles, run a turn on the first candidate
 //! whose provider answers, and price the usage from the catalog.
 
+use crate::endpoints::Endpoints;
 use crate::model::*;
 use crate::pricing;
-use crate::providers::{ModelProvider, scripted::Scripted};
+use crate::providers::{ModelProvider, Target, scripted::Scripted};
 use crate::store::RoutingStore;
 use checkfu_core::id::{check as check_id, new_id};
 use checkfu_core::page::PageRequest;
@@ -14,13 +15,6 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 pub const MAX_CANDIDATES: usize = 8;
-
-/// Provider credentials; they never leave the model gateway.
-#[derive(Clone, Default)]
-pub struct ProviderKeys {
-    pub openai: Option<String>,
-    pub anthropic: Option<String>,
-}
 
 /// A finished, metered turn.
 #[derive(Debug, Clone)]
@@ -35,19 +29,48 @@ pub struct Metered {
 pub struct ModelGatewayService {
     store: Arc<dyn RoutingStore>,
     providers: Arc<HashMap<&'static str, Arc<dyn ModelProvider>>>,
+    /// Where each provider's requests may go, with their keys.
+    endpoints: Arc<Endpoints>,
     /// Routing profiles never change once created, so they are kept once read.
     profiles: Arc<checkfu_core::cache::Bounded<String, RoutingProfile>>,
 }
 
 impl ModelGatewayService {
-    /// Provider keys from configuration (none is needed for a local
-    /// OpenAI-compatible server such as vLLM or Ollama).
-    pub fn new(store: Arc<dyn RoutingStore>, keys: ProviderKeys) -> Self {
+    /// The installation's provider endpoints and their keys come from its
+    /// configuration; they never leave this service.
+    pub fn new(store: Arc<dyn RoutingStore>, endpoints: Endpoints) -> Self {
         let mut providers: HashMap<&'static str, Arc<dyn ModelProvider>> = HashMap::new();
         providers.insert(Provider::Scripted.as_str(), Arc::new(Scripted));
-        providers.insert(Provider::OpenAi.as_str(), Arc::new(crate::providers::openai::OpenAi::new(keys.openai)));
-        providers.insert(Provider::Anthropic.as_str(), Arc::new(crate::providers::anthropic::Anthropic::new(keys.anthropic)));
-        ModelGatewayService { store, providers: Arc::new(providers), profiles: Arc::new(checkfu_core::cache::Bounded::new(4096)) }
+        providers.insert(Provider::OpenAi.as_str(), Arc::new(crate::providers::openai::OpenAi));
+        providers.insert(Provider::Anthropic.as_str(), Arc::new(crate::providers::anthropic::Anthropic));
+        ModelGatewayService {
+            store,
+            providers: Arc::new(providers),
+            endpoints: Arc::new(endpoints),
+            profiles: Arc::new(checkfu_core::cache::Bounded::new(4096)),
+        }
+    }
+
+    /// The configured endpoints (what a routing profile may name).
+    pub fn endpoints(&self) -> &Endpoints {
+        &self.endpoints
+    }
+
+    /// Where a candidate's call goes: its endpoint, checked and pinned.
+    async fn target(&self, c: &Candidate) -> Result<Target> {
+        if c.legacy_base_url {
+            return Err(Error::unavailable(
+                "this candidate was stored with a base_url of its own, which is no longer honoured: name a configured endpoint instead",
+            ));
+        }
+        let endpoint = self.endpoints.for_candidate(c.provider, c.endpoint.as_deref()).ok_or_else(|| {
+            Error::unavailable(format!(
+                "the endpoint {:?} is not configured on this gateway",
+                c.endpoint.as_deref().unwrap_or(c.provider.as_str())
+            ))
+        })?;
+        let client = endpoint.client(self.endpoints.allow_private).await?;
+        Ok(Target { endpoint: endpoint.clone(), client })
     }
 
     /// Readiness: the store answers.
@@ -64,6 +87,24 @@ impl ModelGatewayService {
             return Err(Error::invalid_field("candidates", format!("candidates must list 1 to {MAX_CANDIDATES} models")));
         }
         let candidates = candidates.iter().enumerate().map(|(i, c)| Candidate::parse(i, c)).collect::<Result<Vec<_>>>()?;
+        for (i, c) in candidates.iter().enumerate() {
+            let Some(name) = c.endpoint.as_deref() else { continue };
+            match self.endpoints.get(name) {
+                None => {
+                    return Err(Error::invalid_field(
+                        &format!("candidates[{i}].endpoint"),
+                        format!("no endpoint named {name:?} is configured (GET /v1/model-endpoints lists them)"),
+                    ));
+                }
+                Some(e) if e.provider != c.provider => {
+                    return Err(Error::invalid_field(
+                        &format!("candidates[{i}].endpoint"),
+                        format!("the endpoint {name:?} serves {}, not {}", e.provider.as_str(), c.provider.as_str()),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
         let p = RoutingProfile {
             id: new_id("mrp"),
             environment_id: environment_id.into(),
@@ -108,8 +149,19 @@ impl ModelGatewayService {
                 last = Error::unavailable(format!("provider {} is not configured on this gateway", c.provider.as_str()));
                 continue;
             };
+            let target = match c.provider {
+                Provider::Scripted => None,
+                _ => match self.target(c).await {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        tracing::warn!(provider = c.provider.as_str(), error = %e.message, "skipping a candidate whose endpoint cannot be used");
+                        last = e;
+                        continue;
+                    }
+                },
+            };
             let _ = started.send((c.provider, c.model.clone())).await;
-            match provider.generate(c, req, deltas.clone()).await {
+            match provider.generate(c, target.as_ref(), req, deltas.clone()).await {
                 Ok(output) => {
                     let cost = pricing::cost_micro_usd(c.provider.as_str(), &c.model, output.usage).unwrap_or_else(|| {
                         tracing::warn!(provider = c.provider.as_str(), model = %c.model, "model missing from the price catalog");

@@ -255,7 +255,7 @@ pub async fn create_routing_profile(
             model: c.model,
             effort: c.effort.unwrap_or_else(|| "medium".into()),
             connection_id: c.connection_id.unwrap_or_default(),
-            base_url: c.base_url.unwrap_or_default(),
+            endpoint: c.endpoint.unwrap_or_default(),
         })
         .collect();
     let req = mg::CreateRoutingProfileRequest { environment_id: b.environment_id, name: b.name, candidates };
@@ -285,6 +285,26 @@ pub async fn get_routing_profile(State(st): State<AppState>, caller: Caller, Pat
     let p = st.models.clone().get_routing_profile(mg::GetRoutingProfileRequest { id }).await?.into_inner();
     st.require_read(&caller, &p.environment_id).await?;
     Ok(Json(views::routing_profile(&p)))
+}
+
+/// The provider endpoints the installation configured: what a routing
+/// profile's candidate may name as `endpoint`. Never a key.
+#[utoipa::path(get, path = "/v1/model-endpoints", tag = "models",
+    responses((status = 200, body = Page<views::ModelEndpoint>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn model_endpoints(State(st): State<AppState>, _caller: Caller) -> J<Page<views::ModelEndpoint>> {
+    let r = st.models.clone().list_endpoints(mg::ListEndpointsRequest {}).await?.into_inner();
+    let data = r
+        .data
+        .into_iter()
+        .map(|e| views::ModelEndpoint {
+            name: e.name,
+            provider: e.provider,
+            base_url: e.base_url,
+            key_configured: e.key_configured,
+            default: e.is_default,
+        })
+        .collect();
+    Ok(Json(Page { data, next_page: None }))
 }
 
 #[utoipa::path(get, path = "/v1/price-catalog", tag = "models",

@@ -1,28 +1,18 @@
 //! Anthropic Messages API, streaming. The key comes from the gateway's
 //! configuration and is sent only to the provider.
 
-use super::{ModelProvider, SseData, http_error};
+use super::{ModelProvider, SseData, Target, http_error, require};
 use crate::model::*;
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use tokio::sync::mpsc;
 
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
 /// Room for the answer beyond any thinking budget.
 const ANSWER_TOKENS: i64 = 8_192;
 
-pub struct Anthropic {
-    http: reqwest::Client,
-    key: Option<String>,
-}
-
-impl Anthropic {
-    pub fn new(key: Option<String>) -> Self {
-        Anthropic { http: reqwest::Client::new(), key: key.filter(|k| !k.is_empty()) }
-    }
-}
+pub struct Anthropic;
 
 /// The effort scale as an extended-thinking budget; `minimal` thinks not at all.
 pub fn thinking_budget(effort: Effort) -> Option<i64> {
@@ -85,14 +75,16 @@ enum Part {
 
 #[async_trait::async_trait]
 impl ModelProvider for Anthropic {
-    async fn generate(&self, c: &Candidate, req: &ModelRequest, deltas: mpsc::Sender<String>) -> Result<ModelOutput> {
-        let base = c.base_url.clone().unwrap_or_else(|| DEFAULT_BASE_URL.into());
-        let mut rb = self
-            .http
-            .post(format!("{}/v1/messages", base.trim_end_matches('/')))
-            .header("anthropic-version", API_VERSION)
-            .json(&body(c, req));
-        if let Some(k) = &self.key {
+    async fn generate(
+        &self,
+        c: &Candidate,
+        target: Option<&Target>,
+        req: &ModelRequest,
+        deltas: mpsc::Sender<String>,
+    ) -> Result<ModelOutput> {
+        let t = require(target)?;
+        let mut rb = t.client.post(t.endpoint.url("v1/messages")).header("anthropic-version", API_VERSION).json(&body(c, req));
+        if let Some(k) = t.endpoint.api_key() {
             rb = rb.header("x-api-key", k);
         }
         let resp = rb.send().await.map_err(|e| Error::unavailable(format!("the provider could not be reached: {}", e.without_url())))?;
@@ -224,14 +216,19 @@ mod tests {
         (format!("http://{addr}"), seen)
     }
 
-    fn candidate(base: &str, effort: Effort) -> Candidate {
+    fn candidate(effort: Effort) -> Candidate {
         Candidate {
             provider: Provider::Anthropic,
             model: "claude-sonnet-4-5".into(),
             effort,
             connection_id: None,
-            base_url: Some(base.into()),
+            endpoint: None,
+            legacy_base_url: false,
         }
+    }
+
+    async fn at(base: &str, key: Option<&str>) -> super::super::Target {
+        super::super::test_target(Provider::Anthropic, base, key).await
     }
 
     fn request() -> ModelRequest {
@@ -257,8 +254,10 @@ mod tests {
     async fn streams_text_tool_use_and_usage_over_the_real_wire_format() {
         let (base, seen) = server(StatusCode::OK, stream()).await;
         let (tx, mut rx) = mpsc::channel(16);
-        let out =
-            Anthropic::new(Some("sk-ant-test".into())).generate(&candidate(&base, Effort::High), &request(), tx).await.expect("generate");
+        let out = Anthropic
+            .generate(&candidate(Effort::High), Some(&at(&base, Some("sk-ant-test")).await), &request(), tx)
+            .await
+            .expect("generate");
         assert_eq!(
             out.content,
             vec![
@@ -290,7 +289,7 @@ mod tests {
     async fn minimal_effort_does_not_think() {
         let (base, seen) = server(StatusCode::OK, stream()).await;
         let (tx, _rx) = mpsc::channel(16);
-        Anthropic::new(None).generate(&candidate(&base, Effort::Minimal), &request(), tx).await.expect("generate");
+        Anthropic.generate(&candidate(Effort::Minimal), Some(&at(&base, None).await), &request(), tx).await.expect("generate");
         let (headers, body) = seen.lock().expect("lock")[0].clone();
         assert!(body.get("thinking").is_none());
         assert_eq!(body["max_tokens"], ANSWER_TOKENS);
@@ -301,8 +300,8 @@ mod tests {
     async fn overload_before_or_during_the_stream_is_unavailable() {
         let (base, _) = server(StatusCode::from_u16(529).expect("status"), vec![]).await;
         let (tx, _rx) = mpsc::channel(16);
-        let e = Anthropic::new(Some("sk-ant-secret".into()))
-            .generate(&candidate(&base, Effort::Low), &request(), tx)
+        let e = Anthropic
+            .generate(&candidate(Effort::Low), Some(&at(&base, Some("sk-ant-secret")).await), &request(), tx)
             .await
             .expect_err("overloaded");
         assert_eq!(e.code, checkfu_core::Code::Unavailable);
@@ -313,7 +312,10 @@ mod tests {
         ];
         let (base, _) = server(StatusCode::OK, mid).await;
         let (tx, _rx) = mpsc::channel(16);
-        let e = Anthropic::new(None).generate(&candidate(&base, Effort::Low), &request(), tx).await.expect_err("overloaded mid-stream");
+        let e = Anthropic
+            .generate(&candidate(Effort::Low), Some(&at(&base, None).await), &request(), tx)
+            .await
+            .expect_err("overloaded mid-stream");
         assert_eq!(e.code, checkfu_core::Code::Unavailable);
         assert!(e.message.contains("overloaded_error"));
     }

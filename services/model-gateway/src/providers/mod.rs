@@ -1,21 +1,42 @@
 //! Provider adapters. Each turns a provider-neutral [`ModelRequest`] into a
-//! stream of text deltas and a final [`ModelOutput`]. Only the scripted model
-//! ships in this increment; the Anthropic and OpenAI-compatible adapters plug
-//! in behind the same trait.
+//! stream of text deltas and a final [`ModelOutput`]: the scripted model,
+//! Anthropic Messages and OpenAI-compatible Chat Completions, behind one
+//! trait. A real provider is called only at a [`Target`]: an installation
+//! endpoint, through a client pinned to its checked address.
 
 pub mod anthropic;
 pub mod openai;
 pub mod scripted;
 
+use crate::endpoints::Endpoint;
 use crate::model::{Candidate, ModelOutput, ModelRequest};
 use checkfu_core::Result;
 use tokio::sync::mpsc;
 
+/// Where a call goes: the endpoint (base URL, key) and a client that
+/// connects only to its checked address and follows no redirect.
+pub struct Target {
+    pub endpoint: Endpoint,
+    pub client: reqwest::Client,
+}
+
 /// A model provider. `deltas` receives text previews as they are produced;
-/// the returned output is the whole turn.
+/// the returned output is the whole turn. `target` is `None` only for the
+/// scripted model, which calls nothing.
 #[async_trait::async_trait]
 pub trait ModelProvider: Send + Sync + 'static {
-    async fn generate(&self, candidate: &Candidate, req: &ModelRequest, deltas: mpsc::Sender<String>) -> Result<ModelOutput>;
+    async fn generate(
+        &self,
+        candidate: &Candidate,
+        target: Option<&Target>,
+        req: &ModelRequest,
+        deltas: mpsc::Sender<String>,
+    ) -> Result<ModelOutput>;
+}
+
+/// The target a real provider needs.
+pub(crate) fn require(target: Option<&Target>) -> Result<&Target> {
+    target.ok_or_else(|| checkfu_core::Error::unavailable("no endpoint is configured for this provider"))
 }
 
 /// Classifies a provider's HTTP failure without echoing anything secret:
@@ -61,4 +82,13 @@ impl SseData {
             }
         }
     }
+}
+
+/// A target at `base` with `key`, private addresses allowed (tests talk to
+/// a server on loopback).
+#[cfg(test)]
+pub(crate) async fn test_target(provider: crate::model::Provider, base: &str, key: Option<&str>) -> Target {
+    let endpoint = Endpoint::new("test", provider, base, key.map(str::to_string), true).expect("endpoint");
+    let client = endpoint.client(true).await.expect("client");
+    Target { endpoint, client }
 }

@@ -2,25 +2,14 @@
 //! streaming. The key comes from the gateway's configuration and is sent
 //! only to the provider; it never appears in events, errors or logs.
 
-use super::{ModelProvider, SseData, http_error};
+use super::{ModelProvider, SseData, Target, http_error, require};
 use crate::model::*;
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use tokio::sync::mpsc;
 
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-
-pub struct OpenAi {
-    http: reqwest::Client,
-    key: Option<String>,
-}
-
-impl OpenAi {
-    pub fn new(key: Option<String>) -> Self {
-        OpenAi { http: reqwest::Client::new(), key: key.filter(|k| !k.is_empty()) }
-    }
-}
+pub struct OpenAi;
 
 /// The effort scale as OpenAI reasoning models take it; other models get
 /// no effort parameter (they would refuse one).
@@ -104,10 +93,16 @@ struct Call {
 
 #[async_trait::async_trait]
 impl ModelProvider for OpenAi {
-    async fn generate(&self, c: &Candidate, req: &ModelRequest, deltas: mpsc::Sender<String>) -> Result<ModelOutput> {
-        let base = c.base_url.clone().unwrap_or_else(|| DEFAULT_BASE_URL.into());
-        let mut rb = self.http.post(format!("{}/chat/completions", base.trim_end_matches('/'))).json(&body(c, req));
-        if let Some(k) = &self.key {
+    async fn generate(
+        &self,
+        c: &Candidate,
+        target: Option<&Target>,
+        req: &ModelRequest,
+        deltas: mpsc::Sender<String>,
+    ) -> Result<ModelOutput> {
+        let t = require(target)?;
+        let mut rb = t.client.post(t.endpoint.url("chat/completions")).json(&body(c, req));
+        if let Some(k) = t.endpoint.api_key() {
             rb = rb.bearer_auth(k);
         }
         let resp = rb.send().await.map_err(|e| Error::unavailable(format!("the provider could not be reached: {}", e.without_url())))?;
@@ -207,8 +202,19 @@ mod tests {
         (format!("http://{addr}/v1"), seen)
     }
 
-    fn candidate(base: &str, model: &str) -> Candidate {
-        Candidate { provider: Provider::OpenAi, model: model.into(), effort: Effort::Max, connection_id: None, base_url: Some(base.into()) }
+    fn candidate(model: &str) -> Candidate {
+        Candidate {
+            provider: Provider::OpenAi,
+            model: model.into(),
+            effort: Effort::Max,
+            connection_id: None,
+            endpoint: None,
+            legacy_base_url: false,
+        }
+    }
+
+    async fn at(base: &str, key: Option<&str>) -> super::super::Target {
+        super::super::test_target(Provider::OpenAi, base, key).await
     }
 
     fn request() -> ModelRequest {
@@ -233,7 +239,7 @@ mod tests {
     async fn streams_text_tool_calls_and_usage_over_the_real_wire_format() {
         let (base, seen) = server(StatusCode::OK).await;
         let (tx, mut rx) = mpsc::channel(16);
-        let out = OpenAi::new(Some("sk-test".into())).generate(&candidate(&base, "o3-mini"), &request(), tx).await.expect("generate");
+        let out = OpenAi.generate(&candidate("o3-mini"), Some(&at(&base, Some("sk-test")).await), &request(), tx).await.expect("generate");
         assert_eq!(
             out.content,
             vec![Block::Text("Hello".into()), Block::ToolUse { id: "call_1".into(), name: "read".into(), input: json!({"path": "a"}) }]
@@ -264,7 +270,7 @@ mod tests {
     async fn effort_is_sent_only_to_reasoning_models() {
         let (base, seen) = server(StatusCode::OK).await;
         let (tx, _rx) = mpsc::channel(16);
-        OpenAi::new(None).generate(&candidate(&base, "gpt-4.1-mini"), &request(), tx).await.expect("generate");
+        OpenAi.generate(&candidate("gpt-4.1-mini"), Some(&at(&base, None).await), &request(), tx).await.expect("generate");
         let (auth, body) = seen.lock().expect("lock")[0].clone();
         assert!(body.get("reasoning_effort").is_none());
         assert_eq!(auth, None, "no key configured, none sent (a local vLLM or Ollama)");
@@ -274,12 +280,15 @@ mod tests {
     async fn overload_is_unavailable_and_never_echoes_the_key() {
         let (base, _) = server(StatusCode::SERVICE_UNAVAILABLE).await;
         let (tx, _rx) = mpsc::channel(16);
-        let e = OpenAi::new(Some("sk-secret".into())).generate(&candidate(&base, "gpt-4.1"), &request(), tx).await.expect_err("overloaded");
+        let e = OpenAi
+            .generate(&candidate("gpt-4.1"), Some(&at(&base, Some("sk-secret")).await), &request(), tx)
+            .await
+            .expect_err("overloaded");
         assert_eq!(e.code, checkfu_core::Code::Unavailable);
         assert!(!e.message.contains("sk-secret"));
         let (tx, _rx) = mpsc::channel(16);
-        let e = OpenAi::new(Some("sk-secret".into()))
-            .generate(&candidate("http://127.0.0.1:9", "gpt-4.1"), &request(), tx)
+        let e = OpenAi
+            .generate(&candidate("gpt-4.1"), Some(&at("http://127.0.0.1:9", Some("sk-secret")).await), &request(), tx)
             .await
             .expect_err("down");
         assert_eq!(e.code, checkfu_core::Code::Unavailable);
@@ -293,19 +302,26 @@ mod tests {
         let db = checkfu_store::Db::open(&checkfu_store::Location::SqliteDir(dir.path().into()), "model_gateway", &crate::MIGRATIONS)
             .await
             .expect("db");
-        let svc = crate::ModelGatewayService::new(
-            Arc::new(crate::store::SqlRoutingStore::new(db)),
-            crate::service::ProviderKeys { openai: Some("sk-x".into()), anthropic: None },
-        );
+        let base_url = base.clone();
+        let endpoint = crate::endpoints::Endpoint::new("flaky", Provider::OpenAi, &base_url, Some("sk-x".into()), true).expect("endpoint");
+        let endpoints = crate::endpoints::Endpoints::new(None, None, vec![endpoint], false).expect("endpoints");
+        let svc = crate::ModelGatewayService::new(Arc::new(crate::store::SqlRoutingStore::new(db)), endpoints);
         let first = StoredCandidate {
             provider: "openai".into(),
             model: "gpt-4.1".into(),
             effort: "low".into(),
             connection_id: None,
-            base_url: Some(base),
+            endpoint: Some("flaky".into()),
+            legacy_base_url: None,
         };
-        let second =
-            StoredCandidate { provider: "scripted".into(), model: "s".into(), effort: "low".into(), connection_id: None, base_url: None };
+        let second = StoredCandidate {
+            provider: "scripted".into(),
+            model: "s".into(),
+            effort: "low".into(),
+            connection_id: None,
+            endpoint: None,
+            legacy_base_url: None,
+        };
         let p = svc.create_profile("env_01m8n5w2381sjtydkyxnv11e90", "fallback", &[first, second]).await.expect("profile");
         let (started, mut started_rx) = mpsc::channel(4);
         let (deltas, _d) = mpsc::channel(64);

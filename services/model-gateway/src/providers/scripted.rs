@@ -99,7 +99,13 @@ fn tool_name(req: &ModelRequest, tool_use_id: &str) -> Option<String> {
 
 #[async_trait::async_trait]
 impl ModelProvider for Scripted {
-    async fn generate(&self, _candidate: &Candidate, req: &ModelRequest, deltas: mpsc::Sender<String>) -> Result<ModelOutput> {
+    async fn generate(
+        &self,
+        _: &Candidate,
+        _: Option<&super::Target>,
+        req: &ModelRequest,
+        deltas: mpsc::Sender<String>,
+    ) -> Result<ModelOutput> {
         let content = respond(req);
         let mut produced = 0usize;
         for b in &content {
@@ -177,8 +183,15 @@ mod tests {
     async fn usage_is_chars_over_four_rounded_up_and_text_streams_in_small_chunks() {
         let req = ModelRequest { system: "sys".into(), messages: vec![user("hello")], tools: vec![] };
         let (tx, mut rx) = mpsc::channel(64);
-        let cand = Candidate { provider: Provider::Scripted, model: "m".into(), effort: Effort::Low, connection_id: None, base_url: None };
-        let out = Scripted.generate(&cand, &req, tx).await.expect("generate");
+        let cand = Candidate {
+            provider: Provider::Scripted,
+            model: "m".into(),
+            effort: Effort::Low,
+            connection_id: None,
+            endpoint: None,
+            legacy_base_url: false,
+        };
+        let out = Scripted.generate(&cand, None, &req, tx).await.expect("generate");
         assert_eq!(out.usage, Usage { input_tokens: 2, output_tokens: 3 }); // 8 chars in, "echo: hello" = 11 out
         let mut chunks = vec![];
         while let Some(c) = rx.recv().await {

@@ -83,7 +83,8 @@ mod conformance {
                 model: "s".into(),
                 effort: Effort::High,
                 connection_id: None,
-                base_url: None,
+                endpoint: None,
+                legacy_base_url: false,
             }],
             created_ms: 1,
         }
