@@ -24,6 +24,8 @@ pub struct Tuning {
     pub allow_private_targets: bool,
     pub rate_limit_per_second: u32,
     pub max_streams_per_principal: usize,
+    /// Holds the runner between reading the log and calling the model.
+    pub hold_before_model: Option<std::sync::Arc<checkfu_runner::ModelHold>>,
     /// Provider endpoints beyond the defaults.
     pub model_endpoints: Vec<checkfu_model_gateway::endpoints::Endpoint>,
     /// Also open the internal mesh listener (mutual TLS, certificates in
@@ -41,6 +43,7 @@ impl Default for Tuning {
             rate_limit_per_second: 2_000,
             max_streams_per_principal: 500,
             model_endpoints: vec![],
+            hold_before_model: None,
             mesh: false,
         }
     }
@@ -70,6 +73,7 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
         runner: checkfu_runner::RunnerConfig {
             claim_wait: Duration::from_secs(2),
             workspaces: dir.join("workspaces"),
+            hold_before_model: tuning.hold_before_model.clone(),
             ..Default::default()
         },
         sse_ping: tuning.sse_ping,

@@ -148,16 +148,24 @@ impl Runner {
                 })
             })
             .collect::<Vec<_>>();
+        // Messages a finished call did not see go after its output now.
+        t.flush_deferred();
         let req = mg::GenerateRequest {
             routing_profile_id: work.routing_profile_id.clone(),
             system: work.instructions.clone(),
             messages: t.messages.clone(),
             tools,
         };
+        // The call's context is the log up to here; its start span says so,
+        // so whatever arrives from now on is known to be after it.
+        let context_seq = t.cursor;
+        if let Some(hold) = &self.cfg.hold_before_model {
+            hold.wait().await;
+        }
         let mut attempt = 0;
         let (completed, started) = loop {
             attempt += 1;
-            match self.generate_once(lease, req.clone()).await {
+            match self.generate_once(lease, req.clone(), context_seq).await {
                 Ok(c) => break c,
                 Err(GenErr::Stop(s)) => return Err(s),
                 Err(GenErr::Model(e)) => {
@@ -266,6 +274,7 @@ impl Runner {
         &self,
         lease: &pb::LeaseRef,
         req: mg::GenerateRequest,
+        context_seq: i64,
     ) -> Result<(mg::Completed, Option<(i64, String)>), GenErr> {
         let mut stream = self.models.clone().generate(req).await.map_err(|s| GenErr::Model(s.into()))?.into_inner();
         let (previews, publisher) = self.preview_publisher(lease.clone());
@@ -287,7 +296,7 @@ impl Runner {
                         let _ = prev.await;
                     }
                     let (this, lease) = (self.clone(), lease.clone());
-                    let payload = json!({"provider": s.provider, "model": s.model}).to_string();
+                    let payload = json!({"provider": s.provider, "model": s.model, "context_seq": context_seq}).to_string();
                     let sent = payload.clone();
                     started =
                         Some((payload, tokio::spawn(async move { this.append(&lease, vec![("span.model_request_start", sent)]).await })));

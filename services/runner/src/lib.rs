@@ -34,6 +34,32 @@ pub struct RunnerConfig {
     pub heartbeat_every: Duration,
     /// Where Session workspaces live (one directory per Session).
     pub workspaces: std::path::PathBuf,
+    /// A test hook: holds the runner between reading the log and calling
+    /// the model (races are driven through it). `None` in production.
+    pub hold_before_model: Option<Arc<ModelHold>>,
+}
+
+/// Holds the next model call until released: the runner signals `reached`,
+/// then waits for `release`. Armed once per [`ModelHold::arm`].
+#[derive(Debug, Default)]
+pub struct ModelHold {
+    armed: std::sync::atomic::AtomicBool,
+    pub reached: tokio::sync::Notify,
+    pub release: tokio::sync::Notify,
+}
+
+impl ModelHold {
+    /// Holds the next model call.
+    pub fn arm(&self) {
+        self.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub(crate) async fn wait(&self) {
+        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            self.reached.notify_one();
+            self.release.notified().await;
+        }
+    }
 }
 
 impl Default for RunnerConfig {
@@ -44,6 +70,7 @@ impl Default for RunnerConfig {
             claim_wait: Duration::from_secs(10),
             heartbeat_every: Duration::from_secs(4),
             workspaces: std::env::temp_dir().join("checkfu-workspaces"),
+            hold_before_model: None,
         }
     }
 }

@@ -15,6 +15,13 @@ pub struct Transcript {
     /// Tool uses not answered yet, in the order the model made them: ones
     /// waiting on approval, and any a crashed runner left unanswered.
     pub outstanding: Vec<Outstanding>,
+    /// User messages that arrived while a model call was already under way
+    /// (after the log position its context was read at): that call did not
+    /// see them, so they belong after its output, not before it.
+    deferred: Vec<String>,
+    /// Seqs of the user messages at the end of `messages` since the last
+    /// model call started (candidates for `deferred`).
+    recent_user: Vec<i64>,
 }
 
 /// A tool use with no answer yet.
@@ -71,6 +78,9 @@ impl Transcript {
     /// message, and one assistant turn's text and tool uses into one.
     fn push(&mut self, role: &str, b: mg::content_block::Block) {
         use mg::content_block::Block as B;
+        if role == "assistant" {
+            self.recent_user.clear();
+        }
         let joins = match (self.messages.last(), &b) {
             (Some(m), B::ToolResult(_)) => m.role == role && m.content.iter().all(|c| matches!(c.block, Some(B::ToolResult(_)))),
             (Some(m), _) => m.role == role && role == "assistant",
@@ -101,7 +111,45 @@ impl Transcript {
             self.cursor = self.cursor.max(e.seq);
             let p: Value = serde_json::from_str(&e.payload_json).unwrap_or(Value::Null);
             match e.r#type.as_str() {
-                "user.message" => self.push("user", B::Text(text_of(&p, "content"))),
+                "user.message" => {
+                    self.flush_deferred();
+                    self.push("user", B::Text(text_of(&p, "content")));
+                    self.recent_user.push(e.seq);
+                }
+                // A model call read the log up to `context_seq`: messages
+                // after it that are already here were not in its context.
+                "span.model_request_start" => {
+                    let context = p.get("context_seq").and_then(Value::as_i64).unwrap_or(e.seq - 1);
+                    let mut held = vec![];
+                    while let Some(seq) = self.recent_user.last().copied().filter(|s| *s > context) {
+                        self.recent_user.pop();
+                        match self.messages.pop() {
+                            Some(m) if m.role == "user" => {
+                                held.push(
+                                    m.content
+                                        .iter()
+                                        .filter_map(|b| match &b.block {
+                                            Some(B::Text(t)) => Some(t.clone()),
+                                            _ => None,
+                                        })
+                                        .collect::<Vec<_>>()
+                                        .join("\n"),
+                                );
+                            }
+                            Some(m) => {
+                                self.messages.push(m);
+                                tracing::debug!(seq, "a message after the call's context is not at the end; left in place");
+                                break;
+                            }
+                            None => break,
+                        }
+                    }
+                    held.reverse();
+                    held.extend(std::mem::take(&mut self.deferred));
+                    self.deferred = held;
+                    self.recent_user.clear();
+                }
+                "run.completed" | "session.status_idle" if self.outstanding.is_empty() => self.flush_deferred(),
                 "agent.message" => self.push("assistant", B::Text(text_of(&p, "content"))),
                 "agent.tool_use" => {
                     self.outstanding.push(Outstanding {
@@ -222,10 +270,19 @@ impl Transcript {
         }
     }
 
+    /// Puts messages a finished call did not see after its output; called
+    /// at the boundary before the next call.
+    pub fn flush_deferred(&mut self) {
+        for text in std::mem::take(&mut self.deferred) {
+            self.push("user", mg::content_block::Block::Text(text));
+        }
+    }
+
     /// The model owes a turn when the conversation ends on the user's side
-    /// (a message, or tool results).
+    /// (a message, or tool results), or a message arrived that the last
+    /// call did not see.
     pub fn needs_turn(&self) -> bool {
-        self.messages.last().is_some_and(|m| m.role == "user")
+        !self.deferred.is_empty() || self.messages.last().is_some_and(|m| m.role == "user")
     }
 }
 
@@ -249,6 +306,58 @@ mod tests {
         assert!(t.needs_turn(), "a steering message owes another turn");
         t.absorb(&[ev(5, "user.message", r#"{"content":[{"type":"text","text":"newest"}]}"#)], 2);
         assert_eq!(t.messages.len(), 4, "each user message stays separate");
+    }
+
+    /// The race of the steering report: a message persisted after the log
+    /// was read for a model call, but before the call's start was written.
+    /// That call answered the message before it; the next turn is owed for
+    /// this one, and it comes after the answer, not before.
+    #[test]
+    fn a_message_the_call_did_not_see_is_owed_a_turn_after_its_answer() {
+        let msg = |t: &str| format!(r#"{{"content":[{{"type":"text","text":"{t}"}}]}}"#);
+        let mut t = Transcript::default();
+        t.absorb(
+            &[
+                ev(131, "user.message", &msg("first")),
+                ev(132, "user.message", &msg("steer")),
+                ev(133, "span.model_request_start", r#"{"provider":"scripted","model":"s","context_seq":131}"#),
+                ev(134, "span.model_request_end", "{}"),
+                ev(135, "agent.message", &msg("echo: first")),
+                ev(136, "run.completed", "{}"),
+            ],
+            131,
+        );
+        assert!(t.needs_turn(), "the steering message was never answered");
+        let texts: Vec<String> = t
+            .messages
+            .iter()
+            .map(|m| {
+                let Some(mg::content_block::Block::Text(s)) = &m.content[0].block else { return String::new() };
+                format!("{}:{s}", m.role)
+            })
+            .collect();
+        assert_eq!(texts, vec!["user:first", "assistant:echo: first", "user:steer"]);
+        // A call that did see it owes nothing more.
+        let mut seen = Transcript::default();
+        seen.absorb(
+            &[
+                ev(1, "user.message", &msg("a")),
+                ev(2, "span.model_request_start", r#"{"context_seq":1}"#),
+                ev(3, "agent.message", &msg("echo: a")),
+            ],
+            1,
+        );
+        assert!(!seen.needs_turn());
+        // Held across a batch boundary, and through a tool round.
+        let mut split = Transcript::default();
+        split.absorb(&[ev(1, "user.message", &msg("a")), ev(2, "user.message", &msg("b"))], 1);
+        split.absorb(&[ev(3, "span.model_request_start", r#"{"context_seq":1}"#), ev(4, "span.model_request_end", "{}")], 1);
+        split.absorb(&[ev(5, "agent.tool_use", r#"{"tool_use_id":"t1","name":"read","input":{}}"#)], 1);
+        assert!(split.needs_turn(), "b is still owed");
+        split.absorb(&[ev(6, "agent.tool_result", r#"{"tool_use_id":"t1","content":"x","is_error":false}"#)], 1);
+        split.flush_deferred();
+        let roles: Vec<&str> = split.messages.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(roles, vec!["user", "assistant", "user", "user"], "b comes after the tool result");
     }
 
     #[test]
