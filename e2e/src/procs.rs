@@ -55,6 +55,26 @@ impl Addrs {
     }
 }
 
+/// Starts `checkfu up --data-dir DIR` on a free loopback port; returns it
+/// with its base URL (`http://...`). Its log is `DIR/up.log` (appended).
+pub fn up(dir: &Path) -> (Proc, String) {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("up.log")).unwrap();
+    let mut child = Command::new(binary())
+        .args(["up", "--data-dir", dir.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines.next().and_then(Result::ok).unwrap_or_else(|| {
+        let text = std::fs::read_to_string(dir.join("up.log")).unwrap_or_default();
+        panic!("checkfu up exited before listening; its log:\n{text}")
+    });
+    let base = line.rsplit("API base URL ").next().unwrap().trim().trim_end_matches("/v1").to_string();
+    std::thread::spawn(move || for _ in lines {});
+    (Proc(child), base)
+}
+
 /// Makes the certificate (`checkfu certs`) of a process playing `roles`,
 /// issued by the test's CA in `DIR/mesh`; returns the `[mesh]` table.
 pub fn mesh_table(dir: &Path, name: &str, roles: &str) -> String {

@@ -1,5 +1,6 @@
-//! A minimal Server-Sent Events reader for tests: frames with their `id`,
-//! `event`, `data`, and comment lines.
+//! A Server-Sent Events client for tests: frames with their `id`, `event`,
+//! `data` and comment lines, decoded by the product's own UTF-8-safe
+//! decoder (`checkfu_core::sse`), which the CLI and the model gateway use.
 #![allow(clippy::unwrap_used)]
 
 use futures_util::StreamExt;
@@ -22,7 +23,7 @@ impl Frame {
 
 pub struct Stream {
     inner: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
-    buf: String,
+    decoder: checkfu_core::sse::Decoder,
     pub content_type: String,
 }
 
@@ -35,33 +36,18 @@ impl Stream {
         let r = rb.send().await.unwrap();
         assert_eq!(r.status().as_u16(), 200, "stream refused");
         let content_type = r.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-        Stream { inner: Box::pin(r.bytes_stream()), buf: String::new(), content_type }
+        Stream { inner: Box::pin(r.bytes_stream()), decoder: checkfu_core::sse::Decoder::new(64 * 1024 * 1024), content_type }
     }
 
     /// The next frame (or comment block), or None after `timeout`.
     pub async fn next(&mut self, timeout: Duration) -> Option<Frame> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            if let Some(pos) = self.buf.find("\n\n") {
-                let block: String = self.buf.drain(..pos + 2).collect();
-                let mut f = Frame::default();
-                for line in block.lines() {
-                    if let Some(c) = line.strip_prefix(':') {
-                        f.comments.push(c.trim().to_string());
-                    } else if let Some((k, v)) = line.split_once(':') {
-                        let v = v.strip_prefix(' ').unwrap_or(v);
-                        match k {
-                            "id" => f.id = Some(v.to_string()),
-                            "event" => f.event = v.to_string(),
-                            "data" => f.data.push_str(v),
-                            _ => {}
-                        }
-                    }
-                }
-                return Some(f);
+            if let Some(f) = self.decoder.next_frame().expect("a well-formed event stream") {
+                return Some(Frame { id: f.id, event: f.event.unwrap_or_default(), data: f.data, comments: f.comments });
             }
             let chunk = tokio::time::timeout_at(deadline, self.inner.next()).await.ok()??;
-            self.buf.push_str(&String::from_utf8_lossy(&chunk.ok()?));
+            self.decoder.push(&chunk.ok()?);
         }
     }
 

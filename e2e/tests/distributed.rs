@@ -57,10 +57,12 @@ async fn wait_delivered(seen: &Seen, session: &str, types: &[&str], within: Dura
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
-    let (Ok(pg), Ok(redis), Ok(_)) =
-        (std::env::var("CHECKFU_TEST_POSTGRES_URL"), std::env::var("CHECKFU_TEST_REDIS_URL"), std::env::var("CHECKFU_TANSU_BIN"))
-    else {
-        eprintln!("PostgreSQL, Redis or tansu is not configured; skipping the distributed e2e");
+    let what = "the distributed e2e (PostgreSQL, Redis, tansu)";
+    let (Some(pg), Some(redis), Some(_)) = (
+        checkfu_core::testing::postgres(what),
+        checkfu_core::testing::service("CHECKFU_TEST_REDIS_URL", what),
+        checkfu_core::testing::service("CHECKFU_TANSU_BIN", what),
+    ) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -139,6 +141,21 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
     assert!(delivered(&seen, &during).is_empty(), "nothing can pass a stopped broker");
     kafka.signal("CONT");
     wait_delivered(&seen, &during, &["session.status_running", "session.status_idle", "run.completed"], Duration::from_secs(90)).await;
+    // Nothing is delivered twice once the broker is back (the receiver
+    // always answered 200, so no retry was owed).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for s in [&before, &during] {
+        let mut kinds = delivered(&seen, s);
+        kinds.sort();
+        let n = kinds.len();
+        kinds.dedup();
+        assert_eq!(kinds.len(), n, "{s}: an event was delivered twice: {:?}", delivered(&seen, s));
+    }
+    let ids: Vec<String> = seen.lock().unwrap().iter().map(|v| v["id"].as_str().unwrap().to_string()).collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "a delivery id arrived twice");
 
     // 3. SIGKILL the sessions replica running a Run: another takes it over.
     let allow = json!({"environment_id": env_id, "name": "bash-ok", "rules": [
@@ -149,7 +166,11 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
     let sid = id(&s.1);
     let mut stream = Stream::open(&g1, &key, &format!("/v1/sessions/{sid}/events/stream"), None).await;
     expect(
-        &a0.post(&format!("/v1/sessions/{sid}/events"), message(&me, "call bash {\"command\": \"sleep 3; echo survived\"}")).await,
+        &a0.post(
+            &format!("/v1/sessions/{sid}/events"),
+            message(&me, "call bash {\"command\": \"sleep 3; echo survived | tee -a proof.txt\"}"),
+        )
+        .await,
         201,
         None,
     );
@@ -184,4 +205,11 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
     let new_holder: String =
         sqlx::query_scalar("SELECT runner_id FROM sessions.runs WHERE session_id = $1").bind(&sid).fetch_one(&pool).await.unwrap();
     assert_ne!(new_holder, holder, "the other replica settled it");
+    // The orphaned call ran again on the survivor: its effect is there (the
+    // victim died in the sleep, before writing anything).
+    let result = all.iter().find(|e| e["type"] == "agent.tool_result").unwrap();
+    assert!(result["payload"]["content"].to_string().contains("survived"), "{result}");
+    let survivor_ws = dir.path().join(format!("ws{}", 1 - victim)).join(&sid).join("proof.txt");
+    assert_eq!(std::fs::read_to_string(&survivor_ws).unwrap(), "survived\n", "the call ran (once) on the survivor");
+    assert!(!dir.path().join(format!("ws{victim}")).join(&sid).join("proof.txt").exists(), "the victim never finished it");
 }

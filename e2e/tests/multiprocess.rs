@@ -10,8 +10,7 @@ use checkfu_e2e::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn separate_serve_processes_on_postgres_pass_the_journey() {
-    let Ok(pg) = std::env::var("CHECKFU_TEST_POSTGRES_URL") else {
-        eprintln!("CHECKFU_TEST_POSTGRES_URL is not set; skipping the multi-process PostgreSQL journey");
+    let Some(pg) = checkfu_core::testing::postgres("the multi-process journey on PostgreSQL") else {
         return;
     };
     let db = fresh_database(&pg, "e2e").await;

@@ -113,6 +113,9 @@ pub async fn session(args: ClientArgs, action: SessionAction, out: &mut impl Wri
     }
 }
 
+/// The largest event frame the CLI reads (an event is at most a few MiB).
+const MAX_FRAME: usize = 16 * 1024 * 1024;
+
 /// Streams events, reconnecting with `Last-Event-ID` after a drop so no
 /// event is missed or printed twice.
 async fn follow(c: &Client, id: &str, mut last: i64, exit_on_idle: bool, json_out: bool, out: &mut impl Write) -> anyhow::Result<()> {
@@ -134,18 +137,22 @@ async fn follow(c: &Client, id: &str, mut last: i64, exit_on_idle: bool, json_ou
         };
         backoff = Duration::from_millis(200);
         let mut body = resp.bytes_stream();
-        let mut buf = String::new();
-        while let Some(chunk) = body.next().await {
+        // The shared decoder keeps a character split across chunks whole.
+        let mut decoder = checkfu_core::sse::Decoder::new(MAX_FRAME);
+        'read: while let Some(chunk) = body.next().await {
             let Ok(chunk) = chunk else { break };
-            buf.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = buf.find("\n\n") {
-                let frame: String = buf.drain(..end + 2).collect();
-                let data: String = frame.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
-                let has_id = frame.lines().any(|l| l.starts_with("id:"));
-                if !has_id || data.is_empty() {
+            decoder.push(&chunk);
+            loop {
+                let frame = match decoder.next_frame() {
+                    Ok(Some(f)) => f,
+                    Ok(None) => break,
+                    // A garbled stream: reconnect and resume after `last`.
+                    Err(_) => break 'read,
+                };
+                if frame.id.is_none() || !frame.has_data() {
                     continue;
                 }
-                let e: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
+                let e: Value = serde_json::from_str(&frame.data).unwrap_or(Value::Null);
                 let seq = e["seq"].as_i64().unwrap_or(0);
                 if seq <= last {
                     continue;

@@ -9,6 +9,8 @@ pub mod id;
 pub mod net;
 pub mod page;
 pub mod role;
+pub mod sse;
+pub mod testing;
 pub mod time;
 
 pub use error::{Code, Error, Result};

@@ -45,8 +45,7 @@ async fn the_in_process_twins_conform() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn redis_conforms() {
-    let Ok(url) = std::env::var("CHECKFU_TEST_REDIS_URL") else {
-        eprintln!("CHECKFU_TEST_REDIS_URL is not set; skipping the Redis run");
+    let Some(url) = checkfu_core::testing::service("CHECKFU_TEST_REDIS_URL", "the ephemeral conformance on Redis") else {
         return;
     };
     let r = redis_impl::Redis::connect(&url).await.expect("connect");

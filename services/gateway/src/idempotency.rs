@@ -297,7 +297,7 @@ mod conformance {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(&Location::SqliteDir(dir.path().into()), "gateway", &crate::MIGRATIONS).await.expect("sqlite");
         suite(&IdempotencyStore::new(db)).await;
-        if let Ok(url) = std::env::var("CHECKFU_TEST_POSTGRES_URL") {
+        if let Some(url) = checkfu_core::testing::postgres("the idempotency store on PostgreSQL") {
             let schema = format!("gw_test_{}", checkfu_core::id::new_id("t").trim_start_matches("t_"));
             let db = Db::open(&Location::Postgres(url), &schema, &crate::MIGRATIONS).await.expect("postgres");
             suite(&IdempotencyStore::new(db)).await;

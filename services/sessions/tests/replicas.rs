@@ -94,8 +94,7 @@ async fn replicas_share_live_events_in_process() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn replicas_share_live_events_through_redis() {
-    let Ok(url) = std::env::var("CHECKFU_TEST_REDIS_URL") else {
-        eprintln!("CHECKFU_TEST_REDIS_URL is not set; skipping the Redis run");
+    let Some(url) = checkfu_core::testing::service("CHECKFU_TEST_REDIS_URL", "replicas fanning out through Redis") else {
         return;
     };
     replicas_see_each_other(Arc::new(checkfu_ephemeral::redis_impl::Redis::connect(&url).await.unwrap())).await;

@@ -56,4 +56,16 @@ mod tests {
         assert!(!verify("whsec_abc", &h, b"{\"a\":1}", 1_700_000_000 + 301), "more than 5 minutes away");
         assert!(!verify("whsec_abc", "v1=00", b"", 0), "no timestamp");
     }
+
+    /// A known answer computed outside this code (Python's `hmac` and
+    /// `openssl dgst -sha256 -hmac` agree on it), so a signing bug that
+    /// `verify` shares cannot hide.
+    #[test]
+    fn the_signature_matches_an_independent_implementation() {
+        let body = br#"{"id":"wevt_1","type":"session.status_idle"}"#;
+        assert_eq!(
+            sign("whsec_known_answer", 1_700_000_000, body),
+            "t=1700000000,v1=7faed672f05a5a305b8c35cffb2e8146b1bbf50f97fd2fa4cd02bc1e7ccf16dd"
+        );
+    }
 }

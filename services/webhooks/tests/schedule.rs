@@ -12,12 +12,26 @@ use axum::routing::post;
 use checkfu_bus::Record;
 use checkfu_store::{Db, Location};
 use checkfu_webhooks::clock::ManualClock;
-use checkfu_webhooks::model::RETRY_WAITS_MS;
 use checkfu_webhooks::signature::verify;
 use checkfu_webhooks::store::SqlWebhooksStore;
 use checkfu_webhooks::{MIGRATIONS, WebhooksService};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
+
+/// The contract's waits between attempts, written out as the contract
+/// states them (30 s, 5 min, 30 min, 1 h, 3 h, 12 h), not read from the
+/// product: a wrong constant in the product fails here.
+const SEC: i64 = 1000;
+const MIN: i64 = 60 * SEC;
+const HOUR: i64 = 60 * MIN;
+const RETRY_WAITS_MS: [i64; 6] = [30 * SEC, 5 * MIN, 30 * MIN, HOUR, 3 * HOUR, 12 * HOUR];
+
+#[test]
+fn the_schedule_is_the_contracts() {
+    assert_eq!(checkfu_webhooks::model::RETRY_WAITS_MS, RETRY_WAITS_MS);
+    assert_eq!(checkfu_webhooks::model::MAX_ATTEMPTS, 7, "7 attempts in all");
+    assert_eq!(RETRY_WAITS_MS.iter().sum::<i64>() / HOUR, 16, "about 17 hours from the first attempt to the last");
+}
 
 #[derive(Clone, Default)]
 struct Receiver {
@@ -52,7 +66,7 @@ async fn receiver() -> (Receiver, String) {
 async fn backends() -> Vec<(Db, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
     let mut out = vec![(Db::open(&Location::SqliteDir(dir.path().into()), "webhooks", &MIGRATIONS).await.unwrap(), Some(dir))];
-    if let Ok(url) = std::env::var("CHECKFU_TEST_POSTGRES_URL") {
+    if let Some(url) = checkfu_core::testing::postgres("the webhook schedule on PostgreSQL") {
         let schema = format!("webhooks_test_{}", checkfu_core::id::new_id("t").trim_start_matches("t_"));
         out.push((Db::open(&Location::Postgres(url), &schema, &MIGRATIONS).await.unwrap(), None));
     }

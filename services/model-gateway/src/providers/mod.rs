@@ -54,29 +54,33 @@ pub(crate) fn http_error(status: u16) -> checkfu_core::Error {
     }
 }
 
+/// The largest provider stream frame read (one event of a streamed turn).
+const MAX_PROVIDER_FRAME: usize = 4 * 1024 * 1024;
+
 /// The `data:` payloads of a provider's Server-Sent Events response, one
-/// at a time, however the network splits the bytes.
+/// frame at a time, however the network splits the bytes (the shared
+/// UTF-8-safe decoder of `checkfu_core::sse`).
 pub(crate) struct SseData {
     stream: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
-    buf: String,
+    decoder: checkfu_core::sse::Decoder,
 }
 
 impl SseData {
     pub(crate) fn new(resp: reqwest::Response) -> Self {
-        SseData { stream: Box::pin(resp.bytes_stream()), buf: String::new() }
+        SseData { stream: Box::pin(resp.bytes_stream()), decoder: checkfu_core::sse::Decoder::new(MAX_PROVIDER_FRAME) }
     }
 
     pub(crate) async fn next(&mut self) -> checkfu_core::Result<Option<String>> {
         use futures_util::StreamExt;
         loop {
-            while let Some(end) = self.buf.find('\n') {
-                let line: String = self.buf.drain(..=end).collect();
-                if let Some(data) = line.trim().strip_prefix("data:") {
-                    return Ok(Some(data.trim().to_string()));
-                }
+            match self.decoder.next_frame() {
+                Ok(Some(f)) if f.has_data() => return Ok(Some(f.data)),
+                Ok(Some(_)) => continue,
+                Ok(None) => {}
+                Err(e) => return Err(checkfu_core::Error::unavailable(format!("the provider stream was unreadable: {e}"))),
             }
             match self.stream.next().await {
-                Some(Ok(chunk)) => self.buf.push_str(&String::from_utf8_lossy(&chunk)),
+                Some(Ok(chunk)) => self.decoder.push(&chunk),
                 Some(Err(e)) => return Err(checkfu_core::Error::unavailable(format!("the provider stream broke: {}", e.without_url()))),
                 None => return Ok(None),
             }
@@ -91,4 +95,33 @@ pub(crate) async fn test_target(provider: crate::model::Provider, base: &str, ke
     let endpoint = Endpoint::new("test", provider, base, key.map(str::to_string), true).expect("endpoint");
     let client = endpoint.client(true).await.expect("client");
     Target { endpoint, client }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A provider's stream split inside a multi-byte character still
+    /// yields the text whole.
+    #[tokio::test]
+    async fn a_character_split_by_the_network_arrives_whole() {
+        let wire = "data: {\"t\":\"naïve 世界\"}\n\ndata: [DONE]\n\n".as_bytes().to_vec();
+        let cut = wire.iter().position(|b| *b >= 0x80).expect("a multi-byte character") + 1;
+        let chunks = vec![wire[..cut].to_vec(), wire[cut..].to_vec()];
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::get(move || {
+                let chunks = chunks.clone();
+                async move { axum::body::Body::from_stream(futures_util::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>))) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let resp = reqwest::get(format!("http://{addr}/")).await.expect("get");
+        let mut events = SseData::new(resp);
+        assert_eq!(events.next().await.expect("frame").as_deref(), Some("{\"t\":\"naïve 世界\"}"));
+        assert_eq!(events.next().await.expect("frame").as_deref(), Some("[DONE]"));
+        assert_eq!(events.next().await.expect("end"), None);
+    }
 }

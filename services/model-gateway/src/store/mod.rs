@@ -109,7 +109,7 @@ mod conformance {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(&Location::SqliteDir(dir.path().into()), "model_gateway", &crate::MIGRATIONS).await.expect("sqlite");
         suite(&SqlRoutingStore::new(db)).await;
-        if let Ok(url) = std::env::var("CHECKFU_TEST_POSTGRES_URL") {
+        if let Some(url) = checkfu_core::testing::postgres("the routing store on PostgreSQL") {
             let schema = format!("mg_test_{}", checkfu_core::id::new_id("t").trim_start_matches("t_"));
             let db = Db::open(&Location::Postgres(url), &schema, &crate::MIGRATIONS).await.expect("postgres");
             suite(&SqlRoutingStore::new(db)).await;

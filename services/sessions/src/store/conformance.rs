@@ -12,7 +12,7 @@ async fn backends() -> Vec<(&'static str, Arc<dyn SessionsStore>, Option<tempfil
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(&Location::SqliteDir(dir.path().into()), "sessions", &crate::MIGRATIONS).await.expect("sqlite");
     out.push(("sqlite", Arc::new(SqlSessionsStore::new(db)), Some(dir)));
-    if let Ok(url) = std::env::var("CHECKFU_TEST_POSTGRES_URL") {
+    if let Some(url) = checkfu_core::testing::postgres("the sessions store on PostgreSQL") {
         let schema = format!("sess_test_{}", checkfu_core::id::new_id("t").trim_start_matches("t_"));
         let db = Db::open(&Location::Postgres(url), &schema, &crate::MIGRATIONS).await.expect("postgres");
         out.push(("postgres", Arc::new(SqlSessionsStore::new(db)), None));
