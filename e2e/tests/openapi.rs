@@ -93,3 +93,30 @@ async fn the_document_describes_every_endpoint() {
     }
     p.stop().await;
 }
+
+/// The document carries the constraints the server enforces (schemathesis
+/// checks them at length in CI; these are the landmarks).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_document_states_what_the_server_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let d = Api::new(&p.base, "").get("/v1/openapi.json").await.1;
+    let param = |path: &str, name: &str| {
+        d["paths"][path]["get"]["parameters"].as_array().unwrap().iter().find(|x| x["name"] == name).unwrap()["schema"].clone()
+    };
+    assert_eq!(param("/v1/sessions/{id}", "id")["pattern"], "^sess_[0-9a-z]{26}$");
+    assert_eq!(param("/v1/agents/{id}", "id")["pattern"], "^agt_[0-9a-z]{26}$");
+    assert_eq!(param("/v1/sessions", "limit")["maximum"], 100);
+    assert_eq!(param("/v1/sessions/{id}/events", "limit")["maximum"], 1000);
+    let create = &d["components"]["schemas"]["CreateSession"]["properties"];
+    assert_eq!(create["agent_deployment_id"]["pattern"], "^dep_[0-9a-z]{26}$");
+    let kinds = &d["components"]["schemas"]["CreatePrincipal"]["properties"]["kind"]["enum"];
+    assert_eq!(kinds, &serde_json::json!(["human", "service"]));
+    // The gateway's copy of what webhooks may subscribe to is the webhooks service's.
+    assert_eq!(checkfu_gateway::openapi_rules::SUBSCRIBABLE, checkfu_webhooks::model::SUBSCRIBABLE);
+    // A request the document calls valid is accepted: the id's form alone
+    // no longer earns a 400 (an unknown one is 404).
+    let unknown = p.admin.get("/v1/sessions/sess_00000000000000000000000000").await;
+    expect(&unknown, 404, Some("not_found"));
+    p.stop().await;
+}

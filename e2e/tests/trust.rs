@@ -229,7 +229,14 @@ async fn abuse_is_bounded() {
     expect(&throttled, 429, Some("rate_limited"));
     assert!(throttled.2.contains_key("retry-after"));
     assert!(statuses.iter().filter(|s| **s == 401).count() <= checkfu_gateway::auth::AUTH_FAILURES_PER_WINDOW as usize + 1);
-    expect(&Api { client: from, ..a.clone() }.get("/v1/principals").await, 429, Some("rate_limited"));
+    // A key that authenticated before still passes from that address (its
+    // holder may share the address with the flood); a new one does not.
+    expect(&Api { client: from.clone(), ..a.clone() }.get("/v1/principals").await, 200, None);
+    let fresh = a.post(&format!("/v1/principals/{}/api-keys", p.admin_id), json!({"name": "fresh"})).await.1["secret"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    expect(&Api { client: from, key: fresh, base: p.base.clone() }.get("/v1/principals").await, 429, Some("rate_limited"));
     expect(&a.get("/v1/principals").await, 200, None);
 
     // Active API keys per principal are capped; revoking one frees a place.

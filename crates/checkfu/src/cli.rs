@@ -170,6 +170,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 redis_url: std::env::var("CHECKFU_REDIS_URL").ok().filter(|u| !u.is_empty()),
                 rate_limit_per_second: crate::node::rate_limit_from_env(),
                 max_streams_per_principal: crate::node::max_streams_from_env(),
+                auth_failures_per_window: crate::node::auth_failures_from_env(),
                 model_endpoints: file.model_endpoints(false)?,
             };
             if allow_private_targets {
@@ -222,6 +223,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 redis_url: std::env::var("CHECKFU_REDIS_URL").ok().filter(|u| !u.is_empty()).or(file.redis_url.clone()),
                 rate_limit_per_second: crate::node::rate_limit_from_env(),
                 max_streams_per_principal: crate::node::max_streams_from_env(),
+                auth_failures_per_window: crate::node::auth_failures_from_env(),
                 model_endpoints: file.model_endpoints(false)?,
                 roles,
             };

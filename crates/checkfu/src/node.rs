@@ -60,6 +60,8 @@ pub struct NodeOptions {
     pub rate_limit_per_second: u32,
     /// Open SSE streams one principal may hold on one gateway.
     pub max_streams_per_principal: usize,
+    /// Invalid API keys one client address may present per 10 s.
+    pub auth_failures_per_window: u32,
     /// Where the model gateway may send each provider's requests, with
     /// which key (installation configuration, never API input).
     pub model_endpoints: checkfu_model_gateway::endpoints::Endpoints,
@@ -79,6 +81,16 @@ pub fn max_streams_from_env() -> usize {
         .and_then(|v| v.parse().ok())
         .filter(|n| *n > 0)
         .unwrap_or(checkfu_gateway::streams::DEFAULT_MAX_PER_PRINCIPAL)
+}
+
+/// Invalid keys per client address per 10 s: 20, or
+/// `CHECKFU_AUTH_FAILURES_PER_WINDOW`.
+pub fn auth_failures_from_env() -> u32 {
+    std::env::var("CHECKFU_AUTH_FAILURES_PER_WINDOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(checkfu_gateway::auth::AUTH_FAILURES_PER_WINDOW)
 }
 
 /// `CHECKFU_ALLOW_PRIVATE_TARGETS=true`.
@@ -368,6 +380,7 @@ impl Node {
             };
             let mut limits = checkfu_gateway::RateLimits::new(limiter, opts.rate_limit_per_second);
             limits.max_streams_per_principal = opts.max_streams_per_principal;
+            limits.auth_failures_per_window = opts.auth_failures_per_window;
             let state = checkfu_gateway::AppState::open(&opts.storage, up, shutdown.clone(), opts.sse_ping, limits)
                 .await
                 .context("opening the gateway store")?;

@@ -53,7 +53,9 @@ pub fn decode_token(token: &str) -> Result<String> {
     token
         .strip_prefix("p1")
         .and_then(|h| hex::decode(h).ok())
-        .and_then(|b| String::from_utf8(b).ok())
+        // Any bytes position the cursor (ids compare as text), so any
+        // token of the documented form is accepted.
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
         .ok_or_else(|| Error::invalid_field("page", "page is not a token this API issued"))
 }
 

@@ -44,15 +44,22 @@ impl FromRequestParts<AppState> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let client = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
-        if let Some(ip) = client {
-            refuse_if_throttled(state, ip)?;
-        }
         let secret = bearer(&parts.headers);
         if secret.is_empty() {
             return Err(Error::new(Code::MissingKey, "an API key is required: send Authorization: Bearer <key>").into());
         }
+        // A throttled address may still present a key that authenticated
+        // recently (its owner shares the address with whoever floods it);
+        // the key is checked as always.
+        let digest = checkfu_core::sha256_hex(secret);
+        if let Some(ip) = client
+            && !recently_valid(state, &digest)
+        {
+            refuse_if_throttled(state, ip)?;
+        }
         let caller = match authenticate(state, secret).await {
             Err(e) if e.0.code == Code::InvalidKey => {
+                state.limits.known_keys.remove(&digest);
                 if let Some(ip) = client {
                     count_failure(state, ip).await;
                 }
@@ -60,15 +67,25 @@ impl FromRequestParts<AppState> for Caller {
             }
             other => other?,
         };
+        state.limits.known_keys.insert(digest, std::time::Instant::now());
         limit(state, &caller.principal_id).await?;
         Ok(caller)
     }
 }
 
-/// Invalid keys one client address may present per window; past that, its
-/// requests are refused before anyone is asked about their key.
+/// Invalid keys one client address may present per window by default;
+/// past that, its requests are refused before anyone is asked about their
+/// key.
 pub const AUTH_FAILURES_PER_WINDOW: u32 = 20;
 pub const AUTH_FAILURE_WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a key that authenticated lets its holder past an address's
+/// throttle.
+const KNOWN_KEY_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+
+fn recently_valid(state: &AppState, digest: &str) -> bool {
+    state.limits.known_keys.get(&digest.to_string()).is_some_and(|at| at.elapsed() < KNOWN_KEY_TTL)
+}
 
 fn refuse_if_throttled(state: &AppState, ip: std::net::IpAddr) -> Result<(), ApiError> {
     let Some(until) = state.limits.throttled.get(&ip) else { return Ok(()) };
@@ -86,7 +103,7 @@ fn refuse_if_throttled(state: &AppState, ip: std::net::IpAddr) -> Result<(), Api
 /// Counts an invalid key against the client's address (in the limiter all
 /// gateway replicas share); over the limit, the address is throttled here.
 async fn count_failure(state: &AppState, ip: std::net::IpAddr) {
-    match state.limits.limiter.hit(&format!("authfail:{ip}"), AUTH_FAILURES_PER_WINDOW, AUTH_FAILURE_WINDOW).await {
+    match state.limits.limiter.hit(&format!("authfail:{ip}"), state.limits.auth_failures_per_window, AUTH_FAILURE_WINDOW).await {
         Ok(checkfu_ephemeral::Admit::No { retry_after }) => {
             tracing::warn!(client = %ip, "throttling a client that presents invalid API keys");
             state.limits.throttled.insert(ip, std::time::Instant::now() + retry_after.max(std::time::Duration::from_secs(1)));

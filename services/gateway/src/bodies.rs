@@ -10,6 +10,9 @@ use utoipa::ToSchema;
 
 /// Parses a JSON object body into `T`, with the envelope on failure.
 pub fn parse<T: DeserializeOwned>(v: &Value) -> Result<T, Error> {
+    // JSON has one number type: `3.0` is the integer 3 (JSON Schema says
+    // so too), so integral floats are taken as integers.
+    let v = &integral(v.clone());
     serde_path_to_error::deserialize(v).map_err(|e| {
         let field = e.path().to_string();
         let inner = e.into_inner().to_string();
@@ -22,6 +25,18 @@ pub fn parse<T: DeserializeOwned>(v: &Value) -> Result<T, Error> {
             err.with_details(serde_json::json!({"field": field}))
         }
     })
+}
+
+fn integral(v: Value) -> Value {
+    match v {
+        Value::Number(n) if n.is_f64() => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
+            _ => Value::Number(n),
+        },
+        Value::Array(a) => Value::Array(a.into_iter().map(integral).collect()),
+        Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, integral(v))).collect()),
+        other => other,
+    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

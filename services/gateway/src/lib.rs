@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod idempotency;
 pub mod live;
+pub mod openapi_rules;
 pub mod routes;
 pub mod streams;
 pub mod views;
@@ -77,9 +78,14 @@ pub struct RateLimits {
     pub per_second: u32,
     /// Open SSE streams one Principal may hold on one gateway replica.
     pub max_streams_per_principal: usize,
+    /// Invalid keys one client address may present per window.
+    pub auth_failures_per_window: u32,
     /// Client addresses refused until the instant given, for presenting
     /// too many invalid keys (see `auth.rs`).
     pub throttled: Arc<checkfu_core::cache::Bounded<std::net::IpAddr, std::time::Instant>>,
+    /// Digests of keys that authenticated lately, and when: they pass an
+    /// address's throttle (and are still checked every time).
+    pub known_keys: Arc<checkfu_core::cache::Bounded<String, std::time::Instant>>,
     /// Warnings while the limiter cannot be reached (not one per request).
     pub unreachable: Arc<checkfu_ephemeral::outage::FailureLog>,
 }
@@ -91,7 +97,9 @@ impl RateLimits {
             limiter,
             per_second,
             max_streams_per_principal: streams::DEFAULT_MAX_PER_PRINCIPAL,
+            auth_failures_per_window: auth::AUTH_FAILURES_PER_WINDOW,
             throttled: Arc::new(checkfu_core::cache::Bounded::new(100_000)),
+            known_keys: Arc::new(checkfu_core::cache::Bounded::new(100_000)),
             unreachable: Arc::new(unreachable),
         }
     }
@@ -283,6 +291,8 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
 /// The `/v1` API, with its document at `GET /v1/openapi.json` (no auth).
 pub fn router(state: AppState) -> Router {
     let (router, doc) = router_and_doc(state);
+    let mut doc = serde_json::to_value(&doc).unwrap_or_default();
+    openapi_rules::constrain(&mut doc);
     let doc = Arc::new(doc);
     router.route("/v1/openapi.json", axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) }))
 }

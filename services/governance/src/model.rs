@@ -142,7 +142,7 @@ pub struct AssignmentFilter {
 /// Names are short, printable and non-empty.
 pub fn check_name(field: &str, name: &str) -> Result<()> {
     let trimmed = name.trim();
-    if trimmed.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+    if trimmed.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
         return Err(Error::invalid_field(field, format!("{field} must be 1 to 200 printable characters")));
     }
     Ok(())

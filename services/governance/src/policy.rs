@@ -79,13 +79,13 @@ pub fn parse_rules(policy_id: &str, v: Value) -> Result<Vec<Rule>> {
                 format!("subject kind must be one of {}", SUBJECT_KINDS.join(", ")),
             ));
         }
-        if r.resource.kind.is_empty() || r.resource.kind.len() > 64 {
+        if r.resource.kind.is_empty() || r.resource.kind.chars().count() > 64 {
             return Err(Error::invalid_field(&format!("{field}.resource.kind"), "resource kind must be 1 to 64 characters (or *)"));
         }
         for (f, g) in
             [("subject.id_glob", &r.subject.id_glob), ("resource.id_glob", &r.resource.id_glob), ("permission_glob", &r.permission_glob)]
         {
-            if g.is_empty() || g.len() > 200 {
+            if g.is_empty() || g.chars().count() > 200 {
                 return Err(Error::invalid_field(&format!("{field}.{f}"), "a glob must be 1 to 200 characters"));
             }
         }

@@ -21,7 +21,7 @@ pub struct DeploymentInput {
 }
 
 fn check_name(field: &str, name: &str) -> Result<()> {
-    if name.trim().is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+    if name.trim().is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
         return Err(Error::invalid_field(field, format!("{field} must be 1 to 200 printable characters")));
     }
     Ok(())

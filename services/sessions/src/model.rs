@@ -285,7 +285,7 @@ impl SandboxSpec {
     /// package-manager reach becomes explicit hosts, sorted and deduplicated.
     pub fn compile(v: Value) -> Result<SandboxSpec> {
         let mut s: SandboxSpec = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid sandbox profile: {e}")))?;
-        if s.image.trim().is_empty() || s.image.len() > 512 {
+        if s.image.trim().is_empty() || s.image.chars().count() > 512 {
             return Err(Error::invalid_field("image", "image must be 1 to 512 characters"));
         }
         if s.packages.len() > 256 || s.packages.iter().any(|p| p.is_empty() || p.len() > 200) {

@@ -1,0 +1,410 @@
+//! The constraints the server enforces, written into the OpenAPI document.
+//!
+//! The handlers' annotations give the document its shape; this adds what a
+//! request must also satisfy to be accepted — id patterns per resource,
+//! the catalogues an enum field takes, ranges and lengths — so that a
+//! request the document calls valid is one the server accepts (checked by
+//! schemathesis in CI). Rules are keyed by what the server keys them by:
+//! a path's collection for `{id}`, a parameter's or field's name elsewhere.
+
+use serde_json::{Value, json};
+
+/// `<prefix>_<ULID in lowercase>` (`checkfu_core::id::is_valid`).
+fn id(prefix: &str) -> Value {
+    json!({"type": "string", "pattern": format!("^{prefix}_[0-9a-z]{{26}}$")})
+}
+
+/// Any prefixed id (a resource of any kind).
+fn any_id() -> Value {
+    json!({"type": "string", "pattern": "^[a-z]{2,5}_[0-9a-z]{26}$"})
+}
+
+fn one_of(values: &[&str]) -> Value {
+    json!({"type": "string", "enum": values})
+}
+
+/// The prefix of `{id}` under each collection.
+const COLLECTIONS: &[(&str, &str)] = &[
+    ("principals", "prin"),
+    ("api-keys", "key"),
+    ("groups", "grp"),
+    ("environments", "env"),
+    ("permission-assignments", "pa"),
+    ("action-policies", "apol"),
+    ("action-approvals", "aapr"),
+    ("standing-approvals", "sapr"),
+    ("budgets", "bud"),
+    ("webhook-endpoints", "whep"),
+    ("agents", "agt"),
+    ("sandbox-profiles", "sbp"),
+    ("model-routing-profiles", "mrp"),
+    ("agent-deployments", "dep"),
+    ("sessions", "sess"),
+    ("runs", "run"),
+];
+
+/// A `page` token (`checkfu_core::page`): `p1` and hex.
+fn page_token() -> Value {
+    json!({"type": "string", "pattern": "^p1([0-9a-f]{2}){1,64}$"})
+}
+
+const PERMISSIONS: &[&str] = &["admin", "manage", "invoke", "act_as", "use_connection", "use_agent", "approve", "read"];
+
+/// What a webhook endpoint may subscribe to (`webhooks::model::SUBSCRIBABLE`;
+/// `e2e/tests/openapi.rs` checks the two agree), and globs over them.
+pub const SUBSCRIBABLE: &[&str] = &[
+    "session.status_running",
+    "session.status_idle",
+    "session.status_rescheduled",
+    "session.status_terminated",
+    "run.created",
+    "run.completed",
+    "run.action_authorized",
+    "action_approval.pending",
+    "action_approval.resolved",
+    "agent.created",
+    "agent.updated",
+    "agent.archived",
+    "agent_deployment.created",
+    "agent_deployment.updated",
+    "environment.created",
+    "environment.updated",
+    "sandbox_profile.created",
+    "sandbox_profile.updated",
+];
+const SUBSCRIBABLE_GLOBS: &[&str] = &["*", "session.*", "session.status_*", "run.*", "action_approval.*", "agent.*"];
+
+/// A name: 1 to 200 characters, no control characters, not only spaces
+/// (`check_name` in governance and the catalog).
+fn name() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": 200,
+        "pattern": "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"})
+}
+
+const SUBJECTS_POLICY: &[&str] = &["principal", "group", "agent_definition", "agent_installation", "surface_scope", "session"];
+
+/// A routing candidate: the scripted model names no endpoint.
+fn candidate() -> Value {
+    let model = json!({"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"});
+    let effort = one_of(&["minimal", "low", "medium", "high", "max"]);
+    json!({"oneOf": [
+        {"type": "object", "required": ["provider", "model"], "additionalProperties": false, "properties": {
+            "provider": {"type": "string", "enum": ["scripted"]}, "model": model, "effort": effort, "connection_id": id("conn")}},
+        {"type": "object", "required": ["provider", "model"], "additionalProperties": false, "properties": {
+            "provider": one_of(&["anthropic", "openai"]), "model": model, "effort": effort, "connection_id": id("conn"),
+            "endpoint": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}}},
+    ]})
+}
+
+/// What each resource kind's id looks like.
+const RESOURCE_PREFIXES: &[(&str, &str)] =
+    &[("environment", "env"), ("agent", "agt"), ("connection", "conn"), ("memory_store", "mstr"), ("principal", "prin"), ("group", "grp")];
+
+/// `{kind, id}` where the id's form follows the kind (`installation` is `*`).
+fn by_kind(kinds: &[(&str, &str)]) -> Value {
+    let mut variants: Vec<Value> = kinds
+        .iter()
+        .map(|(k, p)| {
+            json!({"type": "object", "required": ["kind", "id"], "additionalProperties": false,
+                "properties": {"kind": {"type": "string", "enum": [k]}, "id": id(p)}})
+        })
+        .collect();
+    if kinds == RESOURCE_PREFIXES {
+        variants.push(json!({"type": "object", "required": ["kind", "id"], "additionalProperties": false,
+            "properties": {"kind": {"type": "string", "enum": ["installation"]}, "id": {"type": "string", "enum": ["*"]}}}));
+    }
+    json!({"oneOf": variants})
+}
+
+const BUILTIN_TOOLS: &[&str] = &["bash", "read", "write", "edit", "glob", "grep", "web_fetch"];
+
+/// A tool declaration (`sessions::model::ToolDecl`).
+fn tool() -> Value {
+    json!({"oneOf": [
+        {"type": "object", "required": ["type", "name"], "additionalProperties": false,
+            "properties": {"type": {"type": "string", "enum": ["builtin"]}, "name": one_of(BUILTIN_TOOLS)}},
+        {"type": "object", "required": ["type", "name"], "additionalProperties": false,
+            "properties": {"type": {"type": "string", "enum": ["custom"]}, "name": tool_name(),
+                "description": {"type": "string", "maxLength": 4096}, "input_schema": {"type": "object"},
+                "read_only": {"type": "boolean"}, "destructive": {"type": "boolean"}}},
+        {"type": "object", "required": ["type", "tool_source_id", "tools"], "additionalProperties": false,
+            "properties": {"type": {"type": "string", "enum": ["tool_source"]}, "tool_source_id": id("tsrc"),
+                "tools": {"type": "array", "maxItems": 256, "items": tool_name()}}},
+    ]})
+}
+
+/// A tool or skill name (`sessions::model`): 1-64 of a-z, 0-9, `_`, `-`.
+fn tool_name() -> Value {
+    json!({"type": "string", "pattern": "^[a-z0-9_-]{1,64}$"})
+}
+
+/// An agent's draft definition (`sessions::model::AgentDefinition`).
+fn draft() -> Value {
+    let allowed = json!({"type": "object", "additionalProperties": false,
+        "properties": {"allowed": {"type": "array", "maxItems": 256, "items": tool_name()}}});
+    json!({"type": "object", "additionalProperties": false, "properties": {
+        "instructions": {"type": "string", "maxLength": 65536},
+        "model": {"type": "object", "additionalProperties": false, "properties": {"routing_profile_id": id("mrp")}},
+        "tools": {"type": "array", "maxItems": 128, "items": tool()},
+        "skills": {"type": "array", "maxItems": 128, "items": tool_name()},
+        "session_variable": {"type": "object", "additionalProperties": false, "properties": {"tools": allowed, "skills": allowed}},
+        "multiagent": {"type": "object"},
+    }})
+}
+
+/// A sandbox's network (`sessions::model::Network`).
+fn network() -> Value {
+    let host = "^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,61})?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61})?){0,8}$";
+    json!({"type": "object", "additionalProperties": false, "properties": {
+        "allowed_hosts": {"type": "array", "maxItems": 200, "items": {"type": "string", "pattern": host, "maxLength": 253}},
+        "allow_package_managers": {"type": "boolean"},
+        "allow_mcp_servers": {"type": "boolean", "description": "Adds no host: needs allowed hosts (or package managers) too."},
+    },
+    // allow_mcp_servers alone reaches nothing, so it is refused alone.
+    "anyOf": [
+        {"not": {"required": ["allow_mcp_servers"]}},
+        {"properties": {"allow_mcp_servers": {"const": false}}},
+        {"required": ["allowed_hosts"], "properties": {"allowed_hosts": {"minItems": 1}}},
+        {"required": ["allow_package_managers"], "properties": {"allow_package_managers": {"const": true}}},
+    ]})
+}
+
+/// A sandbox's resources (`sessions::model::Resources`).
+fn resources() -> Value {
+    json!({"type": "object", "additionalProperties": false, "properties": {
+        "cpu_millis": {"type": "integer", "minimum": 100, "maximum": 64000},
+        "memory_mib": {"type": "integer", "minimum": 128, "maximum": 262_144},
+        "disk_mib": {"type": "integer", "minimum": 256, "maximum": 1_048_576},
+    }})
+}
+
+/// `{kind, id}` with the kinds the field takes.
+fn reference(kinds: &[&str], id: Value) -> Value {
+    json!({"type": "object", "required": ["kind", "id"], "additionalProperties": false,
+        "properties": {"kind": one_of(kinds), "id": id}})
+}
+
+/// An ActionPolicy's rules (`governance::policy::parse_rules`).
+fn rules() -> Value {
+    let glob = json!({"type": "string", "minLength": 1, "maxLength": 200});
+    let mut subjects = SUBJECTS_POLICY.to_vec();
+    subjects.push("*");
+    let matcher = |kind: Value| {
+        json!({"type": "object", "required": ["kind"], "additionalProperties": false,
+            "properties": {"kind": kind, "id_glob": glob}})
+    };
+    json!({"type": "array", "maxItems": 200, "items": {
+        "type": "object", "required": ["subject", "resource", "disposition"], "additionalProperties": false,
+        "properties": {
+            "id": {"type": "string", "description": "Assigned by the server; accepted and replaced."},
+            "subject": matcher(one_of(&subjects)),
+            "resource": matcher(json!({"type": "string", "minLength": 1, "maxLength": 64})),
+            "permission_glob": glob,
+            "disposition": one_of(&["allow", "require_approval", "deny"]),
+        }
+    }})
+}
+
+/// Query parameters by name (and, for some, the path they are on).
+fn query_rule(path: &str, name: &str) -> Option<Value> {
+    Some(match name {
+        "limit" if path.ends_with("/events") => json!({"type": "integer", "minimum": 1, "maximum": 1000}),
+        "limit" => json!({"type": "integer", "minimum": 1, "maximum": 100}),
+        // An events page is a seq, as a token.
+        "page" if path.ends_with("/events") || path.ends_with("/versions") => json!({"type": "string", "pattern": "^p1(3[0-9]){1,18}$"}),
+        "page" => page_token(),
+        "after_seq" => json!({"type": "integer", "minimum": 0, "maximum": i64::MAX}),
+        "environment_id" => id("env"),
+        "agent_deployment_id" => id("dep"),
+        "session_id" => id("sess"),
+        "actor_id" | "subject_id" => any_id(),
+        "resource_id" => json!({"type": "string", "pattern": "^(\\*|[a-z]{2,5}_[0-9a-z]{26})$"}),
+        "permission" => one_of(PERMISSIONS),
+        "status" if path.starts_with("/v1/sessions") => one_of(&["idle", "running", "rescheduling", "terminated"]),
+        "status" if path.starts_with("/v1/action-approvals") => one_of(&["pending", "approved", "denied", "expired"]),
+        "event_deltas" => {
+            json!({"type": "string", "pattern": "^(agent\\.message|agent\\.thinking)(,(agent\\.message|agent\\.thinking))*$"})
+        }
+        "types[]" => {
+            json!({"type": "array", "maxItems": 100, "items": {"type": "string", "pattern": "^[a-z_]+(\\.[a-z_]+)+$", "maxLength": 64}})
+        }
+        _ => return None,
+    })
+}
+
+/// Fields of request bodies by name.
+fn body_rule(schema: &str, field: &str) -> Option<Value> {
+    Some(match (schema, field) {
+        (_, "environment_id") => id("env"),
+        (_, "agent_id") => id("agt"),
+        (_, "agent_deployment_id") => id("dep"),
+        (_, "principal_id") | (_, "authored_by") => id("prin"),
+        (_, "model_routing_profile_id") => id("mrp"),
+        (_, "sandbox_profile_id") => id("sbp"),
+        (_, "connection_id") => id("conn"),
+        (_, "agent_version" | "sandbox_profile_revision" | "expected_version") => json!({"type": "integer", "minimum": 1}),
+        (_, "name") => name(),
+        ("CreatePrincipal", "kind") => one_of(&["human", "service"]),
+        ("CandidateBody", "provider") => one_of(&["anthropic", "openai", "scripted"]),
+        ("CandidateBody", "effort") => one_of(&["minimal", "low", "medium", "high", "max"]),
+        ("CandidateBody", "model") => json!({"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"}),
+        ("EvaluateAction", "subject") => reference(SUBJECTS_POLICY, any_id()),
+        ("CreateAssignment", "subject") => by_kind(&[("principal", "prin"), ("group", "grp"), ("agent_definition", "agt")]),
+        ("CreateAssignment", "resource") => by_kind(RESOURCE_PREFIXES),
+        ("EvaluateAction", "resource") => {
+            reference(&["tool", "connection", "agent"], json!({"type": "string", "minLength": 1, "maxLength": 200}))
+        }
+        ("EvaluateAction", "tool") => tool(),
+        ("CreateRoutingProfile", "candidates") => json!({"type": "array", "minItems": 1, "maxItems": 8, "items": candidate()}),
+        ("CreateSandboxProfile" | "PublishSandboxRevision", "image") => {
+            json!({"type": "string", "minLength": 1, "maxLength": 512, "pattern": "\\S"})
+        }
+        ("CreateSandboxProfile" | "PublishSandboxRevision", "packages") => {
+            json!({"maxItems": 256, "items": {"type": "string", "minLength": 1, "maxLength": 200}})
+        }
+        ("CreateSandboxProfile" | "PublishSandboxRevision", "retention_days") => json!({"type": "integer", "minimum": 1, "maximum": 30}),
+        ("CreateSandboxProfile" | "PublishSandboxRevision", "network") => network(),
+        ("CreateSandboxProfile" | "PublishSandboxRevision", "resources") => resources(),
+        ("CreateAgent" | "UpdateAgent", "draft") => draft(),
+        ("CreateWebhookEndpoint" | "UpdateWebhookEndpoint", "url") => json!({"type": "string", "format": "uri", "maxLength": 2048,
+            "pattern": "^https?://[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(:[1-9][0-9]{0,3})?(/[!-~]*)?$"}),
+        ("CreateWebhookEndpoint" | "UpdateWebhookEndpoint", "event_types") => {
+            json!({"type": "array", "minItems": 1, "maxItems": 50, "items": one_of(&[SUBSCRIBABLE, SUBSCRIBABLE_GLOBS].concat())})
+        }
+        ("CreateActionPolicy" | "UpdateActionPolicy", "rules") => rules(),
+        ("CandidateBody", "endpoint") => json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}),
+        (_, "metric") => one_of(&["model_spend", "model_tokens"]),
+        ("RespondToApproval", "decision") => one_of(&["approve", "deny"]),
+        ("StandingRequest", "ttl_seconds") => json!({"type": "integer", "minimum": 1, "maximum": 2_592_000}),
+        ("CreateAssignment", "permission") | ("EvaluateAction", "permission") => one_of(PERMISSIONS),
+        ("InputEvent", "type") => {
+            one_of(&["user.message", "user.interrupt", "user.tool_confirmation", "user.custom_tool_result", "user.define_outcome"])
+        }
+        ("NewBudget" | "CreateBudget" | "UpdateBudget", "limit") => {
+            json!({"type": "integer", "minimum": 1, "maximum": 1_000_000_000_000i64})
+        }
+        ("BudgetScope", "kind") => one_of(&["session"]),
+        ("BudgetScope", "id") => id("sess"),
+        _ => return None,
+    })
+}
+
+/// Fields the server requires although the body type makes them optional.
+fn required_fields(schema: &str) -> Option<&'static [&'static str]> {
+    match schema {
+        // Policies apply per Environment: the dry run names one.
+        "EvaluateAction" => Some(&["environment_id", "subject", "resource", "permission", "tool"]),
+        _ => None,
+    }
+}
+
+/// Adds the server's constraints to `doc` (the generated document, as JSON).
+pub fn constrain(doc: &mut Value) {
+    let paths: Vec<String> = doc["paths"].as_object().map(|p| p.keys().cloned().collect()).unwrap_or_default();
+    for path in paths {
+        let collection = path.trim_start_matches("/v1/").split('/').next().unwrap_or_default().to_string();
+        let Some(ops) = doc["paths"][&path].as_object_mut() else { continue };
+        for op in ops.values_mut() {
+            let Some(params) = op.get_mut("parameters").and_then(Value::as_array_mut) else { continue };
+            for p in params {
+                let name = p["name"].as_str().unwrap_or_default().to_string();
+                let rule = match (p["in"].as_str(), name.as_str()) {
+                    (Some("path"), "id") => COLLECTIONS.iter().find(|(c, _)| *c == collection).map(|(_, prefix)| id(prefix)),
+                    (Some("path"), "principal_id") => Some(id("prin")),
+                    (Some("path"), "n") => Some(json!({"type": "integer", "minimum": 1, "maximum": i64::from(i32::MAX)})),
+                    (Some("query"), n) => query_rule(&path, n),
+                    (Some("header"), "Last-Event-ID") => Some(json!({"type": "string", "pattern": "^[0-9]{1,18}$"})),
+                    (Some("header"), "Idempotency-Key") => {
+                        Some(json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]([ -~]*[!-~])?$"}))
+                    }
+                    _ => None,
+                };
+                if let Some(r) = rule {
+                    p["schema"] = r;
+                }
+            }
+        }
+    }
+    // Request bodies: every schema a request body reaches.
+    let mut request_schemas: Vec<String> = vec![];
+    if let Some(paths) = doc["paths"].as_object() {
+        for ops in paths.values() {
+            for op in ops.as_object().into_iter().flat_map(|o| o.values()) {
+                if let Some(r) = op.pointer("/requestBody/content/application~1json/schema/$ref").and_then(Value::as_str) {
+                    request_schemas.push(r.trim_start_matches("#/components/schemas/").to_string());
+                }
+            }
+        }
+    }
+    let mut i = 0;
+    while i < request_schemas.len() {
+        let name = request_schemas[i].clone();
+        i += 1;
+        if let Some(required) = required_fields(&name)
+            && let Some(s) = doc["components"]["schemas"][&name].as_object_mut()
+        {
+            s.insert("required".into(), json!(required));
+            for f in required {
+                if let Some(t) = s.get_mut("properties").and_then(|p| p.get_mut(*f)).and_then(|p| p.get_mut("type"))
+                    && let Some(first) = t.as_array().and_then(|a| a.iter().find(|x| *x != "null")).cloned()
+                {
+                    *t = first;
+                }
+            }
+        }
+        let Some(props) = doc["components"]["schemas"][&name]["properties"].as_object_mut() else { continue };
+        for (field, schema) in props.iter_mut() {
+            for r in refs(schema) {
+                if !request_schemas.contains(&r) {
+                    request_schemas.push(r);
+                }
+            }
+            if let Some(rule) = body_rule(&name, field) {
+                apply(schema, rule);
+            }
+        }
+    }
+}
+
+/// The component schemas `schema` refers to (directly or as array items).
+fn refs(schema: &Value) -> Vec<String> {
+    let mut out = vec![];
+    let mut stack = vec![schema];
+    while let Some(s) = stack.pop() {
+        match s {
+            Value::Object(m) => {
+                if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+                    out.push(r.trim_start_matches("#/components/schemas/").to_string());
+                }
+                stack.extend(m.values());
+            }
+            Value::Array(a) => stack.extend(a),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Puts `rule`'s constraints on a field, keeping it nullable where it was
+/// (an optional field is `type: [T, "null"]`). A field that was a `$ref`,
+/// or a rule that is a choice (`oneOf`), replaces the field's schema.
+fn apply(schema: &mut Value, rule: Value) {
+    let nullable = schema["type"].as_array().is_some_and(|t| t.iter().any(|x| x == "null"))
+        || schema["oneOf"].as_array().is_some_and(|o| o.iter().any(|x| x["type"] == "null"));
+    let replace = schema.get("$ref").is_some() || schema.get("oneOf").is_some() || rule.get("oneOf").is_some();
+    if replace {
+        *schema = if nullable { json!({"oneOf": [rule, {"type": "null"}]}) } else { rule };
+        return;
+    }
+    let Some(r) = rule.as_object() else { return };
+    let Some(s) = schema.as_object_mut() else { return };
+    for (k, v) in r {
+        s.insert(k.clone(), v.clone());
+    }
+    if nullable && let Some(t) = r.get("type") {
+        s.insert("type".into(), json!([t, "null"]));
+        if let Some(e) = s.get_mut("enum").and_then(Value::as_array_mut) {
+            e.push(Value::Null);
+        }
+    }
+}
