@@ -115,6 +115,20 @@ fn the_chart_renders_valid_manifests_for_every_role() {
     assert!(!pdbs.contains(&"checkfu-scheduler"));
     let svc = find(prod, "Service", "checkfu-gateway");
     assert_eq!((svc["spec"]["type"].as_str(), svc["spec"]["ports"][0]["port"].as_i64()), (Some("LoadBalancer"), Some(443)));
+    // Configured provider endpoints: named in the config, keyed from the
+    // Secret in the model gateway only, and parsed as checkfu parses them.
+    let prod_toml = find(prod, "ConfigMap", "checkfu-config")["data"]["checkfu.toml"].as_str().unwrap().to_string();
+    let parsed: checkfu::config::FileConfig = toml::from_str(&prod_toml).unwrap();
+    let vllm = &parsed.model_endpoints["vllm"];
+    assert_eq!((vllm.provider.as_str(), vllm.base_url.as_str(), vllm.allow_private), ("openai", "http://vllm.inference:8000/v1", true));
+    assert_eq!(vllm.api_key_env.as_deref(), Some("CHECKFU_MODEL_ENDPOINT_VLLM_KEY"));
+    for role in ROLES {
+        let env = find(prod, "Deployment", &format!("checkfu-{role}"))["spec"]["template"]["spec"]["containers"][0]["env"].clone();
+        let has = env.as_array().unwrap().iter().any(|e| e["name"] == "CHECKFU_MODEL_ENDPOINT_VLLM_KEY");
+        assert_eq!(has, role == "model-gateway", "{role}");
+        let cg = env.as_array().unwrap().iter().any(|e| e["name"] == "CHECKFU_SANDBOX_CGROUP");
+        assert_eq!(cg, role == "runner", "{role}");
+    }
     let image = &find(prod, "Deployment", "checkfu-sessions")["spec"]["template"]["spec"]["containers"][0]["image"];
     assert_eq!(image, "registry.example.com/checkfu:0.1.0");
 }

@@ -7,6 +7,7 @@
 
 pub mod agent_loop;
 pub mod cache;
+pub mod cgroup;
 pub mod confined;
 pub mod sandbox;
 pub mod tools;
@@ -37,6 +38,9 @@ pub struct RunnerConfig {
     /// A test hook: holds the runner between reading the log and calling
     /// the model (races are driven through it). `None` in production.
     pub hold_before_model: Option<Arc<ModelHold>>,
+    /// A delegated cgroup v2 directory: each sandboxed command then runs in
+    /// a child cgroup with memory and process limits (see `cgroup.rs`).
+    pub sandbox_cgroup: Option<std::path::PathBuf>,
 }
 
 /// Holds the next model call until released: the runner signals `reached`,
@@ -71,6 +75,7 @@ impl Default for RunnerConfig {
             heartbeat_every: Duration::from_secs(4),
             workspaces: std::env::temp_dir().join("checkfu-workspaces"),
             hold_before_model: None,
+            sandbox_cgroup: None,
         }
     }
 }
@@ -92,6 +97,11 @@ impl RunnerConfig {
             && !dir.is_empty()
         {
             c.workspaces = dir.into();
+        }
+        if let Ok(dir) = std::env::var("CHECKFU_SANDBOX_CGROUP")
+            && !dir.is_empty()
+        {
+            c.sandbox_cgroup = Some(dir.into());
         }
         c
     }

@@ -58,11 +58,15 @@ pub struct Limits {
     pub processes: u64,
     /// The size of its `/tmp` (a tmpfs).
     pub tmp_mib: u64,
+    /// A cgroup v2 directory delegated to the runner (memory and pids
+    /// controllers enabled for its children): each command runs in a child
+    /// cgroup of its own with `memory.max`, `memory.swap.max` and `pids.max`.
+    pub cgroup: Option<PathBuf>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { cpu_seconds: 30, wall: Duration::from_secs(60), memory_mib: 1024, processes: 256, tmp_mib: 64 }
+        Limits { cpu_seconds: 30, wall: Duration::from_secs(60), memory_mib: 1024, processes: 256, tmp_mib: 64, cgroup: None }
     }
 }
 
@@ -345,7 +349,24 @@ impl Workspace {
         script.push_str(&command);
         let ws = self.root.to_string_lossy().into_owned();
         let etc = self.etc.to_string_lossy().into_owned();
-        let mut cmd = tokio::process::Command::new("bwrap");
+        // With a delegated cgroup v2, the command gets a cgroup of its own
+        // (memory, swap and process limits for everything it starts); the
+        // launcher joins it before it becomes bubblewrap.
+        let cgroup = match &l.cgroup {
+            Some(parent) => match crate::cgroup::SandboxCgroup::create(parent, l.memory_mib, l.processes) {
+                Ok(cg) => Some(cg),
+                Err(e) => return err(format!("cannot create the sandbox's cgroup: {e}")),
+            },
+            None => None,
+        };
+        let mut cmd = match &cgroup {
+            Some(cg) => {
+                let mut c = tokio::process::Command::new("sh");
+                c.args(["-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\""]).arg(cg.path()).arg("bwrap");
+                c
+            }
+            None => tokio::process::Command::new("bwrap"),
+        };
         match self.identity {
             // As root: bubblewrap sets up the mounts, then the command
             // drops to the workspace's own user with nothing left over.
@@ -608,5 +629,29 @@ mod tests {
             assert!(!w.run("write", &json!({"path": "deep/new.txt", "content": "from-tools"})).await.is_error);
             assert_eq!(w.run("bash", &json!({"command": "echo more >> deep/new.txt && cat deep/new.txt"})).await, ok("from-toolsmore\n"));
         }
+    }
+
+    /// With a cgroup to manage, a command is launched into a child cgroup
+    /// carrying its limits (a plain directory stands in for the delegated
+    /// cgroup here; kernel enforcement needs a real cgroup v2).
+    #[tokio::test]
+    async fn a_command_joins_a_cgroup_of_its_own() {
+        if !isolation_available() {
+            checkfu_core::testing::skip("bash in a cgroup of its own", "bubblewrap is not installed");
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let parent = dir.path().join("cg");
+        std::fs::create_dir(&parent).expect("mkdir");
+        let limits = Limits { cgroup: Some(parent.clone()), processes: 32, memory_mib: 256, ..Default::default() };
+        let w = Workspace::open(&dir.path().join("ws"), true, limits).expect("open");
+        assert_eq!(w.run("bash", &json!({"command": "echo inside"})).await, ok("inside\n"));
+        let made: Vec<_> = std::fs::read_dir(&parent).expect("list").flatten().map(|e| e.path()).collect();
+        assert_eq!(made.len(), 1, "one cgroup for the command");
+        let read = |f: &str| std::fs::read_to_string(made[0].join(f)).expect("read");
+        assert_eq!(read("pids.max"), "32");
+        assert_eq!(read("memory.max"), (256u64 << 20).to_string());
+        let pid: u32 = read("cgroup.procs").trim().parse().expect("the launcher wrote its pid");
+        assert!(pid > 1);
     }
 }

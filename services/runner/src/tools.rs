@@ -167,7 +167,8 @@ impl Runner {
     pub(crate) async fn execute_tool(&self, session_id: &str, d: &Decided) -> (String, bool) {
         let kind = d.declaration.as_ref().and_then(|x| x.get("type")).and_then(Value::as_str).unwrap_or_default();
         if kind == "builtin" && SANDBOX_TOOLS.contains(&d.call.name.as_str()) {
-            let ws = match Workspace::open(&self.cfg.workspaces.join(session_id), self.isolation, Limits::default()) {
+            let limits = Limits { cgroup: self.cfg.sandbox_cgroup.clone(), ..Limits::default() };
+            let ws = match Workspace::open(&self.cfg.workspaces.join(session_id), self.isolation, limits) {
                 Ok(ws) => ws,
                 Err(e) => return (format!("the session workspace is unavailable: {e}"), true),
             };
