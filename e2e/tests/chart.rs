@@ -126,6 +126,8 @@ fn the_chart_renders_valid_manifests_for_every_role() {
         let env = find(prod, "Deployment", &format!("checkfu-{role}"))["spec"]["template"]["spec"]["containers"][0]["env"].clone();
         let has = env.as_array().unwrap().iter().any(|e| e["name"] == "CHECKFU_MODEL_ENDPOINT_VLLM_KEY");
         assert_eq!(has, role == "model-gateway", "{role}");
+        let sealing = env.as_array().unwrap().iter().any(|e| e["name"] == "CHECKFU_SECRETS_KEY");
+        assert_eq!(sealing, role == "webhooks", "the secrets key reaches only the webhooks role ({role})");
         let cg = env.as_array().unwrap().iter().any(|e| e["name"] == "CHECKFU_SANDBOX_CGROUP");
         assert_eq!(cg, role == "runner", "{role}");
     }
@@ -231,6 +233,7 @@ async fn the_charts_certificates_authenticate_the_mesh() {
         rate_limit_per_second: 100,
         max_streams_per_principal: 10,
         auth_failures_per_window: 20,
+        secrets_key: None,
         model_endpoints: Default::default(),
     };
     let public = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -171,6 +171,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 rate_limit_per_second: crate::node::rate_limit_from_env(),
                 max_streams_per_principal: crate::node::max_streams_from_env(),
                 auth_failures_per_window: crate::node::auth_failures_from_env(),
+                secrets_key: std::env::var("CHECKFU_SECRETS_KEY").ok().filter(|k| !k.is_empty()),
                 model_endpoints: file.model_endpoints(false)?,
             };
             if allow_private_targets {
@@ -224,6 +225,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 rate_limit_per_second: crate::node::rate_limit_from_env(),
                 max_streams_per_principal: crate::node::max_streams_from_env(),
                 auth_failures_per_window: crate::node::auth_failures_from_env(),
+                secrets_key: std::env::var("CHECKFU_SECRETS_KEY").ok().filter(|k| !k.is_empty()),
                 model_endpoints: file.model_endpoints(false)?,
                 roles,
             };

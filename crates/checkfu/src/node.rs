@@ -62,6 +62,9 @@ pub struct NodeOptions {
     pub max_streams_per_principal: usize,
     /// Invalid API keys one client address may present per 10 s.
     pub auth_failures_per_window: u32,
+    /// The installation key that seals stored secrets (webhook signing
+    /// secrets); `None` on SQLite keeps one in the data directory.
+    pub secrets_key: Option<String>,
     /// Where the model gateway may send each provider's requests, with
     /// which key (installation configuration, never API input).
     pub model_endpoints: checkfu_model_gateway::endpoints::Endpoints,
@@ -346,7 +349,16 @@ impl Node {
             grpc = grpc.add_service(Authorized::new(checkfu_scheduler::server()));
         }
         if has(Role::Webhooks) {
-            let svc = checkfu_webhooks::open(&opts.storage, opts.allow_private_targets).await.context("opening the webhooks store")?;
+            let sealer = match (&opts.secrets_key, &opts.storage) {
+                (Some(k), _) => {
+                    checkfu_store::sealed::Sealer::from_key(k).map_err(|e| anyhow::anyhow!("CHECKFU_SECRETS_KEY: {}", e.message))?
+                }
+                (None, Location::SqliteDir(dir)) => checkfu_store::sealed::Sealer::load_or_create(&dir.join("secrets.key"))
+                    .map_err(|e| anyhow::anyhow!("the secrets key: {}", e.message))?,
+                (None, _) => bail!("the webhooks role seals signing secrets at rest: set CHECKFU_SECRETS_KEY (32+ characters)"),
+            };
+            let svc =
+                checkfu_webhooks::open(&opts.storage, opts.allow_private_targets, sealer).await.context("opening the webhooks store")?;
             for topic in [checkfu_bus::SESSION_EVENTS, checkfu_bus::RESOURCE_EVENTS] {
                 background.push(Box::pin(checkfu_webhooks::consume(svc.clone(), bus.clone(), topic, shutdown.clone())));
             }

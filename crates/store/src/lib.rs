@@ -15,6 +15,8 @@ use std::time::Duration;
 
 pub use sqlx;
 
+pub mod sealed;
+
 /// Which SQL dialect a pool speaks; a store uses it only where SQL differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {

@@ -30,9 +30,10 @@ pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POST
 pub const GROUP: &str = "checkfu-webhooks";
 
 /// Opens the store and builds the service on the system clock.
-pub async fn open(location: &Location, allow_private_targets: bool) -> Result<WebhooksService> {
+/// Opens the service; signing secrets are sealed at rest under `sealer`.
+pub async fn open(location: &Location, allow_private_targets: bool, sealer: checkfu_store::sealed::Sealer) -> Result<WebhooksService> {
     let db = Db::open(location, "webhooks", &MIGRATIONS).await?;
-    Ok(WebhooksService::new(Arc::new(store::SqlWebhooksStore::new(db)), Arc::new(clock::SystemClock), allow_private_targets))
+    Ok(WebhooksService::new(Arc::new(store::SqlWebhooksStore::new(db, sealer)), Arc::new(clock::SystemClock), allow_private_targets))
 }
 
 pub fn server(svc: WebhooksService) -> WebhooksServiceServer<grpc::WebhooksGrpc> {

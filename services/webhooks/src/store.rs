@@ -35,11 +35,18 @@ pub trait WebhooksStore: Send + Sync + 'static {
 
 pub struct SqlWebhooksStore {
     db: Db,
+    /// Signing secrets are sealed in the table and opened on reading.
+    sealer: checkfu_store::sealed::Sealer,
 }
 
 impl SqlWebhooksStore {
-    pub fn new(db: Db) -> Self {
-        SqlWebhooksStore { db }
+    pub fn new(db: Db, sealer: checkfu_store::sealed::Sealer) -> Self {
+        SqlWebhooksStore { db, sealer }
+    }
+
+    fn opened(&self, mut e: Endpoint) -> Result<Endpoint> {
+        e.secret = self.sealer.open(&e.secret)?;
+        Ok(e)
     }
 }
 
@@ -105,7 +112,7 @@ impl WebhooksStore for SqlWebhooksStore {
         .bind(&e.environment_id)
         .bind(&e.url)
         .bind(types_json(e))
-        .bind(&e.secret)
+        .bind(self.sealer.seal(&e.secret)?)
         .bind(flag(e.disabled))
         .bind(e.version)
         .bind(&e.created_by)
@@ -118,7 +125,7 @@ impl WebhooksStore for SqlWebhooksStore {
     }
 
     async fn get_endpoint(&self, id: &str) -> Result<Option<Endpoint>> {
-        find_one(&self.db, "SELECT * FROM endpoints WHERE id = $1", id, endpoint).await
+        find_one(&self.db, "SELECT * FROM endpoints WHERE id = $1", id, endpoint).await?.map(|e| self.opened(e)).transpose()
     }
 
     async fn list_endpoints(&self, environment_ids: &[String], include_installation: bool, page: &PageRequest) -> Result<Vec<Endpoint>> {
@@ -127,7 +134,8 @@ impl WebhooksStore for SqlWebhooksStore {
             envs.push(String::new());
         }
         let sql = "SELECT * FROM endpoints WHERE environment_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3";
-        checkfu_store::list_in_envs(&self.db, sql, &envs, page, endpoint, |e| &e.id).await
+        let found = checkfu_store::list_in_envs(&self.db, sql, &envs, page, endpoint, |e| &e.id).await?;
+        found.into_iter().map(|e| self.opened(e)).collect()
     }
 
     async fn endpoints_for(&self, environment_id: &str) -> Result<Vec<Endpoint>> {
@@ -137,7 +145,7 @@ impl WebhooksStore for SqlWebhooksStore {
             .await
             .map_err(db_err)?
             .iter()
-            .map(endpoint)
+            .map(|r| endpoint(r).and_then(|e| self.opened(e)))
             .collect()
     }
 
@@ -148,7 +156,7 @@ impl WebhooksStore for SqlWebhooksStore {
         )
         .bind(&e.url)
         .bind(types_json(e))
-        .bind(&e.secret)
+        .bind(self.sealer.seal(&e.secret)?)
         .bind(flag(e.disabled))
         .bind(e.version)
         .bind(e.updated_ms)

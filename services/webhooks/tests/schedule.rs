@@ -33,6 +33,10 @@ fn the_schedule_is_the_contracts() {
     assert_eq!(RETRY_WAITS_MS.iter().sum::<i64>() / HOUR, 16, "about 17 hours from the first attempt to the last");
 }
 
+fn sealer() -> checkfu_store::sealed::Sealer {
+    checkfu_store::sealed::Sealer::from_key("a test installation's secrets key, 32+ chars").unwrap()
+}
+
 #[derive(Clone, Default)]
 struct Receiver {
     /// (signature header, body) of every request, in order.
@@ -93,7 +97,7 @@ const ENV_B: &str = "env_01jbbbbbbbbbbbbbbbbbbbbbbb";
 async fn deliveries_follow_the_schedule_signed_with_one_id() {
     for (db, _guard) in backends().await {
         let clock = ManualClock::at(T0);
-        let svc = WebhooksService::new(Arc::new(SqlWebhooksStore::new(db)), Arc::new(clock.clone()), true);
+        let svc = WebhooksService::new(Arc::new(SqlWebhooksStore::new(db, sealer())), Arc::new(clock.clone()), true);
         let (rx, url) = receiver().await;
         let (ep, secret) = svc.create_endpoint(ENV_A, &url, vec!["session.status_*".into()], "prin_1").await.unwrap();
         assert!(secret.starts_with("whsec_"));
@@ -164,7 +168,7 @@ async fn deliveries_follow_the_schedule_signed_with_one_id() {
 #[tokio::test(flavor = "multi_thread")]
 async fn private_targets_are_refused_unless_allowed() {
     let (db, _guard) = backends().await.remove(0);
-    let svc = WebhooksService::new(Arc::new(SqlWebhooksStore::new(db)), Arc::new(ManualClock::at(T0)), false);
+    let svc = WebhooksService::new(Arc::new(SqlWebhooksStore::new(db, sealer())), Arc::new(ManualClock::at(T0)), false);
     for url in ["http://127.0.0.1:9/hook", "http://10.0.0.1/hook", "http://169.254.169.254/latest", "http://localhost/x"] {
         let e = svc.create_endpoint(ENV_A, url, vec!["run.*".into()], "prin_1").await.unwrap_err();
         assert_eq!(e.code, checkfu_core::Code::Invalid, "{url}");
