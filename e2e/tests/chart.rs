@@ -25,6 +25,14 @@ fn tools_present() -> bool {
     ok
 }
 
+/// The chart rendered with default and production values, linted and
+/// validated (`ci/render.py`): `{default: [...], production: [...]}`.
+fn render() -> Value {
+    let out = Command::new("python3").arg(root().join("charts/checkfu/ci/render.py")).output().unwrap();
+    assert!(out.status.success(), "render/validate failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
     &docs.iter().find(|d| d["kind"] == kind && d["name"] == name).unwrap_or_else(|| panic!("no {kind} {name}"))["doc"]
 }
@@ -49,9 +57,7 @@ fn the_chart_renders_valid_manifests_for_every_role() {
     if !tools_present() {
         return;
     }
-    let out = Command::new("python3").arg(root().join("charts/checkfu/ci/render.py")).output().unwrap();
-    assert!(out.status.success(), "render/validate failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = render();
     let default = report["default"].as_array().unwrap();
     let prod = report["production"].as_array().unwrap();
 
@@ -196,9 +202,7 @@ async fn the_charts_certificates_authenticate_the_mesh() {
     if !tools_present() {
         return;
     }
-    let out = Command::new("python3").arg(root().join("charts/checkfu/ci/render.py")).output().unwrap();
-    assert!(out.status.success(), "render/validate failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = render();
     let default = report["default"].as_array().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let secret = |role: &str, key: &str| -> Vec<u8> {

@@ -112,8 +112,8 @@ async fn the_document_states_what_the_server_accepts() {
     assert_eq!(create["agent_deployment_id"]["pattern"], "^dep_[0-9a-z]{26}$");
     let kinds = &d["components"]["schemas"]["CreatePrincipal"]["properties"]["kind"]["enum"];
     assert_eq!(kinds, &serde_json::json!(["human", "service"]));
-    // The gateway's copy of what webhooks may subscribe to is the webhooks service's.
-    assert_eq!(checkfu_gateway::openapi_rules::SUBSCRIBABLE, checkfu_webhooks::model::SUBSCRIBABLE);
+    let hook = &d["components"]["schemas"]["CreateWebhookEndpoint"]["properties"]["event_types"]["items"]["enum"];
+    assert!(hook.as_array().unwrap().contains(&serde_json::json!("session.status_idle")));
     // A request the document calls valid is accepted: the id's form alone
     // no longer earns a 400 (an unknown one is 404).
     let unknown = p.admin.get("/v1/sessions/sess_00000000000000000000000000").await;

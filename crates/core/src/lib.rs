@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod error;
+pub mod events;
 pub mod glob;
 pub mod id;
 pub mod net;

@@ -7,6 +7,7 @@
 //! schemathesis in CI). Rules are keyed by what the server keys them by:
 //! a path's collection for `{id}`, a parameter's or field's name elsewhere.
 
+use checkfu_core::events::SUBSCRIBABLE;
 use serde_json::{Value, json};
 
 /// `<prefix>_<ULID in lowercase>` (`checkfu_core::id::is_valid`).
@@ -50,28 +51,7 @@ fn page_token() -> Value {
 
 const PERMISSIONS: &[&str] = &["admin", "manage", "invoke", "act_as", "use_connection", "use_agent", "approve", "read"];
 
-/// What a webhook endpoint may subscribe to (`webhooks::model::SUBSCRIBABLE`;
-/// `e2e/tests/openapi.rs` checks the two agree), and globs over them.
-pub const SUBSCRIBABLE: &[&str] = &[
-    "session.status_running",
-    "session.status_idle",
-    "session.status_rescheduled",
-    "session.status_terminated",
-    "run.created",
-    "run.completed",
-    "run.action_authorized",
-    "action_approval.pending",
-    "action_approval.resolved",
-    "agent.created",
-    "agent.updated",
-    "agent.archived",
-    "agent_deployment.created",
-    "agent_deployment.updated",
-    "environment.created",
-    "environment.updated",
-    "sandbox_profile.created",
-    "sandbox_profile.updated",
-];
+/// Globs over [`SUBSCRIBABLE`] the document offers (others are accepted too).
 const SUBSCRIBABLE_GLOBS: &[&str] = &["*", "session.*", "session.status_*", "run.*", "action_approval.*", "agent.*"];
 
 /// A name: 1 to 200 characters, no control characters, not only spaces

@@ -2,29 +2,7 @@
 
 use checkfu_core::{Error, Result, string_enum};
 
-/// Event types an endpoint may subscribe to (exactly, or by a glob such as
-/// `session.status_*`). Only these are ever delivered: deliveries are thin
-/// notices of state changes, never conversation content.
-pub const SUBSCRIBABLE: &[&str] = &[
-    "session.status_running",
-    "session.status_idle",
-    "session.status_rescheduled",
-    "session.status_terminated",
-    "run.created",
-    "run.completed",
-    "run.action_authorized",
-    "action_approval.pending",
-    "action_approval.resolved",
-    "agent.created",
-    "agent.updated",
-    "agent.archived",
-    "agent_deployment.created",
-    "agent_deployment.updated",
-    "environment.created",
-    "environment.updated",
-    "sandbox_profile.created",
-    "sandbox_profile.updated",
-];
+pub use checkfu_core::events::SUBSCRIBABLE;
 
 /// Waits between attempts: 7 attempts in all, about 17 h.
 pub const RETRY_WAITS_MS: [i64; 6] = [30_000, 300_000, 1_800_000, 3_600_000, 10_800_000, 43_200_000];
