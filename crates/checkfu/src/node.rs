@@ -70,30 +70,28 @@ pub struct NodeOptions {
     pub model_endpoints: checkfu_model_gateway::endpoints::Endpoints,
 }
 
+/// A positive number from the environment variable `name`, else `default`
+/// (unset, unparsable or zero).
+fn positive_from_env<T: std::str::FromStr + PartialOrd + Default>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|n| *n > T::default()).unwrap_or(default)
+}
+
 /// The per-principal limit: 2,000 requests per second, or
 /// `CHECKFU_RATE_LIMIT_PER_SECOND`.
 pub fn rate_limit_from_env() -> u32 {
-    std::env::var("CHECKFU_RATE_LIMIT_PER_SECOND").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(2_000)
+    positive_from_env("CHECKFU_RATE_LIMIT_PER_SECOND", 2_000)
 }
 
 /// Open SSE streams per principal per gateway: 500, or
 /// `CHECKFU_MAX_STREAMS_PER_PRINCIPAL`.
 pub fn max_streams_from_env() -> usize {
-    std::env::var("CHECKFU_MAX_STREAMS_PER_PRINCIPAL")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(checkfu_gateway::streams::DEFAULT_MAX_PER_PRINCIPAL)
+    positive_from_env("CHECKFU_MAX_STREAMS_PER_PRINCIPAL", checkfu_gateway::streams::DEFAULT_MAX_PER_PRINCIPAL)
 }
 
 /// Invalid keys per client address per 10 s: 20, or
 /// `CHECKFU_AUTH_FAILURES_PER_WINDOW`.
 pub fn auth_failures_from_env() -> u32 {
-    std::env::var("CHECKFU_AUTH_FAILURES_PER_WINDOW")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(checkfu_gateway::auth::AUTH_FAILURES_PER_WINDOW)
+    positive_from_env("CHECKFU_AUTH_FAILURES_PER_WINDOW", checkfu_gateway::auth::AUTH_FAILURES_PER_WINDOW)
 }
 
 /// `CHECKFU_ALLOW_PRIVATE_TARGETS=true`.
