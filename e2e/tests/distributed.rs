@@ -205,11 +205,12 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
     let new_holder: String =
         sqlx::query_scalar("SELECT runner_id FROM sessions.runs WHERE session_id = $1").bind(&sid).fetch_one(&pool).await.unwrap();
     assert_ne!(new_holder, holder, "the other replica settled it");
-    // The orphaned call ran again on the survivor: its effect is there (the
-    // victim died in the sleep, before writing anything).
+    // The orphaned call ran again on the survivor: its effect is there.
+    // (Whether the victim got as far as writing its own copy depends on
+    // where the kill landed: a call is run at least once, never answered
+    // twice.)
     let result = all.iter().find(|e| e["type"] == "agent.tool_result").unwrap();
     assert!(result["payload"]["content"].to_string().contains("survived"), "{result}");
     let survivor_ws = dir.path().join(format!("ws{}", 1 - victim)).join(&sid).join("proof.txt");
     assert_eq!(std::fs::read_to_string(&survivor_ws).unwrap(), "survived\n", "the call ran (once) on the survivor");
-    assert!(!dir.path().join(format!("ws{victim}")).join(&sid).join("proof.txt").exists(), "the victim never finished it");
 }
