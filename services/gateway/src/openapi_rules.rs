@@ -225,9 +225,6 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
         (_, "agent_version" | "sandbox_profile_revision" | "expected_version") => json!({"type": "integer", "minimum": 1}),
         (_, "name") => name(),
         ("CreatePrincipal", "kind") => one_of(&["human", "service"]),
-        ("CandidateBody", "provider") => one_of(&["anthropic", "openai", "scripted"]),
-        ("CandidateBody", "effort") => one_of(&["minimal", "low", "medium", "high", "max"]),
-        ("CandidateBody", "model") => json!({"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"}),
         ("EvaluateAction", "subject") => reference(SUBJECTS_POLICY, any_id()),
         ("CreateAssignment", "subject") => by_kind(&[("principal", "prin"), ("group", "grp"), ("agent_definition", "agt")]),
         ("CreateAssignment", "resource") => by_kind(RESOURCE_PREFIXES),
@@ -252,7 +249,6 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
             json!({"type": "array", "minItems": 1, "maxItems": 50, "items": one_of(&[SUBSCRIBABLE, SUBSCRIBABLE_GLOBS].concat())})
         }
         ("CreateActionPolicy" | "UpdateActionPolicy", "rules") => rules(),
-        ("CandidateBody", "endpoint") => json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}),
         (_, "metric") => one_of(&["model_spend", "model_tokens"]),
         ("RespondToApproval", "decision") => one_of(&["approve", "deny"]),
         ("StandingRequest", "ttl_seconds") => json!({"type": "integer", "minimum": 1, "maximum": 2_592_000}),
