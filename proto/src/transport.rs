@@ -62,10 +62,10 @@ where
     BoxCloneSyncService::new(traced.map_err(|never: Infallible| match never {}))
 }
 
-/// Calls through `transport` as the role `caller`. In process this is the
-/// caller's identity (a request extension, which never crosses a socket);
-/// over the mesh the server reads the caller from its TLS certificate
-/// instead, so the extension is simply not sent.
+/// Calls through a [`local`] transport as the role `caller`: the caller's
+/// identity in process, as a request extension (which never crosses a
+/// socket). Over the mesh the server reads the caller from the client's TLS
+/// certificate instead, so remote transports need no wrapping.
 pub fn acting_as(transport: Transport, caller: checkfu_core::Role) -> Transport {
     let caller = crate::mesh::Caller::of([caller]);
     BoxCloneSyncService::new(transport.map_request(move |mut req: Request| {

@@ -192,8 +192,9 @@ fn mesh_channel(mesh: Option<&MeshTls>, remotes: &BTreeMap<Role, String>, role: 
     mesh.channel(&url, serving(role))
 }
 
-/// How `caller` reaches `callee`: in process when this node plays it, else
-/// over the mesh.
+/// How `caller` reaches `callee`: in process (as `caller`) when this node
+/// plays it, else over the mesh (as the roles this process's certificate
+/// names).
 fn reach(
     local: &BTreeMap<Role, Transport>,
     mesh: Option<&MeshTls>,
@@ -201,11 +202,10 @@ fn reach(
     caller: Role,
     callee: Role,
 ) -> anyhow::Result<Transport> {
-    let t = match local.get(&callee) {
-        Some(t) => t.clone(),
+    Ok(match local.get(&callee) {
+        Some(t) => transport::acting_as(t.clone(), caller),
         None => transport::remote(mesh_channel(mesh, remotes, callee)?),
-    };
-    Ok(transport::acting_as(t, caller))
+    })
 }
 
 impl Node {
