@@ -84,7 +84,7 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
         rate_limit_per_second: tuning.rate_limit_per_second,
         max_streams_per_principal: tuning.max_streams_per_principal,
         auth_failures_per_window: 20,
-        secrets_key: None,
+        sealer: None,
         model_endpoints: checkfu_model_gateway::endpoints::Endpoints::new(None, None, tuning.model_endpoints.clone(), false).unwrap(),
     }
 }

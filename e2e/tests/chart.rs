@@ -237,7 +237,7 @@ async fn the_charts_certificates_authenticate_the_mesh() {
         rate_limit_per_second: 100,
         max_streams_per_principal: 10,
         auth_failures_per_window: 20,
-        secrets_key: None,
+        sealer: None,
         model_endpoints: Default::default(),
     };
     let public = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

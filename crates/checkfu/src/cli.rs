@@ -171,7 +171,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 rate_limit_per_second: crate::node::rate_limit_from_env(),
                 max_streams_per_principal: crate::node::max_streams_from_env(),
                 auth_failures_per_window: crate::node::auth_failures_from_env(),
-                secrets_key: std::env::var("CHECKFU_SECRETS_KEY").ok().filter(|k| !k.is_empty()),
+                sealer: crate::node::sealer_from_env()?,
                 model_endpoints: file.model_endpoints(false)?,
             };
             if allow_private_targets {
@@ -225,7 +225,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 rate_limit_per_second: crate::node::rate_limit_from_env(),
                 max_streams_per_principal: crate::node::max_streams_from_env(),
                 auth_failures_per_window: crate::node::auth_failures_from_env(),
-                secrets_key: std::env::var("CHECKFU_SECRETS_KEY").ok().filter(|k| !k.is_empty()),
+                sealer: crate::node::sealer_from_env()?,
                 model_endpoints: file.model_endpoints(false)?,
                 roles,
             };

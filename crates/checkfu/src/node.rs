@@ -62,9 +62,10 @@ pub struct NodeOptions {
     pub max_streams_per_principal: usize,
     /// Invalid API keys one client address may present per 10 s.
     pub auth_failures_per_window: u32,
-    /// The installation key that seals stored secrets (webhook signing
-    /// secrets); `None` on SQLite keeps one in the data directory.
-    pub secrets_key: Option<String>,
+    /// Seals stored secrets (webhook signing secrets) under the
+    /// installation key; `None` on SQLite keeps a key in the data directory.
+    /// A `Sealer`, never the key's text, so the options can be printed.
+    pub sealer: Option<checkfu_store::sealed::Sealer>,
     /// Where the model gateway may send each provider's requests, with
     /// which key (installation configuration, never API input).
     pub model_endpoints: checkfu_model_gateway::endpoints::Endpoints,
@@ -92,6 +93,15 @@ pub fn max_streams_from_env() -> usize {
 /// `CHECKFU_AUTH_FAILURES_PER_WINDOW`.
 pub fn auth_failures_from_env() -> u32 {
     positive_from_env("CHECKFU_AUTH_FAILURES_PER_WINDOW", checkfu_gateway::auth::AUTH_FAILURES_PER_WINDOW)
+}
+
+/// The sealer of `CHECKFU_SECRETS_KEY` (32+ characters), when it is set.
+pub fn sealer_from_env() -> anyhow::Result<Option<checkfu_store::sealed::Sealer>> {
+    std::env::var("CHECKFU_SECRETS_KEY")
+        .ok()
+        .filter(|k| !k.is_empty())
+        .map(|k| checkfu_store::sealed::Sealer::from_key(&k).map_err(|e| anyhow::anyhow!("CHECKFU_SECRETS_KEY: {}", e.message)))
+        .transpose()
 }
 
 /// `CHECKFU_ALLOW_PRIVATE_TARGETS=true`.
@@ -347,10 +357,8 @@ impl Node {
             grpc = grpc.add_service(Authorized::new(checkfu_scheduler::server()));
         }
         if has(Role::Webhooks) {
-            let sealer = match (&opts.secrets_key, &opts.storage) {
-                (Some(k), _) => {
-                    checkfu_store::sealed::Sealer::from_key(k).map_err(|e| anyhow::anyhow!("CHECKFU_SECRETS_KEY: {}", e.message))?
-                }
+            let sealer = match (&opts.sealer, &opts.storage) {
+                (Some(s), _) => s.clone(),
                 (None, Location::SqliteDir(dir)) => checkfu_store::sealed::Sealer::load_or_create(&dir.join("secrets.key"))
                     .map_err(|e| anyhow::anyhow!("the secrets key: {}", e.message))?,
                 (None, _) => bail!("the webhooks role seals signing secrets at rest: set CHECKFU_SECRETS_KEY (32+ characters)"),

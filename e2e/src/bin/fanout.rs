@@ -222,7 +222,7 @@ async fn main() {
         rate_limit_per_second: 1_000_000,
         max_streams_per_principal: 1_000_000,
         auth_failures_per_window: 20,
-        secrets_key: None,
+        sealer: None,
         model_endpoints: Default::default(),
     };
     let second = Node::start(listener, opts).await.unwrap();
