@@ -1,7 +1,7 @@
 //! The e2e harness: boots Checkfu in-process on a pre-bound port-0 listener
 //! (or as separate `checkfu serve` processes) and drives it only through the
 //! public HTTP API, as an outside client would.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "test harness: a failed step panics, failing the test or the benchmark")]
 
 use checkfu::{Node, NodeOptions, Role};
 use checkfu_store::Location;
@@ -78,6 +78,7 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
         },
         sse_ping: tuning.sse_ping,
         approvals: checkfu::ApprovalTiming { ttl: tuning.approval_ttl, sweep_every: tuning.approval_sweep },
+        run_lease: Duration::from_millis(checkfu::config::Config::defaults(checkfu::config::Mode::Up).timing.run_lease_ms),
         allow_private_targets: tuning.allow_private_targets,
         kafka_brokers: None,
         redis_url: None,

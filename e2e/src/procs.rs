@@ -104,6 +104,8 @@ pub fn serve(dir: &Path, name: &str, roles: &str, config: &str, env: &[(&str, &s
     let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
     let mut child = Command::new(binary())
         .args(["serve", "--roles", roles, "--config", cfg.to_str().unwrap(), "--listen", "127.0.0.1:0", "--internal-listen", "127.0.0.1:0"])
+        .arg("--data-dir")
+        .arg(dir.join(name))
         .env("CHECKFU_SECRETS_KEY", "the e2e installation's secrets key, 32+ chars")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())

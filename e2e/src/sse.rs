@@ -1,7 +1,7 @@
 //! A Server-Sent Events client for tests: frames with their `id`, `event`,
 //! `data` and comment lines, decoded by the product's own UTF-8-safe
 //! decoder (`checkfu_core::sse`), which the CLI and the model gateway use.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "test harness: a failed step panics, failing the test or the benchmark")]
 
 use futures_util::StreamExt;
 use serde_json::Value;

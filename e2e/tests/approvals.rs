@@ -3,7 +3,7 @@
 //! inside the Session), runs with its frozen arguments only when approved,
 //! and expires as denied. A StandingApproval covers one exact tuple until it
 //! is revoked.
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use checkfu_e2e::*;
 use serde_json::{Value, json};

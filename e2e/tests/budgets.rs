@@ -2,7 +2,7 @@
 //! Budget; at the cap the in-flight call is billed, then `session.usage` and
 //! an idle `budget_reached`; raising strictly above `consumed` restarts the
 //! queued work without a new message; pause and resume.
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use checkfu_e2e::*;
 use serde_json::{Value, json};

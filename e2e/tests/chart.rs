@@ -4,7 +4,7 @@
 //! read for what an operator relies on. The Tiltfile must parse. CI installs
 //! the tools and sets `CHECKFU_REQUIRE_SERVICES=1`, so a missing tool fails
 //! there instead of skipping.
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -49,8 +49,10 @@ const MESH_CALLERS: [(&str, &[&str]); 7] = [
     ("memory", &["gateway"]),
 ];
 
-const ROLES: [&str; 9] =
-    ["gateway", "sessions", "governance", "model-gateway", "capability-gateway", "scheduler", "webhooks", "memory", "runner"];
+/// The roles the chart deploys: the role table's, every one.
+fn roles() -> Vec<&'static str> {
+    checkfu::roles::TABLE.iter().map(|p| p.role().name()).collect()
+}
 
 #[test]
 fn the_chart_renders_valid_manifests_for_every_role() {
@@ -61,7 +63,13 @@ fn the_chart_renders_valid_manifests_for_every_role() {
     let default = report["default"].as_array().unwrap();
     let prod = report["production"].as_array().unwrap();
 
-    for role in ROLES {
+    let mut deployed: Vec<&str> =
+        default.iter().filter(|d| d["kind"] == "Deployment").filter_map(|d| d["name"].as_str()?.strip_prefix("checkfu-")).collect();
+    let mut table = roles();
+    deployed.sort();
+    table.sort();
+    assert_eq!(deployed, table, "the chart's roles (values.yaml `roles`) are the role table's");
+    for role in roles() {
         let d = find(default, "Deployment", &format!("checkfu-{role}"));
         let c = &d["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(c["args"], serde_json::json!(["serve", "--roles", role, "--config", "/etc/checkfu/checkfu.toml"]));
@@ -124,11 +132,16 @@ fn the_chart_renders_valid_manifests_for_every_role() {
     // Configured provider endpoints: named in the config, keyed from the
     // Secret in the model gateway only, and parsed as checkfu parses them.
     let prod_toml = find(prod, "ConfigMap", "checkfu-config")["data"]["checkfu.toml"].as_str().unwrap().to_string();
-    let parsed: checkfu::config::FileConfig = toml::from_str(&prod_toml).unwrap();
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &prod_toml).unwrap();
+    let env = checkfu::config::Env::from([("CHECKFU_MODEL_ENDPOINT_VLLM_KEY", "sk-vllm")]);
+    let parsed = checkfu::config::Config::load(checkfu::config::Mode::Serve, Some(file.path()), &env, &[])
+        .unwrap_or_else(|e| panic!("the chart's configuration is valid: {e}"));
+    assert!(parsed.model_endpoints(false).unwrap().get("vllm").is_some_and(|e| e.has_key()));
     let vllm = &parsed.model_endpoints["vllm"];
     assert_eq!((vllm.provider.as_str(), vllm.base_url.as_str(), vllm.allow_private), ("openai", "http://vllm.inference:8000/v1", true));
     assert_eq!(vllm.api_key_env.as_deref(), Some("CHECKFU_MODEL_ENDPOINT_VLLM_KEY"));
-    for role in ROLES {
+    for role in roles() {
         let env = find(prod, "Deployment", &format!("checkfu-{role}"))["spec"]["template"]["spec"]["containers"][0]["env"].clone();
         let has = env.as_array().unwrap().iter().any(|e| e["name"] == "CHECKFU_MODEL_ENDPOINT_VLLM_KEY");
         assert_eq!(has, role == "model-gateway", "{role}");
@@ -228,17 +241,7 @@ async fn the_charts_certificates_authenticate_the_mesh() {
         mesh: Some(checkfu::mesh::MeshTls::load(&files("governance")).unwrap()),
         bootstrap_key_file: Some(data.path().join("admin.key")),
         embedded: false,
-        runner: Default::default(),
-        sse_ping: std::time::Duration::from_secs(15),
-        approvals: Default::default(),
-        allow_private_targets: false,
-        kafka_brokers: None,
-        redis_url: None,
-        rate_limit_per_second: 100,
-        max_streams_per_principal: 10,
-        auth_failures_per_window: 20,
-        sealer: None,
-        model_endpoints: Default::default(),
+        ..checkfu_e2e::embedded_options(data.path(), &checkfu_e2e::Tuning::default())
     };
     let public = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let internal = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -1,7 +1,7 @@
 //! Nothing answered is lost in a crash: `checkfu up` is killed with SIGKILL
 //! while clients post events, restarted on the same data directory, and
 //! every event that was answered 201 is there with its seq, with no gap.
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use checkfu_e2e::procs::up;
 use checkfu_e2e::*;

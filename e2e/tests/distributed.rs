@@ -6,7 +6,7 @@
 //! killed with SIGKILL mid-Run is taken over and the Session settles with a
 //! gapless log. Runs when `CHECKFU_TEST_POSTGRES_URL`,
 //! `CHECKFU_TEST_REDIS_URL` and `CHECKFU_TANSU_BIN` are set (CI sets them).
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use axum::Router;
 use axum::body::Bytes;

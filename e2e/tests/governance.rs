@@ -1,5 +1,5 @@
 //! ActionPolicies, the evaluate dry run, and the audit trail, through the API.
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use checkfu_e2e::*;
 use serde_json::json;

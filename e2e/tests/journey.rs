@@ -1,5 +1,5 @@
 //! The quick-start journey through the public API, embedded.
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use checkfu_e2e::sse::Stream;
 use checkfu_e2e::*;

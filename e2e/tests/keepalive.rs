@@ -1,5 +1,5 @@
 //! An idle SSE stream gets `: ping` comments, so proxies keep it open.
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use checkfu_e2e::sse::Stream;
 use checkfu_e2e::*;

@@ -3,7 +3,7 @@
 //! one for sessions + runner + capability-gateway, one for the gateway —
 //! passes the journey.
 //! Runs when `CHECKFU_TEST_POSTGRES_URL` is set (CI sets it).
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use checkfu_e2e::procs::{fresh_database, serve};
 use checkfu_e2e::*;

@@ -1,6 +1,6 @@
 //! The OpenAPI document is served without auth and describes every
 //! endpoint of api.md §3–6, with request and response schemas.
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use checkfu_e2e::*;
 

@@ -1,7 +1,7 @@
 //! A real provider adapter through the whole mesh: an OpenAI-compatible
 //! server that is overloaded once, then answers. The Session shows the
 //! retry (`session.error` retrying, `rescheduled`, `running`) and settles.
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use axum::body::Body;
 use axum::http::StatusCode;

@@ -1,6 +1,6 @@
 //! Nothing accepted is lost: restarts, a runner dying mid-run, fencing of a
 //! stale lease, interrupts and steering messages.
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use checkfu::Role;
 use checkfu_e2e::*;

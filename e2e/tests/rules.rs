@@ -1,5 +1,5 @@
 //! Bad input, idempotency and the session-creation rules, through the API.
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use checkfu_e2e::*;
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! server — its RSS stays within a stated bound and `/readyz` keeps
 //! answering while the agent runs a fork bomb, `cat /dev/zero` and fills
 //! `/tmp`.
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use checkfu_e2e::*;
 use serde_json::json;

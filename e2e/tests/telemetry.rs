@@ -2,7 +2,7 @@
 //! the model gateway share a trace id, exported over OTLP to a collector
 //! served in this test process. (This test binary installs the global
 //! tracing subscriber, so it holds this one test.)
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use checkfu_e2e::*;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};

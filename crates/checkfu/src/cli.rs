@@ -1,12 +1,10 @@
 //! The command line: `checkfu up`, `checkfu serve`.
 
-use crate::config::FileConfig;
+use crate::config::{Config, Env, Loaded, Mode};
 use crate::node::{Node, NodeOptions};
 use anyhow::Context;
 use checkfu_core::Role;
-use checkfu_store::Location;
 use clap::{Parser, Subcommand};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
@@ -21,32 +19,33 @@ pub enum Command {
     /// Run every role in one process with embedded defaults (SQLite, the
     /// in-process bus, the scripted model).
     Up {
-        #[arg(long, default_value = ".checkfu")]
-        data_dir: PathBuf,
-        #[arg(long, default_value = "127.0.0.1:7420")]
-        listen: String,
+        #[command(flatten)]
+        settings: Settings,
         /// Let web_fetch (and outbound webhooks) reach private, loopback and
-        /// link-local addresses: local development only. Also
-        /// `CHECKFU_ALLOW_PRIVATE_TARGETS=true`.
+        /// link-local addresses: local development only.
         #[arg(long)]
         allow_private_targets: bool,
-        /// A config file; `up` reads its `[model_endpoints]`.
-        #[arg(long)]
-        config: Option<PathBuf>,
     },
     /// Run the named roles, reaching the others over gRPC.
     Serve {
         /// Comma-separated roles, e.g. `gateway,sessions` (or `all`).
         #[arg(long)]
         roles: String,
-        #[arg(long)]
-        config: PathBuf,
-        /// Overrides `listen` from the config file.
-        #[arg(long)]
-        listen: Option<String>,
-        /// Overrides `internal_listen` (the mutual-TLS mesh listener).
+        #[command(flatten)]
+        settings: Settings,
+        /// The mutual-TLS mesh listener (`internal_listen`).
         #[arg(long)]
         internal_listen: Option<String>,
+    },
+    /// Print the effective configuration (defaults, file, `CHECKFU_*`
+    /// environment and flags), secrets redacted, and where each value that
+    /// is not a default came from. Exits 1 when it is not valid.
+    Config {
+        #[command(flatten)]
+        settings: Settings,
+        /// Which command's defaults to start from.
+        #[arg(long, value_enum, default_value = "up")]
+        mode: Mode,
     },
     /// Make the internal mesh's certificates: an installation CA (once, in
     /// DIR) and a certificate for one process naming the roles it plays.
@@ -66,8 +65,8 @@ pub enum Command {
     /// Apply every service's database migrations and exit (the Helm chart's
     /// pre-install/pre-upgrade hook). Storage as for `serve`.
     Migrate {
-        #[arg(long)]
-        config: Option<PathBuf>,
+        #[command(flatten)]
+        settings: Settings,
     },
     /// Work with Sessions from the command line.
     Session {
@@ -83,6 +82,35 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::approvals_cli::ApprovalsAction,
     },
+}
+
+/// The flags every command that runs roles shares; each overrides a
+/// configuration key (see `checkfu config`).
+#[derive(Debug, clap::Args)]
+pub struct Settings {
+    /// A TOML configuration file (docs/configuration.md).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// `data_dir`: SQLite stores, workspaces and keys (default `.checkfu`).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// `listen`: the public listener.
+    #[arg(long)]
+    listen: Option<String>,
+}
+
+impl Settings {
+    /// The validated configuration for `mode`, with `extra` flags on top.
+    fn load(&self, mode: Mode, extra: Vec<(&'static str, toml::Value, &'static str)>) -> anyhow::Result<Loaded> {
+        let mut flags = extra;
+        if let Some(dir) = &self.data_dir {
+            flags.push(("data_dir", toml::Value::String(dir.display().to_string()), "data-dir"));
+        }
+        if let Some(listen) = &self.listen {
+            flags.push(("listen", toml::Value::String(listen.clone()), "listen"));
+        }
+        Ok(Config::load(mode, self.config.as_deref(), &Env::process(), &flags)?)
+    }
 }
 
 async fn wait_for_signal() {
@@ -114,23 +142,13 @@ async fn run_until_signal(node: Node) {
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Session { client, action } => crate::client::session(client, action, &mut std::io::stdout()).await,
-        Command::Migrate { config } => {
-            let file = match config {
-                Some(c) => FileConfig::load(&c)?,
-                None => FileConfig::default(),
-            };
-            let storage = std::env::var("CHECKFU_DATABASE_URL").ok().or(file.storage.clone()).unwrap_or_else(|| ".checkfu".into());
-            let location = Location::parse(&storage);
-            for (service, m) in [
-                ("governance", &checkfu_governance::MIGRATIONS),
-                ("sessions", &checkfu_sessions::MIGRATIONS),
-                ("model_gateway", &checkfu_model_gateway::MIGRATIONS),
-                ("gateway", &checkfu_gateway::MIGRATIONS),
-                ("webhooks", &checkfu_webhooks::MIGRATIONS),
-            ] {
-                checkfu_store::Db::open(&location, service, m).await.with_context(|| format!("migrating {service}"))?;
-                println!("migrated {service}");
-            }
+        Command::Migrate { settings } => {
+            let config = settings.load(Mode::Serve, vec![])?;
+            crate::roles::migrate(&config.location(), |service| println!("migrated {service}")).await
+        }
+        Command::Config { settings, mode } => {
+            let config = settings.load(mode, vec![])?;
+            print!("{}", config.render());
             Ok(())
         }
         Command::Certs { out, name, roles, days } => {
@@ -148,33 +166,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Approvals { client, action } => crate::approvals_cli::approvals(client, action, &mut std::io::stdout()).await,
-        Command::Up { data_dir, listen, allow_private_targets, config } => {
-            let file = match &config {
-                Some(c) => FileConfig::load(c)?,
-                None => FileConfig::default(),
-            };
-            let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("binding {listen}"))?;
-            let key_file = data_dir.join("admin.key");
-            let opts = NodeOptions {
-                roles: Role::ALL.into_iter().collect(),
-                storage: Location::SqliteDir(data_dir.clone()),
-                remotes: BTreeMap::new(),
-                mesh: None,
-                bootstrap_key_file: Some(key_file.clone()),
-                embedded: true,
-                runner: checkfu_runner::RunnerConfig { workspaces: data_dir.join("workspaces"), ..Default::default() },
-                sse_ping: crate::node::sse_ping_from_env(),
-                approvals: crate::node::ApprovalTiming::from_env(),
-                allow_private_targets: allow_private_targets || crate::node::private_targets_from_env(),
-                kafka_brokers: std::env::var("CHECKFU_KAFKA_BROKERS").ok().filter(|b| !b.is_empty()),
-                redis_url: std::env::var("CHECKFU_REDIS_URL").ok().filter(|u| !u.is_empty()),
-                rate_limit_per_second: crate::node::rate_limit_from_env(),
-                max_streams_per_principal: crate::node::max_streams_from_env(),
-                auth_failures_per_window: crate::node::auth_failures_from_env(),
-                sealer: crate::node::sealer_from_env()?,
-                model_endpoints: file.model_endpoints(false)?,
-            };
-            if allow_private_targets {
+        Command::Up { settings, allow_private_targets } => {
+            let flag = allow_private_targets.then_some(("allow_private_targets", toml::Value::Boolean(true), "allow-private-targets"));
+            let config = settings.load(Mode::Up, flag.into_iter().collect())?;
+            let listener = tokio::net::TcpListener::bind(&config.listen).await.with_context(|| format!("binding {}", config.listen))?;
+            let opts = NodeOptions::from_config(&config, Role::ALL.into_iter().collect(), true)?;
+            if config.allow_private_targets {
                 tracing::warn!("private, loopback and link-local targets are reachable by web_fetch: for local development only");
             }
             let node = Node::start(listener, opts).await?;
@@ -188,47 +185,27 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 ),
                 None => println!(
                     "Existing installation in {}; the admin API key is in {} (if you kept it)",
-                    data_dir.display(),
-                    key_file.display()
+                    config.data_dir.display(),
+                    config.bootstrap_key_file().display()
                 ),
             }
             run_until_signal(node).await;
             Ok(())
         }
-        Command::Serve { roles, config, listen, internal_listen } => {
+        Command::Serve { roles, settings, internal_listen } => {
             let roles = Role::parse_set(&roles).map_err(anyhow::Error::msg)?;
-            let file = FileConfig::load(&config)?;
-            let listen = listen.or(file.listen.clone()).unwrap_or_else(|| "0.0.0.0:7420".into());
-            let storage = std::env::var("CHECKFU_DATABASE_URL").ok().or(file.storage.clone()).unwrap_or_else(|| ".checkfu".into());
-            let listener = tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("binding {listen}"))?;
+            let flag = internal_listen.map(|at| ("internal_listen", toml::Value::String(at), "internal-listen"));
+            let config = settings.load(Mode::Serve, flag.into_iter().collect())?;
+            let listener = tokio::net::TcpListener::bind(&config.listen).await.with_context(|| format!("binding {}", config.listen))?;
             // Only the gateway and the runner have nothing other roles call.
             let internal = if roles.iter().any(|r| !matches!(r, Role::Gateway | Role::Runner)) {
-                let at = internal_listen.or(file.internal_listen.clone()).unwrap_or_else(|| "0.0.0.0:7421".into());
-                Some(tokio::net::TcpListener::bind(&at).await.with_context(|| format!("binding {at}"))?)
+                let at = &config.internal_listen;
+                Some(tokio::net::TcpListener::bind(at).await.with_context(|| format!("binding {at}"))?)
             } else {
                 None
             };
-            let mesh = file.mesh.as_ref().map(|m| crate::mesh::MeshTls::load(&m.files())).transpose()?;
             let role_names = roles.iter().map(|r| r.name()).collect::<Vec<_>>().join(",");
-            let opts = NodeOptions {
-                storage: Location::parse(&storage),
-                remotes: file.remotes()?,
-                mesh,
-                bootstrap_key_file: file.bootstrap_key_file.clone(),
-                embedded: false,
-                runner: checkfu_runner::RunnerConfig::from_env(),
-                sse_ping: crate::node::sse_ping_from_env(),
-                approvals: crate::node::ApprovalTiming::from_env(),
-                allow_private_targets: crate::node::private_targets_from_env(),
-                kafka_brokers: std::env::var("CHECKFU_KAFKA_BROKERS").ok().filter(|b| !b.is_empty()).or(file.kafka_brokers.clone()),
-                redis_url: std::env::var("CHECKFU_REDIS_URL").ok().filter(|u| !u.is_empty()).or(file.redis_url.clone()),
-                rate_limit_per_second: crate::node::rate_limit_from_env(),
-                max_streams_per_principal: crate::node::max_streams_from_env(),
-                auth_failures_per_window: crate::node::auth_failures_from_env(),
-                sealer: crate::node::sealer_from_env()?,
-                model_endpoints: file.model_endpoints(false)?,
-                roles,
-            };
+            let opts = NodeOptions::from_config(&config, roles, false)?;
             let node = Node::start_with(listener, internal, opts).await?;
             match node.internal_addr {
                 Some(internal) => println!("Checkfu serving {role_names}; mesh (mutual TLS) on {internal}; public on {}", node.addr),

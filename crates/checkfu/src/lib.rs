@@ -10,6 +10,7 @@ pub mod health;
 pub mod key_file;
 pub mod mesh;
 pub mod node;
+pub mod roles;
 
 pub use checkfu_core::Role;
 pub use node::{ApprovalTiming, BootstrapInfo, Node, NodeOptions};

@@ -1,10 +1,20 @@
 use clap::Parser;
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> std::process::ExitCode {
+    let cli = checkfu::cli::Cli::parse();
     // Logs to stderr; spans to OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
-    let telemetry = checkfu_telemetry::init("checkfu");
-    let result = checkfu::cli::run(checkfu::cli::Cli::parse()).await;
-    tokio::task::spawn_blocking(move || telemetry.shutdown()).await?;
-    result
+    let otlp = checkfu::config::Env::process().get(checkfu::config::env::OTLP_ENDPOINT);
+    let telemetry = checkfu_telemetry::init_with("checkfu", otlp.as_deref(), true);
+    let result = checkfu::cli::run(cli).await;
+    let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // The chain of causes on one line, without a backtrace: the
+            // messages say what to change.
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }

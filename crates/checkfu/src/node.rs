@@ -11,21 +11,19 @@
 //! generated clients and the same authorization; `checkfu up` plays every
 //! role and opens no internal listener at all.
 
-use crate::health::{self, Check, Readiness};
+use crate::health;
 use crate::mesh::MeshTls;
+use crate::roles::{self, Assembly, Started};
 use anyhow::{Context, bail};
 use checkfu_core::Role;
-use checkfu_proto::mesh::Authorized;
 use checkfu_proto::transport::{self, Transport};
 use checkfu_store::Location;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tonic::transport::Channel;
 
 /// How a node is put together.
 #[derive(Debug, Clone)]
@@ -47,6 +45,8 @@ pub struct NodeOptions {
     /// How often an idle SSE stream gets a `: ping` comment.
     pub sse_ping: std::time::Duration,
     pub approvals: ApprovalTiming,
+    /// How long a Run's lease lasts without a heartbeat.
+    pub run_lease: std::time::Duration,
     /// Outbound fetches may reach private, loopback and link-local
     /// addresses (local development and tests; production refuses them).
     pub allow_private_targets: bool,
@@ -71,44 +71,6 @@ pub struct NodeOptions {
     pub model_endpoints: checkfu_model_gateway::endpoints::Endpoints,
 }
 
-/// A positive number from the environment variable `name`, else `default`
-/// (unset, unparsable or zero).
-fn positive_from_env<T: std::str::FromStr + PartialOrd + Default>(name: &str, default: T) -> T {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).filter(|n| *n > T::default()).unwrap_or(default)
-}
-
-/// The per-principal limit: 2,000 requests per second, or
-/// `CHECKFU_RATE_LIMIT_PER_SECOND`.
-pub fn rate_limit_from_env() -> u32 {
-    positive_from_env("CHECKFU_RATE_LIMIT_PER_SECOND", 2_000)
-}
-
-/// Open SSE streams per principal per gateway: 500, or
-/// `CHECKFU_MAX_STREAMS_PER_PRINCIPAL`.
-pub fn max_streams_from_env() -> usize {
-    positive_from_env("CHECKFU_MAX_STREAMS_PER_PRINCIPAL", checkfu_gateway::streams::DEFAULT_MAX_PER_PRINCIPAL)
-}
-
-/// Invalid keys per client address per 10 s: 20, or
-/// `CHECKFU_AUTH_FAILURES_PER_WINDOW`.
-pub fn auth_failures_from_env() -> u32 {
-    positive_from_env("CHECKFU_AUTH_FAILURES_PER_WINDOW", checkfu_gateway::auth::AUTH_FAILURES_PER_WINDOW)
-}
-
-/// The sealer of `CHECKFU_SECRETS_KEY` (32+ characters), when it is set.
-pub fn sealer_from_env() -> anyhow::Result<Option<checkfu_store::sealed::Sealer>> {
-    std::env::var("CHECKFU_SECRETS_KEY")
-        .ok()
-        .filter(|k| !k.is_empty())
-        .map(|k| checkfu_store::sealed::Sealer::from_key(&k).map_err(|e| anyhow::anyhow!("CHECKFU_SECRETS_KEY: {}", e.message)))
-        .transpose()
-}
-
-/// `CHECKFU_ALLOW_PRIVATE_TARGETS=true`.
-pub fn private_targets_from_env() -> bool {
-    std::env::var("CHECKFU_ALLOW_PRIVATE_TARGETS").is_ok_and(|v| v == "true" || v == "1")
-}
-
 /// How long ActionApprovals wait, and how often the sessions role records
 /// decided or expired ones its Sessions have not seen yet.
 #[derive(Debug, Clone, Copy)]
@@ -123,19 +85,41 @@ impl Default for ApprovalTiming {
     }
 }
 
-impl ApprovalTiming {
-    /// The defaults (1 h TTL), or `CHECKFU_APPROVAL_TTL_SECONDS`.
-    pub fn from_env() -> Self {
-        let ttl = std::env::var("CHECKFU_APPROVAL_TTL_SECONDS").ok().and_then(|v| v.parse().ok()).filter(|s| *s > 0);
-        ApprovalTiming { ttl: ttl.map(std::time::Duration::from_secs).unwrap_or(ApprovalTiming::default().ttl), ..Default::default() }
+impl NodeOptions {
+    /// The options a validated configuration describes, for `roles`;
+    /// `embedded` for the one-process installation.
+    pub fn from_config(config: &crate::config::Loaded, roles: BTreeSet<Role>, embedded: bool) -> anyhow::Result<NodeOptions> {
+        let c = &config.config;
+        let mut runner = checkfu_runner::RunnerConfig {
+            heartbeat_every: std::time::Duration::from_millis(c.runner.heartbeat_ms),
+            workspaces: c.workspaces(),
+            sandbox_cgroup: c.runner.sandbox_cgroup.clone(),
+            ..Default::default()
+        };
+        if let Some(id) = &c.runner.id {
+            runner.runner_id = id.clone();
+        }
+        Ok(NodeOptions {
+            roles,
+            storage: c.location(),
+            remotes: c.remotes(),
+            mesh: c.mesh.as_ref().map(|m| MeshTls::load(&m.files())).transpose()?,
+            bootstrap_key_file: Some(c.bootstrap_key_file()),
+            embedded,
+            runner,
+            sse_ping: std::time::Duration::from_secs(c.timing.sse_ping_seconds),
+            approvals: ApprovalTiming { ttl: std::time::Duration::from_secs(c.timing.approval_ttl_seconds), ..Default::default() },
+            run_lease: std::time::Duration::from_millis(c.timing.run_lease_ms),
+            allow_private_targets: c.allow_private_targets,
+            kafka_brokers: c.kafka_brokers.clone(),
+            redis_url: c.redis_url.clone(),
+            rate_limit_per_second: c.limits.rate_limit_per_second,
+            max_streams_per_principal: c.limits.max_streams_per_principal as usize,
+            auth_failures_per_window: c.limits.auth_failures_per_window,
+            sealer: config.sealer().map_err(anyhow::Error::msg)?,
+            model_endpoints: config.model_endpoints(false)?,
+        })
     }
-}
-
-/// The SSE keep-alive interval: 15 s, or `CHECKFU_SSE_PING_SECONDS`.
-pub fn sse_ping_from_env() -> std::time::Duration {
-    std::time::Duration::from_secs(
-        std::env::var("CHECKFU_SSE_PING_SECONDS").ok().and_then(|v| v.parse().ok()).filter(|s| *s > 0).unwrap_or(15),
-    )
 }
 
 /// What bootstrap did on this start.
@@ -156,66 +140,6 @@ pub struct Node {
     local: BTreeMap<Role, Transport>,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
-}
-
-fn check<F, Fut>(f: F) -> Check
-where
-    F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = bool> + Send + 'static,
-{
-    Arc::new(move || Box::pin(f()))
-}
-
-/// Readiness of a remote role: its gRPC health service answers SERVING.
-fn remote_ready(ch: Channel) -> Check {
-    check(move || {
-        let mut client = tonic_health::pb::health_client::HealthClient::new(ch.clone());
-        async move {
-            client
-                .check(tonic_health::pb::HealthCheckRequest { service: String::new() })
-                .await
-                .is_ok_and(|r| r.into_inner().status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32)
-        }
-    })
-}
-
-/// Where a role this node does not play is reached.
-fn remote_url(remotes: &BTreeMap<Role, String>, role: Role) -> anyhow::Result<String> {
-    match remotes.get(&role) {
-        Some(u) => Ok(u.clone()),
-        None => bail!("this node needs the {role} role: play it (--roles) or give its address in the config's [endpoints]"),
-    }
-}
-
-/// The role that serves `role`'s gRPC service: the runner protocol is
-/// served by the sessions role.
-fn serving(role: Role) -> Role {
-    if role == Role::Runner { Role::Sessions } else { role }
-}
-
-/// A mesh channel to a role this node does not play.
-fn mesh_channel(mesh: Option<&MeshTls>, remotes: &BTreeMap<Role, String>, role: Role) -> anyhow::Result<Channel> {
-    let url = remote_url(remotes, serving(role))?;
-    let Some(mesh) = mesh else {
-        bail!("reaching the {role} role at {url} needs this process's mesh certificate: set [mesh] ca, cert and key in the config")
-    };
-    mesh.channel(&url, serving(role))
-}
-
-/// How `caller` reaches `callee`: in process (as `caller`) when this node
-/// plays it, else over the mesh (as the roles this process's certificate
-/// names).
-fn reach(
-    local: &BTreeMap<Role, Transport>,
-    mesh: Option<&MeshTls>,
-    remotes: &BTreeMap<Role, String>,
-    caller: Role,
-    callee: Role,
-) -> anyhow::Result<Transport> {
-    Ok(match local.get(&callee) {
-        Some(t) => transport::acting_as(t.clone(), caller),
-        None => transport::remote(mesh_channel(mesh, remotes, callee)?),
-    })
 }
 
 impl Node {
@@ -239,183 +163,21 @@ impl Node {
         {
             bail!("this process plays the {missing} role but its mesh certificate does not name it ({})", missing.mesh_name());
         }
-        let has = |r: Role| opts.roles.contains(&r);
         let shutdown = CancellationToken::new();
-        let mut readiness = Readiness::default();
-        let (health, health_service) = tonic_health::server::health_reporter();
-        health.set_service_status("", tonic_health::ServingStatus::Serving).await;
-        let mut grpc = tonic::service::Routes::new(Authorized::new(health_service));
-        let mut bootstrap = None;
-        // Roles this node plays are called in process; the rest over HTTP/2.
-        let mut local: BTreeMap<Role, Transport> = BTreeMap::new();
-        let mut sweepers = vec![];
-        let mut relays: Vec<checkfu_bus::outbox::Relay> = vec![];
-        let redis = match &opts.redis_url {
-            Some(url) => Some(checkfu_ephemeral::redis_impl::Redis::connect(url).await.context("connecting to Redis")?),
-            None => None,
-        };
-        let mut background: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> = vec![];
-        let bus: Arc<dyn checkfu_bus::Bus> = match &opts.kafka_brokers {
-            Some(brokers) => {
-                let k = checkfu_bus::kafka::KafkaBus::new(brokers)?;
-                if let Err(e) = k.ensure_topics(checkfu_bus::TOPICS).await {
-                    // The outbox holds events until the broker is reachable.
-                    tracing::warn!(error = %e, "could not ensure the Kafka topics yet");
-                }
-                Arc::new(k)
+        let mut assembly = Assembly::new(&opts, shutdown.clone()).await?;
+        for play in roles::TABLE.iter().filter(|p| opts.roles.contains(&p.role())) {
+            play.start(&mut assembly).await.with_context(|| format!("starting the {} role", play.role()))?;
+            for role in play.waits_on() {
+                assembly.wait_on(*role)?;
             }
-            None => Arc::new(checkfu_bus::memory::MemoryBus::new()),
-        };
+        }
+        let Started { readiness, grpc, local, background, bootstrap, api } = assembly.finish();
 
-        if has(Role::Governance) {
-            let (svc, db) = checkfu_governance::open(&opts.storage).await.context("opening the governance store")?;
-            let svc = svc.with_approval_ttl_ms(opts.approvals.ttl.as_millis() as i64);
-            relays.push(checkfu_bus::outbox::Relay::new(db, bus.clone(), "governance"));
-            let path = opts.bootstrap_key_file.clone().unwrap_or_else(|| PathBuf::from("admin.key"));
-            let key_file = crate::key_file::KeyFile::new(path.clone());
-            let b = svc.bootstrap(|secret| key_file.place(secret).map_err(|e| checkfu_core::Error::internal(format!("{e:#}")))).await;
-            match &b {
-                Ok(b) if b.created => key_file.keep(),
-                // Another replica bootstrapped, or the commit failed: what
-                // this one placed is not a key of the installation.
-                _ => key_file.discard(),
-            }
-            let b = b.context("bootstrapping the installation")?;
-            if b.created {
-                bootstrap =
-                    Some(BootstrapInfo { admin_principal_id: b.admin_principal_id, environment_id: b.environment_id, key_file: path });
-            }
-            let s = svc.clone();
-            readiness.checks.push((
-                "governance".into(),
-                check(move || {
-                    let s = s.clone();
-                    async move { s.ready().await }
-                }),
-            ));
-            let server = Authorized::new(checkfu_governance::server(svc));
-            local.insert(Role::Governance, transport::local(server.clone()));
-            grpc = grpc.add_service(server);
-        }
-        if has(Role::ModelGateway) {
-            let mut endpoints = opts.model_endpoints.clone();
-            endpoints.allow_private |= opts.allow_private_targets;
-            let svc = checkfu_model_gateway::open(&opts.storage, endpoints).await.context("opening the model-gateway store")?;
-            let s = svc.clone();
-            readiness.checks.push((
-                "model-gateway".into(),
-                check(move || {
-                    let s = s.clone();
-                    async move { s.ready().await }
-                }),
-            ));
-            let server = Authorized::new(checkfu_model_gateway::server(svc));
-            local.insert(Role::ModelGateway, transport::local(server.clone()));
-            grpc = grpc.add_service(server);
-        }
-        if has(Role::Sessions) {
-            let governance = reach(&local, mesh, &opts.remotes, Role::Sessions, Role::Governance)?;
-            let (svc, db) = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
-            let relay = checkfu_bus::outbox::Relay::new(db, bus.clone(), "sessions");
-            let mut svc = svc.with_governance(governance).with_outbox_wake(relay.wake.clone());
-            // A shorter lease hands a dead replica's Runs over sooner (tests).
-            if let Some(ms) = std::env::var("CHECKFU_RUN_LEASE_MS").ok().and_then(|v| v.parse::<i64>().ok()).filter(|m| *m >= 1000) {
-                svc = svc.with_lease_ms(ms);
-            }
-            if let Some(r) = &redis {
-                svc = svc.with_fanout(Arc::new(r.clone())).await.context("subscribing to the live fan-out")?;
-            }
-            relays.push(relay);
-            sweepers.push(svc.clone());
-            if opts.embedded {
-                let n = svc.release_orphaned_leases().await?;
-                if n > 0 {
-                    tracing::info!(runs = n, "resuming runs interrupted by the previous shutdown");
-                }
-            }
-            let s = svc.clone();
-            readiness.checks.push((
-                "sessions".into(),
-                check(move || {
-                    let s = s.clone();
-                    async move { s.ready().await }
-                }),
-            ));
-            let (server, runner_server) =
-                (Authorized::new(checkfu_sessions::server(svc.clone())), Authorized::new(checkfu_sessions::runner_server(svc)));
-            local.insert(Role::Sessions, transport::local(server.clone()));
-            local.insert(Role::Runner, transport::local(runner_server.clone()));
-            grpc = grpc.add_service(server).add_service(runner_server);
-        }
-        if has(Role::CapabilityGateway) {
-            let sessions = reach(&local, mesh, &opts.remotes, Role::CapabilityGateway, Role::Sessions)?;
-            let server = Authorized::new(checkfu_capability_gateway::server(sessions, opts.allow_private_targets));
-            local.insert(Role::CapabilityGateway, transport::local(server.clone()));
-            grpc = grpc.add_service(server);
-        }
-        if has(Role::Scheduler) {
-            grpc = grpc.add_service(Authorized::new(checkfu_scheduler::server()));
-        }
-        if has(Role::Webhooks) {
-            let sealer = match (&opts.sealer, &opts.storage) {
-                (Some(s), _) => s.clone(),
-                (None, Location::SqliteDir(dir)) => checkfu_store::sealed::Sealer::load_or_create(&dir.join("secrets.key"))
-                    .map_err(|e| anyhow::anyhow!("the secrets key: {}", e.message))?,
-                (None, _) => bail!("the webhooks role seals signing secrets at rest: set CHECKFU_SECRETS_KEY (32+ characters)"),
-            };
-            let svc =
-                checkfu_webhooks::open(&opts.storage, opts.allow_private_targets, sealer).await.context("opening the webhooks store")?;
-            for topic in [checkfu_bus::SESSION_EVENTS, checkfu_bus::RESOURCE_EVENTS] {
-                background.push(Box::pin(checkfu_webhooks::consume(svc.clone(), bus.clone(), topic, shutdown.clone())));
-            }
-            background.push(Box::pin(checkfu_webhooks::deliver(svc.clone(), std::time::Duration::from_millis(250), shutdown.clone())));
-            let server = Authorized::new(checkfu_webhooks::server(svc));
-            local.insert(Role::Webhooks, transport::local(server.clone()));
-            grpc = grpc.add_service(server);
-        }
-        if has(Role::Memory) {
-            grpc = grpc.add_service(Authorized::new(checkfu_memory::server()));
-        }
-
-        let upstream = |caller: Role, callee: Role| reach(&local, mesh, &opts.remotes, caller, callee);
         // The public listener: the REST/SSE API and health, nothing internal.
-        let mut app = axum::Router::new();
-        if has(Role::Gateway) {
-            let up = checkfu_gateway::Upstreams {
-                governance: upstream(Role::Gateway, Role::Governance)?,
-                sessions: upstream(Role::Gateway, Role::Sessions)?,
-                model_gateway: upstream(Role::Gateway, Role::ModelGateway)?,
-                webhooks: upstream(Role::Gateway, Role::Webhooks)?,
-            };
-            for role in [Role::Governance, Role::Sessions, Role::ModelGateway] {
-                if !has(role) {
-                    readiness.checks.push((role.name().into(), remote_ready(mesh_channel(mesh, &opts.remotes, role)?)));
-                }
-            }
-            let limiter: Arc<dyn checkfu_ephemeral::RateLimiter> = match &redis {
-                Some(r) => Arc::new(r.clone()),
-                None => Arc::new(checkfu_ephemeral::memory::MemoryLimiter::default()),
-            };
-            let mut limits = checkfu_gateway::RateLimits::new(limiter, opts.rate_limit_per_second);
-            limits.max_streams_per_principal = opts.max_streams_per_principal;
-            limits.auth_failures_per_window = opts.auth_failures_per_window;
-            let state = checkfu_gateway::AppState::open(&opts.storage, up, shutdown.clone(), opts.sse_ping, limits)
-                .await
-                .context("opening the gateway store")?;
-            let idem = state.idem.clone();
-            readiness.checks.push((
-                "gateway".into(),
-                check(move || {
-                    let i = idem.clone();
-                    async move { i.ready().await }
-                }),
-            ));
-            app = app.merge(checkfu_gateway::router(state));
-        }
-        let mut app = app.merge(health::router(readiness));
-        if has(Role::Gateway) {
-            app = checkfu_gateway::finish(app);
-        }
+        let app = match api {
+            Some(api) => checkfu_gateway::finish(api.merge(health::router(readiness))),
+            None => health::router(readiness),
+        };
         let app = app.layer(axum::middleware::from_fn(health::track));
         health::prometheus();
 
@@ -449,23 +211,6 @@ impl Node {
         }
         for task in background {
             tasks.push(tokio::spawn(task));
-        }
-        for relay in relays {
-            tasks.push(tokio::spawn(relay.run(std::time::Duration::from_millis(500), shutdown.clone())));
-        }
-        for svc in sweepers {
-            tasks.push(tokio::spawn(svc.run_approval_sweeper(opts.approvals.sweep_every, shutdown.clone())));
-        }
-        if has(Role::Runner) {
-            let runner = checkfu_runner::Runner::new(
-                upstream(Role::Runner, Role::Runner)?,
-                upstream(Role::Runner, Role::ModelGateway)?,
-                upstream(Role::Runner, Role::Governance)?,
-                upstream(Role::Runner, Role::CapabilityGateway)?,
-                opts.runner.clone(),
-            );
-            let stop = shutdown.clone();
-            tasks.push(tokio::spawn(runner.serve(stop)));
         }
         Ok(Node { addr, internal_addr, bootstrap, local, shutdown, tasks })
     }

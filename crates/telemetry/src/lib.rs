@@ -48,15 +48,9 @@ pub fn otlp_provider(endpoint: &str, service_name: &str) -> Result<SdkTracerProv
     Ok(SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build())
 }
 
-/// Installs the global subscriber: logs to stderr filtered by `RUST_LOG`,
-/// and spans to OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. Must run
-/// inside a Tokio runtime.
-pub fn init(service_name: &str) -> Telemetry {
-    let endpoint = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok().filter(|e| !e.is_empty());
-    init_with(service_name, endpoint.as_deref(), true)
-}
-
-/// [`init`] with an explicit endpoint; `logs` adds the stderr log layer.
+/// Installs the global subscriber: logs to stderr filtered by `RUST_LOG`
+/// (when `logs`), and spans to the OTLP/gRPC collector at `endpoint`. Must
+/// run inside a Tokio runtime.
 pub fn init_with(service_name: &str, endpoint: Option<&str>, logs: bool) -> Telemetry {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn,h2=warn,tower=warn".into());

@@ -16,7 +16,7 @@
 //! Turn latency is measured in sessions of `--session-turns` turns (25 by
 //! default): each turn sends the whole conversation to the model, so a
 //! longer history costs more per turn — `--session-turns 400` shows that.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "test harness: a failed step panics, failing the test or the benchmark")]
 
 use checkfu_e2e::sse::Stream;
 use checkfu_e2e::*;

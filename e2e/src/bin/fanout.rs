@@ -11,7 +11,7 @@
 //!
 //! The first `--warmup` turns (2 by default) are not counted: they include
 //! the connections' first writes and cold caches.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "test harness: a failed step panics, failing the test or the benchmark")]
 
 use checkfu::{Node, NodeOptions, Role};
 use checkfu_e2e::*;
@@ -213,17 +213,9 @@ async fn main() {
         mesh: Some(mesh_identity(&mesh_dir(&p.data_dir), "second-gateway", &[Role::Gateway])),
         bootstrap_key_file: None,
         embedded: false,
-        runner: checkfu_runner::RunnerConfig::default(),
-        sse_ping: Duration::from_secs(15),
-        approvals: checkfu::ApprovalTiming::default(),
-        allow_private_targets: false,
-        kafka_brokers: None,
-        redis_url: None,
         rate_limit_per_second: 1_000_000,
         max_streams_per_principal: 1_000_000,
-        auth_failures_per_window: 20,
-        sealer: None,
-        model_endpoints: Default::default(),
+        ..checkfu_e2e::embedded_options(second_dir.path(), &checkfu_e2e::Tuning::default())
     };
     let second = Node::start(listener, opts).await.unwrap();
     let second_base = format!("http://{}", second.addr);

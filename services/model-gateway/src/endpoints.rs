@@ -44,7 +44,7 @@ impl std::fmt::Debug for Endpoint {
 }
 
 /// How the configuration describes an endpoint.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointConfig {
     pub provider: String,

@@ -80,33 +80,6 @@ impl Default for RunnerConfig {
     }
 }
 
-impl RunnerConfig {
-    /// The defaults, with `CHECKFU_RUNNER_ID`, `CHECKFU_RUNNER_HEARTBEAT_MS`
-    /// and `CHECKFU_WORKSPACES` applied when set.
-    pub fn from_env() -> Self {
-        let mut c = RunnerConfig::default();
-        if let Ok(id) = std::env::var("CHECKFU_RUNNER_ID")
-            && checkfu_core::id::is_valid("rnr", &id)
-        {
-            c.runner_id = id;
-        }
-        if let Some(ms) = std::env::var("CHECKFU_RUNNER_HEARTBEAT_MS").ok().and_then(|v| v.parse::<u64>().ok()).filter(|m| *m > 0) {
-            c.heartbeat_every = Duration::from_millis(ms);
-        }
-        if let Ok(dir) = std::env::var("CHECKFU_WORKSPACES")
-            && !dir.is_empty()
-        {
-            c.workspaces = dir.into();
-        }
-        if let Ok(dir) = std::env::var("CHECKFU_SANDBOX_CGROUP")
-            && !dir.is_empty()
-        {
-            c.sandbox_cgroup = Some(dir.into());
-        }
-        c
-    }
-}
-
 #[derive(Clone)]
 pub struct Runner {
     pub(crate) runs: RunnerServiceClient<Transport>,

@@ -1,7 +1,7 @@
 //! Two sessions replicas over one store: a subscriber on one sees, live,
 //! what the other commits — through the shared fan-out (the in-process twin
 //! always, Redis when `CHECKFU_TEST_REDIS_URL` is set).
-#![allow(clippy::unwrap_used)]
+#![cfg(test)]
 
 use checkfu_ephemeral::Fanout;
 use checkfu_sessions::SessionsService;

@@ -3,7 +3,8 @@
 //! by hand and a local receiver that verifies every signature: the whole
 //! retry schedule, the same `id` on every retry, dedupe of repeated events,
 //! secret rotation, and refusal of private targets.
-#![allow(clippy::unwrap_used)]
+
+#![cfg(test)]
 
 use axum::Router;
 use axum::body::Bytes;

@@ -1,0 +1,47 @@
+//! The gateway: the public REST/SSE API, authentication, rate limits,
+//! idempotency.
+
+use super::{Assembly, Play, Store};
+use anyhow::Context;
+use checkfu_core::Role;
+use std::sync::Arc;
+
+pub struct Gateway;
+
+#[async_trait::async_trait]
+impl Play for Gateway {
+    fn role(&self) -> Role {
+        Role::Gateway
+    }
+
+    fn stores(&self) -> &'static [Store] {
+        &[("gateway", &checkfu_gateway::MIGRATIONS)]
+    }
+
+    fn waits_on(&self) -> &'static [Role] {
+        &[Role::Governance, Role::Sessions, Role::ModelGateway]
+    }
+
+    async fn start(&self, node: &mut Assembly<'_>) -> anyhow::Result<()> {
+        let opts = node.opts;
+        let upstreams = checkfu_gateway::Upstreams {
+            governance: node.reach(Role::Gateway, Role::Governance)?,
+            sessions: node.reach(Role::Gateway, Role::Sessions)?,
+            model_gateway: node.reach(Role::Gateway, Role::ModelGateway)?,
+            webhooks: node.reach(Role::Gateway, Role::Webhooks)?,
+        };
+        let limiter: Arc<dyn checkfu_ephemeral::RateLimiter> = match &node.redis {
+            Some(r) => Arc::new(r.clone()),
+            None => Arc::new(checkfu_ephemeral::memory::MemoryLimiter::default()),
+        };
+        let mut limits = checkfu_gateway::RateLimits::new(limiter, opts.rate_limit_per_second);
+        limits.max_streams_per_principal = opts.max_streams_per_principal;
+        limits.auth_failures_per_window = opts.auth_failures_per_window;
+        let state = checkfu_gateway::AppState::open(&opts.storage, upstreams, node.shutdown.clone(), opts.sse_ping, limits)
+            .await
+            .context("opening the gateway store")?;
+        node.ready("gateway", state.idem.clone(), |i| async move { i.ready().await });
+        node.api = Some(checkfu_gateway::router(state));
+        Ok(())
+    }
+}

@@ -1,0 +1,50 @@
+//! Governance: identity, permissions, policies, approvals, budgets; and
+//! the installation's bootstrap on its first start.
+
+use super::{Assembly, Play, Store};
+use crate::key_file::KeyFile;
+use crate::node::BootstrapInfo;
+use anyhow::Context;
+use checkfu_core::Role;
+
+pub struct Governance;
+
+#[async_trait::async_trait]
+impl Play for Governance {
+    fn role(&self) -> Role {
+        Role::Governance
+    }
+
+    fn stores(&self) -> &'static [Store] {
+        &[("governance", &checkfu_governance::MIGRATIONS)]
+    }
+
+    async fn start(&self, node: &mut Assembly<'_>) -> anyhow::Result<()> {
+        let opts = node.opts;
+        let (svc, db) = checkfu_governance::open(&opts.storage).await.context("opening the governance store")?;
+        let svc = svc.with_approval_ttl_ms(opts.approvals.ttl.as_millis() as i64);
+        node.spawn(checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "governance").run(RELAY_EVERY, node.shutdown.clone()));
+
+        let path = opts.bootstrap_key_file.clone().unwrap_or_else(|| "admin.key".into());
+        let key_file = KeyFile::new(path.clone());
+        let made = svc.bootstrap(|secret| key_file.place(secret).map_err(|e| checkfu_core::Error::internal(format!("{e:#}")))).await;
+        match &made {
+            Ok(b) if b.created => key_file.keep(),
+            // Another replica bootstrapped, or the commit failed: what this
+            // one placed is not a key of the installation.
+            _ => key_file.discard(),
+        }
+        let made = made.context("bootstrapping the installation")?;
+        if made.created {
+            node.bootstrap =
+                Some(BootstrapInfo { admin_principal_id: made.admin_principal_id, environment_id: made.environment_id, key_file: path });
+        }
+
+        node.ready("governance", svc.clone(), |s| async move { s.ready().await });
+        node.serve(Role::Governance, checkfu_governance::server(svc));
+        Ok(())
+    }
+}
+
+/// How often an outbox relay looks for events a wake-up missed.
+pub(super) const RELAY_EVERY: std::time::Duration = std::time::Duration::from_millis(500);

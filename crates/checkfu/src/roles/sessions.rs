@@ -1,0 +1,43 @@
+//! Sessions: the event log, Runs and their leases, the runner protocol.
+
+use super::{Assembly, Play, Store};
+use anyhow::Context;
+use checkfu_core::Role;
+use std::sync::Arc;
+
+pub struct Sessions;
+
+#[async_trait::async_trait]
+impl Play for Sessions {
+    fn role(&self) -> Role {
+        Role::Sessions
+    }
+
+    fn stores(&self) -> &'static [Store] {
+        &[("sessions", &checkfu_sessions::MIGRATIONS)]
+    }
+
+    async fn start(&self, node: &mut Assembly<'_>) -> anyhow::Result<()> {
+        let opts = node.opts;
+        let governance = node.reach(Role::Sessions, Role::Governance)?;
+        let (svc, db) = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
+        let relay = checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "sessions");
+        let mut svc = svc.with_governance(governance).with_outbox_wake(relay.wake.clone()).with_lease_ms(opts.run_lease.as_millis() as i64);
+        if let Some(r) = &node.redis {
+            svc = svc.with_fanout(Arc::new(r.clone())).await.context("subscribing to the live fan-out")?;
+        }
+        node.spawn(relay.run(super::governance::RELAY_EVERY, node.shutdown.clone()));
+        node.spawn(svc.clone().run_approval_sweeper(opts.approvals.sweep_every, node.shutdown.clone()));
+        if opts.embedded {
+            // The previous process's runner died with it.
+            let n = svc.release_orphaned_leases().await?;
+            if n > 0 {
+                tracing::info!(runs = n, "resuming runs interrupted by the previous shutdown");
+            }
+        }
+        node.ready("sessions", svc.clone(), |s| async move { s.ready().await });
+        node.serve(Role::Runner, checkfu_sessions::runner_server(svc.clone()));
+        node.serve(Role::Sessions, checkfu_sessions::server(svc));
+        Ok(())
+    }
+}
