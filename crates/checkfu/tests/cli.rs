@@ -259,3 +259,51 @@ async fn approvals_are_listed_and_answered_from_the_cli() {
     server.kill().unwrap();
     server.wait().unwrap();
 }
+
+#[test]
+fn up_names_each_missing_optional_dependency_once_with_its_install_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, log) = (free_port(), dir.path().join("up.log"));
+    // An empty PATH: a host without bubblewrap (or setpriv).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_checkfu"))
+        .args(["up", "--data-dir", dir.path().join("data").to_str().unwrap(), "--listen", &format!("127.0.0.1:{port}")])
+        .env("PATH", dir.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    assert_eq!(http_status(&format!("http://127.0.0.1:{port}/readyz")), 200, "starts without them");
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("bubblewrap is missing")).collect();
+    assert_eq!(lines.len(), 1, "named once:\n{text}");
+    assert!(lines[0].contains("apt-get install bubblewrap") && lines[0].contains("bash tool is refused"), "{}", lines[0]);
+}
+
+#[test]
+fn config_prints_the_effective_configuration_and_refuses_a_bad_one() {
+    let out = Command::new(env!("CARGO_BIN_EXE_checkfu"))
+        .args(["config", "--mode", "serve", "--listen", "127.0.0.1:9"])
+        .env("CHECKFU_OPENAI_API_KEY", "sk-do-not-print")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("listen = \"127.0.0.1:9\"") && text.contains("listen <- --listen"), "{text}");
+    assert!(text.contains("openai_api_key = \"<redacted>\"") && !text.contains("sk-do-not-print"), "{text}");
+
+    let bad = Command::new(env!("CARGO_BIN_EXE_checkfu"))
+        .args(["config"])
+        .env("CHECKFU_RUN_LEASE_MS", "soon")
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8(bad.stderr).unwrap();
+    assert_eq!(
+        err.trim(),
+        "error: configuration key `timing.run_lease_ms` (from $CHECKFU_RUN_LEASE_MS): must be a whole number, got \"soon\""
+    );
+}

@@ -112,10 +112,8 @@ impl Runner {
     /// Claims and executes Runs until `shutdown`; in-flight Runs are left to
     /// their leases (another runner resumes them after expiry).
     pub async fn serve(self, shutdown: CancellationToken) {
-        if !self.isolation {
-            tracing::warn!(
-                "this host cannot isolate sandbox processes (bubblewrap is missing or cannot create namespaces): the bash tool will be refused"
-            );
+        for m in sandbox::missing_prerequisites() {
+            tracing::warn!("{} is missing: {}; to fix it: {}", m.program, m.effect, m.install);
         }
         let slots = Arc::new(Semaphore::new(self.cfg.concurrency.max(1)));
         loop {

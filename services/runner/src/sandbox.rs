@@ -70,8 +70,58 @@ impl Default for Limits {
     }
 }
 
-/// Whether this host can isolate `bash` (bubblewrap present and working).
+/// A program the sandbox needs that this host lacks: what goes missing
+/// without it, and how to install it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    pub program: &'static str,
+    pub effect: &'static str,
+    pub install: &'static str,
+}
+
+/// What this host lacks for the sandbox's full behaviour (empty on a
+/// ready host). Probed once, when a runner starts.
+pub fn missing_prerequisites() -> Vec<Missing> {
+    let mut missing = vec![];
+    if !found("bwrap") {
+        missing.push(Missing {
+            program: "bubblewrap",
+            effect: "the bash tool is refused (it cannot be isolated)",
+            install: "apt-get install bubblewrap (Debian/Ubuntu), dnf install bubblewrap (Fedora)",
+        });
+    } else if !bwrap_works() {
+        missing.push(Missing {
+            program: "user namespaces",
+            effect: "the bash tool is refused: bubblewrap is installed but cannot create namespaces here",
+            install: "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1), or run as root",
+        });
+    }
+    if !can_drop_root() {
+        missing.push(Missing {
+            program: "setpriv",
+            effect: "the bash tool is refused (sandbox commands cannot drop root)",
+            install: "apt-get install util-linux",
+        });
+    }
+    missing
+}
+
+/// Whether this host can isolate `bash`: bubblewrap works, and a server
+/// running as root can drop to a sandbox user.
 pub fn isolation_available() -> bool {
+    bwrap_works() && can_drop_root()
+}
+
+fn found(program: &str) -> bool {
+    std::process::Command::new(program).arg("--version").output().is_ok()
+}
+
+/// Not root, or root with `setpriv` to drop it.
+fn can_drop_root() -> bool {
+    !rustix::process::geteuid().is_root() || found("setpriv")
+}
+
+fn bwrap_works() -> bool {
     std::process::Command::new("bwrap")
         .args(["--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"])
         .stdout(std::process::Stdio::null())
