@@ -137,12 +137,8 @@ impl Platform {
         let base = format!("http://{}", node.addr);
         let internal_base = node.internal_addr.map(|a| format!("https://{a}"));
         let key = std::fs::read_to_string(&key_file).unwrap().trim().to_string();
-        let admin = Api::new(&base, &key);
         wait_ready(&base).await;
-        let me = admin.get("/v1/environments").await;
-        let env_id = me.1["data"].as_array().unwrap().iter().find(|e| e["name"] == "default").unwrap()["id"].as_str().unwrap().to_string();
-        let (_, principals, _) = admin.get("/v1/principals?limit=100").await;
-        let admin_id = principals["data"].as_array().unwrap().iter().find(|p| p["name"] == "admin").map(id).unwrap();
+        let Installation { admin, admin_id, env_id } = Installation::discover(&base, &key).await;
         Platform { base, admin, admin_id, env_id, data_dir: dir.to_path_buf(), internal_base, node: Some(node) }
     }
 
@@ -174,6 +170,29 @@ pub async fn wait_ready(base: &str) {
 }
 
 /// A client holding one API key.
+/// A running installation as its bootstrap admin sees it.
+#[derive(Clone)]
+pub struct Installation {
+    pub admin: Api,
+    pub admin_id: String,
+    /// The `default` Environment.
+    pub env_id: String,
+}
+
+impl Installation {
+    /// Finds the admin principal and the default Environment of the
+    /// installation at `base`, as the holder of the admin `key`.
+    pub async fn discover(base: &str, key: &str) -> Installation {
+        let admin = Api::new(base, key);
+        let (status, envs, _) = admin.get("/v1/environments").await;
+        assert_eq!(status, 200, "listing environments at {base}: {envs}");
+        let env_id = envs["data"].as_array().unwrap().iter().find(|e| e["name"] == "default").map(id).expect("a default environment");
+        let (_, principals, _) = admin.get("/v1/principals?limit=100").await;
+        let admin_id = principals["data"].as_array().unwrap().iter().find(|p| p["name"] == "admin").map(id).expect("the admin principal");
+        Installation { admin, admin_id, env_id }
+    }
+}
+
 #[derive(Clone)]
 pub struct Api {
     pub base: String,

@@ -11,7 +11,7 @@
 use crate::{Bus, Record};
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
-use checkfu_store::sqlx::{self, Any, AssertSqlSafe, Row, Transaction};
+use checkfu_store::sqlx::{self, AssertSqlSafe, Row};
 use checkfu_store::{Db, db_err};
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +28,7 @@ const GATHER: Duration = Duration::from_millis(50);
 const LAG_EVERY: Duration = Duration::from_secs(1);
 
 /// Stages `records` in the caller's transaction.
-pub async fn stage(tx: &mut Transaction<'static, Any>, records: &[Record]) -> Result<()> {
+pub async fn stage(conn: &mut sqlx::AnyConnection, records: &[Record]) -> Result<()> {
     let staged_ms = now_ms();
     if records.is_empty() {
         return Ok(());
@@ -42,7 +42,7 @@ pub async fn stage(tx: &mut Transaction<'static, Any>, records: &[Record]) -> Re
         let headers = serde_json::to_string(&r.headers).map_err(|e| Error::internal(e.to_string()))?;
         q = q.bind(r.topic.clone()).bind(r.key.clone()).bind(r.id.clone()).bind(r.payload.clone()).bind(headers).bind(staged_ms);
     }
-    q.execute(&mut **tx).await.map_err(db_err)?;
+    q.execute(&mut *conn).await.map_err(db_err)?;
     Ok(())
 }
 

@@ -1,50 +1,73 @@
-//! Load generator against an embedded Checkfu (all roles in this process,
-//! SQLite in a temporary directory, the scripted model):
+//! The load generator: drives a Checkfu installation over its public API
+//! like any client and prints
 //!
 //! - session creates per second,
-//! - accepted `user.message` events per second,
-//! - the scripted turn round trip (post a message, see `session.status_idle`
-//!   on the SSE stream) at the 50th and 99th percentile,
+//! - accepted `user.message` events per second (each answered 201, so
+//!   durable),
+//! - the scripted turn round trip (post a message, see
+//!   `session.status_idle` on the SSE stream) at the 50th and 99th
+//!   percentile,
 //!
-//! each at 1 and 16 concurrent clients. Run it optimised:
+//! each at every `--clients` level (1 and 16 by default).
+//!
+//! By default it boots an embedded installation in this process (every
+//! role, SQLite in a temporary directory, the scripted model). With
+//! `--target URL --key FILE` it drives a running installation instead —
+//! `checkfu serve` on PostgreSQL, Kafka and Redis, say (see
+//! docs/benchmarks.md and `e2e/bench/split-up`). Run it optimised:
 //!
 //! ```sh
-//! cargo run --release -p checkfu-e2e --bin bench            # default durations
-//! cargo run --release -p checkfu-e2e --bin bench -- --seconds 5 --turns 400 --session-turns 25
+//! cargo run --release -p checkfu-e2e --bin bench -- --help
+//! cargo run --release -p checkfu-e2e --bin bench -- --seconds 5 --turns 400
+//! cargo run --release -p checkfu-e2e --bin bench -- --target http://127.0.0.1:7420 --key /tmp/split/admin.key
 //! ```
-//!
-//! Turn latency is measured in sessions of `--session-turns` turns (25 by
-//! default): each turn sends the whole conversation to the model, so a
-//! longer history costs more per turn — `--session-turns 400` shows that.
-#![allow(clippy::unwrap_used, reason = "test harness: a failed step panics, failing the test or the benchmark")]
+#![allow(clippy::unwrap_used, reason = "test harness: a failed step panics, failing the benchmark")]
 
 use checkfu_e2e::sse::Stream;
 use checkfu_e2e::*;
+use clap::Parser;
 use serde_json::json;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+#[derive(Debug, Parser)]
+#[command(name = "bench", about = "Checkfu's load generator: session creates, accepted messages and turn latency over the public API")]
 struct Args {
+    /// Seconds each throughput figure runs for.
+    #[arg(long, default_value_t = 3.0)]
     seconds: f64,
+    /// Turns timed for each latency figure.
+    #[arg(long, default_value_t = 200)]
     turns: usize,
-    /// Turns before a client starts a new session; every turn re-sends the
+    /// Turns before a client starts a new Session: every turn re-sends the
     /// conversation to the model, so latency grows with history.
-    session_turns: usize,
+    #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u64).range(1..))]
+    session_turns: u64,
+    /// Concurrent clients, a figure for each (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "1,16")]
+    clients: Vec<usize>,
+    /// The figures to take (comma-separated).
+    #[arg(long, value_delimiter = ',', value_enum, default_value = "creates,messages,turns")]
+    only: Vec<Figure>,
+    /// Drive the installation at this base URL (`http://host:port`) instead
+    /// of an embedded one.
+    #[arg(long, requires = "key")]
+    target: Option<String>,
+    /// The file holding the target's bootstrap admin API key.
+    #[arg(long, requires = "target")]
+    key: Option<PathBuf>,
+    /// Time one HTTP call with no internal hop against one with two, then exit.
+    #[arg(long)]
+    probe: bool,
 }
 
-fn args() -> Args {
-    let mut a = Args { seconds: 3.0, turns: 200, session_turns: 25 };
-    let v: Vec<String> = std::env::args().collect();
-    for w in v.windows(2) {
-        match w[0].as_str() {
-            "--seconds" => a.seconds = w[1].parse().unwrap(),
-            "--turns" => a.turns = w[1].parse().unwrap(),
-            "--session-turns" => a.session_turns = w[1].parse::<usize>().unwrap().max(1),
-            _ => {}
-        }
-    }
-    a
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Figure {
+    Creates,
+    Messages,
+    Turns,
 }
 
 /// Runs `op` from `clients` tasks until `seconds` pass; returns ops/s.
@@ -82,105 +105,143 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i]
 }
 
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// `POST /v1/sessions` from `clients` clients.
+async fn creates(i: &Installation, deployment: &str, clients: usize, seconds: f64) -> f64 {
+    let (api, dep, me) = (Arc::new(i.admin.clone()), deployment.to_string(), i.admin_id.clone());
+    throughput(clients, seconds, move |_| {
+        let (api, dep, me) = (api.clone(), dep.clone(), me.clone());
+        async move { api.post("/v1/sessions", json!({"agent_deployment_id": dep, "principal_id": me})).await.0.as_u16() == 201 }
+    })
+    .await
+}
+
+/// `user.message`s accepted, each client posting to a Session of its own
+/// while the runner works the Runs they start.
+async fn messages(i: &Installation, deployment: &str, clients: usize, seconds: f64) -> f64 {
+    let api = Arc::new(i.admin.clone());
+    let mut sessions = vec![];
+    for _ in 0..clients {
+        sessions.push(id(&api.post("/v1/sessions", json!({"agent_deployment_id": deployment, "principal_id": i.admin_id})).await.1));
+    }
+    let (sessions, me) = (Arc::new(sessions), i.admin_id.clone());
+    throughput(clients, seconds, move |c| {
+        let (api, me, sessions) = (api.clone(), me.clone(), sessions.clone());
+        async move { api.post(&format!("/v1/sessions/{}/events", sessions[c]), message(&me, "load")).await.0.as_u16() == 201 }
+    })
+    .await
+}
+
+/// Turn round trips (and the POST alone) over `turns` turns.
+async fn turns(i: &Installation, deployment: &str, clients: usize, turns: usize, session_turns: usize) -> (Vec<Duration>, Vec<Duration>) {
+    let per_client = turns.div_ceil(clients);
+    let mut tasks = vec![];
+    for _ in 0..clients {
+        let (api, dep, me) = (i.admin.clone(), deployment.to_string(), i.admin_id.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::with_capacity(per_client);
+            let mut n = 0;
+            while n < per_client {
+                let sid = id(&api.post("/v1/sessions", json!({"agent_deployment_id": dep, "principal_id": me})).await.1);
+                let mut stream = Stream::open(&api.base, &api.key, &format!("/v1/sessions/{sid}/events/stream"), None).await;
+                stream.until(Duration::from_secs(10), |f| f.event == "session.created").await;
+                for _ in 0..session_turns.min(per_client - n) {
+                    let t = Instant::now();
+                    let r = api.post(&format!("/v1/sessions/{sid}/events"), message(&me, &format!("turn {n}"))).await;
+                    assert_eq!(r.0.as_u16(), 201, "{}", r.1);
+                    let accepted = t.elapsed();
+                    stream.until(Duration::from_secs(10), |f| f.event == "session.status_idle").await;
+                    out.push((t.elapsed(), accepted));
+                    n += 1;
+                }
+            }
+            out
+        }));
+    }
+    let (mut all, mut accepted) = (vec![], vec![]);
+    for t in tasks {
+        for (turn, post) in t.await.unwrap() {
+            all.push(turn);
+            accepted.push(post);
+        }
+    }
+    all.sort();
+    accepted.sort();
+    (all, accepted)
+}
+
+async fn probe(i: &Installation) {
+    let client = reqwest::Client::new();
+    for (name, path) in
+        [("GET /healthz (no hop)", "/healthz".to_string()), ("GET /v1/principals/{me} (2 hops)", format!("/v1/principals/{}", i.admin_id))]
+    {
+        let mut v = vec![];
+        for _ in 0..500 {
+            let t = Instant::now();
+            let r = client.get(format!("{}{path}", i.admin.base)).bearer_auth(&i.admin.key).send().await.unwrap();
+            r.bytes().await.unwrap();
+            v.push(t.elapsed());
+        }
+        v.sort();
+        println!("{name:<40} p50 {:.3} ms", ms(percentile(&v, 0.5)));
+    }
+}
+
 #[tokio::main]
 async fn main() {
-    let a = args();
+    let a = Args::parse();
     let dir = tempfile::tempdir().unwrap();
-    let p = Platform::start(dir.path()).await;
-    let d = deploy(&p.admin, &p.env_id, json!({"instructions": "Be brief."})).await;
-    let me = p.admin_id.clone();
-    let api = Arc::new(p.admin.clone());
-    if std::env::args().any(|a| a == "--probe") {
-        let client = reqwest::Client::new();
-        for (name, path) in
-            [("GET /healthz (no hop)", "/healthz".to_string()), ("GET /v1/principals/{me} (2 hops)", format!("/v1/principals/{me}"))]
-        {
-            let mut v = vec![];
-            for _ in 0..500 {
-                let t = Instant::now();
-                let r = client.get(format!("{}{path}", p.base)).bearer_auth(&api.key).send().await.unwrap();
-                r.bytes().await.unwrap();
-                v.push(t.elapsed());
-            }
-            v.sort();
-            println!("{name:<40} p50 {:.3} ms", percentile(&v, 0.5).as_secs_f64() * 1e3);
+    let (embedded, installation, what) = match (&a.target, &a.key) {
+        (Some(url), Some(key_file)) => {
+            let key = std::fs::read_to_string(key_file).unwrap_or_else(|e| panic!("reading {}: {e}", key_file.display()));
+            let url = url.trim_end_matches('/').trim_end_matches("/v1").to_string();
+            wait_ready(&url).await;
+            (None, Installation::discover(&url, key.trim()).await, format!("the installation at {url}"))
         }
+        _ => {
+            let p = Platform::start(dir.path()).await;
+            let i = Installation { admin: p.admin.clone(), admin_id: p.admin_id.clone(), env_id: p.env_id.clone() };
+            (Some(p), i, "embedded (SQLite, in-process bus)".to_string())
+        }
+    };
+    if a.probe {
+        probe(&installation).await;
         return;
     }
+    let d = deploy(&installation.admin, &installation.env_id, json!({"instructions": "Be brief."})).await;
+    let dep = d.deployment_id.as_str();
     println!(
-        "checkfu bench: embedded, SQLite, scripted model; {} s per throughput figure, {} turns per latency figure in sessions of {} turns",
+        "checkfu bench: {what}, scripted model; {} s per throughput figure, {} turns per latency figure in sessions of {} turns",
         a.seconds, a.turns, a.session_turns
     );
-
-    for clients in [1usize, 16] {
-        let (api2, dep, me2) = (api.clone(), d.deployment_id.clone(), me.clone());
-        let creates = throughput(clients, a.seconds, move |_| {
-            let (api, dep, me) = (api2.clone(), dep.clone(), me2.clone());
-            async move { api.post("/v1/sessions", json!({"agent_deployment_id": dep, "principal_id": me})).await.0.as_u16() == 201 }
-        })
-        .await;
-        println!("session creates/s        clients={clients:<2}  {creates:>8.0}");
-    }
-
-    for clients in [1usize, 16] {
-        let mut sessions = vec![];
-        for _ in 0..clients {
-            sessions.push(id(&api.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "principal_id": me})).await.1));
+    if a.only.contains(&Figure::Creates) {
+        for &clients in &a.clients {
+            let rate = creates(&installation, dep, clients, a.seconds).await;
+            println!("session creates/s        clients={clients:<2}  {rate:>8.0}");
         }
-        let sessions = Arc::new(sessions);
-        let (api2, me2) = (api.clone(), me.clone());
-        let accepted = throughput(clients, a.seconds, move |c| {
-            let (api, me, sessions) = (api2.clone(), me2.clone(), sessions.clone());
-            async move { api.post(&format!("/v1/sessions/{}/events", sessions[c]), message(&me, "load")).await.0.as_u16() == 201 }
-        })
-        .await;
-        println!("accepted user.message/s  clients={clients:<2}  {accepted:>8.0}");
     }
-
-    for clients in [1usize, 16] {
-        let per_client = a.turns.div_ceil(clients);
-        let mut tasks = vec![];
-        for _ in 0..clients {
-            let (api, dep, me, base) = (api.clone(), d.deployment_id.clone(), me.clone(), p.base.clone());
-            let session_turns = a.session_turns;
-            tasks.push(tokio::spawn(async move {
-                let mut out = Vec::with_capacity(per_client);
-                let mut i = 0;
-                while i < per_client {
-                    let sid = id(&api.post("/v1/sessions", json!({"agent_deployment_id": dep, "principal_id": me})).await.1);
-                    let mut stream = Stream::open(&base, &api.key, &format!("/v1/sessions/{sid}/events/stream"), None).await;
-                    stream.until(Duration::from_secs(10), |f| f.event == "session.created").await;
-                    for _ in 0..session_turns.min(per_client - i) {
-                        let t = Instant::now();
-                        let r = api.post(&format!("/v1/sessions/{sid}/events"), message(&me, &format!("turn {i}"))).await;
-                        assert_eq!(r.0.as_u16(), 201);
-                        let accepted = t.elapsed();
-                        stream.until(Duration::from_secs(10), |f| f.event == "session.status_idle").await;
-                        out.push((t.elapsed(), accepted));
-                        i += 1;
-                    }
-                }
-                out
-            }));
+    if a.only.contains(&Figure::Messages) {
+        for &clients in &a.clients {
+            let rate = messages(&installation, dep, clients, a.seconds).await;
+            println!("accepted user.message/s  clients={clients:<2}  {rate:>8.0}");
         }
-        let (mut all, mut accepted) = (vec![], vec![]);
-        for t in tasks {
-            for (turn, post) in t.await.unwrap() {
-                all.push(turn);
-                accepted.push(post);
-            }
-        }
-        all.sort();
-        accepted.sort();
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let (p50, p99) = (percentile(&all, 0.50), percentile(&all, 0.99));
-        println!(
-            "turn round trip          clients={clients:<2}  p50 {:>6.2} ms  p99 {:>6.2} ms  ({} turns; the POST alone: p50 {:.2} ms)",
-            ms(p50),
-            ms(p99),
-            all.len(),
-            ms(percentile(&accepted, 0.50))
-        );
     }
-    p.stop().await;
+    if a.only.contains(&Figure::Turns) {
+        for &clients in &a.clients {
+            let (all, accepted) = turns(&installation, dep, clients, a.turns, a.session_turns as usize).await;
+            println!(
+                "turn round trip          clients={clients:<2}  p50 {:>6.2} ms  p99 {:>6.2} ms  ({} turns; the POST alone: p50 {:.2} ms)",
+                ms(percentile(&all, 0.50)),
+                ms(percentile(&all, 0.99)),
+                all.len(),
+                ms(percentile(&accepted, 0.50))
+            );
+        }
+    }
+    if let Some(p) = embedded {
+        p.stop().await;
+    }
 }

@@ -136,6 +136,9 @@ pub struct Draft {
     pub now_ms: i64,
     /// Set by a claim: its precondition, re-checked at commit.
     pub claim_guard: Option<crate::store::ClaimGuard>,
+    /// The change answers a client (an accepted input): it must be on disk
+    /// before the answer, not only written.
+    pub flush: bool,
 }
 
 /// An ActionApproval's outcome, as governance recorded it.
@@ -157,7 +160,7 @@ pub fn system() -> Value {
 
 impl Draft {
     pub fn new(session: Session, run: Option<Run>, now_ms: i64) -> Draft {
-        Draft { session, run, events: vec![], runs: vec![], now_ms, claim_guard: None }
+        Draft { session, run, events: vec![], runs: vec![], now_ms, claim_guard: None, flush: false }
     }
 
     /// The seq the next pushed event will get.
@@ -339,6 +342,7 @@ impl Draft {
 
     /// Applies one user input. Returns the id of the echoed event.
     pub fn apply(&mut self, input: &Input) -> Result<String> {
+        self.flush = true;
         if self.session.status == SessionStatus::Terminated {
             return Err(Error::conflict("the session is terminated and accepts no events"));
         }

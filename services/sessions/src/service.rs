@@ -286,7 +286,7 @@ impl SessionsService {
             }
             d.session.updated_ms = d.now_ms;
             let active = d.run.clone();
-            let change = Change { expected_version, session: d.session, events: d.events, runs: d.runs, claim_guard: d.claim_guard };
+            let change = Change { expected_version, session: d.session, events: d.events, runs: d.runs, claim_guard: d.claim_guard, flush: d.flush };
             if let Some((session, events)) = self.store.commit(&change).await? {
                 self.remember(session.clone(), active);
                 self.after_commit(session_id, &events, !change.runs.is_empty());

@@ -32,7 +32,7 @@ fn pins() -> Pins {
     }
 }
 
-fn session(id: &str) -> Session {
+pub(super) fn session(id: &str) -> Session {
     Session {
         id: id.into(),
         environment_id: "env_1".into(),
@@ -56,7 +56,7 @@ fn session(id: &str) -> Session {
     }
 }
 
-fn ev(t: &str) -> NewEvent {
+pub(super) fn ev(t: &str) -> NewEvent {
     NewEvent {
         id: checkfu_core::id::new_id("evt"),
         event_type: t.into(),
@@ -94,6 +94,7 @@ async fn sessions_store_conformance() {
         catalog_compare_and_set(&*s).await;
         session_log_is_gapless(&*s).await;
         concurrent_commits_never_share_a_seq(s.clone()).await;
+        a_failing_change_takes_no_other_down(s.clone()).await;
         runs_leases(&*s).await;
         budgets_travel_with_their_session(&*s).await;
         eprintln!("sessions store conformance passed on {name}");
@@ -175,6 +176,7 @@ async fn session_log_is_gapless(s: &dyn SessionsStore) {
         events: vec![ev("run.created"), ev("session.status_running")],
         runs: vec![],
         claim_guard: None,
+        flush: true,
     };
     let (after, events) = s.commit(&change).await.expect("commit").expect("applied");
     assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4]);
@@ -203,6 +205,7 @@ async fn concurrent_commits_never_share_a_seq(s: Arc<dyn SessionsStore>) {
                         events: vec![ev("agent.message")],
                         runs: vec![],
                         claim_guard: None,
+                        flush: true,
                     };
                     if s.commit(&c).await.expect("commit").is_some() {
                         break;
@@ -216,6 +219,36 @@ async fn concurrent_commits_never_share_a_seq(s: Arc<dyn SessionsStore>) {
     }
     let seqs: Vec<i64> = s.list_events("sess_2", 0, 1000, &[]).await.expect("list").iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=41).collect::<Vec<i64>>(), "41 events, seq 1..41, no gap or duplicate");
+}
+
+/// Changes committed side by side (the embedded store groups them into one
+/// transaction) each get their own answer: one that fails (its event id is
+/// taken) writes nothing and leaves the others committed.
+async fn a_failing_change_takes_no_other_down(s: Arc<dyn SessionsStore>) {
+    let taken = ev("agent.message");
+    s.insert_session(&session("sess_f0"), &[ev("session.created"), taken.clone()], &[]).await.expect("insert");
+    let mut tasks = vec![];
+    for n in 1..=12 {
+        let sid = format!("sess_f{n}");
+        s.insert_session(&session(&sid), &[ev("session.created")], &[]).await.expect("insert");
+        let cur = s.get_session(&sid).await.expect("get").expect("exists");
+        let event = if n == 6 { taken.clone() } else { ev("agent.message") };
+        let change = Change { expected_version: cur.version, session: cur, events: vec![event], runs: vec![], claim_guard: None, flush: n % 2 == 0 };
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move { (sid, s.commit(&change).await) }));
+    }
+    for t in tasks {
+        let (sid, outcome) = t.await.expect("task");
+        let logged = s.list_events(&sid, 0, 10, &[]).await.expect("list").len();
+        if sid == "sess_f6" {
+            assert!(outcome.is_err(), "a taken event id fails its change");
+            assert_eq!(logged, 1, "and writes nothing");
+            assert_eq!(s.get_session(&sid).await.expect("get").expect("exists").last_seq, 1);
+        } else {
+            assert!(outcome.expect("commits").is_some(), "{sid} commits despite its neighbour");
+            assert_eq!(logged, 2, "{sid}");
+        }
+    }
 }
 
 async fn runs_leases(s: &dyn SessionsStore) {
@@ -242,11 +275,13 @@ async fn runs_leases(s: &dyn SessionsStore) {
         events: vec![],
         runs: vec![stolen.clone()],
         claim_guard: Some(guard),
+        flush: true,
     };
     assert!(s.commit(&attempt).await.expect("commit").is_none(), "the lease was renewed to 5000, so a claim at 2000 fails");
     assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").lease_id, "lease_a");
+    assert_eq!(s.get_session("sess_4").await.expect("get").expect("exists").version, cur.version, "a lost claim moves nothing");
     let guard = ClaimGuard { run_id: "run_r".into(), generation: 1, now_ms: 6_000 };
-    let attempt = Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![stolen], claim_guard: Some(guard) };
+    let attempt = Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![stolen], claim_guard: Some(guard), flush: false };
     assert!(s.commit(&attempt).await.expect("commit").is_some(), "after expiry the claim succeeds");
     assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").generation, 2);
     assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").lease_expires_ms, 5_000);
@@ -257,7 +292,7 @@ async fn runs_leases(s: &dyn SessionsStore) {
     done.generation = 2;
     done.completed_ms = Some(9);
     let cur = s.get_session("sess_4").await.expect("get").expect("exists");
-    s.commit(&Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![done], claim_guard: None })
+    s.commit(&Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![done], claim_guard: None, flush: false })
         .await
         .expect("commit")
         .expect("applied");
@@ -282,6 +317,7 @@ async fn budgets_travel_with_their_session(s: &dyn SessionsStore) {
         events: vec![ev("span.model_request_end")],
         runs: vec![],
         claim_guard: None,
+        flush: true,
     };
     s.commit(&change).await.expect("commit").expect("applied");
     let page = PageRequest::standard(10, "").expect("page");

@@ -7,6 +7,7 @@
 //! no two writers ever assign the same `seq` and a crash mid-commit leaves
 //! nothing behind.
 
+mod group_commit;
 pub mod outbox;
 mod sql;
 
@@ -28,6 +29,10 @@ pub struct Change {
     pub runs: Vec<Run>,
     /// For a claim: the Run must still be claimable when the change commits.
     pub claim_guard: Option<ClaimGuard>,
+    /// On disk before the commit returns (an accepted input answered with
+    /// a 201); otherwise written, and on disk with the next flushed commit
+    /// (embedded SQLite only: PostgreSQL flushes every commit).
+    pub flush: bool,
 }
 
 /// A claim's precondition, re-checked inside the commit under a row lock:

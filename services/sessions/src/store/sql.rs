@@ -1,6 +1,7 @@
 //! SQL implementation of [`SessionsStore`], one text for both dialects.
 
 use super::outbox::session_records;
+use super::group_commit::GroupCommit;
 use super::{Change, SessionFilter, SessionsStore};
 use crate::model::*;
 use checkfu_bus::Record;
@@ -9,7 +10,7 @@ use checkfu_bus::resource_record;
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::AssertSqlSafe;
-use checkfu_store::sqlx::{self, Any, Row, Transaction, any::AnyRow};
+use checkfu_store::sqlx::{self, Any, AnyConnection, Row, any::AnyRow};
 use checkfu_store::{Db, db_err, find_one, flag, list_in_envs};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -17,13 +18,18 @@ use serde_json::Value;
 #[derive(Clone, Debug)]
 pub struct SqlSessionsStore {
     db: Db,
+    /// SQLite's single writer commits changes in groups.
+    group: Option<GroupCommit>,
 }
 
 type Query<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>;
 
 impl SqlSessionsStore {
+    /// The store on `db`; on SQLite this starts the group-commit writer
+    /// (so it needs a Tokio runtime).
     pub fn new(db: Db) -> Self {
-        SqlSessionsStore { db }
+        let group = (db.dialect == checkfu_store::Dialect::Sqlite).then(|| GroupCommit::start(db.clone()));
+        SqlSessionsStore { db, group }
     }
 
     /// Moves a parent's revision counter with a compare-and-set, then inserts
@@ -188,8 +194,85 @@ fn run(r: &AnyRow) -> Result<Run> {
     })
 }
 
+/// Where a claim's precondition is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Order {
+    /// After the session's compare-and-set, as PostgreSQL needs for its
+    /// lock order (the sessions row, then the runs row).
+    SessionFirst,
+    /// Before it, so that a change that loses writes nothing at all (the
+    /// group commit runs changes side by side without savepoints; SQLite has
+    /// one writer and no row locks).
+    GuardFirst,
+}
+
+/// Whether a claim's Run is still claimable. The no-op update takes the run
+/// row's lock until commit, so a heartbeat racing the claim either lands
+/// first (and the claim yields) or after (and finds its generation moved).
+async fn claim_holds(conn: &mut AnyConnection, c: &Change) -> Result<bool> {
+    let Some(g) = &c.claim_guard else { return Ok(true) };
+    let held = sqlx::query("UPDATE runs SET generation = generation WHERE id = $1 AND generation = $2 AND (status = 'queued' OR lease_expires_ms < $3)")
+        .bind(&g.run_id)
+        .bind(g.generation)
+        .bind(g.now_ms)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    Ok(held.rows_affected() == 1)
+}
+
+/// One change inside the caller's transaction: `None` when its
+/// compare-and-set lost.
+pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order) -> Result<Option<(Session, Vec<Event>)>> {
+    if order == Order::GuardFirst && !claim_holds(conn, c).await? {
+        return Ok(None);
+    }
+    let se = &c.session;
+    // The compare-and-set: only the writer that read `expected_version`
+    // moves the row, and it alone assigns the next seqs.
+    let row = sqlx::query(
+        "UPDATE sessions SET status = $1, stop_reason_json = $2, title = $3, metadata_json = $4, budget_id = $5, input_tokens = $6, output_tokens = $7, \
+         spend_micro_usd = $8, selection_json = $9, last_seq = last_seq + $10, last_user_message_seq = $11, updated_ms = $12, version = version + 1, \
+         budget_json = $15 WHERE id = $13 AND version = $14 RETURNING last_seq, version",
+    )
+    .bind(se.status.as_str())
+    .bind(se.stop_reason.as_ref().map(Value::to_string))
+    .bind(&se.title)
+    .bind(se.metadata.to_string())
+    .bind(se.budget_id())
+    .bind(se.usage.input_tokens)
+    .bind(se.usage.output_tokens)
+    .bind(se.usage.model_spend_micro_usd)
+    .bind(to_json(&se.selection))
+    .bind(c.events.len() as i64)
+    .bind(se.last_user_message_seq)
+    .bind(se.updated_ms)
+    .bind(&se.id)
+    .bind(c.expected_version)
+    .bind(se.budget.as_ref().map(to_json))
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    if order == Order::SessionFirst && !claim_holds(conn, c).await? {
+        return Ok(None);
+    }
+    let last_seq = i(&row, "last_seq")?;
+    let version = i(&row, "version")?;
+    let first = last_seq - c.events.len() as i64 + 1;
+    let events = insert_events(conn, &se.id, first, &c.events).await?;
+    stage(conn, &session_records(se, &events)).await?;
+    upsert_runs(conn, &c.runs).await?;
+    let mut after = se.clone();
+    after.last_seq = last_seq;
+    after.version = version;
+    Ok(Some((after, events)))
+}
+
 /// Inserts events with consecutive seqs from `first_seq`, in one statement.
-async fn insert_events(tx: &mut Transaction<'static, Any>, session_id: &str, first_seq: i64, events: &[NewEvent]) -> Result<Vec<Event>> {
+async fn insert_events(conn: &mut AnyConnection, session_id: &str, first_seq: i64, events: &[NewEvent]) -> Result<Vec<Event>> {
     if events.is_empty() {
         return Ok(vec![]);
     }
@@ -226,11 +309,11 @@ async fn insert_events(tx: &mut Transaction<'static, Any>, session_id: &str, fir
             created_ms: e.created_ms,
         });
     }
-    q.execute(&mut **tx).await.map_err(db_err)?;
+    q.execute(&mut *conn).await.map_err(db_err)?;
     Ok(out)
 }
 
-async fn upsert_runs(tx: &mut Transaction<'static, Any>, runs: &[Run]) -> Result<()> {
+async fn upsert_runs(conn: &mut AnyConnection, runs: &[Run]) -> Result<()> {
     for r in runs {
         sqlx::query(
             "INSERT INTO runs (id, session_id, status, stop_reason_json, pins_json, input_tokens, output_tokens, spend_micro_usd, start_seq, lease_id, generation, lease_expires_ms, runner_id, created_ms, completed_ms, traceparent) \
@@ -256,7 +339,7 @@ async fn upsert_runs(tx: &mut Transaction<'static, Any>, runs: &[Run]) -> Result
         .bind(r.created_ms)
         .bind(r.completed_ms)
         .bind(&r.traceparent)
-        .execute(&mut **tx)
+        .execute(&mut *conn)
         .await
         .map_err(db_err)?;
     }
@@ -563,62 +646,15 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn commit(&self, c: &Change) -> Result<Option<(Session, Vec<Event>)>> {
+        if let Some(group) = &self.group {
+            return group.commit(c.clone()).await;
+        }
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        let se = &c.session;
-        // The compare-and-set: only the writer that read `expected_version`
-        // moves the row, and it alone assigns the next seqs.
-        let row = sqlx::query(
-            "UPDATE sessions SET status = $1, stop_reason_json = $2, title = $3, metadata_json = $4, budget_id = $5, input_tokens = $6, output_tokens = $7, \
-             spend_micro_usd = $8, selection_json = $9, last_seq = last_seq + $10, last_user_message_seq = $11, updated_ms = $12, version = version + 1, \
-             budget_json = $15 WHERE id = $13 AND version = $14 RETURNING last_seq, version",
-        )
-        .bind(se.status.as_str())
-        .bind(se.stop_reason.as_ref().map(Value::to_string))
-        .bind(&se.title)
-        .bind(se.metadata.to_string())
-        .bind(se.budget_id())
-        .bind(se.usage.input_tokens)
-        .bind(se.usage.output_tokens)
-        .bind(se.usage.model_spend_micro_usd)
-        .bind(to_json(&se.selection))
-        .bind(c.events.len() as i64)
-        .bind(se.last_user_message_seq)
-        .bind(se.updated_ms)
-        .bind(&se.id)
-        .bind(c.expected_version)
-        .bind(se.budget.as_ref().map(to_json))
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let Some(row) = row else {
+        let Some(done) = apply(&mut tx, c, Order::SessionFirst).await? else {
             return Ok(None);
         };
-        if let Some(g) = &c.claim_guard {
-            // Takes the run row's lock until commit, so a heartbeat racing
-            // this claim either lands first (and the claim yields) or after
-            // (and finds its generation moved).
-            let held = sqlx::query("UPDATE runs SET generation = generation WHERE id = $1 AND generation = $2 AND (status = 'queued' OR lease_expires_ms < $3)")
-                .bind(&g.run_id)
-                .bind(g.generation)
-                .bind(g.now_ms)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            if held.rows_affected() != 1 {
-                return Ok(None);
-            }
-        }
-        let last_seq = i(&row, "last_seq")?;
-        let version = i(&row, "version")?;
-        let first = last_seq - c.events.len() as i64 + 1;
-        let events = insert_events(&mut tx, &se.id, first, &c.events).await?;
-        stage(&mut tx, &session_records(se, &events)).await?;
-        upsert_runs(&mut tx, &c.runs).await?;
         tx.commit().await.map_err(db_err)?;
-        let mut after = se.clone();
-        after.last_seq = last_seq;
-        after.version = version;
-        Ok(Some((after, events)))
+        Ok(Some(done))
     }
 
     async fn list_events(&self, session_id: &str, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>> {
