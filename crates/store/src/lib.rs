@@ -57,28 +57,12 @@ impl Location {
     }
 }
 
-/// When an embedded (SQLite) commit counts as done. PostgreSQL's commits
-/// are always flushed (`synchronous_commit`, the server's setting).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
-    /// Flushed to disk before the commit returns (`synchronous=FULL`):
-    /// survives a power loss. The event log's store, which batches its
-    /// commits so the flush is shared.
-    Flushed,
-    /// Written to the WAL before the commit returns (`synchronous=NORMAL`):
-    /// survives a process crash; a power loss may lose the last commits.
-    Written,
-}
-
 impl Db {
     /// Opens (creating if needed) the service's database and applies its
-    /// migrations; embedded commits are [`Durability::Written`].
+    /// migrations. Embedded commits are written to the WAL
+    /// (`synchronous=NORMAL`: a process crash loses none); the event log
+    /// flushes the ones that answer a client (sessions' group commit).
     pub async fn open(location: &Location, service: &str, migrations: &Migrations) -> Result<Db, Error> {
-        Self::open_with(location, service, migrations, Durability::Written).await
-    }
-
-    /// [`Db::open`] with a chosen durability for embedded commits.
-    pub async fn open_with(location: &Location, service: &str, migrations: &Migrations, durability: Durability) -> Result<Db, Error> {
         install_default_drivers();
         let schema = service.replace('-', "_");
         let db = match location {
@@ -94,14 +78,10 @@ impl Db {
                     // query would double each query's round trips.
                     .test_before_acquire(false)
                     .acquire_timeout(Duration::from_secs(30))
-                    .after_connect(move |conn, _| {
+                    .after_connect(|conn, _| {
                         Box::pin(async move {
                             conn.execute("PRAGMA journal_mode=WAL").await?;
-                            conn.execute(match durability {
-                                Durability::Flushed => "PRAGMA synchronous=FULL",
-                                Durability::Written => "PRAGMA synchronous=NORMAL",
-                            })
-                            .await?;
+                            conn.execute("PRAGMA synchronous=NORMAL").await?;
                             conn.execute("PRAGMA busy_timeout=5000").await?;
                             conn.execute("PRAGMA foreign_keys=ON").await?;
                             Ok(())

@@ -30,9 +30,7 @@ pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POST
 /// Opens the store and builds the service; the database handle is for the
 /// outbox relay.
 pub async fn open(location: &Location) -> Result<(SessionsService, Db)> {
-    // The event log: an accepted event is on disk before its 201 (its
-    // commits are grouped, so they share the flush).
-    let db = Db::open_with(location, "sessions", &MIGRATIONS, checkfu_store::Durability::Flushed).await?;
+    let db = Db::open(location, "sessions", &MIGRATIONS).await?;
     Ok((SessionsService::new(Arc::new(store::SqlSessionsStore::new(db.clone()))), db))
 }
 

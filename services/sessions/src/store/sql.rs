@@ -271,6 +271,45 @@ pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order) ->
     Ok(Some((after, events)))
 }
 
+/// A new Session with its first events and Runs, inside the caller's
+/// transaction.
+pub(super) async fn create(conn: &mut AnyConnection, se: &Session, events: &[NewEvent], runs: &[Run]) -> Result<Vec<Event>> {
+    sqlx::query(
+        "INSERT INTO sessions (id, environment_id, agent_id, deployment_id, deployment_revision, principal_id, status, stop_reason_json, title, metadata_json, budget_id, \
+         input_tokens, output_tokens, spend_micro_usd, selection_json, pins_json, last_seq, last_user_message_seq, created_ms, updated_ms, version, budget_json) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)",
+    )
+    .bind(&se.id)
+    .bind(&se.environment_id)
+    .bind(&se.agent_id)
+    .bind(&se.deployment_id)
+    .bind(se.deployment_revision)
+    .bind(&se.principal_id)
+    .bind(se.status.as_str())
+    .bind(se.stop_reason.as_ref().map(Value::to_string))
+    .bind(&se.title)
+    .bind(se.metadata.to_string())
+    .bind(se.budget_id())
+    .bind(se.usage.input_tokens)
+    .bind(se.usage.output_tokens)
+    .bind(se.usage.model_spend_micro_usd)
+    .bind(to_json(&se.selection))
+    .bind(to_json(&se.pins))
+    .bind(events.len() as i64)
+    .bind(se.last_user_message_seq)
+    .bind(se.created_ms)
+    .bind(se.updated_ms)
+    .bind(se.version)
+    .bind(se.budget.as_ref().map(to_json))
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    let out = insert_events(conn, &se.id, 1, events).await?;
+    stage(conn, &session_records(se, &out)).await?;
+    upsert_runs(conn, runs).await?;
+    Ok(out)
+}
+
 /// Inserts events with consecutive seqs from `first_seq`, in one statement.
 async fn insert_events(conn: &mut AnyConnection, session_id: &str, first_seq: i64, events: &[NewEvent]) -> Result<Vec<Event>> {
     if events.is_empty() {
@@ -569,40 +608,11 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn insert_session(&self, se: &Session, events: &[NewEvent], runs: &[Run]) -> Result<Vec<Event>> {
+        if let Some(group) = &self.group {
+            return group.create(se.clone(), events.to_vec(), runs.to_vec()).await;
+        }
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO sessions (id, environment_id, agent_id, deployment_id, deployment_revision, principal_id, status, stop_reason_json, title, metadata_json, budget_id, \
-             input_tokens, output_tokens, spend_micro_usd, selection_json, pins_json, last_seq, last_user_message_seq, created_ms, updated_ms, version, budget_json) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)",
-        )
-        .bind(&se.id)
-        .bind(&se.environment_id)
-        .bind(&se.agent_id)
-        .bind(&se.deployment_id)
-        .bind(se.deployment_revision)
-        .bind(&se.principal_id)
-        .bind(se.status.as_str())
-        .bind(se.stop_reason.as_ref().map(Value::to_string))
-        .bind(&se.title)
-        .bind(se.metadata.to_string())
-        .bind(se.budget_id())
-        .bind(se.usage.input_tokens)
-        .bind(se.usage.output_tokens)
-        .bind(se.usage.model_spend_micro_usd)
-        .bind(to_json(&se.selection))
-        .bind(to_json(&se.pins))
-        .bind(events.len() as i64)
-        .bind(se.last_user_message_seq)
-        .bind(se.created_ms)
-        .bind(se.updated_ms)
-        .bind(se.version)
-        .bind(se.budget.as_ref().map(to_json))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let out = insert_events(&mut tx, &se.id, 1, events).await?;
-        stage(&mut tx, &session_records(se, &out)).await?;
-        upsert_runs(&mut tx, runs).await?;
+        let out = create(&mut tx, se, events, runs).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(out)
     }
