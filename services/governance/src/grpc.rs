@@ -64,7 +64,7 @@ fn policy(p: crate::policy::ActionPolicy) -> pb::ActionPolicy {
     }
 }
 
-fn approval(a: crate::approvals::ActionApproval) -> pb::ActionApproval {
+fn approval(a: crate::model::ActionApproval) -> pb::ActionApproval {
     let f = a.frozen;
     pb::ActionApproval {
         id: a.id,
@@ -92,7 +92,7 @@ fn approval(a: crate::approvals::ActionApproval) -> pb::ActionApproval {
     }
 }
 
-fn standing(s: crate::approvals::StandingApproval) -> pb::StandingApproval {
+fn standing(s: crate::model::StandingApproval) -> pb::StandingApproval {
     pb::StandingApproval {
         id: s.id,
         environment_id: s.environment_id,
@@ -342,7 +342,7 @@ impl Rpc for GovernanceGrpc {
     async fn request_approval(&self, r: Request<pb::RequestApprovalRequest>) -> R<pb::RequestApprovalResponse> {
         let r = r.into_inner();
         let f = r.frozen.unwrap_or_default();
-        let ask = crate::approvals::ApprovalAsk {
+        let ask = crate::model::ApprovalAsk {
             environment_id: r.environment_id,
             session_id: r.session_id,
             run_id: r.run_id,
@@ -354,8 +354,8 @@ impl Rpc for GovernanceGrpc {
             arguments: if f.arguments_json.is_empty() { serde_json::Value::Null } else { json_doc("frozen.arguments", &f.arguments_json)? },
         };
         ok(match self.svc.request_approval(&ask).await? {
-            crate::approvals::Asked::Standing(id) => pb::RequestApprovalResponse { standing_approval_id: id, approval: None },
-            crate::approvals::Asked::Pending(a) => {
+            crate::model::Asked::Standing(id) => pb::RequestApprovalResponse { standing_approval_id: id, approval: None },
+            crate::model::Asked::Pending(a) => {
                 pb::RequestApprovalResponse { standing_approval_id: String::new(), approval: Some(approval(*a)) }
             }
         })
@@ -382,7 +382,7 @@ impl Rpc for GovernanceGrpc {
         if r.in_session && !from_sessions {
             return Err(Status::permission_denied("only the sessions role records a response given inside a Session"));
         }
-        let resp = crate::approvals::Response {
+        let resp = crate::model::Response {
             id: r.id,
             decision: r.decision,
             response_token: r.response_token,

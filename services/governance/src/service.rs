@@ -58,7 +58,7 @@ fn hex_lower(b: &[u8]) -> String {
 
 impl GovernanceService {
     pub fn new(store: Arc<dyn GovernanceStore>) -> Self {
-        GovernanceService { store, approval_ttl_ms: crate::approvals::DEFAULT_APPROVAL_TTL_MS }
+        GovernanceService { store, approval_ttl_ms: crate::model::DEFAULT_APPROVAL_TTL_MS }
     }
 
     /// Sets how long ActionApprovals wait before expiring as denied.

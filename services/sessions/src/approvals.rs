@@ -9,15 +9,12 @@
 use crate::input::{Input, Resolved};
 use crate::model::Event;
 use crate::service::SessionsService;
+use crate::upstream::Governance;
 use checkfu_core::{Error, Result};
 use checkfu_proto::governance::v1 as gov;
-use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
-use checkfu_proto::transport::Transport;
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-pub type Governance = GovernanceServiceClient<Transport>;
 
 fn resolved(a: &gov::ActionApproval) -> Resolved {
     Resolved {

@@ -10,85 +10,10 @@
 use crate::input::{Draft, system};
 use crate::model::*;
 use crate::service::SessionsService;
-use checkfu_core::id::{check as check_id, new_id};
+use checkfu_core::id::check as check_id;
 use checkfu_core::page::PageRequest;
-use checkfu_core::{Error, Result, string_enum};
-use serde::{Deserialize, Serialize};
+use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
-
-string_enum!(
-    /// What a Budget counts: integer micro-USD from the price catalog, or
-    /// provider tokens (input + output).
-    BudgetMetric { ModelSpend = "model_spend", ModelTokens = "model_tokens" }
-);
-string_enum!(BudgetStatus { Active = "active", Paused = "paused" });
-
-/// The largest limit accepted: a trillion micro-USD (one million USD) or
-/// tokens, far above any real cap and far below overflow.
-const MAX_LIMIT: i64 = 1_000_000_000_000;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Budget {
-    pub id: String,
-    pub metric: String,
-    pub limit: i64,
-    pub consumed: i64,
-    pub status: String,
-    pub version: i64,
-    pub created_ms: i64,
-    pub updated_ms: i64,
-}
-
-impl Budget {
-    /// `prefix` names where the request carried it (`budget.` inside a
-    /// session create), for the error's `details.field`.
-    pub fn new(limit: i64, metric: &str, now_ms: i64, prefix: &str) -> Result<Budget> {
-        BudgetMetric::parse(&format!("{prefix}metric"), metric)?;
-        check_limit(limit, prefix)?;
-        Ok(Budget {
-            id: new_id("bud"),
-            metric: metric.to_string(),
-            limit,
-            consumed: 0,
-            status: BudgetStatus::Active.as_str().into(),
-            version: 1,
-            created_ms: now_ms,
-            updated_ms: now_ms,
-        })
-    }
-
-    /// Whether new model work may be admitted.
-    pub fn open(&self) -> bool {
-        self.status == BudgetStatus::Active.as_str() && self.consumed < self.limit
-    }
-
-    /// Bills one model call.
-    pub fn charge(&mut self, u: Usage) {
-        let amount =
-            if self.metric == BudgetMetric::ModelTokens.as_str() { u.input_tokens + u.output_tokens } else { u.model_spend_micro_usd };
-        self.consumed = self.consumed.saturating_add(amount.max(0));
-    }
-
-    /// How the Budget appears in `session.usage` events.
-    pub fn summary(&self) -> Value {
-        json!({"id": self.id, "metric": self.metric, "limit": self.limit, "consumed": self.consumed, "status": self.status})
-    }
-}
-
-fn check_limit(limit: i64, prefix: &str) -> Result<()> {
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(Error::invalid_field(&format!("{prefix}limit"), format!("limit must be an integer from 1 to {MAX_LIMIT}")));
-    }
-    Ok(())
-}
-
-/// A change to a Budget.
-#[derive(Debug, Clone)]
-pub enum BudgetChange {
-    Limit { limit: i64, expected_version: Option<i64> },
-    Pause,
-    Resume,
-}
 
 impl Draft {
     fn budget_reached(&self) -> bool {
@@ -123,15 +48,15 @@ impl Draft {
         };
         match change {
             BudgetChange::Limit { limit, expected_version } => {
-                check_limit(*limit, "")?;
+                Budget::check_limit(*limit)?;
                 if expected_version.is_some_and(|v| v != b.version) {
                     return Err(Error::conflict("the budget changed since it was read (version mismatch)")
                         .with_details(json!({"version": b.version})));
                 }
                 b.limit = *limit;
             }
-            BudgetChange::Pause => b.status = BudgetStatus::Paused.as_str().into(),
-            BudgetChange::Resume => b.status = BudgetStatus::Active.as_str().into(),
+            BudgetChange::Pause => b.status = BudgetStatus::Paused,
+            BudgetChange::Resume => b.status = BudgetStatus::Active,
         }
         b.version += 1;
         b.updated_ms = self.now_ms;
@@ -182,32 +107,5 @@ impl SessionsService {
     /// Sessions with a Budget in any of `environment_ids`, newest Budget first.
     pub async fn list_budgets(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Session>> {
         self.store.list_budget_sessions(environment_ids, page).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_budget_closes_at_its_limit_and_counts_its_metric() {
-        let mut b = Budget::new(10, "model_tokens", 0, "").expect("budget");
-        assert!(b.open());
-        b.charge(Usage { input_tokens: 4, output_tokens: 5, model_spend_micro_usd: 1_000 });
-        assert!(b.open(), "9 of 10");
-        b.charge(Usage { input_tokens: 1, output_tokens: 0, model_spend_micro_usd: 1_000 });
-        assert!(!b.open(), "consumed >= limit closes admission");
-        let mut spend = Budget::new(1_500, "model_spend", 0, "").expect("budget");
-        spend.charge(Usage { input_tokens: 4, output_tokens: 5, model_spend_micro_usd: 1_000 });
-        assert_eq!(spend.consumed, 1_000);
-        spend.status = BudgetStatus::Paused.as_str().into();
-        assert!(!spend.open(), "a paused budget admits nothing");
-    }
-
-    #[test]
-    fn limits_and_metrics_are_checked() {
-        assert!(Budget::new(0, "model_spend", 0, "").is_err());
-        assert!(Budget::new(MAX_LIMIT + 1, "model_spend", 0, "").is_err());
-        assert!(Budget::new(5, "dollars", 0, "budget.").is_err());
     }
 }

@@ -412,7 +412,7 @@ impl Rpc for SessionsGrpc {
     }
 
     async fn update_budget(&self, r: Request<pb::UpdateBudgetRequest>) -> R<pb::Budget> {
-        use crate::budget::BudgetChange;
+        use crate::model::BudgetChange;
         let r = r.into_inner();
         let change = match (r.action.as_str(), r.limit) {
             ("pause", _) => BudgetChange::Pause,
@@ -431,15 +431,15 @@ pub(crate) fn metric_or_default(m: &str) -> String {
     if m.is_empty() { "model_spend".into() } else { m.to_string() }
 }
 
-fn budget(b: crate::budget::Budget, s: &Session) -> pb::Budget {
+fn budget(b: crate::model::Budget, s: &Session) -> pb::Budget {
     pb::Budget {
         id: b.id,
         environment_id: s.environment_id.clone(),
         session_id: s.id.clone(),
-        metric: b.metric,
+        metric: b.metric.as_str().into(),
         limit: b.limit,
         consumed: b.consumed,
-        status: b.status,
+        status: b.status.as_str().into(),
         version: b.version,
         created_at: rfc3339(b.created_ms),
         updated_at: rfc3339(b.updated_ms),

@@ -13,6 +13,7 @@ pub mod model;
 pub mod runs;
 pub mod service;
 pub mod store;
+pub mod upstream;
 
 use checkfu_core::Result;
 use checkfu_proto::runner::v1::runner_service_server::RunnerServiceServer;

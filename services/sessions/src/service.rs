@@ -35,7 +35,7 @@ pub struct SessionsService {
     /// Published versions are immutable, so they are cached once read.
     versions: Arc<Bounded<(String, i64), AgentVersion>>,
     /// Governance, for ActionApproval outcomes.
-    pub(crate) governance: Option<crate::approvals::Governance>,
+    pub(crate) governance: Option<crate::upstream::Governance>,
     /// Woken after each commit, so the outbox relay publishes at once.
     outbox_wake: Option<Arc<Notify>>,
 }
@@ -136,7 +136,7 @@ impl SessionsService {
     }
 
     pub fn with_governance(mut self, transport: checkfu_proto::transport::Transport) -> Self {
-        self.governance = Some(crate::approvals::Governance::new(transport));
+        self.governance = Some(crate::upstream::Governance::new(transport));
         self
     }
 
@@ -213,7 +213,7 @@ impl SessionsService {
             selection(&version.definition, &dep.pins.release_sha256, req.tools.as_ref(), req.skills.as_ref(), req.instructions.as_deref())?;
         let now = now_ms();
         let budget = match &req.budget {
-            Some((limit, metric)) => Some(crate::budget::Budget::new(*limit, metric, now, "budget.")?),
+            Some((limit, metric)) => Some(crate::model::Budget::new(*limit, metric, now, "budget.")?),
             None => None,
         };
         let session = Session {
@@ -286,7 +286,8 @@ impl SessionsService {
             }
             d.session.updated_ms = d.now_ms;
             let active = d.run.clone();
-            let change = Change { expected_version, session: d.session, events: d.events, runs: d.runs, claim_guard: d.claim_guard, flush: d.flush };
+            let change =
+                Change { expected_version, session: d.session, events: d.events, runs: d.runs, claim_guard: d.claim_guard, flush: d.flush };
             if let Some((session, events)) = self.store.commit(&change).await? {
                 self.remember(session.clone(), active);
                 self.after_commit(session_id, &events, !change.runs.is_empty());

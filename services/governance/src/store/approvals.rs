@@ -2,7 +2,7 @@
 //! implementation (one text for both dialects).
 
 use super::SqlGovernanceStore;
-use crate::approvals::{ActionApproval, ApprovalStatus, Frozen, StandingApproval};
+use crate::model::{ActionApproval, ApprovalStatus, Frozen, StandingApproval};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, Row, any::AnyRow};

@@ -226,8 +226,8 @@ async fn audit_filters(s: &dyn GovernanceStore) {
     assert_eq!((both.len(), both[0].details.clone()), (1, serde_json::json!({"i": 0})));
 }
 
-fn pending(id: &str, tool_use_id: &str, expires_ms: i64) -> crate::approvals::ActionApproval {
-    use crate::approvals::*;
+fn pending(id: &str, tool_use_id: &str, expires_ms: i64) -> crate::model::ActionApproval {
+    use crate::model::*;
     ActionApproval {
         id: id.into(),
         environment_id: "env_a".into(),
@@ -255,7 +255,7 @@ fn pending(id: &str, tool_use_id: &str, expires_ms: i64) -> crate::approvals::Ac
 }
 
 async fn approvals_decide_once(s: &dyn GovernanceStore) {
-    use crate::approvals::ApprovalStatus;
+    use crate::model::ApprovalStatus;
     let a = pending("aapr_1", "tu_1", 100);
     assert!(s.insert_approval(&a).await.expect("insert"));
     assert!(!s.insert_approval(&pending("aapr_2", "tu_1", 100)).await.expect("insert"), "one approval per tool use");
@@ -268,7 +268,7 @@ async fn approvals_decide_once(s: &dyn GovernanceStore) {
     assert_eq!(overdue.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(), vec!["aapr_1"]);
     assert!(s.unsettled_approvals(10).await.expect("unsettled").is_empty(), "pending ones are not settled yet");
     assert!(!s.mark_settled("aapr_1").await.expect("mark"), "a pending approval cannot be settled");
-    let approved = crate::approvals::ActionApproval {
+    let approved = crate::model::ActionApproval {
         status: ApprovalStatus::Approved,
         decision: "approve".into(),
         responder_principal_id: "prin_r".into(),
@@ -277,7 +277,7 @@ async fn approvals_decide_once(s: &dyn GovernanceStore) {
         ..a.clone()
     };
     assert!(s.decide_approval(&approved).await.expect("decide"));
-    let denied = crate::approvals::ActionApproval { status: ApprovalStatus::Denied, ..approved.clone() };
+    let denied = crate::model::ActionApproval { status: ApprovalStatus::Denied, ..approved.clone() };
     assert!(!s.decide_approval(&denied).await.expect("decide"), "only one decision wins");
     assert_eq!(s.get_approval("aapr_1").await.expect("get"), Some(approved));
     assert_eq!(s.unsettled_approvals(10).await.expect("unsettled").len(), 1);
@@ -286,7 +286,7 @@ async fn approvals_decide_once(s: &dyn GovernanceStore) {
 }
 
 async fn standing_exact_tuple(s: &dyn GovernanceStore) {
-    let st = crate::approvals::StandingApproval {
+    let st = crate::model::StandingApproval {
         id: "sapr_1".into(),
         environment_id: "env_a".into(),
         principal_id: "prin_p".into(),

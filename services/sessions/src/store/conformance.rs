@@ -233,7 +233,8 @@ async fn a_failing_change_takes_no_other_down(s: Arc<dyn SessionsStore>) {
         s.insert_session(&session(&sid), &[ev("session.created")], &[]).await.expect("insert");
         let cur = s.get_session(&sid).await.expect("get").expect("exists");
         let event = if n == 6 { taken.clone() } else { ev("agent.message") };
-        let change = Change { expected_version: cur.version, session: cur, events: vec![event], runs: vec![], claim_guard: None, flush: n % 2 == 0 };
+        let change =
+            Change { expected_version: cur.version, session: cur, events: vec![event], runs: vec![], claim_guard: None, flush: n % 2 == 0 };
         let s = s.clone();
         tasks.push(tokio::spawn(async move { (sid, s.commit(&change).await) }));
     }
@@ -281,7 +282,8 @@ async fn runs_leases(s: &dyn SessionsStore) {
     assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").lease_id, "lease_a");
     assert_eq!(s.get_session("sess_4").await.expect("get").expect("exists").version, cur.version, "a lost claim moves nothing");
     let guard = ClaimGuard { run_id: "run_r".into(), generation: 1, now_ms: 6_000 };
-    let attempt = Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![stolen], claim_guard: Some(guard), flush: false };
+    let attempt =
+        Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![stolen], claim_guard: Some(guard), flush: false };
     assert!(s.commit(&attempt).await.expect("commit").is_some(), "after expiry the claim succeeds");
     assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").generation, 2);
     assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").lease_expires_ms, 5_000);
@@ -301,7 +303,7 @@ async fn runs_leases(s: &dyn SessionsStore) {
 }
 
 async fn budgets_travel_with_their_session(s: &dyn SessionsStore) {
-    let budget = crate::budget::Budget::new(100, "model_spend", 1, "").expect("budget");
+    let budget = crate::model::Budget::new(100, "model_spend", 1, "").expect("budget");
     let se = Session { budget: Some(budget.clone()), ..session("sess_b1") };
     s.insert_session(&se, &[ev("session.created")], &[]).await.expect("insert");
     s.insert_session(&session("sess_b2"), &[ev("session.created")], &[]).await.expect("insert");

@@ -201,7 +201,17 @@ mod tests {
         let change = |id: &str, event, flush| {
             let (tx, _rx) = oneshot::channel();
             let cur = session(id);
-            (Write::Change(Change { expected_version: cur.version, session: cur, events: vec![event], runs: vec![], claim_guard: None, flush }), tx)
+            (
+                Write::Change(Change {
+                    expected_version: cur.version,
+                    session: cur,
+                    events: vec![event],
+                    runs: vec![],
+                    claim_guard: None,
+                    flush,
+                }),
+                tx,
+            )
         };
         let group = vec![
             change("sess_1", ev("agent.message"), false),

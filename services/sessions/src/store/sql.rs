@@ -1,7 +1,7 @@
 //! SQL implementation of [`SessionsStore`], one text for both dialects.
 
-use super::outbox::session_records;
 use super::group_commit::GroupCommit;
+use super::outbox::session_records;
 use super::{Change, SessionFilter, SessionsStore};
 use crate::model::*;
 use checkfu_bus::Record;
@@ -211,13 +211,15 @@ pub(super) enum Order {
 /// first (and the claim yields) or after (and finds its generation moved).
 async fn claim_holds(conn: &mut AnyConnection, c: &Change) -> Result<bool> {
     let Some(g) = &c.claim_guard else { return Ok(true) };
-    let held = sqlx::query("UPDATE runs SET generation = generation WHERE id = $1 AND generation = $2 AND (status = 'queued' OR lease_expires_ms < $3)")
-        .bind(&g.run_id)
-        .bind(g.generation)
-        .bind(g.now_ms)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
+    let held = sqlx::query(
+        "UPDATE runs SET generation = generation WHERE id = $1 AND generation = $2 AND (status = 'queued' OR lease_expires_ms < $3)",
+    )
+    .bind(&g.run_id)
+    .bind(g.generation)
+    .bind(g.now_ms)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
     Ok(held.rows_affected() == 1)
 }
 

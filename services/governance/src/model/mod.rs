@@ -1,6 +1,9 @@
 //! Governance domain types. Wire strings become these enums once, at the
 //! gRPC boundary; an unknown kind or permission never gets further.
 
+mod approvals;
+pub use approvals::*;
+
 use checkfu_core::{Error, Result, string_enum};
 
 string_enum!(

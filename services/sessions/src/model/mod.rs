@@ -2,6 +2,9 @@
 //! events. JSON from the wire is parsed into these once; an invalid tool
 //! declaration or status never gets past the boundary.
 
+mod budget;
+pub use budget::{Budget, BudgetChange, BudgetMetric, BudgetStatus};
+
 use checkfu_core::{Error, Result, string_enum};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -463,7 +466,7 @@ pub struct Session {
     pub stop_reason: Option<Value>,
     pub title: String,
     pub metadata: Value,
-    pub budget: Option<crate::budget::Budget>,
+    pub budget: Option<Budget>,
     pub usage: Usage,
     pub selection: Selection,
     pub pins: Pins,

@@ -1,0 +1,7 @@
+//! Clients of the services the sessions role calls.
+
+use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
+use checkfu_proto::transport::Transport;
+
+/// Governance: ActionApprovals' outcomes, and their withdrawal.
+pub type Governance = GovernanceServiceClient<Transport>;
