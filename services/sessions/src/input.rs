@@ -401,3 +401,129 @@ impl Draft {
         Ok(id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::conformance::{run, session};
+
+    const ME: &str = "prin_0000000000000000000000000a";
+
+    fn input(event_type: &str, payload: Value) -> Input {
+        Input::parse(event_type, payload, ME, json!({"kind": "principal", "id": ME})).expect("valid input")
+    }
+
+    fn message(text: &str) -> Input {
+        input("user.message", json!({"content": [{"type": "text", "text": text}]}))
+    }
+
+    fn types(d: &Draft) -> Vec<&str> {
+        d.events.iter().map(|e| e.event_type.as_str()).collect()
+    }
+
+    fn idle() -> Draft {
+        Draft::new(session("sess_1"), None, 1_000)
+    }
+
+    fn waiting(on: &[&str]) -> Draft {
+        let mut s = session("sess_1");
+        s.stop_reason = Some(json!({"type": "requires_action", "waiting_on": on, "event_ids": on}));
+        Draft::new(s, None, 1_000)
+    }
+
+    #[test]
+    fn parsing_refuses_what_no_rule_accepts() {
+        let cause = || json!({"kind": "principal", "id": ME});
+        let refused = |t: &str, p: Value| Input::parse(t, p, ME, cause()).expect_err(t).details;
+        assert!(Input::parse("agent.message", json!({}), ME, cause()).is_err(), "only user events come from clients");
+        assert!(Input::parse("user.message", json!({"content": []}), ME, cause()).is_err(), "empty content");
+        assert!(Input::parse("user.message", json!({"content": [{"type": "image"}]}), ME, cause()).is_err());
+        assert!(Input::parse("user.message", json!({"content": [{"type": "text", "text": "x"}]}), "", cause()).is_err());
+        assert!(
+            Input::parse("user.message", json!({"content": [{"type": "text", "text": "x"}]}), ME, json!({"kind": "principal"})).is_err()
+        );
+        let big = "x".repeat(MAX_TEXT_BYTES + 1);
+        assert!(Input::parse("user.message", json!({"content": [{"type": "text", "text": big}]}), ME, cause()).is_err());
+        assert_eq!(refused("user.tool_confirmation", json!({"tool_use_id": "t", "result": "maybe"}))["field"], "payload.result");
+        assert_eq!(
+            refused("user.define_outcome", json!({"description": "d", "rubric": "r", "max_iterations": 21}))["field"],
+            "payload.max_iterations"
+        );
+        assert_eq!(refused("user.interrupt", json!({"session_thread_id": "nope"}))["field"], "payload.session_thread_id");
+    }
+
+    #[test]
+    fn a_message_to_an_idle_session_admits_a_run() {
+        let mut d = idle();
+        d.apply(&message("hi")).expect("accepted");
+        assert_eq!(types(&d), ["user.message", "run.created", "session.status_running"]);
+        assert_eq!(d.session.status, SessionStatus::Running);
+        assert_eq!(d.session.last_user_message_seq, 1, "the message's seq");
+        let run = d.run.as_ref().expect("a run");
+        assert_eq!((run.status, run.start_seq), (RunStatus::Queued, 1));
+        assert!(d.flush, "an accepted input is flushed before its answer");
+    }
+
+    #[test]
+    fn a_message_to_a_running_session_joins_its_run() {
+        let mut s = session("sess_1");
+        s.status = SessionStatus::Running;
+        let mut d = Draft::new(s, Some(run("run_1", "sess_1", RunStatus::Running, 5_000)), 1_000);
+        d.apply(&message("and also")).expect("accepted");
+        assert_eq!(types(&d), ["user.message"], "steering: no second Run");
+        assert_eq!(d.events[0].run_id, None, "a message belongs to no Run yet");
+        assert!(d.runs.is_empty());
+    }
+
+    #[test]
+    fn a_terminated_session_accepts_nothing() {
+        let mut s = session("sess_1");
+        s.status = SessionStatus::Terminated;
+        let mut d = Draft::new(s, None, 1_000);
+        let e = d.apply(&message("hello?")).expect_err("refused");
+        assert_eq!(e.code, checkfu_core::Code::Conflict);
+        assert!(d.events.is_empty());
+    }
+
+    #[test]
+    fn a_waiting_session_accepts_only_what_settles_its_wait() {
+        let mut d = waiting(&["ctu_1", "ctu_2"]);
+        assert_eq!(d.apply(&message("hi")).expect_err("not a settle").code, checkfu_core::Code::Conflict);
+        let result =
+            |id: &str| input("user.custom_tool_result", json!({"custom_tool_use_id": id, "content": [{"type": "text", "text": "42"}]}));
+        assert!(d.apply(&result("ctu_9")).is_err(), "nothing waits on ctu_9");
+        d.apply(&result("ctu_1")).expect("settles one");
+        assert_eq!(types(&d), ["user.custom_tool_result"], "one of two: still waiting");
+        assert_eq!(d.session.waiting_ids(), ["ctu_2"]);
+        d.apply(&result("ctu_2")).expect("settles the last");
+        assert_eq!(types(&d), ["user.custom_tool_result", "user.custom_tool_result", "run.created", "session.status_running"]);
+    }
+
+    #[test]
+    fn an_interrupt_ends_a_queued_run_and_a_wait() {
+        let mut d = idle();
+        d.apply(&message("go")).expect("accepted");
+        d.apply(&input("user.interrupt", json!({}))).expect("accepted");
+        assert_eq!(&types(&d)[3..], ["user.interrupt", "run.completed", "session.status_idle"]);
+        assert!(d.run.is_none(), "no Run left");
+        assert_eq!(d.session.stop_reason, Some(json!({"type": "end_turn"})));
+
+        let mut w = waiting(&["ctu_1"]);
+        w.apply(&input("user.interrupt", json!({}))).expect("an interrupt settles a wait");
+        assert!(w.session.waiting_ids().is_empty());
+        assert_eq!(types(&w), ["user.interrupt", "session.status_idle"]);
+    }
+
+    #[test]
+    fn a_closed_budget_keeps_the_message_and_pauses() {
+        let mut s = session("sess_1");
+        let mut b = crate::model::Budget::new(10, "model_tokens", 0, "").expect("budget");
+        b.consumed = 10;
+        s.budget = Some(b);
+        let mut d = Draft::new(s, None, 1_000);
+        d.apply(&message("more")).expect("kept");
+        assert_eq!(types(&d), ["user.message", "session.usage", "session.status_idle"]);
+        assert_eq!(d.session.stop_reason, Some(json!({"type": "budget_reached"})));
+        assert!(d.run.is_none(), "no Run admitted");
+    }
+}

@@ -32,7 +32,7 @@ fn pins() -> Pins {
     }
 }
 
-pub(super) fn session(id: &str) -> Session {
+pub(crate) fn session(id: &str) -> Session {
     Session {
         id: id.into(),
         environment_id: "env_1".into(),
@@ -56,7 +56,7 @@ pub(super) fn session(id: &str) -> Session {
     }
 }
 
-pub(super) fn ev(t: &str) -> NewEvent {
+pub(crate) fn ev(t: &str) -> NewEvent {
     NewEvent {
         id: checkfu_core::id::new_id("evt"),
         event_type: t.into(),
@@ -69,7 +69,7 @@ pub(super) fn ev(t: &str) -> NewEvent {
     }
 }
 
-fn run(id: &str, session: &str, status: RunStatus, expires: i64) -> Run {
+pub(crate) fn run(id: &str, session: &str, status: RunStatus, expires: i64) -> Run {
     Run {
         id: id.into(),
         session_id: session.into(),

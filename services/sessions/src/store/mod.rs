@@ -107,4 +107,4 @@ pub trait SessionsStore: Send + Sync + 'static {
 }
 
 #[cfg(test)]
-mod conformance;
+pub(crate) mod conformance;
