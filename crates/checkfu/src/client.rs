@@ -3,6 +3,7 @@
 //! API, like any other client.
 
 use anyhow::{Context, bail};
+use checkfu_core::events::EventType;
 use clap::{Args, Subcommand};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -76,19 +77,21 @@ impl Client {
 /// One line for a persisted event.
 fn summary(e: &Value) -> String {
     let p = &e["payload"];
-    let detail = match e["type"].as_str().unwrap_or_default() {
-        "user.message" | "agent.message" => {
+    use checkfu_core::events::EventType as E;
+    let ty = E::parse("type", e["type"].as_str().unwrap_or_default()).ok();
+    let detail = match ty {
+        Some(E::UserMessage | E::AgentMessage) => {
             p["content"].as_array().map(|c| c.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join(" ")).unwrap_or_default()
         }
-        "agent.tool_use" => format!(
+        Some(E::AgentToolUse) => format!(
             "{} {} [{}]",
             p["name"].as_str().unwrap_or_default(),
             p["input"],
             p["evaluated_permission"].as_str().unwrap_or_default()
         ),
-        "agent.tool_result" => p["content"].as_str().map(str::to_string).unwrap_or_else(|| p["content"].to_string()),
-        "session.status_idle" => p["stop_reason"]["type"].as_str().unwrap_or_default().to_string(),
-        "policy.denied" => p["guidance"].as_str().unwrap_or_default().to_string(),
+        Some(E::AgentToolResult) => p["content"].as_str().map(str::to_string).unwrap_or_else(|| p["content"].to_string()),
+        Some(E::SessionStatusIdle) => p["stop_reason"]["type"].as_str().unwrap_or_default().to_string(),
+        Some(E::PolicyDenied) => p["guidance"].as_str().unwrap_or_default().to_string(),
         _ => String::new(),
     };
     format!("{:>5} {:<26} {}", e["seq"], e["type"].as_str().unwrap_or_default(), detail.replace('\n', " ")).trim_end().to_string()
@@ -100,7 +103,7 @@ pub async fn session(args: ClientArgs, action: SessionAction, out: &mut impl Wri
         SessionAction::Send { id, text } => {
             let s = c.call(c.http.get(format!("{}/v1/sessions/{id}", c.base))).await?;
             let who = s["principal_id"].as_str().unwrap_or_default();
-            let body = json!({"type": "user.message", "payload": {"content": [{"type": "text", "text": text}]}, "authored_by": who, "caused_by": {"kind": "surface", "id": "cli"}});
+            let body = json!({"type": EventType::UserMessage.as_str(), "payload": {"content": [{"type": "text", "text": text}]}, "authored_by": who, "caused_by": {"kind": "surface", "id": "cli"}});
             let e = c.call(c.http.post(format!("{}/v1/sessions/{id}/events", c.base)).json(&body)).await?;
             if args.json {
                 writeln!(out, "{e}")?
@@ -165,7 +168,8 @@ async fn follow(c: &Client, id: &str, mut last: i64, exit_on_idle: bool, json_ou
                 }
                 out.flush()?;
                 let t = e["type"].as_str().unwrap_or_default();
-                if exit_on_idle && (t == "session.status_idle" || t == "session.status_terminated") {
+                let settled = [EventType::SessionStatusIdle, EventType::SessionStatusTerminated];
+                if exit_on_idle && settled.iter().any(|s| s.as_str() == t) {
                     return Ok(());
                 }
             }

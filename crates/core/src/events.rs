@@ -1,6 +1,81 @@
 //! Event types every crate names: the catalogue shared by the services
-//! that write them, the gateway that documents them and the webhooks that
-//! deliver them.
+//! that write them, the runner that reads them, the gateway that documents
+//! them, the webhooks that deliver them and the CLI that prints them.
+//! Adding an event type is a variant here (and a row in docs/api.md).
+
+crate::string_enum!(
+    /// Every event type a Session's log holds.
+    EventType {
+        UserMessage = "user.message",
+        UserInterrupt = "user.interrupt",
+        UserToolConfirmation = "user.tool_confirmation",
+        UserCustomToolResult = "user.custom_tool_result",
+        UserDefineOutcome = "user.define_outcome",
+        AgentMessage = "agent.message",
+        AgentThinking = "agent.thinking",
+        AgentToolUse = "agent.tool_use",
+        AgentToolResult = "agent.tool_result",
+        AgentCustomToolUse = "agent.custom_tool_use",
+        SpanModelRequestStart = "span.model_request_start",
+        SpanModelRequestEnd = "span.model_request_end",
+        SessionCreated = "session.created",
+        SessionUpdated = "session.updated",
+        SessionUsage = "session.usage",
+        SessionError = "session.error",
+        SessionStatusRunning = "session.status_running",
+        SessionStatusIdle = "session.status_idle",
+        SessionStatusRescheduled = "session.status_rescheduled",
+        SessionStatusTerminated = "session.status_terminated",
+        RunCreated = "run.created",
+        RunCompleted = "run.completed",
+        RunActionAuthorized = "run.action_authorized",
+        ActionApprovalPending = "action_approval.pending",
+        ActionApprovalResolved = "action_approval.resolved",
+        PolicyDenied = "policy.denied",
+    }
+);
+
+impl EventType {
+    /// What the public API accepts from clients.
+    pub const USER: &'static [EventType] = &[
+        EventType::UserMessage,
+        EventType::UserInterrupt,
+        EventType::UserToolConfirmation,
+        EventType::UserCustomToolResult,
+        EventType::UserDefineOutcome,
+    ];
+
+    /// The only input a Session waiting on action accepts.
+    pub const SETTLE: &'static [EventType] = &[EventType::UserToolConfirmation, EventType::UserCustomToolResult, EventType::UserInterrupt];
+
+    /// What an execution plane may append for its Run; lifecycle events
+    /// (`session.status_*`, `run.created`/`run.completed`) are written only
+    /// by the sessions service.
+    pub const RUNNER: &'static [EventType] = &[
+        EventType::SpanModelRequestStart,
+        EventType::SpanModelRequestEnd,
+        EventType::AgentMessage,
+        EventType::AgentThinking,
+        EventType::AgentToolUse,
+        EventType::AgentToolResult,
+        EventType::AgentCustomToolUse,
+        EventType::RunActionAuthorized,
+        EventType::ActionApprovalPending,
+        EventType::PolicyDenied,
+        EventType::SessionError,
+    ];
+
+    /// Written by the agent (its author is the Agent, not the system).
+    pub fn by_agent(self) -> bool {
+        self.as_str().starts_with("agent.")
+    }
+}
+
+impl std::fmt::Display for EventType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// Event types a webhook endpoint may subscribe to (exactly, or by a glob
 /// such as `session.status_*`). Only these are ever delivered: deliveries
@@ -25,3 +100,18 @@ pub const SUBSCRIBABLE: &[&str] = &[
     "sandbox_profile.created",
     "sandbox_profile.updated",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_type_round_trips_and_the_subsets_hold_catalogued_types() {
+        for t in EventType::ALL {
+            assert_eq!(EventType::parse("type", t.as_str()).ok(), Some(*t));
+        }
+        assert!(EventType::SETTLE.iter().all(|t| EventType::USER.contains(t)), "settles are user input");
+        assert!(EventType::RUNNER.iter().all(|t| !EventType::USER.contains(t)), "a runner never writes user input");
+        assert!(EventType::parse("type", "agent.nope").is_err());
+    }
+}

@@ -33,7 +33,7 @@ macro_rules! string_enum {
         pub enum $name { $($variant),+ }
         impl $name {
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
-            pub fn as_str(self) -> &'static str {
+            pub const fn as_str(self) -> &'static str {
                 match self { $($name::$variant => $s),+ }
             }
             pub fn parse(field: &str, s: &str) -> $crate::Result<Self> {

@@ -8,6 +8,7 @@
 
 use crate::views;
 use bytes::{Bytes, BytesMut};
+use checkfu_core::events::EventType;
 use checkfu_proto::sessions::v1 as ss;
 use checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient;
 use checkfu_proto::transport::Transport;
@@ -94,7 +95,7 @@ pub fn sse_body<K: Send + 'static>(
 /// Frames kept for a slow client before it falls back to the log.
 const FEED_CAPACITY: usize = 4096;
 /// Event types a client may ask previews of.
-pub const DELTA_TYPES: [&str; 2] = ["agent.message", "agent.thinking"];
+pub const DELTA_TYPES: [&str; 2] = [EventType::AgentMessage.as_str(), EventType::AgentThinking.as_str()];
 /// History read per `ListEvents` call.
 const PAGE: u32 = 1000;
 

@@ -4,6 +4,7 @@
 
 use crate::Runner;
 use crate::transcript::Transcript;
+use checkfu_core::events::EventType as E;
 use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::runner::v1 as pb;
 use serde_json::{Value, json};
@@ -52,7 +53,7 @@ impl Runner {
         };
         beat.abort();
         let Ok((cursor, events, reason)) = outcome else { return };
-        let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.into(), payload_json: p }).collect();
+        let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.as_str().into(), payload_json: p }).collect();
         let req = pb::CompleteRequest { lease: Some(lease), stop_reason_json: reason.to_string(), last_seen_seq: cursor, events };
         if let Err(status) = self.runs.clone().complete(req).instrument(span).await {
             tracing::warn!(%status, run_id = %work.run_id, "completing the run failed; its lease will expire and it will be resumed");
@@ -123,14 +124,14 @@ impl Runner {
     }
 
     /// Appends events; returns the seqs they got.
-    async fn append(&self, lease: &pb::LeaseRef, events: Vec<(&str, String)>) -> Result<Vec<i64>, Stop> {
+    async fn append(&self, lease: &pb::LeaseRef, events: Vec<(E, String)>) -> Result<Vec<i64>, Stop> {
         Ok(self.append_checked(lease, events).await?.seqs)
     }
 
     /// Appends events; the answer also says whether the Budget now stops
     /// admission.
-    async fn append_checked(&self, lease: &pb::LeaseRef, events: Vec<(&str, String)>) -> Result<pb::AppendEventsResponse, Stop> {
-        let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.into(), payload_json: p }).collect();
+    async fn append_checked(&self, lease: &pb::LeaseRef, events: Vec<(E, String)>) -> Result<pb::AppendEventsResponse, Stop> {
+        let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.as_str().into(), payload_json: p }).collect();
         Ok(self.runs.clone().append_events(pb::AppendEventsRequest { lease: Some(lease.clone()), events }).await?.into_inner())
     }
 
@@ -182,11 +183,11 @@ impl Runner {
                         lease,
                         vec![
                             (
-                                "span.model_request_end",
+                                E::SpanModelRequestEnd,
                                 json!({"model_usage": {"input_tokens": 0, "output_tokens": 0}, "cost_micro_usd": 0, "is_error": true})
                                     .to_string(),
                             ),
-                            ("session.error", err.to_string()),
+                            (E::SessionError, err.to_string()),
                         ],
                     )
                     .await?;
@@ -199,7 +200,7 @@ impl Runner {
         };
         let usage = completed.usage.unwrap_or_default();
         let mut events = vec![(
-            "span.model_request_end",
+            E::SpanModelRequestEnd,
             json!({"model_usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}, "cost_micro_usd": completed.cost_micro_usd, "is_error": false}).to_string(),
         )];
         let mut text = String::new();
@@ -212,7 +213,7 @@ impl Runner {
             }
         }
         if !text.is_empty() {
-            events.push(("agent.message", text_payload(&text)));
+            events.push((E::AgentMessage, text_payload(&text)));
         }
         if uses.is_empty() {
             return Ok(Turn::Final(events));
@@ -239,7 +240,7 @@ impl Runner {
         lease: &pb::LeaseRef,
         t: &mut Transcript,
         decided: Vec<crate::tools::Decided>,
-        mut events: Vec<(&'static str, String)>,
+        mut events: Vec<(E, String)>,
         started: Option<(i64, String)>,
     ) -> Result<Turn, Stop> {
         for d in &decided {
@@ -258,8 +259,8 @@ impl Runner {
         }
         let appended = self.append_checked(lease, answers.clone()).await?;
         seqs.extend(appended.seqs);
-        let (mut own_seqs, mut own): (Vec<i64>, Vec<(&str, String)>) = match started {
-            Some((seq, p)) => (vec![seq], vec![("span.model_request_start", p)]),
+        let (mut own_seqs, mut own): (Vec<i64>, Vec<(E, String)>) = match started {
+            Some((seq, p)) => (vec![seq], vec![(E::SpanModelRequestStart, p)]),
             None => (vec![], vec![]),
         };
         own_seqs.extend(seqs);
@@ -299,7 +300,7 @@ impl Runner {
                     let payload = json!({"provider": s.provider, "model": s.model, "context_seq": context_seq}).to_string();
                     let sent = payload.clone();
                     started =
-                        Some((payload, tokio::spawn(async move { this.append(&lease, vec![("span.model_request_start", sent)]).await })));
+                        Some((payload, tokio::spawn(async move { this.append(&lease, vec![(E::SpanModelRequestStart, sent)]).await })));
                 }
                 Some(mg::generate_chunk::Chunk::TextDelta(d)) => {
                     let _ = previews.send(d);
@@ -341,7 +342,7 @@ impl Runner {
                 }
                 let req = pb::PublishDeltasRequest {
                     lease: Some(lease.clone()),
-                    event_type: "agent.message".into(),
+                    event_type: E::AgentMessage.as_str().into(),
                     preview_id: preview_id.clone(),
                     start,
                     text: String::new(),
@@ -357,18 +358,18 @@ impl Runner {
 
 /// How a Run settles: the last position read, the events to append with
 /// the completion, and the stop reason.
-type Settle = (i64, Vec<(&'static str, String)>, Value);
+type Settle = (i64, Vec<(E, String)>, Value);
 
 /// How a model turn ended.
 enum Turn {
     /// The model answered: these events settle the Run with its completion.
-    Final(Vec<(&'static str, String)>),
+    Final(Vec<(E, String)>),
     /// The model could not be reached (its failure is already recorded):
     /// settle the Run with `retries_exhausted`.
     Exhausted,
     /// The model called host-side tools: these events (with the
     /// `agent.custom_tool_use`s) settle the Run waiting for their results.
-    Waiting(Vec<(&'static str, String)>),
+    Waiting(Vec<(E, String)>),
     /// The model called tools; the turn's events are appended (and folded
     /// into the transcript when nothing else was written in between).
     /// `budget_reached`: the Budget stops admission of the next model call.

@@ -8,6 +8,7 @@
 
 use crate::Runner;
 use crate::sandbox::{Limits, Workspace};
+use checkfu_core::events::EventType as E;
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::runner::v1 as pb;
@@ -199,16 +200,16 @@ impl Runner {
     }
 
     /// The events a decided call produces before it is answered.
-    pub(crate) fn call_events(d: &Decided) -> Vec<(&'static str, String)> {
+    pub(crate) fn call_events(d: &Decided) -> Vec<(E, String)> {
         let id = &d.call.id;
         if d.runs() && d.is_custom() && d.resumed.is_none() {
             let payload = json!({"custom_tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition});
-            return vec![("agent.custom_tool_use", payload.to_string())];
+            return vec![(E::AgentCustomToolUse, payload.to_string())];
         }
         let mut ev = vec![];
         if d.resumed.is_none() {
             ev.push((
-                "agent.tool_use",
+                E::AgentToolUse,
                 json!({"tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition}).to_string(),
             ));
         }
@@ -220,17 +221,17 @@ impl Runner {
             if let Some(s) = &d.standing_approval_id {
                 auth["standing_approval_id"] = json!(s);
             }
-            ev.push(("run.action_authorized", auth.to_string()));
+            ev.push((E::RunActionAuthorized, auth.to_string()));
             if d.is_custom() && d.resumed.is_some() {
                 // Approved: now the host owes the result.
                 let payload =
                     json!({"custom_tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition});
-                ev.push(("agent.custom_tool_use", payload.to_string()));
+                ev.push((E::AgentCustomToolUse, payload.to_string()));
             }
         }
         if let Some((approval_id, expires_at)) = &d.pending_approval {
             ev.push((
-                "action_approval.pending",
+                E::ActionApprovalPending,
                 json!({"action_approval_id": approval_id, "tool_use_id": id, "expires_at": expires_at}).to_string(),
             ));
         }
@@ -239,19 +240,19 @@ impl Runner {
 
     /// The event that answers a call now: its result, or the refusal.
     /// `None` for a call the Session waits on.
-    pub(crate) async fn answer(&self, session_id: &str, d: &Decided) -> Option<(&'static str, String)> {
+    pub(crate) async fn answer(&self, session_id: &str, d: &Decided) -> Option<(E, String)> {
         if d.waits() {
             return None;
         }
         if d.runs() {
             let (text, is_error) = self.execute_tool(session_id, d).await;
             return Some((
-                "agent.tool_result",
+                E::AgentToolResult,
                 json!({"tool_use_id": d.call.id, "content": result_content(text), "is_error": is_error}).to_string(),
             ));
         }
         let guidance = if d.resumed.is_some() { format!("not run: {}", d.reason) } else { format!("denied: {}", d.reason) };
-        Some(("policy.denied", json!({"tool_use_id": d.call.id, "matched_rule_id": d.matched_rule_id, "guidance": guidance}).to_string()))
+        Some((E::PolicyDenied, json!({"tool_use_id": d.call.id, "matched_rule_id": d.matched_rule_id, "guidance": guidance}).to_string()))
     }
 
     /// Calls from before this Run still owed an answer, settled from the

@@ -2,6 +2,7 @@
 //! the truth: after every step the runner re-reads it, so a resumed Run (new
 //! runner, new lease) sees exactly what the previous one wrote.
 
+use checkfu_core::events::EventType as E;
 use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::runner::v1::RunEvent;
 use serde_json::Value;
@@ -110,15 +111,17 @@ impl Transcript {
         for e in events {
             self.cursor = self.cursor.max(e.seq);
             let p: Value = serde_json::from_str(&e.payload_json).unwrap_or(Value::Null);
-            match e.r#type.as_str() {
-                "user.message" => {
+            // A type this runner does not know is not part of the conversation.
+            let Ok(ty) = E::parse("type", &e.r#type) else { continue };
+            match ty {
+                E::UserMessage => {
                     self.flush_deferred();
                     self.push("user", B::Text(text_of(&p, "content")));
                     self.recent_user.push(e.seq);
                 }
                 // A model call read the log up to `context_seq`: messages
                 // after it that are already here were not in its context.
-                "span.model_request_start" => {
+                E::SpanModelRequestStart => {
                     let context = p.get("context_seq").and_then(Value::as_i64).unwrap_or(e.seq - 1);
                     let mut held = vec![];
                     while let Some(seq) = self.recent_user.last().copied().filter(|s| *s > context) {
@@ -149,9 +152,9 @@ impl Transcript {
                     self.deferred = held;
                     self.recent_user.clear();
                 }
-                "run.completed" | "session.status_idle" if self.outstanding.is_empty() => self.flush_deferred(),
-                "agent.message" => self.push("assistant", B::Text(text_of(&p, "content"))),
-                "agent.tool_use" => {
+                E::RunCompleted | E::SessionStatusIdle if self.outstanding.is_empty() => self.flush_deferred(),
+                E::AgentMessage => self.push("assistant", B::Text(text_of(&p, "content"))),
+                E::AgentToolUse => {
                     self.outstanding.push(Outstanding {
                         tool_use_id: str_field(&p, "tool_use_id"),
                         name: str_field(&p, "name"),
@@ -172,26 +175,26 @@ impl Transcript {
                         }),
                     )
                 }
-                "action_approval.pending" => {
+                E::ActionApprovalPending => {
                     let id = str_field(&p, "tool_use_id");
                     if let Some(o) = self.outstanding.iter_mut().find(|o| o.tool_use_id == id) {
                         o.approval_id = Some(str_field(&p, "action_approval_id"));
                     }
                 }
-                "action_approval.resolved" => {
+                E::ActionApprovalResolved => {
                     let id = str_field(&p, "tool_use_id");
                     if let Some(o) = self.outstanding.iter_mut().find(|o| o.tool_use_id == id) {
                         o.decision = Some(str_field(&p, "decision"));
                         o.status = Some(str_field(&p, "status"));
                     }
                 }
-                "user.tool_confirmation" => {
+                E::UserToolConfirmation => {
                     let id = str_field(&p, "tool_use_id");
                     if let Some(o) = self.outstanding.iter_mut().find(|o| o.tool_use_id == id) {
                         o.deny_message = p.get("deny_message").and_then(Value::as_str).map(str::to_string);
                     }
                 }
-                "run.action_authorized" => {
+                E::RunActionAuthorized => {
                     let id = str_field(&p, "tool_use_id");
                     if let Some(o) = self.outstanding.iter_mut().find(|o| o.tool_use_id == id) {
                         o.authorized = true;
@@ -199,11 +202,11 @@ impl Transcript {
                 }
                 // An approved custom tool use: the tool use is already in
                 // the conversation; now the host owes its result.
-                "agent.custom_tool_use" if self.is_outstanding(&str_field(&p, "custom_tool_use_id")) => {
+                E::AgentCustomToolUse if self.is_outstanding(&str_field(&p, "custom_tool_use_id")) => {
                     let id = str_field(&p, "custom_tool_use_id");
                     self.outstanding.retain(|o| o.tool_use_id != id);
                 }
-                "agent.custom_tool_use" => self.push(
+                E::AgentCustomToolUse => self.push(
                     "assistant",
                     B::ToolUse(mg::ToolUse {
                         id: p.get("custom_tool_use_id").and_then(Value::as_str).unwrap_or_default().into(),
@@ -211,7 +214,7 @@ impl Transcript {
                         input_json: p.get("input").map(Value::to_string).unwrap_or_else(|| "{}".into()),
                     }),
                 ),
-                "user.custom_tool_result" => self.push(
+                E::UserCustomToolResult => self.push(
                     "user",
                     B::ToolResult(mg::ToolResult {
                         tool_use_id: p.get("custom_tool_use_id").and_then(Value::as_str).unwrap_or_default().into(),
@@ -219,7 +222,7 @@ impl Transcript {
                         is_error: p.get("is_error").and_then(Value::as_bool).unwrap_or(false),
                     }),
                 ),
-                "agent.tool_result" => self.answer(
+                E::AgentToolResult => self.answer(
                     &p,
                     B::ToolResult(mg::ToolResult {
                         tool_use_id: str_field(&p, "tool_use_id"),
@@ -227,7 +230,7 @@ impl Transcript {
                         is_error: p.get("is_error").and_then(Value::as_bool).unwrap_or(false),
                     }),
                 ),
-                "policy.denied" => self.answer(
+                E::PolicyDenied => self.answer(
                     &p,
                     B::ToolResult(mg::ToolResult {
                         tool_use_id: str_field(&p, "tool_use_id"),
@@ -235,7 +238,7 @@ impl Transcript {
                         is_error: true,
                     }),
                 ),
-                "user.interrupt" if e.seq >= start_seq => self.interrupted = true,
+                E::UserInterrupt if e.seq >= start_seq => self.interrupted = true,
                 _ => {}
             }
         }
@@ -244,13 +247,13 @@ impl Transcript {
     /// Folds in events this runner appended itself, if they took exactly the
     /// next seqs (nothing else was written in between); otherwise leaves the
     /// transcript to catch up from the log. Returns whether it folded them.
-    pub fn absorb_own(&mut self, seqs: &[i64], events: &[(&str, String)], start_seq: i64) -> bool {
+    pub fn absorb_own(&mut self, seqs: &[i64], events: &[(E, String)], start_seq: i64) -> bool {
         let contiguous = seqs.len() == events.len() && seqs.iter().enumerate().all(|(i, s)| *s == self.cursor + 1 + i as i64);
         if contiguous {
             let own: Vec<RunEvent> = seqs
                 .iter()
                 .zip(events)
-                .map(|(seq, (t, p))| RunEvent { seq: *seq, r#type: t.to_string(), payload_json: p.clone(), run_id: String::new() })
+                .map(|(seq, (t, p))| RunEvent { seq: *seq, r#type: t.as_str().into(), payload_json: p.clone(), run_id: String::new() })
                 .collect();
             self.absorb(&own, start_seq);
         }
@@ -365,9 +368,9 @@ mod tests {
         let mut t = Transcript::default();
         t.absorb(&[ev(1, "user.message", r#"{"content":[{"type":"text","text":"hi"}]}"#)], 1);
         let msg = r#"{"content":[{"type":"text","text":"echo: hi"}]}"#.to_string();
-        assert!(!t.absorb_own(&[3], &[("agent.message", msg.clone())], 1), "seq 2 was written by someone else");
+        assert!(!t.absorb_own(&[3], &[(E::AgentMessage, msg.clone())], 1), "seq 2 was written by someone else");
         assert_eq!(t.cursor, 1);
-        assert!(t.absorb_own(&[2], &[("agent.message", msg)], 1));
+        assert!(t.absorb_own(&[2], &[(E::AgentMessage, msg)], 1));
         assert_eq!(t.cursor, 2);
         assert!(!t.needs_turn());
     }

@@ -10,6 +10,7 @@
 use crate::input::{Draft, system};
 use crate::model::*;
 use crate::service::SessionsService;
+use checkfu_core::events::EventType;
 use checkfu_core::id::check as check_id;
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
@@ -26,7 +27,13 @@ impl Draft {
     pub(crate) fn pause_for_budget(&mut self, caused_by: Value) {
         let budget = self.session.budget.as_ref().map(Budget::summary);
         let run_id = self.run.as_ref().map(|r| r.id.clone());
-        self.push("session.usage", run_id.as_deref(), system(), caused_by.clone(), json!({"usage": self.session.usage, "budget": budget}));
+        self.push(
+            EventType::SessionUsage,
+            run_id.as_deref(),
+            system(),
+            caused_by.clone(),
+            json!({"usage": self.session.usage, "budget": budget}),
+        );
         let stop = json!({"type": "budget_reached"});
         if self.run.is_some() {
             self.complete_run(stop, caused_by);
@@ -62,7 +69,7 @@ impl Draft {
         b.updated_ms = self.now_ms;
         self.session.budget = Some(b.clone());
         let cause = json!({"kind": "principal", "id": actor});
-        self.push("session.updated", None, Value::String(actor.to_string()), cause.clone(), json!({"budget": b.summary()}));
+        self.push(EventType::SessionUpdated, None, Value::String(actor.to_string()), cause.clone(), json!({"budget": b.summary()}));
         if self.budget_reached() && b.open() {
             let trigger = self.session.last_seq + self.events.len() as i64;
             self.admit_run(trigger, json!({"kind": "budget", "id": b.id}));
@@ -85,7 +92,7 @@ impl SessionsService {
                 let b = Budget::new(limit, metric, d.now_ms, "")?;
                 d.session.budget = Some(b.clone());
                 let cause = json!({"kind": "principal", "id": actor});
-                d.push("session.updated", None, Value::String(actor.to_string()), cause, json!({"budget": b.summary()}));
+                d.push(EventType::SessionUpdated, None, Value::String(actor.to_string()), cause, json!({"budget": b.summary()}));
                 Ok(b)
             })
             .await?;

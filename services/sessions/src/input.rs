@@ -3,6 +3,7 @@
 //! `POST /events` share this one function, so the rules cannot drift apart.
 
 use crate::model::*;
+use checkfu_core::events::EventType;
 use checkfu_core::id::new_id;
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
@@ -10,7 +11,7 @@ use serde_json::{Value, json};
 /// A validated user event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Input {
-    pub event_type: String,
+    pub event_type: EventType,
     pub payload: Value,
     pub authored_by: String,
     pub caused_by: Value,
@@ -54,12 +55,10 @@ impl Input {
     /// Validates a wire event. `caused_by` must be `{kind, id}`; `authored_by`
     /// a principal id (the gateway has checked the caller may speak for it).
     pub fn parse(event_type: &str, payload: Value, authored_by: &str, caused_by: Value) -> Result<Input> {
-        if !USER_EVENT_TYPES.contains(&event_type) {
-            return Err(Error::invalid_field(
-                "type",
-                format!("unknown event type {event_type:?}; accepted: {}", USER_EVENT_TYPES.join(", ")),
-            ));
-        }
+        let Some(event_type) = EventType::parse("type", event_type).ok().filter(|t| EventType::USER.contains(t)) else {
+            let accepted: Vec<&str> = EventType::USER.iter().map(|t| t.as_str()).collect();
+            return Err(Error::invalid_field("type", format!("unknown event type {event_type:?}; accepted: {}", accepted.join(", "))));
+        };
         if authored_by.is_empty() {
             return Err(Error::invalid_field("authored_by", "authored_by is required"));
         }
@@ -75,17 +74,17 @@ impl Input {
         }
         let mut thread_id = None;
         match event_type {
-            "user.message" => check_content(&p, "content")?,
-            "user.interrupt" => {
+            EventType::UserMessage => check_content(&p, "content")?,
+            EventType::UserInterrupt => {
                 if let Some(t) = p.get("session_thread_id").filter(|v| !v.is_null()) {
                     let t = t.as_str().ok_or_else(|| Error::invalid_field("payload.session_thread_id", "must be a string"))?;
                     checkfu_core::id::check("payload.session_thread_id", "sthr", t)?;
                     thread_id = Some(t.to_string());
                 }
             }
-            "user.tool_confirmation" => {
-                field_str(&p, "tool_use_id", event_type)?;
-                let r = field_str(&p, "result", event_type)?;
+            EventType::UserToolConfirmation => {
+                field_str(&p, "tool_use_id", event_type.as_str())?;
+                let r = field_str(&p, "result", event_type.as_str())?;
                 if r != "allow" && r != "deny" {
                     return Err(Error::invalid_field("payload.result", "result must be allow or deny"));
                 }
@@ -95,15 +94,15 @@ impl Input {
                     return Err(Error::invalid_field("payload.deny_message", "deny_message must be a string of at most 4 KiB"));
                 }
             }
-            "user.custom_tool_result" => {
-                field_str(&p, "custom_tool_use_id", event_type)?;
+            EventType::UserCustomToolResult => {
+                field_str(&p, "custom_tool_use_id", event_type.as_str())?;
                 check_content(&p, "content")?;
                 if p.get("is_error").is_some_and(|v| !v.is_boolean() && !v.is_null()) {
                     return Err(Error::invalid_field("payload.is_error", "is_error must be a boolean"));
                 }
             }
-            "user.define_outcome" => {
-                let d = field_str(&p, "description", event_type)?;
+            EventType::UserDefineOutcome => {
+                let d = field_str(&p, "description", event_type.as_str())?;
                 if d.is_empty() || d.len() > 16 * 1024 {
                     return Err(Error::invalid_field("payload.description", "description must be 1 byte to 16 KiB"));
                 }
@@ -117,11 +116,11 @@ impl Input {
             }
             _ => {}
         }
-        Ok(Input { event_type: event_type.to_string(), payload: p, authored_by: authored_by.to_string(), caused_by, thread_id })
+        Ok(Input { event_type, payload: p, authored_by: authored_by.to_string(), caused_by, thread_id })
     }
 
     fn is_settle(&self) -> bool {
-        SETTLE_EVENT_TYPES.contains(&self.event_type.as_str())
+        EventType::SETTLE.contains(&self.event_type)
     }
 }
 
@@ -168,11 +167,11 @@ impl Draft {
         self.session.last_seq + self.events.len() as i64 + 1
     }
 
-    pub fn push(&mut self, event_type: &str, run_id: Option<&str>, authored_by: Value, caused_by: Value, payload: Value) -> String {
+    pub fn push(&mut self, event_type: EventType, run_id: Option<&str>, authored_by: Value, caused_by: Value, payload: Value) -> String {
         let id = new_id("evt");
         self.events.push(NewEvent {
             id: id.clone(),
-            event_type: event_type.to_string(),
+            event_type: event_type.as_str().to_string(),
             run_id: run_id.map(str::to_string),
             thread_id: None,
             authored_by,
@@ -203,10 +202,10 @@ impl Draft {
         self.session.status = status;
         self.session.stop_reason = stop_reason.clone();
         let (ty, payload) = match status {
-            SessionStatus::Idle => ("session.status_idle", json!({"stop_reason": stop_reason})),
-            SessionStatus::Running => ("session.status_running", json!({})),
-            SessionStatus::Rescheduling => ("session.status_rescheduled", json!({})),
-            SessionStatus::Terminated => ("session.status_terminated", json!({})),
+            SessionStatus::Idle => (EventType::SessionStatusIdle, json!({"stop_reason": stop_reason})),
+            SessionStatus::Running => (EventType::SessionStatusRunning, json!({})),
+            SessionStatus::Rescheduling => (EventType::SessionStatusRescheduled, json!({})),
+            SessionStatus::Terminated => (EventType::SessionStatusTerminated, json!({})),
         };
         self.push(ty, run_id.as_deref(), system(), caused_by, payload);
     }
@@ -244,7 +243,7 @@ impl Draft {
         };
         let run_id = run.id.clone();
         self.put_run(run);
-        self.push("run.created", Some(&run_id), system(), caused_by.clone(), json!({"run_id": run_id, "execution_pins": pins}));
+        self.push(EventType::RunCreated, Some(&run_id), system(), caused_by.clone(), json!({"run_id": run_id, "execution_pins": pins}));
         self.set_status(SessionStatus::Running, None, caused_by);
     }
 
@@ -257,7 +256,7 @@ impl Draft {
         let run_id = run.id.clone();
         let usage = run.usage;
         self.push(
-            "run.completed",
+            EventType::RunCompleted,
             Some(&run_id),
             system(),
             caused_by.clone(),
@@ -292,7 +291,7 @@ impl Draft {
     fn settle_custom_result(&mut self, input: &Input, id: &str) -> String {
         let seq = self.next_seq();
         let event_id =
-            self.push(&input.event_type, None, Value::String(input.authored_by.clone()), input.caused_by.clone(), input.payload.clone());
+            self.push(input.event_type, None, Value::String(input.authored_by.clone()), input.caused_by.clone(), input.payload.clone());
         self.settle_wait(id, seq, &event_id);
         event_id
     }
@@ -312,7 +311,7 @@ impl Draft {
             "status": r.status,
             "responder_principal_id": (!r.responder_principal_id.is_empty()).then_some(&r.responder_principal_id),
         });
-        let id = self.push("action_approval.resolved", None, system(), cause, payload);
+        let id = self.push(EventType::ActionApprovalResolved, None, system(), cause, payload);
         self.settle_wait(&r.tool_use_id, seq, &id);
         Some(id)
     }
@@ -324,7 +323,7 @@ impl Draft {
             return Err(Error::conflict("the session is terminated and accepts no events"));
         }
         let echo =
-            self.push(&input.event_type, None, Value::String(input.authored_by.clone()), input.caused_by.clone(), input.payload.clone());
+            self.push(input.event_type, None, Value::String(input.authored_by.clone()), input.caused_by.clone(), input.payload.clone());
         self.resolve_approval(r, json!({"kind": "event", "id": echo}));
         Ok(echo)
     }
@@ -352,10 +351,10 @@ impl Draft {
             )
             .with_details(json!({"stop_reason": self.session.stop_reason})));
         }
-        if matches!(input.event_type.as_str(), "user.tool_confirmation" | "user.custom_tool_result") {
-            let key = if input.event_type == "user.tool_confirmation" { "tool_use_id" } else { "custom_tool_use_id" };
+        if matches!(input.event_type, EventType::UserToolConfirmation | EventType::UserCustomToolResult) {
+            let key = if input.event_type == EventType::UserToolConfirmation { "tool_use_id" } else { "custom_tool_use_id" };
             let id = input.payload.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-            if input.event_type == "user.custom_tool_result"
+            if input.event_type == EventType::UserCustomToolResult
                 && self.session.waiting_ids().contains(&id)
                 && self.session.waiting_approval(&id).is_none()
             {
@@ -366,17 +365,17 @@ impl Draft {
         let seq = self.next_seq();
         let caused_by = input.caused_by.clone();
         let run_id = self.run.as_ref().map(|r| r.id.clone());
-        let echo_run = if input.event_type == "user.message" { None } else { run_id.clone() };
+        let echo_run = if input.event_type == EventType::UserMessage { None } else { run_id.clone() };
         let id =
-            self.push(&input.event_type, echo_run.as_deref(), Value::String(input.authored_by.clone()), caused_by, input.payload.clone());
+            self.push(input.event_type, echo_run.as_deref(), Value::String(input.authored_by.clone()), caused_by, input.payload.clone());
         if let Some(t) = &input.thread_id
             && let Some(e) = self.events.last_mut()
         {
             e.thread_id = Some(t.clone());
         }
         let cause = json!({"kind": "event", "id": id});
-        match input.event_type.as_str() {
-            "user.message" => {
+        match input.event_type {
+            EventType::UserMessage => {
                 self.session.last_user_message_seq = seq;
                 if self.session.status == SessionStatus::Idle && self.admission_closed() {
                     // Kept, and run once the Budget re-opens.
@@ -387,11 +386,11 @@ impl Draft {
             }
             // A Run no execution plane has claimed yet stops right here; a
             // claimed one stops at its next boundary.
-            "user.interrupt" if self.run.as_ref().is_some_and(|r| r.status == RunStatus::Queued) => {
+            EventType::UserInterrupt if self.run.as_ref().is_some_and(|r| r.status == RunStatus::Queued) => {
                 self.complete_run(json!({"type": "end_turn"}), cause);
             }
             // An interrupt also ends a wait for tool results.
-            "user.interrupt"
+            EventType::UserInterrupt
                 if self.session.status == SessionStatus::Idle && self.run.is_none() && !self.session.waiting_ids().is_empty() =>
             {
                 self.set_status_for(SessionStatus::Idle, Some(json!({"type": "end_turn"})), cause, None);

@@ -8,6 +8,7 @@ use crate::live::{Delta, Item};
 use crate::model::*;
 use crate::service::SessionsService;
 use crate::store::ClaimGuard;
+use checkfu_core::events::EventType;
 use checkfu_core::id::new_id;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
@@ -57,30 +58,35 @@ const CLAIM_TAIL: i64 = 64;
 pub const MAX_CLAIM_WAIT: Duration = Duration::from_secs(30);
 const MAX_APPEND: usize = 100;
 
-fn check_run_events(events: &[(String, Value)]) -> Result<()> {
+/// The events an execution plane sent, typed: only [`EventType::RUNNER`]
+/// types, each with an object payload.
+fn check_run_events(events: Vec<(String, Value)>) -> Result<Vec<(EventType, Value)>> {
     if events.len() > MAX_APPEND {
         return Err(Error::invalid_field("events", format!("append at most {MAX_APPEND} events at a time")));
     }
-    for (t, p) in events {
-        if !RUNNER_EVENT_TYPES.contains(&t.as_str()) {
-            return Err(Error::invalid_field("events.type", format!("an execution plane cannot append {t:?}")));
-        }
-        if !p.is_object() {
-            return Err(Error::invalid_field("events.payload", "payload must be an object"));
-        }
-    }
-    Ok(())
+    events
+        .into_iter()
+        .map(|(t, p)| {
+            let Some(t) = EventType::parse("events.type", &t).ok().filter(|t| EventType::RUNNER.contains(t)) else {
+                return Err(Error::invalid_field("events.type", format!("an execution plane cannot append {t:?}")));
+            };
+            if !p.is_object() {
+                return Err(Error::invalid_field("events.payload", "payload must be an object"));
+            }
+            Ok((t, p))
+        })
+        .collect()
 }
 
 /// Appends a held Run's events to a draft, projecting model usage onto the
 /// Run and the Session. Returns the seqs they will get.
-fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(String, Value)]) -> Result<Vec<i64>> {
+fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(EventType, Value)]) -> Result<Vec<i64>> {
     let mut run = held(d, lease)?.clone();
     let agent = json!({"kind": "agent", "id": d.session.agent_id});
     let cause = json!({"kind": "run", "id": run.id});
     let mut seqs = Vec::with_capacity(events.len());
-    for (t, p) in events {
-        if t == "span.model_request_end" {
+    for &(t, ref p) in events {
+        if t == EventType::SpanModelRequestEnd {
             let u = p.get("model_usage").cloned().unwrap_or(Value::Null);
             let add = Usage {
                 input_tokens: u.get("input_tokens").and_then(Value::as_i64).unwrap_or(0).max(0),
@@ -94,15 +100,15 @@ fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(String, Value)]) -
             }
         }
         // A model request after a retryable failure: the Session runs again.
-        if t == "span.model_request_start" && d.session.status == SessionStatus::Rescheduling {
+        if t == EventType::SpanModelRequestStart && d.session.status == SessionStatus::Rescheduling {
             d.set_status(SessionStatus::Running, None, cause.clone());
         }
         seqs.push(d.next_seq());
-        let author = if t.starts_with("agent.") { agent.clone() } else { system() };
+        let author = if t.by_agent() { agent.clone() } else { system() };
         d.push(t, Some(&run.id), author, cause.clone(), p.clone());
         // The runner will retry the model: the Session is rescheduling.
         let retrying = p.get("error").and_then(|e| e.get("retry_status")).and_then(Value::as_str) == Some("retrying");
-        if t == "session.error" && retrying && d.session.status == SessionStatus::Running {
+        if t == EventType::SessionError && retrying && d.session.status == SessionStatus::Running {
             d.set_status(SessionStatus::Rescheduling, None, cause.clone());
         }
     }
@@ -121,19 +127,20 @@ fn requires_action(events: &[NewEvent]) -> Result<Value> {
     let mut approvals = serde_json::Map::new();
     for e in events {
         match e.event_type.as_str() {
-            "agent.custom_tool_use" => {
+            t if t == EventType::AgentCustomToolUse.as_str() => {
                 if let Some(id) = str_of(e, "custom_tool_use_id") {
                     event_ids.push(e.id.clone());
                     waiting_on.push(id);
                 }
             }
-            "action_approval.pending" => {
+            t if t == EventType::ActionApprovalPending.as_str() => {
                 let (Some(tool_use_id), Some(approval_id)) = (str_of(e, "tool_use_id"), str_of(e, "action_approval_id")) else {
                     continue;
                 };
                 // The client confirms the tool use itself, so name its event.
-                let tool_use =
-                    events.iter().find(|u| u.event_type == "agent.tool_use" && str_of(u, "tool_use_id").as_ref() == Some(&tool_use_id));
+                let tool_use = events
+                    .iter()
+                    .find(|u| u.event_type == EventType::AgentToolUse.as_str() && str_of(u, "tool_use_id").as_ref() == Some(&tool_use_id));
                 event_ids.push(tool_use.map_or_else(|| e.id.clone(), |u| u.id.clone()));
                 approvals.insert(tool_use_id.clone(), Value::String(approval_id));
                 waiting_on.push(tool_use_id);
@@ -282,7 +289,7 @@ impl SessionsService {
         if events.is_empty() {
             return Err(Error::invalid_field("events", format!("append 1 to {MAX_APPEND} events at a time")));
         }
-        check_run_events(&events)?;
+        let events = check_run_events(events)?;
         let session_id = self.session_to_write(lease).await?;
         let (seqs, session, _) = self.transact(&session_id, |d| append_run_events(d, lease, &events)).await?;
         Ok(Appended { seqs, budget_reached: session.budget.as_ref().is_some_and(|b| !b.open()) })
@@ -290,7 +297,7 @@ impl SessionsService {
 
     /// Fans preview chunks out to live subscribers; nothing is stored.
     pub async fn publish_delta(&self, lease: &Lease, event_type: &str, preview_id: &str, start: bool, chunks: &[String]) -> Result<()> {
-        if !matches!(event_type, "agent.message" | "agent.thinking") {
+        if ![EventType::AgentMessage.as_str(), EventType::AgentThinking.as_str()].contains(&event_type) {
             return Err(Error::invalid_field("event_type", "previews exist for agent.message and agent.thinking"));
         }
         if chunks.len() > 1024 || chunks.iter().map(String::len).sum::<usize>() > 64 * 1024 {
@@ -316,7 +323,7 @@ impl SessionsService {
     /// Settles the Run. Input the runner never saw (a `user.message` after
     /// `last_seen_seq`) starts the next Run at once, so nothing is dropped.
     pub async fn complete(&self, lease: &Lease, stop_reason: Value, last_seen_seq: i64, events: Vec<(String, Value)>) -> Result<()> {
-        check_run_events(&events)?;
+        let events = check_run_events(events)?;
         let kind = stop_reason.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
         if !matches!(kind.as_str(), "end_turn" | "requires_action" | "retries_exhausted" | "budget_reached") {
             return Err(Error::invalid_field(

@@ -7,6 +7,7 @@ use crate::live::{Hub, Item};
 use crate::model::*;
 use crate::store::{Change, SessionFilter, SessionsStore};
 use checkfu_core::cache::Bounded;
+use checkfu_core::events::EventType;
 use checkfu_core::id::{check as check_id, new_id};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
@@ -199,7 +200,7 @@ impl SessionsService {
             return Err(Error::invalid_field("initial_events", "at most 50 initial events"));
         }
         for (i, e) in req.initial_events.iter().enumerate() {
-            if e.event_type == "user.define_outcome" && i != 0 {
+            if e.event_type == EventType::UserDefineOutcome && i != 0 {
                 return Err(Error::invalid_field("initial_events", "user.define_outcome may only be the first initial event"));
             }
         }
@@ -239,7 +240,7 @@ impl SessionsService {
         };
         let mut d = Draft::new(session, None, now);
         d.push(
-            "session.created",
+            EventType::SessionCreated,
             None,
             crate::input::system(),
             json!({"kind": "principal", "id": req.principal_id}),
@@ -314,7 +315,7 @@ impl SessionsService {
         if let Some(first) = self.duplicate_settle(session_id, &input).await? {
             return Ok((first, true));
         }
-        if input.event_type == "user.tool_confirmation"
+        if input.event_type == EventType::UserToolConfirmation
             && let Some(e) = self.confirm_in_session(session_id, &input).await?
         {
             return Ok((e, false));
@@ -335,13 +336,13 @@ impl SessionsService {
 
     /// An exact duplicate of an accepted settle event returns the first one.
     async fn duplicate_settle(&self, session_id: &str, input: &Input) -> Result<Option<Event>> {
-        let key = match input.event_type.as_str() {
-            "user.tool_confirmation" => "tool_use_id",
-            "user.custom_tool_result" => "custom_tool_use_id",
+        let key = match input.event_type {
+            EventType::UserToolConfirmation => "tool_use_id",
+            EventType::UserCustomToolResult => "custom_tool_use_id",
             _ => return Ok(None),
         };
         let id = input.payload.get(key).cloned().unwrap_or(Value::Null);
-        let earlier = self.store.list_events(session_id, 0, i64::MAX, std::slice::from_ref(&input.event_type)).await?;
+        let earlier = self.store.list_events(session_id, 0, i64::MAX, &[input.event_type.as_str().to_string()]).await?;
         if let Some(e) = earlier.into_iter().find(|e| e.payload.get(key) == Some(&id)) {
             if e.payload == input.payload {
                 return Ok(Some(e));
@@ -402,7 +403,7 @@ impl SessionsService {
                     "release_sha256_after": next.release_sha256,
                 });
                 d.session.selection = next;
-                d.push("session.updated", None, Value::String(actor.to_string()), caused_by.clone(), payload);
+                d.push(EventType::SessionUpdated, None, Value::String(actor.to_string()), caused_by.clone(), payload);
                 Ok(())
             })
             .await?;

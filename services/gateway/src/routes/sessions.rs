@@ -263,7 +263,7 @@ pub async fn post_event(
 ) -> ApiResult<Response> {
     let s = facts_for(&st, &caller, &id, true).await?;
     let event = input_event(&st, &caller, parse(&body)?, "event").await?;
-    if event.r#type == "user.message" {
+    if event.r#type == checkfu_core::events::EventType::UserMessage.as_str() {
         require_invoke(&st, &s.principal_id, &s.agent_id, &s.environment_id).await?;
     }
     let route = format!("POST /v1/sessions/{id}/events");

@@ -524,26 +524,3 @@ pub struct Event {
     pub payload: Value,
     pub created_ms: i64,
 }
-
-/// User input types the public API accepts.
-pub const USER_EVENT_TYPES: &[&str] =
-    &["user.message", "user.interrupt", "user.tool_confirmation", "user.custom_tool_result", "user.define_outcome"];
-
-/// Settle events are the only input accepted while a Session waits on action.
-pub const SETTLE_EVENT_TYPES: &[&str] = &["user.tool_confirmation", "user.custom_tool_result", "user.interrupt"];
-
-/// Event types an execution plane may append for its Run; lifecycle events
-/// (`session.status_*`, `run.created/completed`) are written only by sessions.
-pub const RUNNER_EVENT_TYPES: &[&str] = &[
-    "span.model_request_start",
-    "span.model_request_end",
-    "agent.message",
-    "agent.thinking",
-    "agent.tool_use",
-    "agent.tool_result",
-    "agent.custom_tool_use",
-    "run.action_authorized",
-    "action_approval.pending",
-    "policy.denied",
-    "session.error",
-];
