@@ -1,5 +1,5 @@
 //! The OpenAPI document is served without auth and describes every
-//! endpoint of api.md §3–6, with request and response schemas.
+//! endpoint of docs/api.md, with request and response schemas.
 #![cfg(test)]
 
 use checkfu_e2e::*;

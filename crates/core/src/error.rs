@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use std::fmt;
 
-/// The public error classes of api.md §1.
+/// The public error classes (docs/api.md, "Conventions as implemented").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
     MissingKey,

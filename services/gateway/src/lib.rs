@@ -1,4 +1,4 @@
-//! The public gateway: the REST and SSE API of api.md under `/v1`. It owns
+//! The public gateway: the REST and SSE API of docs/api.md under `/v1`. It owns
 //! authentication, the error envelope, request ids and idempotency, and
 //! reaches every other service only through its tonic client.
 

@@ -1,4 +1,4 @@
-//! Public response shapes (api.md), built from the services' wire types.
+//! Public response shapes (docs/api.md), built from the services' wire types.
 //! They derive the OpenAPI schemas, so the document and the JSON cannot
 //! drift apart. JSON documents services carry as strings are inlined.
 

@@ -1,4 +1,4 @@
-//! The scripted model (api.md §9): deterministic, keyless and offline, so
+//! The scripted model (docs/concepts.md, ModelRoutingProfile): deterministic, keyless and offline, so
 //! every journey runs on a laptop and in CI.
 //!
 //! "The prompt it was sent" is the system text plus every block of every
