@@ -46,7 +46,7 @@ fn assignment(a: Assignment) -> pb::PermissionAssignment {
         subject: Some(pb::ResourceRef { kind: a.subject_kind.as_str().into(), id: a.subject_id }),
         permission: a.permission.as_str().into(),
         resource: Some(pb::ResourceRef { kind: a.resource_kind.as_str().into(), id: a.resource_id }),
-        environment_id: a.environment_id,
+        environment_id: a.environment_id.unwrap_or_default(),
         created_by: a.created_by,
         created_at: rfc3339(a.created_ms),
     }
@@ -248,7 +248,9 @@ impl Rpc for GovernanceGrpc {
     ) -> R<pb::ListPermissionAssignmentsResponse> {
         let r = r.into_inner();
         let p = page(r.limit, &r.page)?;
-        let filter = AssignmentFilter { subject_id: r.subject_id, resource_id: r.resource_id, permission: r.permission };
+        let some = |s: String| Some(s).filter(|s| !s.is_empty());
+        let permission = some(r.permission).map(|p| Permission::parse("permission", &p)).transpose()?;
+        let filter = AssignmentFilter { subject_id: some(r.subject_id), resource_id: some(r.resource_id), permission };
         let rows = self.svc.list_assignments(&filter, &p).await?;
         let (data, next_page) = paged(&p, rows, |x| &x.id, assignment);
         ok(pb::ListPermissionAssignmentsResponse { data, next_page })

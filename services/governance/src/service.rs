@@ -97,7 +97,7 @@ impl GovernanceService {
             permission: Permission::Admin,
             resource_kind: ResourceKind::Installation,
             resource_id: "*".into(),
-            environment_id: String::new(),
+            environment_id: None,
             created_by: admin.id.clone(),
             created_ms: now,
         };
@@ -352,7 +352,7 @@ impl GovernanceService {
             permission,
             resource_kind,
             resource_id: resource_id.to_string(),
-            environment_id,
+            environment_id: Some(environment_id).filter(|e| !e.is_empty()),
             created_by: actor.to_string(),
             created_ms: now_ms(),
         };
@@ -377,9 +377,6 @@ impl GovernanceService {
     }
 
     pub async fn list_assignments(&self, filter: &AssignmentFilter, page: &PageRequest) -> Result<Vec<Assignment>> {
-        if !filter.permission.is_empty() {
-            Permission::parse("permission", &filter.permission)?;
-        }
         self.store.list_assignments(filter, page).await
     }
 

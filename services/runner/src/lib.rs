@@ -9,6 +9,7 @@ pub mod agent_loop;
 pub mod cache;
 pub mod cgroup;
 pub mod confined;
+pub mod model;
 pub mod sandbox;
 pub mod tools;
 pub mod transcript;

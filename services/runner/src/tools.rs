@@ -7,6 +7,7 @@
 //! refused without asking.
 
 use crate::Runner;
+use crate::model::{ApprovalStatus, Decision, Disposition};
 use crate::sandbox::{Limits, Workspace};
 use checkfu_core::events::EventType as E;
 use checkfu_proto::governance::v1 as gov;
@@ -25,8 +26,7 @@ pub struct Decided {
     pub call: mg::ToolUse,
     pub input: Value,
     pub declaration: Option<Value>,
-    /// `allow`, `require_approval` or `deny`.
-    pub disposition: String,
+    pub disposition: Disposition,
     pub matched_rule_id: Option<String>,
     pub reason: String,
     /// A gated call allowed without asking by this StandingApproval.
@@ -50,7 +50,7 @@ pub struct Resumed {
 impl Decided {
     /// Runs now: allowed by policy, a StandingApproval or an approval.
     pub fn runs(&self) -> bool {
-        self.disposition == "allow" || self.standing_approval_id.is_some() || self.resumed.as_ref().is_some_and(|r| r.approved)
+        self.disposition == Disposition::Allow || self.standing_approval_id.is_some() || self.resumed.as_ref().is_some_and(|r| r.approved)
     }
 
     fn is_custom(&self) -> bool {
@@ -97,7 +97,7 @@ impl Runner {
                     call,
                     input,
                     declaration: None,
-                    disposition: "deny".into(),
+                    disposition: Disposition::Deny,
                     matched_rule_id: None,
                     standing_approval_id: None,
                     pending_approval: None,
@@ -124,14 +124,14 @@ impl Runner {
                 call,
                 input,
                 declaration: Some(decl),
-                disposition: d.disposition,
+                disposition: Disposition::from_wire(&d.disposition),
                 matched_rule_id: d.matched_rule_ids.into_iter().next(),
                 reason: d.reason,
                 standing_approval_id: None,
                 pending_approval: None,
                 resumed: None,
             };
-            if decided.disposition == "require_approval" {
+            if decided.disposition == Disposition::RequireApproval {
                 self.ask_approval(work, &agent_id, &mut decided).await?;
             }
             out.push(decided);
@@ -203,14 +203,16 @@ impl Runner {
     pub(crate) fn call_events(d: &Decided) -> Vec<(E, String)> {
         let id = &d.call.id;
         if d.runs() && d.is_custom() && d.resumed.is_none() {
-            let payload = json!({"custom_tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition});
+            let payload =
+                json!({"custom_tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition.as_str()});
             return vec![(E::AgentCustomToolUse, payload.to_string())];
         }
         let mut ev = vec![];
         if d.resumed.is_none() {
             ev.push((
                 E::AgentToolUse,
-                json!({"tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition}).to_string(),
+                json!({"tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition.as_str()})
+                    .to_string(),
             ));
         }
         if d.runs() && !d.resumed.as_ref().is_some_and(|r| r.authorized) {
@@ -224,8 +226,7 @@ impl Runner {
             ev.push((E::RunActionAuthorized, auth.to_string()));
             if d.is_custom() && d.resumed.is_some() {
                 // Approved: now the host owes the result.
-                let payload =
-                    json!({"custom_tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition});
+                let payload = json!({"custom_tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition.as_str()});
                 ev.push((E::AgentCustomToolUse, payload.to_string()));
             }
         }
@@ -265,12 +266,12 @@ impl Runner {
         outstanding
             .iter()
             .map(|o| {
-                let approved = o.decision.as_deref() == Some("approve")
-                    || (o.decision.is_none() && (o.authorized || o.evaluated_permission == "allow"));
-                let reason = match (o.status.as_deref(), &o.deny_message) {
-                    _ if o.evaluated_permission == "deny" => "denied by policy".to_string(),
+                let approved = o.decision == Some(Decision::Approve)
+                    || (o.decision.is_none() && (o.authorized || o.evaluated_permission == Disposition::Allow));
+                let reason = match (o.status, &o.deny_message) {
+                    _ if o.evaluated_permission == Disposition::Deny => "denied by policy".to_string(),
                     (_, Some(m)) => format!("the approver declined: {m}"),
-                    (Some("expired"), _) => "the approval expired without a response".to_string(),
+                    (Some(ApprovalStatus::Expired), _) => "the approval expired without a response".to_string(),
                     (Some(_), _) => "the approver declined this call".to_string(),
                     (None, _) => "the wait for approval ended without a decision".to_string(),
                 };
@@ -278,7 +279,7 @@ impl Runner {
                     call: mg::ToolUse { id: o.tool_use_id.clone(), name: o.name.clone(), input_json: o.input.to_string() },
                     input: o.input.clone(),
                     declaration: declaration(&tools, &o.name).cloned(),
-                    disposition: o.evaluated_permission.clone(),
+                    disposition: o.evaluated_permission,
                     matched_rule_id: None,
                     reason,
                     standing_approval_id: None,

@@ -2,6 +2,7 @@
 //! the truth: after every step the runner re-reads it, so a resumed Run (new
 //! runner, new lease) sees exactly what the previous one wrote.
 
+use crate::model::{ApprovalStatus, Decision, Disposition};
 use checkfu_core::events::EventType as E;
 use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::runner::v1::RunEvent;
@@ -31,13 +32,13 @@ pub struct Outstanding {
     pub tool_use_id: String,
     pub name: String,
     pub input: Value,
-    /// How governance decided it: `allow`, `require_approval` or `deny`.
-    pub evaluated_permission: String,
+    /// How governance decided it.
+    pub evaluated_permission: Disposition,
     pub approval_id: Option<String>,
-    /// `approve` or `deny` once the approval is resolved.
-    pub decision: Option<String>,
-    /// `approved`, `denied` or `expired`.
-    pub status: Option<String>,
+    /// The approval's answer once it is resolved.
+    pub decision: Option<Decision>,
+    /// Where the approval ended (`None` for a status this runner does not know).
+    pub status: Option<ApprovalStatus>,
     pub deny_message: Option<String>,
     /// Authorized (by a StandingApproval) before it ran.
     pub authorized: bool,
@@ -159,7 +160,7 @@ impl Transcript {
                         tool_use_id: str_field(&p, "tool_use_id"),
                         name: str_field(&p, "name"),
                         input: p.get("input").cloned().unwrap_or_else(|| serde_json::json!({})),
-                        evaluated_permission: str_field(&p, "evaluated_permission"),
+                        evaluated_permission: Disposition::from_wire(&str_field(&p, "evaluated_permission")),
                         approval_id: None,
                         decision: None,
                         status: None,
@@ -184,8 +185,8 @@ impl Transcript {
                 E::ActionApprovalResolved => {
                     let id = str_field(&p, "tool_use_id");
                     if let Some(o) = self.outstanding.iter_mut().find(|o| o.tool_use_id == id) {
-                        o.decision = Some(str_field(&p, "decision"));
-                        o.status = Some(str_field(&p, "status"));
+                        o.decision = Some(Decision::from_wire(&str_field(&p, "decision")));
+                        o.status = ApprovalStatus::parse("status", &str_field(&p, "status")).ok();
                     }
                 }
                 E::UserToolConfirmation => {

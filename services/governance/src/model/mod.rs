@@ -106,8 +106,9 @@ pub struct Assignment {
     pub permission: Permission,
     pub resource_kind: ResourceKind,
     pub resource_id: String,
-    /// The Environment holding the resource; empty for installation-wide ones.
-    pub environment_id: String,
+    /// The Environment holding the resource; `None` for installation-wide
+    /// ones.
+    pub environment_id: Option<String>,
     pub created_by: String,
     pub created_ms: i64,
 }
@@ -134,12 +135,12 @@ pub struct AuditRecord {
     pub created_ms: i64,
 }
 
-/// Filters for listing assignments; empty strings match everything.
+/// Filters for listing assignments; `None` matches everything.
 #[derive(Debug, Clone, Default)]
 pub struct AssignmentFilter {
-    pub subject_id: String,
-    pub resource_id: String,
-    pub permission: String,
+    pub subject_id: Option<String>,
+    pub resource_id: Option<String>,
+    pub permission: Option<Permission>,
 }
 
 /// Names are short, printable and non-empty.
@@ -172,7 +173,7 @@ mod tests {
             permission: Permission::Invoke,
             resource_kind: ResourceKind::Environment,
             resource_id: "env_a".into(),
-            environment_id: "env_a".into(),
+            environment_id: Some("env_a".into()),
             created_by: "prin_0".into(),
             created_ms: 0,
         };

@@ -31,7 +31,7 @@ fn grant(id: &str, subject: &str, perm: Permission, kind: ResourceKind, res: &st
         permission: perm,
         resource_kind: kind,
         resource_id: res.into(),
-        environment_id: String::new(),
+        environment_id: None,
         created_by: "prin_admin".into(),
         created_ms: 2,
     }
@@ -147,9 +147,9 @@ async fn assignments_unique_filter_delete(s: &dyn GovernanceStore) {
     assert!(s.insert_assignment(&dup).await.is_err(), "the same grant twice is refused");
     s.insert_assignment(&grant("pa_3", &who, Permission::Read, ResourceKind::Environment, "env_1")).await.expect("insert");
     let all = PageRequest::standard(100, "").expect("page");
-    let f = AssignmentFilter { permission: "invoke".into(), ..Default::default() };
+    let f = AssignmentFilter { permission: Some(Permission::Invoke), ..Default::default() };
     assert_eq!(s.list_assignments(&f, &all).await.expect("list").len(), 1);
-    let f = AssignmentFilter { subject_id: who.clone(), ..Default::default() };
+    let f = AssignmentFilter { subject_id: Some(who.clone()), ..Default::default() };
     assert_eq!(s.list_assignments(&f, &all).await.expect("list").len(), 2);
     assert_eq!(s.reach_of(&who).await.expect("reach").len(), 2);
     // Reach: own grants plus the groups', none once disabled.

@@ -67,7 +67,7 @@ fn assignment(r: &AnyRow) -> Result<Assignment> {
         permission: Permission::parse("permission", &s("permission")?)?,
         resource_kind: ResourceKind::parse("resource.kind", &s("resource_kind")?)?,
         resource_id: s("resource_id")?,
-        environment_id: s("environment_id")?,
+        environment_id: Some(s("environment_id")?).filter(|e| !e.is_empty()),
         created_by: s("created_by")?,
         created_ms: r.try_get("created_ms").map_err(db_err)?,
     })
@@ -141,7 +141,8 @@ macro_rules! bind_assignment {
             .bind($a.permission.as_str())
             .bind($a.resource_kind.as_str())
             .bind(&$a.resource_id)
-            .bind(&$a.environment_id)
+            // '' for an installation-wide assignment (the column is NOT NULL).
+            .bind($a.environment_id.as_deref().unwrap_or(""))
             .bind(&$a.created_by)
             .bind($a.created_ms)
     };
@@ -387,9 +388,10 @@ impl GovernanceStore for SqlGovernanceStore {
              ORDER BY id DESC LIMIT $5",
         )
         .bind(before(page))
-        .bind(&f.subject_id)
-        .bind(&f.resource_id)
-        .bind(&f.permission)
+        // Stored and matched as text: '' stands for "any" in the query.
+        .bind(f.subject_id.as_deref().unwrap_or(""))
+        .bind(f.resource_id.as_deref().unwrap_or(""))
+        .bind(f.permission.map_or("", Permission::as_str))
         .bind(page.fetch_limit())
         .fetch_all(&self.db.pool)
         .await
