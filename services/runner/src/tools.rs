@@ -294,6 +294,108 @@ impl Runner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transcript::Outstanding;
+    use checkfu_proto::runner::v1 as rpb;
+
+    fn decided(name: &str, disposition: Disposition, custom: bool) -> Decided {
+        let kind = if custom { "custom" } else { "builtin" };
+        Decided {
+            call: mg::ToolUse { id: "tu_1".into(), name: name.into(), input_json: "{}".into() },
+            input: json!({}),
+            declaration: Some(json!({"type": kind, "name": name})),
+            disposition,
+            matched_rule_id: None,
+            reason: "rule".into(),
+            standing_approval_id: None,
+            pending_approval: None,
+            resumed: None,
+        }
+    }
+
+    fn types(events: &[(E, String)]) -> Vec<E> {
+        events.iter().map(|(t, _)| *t).collect()
+    }
+
+    fn outstanding(disposition: Disposition, decision: Option<Decision>, status: Option<ApprovalStatus>) -> Outstanding {
+        Outstanding {
+            tool_use_id: "tu_1".into(),
+            name: "bash".into(),
+            input: json!({"command": "true"}),
+            evaluated_permission: disposition,
+            approval_id: Some("aa_1".into()),
+            decision,
+            status,
+            deny_message: None,
+            authorized: false,
+        }
+    }
+
+    fn work() -> rpb::WorkItem {
+        rpb::WorkItem { tools_json: json!([{"type": "builtin", "name": "bash"}]).to_string(), ..Default::default() }
+    }
+
+    #[test]
+    fn an_allowed_call_is_authorized_then_answered() {
+        let d = decided("bash", Disposition::Allow, false);
+        assert!(d.runs() && !d.waits());
+        assert_eq!(types(&Runner::call_events(&d)), [E::AgentToolUse, E::RunActionAuthorized]);
+    }
+
+    #[test]
+    fn a_denied_call_is_recorded_and_never_authorized() {
+        let d = decided("bash", Disposition::Deny, false);
+        assert!(!d.runs() && !d.waits(), "answered at once, with policy.denied");
+        assert_eq!(types(&Runner::call_events(&d)), [E::AgentToolUse]);
+    }
+
+    #[test]
+    fn a_gated_call_waits_on_its_approval_and_a_standing_one_does_not() {
+        let mut d = decided("bash", Disposition::RequireApproval, false);
+        d.pending_approval = Some(("aa_1".into(), "2026-12-01T00:00:00Z".into()));
+        assert!(!d.runs() && d.waits());
+        assert_eq!(types(&Runner::call_events(&d)), [E::AgentToolUse, E::ActionApprovalPending]);
+
+        let mut standing = decided("bash", Disposition::RequireApproval, false);
+        standing.standing_approval_id = Some("sa_1".into());
+        assert!(standing.runs() && !standing.waits());
+        let events = Runner::call_events(&standing);
+        assert_eq!(types(&events), [E::AgentToolUse, E::RunActionAuthorized]);
+        assert!(events[1].1.contains("sa_1"), "the authorization names the StandingApproval");
+    }
+
+    #[test]
+    fn an_allowed_custom_tool_hands_the_call_to_the_host() {
+        let d = decided("lookup", Disposition::Allow, true);
+        assert!(d.runs() && d.waits(), "the host owes the result");
+        assert_eq!(types(&Runner::call_events(&d)), [E::AgentCustomToolUse]);
+    }
+
+    #[test]
+    fn outstanding_calls_resume_as_their_approval_ended() {
+        let resume = |o: Outstanding| Runner::resume_outstanding(&work(), &[o]).remove(0);
+
+        let approved = resume(outstanding(Disposition::RequireApproval, Some(Decision::Approve), Some(ApprovalStatus::Approved)));
+        assert!(approved.runs(), "approved: runs now, with the arguments from the log");
+        assert_eq!(approved.input, json!({"command": "true"}));
+        let events = Runner::call_events(&approved);
+        assert_eq!(types(&events), [E::RunActionAuthorized], "the tool use is already in the log");
+        assert!(events[0].1.contains("aa_1"), "authorized by its approval");
+
+        let expired = resume(outstanding(Disposition::RequireApproval, Some(Decision::Deny), Some(ApprovalStatus::Expired)));
+        assert!(!expired.runs());
+        assert_eq!(expired.reason, "the approval expired without a response");
+
+        let interrupted = resume(outstanding(Disposition::RequireApproval, None, None));
+        assert!(!interrupted.runs(), "a wait that ended without a decision refuses the call");
+        assert_eq!(interrupted.reason, "the wait for approval ended without a decision");
+
+        let unanswered = resume(outstanding(Disposition::Allow, None, None));
+        assert!(unanswered.runs(), "an allowed call a dead runner never answered runs (at least once)");
+        assert!(Runner::call_events(&unanswered).iter().any(|(t, _)| *t == E::RunActionAuthorized));
+
+        let policy = resume(outstanding(Disposition::Deny, None, None));
+        assert_eq!(policy.reason, "denied by policy");
+    }
 
     #[test]
     fn long_results_become_a_bounded_envelope() {
