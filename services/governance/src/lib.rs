@@ -5,6 +5,7 @@ pub mod approvals;
 pub mod grpc;
 pub mod model;
 pub mod policy;
+mod read_cache;
 pub mod service;
 pub mod store;
 

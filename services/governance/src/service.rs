@@ -4,6 +4,7 @@
 
 use crate::model::*;
 use crate::policy::{ActionPolicy, Actor, Decision, SUBJECT_KINDS, classify, evaluate, parse_rules};
+use crate::read_cache::ReadCache;
 use crate::store::GovernanceStore;
 use checkfu_core::id::{check as check_id, new_id};
 use checkfu_core::page::PageRequest;
@@ -41,6 +42,9 @@ pub struct GovernanceService {
     pub(crate) store: Arc<dyn GovernanceStore>,
     /// How long an ActionApproval waits for its response.
     pub(crate) approval_ttl_ms: i64,
+    /// Keys and grants in memory, where this process is the store's only
+    /// writer (see read_cache.rs).
+    reads: Option<Arc<ReadCache>>,
 }
 
 /// A new API key secret: `ck_` and 256 random bits. Only its SHA-256 is
@@ -58,7 +62,34 @@ fn hex_lower(b: &[u8]) -> String {
 
 impl GovernanceService {
     pub fn new(store: Arc<dyn GovernanceStore>) -> Self {
-        GovernanceService { store, approval_ttl_ms: crate::model::DEFAULT_APPROVAL_TTL_MS }
+        GovernanceService { store, approval_ttl_ms: crate::model::DEFAULT_APPROVAL_TTL_MS, reads: None }
+    }
+
+    /// Keeps API keys' principals and principals' grants in memory. Only for
+    /// a store no other process writes (the embedded one).
+    pub fn with_read_cache(mut self) -> Self {
+        self.reads = Some(Arc::new(ReadCache::default()));
+        self
+    }
+
+    /// After a committed write that may change who a key is or what a
+    /// principal holds.
+    fn wrote(&self) {
+        if let Some(c) = &self.reads {
+            c.invalidate();
+        }
+    }
+
+    /// A principal's grants, directly and through its groups.
+    async fn reach_of(&self, principal_id: &str) -> Result<Arc<Vec<Assignment>>> {
+        let Some(c) = &self.reads else { return Ok(Arc::new(self.store.reach_of(principal_id).await?)) };
+        if let Some(hit) = c.reach(principal_id) {
+            return Ok(hit);
+        }
+        let generation = c.generation();
+        let grants = Arc::new(self.store.reach_of(principal_id).await?);
+        c.put_reach(generation, principal_id, grants.clone());
+        Ok(grants)
     }
 
     /// Sets how long ActionApprovals wait before expiring as denied.
@@ -106,6 +137,7 @@ impl GovernanceService {
         let key = ApiKey { id: new_id("key"), principal_id: admin.id.clone(), name: "bootstrap".into(), created_ms: now, revoked_ms: None };
         place_key(&secret)?;
         let created = self.store.bootstrap(&admin, &grant, &env, &key, &sha256_hex(&secret)).await?;
+        self.wrote();
         Ok(Bootstrapped {
             created,
             admin_principal_id: if created { admin.id } else { String::new() },
@@ -121,7 +153,15 @@ impl GovernanceService {
         if !secret.starts_with("ck_") || secret.len() > 200 {
             return Err(invalid());
         }
-        self.store.authenticate(&sha256_hex(secret)).await?.ok_or_else(invalid)
+        let hash = sha256_hex(secret);
+        let Some(c) = &self.reads else { return self.store.authenticate(&hash).await?.ok_or_else(invalid) };
+        if let Some(hit) = c.key(&hash) {
+            return Ok(hit);
+        }
+        let generation = c.generation();
+        let found = self.store.authenticate(&hash).await?.ok_or_else(invalid)?;
+        c.put_key(generation, &hash, found.clone());
+        Ok(found)
     }
 
     pub(crate) async fn audit(&self, actor: &str, action: &str, kind: &str, id: &str, details: serde_json::Value) -> Result<()> {
@@ -160,6 +200,7 @@ impl GovernanceService {
         let p = self.principal(id).await?;
         let Some(disabled) = disabled else { return Ok(p) };
         let p = self.store.set_principal_disabled(id, disabled).await?.ok_or_else(|| Error::not_found("principal", id))?;
+        self.wrote();
         self.audit(actor, "principal.updated", "principal", id, json!({"disabled": disabled})).await?;
         Ok(p)
     }
@@ -199,6 +240,7 @@ impl GovernanceService {
     pub async fn revoke_api_key(&self, id: &str, actor: &str) -> Result<ApiKey> {
         self.api_key(id).await?;
         let key = self.store.revoke_api_key(id, now_ms()).await?.ok_or_else(|| Error::not_found("api_key", id))?;
+        self.wrote();
         self.audit(actor, "api_key.revoked", "api_key", id, json!({"principal_id": key.principal_id})).await?;
         Ok(key)
     }
@@ -228,6 +270,7 @@ impl GovernanceService {
         check_id("principal_id", "prin", principal_id)?;
         self.principal(principal_id).await?;
         self.store.add_group_member(group_id, principal_id).await?;
+        self.wrote();
         self.audit(actor, "group.member_added", "group", group_id, json!({"principal_id": principal_id})).await?;
         self.group(group_id).await
     }
@@ -235,7 +278,9 @@ impl GovernanceService {
     pub async fn remove_group_member(&self, group_id: &str, principal_id: &str, actor: &str) -> Result<Group> {
         self.group(group_id).await?;
         check_id("principal_id", "prin", principal_id)?;
-        if !self.store.remove_group_member(group_id, principal_id).await? {
+        let removed = self.store.remove_group_member(group_id, principal_id).await?;
+        self.wrote();
+        if !removed {
             return Err(Error::not_found("group member", principal_id));
         }
         self.audit(actor, "group.member_removed", "group", group_id, json!({"principal_id": principal_id})).await?;
@@ -360,6 +405,7 @@ impl GovernanceService {
             checkfu_core::Code::Conflict => Error::conflict("the same assignment already exists"),
             _ => e,
         })?;
+        self.wrote();
         self.audit(
             actor,
             "permission_assignment.created",
@@ -382,7 +428,9 @@ impl GovernanceService {
 
     pub async fn delete_assignment(&self, id: &str, actor: &str) -> Result<Assignment> {
         let a = self.assignment(id).await?;
-        if !self.store.delete_assignment(id).await? {
+        let deleted = self.store.delete_assignment(id).await?;
+        self.wrote();
+        if !deleted {
             return Err(Error::not_found("permission_assignment", id));
         }
         self.audit(
@@ -410,13 +458,12 @@ impl GovernanceService {
         let permission = Permission::parse("permission", permission)?;
         let resource_kind = ResourceKind::parse("resource.kind", resource_kind)?;
         let matched: Vec<String> = self
-            .store
             .reach_of(principal_id)
             .await?
-            .into_iter()
+            .iter()
             .filter(|a| a.subject_kind != SubjectKind::AgentDefinition)
             .filter(|a| a.permission.grants(permission) && a.covers(resource_kind, resource_id, environment_id))
-            .map(|a| a.id)
+            .map(|a| a.id.clone())
             .collect();
         Ok((!matched.is_empty(), matched))
     }

@@ -9,8 +9,20 @@ use checkfu_store::Location;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn grants_reach_principals_directly_through_groups_and_up_the_scope() {
+    checks_follow_the_rows(false).await;
+}
+
+/// The same with keys and grants kept in memory (the embedded store): every
+/// change still counts at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_cache_changes_no_answer() {
+    checks_follow_the_rows(true).await;
+}
+
+async fn checks_follow_the_rows(cached: bool) {
     let dir = tempfile::tempdir().unwrap();
     let (svc, _db) = checkfu_governance::open(&Location::SqliteDir(dir.path().into())).await.unwrap();
+    let svc = if cached { svc.with_read_cache() } else { svc };
     let made = svc.bootstrap(|_| Ok(())).await.unwrap();
     let admin = made.admin_principal_id;
     let env = made.environment_id;
@@ -66,6 +78,17 @@ async fn grants_reach_principals_directly_through_groups_and_up_the_scope() {
     // An Agent's own grant is the Agent's, never its caller's.
     svc.create_assignment(&grant("agent_definition", agent, "read", "environment", &env), &admin).await.unwrap();
     assert!(!can("read", "environment", env.clone(), env.clone()).await.0, "the agent's grant does not reach alice");
+
+    // Keys: a revoked key and a disabled principal stop authenticating at once.
+    let (key, secret) = svc.create_api_key(&alice, "k", &admin).await.unwrap();
+    assert_eq!(svc.authenticate(&secret).await.unwrap().0, alice);
+    assert_eq!(svc.authenticate(&secret).await.unwrap().0, alice, "twice (a cache hit when cached)");
+    svc.update_principal(&alice, Some(true), &admin).await.unwrap();
+    assert!(svc.authenticate(&secret).await.is_err(), "a disabled principal's key fails");
+    svc.update_principal(&alice, Some(false), &admin).await.unwrap();
+    assert!(svc.authenticate(&secret).await.is_ok());
+    svc.revoke_api_key(&key.id, &admin).await.unwrap();
+    assert!(svc.authenticate(&secret).await.is_err(), "a revoked key fails at once");
 
     // The bootstrap admin holds admin on the installation: everything.
     let admin_can = svc.check(&admin, "invoke", "agent", agent, &other_env).await.unwrap();

@@ -22,7 +22,12 @@ impl Play for Governance {
     async fn start(&self, node: &mut Assembly<'_>) -> anyhow::Result<()> {
         let opts = node.opts;
         let (svc, db) = checkfu_governance::open(&opts.storage).await.context("opening the governance store")?;
-        let svc = svc.with_approval_ttl_ms(opts.approvals.ttl.as_millis() as i64);
+        let mut svc = svc.with_approval_ttl_ms(opts.approvals.ttl.as_millis() as i64);
+        if matches!(opts.storage, checkfu_store::Location::SqliteDir(_)) {
+            // One process owns an embedded store, so its own writes are all
+            // the writes: keys and grants can be kept in memory.
+            svc = svc.with_read_cache();
+        }
         node.spawn(checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "governance").run(RELAY_EVERY, node.shutdown.clone()));
 
         let path = opts.bootstrap_key_file.clone().unwrap_or_else(|| "admin.key".into());
