@@ -20,14 +20,15 @@ use checkfu_store::sqlx::{self, AnyConnection, Connection};
 use checkfu_store::{Db, db_err};
 use tokio::sync::{mpsc, oneshot};
 
-/// One write to the log.
+/// One write to the log, with the trace of the request that made it (its
+/// events carry it to Kafka; the writer task has no trace of its own).
 #[derive(Debug)]
 enum Write {
     /// A change to a Session; `None` back when its compare-and-set lost.
-    Change(Change),
+    Change { change: Change, traceparent: String },
     /// A new Session with its first events and Runs (always flushed: it
     /// answers a client).
-    Create { session: Session, events: Vec<NewEvent>, runs: Vec<Run> },
+    Create { session: Session, events: Vec<NewEvent>, runs: Vec<Run>, traceparent: String },
 }
 
 #[derive(Debug)]
@@ -59,7 +60,8 @@ impl GroupCommit {
     /// Commits `change` with whatever else is waiting; `None` when its
     /// compare-and-set lost.
     pub async fn commit(&self, change: Change) -> Result<Option<(Session, Vec<Event>)>> {
-        match self.send(Write::Change(change)).await? {
+        let traceparent = checkfu_telemetry::current_traceparent();
+        match self.send(Write::Change { change, traceparent }).await? {
             Done::Changed(done) => Ok(done.map(|d| *d)),
             Done::Created(_) => Err(Error::internal("the event log's writer answered a change with a creation")),
         }
@@ -67,7 +69,8 @@ impl GroupCommit {
 
     /// Creates a Session with whatever else is waiting.
     pub async fn create(&self, session: Session, events: Vec<NewEvent>, runs: Vec<Run>) -> Result<Vec<Event>> {
-        match self.send(Write::Create { session, events, runs }).await? {
+        let traceparent = checkfu_telemetry::current_traceparent();
+        match self.send(Write::Create { session, events, runs, traceparent }).await? {
             Done::Created(events) => Ok(events),
             Done::Changed(_) => Err(Error::internal("the event log's writer answered a creation with a change")),
         }
@@ -83,15 +86,19 @@ impl GroupCommit {
 impl Write {
     fn flush(&self) -> bool {
         match self {
-            Write::Change(c) => c.flush,
+            Write::Change { change, .. } => change.flush,
             Write::Create { .. } => true,
         }
     }
 
     async fn apply(&self, conn: &mut AnyConnection) -> Outcome {
         match self {
-            Write::Change(c) => apply(conn, c, Order::GuardFirst).await.map(|done| Done::Changed(done.map(Box::new))),
-            Write::Create { session, events, runs } => create(conn, session, events, runs).await.map(Done::Created),
+            Write::Change { change, traceparent } => {
+                apply(conn, change, Order::GuardFirst, traceparent).await.map(|done| Done::Changed(done.map(Box::new)))
+            }
+            Write::Create { session, events, runs, traceparent } => {
+                create(conn, session, events, runs, traceparent).await.map(Done::Created)
+            }
         }
     }
 }
@@ -186,6 +193,7 @@ mod tests {
     use crate::store::conformance::{ev, session};
     use crate::store::{SessionsStore, SqlSessionsStore};
     use checkfu_store::Location;
+    use checkfu_store::sqlx::Row;
 
     #[tokio::test(flavor = "multi_thread")]
     async fn one_group_answers_each_change_on_its_own() {
@@ -202,14 +210,17 @@ mod tests {
             let (tx, _rx) = oneshot::channel();
             let cur = session(id);
             (
-                Write::Change(Change {
-                    expected_version: cur.version,
-                    session: cur,
-                    events: vec![event],
-                    runs: vec![],
-                    claim_guard: None,
-                    flush,
-                }),
+                Write::Change {
+                    change: Change {
+                        expected_version: cur.version,
+                        session: cur,
+                        events: vec![event],
+                        runs: vec![],
+                        claim_guard: None,
+                        flush,
+                    },
+                    traceparent: String::new(),
+                },
                 tx,
             )
         };
@@ -219,7 +230,15 @@ mod tests {
             change("sess_3", ev("agent.message"), false),
             // Decided from the version the first change of the group moved.
             change("sess_1", ev("agent.message"), false),
-            (Write::Create { session: session("sess_new"), events: vec![ev("session.created")], runs: vec![] }, oneshot::channel().0),
+            (
+                Write::Create {
+                    session: session("sess_new"),
+                    events: vec![ev("session.created")],
+                    runs: vec![],
+                    traceparent: String::new(),
+                },
+                oneshot::channel().0,
+            ),
         ];
         let outcomes = commit_group(&db, &group).await;
         assert!(matches!(outcomes[0], Ok(Done::Changed(Some(_)))), "{:?}", outcomes[0]);
@@ -232,10 +251,32 @@ mod tests {
             async move { store.list_events(id, 0, 10, &[]).await.expect("list").len() }
         };
         assert_eq!((logged("sess_1").await, logged("sess_2").await, logged("sess_3").await, logged("sess_new").await), (2, 1, 2, 1));
+        // Each write's events carry the trace of the request that made it,
+        // not the writer's.
+        let trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let (tx, _rx) = oneshot::channel();
+        let cur = store.get_session("sess_3").await.expect("get").expect("exists");
+        let traced_change = Change {
+            expected_version: cur.version,
+            session: cur,
+            events: vec![ev("agent.message")],
+            runs: vec![],
+            claim_guard: None,
+            flush: false,
+        };
+        let traced = vec![(Write::Change { change: traced_change, traceparent: trace.into() }, tx)];
+        assert!(matches!(commit_group(&db, &traced).await[0], Ok(Done::Changed(Some(_)))));
+        let headers: String = sqlx::query("SELECT headers_json FROM outbox ORDER BY id DESC LIMIT 1")
+            .fetch_one(&db.pool)
+            .await
+            .expect("outbox")
+            .try_get(0)
+            .expect("headers");
+        assert!(headers.contains(trace), "{headers}");
+
         // A group that needed a flush leaves the store's setting as it was.
         let flushed = vec![change("sess_3", ev("agent.message"), true)];
         commit_group(&db, &flushed).await;
-        use checkfu_store::sqlx::Row;
         let mode: i64 = sqlx::query("PRAGMA synchronous").fetch_one(&db.pool).await.expect("pragma").try_get(0).expect("mode");
         assert_eq!(mode, 1, "NORMAL");
     }

@@ -8,9 +8,9 @@ use checkfu_bus::{Record, SESSION_EVENTS};
 use checkfu_core::time::rfc3339;
 use serde_json::json;
 
-pub fn session_records(session: &Session, events: &[Event]) -> Vec<Record> {
-    // The trace of the change travels with its events as a Kafka header.
-    let traceparent = checkfu_telemetry::current_traceparent();
+/// `traceparent` is the trace of the change: it travels with its events as
+/// a Kafka header.
+pub fn session_records(session: &Session, events: &[Event], traceparent: &str) -> Vec<Record> {
     events
         .iter()
         .map(|e| Record {
@@ -29,7 +29,7 @@ pub fn session_records(session: &Session, events: &[Event]) -> Vec<Record> {
                 "payload": e.payload,
             })
             .to_string(),
-            headers: vec![("type".into(), e.event_type.clone()), ("traceparent".into(), traceparent.clone())],
+            headers: vec![("type".into(), e.event_type.clone()), ("traceparent".into(), traceparent.to_string())],
         })
         .collect()
 }

@@ -225,7 +225,8 @@ async fn claim_holds(conn: &mut AnyConnection, c: &Change) -> Result<bool> {
 
 /// One change inside the caller's transaction: `None` when its
 /// compare-and-set lost.
-pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order) -> Result<Option<(Session, Vec<Event>)>> {
+/// `traceparent` is the trace of the request that made the change.
+pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order, traceparent: &str) -> Result<Option<(Session, Vec<Event>)>> {
     if order == Order::GuardFirst && !claim_holds(conn, c).await? {
         return Ok(None);
     }
@@ -265,7 +266,7 @@ pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order) ->
     let version = i(&row, "version")?;
     let first = last_seq - c.events.len() as i64 + 1;
     let events = insert_events(conn, &se.id, first, &c.events).await?;
-    stage(conn, &session_records(se, &events)).await?;
+    stage(conn, &session_records(se, &events, traceparent)).await?;
     upsert_runs(conn, &c.runs).await?;
     let mut after = se.clone();
     after.last_seq = last_seq;
@@ -275,7 +276,13 @@ pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order) ->
 
 /// A new Session with its first events and Runs, inside the caller's
 /// transaction.
-pub(super) async fn create(conn: &mut AnyConnection, se: &Session, events: &[NewEvent], runs: &[Run]) -> Result<Vec<Event>> {
+pub(super) async fn create(
+    conn: &mut AnyConnection,
+    se: &Session,
+    events: &[NewEvent],
+    runs: &[Run],
+    traceparent: &str,
+) -> Result<Vec<Event>> {
     sqlx::query(
         "INSERT INTO sessions (id, environment_id, agent_id, deployment_id, deployment_revision, principal_id, status, stop_reason_json, title, metadata_json, budget_id, \
          input_tokens, output_tokens, spend_micro_usd, selection_json, pins_json, last_seq, last_user_message_seq, created_ms, updated_ms, version, budget_json) \
@@ -307,7 +314,7 @@ pub(super) async fn create(conn: &mut AnyConnection, se: &Session, events: &[New
     .await
     .map_err(db_err)?;
     let out = insert_events(conn, &se.id, 1, events).await?;
-    stage(conn, &session_records(se, &out)).await?;
+    stage(conn, &session_records(se, &out, traceparent)).await?;
     upsert_runs(conn, runs).await?;
     Ok(out)
 }
@@ -614,7 +621,7 @@ impl SessionsStore for SqlSessionsStore {
             return group.create(se.clone(), events.to_vec(), runs.to_vec()).await;
         }
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        let out = create(&mut tx, se, events, runs).await?;
+        let out = create(&mut tx, se, events, runs, &checkfu_telemetry::current_traceparent()).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(out)
     }
@@ -662,7 +669,7 @@ impl SessionsStore for SqlSessionsStore {
             return group.commit(c.clone()).await;
         }
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        let Some(done) = apply(&mut tx, c, Order::SessionFirst).await? else {
+        let Some(done) = apply(&mut tx, c, Order::SessionFirst, &checkfu_telemetry::current_traceparent()).await? else {
             return Ok(None);
         };
         tx.commit().await.map_err(db_err)?;
