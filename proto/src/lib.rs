@@ -3,7 +3,6 @@
 //! domain types at the boundary; nothing here carries business rules.
 macro_rules! package {
     ($name:ident, $pkg:literal) => {
-        #[allow(clippy::all, missing_docs, unreachable_pub)]
         pub mod $name {
             pub mod v1 {
                 tonic::include_proto!($pkg);
