@@ -111,6 +111,20 @@ fn the_chart_renders_valid_manifests_for_every_role() {
     }
     let cfg = find(default, "ConfigMap", "checkfu-config");
     let toml = cfg["data"]["checkfu.toml"].as_str().unwrap();
+    // The rendered configuration is one checkfu accepts, with what the
+    // Secret gives each pod through the environment.
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), toml).unwrap();
+    let pod_env = checkfu::config::Env::from([
+        ("CHECKFU_DATABASE_URL", "postgres://checkfu:pw@postgres:5432/checkfu"),
+        ("CHECKFU_KAFKA_BROKERS", "kafka:9092"),
+        ("CHECKFU_REDIS_URL", "redis://redis:6379"),
+        ("CHECKFU_RATE_LIMIT_PER_SECOND", "2000"),
+    ]);
+    let loaded = checkfu::config::Config::load(checkfu::config::Mode::Serve, Some(file.path()), &pod_env, &[])
+        .unwrap_or_else(|e| panic!("the chart's default configuration is valid: {e}"));
+    assert_eq!(loaded.bootstrap_key_file(), std::path::PathBuf::from("/var/lib/checkfu/admin.key"));
+    assert_eq!(loaded.remotes().len(), toml.lines().filter(|l| l.contains("= \"https://")).count(), "every [endpoints] entry is a role");
     assert!(toml.contains("sessions = \"https://checkfu-sessions:7421\""), "{toml}");
     assert!(toml.contains("internal_listen = \"0.0.0.0:7421\"") && toml.contains("[mesh]"), "{toml}");
     assert!(
