@@ -143,7 +143,7 @@ impl GovernanceService {
             return Err(Error::invalid_field("standing", "a StandingApproval can only come from an approve response"));
         }
         let a = self.approval(&r.id).await?;
-        let (may, _) = self.check(&r.responder_id, "approve", "environment", &a.environment_id, &a.environment_id).await?;
+        let (may, _) = self.check(&r.responder_id, "approve", "environment", &a.environment_id, Some(&a.environment_id)).await?;
         if !may {
             return Err(Error::denied(format!("responding to an ActionApproval needs approve on environment {}", a.environment_id)));
         }

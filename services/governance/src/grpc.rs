@@ -264,8 +264,10 @@ impl Rpc for GovernanceGrpc {
     async fn check(&self, r: Request<pb::CheckRequest>) -> R<pb::CheckResponse> {
         let r = r.into_inner();
         let res = r.resource.unwrap_or_default();
-        let (allowed, matched_assignment_ids) =
-            self.svc.check(&r.principal_id, &r.permission, &res.kind, &res.id, &r.environment_id).await?;
+        let (allowed, matched_assignment_ids) = self
+            .svc
+            .check(&r.principal_id, &r.permission, &res.kind, &res.id, Some(r.environment_id.as_str()).filter(|e| !e.is_empty()))
+            .await?;
         ok(pb::CheckResponse { allowed, matched_assignment_ids })
     }
 

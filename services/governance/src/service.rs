@@ -445,15 +445,16 @@ impl GovernanceService {
     }
 
     /// Whether `principal_id` holds `permission` on the resource, directly or
-    /// through a group, on the resource itself, its Environment, or the
-    /// installation. Read straight from the rows, so a revoke counts at once.
+    /// through a group, on the resource itself, its Environment (`None`: it
+    /// belongs to none), or the installation. Read straight from the rows
+    /// (or a cache their writes empty), so a revoke counts at once.
     pub async fn check(
         &self,
         principal_id: &str,
         permission: &str,
         resource_kind: &str,
         resource_id: &str,
-        environment_id: &str,
+        environment_id: Option<&str>,
     ) -> Result<(bool, Vec<String>)> {
         let permission = Permission::parse("permission", permission)?;
         let resource_kind = ResourceKind::parse("resource.kind", resource_kind)?;

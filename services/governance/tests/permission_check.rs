@@ -41,7 +41,7 @@ async fn checks_follow_the_rows(cached: bool) {
     let can = |permission: &'static str, kind: &'static str, id: String, in_env: String| {
         let svc = svc.clone();
         let alice = alice.clone();
-        async move { svc.check(&alice, permission, kind, &id, &in_env).await.unwrap() }
+        async move { svc.check(&alice, permission, kind, &id, Some(&in_env)).await.unwrap() }
     };
 
     assert!(!can("invoke", "agent", agent.into(), env.clone()).await.0, "nothing granted yet");
@@ -91,6 +91,6 @@ async fn checks_follow_the_rows(cached: bool) {
     assert!(svc.authenticate(&secret).await.is_err(), "a revoked key fails at once");
 
     // The bootstrap admin holds admin on the installation: everything.
-    let admin_can = svc.check(&admin, "invoke", "agent", agent, &other_env).await.unwrap();
+    let admin_can = svc.check(&admin, "invoke", "agent", agent, Some(&other_env)).await.unwrap();
     assert!(admin_can.0, "admin on the installation covers every Environment");
 }

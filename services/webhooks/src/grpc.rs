@@ -17,7 +17,7 @@ type R<T> = Result<Response<T>, Status>;
 fn endpoint(e: Endpoint) -> pb::Endpoint {
     pb::Endpoint {
         id: e.id,
-        environment_id: e.environment_id,
+        environment_id: e.environment_id.unwrap_or_default(),
         url: e.url,
         event_types: e.event_types,
         disabled: e.disabled,

@@ -13,8 +13,8 @@ string_enum!(DeliveryStatus { Pending = "pending", Delivered = "delivered", Fail
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     pub id: String,
-    /// Empty: installation-wide.
-    pub environment_id: String,
+    /// `None`: installation-wide.
+    pub environment_id: Option<String>,
     pub url: String,
     pub event_types: Vec<String>,
     pub secret: String,
@@ -29,7 +29,7 @@ impl Endpoint {
     /// Whether this endpoint wants `event_type` from `environment_id`.
     pub fn wants(&self, event_type: &str, environment_id: &str) -> bool {
         !self.disabled
-            && (self.environment_id.is_empty() || self.environment_id == environment_id)
+            && self.environment_id.as_deref().is_none_or(|e| e == environment_id)
             && self.event_types.iter().any(|p| checkfu_core::glob::glob(p, event_type))
     }
 }
@@ -88,7 +88,7 @@ mod tests {
         assert!(check_event_types(&[]).is_err());
         let e = Endpoint {
             id: "whep_1".into(),
-            environment_id: "env_a".into(),
+            environment_id: Some("env_a".into()),
             url: "https://x".into(),
             event_types: vec!["session.status_*".into()],
             secret: "whsec_x".into(),
@@ -101,7 +101,7 @@ mod tests {
         assert!(e.wants("session.status_idle", "env_a"));
         assert!(!e.wants("session.status_idle", "env_b"), "another environment");
         assert!(!e.wants("run.created", "env_a"));
-        assert!(Endpoint { environment_id: String::new(), ..e.clone() }.wants("session.status_idle", "env_b"), "installation-wide");
+        assert!(Endpoint { environment_id: None, ..e.clone() }.wants("session.status_idle", "env_b"), "installation-wide");
         assert!(!Endpoint { disabled: true, ..e }.wants("session.status_idle", "env_a"));
     }
 }

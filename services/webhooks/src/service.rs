@@ -86,7 +86,7 @@ impl WebhooksService {
         let secret = new_secret();
         let e = Endpoint {
             id: new_id("whep"),
-            environment_id: environment_id.to_string(),
+            environment_id: Some(environment_id.to_string()).filter(|e| !e.is_empty()),
             url: u.to_string(),
             event_types,
             secret: secret.clone(),

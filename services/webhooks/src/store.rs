@@ -54,7 +54,8 @@ fn endpoint(r: &AnyRow) -> Result<Endpoint> {
     let s = |c: &str| r.try_get::<String, _>(c).map_err(db_err);
     Ok(Endpoint {
         id: s("id")?,
-        environment_id: s("environment_id")?,
+        // '' in the column: installation-wide.
+        environment_id: Some(s("environment_id")?).filter(|e| !e.is_empty()),
         url: s("url")?,
         event_types: serde_json::from_str(&s("event_types_json")?)
             .map_err(|e| Error::internal(format!("stored event types unreadable: {e}")))?,
@@ -109,7 +110,7 @@ impl WebhooksStore for SqlWebhooksStore {
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
         .bind(&e.id)
-        .bind(&e.environment_id)
+        .bind(e.environment_id.as_deref().unwrap_or(""))
         .bind(&e.url)
         .bind(types_json(e))
         .bind(self.sealer.seal(&e.secret)?)

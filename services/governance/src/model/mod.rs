@@ -114,11 +114,12 @@ pub struct Assignment {
 }
 
 impl Assignment {
-    /// Whether this assignment covers `resource` (held in `environment_id`).
-    pub fn covers(&self, kind: ResourceKind, id: &str, environment_id: &str) -> bool {
+    /// Whether this assignment covers `resource`, held in `environment_id`
+    /// (`None`: the resource belongs to no Environment).
+    pub fn covers(&self, kind: ResourceKind, id: &str, environment_id: Option<&str>) -> bool {
         match self.resource_kind {
             ResourceKind::Installation => true,
-            ResourceKind::Environment if !environment_id.is_empty() && self.resource_id == environment_id => true,
+            ResourceKind::Environment if environment_id == Some(self.resource_id.as_str()) => true,
             k => k == kind && self.resource_id == id,
         }
     }
@@ -177,9 +178,9 @@ mod tests {
             created_by: "prin_0".into(),
             created_ms: 0,
         };
-        assert!(a.covers(ResourceKind::Agent, "agt_1", "env_a"));
-        assert!(!a.covers(ResourceKind::Agent, "agt_1", "env_b"));
-        assert!(!a.covers(ResourceKind::Agent, "agt_1", ""));
+        assert!(a.covers(ResourceKind::Agent, "agt_1", Some("env_a")));
+        assert!(!a.covers(ResourceKind::Agent, "agt_1", Some("env_b")));
+        assert!(!a.covers(ResourceKind::Agent, "agt_1", None));
     }
 
     #[test]
