@@ -1,7 +1,7 @@
 //! Anthropic Messages API, streaming. The key comes from the gateway's
 //! configuration and is sent only to the provider.
 
-use super::{ModelProvider, SseData, Target, http_error, require};
+use super::{ModelProvider, SseData, Target, require};
 use crate::model::*;
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
@@ -87,11 +87,7 @@ impl ModelProvider for Anthropic {
         if let Some(k) = t.endpoint.api_key() {
             rb = rb.header("x-api-key", k);
         }
-        let resp = rb.send().await.map_err(|e| Error::unavailable(format!("the provider could not be reached: {}", e.without_url())))?;
-        if !resp.status().is_success() {
-            return Err(http_error(resp.status().as_u16()));
-        }
-        let mut events = SseData::new(resp);
+        let mut events = SseData::open(rb).await?;
         let (mut parts, mut usage, mut stop) = (BTreeMap::<u64, Part>::new(), Usage::default(), String::new());
         while let Some(data) = events.next().await? {
             let v: Value = serde_json::from_str(&data).map_err(|_| Error::unavailable("the provider sent an unreadable stream event"))?;

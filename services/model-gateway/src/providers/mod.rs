@@ -66,8 +66,18 @@ pub(crate) struct SseData {
 }
 
 impl SseData {
-    pub(crate) fn new(resp: reqwest::Response) -> Self {
-        SseData { stream: Box::pin(resp.bytes_stream()), decoder: checkfu_core::sse::Decoder::new(MAX_PROVIDER_FRAME) }
+    /// Sends a provider's streaming request and reads its answer's events;
+    /// an unreachable provider or a failure status is classified without
+    /// echoing the URL (which may carry a key).
+    pub(crate) async fn open(request: reqwest::RequestBuilder) -> checkfu_core::Result<Self> {
+        let resp = request
+            .send()
+            .await
+            .map_err(|e| checkfu_core::Error::unavailable(format!("the provider could not be reached: {}", e.without_url())))?;
+        if !resp.status().is_success() {
+            return Err(http_error(resp.status().as_u16()));
+        }
+        Ok(SseData { stream: Box::pin(resp.bytes_stream()), decoder: checkfu_core::sse::Decoder::new(MAX_PROVIDER_FRAME) })
     }
 
     pub(crate) async fn next(&mut self) -> checkfu_core::Result<Option<String>> {
@@ -118,8 +128,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move { axum::serve(listener, app).await });
-        let resp = reqwest::get(format!("http://{addr}/")).await.expect("get");
-        let mut events = SseData::new(resp);
+        let mut events = SseData::open(reqwest::Client::new().get(format!("http://{addr}/"))).await.expect("get");
         assert_eq!(events.next().await.expect("frame").as_deref(), Some("{\"t\":\"naïve 世界\"}"));
         assert_eq!(events.next().await.expect("frame").as_deref(), Some("[DONE]"));
         assert_eq!(events.next().await.expect("end"), None);

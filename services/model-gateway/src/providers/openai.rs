@@ -2,7 +2,7 @@
 //! streaming. The key comes from the gateway's configuration and is sent
 //! only to the provider; it never appears in events, errors or logs.
 
-use super::{ModelProvider, SseData, Target, http_error, require};
+use super::{ModelProvider, SseData, Target, require};
 use crate::model::*;
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
@@ -105,11 +105,7 @@ impl ModelProvider for OpenAi {
         if let Some(k) = t.endpoint.api_key() {
             rb = rb.bearer_auth(k);
         }
-        let resp = rb.send().await.map_err(|e| Error::unavailable(format!("the provider could not be reached: {}", e.without_url())))?;
-        if !resp.status().is_success() {
-            return Err(http_error(resp.status().as_u16()));
-        }
-        let mut events = SseData::new(resp);
+        let mut events = SseData::open(rb).await?;
         let (mut text, mut calls, mut usage, mut finish) = (String::new(), BTreeMap::<u64, Call>::new(), Usage::default(), String::new());
         while let Some(data) = events.next().await? {
             if data == "[DONE]" {
