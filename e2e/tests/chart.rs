@@ -151,8 +151,8 @@ fn the_chart_renders_valid_manifests_for_every_role() {
     let env = checkfu::config::Env::from([("CHECKFU_MODEL_ENDPOINT_VLLM_KEY", "sk-vllm")]);
     let parsed = checkfu::config::Config::load(checkfu::config::Mode::Serve, Some(file.path()), &env, &[])
         .unwrap_or_else(|e| panic!("the chart's configuration is valid: {e}"));
-    assert!(parsed.model_endpoints(false).unwrap().get("vllm").is_some_and(|e| e.has_key()));
-    let vllm = &parsed.model_endpoints["vllm"];
+    assert!(parsed.model_endpoints.get("vllm").is_some_and(|e| e.has_key()));
+    let vllm = &parsed.config.model_endpoints["vllm"];
     assert_eq!((vllm.provider.as_str(), vllm.base_url.as_str(), vllm.allow_private), ("openai", "http://vllm.inference:8000/v1", true));
     assert_eq!(vllm.api_key_env.as_deref(), Some("CHECKFU_MODEL_ENDPOINT_VLLM_KEY"));
     for role in roles() {

@@ -116,8 +116,8 @@ impl NodeOptions {
             rate_limit_per_second: c.limits.rate_limit_per_second,
             max_streams_per_principal: c.limits.max_streams_per_principal as usize,
             auth_failures_per_window: c.limits.auth_failures_per_window,
-            sealer: config.sealer().map_err(anyhow::Error::msg)?,
-            model_endpoints: config.model_endpoints(false)?,
+            sealer: config.sealer.clone(),
+            model_endpoints: config.model_endpoints.clone(),
         })
     }
 }

@@ -47,7 +47,8 @@ pub use layers::{ConfigError, Source};
 pub use secret::Secret;
 
 use checkfu_core::Role;
-use checkfu_model_gateway::endpoints::EndpointConfig;
+use checkfu_model_gateway::endpoints::{Endpoint, EndpointConfig, Endpoints};
+use checkfu_store::sealed::Sealer;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -218,9 +219,8 @@ impl Config {
             layers.set(key, value.clone(), Source::Flag(flag));
         }
         let (config, sources) = layers.finish::<Config>()?;
-        let loaded = Loaded { config, sources, env: env.clone() };
-        loaded.validate()?;
-        Ok(loaded)
+        let (sealer, model_endpoints) = validate(&config, &sources, env)?;
+        Ok(Loaded { config, sources, sealer, model_endpoints })
     }
 
     /// The SQLite directory or the PostgreSQL URL the stores live in.
@@ -243,20 +243,19 @@ impl Config {
     pub fn remotes(&self) -> BTreeMap<Role, String> {
         self.endpoints.iter().filter_map(|(name, url)| Some((Role::parse(name)?, url.clone()))).collect()
     }
-
-    pub fn sealer(&self) -> Result<Option<checkfu_store::sealed::Sealer>, String> {
-        self.secrets_key.as_ref().map(|k| checkfu_store::sealed::Sealer::from_key(k.expose()).map_err(|e| e.message)).transpose()
-    }
 }
 
-/// A validated configuration, with where each key's value came from.
+/// A validated configuration, with where each key's value came from, and
+/// what validating it built.
 #[derive(Debug, Clone)]
 pub struct Loaded {
     pub config: Config,
     pub sources: BTreeMap<String, Source>,
-    /// The environment it was read from: model endpoints name variables
-    /// holding their keys.
-    env: Env,
+    /// Seals stored secrets under `secrets_key`, when it is set.
+    pub sealer: Option<Sealer>,
+    /// The model gateway's endpoints: the providers' defaults and those
+    /// configured, each with its key (read from the variable it names).
+    pub model_endpoints: Endpoints,
 }
 
 impl std::ops::Deref for Loaded {
@@ -266,85 +265,75 @@ impl std::ops::Deref for Loaded {
     }
 }
 
+/// The rules no type states; builds what they check (the sealer, the
+/// model endpoints) once. An error names the key and where it was set.
+fn validate(c: &Config, sources: &BTreeMap<String, Source>, env: &Env) -> Result<(Option<Sealer>, Endpoints), ConfigError> {
+    let fail = |key: &str, rule: String| ConfigError::new(key, layers::source_of(sources, key), rule);
+    for (key, addr) in [("listen", &c.listen), ("internal_listen", &c.internal_listen)] {
+        let port = addr.rsplit_once(':').map(|(host, port)| (host, port.parse::<u16>()));
+        if !matches!(port, Some((host, Ok(_))) if !host.is_empty()) {
+            return Err(fail(key, format!("must be HOST:PORT, got {addr:?}")));
+        }
+    }
+    if let Some(url) = &c.storage
+        && let Some((scheme, _)) = url.split_once("://")
+        && !matches!(scheme, "postgres" | "postgresql" | "sqlite")
+    {
+        return Err(fail("storage", "must be a postgres:// URL, or sqlite://DIR (unset: SQLite in data_dir)".into()));
+    }
+    if let Some(url) = &c.redis_url
+        && !(url.starts_with("redis://") || url.starts_with("rediss://"))
+    {
+        return Err(fail("redis_url", "must be a redis:// or rediss:// URL".into()));
+    }
+    for (key, n) in [
+        ("limits.rate_limit_per_second", u64::from(c.limits.rate_limit_per_second)),
+        ("limits.max_streams_per_principal", u64::from(c.limits.max_streams_per_principal)),
+        ("limits.auth_failures_per_window", u64::from(c.limits.auth_failures_per_window)),
+        ("timing.sse_ping_seconds", c.timing.sse_ping_seconds),
+        ("timing.approval_ttl_seconds", c.timing.approval_ttl_seconds),
+        ("runner.heartbeat_ms", c.runner.heartbeat_ms),
+    ] {
+        if n == 0 {
+            return Err(fail(key, "must be at least 1".into()));
+        }
+    }
+    if c.timing.run_lease_ms < 1_000 {
+        return Err(fail("timing.run_lease_ms", format!("must be at least 1000, got {}", c.timing.run_lease_ms)));
+    }
+    if c.runner.heartbeat_ms >= c.timing.run_lease_ms {
+        return Err(fail("runner.heartbeat_ms", "must be shorter than timing.run_lease_ms, or leases lapse between heartbeats".into()));
+    }
+    if let Some(id) = &c.runner.id
+        && !checkfu_core::id::is_valid("rnr", id)
+    {
+        return Err(fail("runner.id", format!("must be an rnr_ id, got {id:?}")));
+    }
+    let sealer = c.secrets_key.as_ref().map(|k| Sealer::from_key(k.expose())).transpose().map_err(|e| fail("secrets_key", e.message))?;
+    for (name, url) in &c.endpoints {
+        let key = format!("endpoints.{name}");
+        if Role::parse(name).is_none() {
+            return Err(fail(&key, format!("{name:?} is not a role ({})", Role::ALL.map(|r| r.name()).join(", "))));
+        }
+        if !url.starts_with("https://") {
+            return Err(fail(&key, format!("must be an https:// URL (the mesh is mutual TLS), got {url:?}")));
+        }
+    }
+    let mut configured = vec![];
+    for (name, e) in &c.model_endpoints {
+        let endpoint =
+            Endpoint::from_config(name, e, |var| env.get(var)).map_err(|e| fail(&format!("model_endpoints.{name}"), e.message))?;
+        configured.push(endpoint);
+    }
+    let key = |s: &Option<Secret>| s.as_ref().map(|s| s.expose().to_string());
+    // Private addresses are the installation's choice per endpoint; the
+    // model gateway adds `allow_private_targets` when it starts.
+    let endpoints = Endpoints::new(key(&c.providers.openai_api_key), key(&c.providers.anthropic_api_key), configured, false)
+        .map_err(|e| fail("model_endpoints", e.message))?;
+    Ok((sealer, endpoints))
+}
+
 impl Loaded {
-    fn fail(&self, key: &str, rule: impl Into<String>) -> ConfigError {
-        ConfigError::new(key, layers::source_of(&self.sources, key), rule)
-    }
-
-    /// The rules no type states.
-    fn validate(&self) -> Result<(), ConfigError> {
-        let c = &self.config;
-        for (key, addr) in [("listen", &c.listen), ("internal_listen", &c.internal_listen)] {
-            let port = addr.rsplit_once(':').map(|(host, port)| (host, port.parse::<u16>()));
-            if !matches!(port, Some((host, Ok(_))) if !host.is_empty()) {
-                return Err(self.fail(key, format!("must be HOST:PORT, got {addr:?}")));
-            }
-        }
-        if let Some(url) = &c.storage
-            && let Some((scheme, _)) = url.split_once("://")
-            && !matches!(scheme, "postgres" | "postgresql" | "sqlite")
-        {
-            return Err(self.fail("storage", "must be a postgres:// URL, or sqlite://DIR (unset: SQLite in data_dir)"));
-        }
-        if let Some(url) = &c.redis_url
-            && !(url.starts_with("redis://") || url.starts_with("rediss://"))
-        {
-            return Err(self.fail("redis_url", "must be a redis:// or rediss:// URL"));
-        }
-        for (key, n) in [
-            ("limits.rate_limit_per_second", u64::from(c.limits.rate_limit_per_second)),
-            ("limits.max_streams_per_principal", u64::from(c.limits.max_streams_per_principal)),
-            ("limits.auth_failures_per_window", u64::from(c.limits.auth_failures_per_window)),
-            ("timing.sse_ping_seconds", c.timing.sse_ping_seconds),
-            ("timing.approval_ttl_seconds", c.timing.approval_ttl_seconds),
-            ("runner.heartbeat_ms", c.runner.heartbeat_ms),
-        ] {
-            if n == 0 {
-                return Err(self.fail(key, "must be at least 1"));
-            }
-        }
-        if c.timing.run_lease_ms < 1_000 {
-            return Err(self.fail("timing.run_lease_ms", format!("must be at least 1000, got {}", c.timing.run_lease_ms)));
-        }
-        if c.runner.heartbeat_ms >= c.timing.run_lease_ms {
-            return Err(self.fail("runner.heartbeat_ms", "must be shorter than timing.run_lease_ms, or leases lapse between heartbeats"));
-        }
-        if let Some(id) = &c.runner.id
-            && !checkfu_core::id::is_valid("rnr", id)
-        {
-            return Err(self.fail("runner.id", format!("must be an rnr_ id, got {id:?}")));
-        }
-        if let Err(why) = self.sealer() {
-            return Err(self.fail("secrets_key", why));
-        }
-        for (name, url) in &c.endpoints {
-            let key = format!("endpoints.{name}");
-            if Role::parse(name).is_none() {
-                return Err(self.fail(&key, format!("{name:?} is not a role ({})", Role::ALL.map(|r| r.name()).join(", "))));
-            }
-            if !url.starts_with("https://") {
-                return Err(self.fail(&key, format!("must be an https:// URL (the mesh is mutual TLS), got {url:?}")));
-            }
-        }
-        self.model_endpoints(false).map(|_| ())
-    }
-
-    /// The model gateway's endpoints: the providers' defaults and those
-    /// configured, each with its key.
-    pub fn model_endpoints(&self, allow_private: bool) -> Result<checkfu_model_gateway::endpoints::Endpoints, ConfigError> {
-        use checkfu_model_gateway::endpoints::{Endpoint, Endpoints};
-        let c = &self.config;
-        let mut configured = vec![];
-        for (name, e) in &c.model_endpoints {
-            let endpoint = Endpoint::from_config(name, e, |var| self.env.get(var))
-                .map_err(|e| self.fail(&format!("model_endpoints.{name}"), e.message))?;
-            configured.push(endpoint);
-        }
-        let key = |s: &Option<Secret>| s.as_ref().map(|s| s.expose().to_string());
-        Endpoints::new(key(&c.providers.openai_api_key), key(&c.providers.anthropic_api_key), configured, allow_private)
-            .map_err(|e| self.fail("model_endpoints", e.message))
-    }
-
     /// The effective configuration as TOML, secrets and URL passwords
     /// redacted, followed by where each value not a default came from.
     pub fn render(&self) -> String {

@@ -13,10 +13,6 @@ pub struct Secret(String);
 pub const REDACTED: &str = "<redacted>";
 
 impl Secret {
-    pub fn new(text: impl Into<String>) -> Secret {
-        Secret(text.into())
-    }
-
     pub fn expose(&self) -> &str {
         &self.0
     }

@@ -94,7 +94,7 @@ fn endpoints_must_be_roles_over_mutual_tls() {
 fn model_endpoint_keys_come_from_the_variables_they_name() {
     let text = "[model_endpoints.vllm]\nprovider = \"openai\"\nbase_url = \"https://vllm.example/v1\"\napi_key_env = \"VLLM_KEY\"\n";
     let c = load(text, Env::from([("VLLM_KEY", "sk-vllm"), ("CHECKFU_OPENAI_API_KEY", "sk-openai")])).expect("valid");
-    let endpoints = c.model_endpoints(false).expect("endpoints");
+    let endpoints = &c.model_endpoints;
     assert!(endpoints.get("vllm").is_some_and(|e| e.has_key()));
     assert!(endpoints.get("openai").is_some_and(|e| e.has_key()));
     let e = load("[model_endpoints.x]\nprovider = \"nope\"\nbase_url = \"https://x\"\n", Env::default()).expect_err("bad provider");
