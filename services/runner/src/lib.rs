@@ -88,8 +88,9 @@ pub struct Runner {
     pub(crate) governance: GovernanceServiceClient<Transport>,
     pub(crate) capabilities: CapabilityGatewayServiceClient<Transport>,
     pub(crate) cfg: Arc<RunnerConfig>,
-    /// Whether `bash` can be isolated on this host (probed once).
-    pub(crate) isolation: bool,
+    /// What this host lacks for isolating `bash` (probed once; empty when
+    /// it can).
+    pub(crate) missing: Arc<[sandbox::Missing]>,
     pub(crate) transcripts: Arc<cache::TranscriptCache>,
 }
 
@@ -105,15 +106,20 @@ impl Runner {
             governance: GovernanceServiceClient::new(governance),
             capabilities: CapabilityGatewayServiceClient::new(capabilities).max_decoding_message_size(8 * 1024 * 1024),
             cfg: Arc::new(cfg),
-            isolation: sandbox::isolation_available(),
+            missing: sandbox::missing_prerequisites().into(),
             transcripts: Arc::new(cache::TranscriptCache::new(1024)),
         }
+    }
+
+    /// Whether `bash` can be isolated on this host.
+    pub(crate) fn isolation(&self) -> bool {
+        self.missing.is_empty()
     }
 
     /// Claims and executes Runs until `shutdown`; in-flight Runs are left to
     /// their leases (another runner resumes them after expiry).
     pub async fn serve(self, shutdown: CancellationToken) {
-        for m in sandbox::missing_prerequisites() {
+        for m in self.missing.iter() {
             tracing::warn!("{} is missing: {}; to fix it: {}", m.program, m.effect, m.install);
         }
         let slots = Arc::new(Semaphore::new(self.cfg.concurrency.max(1)));

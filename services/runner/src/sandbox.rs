@@ -109,7 +109,7 @@ pub fn missing_prerequisites() -> Vec<Missing> {
 /// Whether this host can isolate `bash`: bubblewrap works, and a server
 /// running as root can drop to a sandbox user.
 pub fn isolation_available() -> bool {
-    bwrap_works() && can_drop_root()
+    missing_prerequisites().is_empty()
 }
 
 fn found(program: &str) -> bool {

@@ -169,7 +169,7 @@ impl Runner {
         let kind = d.declaration.as_ref().and_then(|x| x.get("type")).and_then(Value::as_str).unwrap_or_default();
         if kind == "builtin" && SANDBOX_TOOLS.contains(&d.call.name.as_str()) {
             let limits = Limits { cgroup: self.cfg.sandbox_cgroup.clone(), ..Limits::default() };
-            let ws = match Workspace::open(&self.cfg.workspaces.join(session_id), self.isolation, limits) {
+            let ws = match Workspace::open(&self.cfg.workspaces.join(session_id), self.isolation(), limits) {
                 Ok(ws) => ws,
                 Err(e) => return (format!("the session workspace is unavailable: {e}"), true),
             };
