@@ -65,6 +65,10 @@ impl EventType {
         EventType::SessionError,
     ];
 
+    /// Types streamed as previews (deltas) while they are produced; a
+    /// client asks for them with `event_deltas`.
+    pub const PREVIEWED: &'static [&'static str] = &[EventType::AgentMessage.as_str(), EventType::AgentThinking.as_str()];
+
     /// Written by the agent (its author is the Agent, not the system).
     pub fn by_agent(self) -> bool {
         self.as_str().starts_with("agent.")

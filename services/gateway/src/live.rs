@@ -94,8 +94,6 @@ pub fn sse_body<K: Send + 'static>(
 
 /// Frames kept for a slow client before it falls back to the log.
 const FEED_CAPACITY: usize = 4096;
-/// Event types a client may ask previews of.
-pub const DELTA_TYPES: [&str; 2] = [EventType::AgentMessage.as_str(), EventType::AgentThinking.as_str()];
 /// History read per `ListEvents` call.
 const PAGE: u32 = 1000;
 
@@ -174,7 +172,7 @@ impl Feeds {
         let req = ss::SubscribeEventsRequest {
             session_id: session_id.into(),
             after_seq: 0,
-            delta_types: DELTA_TYPES.iter().map(|t| t.to_string()).collect(),
+            delta_types: EventType::PREVIEWED.iter().map(|t| t.to_string()).collect(),
             live_only: true,
         };
         let mut upstream = sessions.clone().subscribe_events(req).await?.into_inner();

@@ -297,7 +297,7 @@ impl SessionsService {
 
     /// Fans preview chunks out to live subscribers; nothing is stored.
     pub async fn publish_delta(&self, lease: &Lease, event_type: &str, preview_id: &str, start: bool, chunks: &[String]) -> Result<()> {
-        if ![EventType::AgentMessage.as_str(), EventType::AgentThinking.as_str()].contains(&event_type) {
+        if !EventType::PREVIEWED.contains(&event_type) {
             return Err(Error::invalid_field("event_type", "previews exist for agent.message and agent.thinking"));
         }
         if chunks.len() > 1024 || chunks.iter().map(String::len).sum::<usize>() > 64 * 1024 {

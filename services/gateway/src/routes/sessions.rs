@@ -6,7 +6,6 @@ use crate::bodies::{self, parse};
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, Query};
 use crate::idempotency::{key_of, once};
-use crate::live::DELTA_TYPES;
 use crate::views::{self, ErrorEnvelope, Page};
 use crate::{AppState, SessionFacts};
 use axum::Json;
@@ -14,6 +13,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use checkfu_core::Error;
+use checkfu_core::events::EventType;
 use checkfu_core::page::encode_token;
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::sessions::v1 as ss;
@@ -263,7 +263,7 @@ pub async fn post_event(
 ) -> ApiResult<Response> {
     let s = facts_for(&st, &caller, &id, true).await?;
     let event = input_event(&st, &caller, parse(&body)?, "event").await?;
-    if event.r#type == checkfu_core::events::EventType::UserMessage.as_str() {
+    if event.r#type == EventType::UserMessage.as_str() {
         require_invoke(&st, &s.principal_id, &s.agent_id, &s.environment_id).await?;
     }
     let route = format!("POST /v1/sessions/{id}/events");
@@ -372,8 +372,12 @@ pub async fn stream_events(
             }
             "event_deltas" => {
                 for t in v.split(',').filter(|t| !t.is_empty()) {
-                    if !DELTA_TYPES.contains(&t) {
-                        return Err(Error::invalid_field("event_deltas", format!("previews exist for {}", DELTA_TYPES.join(", "))).into());
+                    if !EventType::PREVIEWED.contains(&t) {
+                        return Err(Error::invalid_field(
+                            "event_deltas",
+                            format!("previews exist for {}", EventType::PREVIEWED.join(", ")),
+                        )
+                        .into());
                     }
                     delta_types.push(t.to_string());
                 }
