@@ -28,7 +28,7 @@ impl Play for Governance {
             // the writes: keys and grants can be kept in memory.
             svc = svc.with_read_cache();
         }
-        node.spawn(checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "governance").run(RELAY_EVERY, node.shutdown.clone()));
+        node.spawn(checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "governance").run(super::RELAY_EVERY, node.shutdown.clone()));
 
         let path = opts.bootstrap_key_file.clone().unwrap_or_else(|| "admin.key".into());
         let key_file = KeyFile::new(path.clone());
@@ -50,6 +50,3 @@ impl Play for Governance {
         Ok(())
     }
 }
-
-/// How often an outbox relay looks for events a wake-up missed.
-pub(super) const RELAY_EVERY: std::time::Duration = std::time::Duration::from_millis(500);

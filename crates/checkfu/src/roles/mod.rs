@@ -26,6 +26,9 @@ use checkfu_store::{Location, Migrations};
 /// its migrations.
 pub type Store = (&'static str, &'static Migrations);
 
+/// How often a role's outbox relay looks for events a wake-up missed.
+const RELAY_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// What one role brings to a node.
 #[async_trait::async_trait]
 pub trait Play: Sync {

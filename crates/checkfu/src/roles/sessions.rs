@@ -26,7 +26,7 @@ impl Play for Sessions {
         if let Some(r) = &node.redis {
             svc = svc.with_fanout(Arc::new(r.clone())).await.context("subscribing to the live fan-out")?;
         }
-        node.spawn(relay.run(super::governance::RELAY_EVERY, node.shutdown.clone()));
+        node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));
         node.spawn(svc.clone().run_approval_sweeper(opts.approvals.sweep_every, node.shutdown.clone()));
         if opts.embedded {
             // The previous process's runner died with it.
