@@ -289,9 +289,10 @@ impl SessionsService {
             let active = d.run.clone();
             let change =
                 Change { expected_version, session: d.session, events: d.events, runs: d.runs, claim_guard: d.claim_guard, flush: d.flush };
-            if let Some((session, events)) = self.store.commit(&change).await? {
+            let admitted = !change.runs.is_empty();
+            if let Some((session, events)) = self.store.commit(change).await? {
                 self.remember(session.clone(), active);
-                self.after_commit(session_id, &events, !change.runs.is_empty());
+                self.after_commit(session_id, &events, admitted);
                 return Ok((out, session, events));
             }
             self.snapshots.remove(&session_id.to_string());

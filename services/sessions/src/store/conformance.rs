@@ -178,10 +178,10 @@ async fn session_log_is_gapless(s: &dyn SessionsStore) {
         claim_guard: None,
         flush: true,
     };
-    let (after, events) = s.commit(&change).await.expect("commit").expect("applied");
+    let (after, events) = s.commit(change.clone()).await.expect("commit").expect("applied");
     assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4]);
     assert_eq!((after.last_seq, after.version, after.status), (4, stored.version + 1, SessionStatus::Running));
-    assert!(s.commit(&change).await.expect("commit").is_none(), "a change decided from a stale read is refused");
+    assert!(s.commit(change).await.expect("commit").is_none(), "a change decided from a stale read is refused");
     let all = s.list_events("sess_1", 0, 100, &[]).await.expect("list");
     assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
     let typed = s.list_events("sess_1", 0, 100, &["user.message".into(), "run.created".into()]).await.expect("list");
@@ -207,7 +207,7 @@ async fn concurrent_commits_never_share_a_seq(s: Arc<dyn SessionsStore>) {
                         claim_guard: None,
                         flush: true,
                     };
-                    if s.commit(&c).await.expect("commit").is_some() {
+                    if s.commit(c).await.expect("commit").is_some() {
                         break;
                     }
                 }
@@ -236,7 +236,7 @@ async fn a_failing_change_takes_no_other_down(s: Arc<dyn SessionsStore>) {
         let change =
             Change { expected_version: cur.version, session: cur, events: vec![event], runs: vec![], claim_guard: None, flush: n % 2 == 0 };
         let s = s.clone();
-        tasks.push(tokio::spawn(async move { (sid, s.commit(&change).await) }));
+        tasks.push(tokio::spawn(async move { (sid, s.commit(change).await) }));
     }
     for t in tasks {
         let (sid, outcome) = t.await.expect("task");
@@ -278,13 +278,13 @@ async fn runs_leases(s: &dyn SessionsStore) {
         claim_guard: Some(guard),
         flush: true,
     };
-    assert!(s.commit(&attempt).await.expect("commit").is_none(), "the lease was renewed to 5000, so a claim at 2000 fails");
+    assert!(s.commit(attempt).await.expect("commit").is_none(), "the lease was renewed to 5000, so a claim at 2000 fails");
     assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").lease_id, "lease_a");
     assert_eq!(s.get_session("sess_4").await.expect("get").expect("exists").version, cur.version, "a lost claim moves nothing");
     let guard = ClaimGuard { run_id: "run_r".into(), generation: 1, now_ms: 6_000 };
     let attempt =
         Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![stolen], claim_guard: Some(guard), flush: false };
-    assert!(s.commit(&attempt).await.expect("commit").is_some(), "after expiry the claim succeeds");
+    assert!(s.commit(attempt).await.expect("commit").is_some(), "after expiry the claim succeeds");
     assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").generation, 2);
     assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").lease_expires_ms, 5_000);
     assert_eq!(s.active_run("sess_3").await.expect("active").map(|r| r.id), Some("run_q".into()));
@@ -294,7 +294,7 @@ async fn runs_leases(s: &dyn SessionsStore) {
     done.generation = 2;
     done.completed_ms = Some(9);
     let cur = s.get_session("sess_4").await.expect("get").expect("exists");
-    s.commit(&Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![done], claim_guard: None, flush: false })
+    s.commit(Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![done], claim_guard: None, flush: false })
         .await
         .expect("commit")
         .expect("applied");
@@ -321,7 +321,7 @@ async fn budgets_travel_with_their_session(s: &dyn SessionsStore) {
         claim_guard: None,
         flush: true,
     };
-    s.commit(&change).await.expect("commit").expect("applied");
+    s.commit(change).await.expect("commit").expect("applied");
     let page = PageRequest::standard(10, "").expect("page");
     let listed = s.list_budget_sessions(&["env_1".into()], &page).await.expect("list");
     assert_eq!(listed.iter().map(|x| x.id.as_str()).collect::<Vec<_>>(), vec!["sess_b1"], "only sessions holding a budget");

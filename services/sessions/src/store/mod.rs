@@ -88,7 +88,7 @@ pub trait SessionsStore: Send + Sync + 'static {
     /// Sessions holding a Budget, newest Budget first (paged by budget id).
     async fn list_budget_sessions(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Session>>;
     /// Applies a change; `None` when the session moved since it was read.
-    async fn commit(&self, change: &Change) -> Result<Option<(Session, Vec<Event>)>>;
+    async fn commit(&self, change: Change) -> Result<Option<(Session, Vec<Event>)>>;
     async fn list_events(&self, session_id: &str, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>>;
 
     async fn get_run(&self, id: &str) -> Result<Option<Run>>;

@@ -664,12 +664,12 @@ impl SessionsStore for SqlSessionsStore {
         Ok(out)
     }
 
-    async fn commit(&self, c: &Change) -> Result<Option<(Session, Vec<Event>)>> {
+    async fn commit(&self, c: Change) -> Result<Option<(Session, Vec<Event>)>> {
         if let Some(group) = &self.group {
-            return group.commit(c.clone()).await;
+            return group.commit(c).await;
         }
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        let Some(done) = apply(&mut tx, c, Order::SessionFirst, &checkfu_telemetry::current_traceparent()).await? else {
+        let Some(done) = apply(&mut tx, &c, Order::SessionFirst, &checkfu_telemetry::current_traceparent()).await? else {
             return Ok(None);
         };
         tx.commit().await.map_err(db_err)?;
