@@ -105,8 +105,9 @@ async fn bad_input_is_a_400_naming_the_field() {
     assert_eq!(status, StatusCode::BAD_REQUEST, "no body at all: {body}");
 
     let (status, body) = api.get("/v1/sessions/not-an-id").await;
-    assert!(status == StatusCode::BAD_REQUEST || status == StatusCode::NOT_FOUND, "{status} {body}");
-    error_type(&body);
+    assert_eq!((status, error_type(&body)), (StatusCode::BAD_REQUEST, "validation.invalid"), "a malformed id: {body}");
+    let (status, body) = api.get("/v1/sessions/sess_00000000000000000000000000").await;
+    assert_eq!((status, error_type(&body)), (StatusCode::NOT_FOUND, "not_found"), "a well-formed id of nothing: {body}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
