@@ -3,6 +3,7 @@
 //! compare-and-set (session snapshots). When full it starts over: simpler
 //! than LRU, and a miss only costs one read of the truth.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
@@ -17,7 +18,12 @@ impl<K: Eq + Hash, V: Clone> Bounded<K, V> {
         Bounded { capacity: capacity.max(1), map: Mutex::new(HashMap::new()) }
     }
 
-    pub fn get(&self, k: &K) -> Option<V> {
+    /// Looks up by any borrowed form of the key (`&str` for a typed id), so
+    /// a lookup allocates nothing.
+    pub fn get<Q: Eq + Hash + ?Sized>(&self, k: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
         self.lock().get(k).cloned()
     }
 
@@ -29,7 +35,10 @@ impl<K: Eq + Hash, V: Clone> Bounded<K, V> {
         map.insert(k, v);
     }
 
-    pub fn remove(&self, k: &K) -> Option<V> {
+    pub fn remove<Q: Eq + Hash + ?Sized>(&self, k: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+    {
         self.lock().remove(k)
     }
 

@@ -40,3 +40,9 @@ pub fn service(var: &str, what: &str) -> Option<String> {
 pub fn postgres(what: &str) -> Option<String> {
     service("CHECKFU_TEST_POSTGRES_URL", what)
 }
+
+/// A typed id from a test's literal (`tid("agt_1")`), unchecked as one read
+/// back from a store is: tests name their fixtures with short ids.
+pub fn tid<T: crate::id::TypedId>(s: &str) -> T {
+    T::stored(s.to_string())
+}

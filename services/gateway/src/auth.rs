@@ -84,7 +84,7 @@ pub const AUTH_FAILURE_WINDOW: std::time::Duration = std::time::Duration::from_s
 const KNOWN_KEY_TTL: std::time::Duration = std::time::Duration::from_secs(600);
 
 fn recently_valid(state: &AppState, digest: &str) -> bool {
-    state.limits.known_keys.get(&digest.to_string()).is_some_and(|at| at.elapsed() < KNOWN_KEY_TTL)
+    state.limits.known_keys.get(digest).is_some_and(|at| at.elapsed() < KNOWN_KEY_TTL)
 }
 
 fn refuse_if_throttled(state: &AppState, ip: std::net::IpAddr) -> Result<(), ApiError> {

@@ -7,7 +7,7 @@
 
 use crate::model::*;
 use crate::service::GovernanceService;
-use checkfu_core::id::{check as check_id, new_id};
+use checkfu_core::id::{AgentId, ApprovalId, EnvironmentId, PrincipalId, RunId, SessionId, StandingApprovalId, check as check_id};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result, sha256_hex};
@@ -44,17 +44,17 @@ impl GovernanceService {
         if let Some(s) =
             self.store.covering_standing(&ask.environment_id, &ask.principal_id, &ask.agent_id, &ask.tool, &ask.connection_id, now).await?
         {
-            return Ok(Asked::Standing(s.id));
+            return Ok(Asked::Standing(s.id.into()));
         }
         if let Some(a) = self.store.approval_for(&ask.session_id, &ask.tool_use_id).await? {
             return Ok(Asked::Pending(Box::new(a)));
         }
         let a = ActionApproval {
-            id: new_id("aapr"),
-            environment_id: ask.environment_id.clone(),
+            id: ApprovalId::mint(),
+            environment_id: EnvironmentId::parse("environment_id", &ask.environment_id)?,
             status: ApprovalStatus::Pending,
-            session_id: ask.session_id.clone(),
-            run_id: ask.run_id.clone(),
+            session_id: SessionId::parse("session_id", &ask.session_id)?,
+            run_id: RunId::parse("run_id", &ask.run_id)?,
             tool_use_id: ask.tool_use_id.clone(),
             frozen: Frozen {
                 principal_id: ask.principal_id.clone(),
@@ -169,21 +169,25 @@ impl GovernanceService {
             response_token: String::new(),
             ..a.clone()
         };
-        let standing = (r.standing_ttl_seconds > 0).then(|| StandingApproval {
-            id: new_id("sapr"),
-            environment_id: a.environment_id.clone(),
-            principal_id: a.frozen.principal_id.clone(),
-            agent_id: a.frozen.agent_id.clone(),
-            tool: a.frozen.tool.clone(),
-            connection_id: a.frozen.connection_id.clone(),
-            expires_ms: now + r.standing_ttl_seconds.min(MAX_STANDING_TTL_SECONDS) * 1000,
-            created_from_approval_id: a.id.clone(),
-            created_by: r.responder_id.clone(),
-            revoked_ms: None,
-            created_ms: now,
-        });
+        let standing = if r.standing_ttl_seconds > 0 {
+            Some(StandingApproval {
+                id: StandingApprovalId::mint(),
+                environment_id: a.environment_id.clone(),
+                principal_id: PrincipalId::parse("frozen.principal_id", &a.frozen.principal_id)?,
+                agent_id: AgentId::parse("frozen.agent_id", &a.frozen.agent_id)?,
+                tool: a.frozen.tool.clone(),
+                connection_id: a.frozen.connection_id.clone(),
+                expires_ms: now + r.standing_ttl_seconds.min(MAX_STANDING_TTL_SECONDS) * 1000,
+                created_from_approval_id: a.id.clone(),
+                created_by: r.responder_id.clone(),
+                revoked_ms: None,
+                created_ms: now,
+            })
+        } else {
+            None
+        };
         if let Some(s) = &standing {
-            decided.standing_approval_id = s.id.clone();
+            decided.standing_approval_id = s.id.clone().into();
         }
         if !self.store.decide_approval(&decided).await? {
             return Err(Error::conflict("the approval was already responded to"));

@@ -19,13 +19,13 @@ fn ok<T>(v: T) -> R<T> {
 }
 
 fn principal(p: Principal) -> pb::Principal {
-    pb::Principal { id: p.id, kind: p.kind.as_str().into(), name: p.name, disabled: p.disabled, created_at: rfc3339(p.created_ms) }
+    pb::Principal { id: p.id.into(), kind: p.kind.as_str().into(), name: p.name, disabled: p.disabled, created_at: rfc3339(p.created_ms) }
 }
 
 fn api_key(k: ApiKey) -> pb::ApiKey {
     pb::ApiKey {
-        id: k.id,
-        principal_id: k.principal_id,
+        id: k.id.into(),
+        principal_id: k.principal_id.into(),
         name: k.name,
         created_at: rfc3339(k.created_ms),
         revoked_at: rfc3339_opt(k.revoked_ms),
@@ -33,20 +33,25 @@ fn api_key(k: ApiKey) -> pb::ApiKey {
 }
 
 fn group(g: Group) -> pb::Group {
-    pb::Group { id: g.id, name: g.name, member_ids: g.member_ids, created_at: rfc3339(g.created_ms) }
+    pb::Group {
+        id: g.id.into(),
+        name: g.name,
+        member_ids: g.member_ids.into_iter().map(String::from).collect(),
+        created_at: rfc3339(g.created_ms),
+    }
 }
 
 fn environment(e: Environment) -> pb::Environment {
-    pb::Environment { id: e.id, name: e.name, version: e.version, disabled: e.disabled, created_at: rfc3339(e.created_ms) }
+    pb::Environment { id: e.id.into(), name: e.name, version: e.version, disabled: e.disabled, created_at: rfc3339(e.created_ms) }
 }
 
 fn assignment(a: Assignment) -> pb::PermissionAssignment {
     pb::PermissionAssignment {
-        id: a.id,
+        id: a.id.into(),
         subject: Some(pb::ResourceRef { kind: a.subject_kind.as_str().into(), id: a.subject_id }),
         permission: a.permission.as_str().into(),
         resource: Some(pb::ResourceRef { kind: a.resource_kind.as_str().into(), id: a.resource_id }),
-        environment_id: a.environment_id.unwrap_or_default(),
+        environment_id: a.environment_id.map(String::from).unwrap_or_default(),
         created_by: a.created_by,
         created_at: rfc3339(a.created_ms),
     }
@@ -55,8 +60,8 @@ fn assignment(a: Assignment) -> pb::PermissionAssignment {
 fn policy(p: crate::policy::ActionPolicy) -> pb::ActionPolicy {
     pb::ActionPolicy {
         rules_json: serde_json::to_string(&p.rules).unwrap_or_else(|_| "[]".into()),
-        id: p.id,
-        environment_id: p.environment_id,
+        id: p.id.into(),
+        environment_id: p.environment_id.into(),
         name: p.name,
         version: p.version,
         created_at: rfc3339(p.created_ms),
@@ -67,11 +72,11 @@ fn policy(p: crate::policy::ActionPolicy) -> pb::ActionPolicy {
 fn approval(a: crate::model::ActionApproval) -> pb::ActionApproval {
     let f = a.frozen;
     pb::ActionApproval {
-        id: a.id,
-        environment_id: a.environment_id,
+        id: a.id.into(),
+        environment_id: a.environment_id.into(),
         status: a.status.as_str().into(),
-        session_id: a.session_id,
-        run_id: a.run_id,
+        session_id: a.session_id.into(),
+        run_id: a.run_id.into(),
         tool_use_id: a.tool_use_id,
         frozen: Some(pb::FrozenAction {
             principal_id: f.principal_id,
@@ -94,14 +99,14 @@ fn approval(a: crate::model::ActionApproval) -> pb::ActionApproval {
 
 fn standing(s: crate::model::StandingApproval) -> pb::StandingApproval {
     pb::StandingApproval {
-        id: s.id,
-        environment_id: s.environment_id,
-        principal_id: s.principal_id,
-        agent_id: s.agent_id,
+        id: s.id.into(),
+        environment_id: s.environment_id.into(),
+        principal_id: s.principal_id.into(),
+        agent_id: s.agent_id.into(),
         tool: s.tool,
         connection_id: s.connection_id,
         expires_at: rfc3339(s.expires_ms),
-        created_from_approval_id: s.created_from_approval_id,
+        created_from_approval_id: s.created_from_approval_id.into(),
         revoked_at: rfc3339_opt(s.revoked_ms),
         created_at: rfc3339(s.created_ms),
         created_by: s.created_by,
@@ -332,7 +337,7 @@ impl Rpc for GovernanceGrpc {
             rows,
             |x| &x.id,
             |a| pb::AuditEvent {
-                id: a.id,
+                id: a.id.into(),
                 actor_id: a.actor_id,
                 action: a.action,
                 resource: Some(pb::ResourceRef { kind: a.resource_kind, id: a.resource_id }),

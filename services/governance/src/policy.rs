@@ -5,6 +5,7 @@
 //! destructive tool asks, and an MCP-bound tool always asks.
 
 use checkfu_core::glob::glob;
+use checkfu_core::id::{EnvironmentId, PolicyId};
 use checkfu_core::{Error, Result, string_enum};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -54,8 +55,8 @@ pub struct Rule {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActionPolicy {
-    pub id: String,
-    pub environment_id: String,
+    pub id: PolicyId,
+    pub environment_id: EnvironmentId,
     pub name: String,
     pub rules: Vec<Rule>,
     pub version: i64,
@@ -175,12 +176,13 @@ pub fn evaluate(policies: &[ActionPolicy], actor: &Actor, resource: (&str, &str)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use checkfu_core::testing::tid;
     use serde_json::json;
 
     fn policy(rules: Value) -> ActionPolicy {
         ActionPolicy {
-            id: "apol_1".into(),
-            environment_id: "env_1".into(),
+            id: tid("apol_1"),
+            environment_id: tid("env_1"),
             name: "p".into(),
             rules: parse_rules("apol_1", rules).expect("valid"),
             version: 1,

@@ -6,7 +6,7 @@ use crate::model::*;
 use crate::policy::{ActionPolicy, Actor, Decision, SUBJECT_KINDS, classify, evaluate, parse_rules};
 use crate::read_cache::ReadCache;
 use crate::store::GovernanceStore;
-use checkfu_core::id::{check as check_id, new_id};
+use checkfu_core::id::{AssignmentId, AuditId, EnvironmentId, GroupId, KeyId, PolicyId, PrincipalId, check as check_id};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result, sha256_hex};
@@ -120,28 +120,29 @@ impl GovernanceService {
             });
         }
         let now = now_ms();
-        let admin = Principal { id: new_id("prin"), kind: PrincipalKind::Human, name: "admin".into(), disabled: false, created_ms: now };
+        let admin =
+            Principal { id: PrincipalId::mint(), kind: PrincipalKind::Human, name: "admin".into(), disabled: false, created_ms: now };
         let grant = Assignment {
-            id: new_id("pa"),
+            id: AssignmentId::mint(),
             subject_kind: SubjectKind::Principal,
-            subject_id: admin.id.clone(),
+            subject_id: admin.id.clone().into(),
             permission: Permission::Admin,
             resource_kind: ResourceKind::Installation,
             resource_id: "*".into(),
             environment_id: None,
-            created_by: admin.id.clone(),
+            created_by: admin.id.clone().into(),
             created_ms: now,
         };
-        let env = Environment { id: new_id("env"), name: "default".into(), version: 1, disabled: false, created_ms: now };
+        let env = Environment { id: EnvironmentId::mint(), name: "default".into(), version: 1, disabled: false, created_ms: now };
         let secret = new_secret();
-        let key = ApiKey { id: new_id("key"), principal_id: admin.id.clone(), name: "bootstrap".into(), created_ms: now, revoked_ms: None };
+        let key = ApiKey { id: KeyId::mint(), principal_id: admin.id.clone(), name: "bootstrap".into(), created_ms: now, revoked_ms: None };
         place_key(&secret)?;
         let created = self.store.bootstrap(&admin, &grant, &env, &key, &sha256_hex(&secret)).await?;
         self.wrote();
         Ok(Bootstrapped {
             created,
-            admin_principal_id: if created { admin.id } else { String::new() },
-            environment_id: if created { env.id } else { String::new() },
+            admin_principal_id: if created { admin.id.into() } else { String::new() },
+            environment_id: if created { env.id.into() } else { String::new() },
             admin_api_key: if created { secret } else { String::new() },
         })
     }
@@ -167,7 +168,7 @@ impl GovernanceService {
     pub(crate) async fn audit(&self, actor: &str, action: &str, kind: &str, id: &str, details: serde_json::Value) -> Result<()> {
         self.store
             .insert_audit(&AuditRecord {
-                id: new_id("aud"),
+                id: AuditId::mint(),
                 actor_id: actor.to_string(),
                 action: action.to_string(),
                 resource_kind: kind.to_string(),
@@ -181,7 +182,7 @@ impl GovernanceService {
     pub async fn create_principal(&self, kind: &str, name: &str, actor: &str) -> Result<Principal> {
         let kind = PrincipalKind::parse("kind", kind)?;
         check_name("name", name)?;
-        let p = Principal { id: new_id("prin"), kind, name: name.to_string(), disabled: false, created_ms: now_ms() };
+        let p = Principal { id: PrincipalId::mint(), kind, name: name.to_string(), disabled: false, created_ms: now_ms() };
         self.store.insert_principal(&p).await?;
         self.audit(actor, "principal.created", "principal", &p.id, json!({"name": name})).await?;
         Ok(p)
@@ -216,8 +217,8 @@ impl GovernanceService {
         }
         let secret = new_secret();
         let key = ApiKey {
-            id: new_id("key"),
-            principal_id: principal_id.to_string(),
+            id: KeyId::mint(),
+            principal_id: PrincipalId::parse("principal_id", principal_id)?,
             name: name.to_string(),
             created_ms: now_ms(),
             revoked_ms: None,
@@ -247,7 +248,7 @@ impl GovernanceService {
 
     pub async fn create_group(&self, name: &str, actor: &str) -> Result<Group> {
         check_name("name", name)?;
-        let g = Group { id: new_id("grp"), name: name.to_string(), member_ids: vec![], created_ms: now_ms() };
+        let g = Group { id: GroupId::mint(), name: name.to_string(), member_ids: vec![], created_ms: now_ms() };
         self.store.insert_group(&g).await.map_err(|e| match e.code {
             checkfu_core::Code::Conflict => Error::conflict(format!("a group named {name:?} already exists")),
             _ => e,
@@ -289,7 +290,7 @@ impl GovernanceService {
 
     pub async fn create_environment(&self, name: &str, actor: &str) -> Result<Environment> {
         check_name("name", name)?;
-        let e = Environment { id: new_id("env"), name: name.to_string(), version: 1, disabled: false, created_ms: now_ms() };
+        let e = Environment { id: EnvironmentId::mint(), name: name.to_string(), version: 1, disabled: false, created_ms: now_ms() };
         self.store.insert_environment(&e).await.map_err(|e| match e.code {
             checkfu_core::Code::Conflict => Error::conflict(format!("an environment named {name:?} already exists")),
             _ => e,
@@ -391,13 +392,13 @@ impl GovernanceService {
             return Err(Error::invalid_field("permission", "admin and manage are held on the installation or an environment"));
         }
         let a = Assignment {
-            id: new_id("pa"),
+            id: AssignmentId::mint(),
             subject_kind,
             subject_id: subject_id.to_string(),
             permission,
             resource_kind,
             resource_id: resource_id.to_string(),
-            environment_id: Some(environment_id).filter(|e| !e.is_empty()),
+            environment_id: (!environment_id.is_empty()).then(|| EnvironmentId::parse("environment_id", &environment_id)).transpose()?,
             created_by: actor.to_string(),
             created_ms: now_ms(),
         };
@@ -464,7 +465,7 @@ impl GovernanceService {
             .iter()
             .filter(|a| a.subject_kind != SubjectKind::AgentDefinition)
             .filter(|a| a.permission.grants(permission) && a.covers(resource_kind, resource_id, environment_id))
-            .map(|a| a.id.clone())
+            .map(|a| a.id.to_string())
             .collect();
         Ok((!matched.is_empty(), matched))
     }
@@ -490,15 +491,15 @@ pub struct EvaluationRequest {
 
 impl GovernanceService {
     pub async fn create_policy(&self, environment_id: &str, name: &str, rules: serde_json::Value, actor: &str) -> Result<ActionPolicy> {
-        check_id("environment_id", "env", environment_id)?;
-        self.environment(environment_id).await?;
+        let environment_id = EnvironmentId::parse("environment_id", environment_id)?;
+        self.environment(&environment_id).await?;
         check_name("name", name)?;
-        let id = new_id("apol");
+        let id = PolicyId::mint();
         let now = now_ms();
         let p = ActionPolicy {
             rules: parse_rules(&id, rules)?,
             id,
-            environment_id: environment_id.into(),
+            environment_id,
             name: name.into(),
             version: 1,
             created_ms: now,
@@ -513,7 +514,7 @@ impl GovernanceService {
             "action_policy.created",
             "action_policy",
             &p.id,
-            json!({"environment_id": environment_id, "name": name, "rules": p.rules}),
+            json!({"environment_id": p.environment_id, "name": name, "rules": p.rules}),
         )
         .await?;
         Ok(p)

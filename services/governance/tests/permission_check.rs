@@ -53,7 +53,7 @@ async fn checks_follow_the_rows(cached: bool) {
     let (allowed, matched) = can("invoke", "agent", agent.into(), env.clone()).await;
     assert!(allowed);
     assert_eq!(matched, vec![via_team.id.clone()], "the check names the grant that matched");
-    assert!(!can("invoke", "agent", agent.into(), other_env.clone()).await.0, "another Environment is not covered");
+    assert!(!can("invoke", "agent", agent.into(), other_env.clone().into()).await.0, "another Environment is not covered");
     assert!(!can("manage", "agent", agent.into(), env.clone()).await.0, "invoke does not grant manage");
 
     // Removing the membership counts at once.
@@ -72,8 +72,8 @@ async fn checks_follow_the_rows(cached: bool) {
 
     // manage on an Environment grants read there, not invoke.
     svc.create_assignment(&grant("principal", &alice, "manage", "environment", &other_env), &admin).await.unwrap();
-    assert!(can("read", "agent", agent.into(), other_env.clone()).await.0, "manage grants read");
-    assert!(!can("invoke", "agent", agent.into(), other_env.clone()).await.0, "but not invoke");
+    assert!(can("read", "agent", agent.into(), other_env.clone().into()).await.0, "manage grants read");
+    assert!(!can("invoke", "agent", agent.into(), other_env.clone().into()).await.0, "but not invoke");
 
     // An Agent's own grant is the Agent's, never its caller's.
     svc.create_assignment(&grant("agent_definition", agent, "read", "environment", &env), &admin).await.unwrap();

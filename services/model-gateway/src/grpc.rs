@@ -20,8 +20,8 @@ pub struct ModelGatewayGrpc {
 
 fn profile(p: RoutingProfile) -> pb::RoutingProfile {
     pb::RoutingProfile {
-        id: p.id,
-        environment_id: p.environment_id,
+        id: p.id.into(),
+        environment_id: p.environment_id.into(),
         name: p.name,
         candidates: p
             .candidates

@@ -1,5 +1,6 @@
 //! Model-gateway domain types: routing profiles and their ordered candidates.
 
+use checkfu_core::id::{EnvironmentId, RoutingProfileId};
 use checkfu_core::{Error, Result, string_enum};
 use serde::{Deserialize, Serialize};
 
@@ -86,8 +87,8 @@ impl Candidate {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RoutingProfile {
-    pub id: String,
-    pub environment_id: String,
+    pub id: RoutingProfileId,
+    pub environment_id: EnvironmentId,
     pub name: String,
     pub candidates: Vec<Candidate>,
     pub created_ms: i64,

@@ -6,7 +6,7 @@ use crate::model::*;
 use crate::pricing;
 use crate::providers::{ModelProvider, Target, scripted::Scripted};
 use crate::store::RoutingStore;
-use checkfu_core::id::{check as check_id, new_id};
+use checkfu_core::id::{EnvironmentId, RoutingProfileId, check as check_id};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
@@ -79,7 +79,7 @@ impl ModelGatewayService {
     }
 
     pub async fn create_profile(&self, environment_id: &str, name: &str, candidates: &[StoredCandidate]) -> Result<RoutingProfile> {
-        check_id("environment_id", "env", environment_id)?;
+        let environment_id = EnvironmentId::parse("environment_id", environment_id)?;
         if name.trim().is_empty() || name.len() > 200 {
             return Err(Error::invalid_field("name", "name must be 1 to 200 characters"));
         }
@@ -105,13 +105,7 @@ impl ModelGatewayService {
                 Some(_) => {}
             }
         }
-        let p = RoutingProfile {
-            id: new_id("mrp"),
-            environment_id: environment_id.into(),
-            name: name.into(),
-            candidates,
-            created_ms: now_ms(),
-        };
+        let p = RoutingProfile { id: RoutingProfileId::mint(), environment_id, name: name.into(), candidates, created_ms: now_ms() };
         self.store.insert(&p).await.map_err(|e| match e.code {
             checkfu_core::Code::Conflict => Error::conflict(format!("a routing profile named {name:?} already exists in this environment")),
             _ => e,
@@ -121,7 +115,7 @@ impl ModelGatewayService {
 
     pub async fn profile(&self, id: &str) -> Result<RoutingProfile> {
         check_id("id", "mrp", id)?;
-        if let Some(p) = self.profiles.get(&id.to_string()) {
+        if let Some(p) = self.profiles.get(id) {
             return Ok(p);
         }
         let p = self.store.get(id).await?.ok_or_else(|| Error::not_found("model_routing_profile", id))?;

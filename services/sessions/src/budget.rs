@@ -29,7 +29,7 @@ impl Draft {
         let run_id = self.run.as_ref().map(|r| r.id.clone());
         self.push(
             EventType::SessionUsage,
-            run_id.as_deref(),
+            run_id.as_ref(),
             system(),
             caused_by.clone(),
             json!({"usage": self.session.usage, "budget": budget}),

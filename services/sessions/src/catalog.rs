@@ -3,7 +3,7 @@
 
 use crate::model::*;
 use crate::service::SessionsService;
-use checkfu_core::id::{check as check_id, new_id};
+use checkfu_core::id::{AgentId, DeploymentId, EnvironmentId, RoutingProfileId, SandboxProfileId, check as check_id};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result, sha256_hex};
@@ -40,13 +40,13 @@ fn renamed_conflict(what: &'static str) -> impl Fn(Error) -> Error {
 
 impl SessionsService {
     pub async fn create_agent(&self, environment_id: &str, name: &str, draft: Value) -> Result<Agent> {
-        check_id("environment_id", "env", environment_id)?;
+        let environment_id = EnvironmentId::parse("environment_id", environment_id)?;
         check_name("name", name)?;
         let draft = AgentDefinition::parse(if draft.is_null() { json!({}) } else { draft })?;
         let now = now_ms();
         let a = Agent {
-            id: new_id("agt"),
-            environment_id: environment_id.into(),
+            id: AgentId::mint(),
+            environment_id,
             name: name.into(),
             draft,
             latest_version: 0,
@@ -164,17 +164,11 @@ impl SessionsService {
     }
 
     pub async fn create_sandbox_profile(&self, environment_id: &str, name: &str, spec: Value) -> Result<(SandboxProfile, SandboxRevision)> {
-        check_id("environment_id", "env", environment_id)?;
+        let environment_id = EnvironmentId::parse("environment_id", environment_id)?;
         check_name("name", name)?;
         let spec = SandboxSpec::compile(spec)?;
         let now = now_ms();
-        let p = SandboxProfile {
-            id: new_id("sbp"),
-            environment_id: environment_id.into(),
-            name: name.into(),
-            latest_revision: 1,
-            created_ms: now,
-        };
+        let p = SandboxProfile { id: SandboxProfileId::mint(), environment_id, name: name.into(), latest_revision: 1, created_ms: now };
         let r = SandboxRevision { profile_id: p.id.clone(), revision: 1, spec, created_ms: now };
         self.store
             .insert_sandbox_profile(&p, &r)
@@ -229,7 +223,7 @@ impl SessionsService {
                 e
             }
         })?;
-        check_id("model_routing_profile_id", "mrp", &input.model_routing_profile_id)?;
+        let model_routing_profile_id = RoutingProfileId::parse("model_routing_profile_id", &input.model_routing_profile_id)?;
         check_id("sandbox_profile_id", "sbp", &input.sandbox_profile_id)?;
         let profile = self.sandbox_profile(&input.sandbox_profile_id).await?;
         if profile.environment_id != environment_id {
@@ -257,7 +251,7 @@ impl SessionsService {
             agent_version: version.version,
             release_sha256: version.release_sha256,
             harness,
-            model_routing_profile_id: input.model_routing_profile_id.clone(),
+            model_routing_profile_id,
             sandbox_profile_id: profile.id,
             sandbox_profile_revision: revision,
             execution,
@@ -265,17 +259,17 @@ impl SessionsService {
     }
 
     pub async fn create_deployment(&self, environment_id: &str, key: &str, agent_id: &str, input: &DeploymentInput) -> Result<Deployment> {
-        check_id("environment_id", "env", environment_id)?;
+        let environment_id = EnvironmentId::parse("environment_id", environment_id)?;
         check_key(key)?;
         check_id("agent_id", "agt", agent_id)?;
         let agent = self.agent(agent_id).await?;
-        let pins = self.pins(environment_id, &agent, input).await?;
+        let pins = self.pins(&environment_id, &agent, input).await?;
         let now = now_ms();
         let d = Deployment {
-            id: new_id("dep"),
-            environment_id: environment_id.into(),
+            id: DeploymentId::mint(),
+            environment_id,
             key: key.into(),
-            agent_id: agent_id.into(),
+            agent_id: agent.id.clone(),
             revision: 1,
             pins,
             created_ms: now,

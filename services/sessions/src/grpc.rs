@@ -42,8 +42,8 @@ fn to_json<T: serde::Serialize>(v: &T) -> String {
 fn agent(a: Agent) -> pb::Agent {
     pb::Agent {
         draft_json: to_json(&a.draft),
-        id: a.id,
-        environment_id: a.environment_id,
+        id: a.id.into(),
+        environment_id: a.environment_id.into(),
         name: a.name,
         latest_version: a.latest_version,
         version: a.version,
@@ -56,19 +56,19 @@ fn agent(a: Agent) -> pb::Agent {
 fn agent_version(v: AgentVersion) -> pb::AgentVersion {
     pb::AgentVersion {
         definition_json: to_json(&v.definition),
-        agent_id: v.agent_id,
+        agent_id: v.agent_id.into(),
         version: v.version,
         release_sha256: v.release_sha256,
         published_by: v.published_by,
         published_at: rfc3339(v.published_ms),
-        environment_id: v.environment_id,
+        environment_id: v.environment_id.into(),
     }
 }
 
 fn sandbox_profile(p: SandboxProfile) -> pb::SandboxProfile {
     pb::SandboxProfile {
-        id: p.id,
-        environment_id: p.environment_id,
+        id: p.id.into(),
+        environment_id: p.environment_id.into(),
         name: p.name,
         latest_revision: p.latest_revision,
         created_at: rfc3339(p.created_ms),
@@ -76,7 +76,12 @@ fn sandbox_profile(p: SandboxProfile) -> pb::SandboxProfile {
 }
 
 fn sandbox_revision(r: SandboxRevision) -> pb::SandboxRevision {
-    pb::SandboxRevision { spec_json: to_json(&r.spec), profile_id: r.profile_id, revision: r.revision, created_at: rfc3339(r.created_ms) }
+    pb::SandboxRevision {
+        spec_json: to_json(&r.spec),
+        profile_id: r.profile_id.into(),
+        revision: r.revision,
+        created_at: rfc3339(r.created_ms),
+    }
 }
 
 fn deployment(d: Deployment) -> pb::Deployment {
@@ -85,15 +90,15 @@ fn deployment(d: Deployment) -> pb::Deployment {
             agent_version: d.pins.agent_version,
             release_sha256: d.pins.release_sha256.clone(),
             harness: d.pins.harness.clone(),
-            model_routing_profile_id: d.pins.model_routing_profile_id.clone(),
-            sandbox_profile_id: d.pins.sandbox_profile_id.clone(),
+            model_routing_profile_id: d.pins.model_routing_profile_id.clone().into(),
+            sandbox_profile_id: d.pins.sandbox_profile_id.clone().into(),
             sandbox_profile_revision: d.pins.sandbox_profile_revision,
             execution_json: to_json(&d.pins.execution),
         }),
-        id: d.id,
-        environment_id: d.environment_id,
+        id: d.id.into(),
+        environment_id: d.environment_id.into(),
         key: d.key,
-        agent_id: d.agent_id,
+        agent_id: d.agent_id.into(),
         revision: d.revision,
         created_at: rfc3339(d.created_ms),
         updated_at: rfc3339(d.updated_ms),
@@ -110,28 +115,28 @@ pub(crate) fn session(s: Session) -> pb::Session {
         stop_reason_json: s.stop_reason.as_ref().map(Value::to_string).unwrap_or_default(),
         metadata_json: s.metadata.to_string(),
         usage: Some(usage(s.usage)),
-        id: s.id,
-        environment_id: s.environment_id,
-        agent_deployment_id: s.deployment_id,
+        id: s.id.into(),
+        environment_id: s.environment_id.into(),
+        agent_deployment_id: s.deployment_id.into(),
         deployment_revision: s.deployment_revision,
-        principal_id: s.principal_id,
+        principal_id: s.principal_id.into(),
         status: s.status.as_str().into(),
         title: s.title,
         created_at: rfc3339(s.created_ms),
         updated_at: rfc3339(s.updated_ms),
         version: s.version,
-        agent_id: s.agent_id,
+        agent_id: s.agent_id.into(),
     }
 }
 
 pub(crate) fn event(e: Event) -> pb::Event {
     pb::Event {
-        id: e.id,
-        session_id: e.session_id,
+        id: e.id.into(),
+        session_id: e.session_id.into(),
         seq: e.seq,
         r#type: e.event_type,
         created_at: rfc3339(e.created_ms),
-        run_id: e.run_id.unwrap_or_default(),
+        run_id: e.run_id.map(String::from).unwrap_or_default(),
         session_thread_id: e.thread_id.unwrap_or_default(),
         authored_by_json: e.authored_by.to_string(),
         caused_by_json: e.caused_by.to_string(),
@@ -144,8 +149,8 @@ fn run(r: Run) -> pb::Run {
         stop_reason_json: r.stop_reason.as_ref().map(Value::to_string).unwrap_or_default(),
         execution_pins_json: r.execution_pins.to_string(),
         usage: Some(usage(r.usage)),
-        id: r.id,
-        session_id: r.session_id,
+        id: r.id.into(),
+        session_id: r.session_id.into(),
         status: r.status.as_str().into(),
         created_at: rfc3339(r.created_ms),
         completed_at: rfc3339_opt(r.completed_ms),
@@ -433,9 +438,9 @@ pub(crate) fn metric_or_default(m: &str) -> String {
 
 fn budget(b: crate::model::Budget, s: &Session) -> pb::Budget {
     pb::Budget {
-        id: b.id,
-        environment_id: s.environment_id.clone(),
-        session_id: s.id.clone(),
+        id: b.id.into(),
+        environment_id: s.environment_id.clone().into(),
+        session_id: s.id.clone().into(),
         metric: b.metric.as_str().into(),
         limit: b.limit,
         consumed: b.consumed,

@@ -16,7 +16,12 @@ pub struct RunnerGrpc {
 type R<T> = Result<Response<T>, Status>;
 
 fn run_event(e: crate::model::Event) -> pb::RunEvent {
-    pb::RunEvent { seq: e.seq, r#type: e.event_type, payload_json: e.payload.to_string(), run_id: e.run_id.unwrap_or_default() }
+    pb::RunEvent {
+        seq: e.seq,
+        r#type: e.event_type,
+        payload_json: e.payload.to_string(),
+        run_id: e.run_id.map(String::from).unwrap_or_default(),
+    }
 }
 
 fn lease(l: Option<pb::LeaseRef>) -> Result<Lease, Error> {
@@ -30,8 +35,8 @@ impl Rpc for RunnerGrpc {
         let r = r.into_inner();
         let work = self.svc.claim(&r.runner_id, Duration::from_millis(u64::from(r.wait_ms))).await?;
         let work = work.map(|w| pb::WorkItem {
-            session_id: w.session.id.clone(),
-            run_id: w.run.id.clone(),
+            session_id: w.session.id.clone().into(),
+            run_id: w.run.id.clone().into(),
             lease: Some(pb::LeaseRef {
                 run_id: w.lease.run_id,
                 lease_id: w.lease.lease_id,
@@ -42,11 +47,11 @@ impl Rpc for RunnerGrpc {
             // managed plane reaches the gateways inside the mesh.
             capability_token: String::new(),
             execution_pins_json: w.run.execution_pins.to_string(),
-            routing_profile_id: w.session.pins.model_routing_profile_id.clone(),
+            routing_profile_id: w.session.pins.model_routing_profile_id.clone().into(),
             instructions: w.session.selection.instructions.clone(),
             tools_json: serde_json::to_string(&w.tools).unwrap_or_else(|_| "[]".into()),
-            principal_id: w.session.principal_id.clone(),
-            environment_id: w.session.environment_id.clone(),
+            principal_id: w.session.principal_id.clone().into(),
+            environment_id: w.session.environment_id.clone().into(),
             start_seq: w.run.start_seq,
             budget_reached: w.session.budget.as_ref().is_some_and(|b| !b.open()),
             traceparent: w.run.traceparent.clone(),
@@ -73,7 +78,7 @@ impl Rpc for RunnerGrpc {
                 seq: e.seq,
                 r#type: e.event_type,
                 payload_json: e.payload.to_string(),
-                run_id: e.run_id.unwrap_or_default(),
+                run_id: e.run_id.map(String::from).unwrap_or_default(),
             })
             .collect();
         Ok(Response::new(pb::ReadEventsResponse { data }))

@@ -4,7 +4,7 @@
 
 use crate::model::*;
 use checkfu_core::events::EventType;
-use checkfu_core::id::new_id;
+use checkfu_core::id::{EventId, RunId};
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
 
@@ -167,12 +167,12 @@ impl Draft {
         self.session.last_seq + self.events.len() as i64 + 1
     }
 
-    pub fn push(&mut self, event_type: EventType, run_id: Option<&str>, authored_by: Value, caused_by: Value, payload: Value) -> String {
-        let id = new_id("evt");
+    pub fn push(&mut self, event_type: EventType, run_id: Option<&RunId>, authored_by: Value, caused_by: Value, payload: Value) -> EventId {
+        let id = EventId::mint();
         self.events.push(NewEvent {
             id: id.clone(),
             event_type: event_type.as_str().to_string(),
-            run_id: run_id.map(str::to_string),
+            run_id: run_id.cloned(),
             thread_id: None,
             authored_by,
             caused_by,
@@ -198,7 +198,7 @@ impl Draft {
         self.set_status_for(status, stop_reason, caused_by, run_id);
     }
 
-    fn set_status_for(&mut self, status: SessionStatus, stop_reason: Option<Value>, caused_by: Value, run_id: Option<String>) {
+    fn set_status_for(&mut self, status: SessionStatus, stop_reason: Option<Value>, caused_by: Value, run_id: Option<RunId>) {
         self.session.status = status;
         self.session.stop_reason = stop_reason.clone();
         let (ty, payload) = match status {
@@ -207,7 +207,7 @@ impl Draft {
             SessionStatus::Rescheduling => (EventType::SessionStatusRescheduled, json!({})),
             SessionStatus::Terminated => (EventType::SessionStatusTerminated, json!({})),
         };
-        self.push(ty, run_id.as_deref(), system(), caused_by, payload);
+        self.push(ty, run_id.as_ref(), system(), caused_by, payload);
     }
 
     /// Admits a Run for the input at `trigger_seq`: `run.created` with its
@@ -226,7 +226,7 @@ impl Draft {
             "instructions_sha256": s.selection.instructions_sha256,
         });
         let run = Run {
-            id: new_id("run"),
+            id: RunId::mint(),
             session_id: s.id.clone(),
             status: RunStatus::Queued,
             stop_reason: None,
@@ -288,7 +288,7 @@ impl Draft {
     }
 
     /// Accepts a result for a waited-on custom tool use.
-    fn settle_custom_result(&mut self, input: &Input, id: &str) -> String {
+    fn settle_custom_result(&mut self, input: &Input, id: &str) -> EventId {
         let seq = self.next_seq();
         let event_id =
             self.push(input.event_type, None, Value::String(input.authored_by.clone()), input.caused_by.clone(), input.payload.clone());
@@ -299,7 +299,7 @@ impl Draft {
     /// Records an approval's outcome and, when the Session still waits on
     /// it, ends that wait. Returns the `action_approval.resolved` event id,
     /// or `None` when the Session no longer waits on it.
-    pub fn resolve_approval(&mut self, r: &Resolved, cause: Value) -> Option<String> {
+    pub fn resolve_approval(&mut self, r: &Resolved, cause: Value) -> Option<EventId> {
         if self.session.waiting_approval(&r.tool_use_id).as_deref() != Some(r.approval_id.as_str()) {
             return None;
         }
@@ -318,7 +318,7 @@ impl Draft {
 
     /// Applies a `user.tool_confirmation` whose decision governance has
     /// already taken: the echo, then the resolution. Returns the echo's id.
-    pub fn confirm(&mut self, input: &Input, r: &Resolved) -> Result<String> {
+    pub fn confirm(&mut self, input: &Input, r: &Resolved) -> Result<EventId> {
         if self.session.status == SessionStatus::Terminated {
             return Err(Error::conflict("the session is terminated and accepts no events"));
         }
@@ -340,7 +340,7 @@ impl Draft {
     }
 
     /// Applies one user input. Returns the id of the echoed event.
-    pub fn apply(&mut self, input: &Input) -> Result<String> {
+    pub fn apply(&mut self, input: &Input) -> Result<EventId> {
         self.flush = true;
         if self.session.status == SessionStatus::Terminated {
             return Err(Error::conflict("the session is terminated and accepts no events"));
@@ -366,8 +366,7 @@ impl Draft {
         let caused_by = input.caused_by.clone();
         let run_id = self.run.as_ref().map(|r| r.id.clone());
         let echo_run = if input.event_type == EventType::UserMessage { None } else { run_id.clone() };
-        let id =
-            self.push(input.event_type, echo_run.as_deref(), Value::String(input.authored_by.clone()), caused_by, input.payload.clone());
+        let id = self.push(input.event_type, echo_run.as_ref(), Value::String(input.authored_by.clone()), caused_by, input.payload.clone());
         if let Some(t) = &input.thread_id
             && let Some(e) = self.events.last_mut()
         {

@@ -7,6 +7,7 @@
 //! sooner, filling any gap (or lag) from the store again.
 
 use crate::model::Event;
+use checkfu_core::id::{EventId, RunId, SessionId};
 use checkfu_ephemeral::Fanout;
 use checkfu_ephemeral::outage::FailureLog;
 use serde_json::{Value, json};
@@ -69,11 +70,11 @@ fn decode(origin: &str, bytes: &[u8]) -> Option<Item> {
     let s = |x: &Value, k: &str| x.get(k).and_then(Value::as_str).map(str::to_string);
     if let Some(e) = v.get("e") {
         return Some(Item::Event(Event {
-            id: s(e, "id")?,
-            session_id: s(e, "session_id")?,
+            id: EventId::parse("id", &s(e, "id")?).ok()?,
+            session_id: SessionId::parse("session_id", &s(e, "session_id")?).ok()?,
             seq: e.get("seq")?.as_i64()?,
             event_type: s(e, "type")?,
-            run_id: s(e, "run_id"),
+            run_id: s(e, "run_id").and_then(|r| RunId::parse("run_id", &r).ok()),
             thread_id: s(e, "thread_id"),
             authored_by: e.get("authored_by").cloned().unwrap_or(Value::Null),
             caused_by: e.get("caused_by").cloned().unwrap_or(Value::Null),
@@ -159,11 +160,11 @@ mod tests {
     #[test]
     fn items_cross_replicas_intact_and_skip_their_origin() {
         let e = Event {
-            id: "evt_1".into(),
-            session_id: "sess_1".into(),
+            id: EventId::mint(),
+            session_id: SessionId::mint(),
             seq: 7,
             event_type: "agent.message".into(),
-            run_id: Some("run_1".into()),
+            run_id: Some(RunId::mint()),
             thread_id: None,
             authored_by: json!({"kind": "agent", "id": "agt_1"}),
             caused_by: json!({"kind": "run", "id": "run_1"}),
@@ -176,6 +177,10 @@ mod tests {
             Some(Item::Event(got)) => assert_eq!(got, e),
             other => panic!("{other:?}"),
         }
+        let mut forged = serde_json::from_slice::<Value>(&bytes).expect("json");
+        forged["e"]["session_id"] = json!("agt_01h0000000000000000000000");
+        let forged = serde_json::to_vec(&forged).expect("json");
+        assert!(decode("hub_b", &forged).is_none(), "an item whose ids are not of their kind is dropped");
         let d = Delta {
             kind: "event_delta",
             event_type: "agent.message".into(),

@@ -243,10 +243,10 @@ impl SessionsService {
                 })
                 .unwrap_or_default();
             let lease = Lease {
-                run_id: run.id.clone(),
+                run_id: run.id.clone().into(),
                 lease_id: run.lease_id.clone(),
                 generation: run.generation,
-                session_id: session.id.clone(),
+                session_id: session.id.clone().into(),
             };
             let tail = self.store.list_events(&session.id, (session.last_seq - CLAIM_TAIL).max(0), CLAIM_TAIL, &[]).await?;
             return Ok(Some(WorkItem { session, run, lease, tools, tail }));
@@ -268,13 +268,13 @@ impl SessionsService {
 
     async fn session_of(&self, lease: &Lease) -> Result<String> {
         if let Some(run) = self.cached_active_run(&lease.session_id).filter(|r| lease.holds(r)) {
-            return Ok(run.session_id);
+            return Ok(run.session_id.into());
         }
         let run = self.run(&lease.run_id).await?;
         if !lease.holds(&run) {
             return Err(lease_lost());
         }
-        Ok(run.session_id)
+        Ok(run.session_id.into())
     }
 
     pub async fn read_for_run(&self, lease: &Lease, after_seq: i64, limit: u32) -> Result<Vec<Event>> {

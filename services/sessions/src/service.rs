@@ -8,7 +8,7 @@ use crate::model::*;
 use crate::store::{Change, SessionFilter, SessionsStore};
 use checkfu_core::cache::Bounded;
 use checkfu_core::events::EventType;
-use checkfu_core::id::{check as check_id, new_id};
+use checkfu_core::id::{PrincipalId, SessionId, check as check_id};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result, sha256_hex};
@@ -32,7 +32,7 @@ pub struct SessionsService {
     /// The last committed state of recently changed Sessions. A change is
     /// decided from it and committed with a compare-and-set on `version`,
     /// so a stale entry only costs a retry from a fresh read.
-    snapshots: Arc<Bounded<String, (Session, Option<Run>)>>,
+    snapshots: Arc<Bounded<SessionId, (Session, Option<Run>)>>,
     /// Published versions are immutable, so they are cached once read.
     versions: Arc<Bounded<(String, i64), AgentVersion>>,
     /// Governance, for ActionApproval outcomes.
@@ -188,7 +188,7 @@ impl SessionsService {
 
     pub async fn create_session(&self, req: NewSession) -> Result<(Session, Vec<Event>)> {
         check_id("agent_deployment_id", "dep", &req.deployment_id)?;
-        check_id("principal_id", "prin", &req.principal_id)?;
+        let principal_id = PrincipalId::parse("principal_id", &req.principal_id)?;
         if req.title.len() > MAX_TITLE {
             return Err(Error::invalid_field("title", "title is limited to 500 bytes"));
         }
@@ -218,12 +218,12 @@ impl SessionsService {
             None => None,
         };
         let session = Session {
-            id: new_id("sess"),
+            id: SessionId::mint(),
             environment_id: dep.environment_id.clone(),
             agent_id: dep.agent_id.clone(),
             deployment_id: dep.id.clone(),
             deployment_revision: dep.revision,
-            principal_id: req.principal_id.clone(),
+            principal_id,
             status: SessionStatus::Idle,
             stop_reason: None,
             title: req.title.clone(),
@@ -274,7 +274,7 @@ impl SessionsService {
     /// retried from a fresh read when another writer got there first.
     pub(crate) async fn transact<T>(&self, session_id: &str, decide: impl Fn(&mut Draft) -> Result<T>) -> Result<(T, Session, Vec<Event>)> {
         for attempt in 0..COMMIT_ATTEMPTS {
-            let cached = if attempt == 0 { self.snapshots.get(&session_id.to_string()) } else { None };
+            let cached = if attempt == 0 { self.snapshots.get(session_id) } else { None };
             let (session, run) = match cached {
                 Some(snapshot) => snapshot,
                 None => (self.session(session_id).await?, self.store.active_run(session_id).await?),
@@ -295,7 +295,7 @@ impl SessionsService {
                 self.after_commit(session_id, &events, admitted);
                 return Ok((out, session, events));
             }
-            self.snapshots.remove(&session_id.to_string());
+            self.snapshots.remove(session_id);
             tokio::task::yield_now().await;
         }
         Err(Error::unavailable("the session is too busy to change right now; retry"))
@@ -303,7 +303,7 @@ impl SessionsService {
 
     /// The active Run of a recently changed Session, as last committed here.
     pub(crate) fn cached_active_run(&self, session_id: &str) -> Option<Run> {
-        self.snapshots.get(&session_id.to_string()).and_then(|(_, run)| run)
+        self.snapshots.get(session_id).and_then(|(_, run)| run)
     }
 
     fn remember(&self, session: Session, run: Option<Run>) {

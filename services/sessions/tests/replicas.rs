@@ -3,6 +3,7 @@
 //! always, Redis when `CHECKFU_TEST_REDIS_URL` is set).
 #![cfg(test)]
 
+use checkfu_core::testing::tid;
 use checkfu_ephemeral::Fanout;
 use checkfu_sessions::SessionsService;
 use checkfu_sessions::input::Input;
@@ -16,12 +17,12 @@ use std::time::Duration;
 
 fn session(id: &str) -> Session {
     Session {
-        id: id.into(),
-        environment_id: "env_1".into(),
-        agent_id: "agt_1".into(),
-        deployment_id: "dep_1".into(),
+        id: tid(id),
+        environment_id: tid("env_1"),
+        agent_id: tid("agt_1"),
+        deployment_id: tid("dep_1"),
         deployment_revision: 1,
-        principal_id: "prin_1".into(),
+        principal_id: tid("prin_1"),
         status: SessionStatus::Idle,
         stop_reason: None,
         title: String::new(),
@@ -33,8 +34,8 @@ fn session(id: &str) -> Session {
             agent_version: 1,
             release_sha256: "r".into(),
             harness: BUILTIN_HARNESS.into(),
-            model_routing_profile_id: "mrp_1".into(),
-            sandbox_profile_id: "sbp_1".into(),
+            model_routing_profile_id: tid("mrp_01jx0000000000000000000001"),
+            sandbox_profile_id: tid("sbp_01jx0000000000000000000001"),
             sandbox_profile_revision: 1,
             execution: Execution::Managed,
         },
@@ -52,7 +53,7 @@ async fn replicas_see_each_other(fanout: Arc<dyn Fanout>) {
     let store: Arc<dyn SessionsStore> = Arc::new(SqlSessionsStore::new(db));
     let sid = checkfu_core::id::new_id("sess");
     let created = NewEvent {
-        id: checkfu_core::id::new_id("evt"),
+        id: checkfu_core::id::EventId::mint(),
         event_type: "session.created".into(),
         run_id: None,
         thread_id: None,

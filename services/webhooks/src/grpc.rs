@@ -16,8 +16,8 @@ type R<T> = Result<Response<T>, Status>;
 
 fn endpoint(e: Endpoint) -> pb::Endpoint {
     pb::Endpoint {
-        id: e.id,
-        environment_id: e.environment_id.unwrap_or_default(),
+        id: e.id.into(),
+        environment_id: e.environment_id.map(String::from).unwrap_or_default(),
         url: e.url,
         event_types: e.event_types,
         disabled: e.disabled,
@@ -31,8 +31,8 @@ fn endpoint(e: Endpoint) -> pb::Endpoint {
 fn delivery(d: Delivery, history: Vec<Attempt>) -> pb::Delivery {
     pb::Delivery {
         next_attempt_at: WebhooksService::next_attempt_at(&d),
-        id: d.id,
-        endpoint_id: d.endpoint_id,
+        id: d.id.into(),
+        endpoint_id: d.endpoint_id.into(),
         event_id: d.event_id,
         event_type: d.event_type,
         status: d.status.as_str().into(),

@@ -1,5 +1,6 @@
 //! Webhook domain types and the catalog of what can be subscribed to.
 
+use checkfu_core::id::{DeliveryId, EndpointId, EnvironmentId};
 use checkfu_core::{Error, Result, string_enum};
 
 pub use checkfu_core::events::SUBSCRIBABLE;
@@ -12,9 +13,9 @@ string_enum!(DeliveryStatus { Pending = "pending", Delivered = "delivered", Fail
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
-    pub id: String,
+    pub id: EndpointId,
     /// `None`: installation-wide.
-    pub environment_id: Option<String>,
+    pub environment_id: Option<EnvironmentId>,
     pub url: String,
     pub event_types: Vec<String>,
     pub secret: String,
@@ -36,8 +37,8 @@ impl Endpoint {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
-    pub id: String,
-    pub endpoint_id: String,
+    pub id: DeliveryId,
+    pub endpoint_id: EndpointId,
     pub source_event_id: String,
     /// `wevt_...`: the same on every attempt.
     pub event_id: String,
@@ -52,7 +53,7 @@ pub struct Delivery {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempt {
-    pub delivery_id: String,
+    pub delivery_id: DeliveryId,
     pub number: i64,
     pub at_ms: i64,
     pub response_code: i64,
@@ -80,6 +81,7 @@ pub fn check_event_types(types: &[String]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use checkfu_core::testing::tid;
 
     #[test]
     fn subscriptions_name_catalog_types_or_globs_over_them() {
@@ -87,8 +89,8 @@ mod tests {
         assert!(check_event_types(&["agent.message".into()]).is_err(), "content events are never delivered");
         assert!(check_event_types(&[]).is_err());
         let e = Endpoint {
-            id: "whep_1".into(),
-            environment_id: Some("env_a".into()),
+            id: tid("whep_1"),
+            environment_id: Some(tid("env_a")),
             url: "https://x".into(),
             event_types: vec!["session.status_*".into()],
             secret: "whsec_x".into(),

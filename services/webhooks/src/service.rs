@@ -8,7 +8,7 @@ use crate::clock::Clock;
 use crate::model::*;
 use crate::store::WebhooksStore;
 use checkfu_bus::Record;
-use checkfu_core::id::{check as check_id, new_id};
+use checkfu_core::id::{DeliveryId, EndpointId, EnvironmentId, check as check_id, new_id};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::rfc3339;
 use checkfu_core::{Error, Result};
@@ -77,16 +77,14 @@ impl WebhooksService {
         event_types: Vec<String>,
         created_by: &str,
     ) -> Result<(Endpoint, String)> {
-        if !environment_id.is_empty() {
-            check_id("environment_id", "env", environment_id)?;
-        }
+        let environment_id = (!environment_id.is_empty()).then(|| EnvironmentId::parse("environment_id", environment_id)).transpose()?;
         check_event_types(&event_types)?;
         let (u, _, _) = self.target(url).await.map_err(|e| Error::invalid_field("url", e.message))?;
         let now = self.clock.now_ms();
         let secret = new_secret();
         let e = Endpoint {
-            id: new_id("whep"),
-            environment_id: Some(environment_id.to_string()).filter(|e| !e.is_empty()),
+            id: EndpointId::mint(),
+            environment_id,
             url: u.to_string(),
             event_types,
             secret: secret.clone(),
@@ -194,7 +192,7 @@ impl WebhooksService {
             let event_id = new_id("wevt");
             let body = json!({"id": event_id, "type": ty, "created_at": created_at, "data": data}).to_string();
             let d = Delivery {
-                id: new_id("wdel"),
+                id: DeliveryId::mint(),
                 endpoint_id: e.id.clone(),
                 source_event_id: r.id.clone(),
                 event_id,

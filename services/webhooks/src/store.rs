@@ -2,6 +2,7 @@
 //! implementation (one text for both dialects).
 
 use crate::model::*;
+use checkfu_core::id::{DeliveryId, EnvironmentId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, Row, any::AnyRow};
@@ -30,7 +31,7 @@ pub trait WebhooksStore: Send + Sync + 'static {
     /// Records an attempt and the delivery's new state, in one transaction.
     async fn record_attempt(&self, d: &Delivery, a: &Attempt) -> Result<()>;
     async fn list_deliveries(&self, endpoint_id: &str, page: &PageRequest) -> Result<Vec<Delivery>>;
-    async fn attempts_of(&self, delivery_ids: &[String]) -> Result<Vec<Attempt>>;
+    async fn attempts_of(&self, delivery_ids: &[DeliveryId]) -> Result<Vec<Attempt>>;
 }
 
 pub struct SqlWebhooksStore {
@@ -53,9 +54,9 @@ impl SqlWebhooksStore {
 fn endpoint(r: &AnyRow) -> Result<Endpoint> {
     let s = |c: &str| r.try_get::<String, _>(c).map_err(db_err);
     Ok(Endpoint {
-        id: s("id")?,
+        id: r.try_get("id").map_err(db_err)?,
         // '' in the column: installation-wide.
-        environment_id: Some(s("environment_id")?).filter(|e| !e.is_empty()),
+        environment_id: Some(r.try_get::<EnvironmentId, _>("environment_id").map_err(db_err)?).filter(|e| !e.is_empty()),
         url: s("url")?,
         event_types: serde_json::from_str(&s("event_types_json")?)
             .map_err(|e| Error::internal(format!("stored event types unreadable: {e}")))?,
@@ -72,8 +73,8 @@ fn delivery(r: &AnyRow) -> Result<Delivery> {
     let s = |c: &str| r.try_get::<String, _>(c).map_err(db_err);
     let i = |c: &str| r.try_get::<i64, _>(c).map_err(db_err);
     Ok(Delivery {
-        id: s("id")?,
-        endpoint_id: s("endpoint_id")?,
+        id: r.try_get("id").map_err(db_err)?,
+        endpoint_id: r.try_get("endpoint_id").map_err(db_err)?,
         source_event_id: s("source_event_id")?,
         event_id: s("event_id")?,
         event_type: s("event_type")?,
@@ -262,7 +263,7 @@ impl WebhooksStore for SqlWebhooksStore {
             .collect()
     }
 
-    async fn attempts_of(&self, delivery_ids: &[String]) -> Result<Vec<Attempt>> {
+    async fn attempts_of(&self, delivery_ids: &[DeliveryId]) -> Result<Vec<Attempt>> {
         if delivery_ids.is_empty() {
             return Ok(vec![]);
         }

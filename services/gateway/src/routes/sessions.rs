@@ -62,7 +62,7 @@ async fn session_for(st: &AppState, caller: &Caller, id: &str, write: bool) -> A
 /// The Session's immutable facts (cached), after checking the caller's access.
 async fn facts_for(st: &AppState, caller: &Caller, id: &str, write: bool) -> ApiResult<SessionFacts> {
     checkfu_core::id::check("id", "sess", id)?;
-    let cached = st.session_facts.get(&id.to_string());
+    let cached = st.session_facts.get(id);
     let f = match cached {
         Some(f) => f,
         None => remember(st, &st.sessions.clone().get_session(ss::GetByIdRequest { id: id.into() }).await?.into_inner()),

@@ -1,6 +1,7 @@
 //! ActionApprovals and StandingApprovals as data: what an approval froze,
 //! where it stands, what was asked and answered (`crate::approvals` decides).
 
+use checkfu_core::id::{AgentId, ApprovalId, EnvironmentId, PrincipalId, RunId, SessionId, StandingApprovalId};
 use checkfu_core::string_enum;
 use serde_json::{Value, json};
 
@@ -54,11 +55,11 @@ impl Frozen {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActionApproval {
-    pub id: String,
-    pub environment_id: String,
+    pub id: ApprovalId,
+    pub environment_id: EnvironmentId,
     pub status: ApprovalStatus,
-    pub session_id: String,
-    pub run_id: String,
+    pub session_id: SessionId,
+    pub run_id: RunId,
     pub tool_use_id: String,
     pub frozen: Frozen,
     /// One-time: cleared when the approval is decided or expires.
@@ -76,14 +77,14 @@ pub struct ActionApproval {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StandingApproval {
-    pub id: String,
-    pub environment_id: String,
-    pub principal_id: String,
-    pub agent_id: String,
+    pub id: StandingApprovalId,
+    pub environment_id: EnvironmentId,
+    pub principal_id: PrincipalId,
+    pub agent_id: AgentId,
     pub tool: String,
     pub connection_id: String,
     pub expires_ms: i64,
-    pub created_from_approval_id: String,
+    pub created_from_approval_id: ApprovalId,
     pub created_by: String,
     pub revoked_ms: Option<i64>,
     pub created_ms: i64,

@@ -4,6 +4,7 @@
 mod approvals;
 pub use approvals::*;
 
+use checkfu_core::id::{AssignmentId, AuditId, EnvironmentId, GroupId, KeyId, PrincipalId};
 use checkfu_core::{Error, Result, string_enum};
 
 string_enum!(
@@ -65,7 +66,7 @@ pub fn id_prefix(kind: &str) -> Option<&'static str> {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Principal {
-    pub id: String,
+    pub id: PrincipalId,
     pub kind: PrincipalKind,
     pub name: String,
     pub disabled: bool,
@@ -74,8 +75,8 @@ pub struct Principal {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiKey {
-    pub id: String,
-    pub principal_id: String,
+    pub id: KeyId,
+    pub principal_id: PrincipalId,
     pub name: String,
     pub created_ms: i64,
     pub revoked_ms: Option<i64>,
@@ -83,15 +84,15 @@ pub struct ApiKey {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
-    pub id: String,
+    pub id: GroupId,
     pub name: String,
-    pub member_ids: Vec<String>,
+    pub member_ids: Vec<PrincipalId>,
     pub created_ms: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Environment {
-    pub id: String,
+    pub id: EnvironmentId,
     pub name: String,
     pub version: i64,
     pub disabled: bool,
@@ -100,7 +101,7 @@ pub struct Environment {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assignment {
-    pub id: String,
+    pub id: AssignmentId,
     pub subject_kind: SubjectKind,
     pub subject_id: String,
     pub permission: Permission,
@@ -108,7 +109,7 @@ pub struct Assignment {
     pub resource_id: String,
     /// The Environment holding the resource; `None` for installation-wide
     /// ones.
-    pub environment_id: Option<String>,
+    pub environment_id: Option<EnvironmentId>,
     pub created_by: String,
     pub created_ms: i64,
 }
@@ -127,7 +128,7 @@ impl Assignment {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditRecord {
-    pub id: String,
+    pub id: AuditId,
     pub actor_id: String,
     pub action: String,
     pub resource_kind: String,
@@ -156,6 +157,7 @@ pub fn check_name(field: &str, name: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use checkfu_core::testing::tid;
 
     #[test]
     fn manage_grants_read_but_not_invoke() {
@@ -168,13 +170,13 @@ mod tests {
     #[test]
     fn environment_assignment_covers_its_resources_only() {
         let a = Assignment {
-            id: "pa_1".into(),
+            id: tid("pa_1"),
             subject_kind: SubjectKind::Principal,
             subject_id: "prin_1".into(),
             permission: Permission::Invoke,
             resource_kind: ResourceKind::Environment,
             resource_id: "env_a".into(),
-            environment_id: Some("env_a".into()),
+            environment_id: Some(tid("env_a")),
             created_by: "prin_0".into(),
             created_ms: 0,
         };

@@ -51,11 +51,11 @@ fn approval(r: &AnyRow) -> Result<ActionApproval> {
     let frozen: serde_json::Value =
         serde_json::from_str(&s("frozen_json")?).map_err(|e| Error::internal(format!("stored approval unreadable: {e}")))?;
     Ok(ActionApproval {
-        id: s("id")?,
-        environment_id: s("environment_id")?,
+        id: r.try_get("id").map_err(db_err)?,
+        environment_id: r.try_get("environment_id").map_err(db_err)?,
         status: ApprovalStatus::parse("status", &s("status")?)?,
-        session_id: s("session_id")?,
-        run_id: s("run_id")?,
+        session_id: r.try_get("session_id").map_err(db_err)?,
+        run_id: r.try_get("run_id").map_err(db_err)?,
         tool_use_id: s("tool_use_id")?,
         frozen: Frozen::from_json(&frozen),
         response_token: s("response_token")?,
@@ -72,14 +72,14 @@ fn approval(r: &AnyRow) -> Result<ActionApproval> {
 fn standing(r: &AnyRow) -> Result<StandingApproval> {
     let s = |c: &str| r.try_get::<String, _>(c).map_err(db_err);
     Ok(StandingApproval {
-        id: s("id")?,
-        environment_id: s("environment_id")?,
-        principal_id: s("principal_id")?,
-        agent_id: s("agent_id")?,
+        id: r.try_get("id").map_err(db_err)?,
+        environment_id: r.try_get("environment_id").map_err(db_err)?,
+        principal_id: r.try_get("principal_id").map_err(db_err)?,
+        agent_id: r.try_get("agent_id").map_err(db_err)?,
         tool: s("tool")?,
         connection_id: s("connection_id")?,
         expires_ms: r.try_get("expires_ms").map_err(db_err)?,
-        created_from_approval_id: s("created_from_approval_id")?,
+        created_from_approval_id: r.try_get("created_from_approval_id").map_err(db_err)?,
         created_by: s("created_by")?,
         revoked_ms: r.try_get("revoked_ms").map_err(db_err)?,
         created_ms: r.try_get("created_ms").map_err(db_err)?,

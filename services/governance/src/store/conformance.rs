@@ -3,6 +3,7 @@
 //! `CHECKFU_TEST_POSTGRES_URL` is set (each run gets a fresh schema).
 
 use super::*;
+use checkfu_core::testing::tid;
 use checkfu_store::{Db, Location};
 use std::sync::Arc;
 
@@ -20,12 +21,12 @@ async fn backends() -> Vec<(String, Arc<dyn GovernanceStore>, Option<tempfile::T
 }
 
 fn principal(id: &str) -> Principal {
-    Principal { id: id.into(), kind: PrincipalKind::Service, name: format!("svc-{id}"), disabled: false, created_ms: 1 }
+    Principal { id: tid(id), kind: PrincipalKind::Service, name: format!("svc-{id}"), disabled: false, created_ms: 1 }
 }
 
 fn grant(id: &str, subject: &str, perm: Permission, kind: ResourceKind, res: &str) -> Assignment {
     Assignment {
-        id: id.into(),
+        id: tid(id),
         subject_kind: SubjectKind::Principal,
         subject_id: subject.into(),
         permission: perm,
@@ -46,9 +47,10 @@ async fn bootstrap_happens_once_under_a_race() {
             async move {
                 let admin = principal(&format!("prin_race{n:021}"));
                 let g = grant(&format!("pa_race{n}"), &admin.id, Permission::Admin, ResourceKind::Installation, "*");
-                let e = Environment { id: format!("env_race{n}"), name: "default".into(), version: 1, disabled: false, created_ms: 1 };
+                let e =
+                    Environment { id: tid(&format!("env_race{n}")), name: "default".into(), version: 1, disabled: false, created_ms: 1 };
                 let k = ApiKey {
-                    id: format!("key_race{n}"),
+                    id: tid(&format!("key_race{n}")),
                     principal_id: admin.id.clone(),
                     name: "b".into(),
                     created_ms: 1,
@@ -99,12 +101,13 @@ async fn principals_and_paging(s: &dyn GovernanceStore) {
 }
 
 async fn keys_hash_lookup_and_revoke(s: &dyn GovernanceStore) {
-    let key = ApiKey { id: "key_1".into(), principal_id: format!("prin_{:026}", 0), name: "ci".into(), created_ms: 3, revoked_ms: None };
+    let key =
+        ApiKey { id: tid("key_1"), principal_id: tid(&format!("prin_{:026}", 0)), name: "ci".into(), created_ms: 3, revoked_ms: None };
     assert_eq!(s.count_active_api_keys(&key.principal_id).await.expect("count"), 0);
     s.insert_api_key(&key, "hash-1").await.expect("insert");
     assert_eq!(s.count_active_api_keys(&key.principal_id).await.expect("count"), 1);
     assert_eq!(s.get_api_key("key_1").await.expect("get"), Some(key.clone()));
-    assert_eq!(s.authenticate("hash-1").await.expect("auth"), Some((key.principal_id.clone(), "key_1".to_string())));
+    assert_eq!(s.authenticate("hash-1").await.expect("auth"), Some((key.principal_id.to_string(), "key_1".to_string())));
     assert_eq!(s.authenticate("hash-2").await.expect("auth"), None);
     let revoked = s.revoke_api_key("key_1", 9).await.expect("revoke").expect("exists");
     assert_eq!(s.authenticate("hash-1").await.expect("auth"), None, "a revoked key authenticates nothing");
@@ -117,9 +120,9 @@ async fn keys_hash_lookup_and_revoke(s: &dyn GovernanceStore) {
 }
 
 async fn groups_membership(s: &dyn GovernanceStore) {
-    let g = Group { id: "grp_1".into(), name: "ops".into(), member_ids: vec![], created_ms: 4 };
+    let g = Group { id: tid("grp_1"), name: "ops".into(), member_ids: vec![], created_ms: 4 };
     s.insert_group(&g).await.expect("insert");
-    assert!(s.insert_group(&Group { id: "grp_2".into(), ..g.clone() }).await.is_err(), "names are unique");
+    assert!(s.insert_group(&Group { id: tid("grp_2"), ..g.clone() }).await.is_err(), "names are unique");
     let m = format!("prin_{:026}", 3);
     s.add_group_member("grp_1", &m).await.expect("add");
     s.add_group_member("grp_1", &m).await.expect("adding twice is harmless");
@@ -131,7 +134,7 @@ async fn groups_membership(s: &dyn GovernanceStore) {
 }
 
 async fn environments_compare_and_set(s: &dyn GovernanceStore) {
-    let e = Environment { id: "env_1".into(), name: "staging".into(), version: 1, disabled: false, created_ms: 5 };
+    let e = Environment { id: tid("env_1"), name: "staging".into(), version: 1, disabled: false, created_ms: 5 };
     s.insert_environment(&e).await.expect("insert");
     let next = Environment { disabled: true, version: 2, ..e.clone() };
     assert!(s.update_environment(&next, 1).await.expect("cas"));
@@ -143,7 +146,7 @@ async fn assignments_unique_filter_delete(s: &dyn GovernanceStore) {
     let who = format!("prin_{:026}", 2);
     let a = grant("pa_1", &who, Permission::Invoke, ResourceKind::Agent, "agt_1");
     s.insert_assignment(&a).await.expect("insert");
-    let dup = Assignment { id: "pa_2".into(), ..a.clone() };
+    let dup = Assignment { id: tid("pa_2"), ..a.clone() };
     assert!(s.insert_assignment(&dup).await.is_err(), "the same grant twice is refused");
     s.insert_assignment(&grant("pa_3", &who, Permission::Read, ResourceKind::Environment, "env_1")).await.expect("insert");
     let all = PageRequest::standard(100, "").expect("page");
@@ -153,13 +156,13 @@ async fn assignments_unique_filter_delete(s: &dyn GovernanceStore) {
     assert_eq!(s.list_assignments(&f, &all).await.expect("list").len(), 2);
     assert_eq!(s.reach_of(&who).await.expect("reach").len(), 2);
     // Reach: own grants plus the groups', none once disabled.
-    let g = Group { id: "grp_r".into(), name: "reach".into(), member_ids: vec![], created_ms: 1 };
+    let g = Group { id: tid("grp_r"), name: "reach".into(), member_ids: vec![], created_ms: 1 };
     s.insert_group(&g).await.expect("group");
     s.add_group_member("grp_r", &who).await.expect("member");
     let mut via_group = grant("pa_g", "grp_r", Permission::Approve, ResourceKind::Environment, "env_1");
     via_group.subject_kind = SubjectKind::Group;
     s.insert_assignment(&via_group).await.expect("insert");
-    let mut reach: Vec<String> = s.reach_of(&who).await.expect("reach").into_iter().map(|a| a.id).collect();
+    let mut reach: Vec<String> = s.reach_of(&who).await.expect("reach").into_iter().map(|a| a.id.to_string()).collect();
     reach.sort();
     assert_eq!(reach, vec!["pa_1", "pa_3", "pa_g"]);
     s.set_principal_disabled(&who, true).await.expect("disable");
@@ -175,8 +178,8 @@ async fn bootstrap_only_once(s: &dyn GovernanceStore) {
     assert!(!s.is_empty().await.expect("empty"));
     let admin = principal("prin_zzzzzzzzzzzzzzzzzzzzzzzzzz");
     let g = grant("pa_boot", &admin.id, Permission::Admin, ResourceKind::Installation, "*");
-    let e = Environment { id: "env_boot".into(), name: "default".into(), version: 1, disabled: false, created_ms: 1 };
-    let k = ApiKey { id: "key_boot".into(), principal_id: admin.id.clone(), name: "b".into(), created_ms: 1, revoked_ms: None };
+    let e = Environment { id: tid("env_boot"), name: "default".into(), version: 1, disabled: false, created_ms: 1 };
+    let k = ApiKey { id: tid("key_boot"), principal_id: admin.id.clone(), name: "b".into(), created_ms: 1, revoked_ms: None };
     assert!(!s.bootstrap(&admin, &g, &e, &k, "h-boot").await.expect("bootstrap"));
     assert!(s.get_principal(&admin.id).await.expect("get").is_none(), "nothing written");
 }
@@ -185,8 +188,8 @@ async fn policies_compare_and_set(s: &dyn GovernanceStore) {
     use crate::policy::{ActionPolicy, parse_rules};
     let rules = serde_json::json!([{"subject": {"kind": "*"}, "resource": {"kind": "tool", "id_glob": "bash"}, "disposition": "deny"}]);
     let p = ActionPolicy {
-        id: "apol_1".into(),
-        environment_id: "env_p".into(),
+        id: tid("apol_1"),
+        environment_id: tid("env_p"),
         name: "no-bash".into(),
         rules: parse_rules("apol_1", rules).expect("rules"),
         version: 1,
@@ -194,7 +197,7 @@ async fn policies_compare_and_set(s: &dyn GovernanceStore) {
         updated_ms: 1,
     };
     s.insert_policy(&p).await.expect("insert");
-    assert!(s.insert_policy(&ActionPolicy { id: "apol_2".into(), ..p.clone() }).await.is_err(), "names are unique per environment");
+    assert!(s.insert_policy(&ActionPolicy { id: tid("apol_2"), ..p.clone() }).await.is_err(), "names are unique per environment");
     assert_eq!(s.get_policy("apol_1").await.expect("get"), Some(p.clone()), "rule ids are re-derived on read");
     let next = ActionPolicy { name: "renamed".into(), version: 2, updated_ms: 2, ..p.clone() };
     assert!(s.update_policy(&next, 1).await.expect("cas"));
@@ -209,7 +212,7 @@ async fn policies_compare_and_set(s: &dyn GovernanceStore) {
 async fn audit_filters(s: &dyn GovernanceStore) {
     for (i, (actor, res)) in [("prin_x", "pa_a"), ("prin_y", "pa_a"), ("prin_x", "pa_b")].iter().enumerate() {
         let r = AuditRecord {
-            id: format!("aud_{i}"),
+            id: tid(&format!("aud_{i}")),
             actor_id: actor.to_string(),
             action: "t".into(),
             resource_kind: "k".into(),
@@ -229,11 +232,11 @@ async fn audit_filters(s: &dyn GovernanceStore) {
 fn pending(id: &str, tool_use_id: &str, expires_ms: i64) -> crate::model::ActionApproval {
     use crate::model::*;
     ActionApproval {
-        id: id.into(),
-        environment_id: "env_a".into(),
+        id: tid(id),
+        environment_id: tid("env_a"),
         status: ApprovalStatus::Pending,
-        session_id: "sess_a".into(),
-        run_id: "run_a".into(),
+        session_id: tid("sess_a"),
+        run_id: tid("run_a"),
         tool_use_id: tool_use_id.into(),
         frozen: Frozen {
             principal_id: "prin_p".into(),
@@ -287,14 +290,14 @@ async fn approvals_decide_once(s: &dyn GovernanceStore) {
 
 async fn standing_exact_tuple(s: &dyn GovernanceStore) {
     let st = crate::model::StandingApproval {
-        id: "sapr_1".into(),
-        environment_id: "env_a".into(),
-        principal_id: "prin_p".into(),
-        agent_id: "agt_a".into(),
+        id: tid("sapr_1"),
+        environment_id: tid("env_a"),
+        principal_id: tid("prin_p"),
+        agent_id: tid("agt_a"),
         tool: "write".into(),
         connection_id: String::new(),
         expires_ms: 1_000,
-        created_from_approval_id: "aapr_1".into(),
+        created_from_approval_id: tid("aapr_1"),
         created_by: "prin_r".into(),
         revoked_ms: None,
         created_ms: 1,
@@ -303,7 +306,7 @@ async fn standing_exact_tuple(s: &dyn GovernanceStore) {
     let cover = |tool: &'static str, agent: &'static str, now: i64| async move {
         s.covering_standing("env_a", "prin_p", agent, tool, "", now).await.expect("cover").map(|x| x.id)
     };
-    assert_eq!(cover("write", "agt_a", 10).await, Some("sapr_1".into()));
+    assert_eq!(cover("write", "agt_a", 10).await, Some(tid("sapr_1")));
     assert_eq!(cover("edit", "agt_a", 10).await, None, "another tool");
     assert_eq!(cover("write", "agt_b", 10).await, None, "another agent");
     assert_eq!(cover("write", "agt_a", 1_000).await, None, "expired");

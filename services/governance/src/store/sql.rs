@@ -5,6 +5,7 @@ use crate::model::*;
 use crate::policy::{ActionPolicy, Rule};
 use checkfu_bus::Record;
 use checkfu_bus::outbox::stage;
+use checkfu_core::id::{EnvironmentId, PolicyId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
@@ -61,13 +62,13 @@ fn environment(r: &AnyRow) -> Result<Environment> {
 fn assignment(r: &AnyRow) -> Result<Assignment> {
     let s = |c: &str| r.try_get::<String, _>(c).map_err(db_err);
     Ok(Assignment {
-        id: s("id")?,
+        id: r.try_get("id").map_err(db_err)?,
         subject_kind: SubjectKind::parse("subject.kind", &s("subject_kind")?)?,
         subject_id: s("subject_id")?,
         permission: Permission::parse("permission", &s("permission")?)?,
         resource_kind: ResourceKind::parse("resource.kind", &s("resource_kind")?)?,
         resource_id: s("resource_id")?,
-        environment_id: Some(s("environment_id")?).filter(|e| !e.is_empty()),
+        environment_id: Some(r.try_get::<EnvironmentId, _>("environment_id").map_err(db_err)?).filter(|e| !e.is_empty()),
         created_by: s("created_by")?,
         created_ms: r.try_get("created_ms").map_err(db_err)?,
     })
@@ -76,12 +77,12 @@ fn assignment(r: &AnyRow) -> Result<Assignment> {
 fn policy(r: &AnyRow) -> Result<ActionPolicy> {
     let s = |c: &str| r.try_get::<String, _>(c).map_err(db_err);
     let rules: Vec<Rule> = serde_json::from_str(&s("rules_json")?).map_err(|e| Error::internal(format!("stored rules unreadable: {e}")))?;
-    let id = s("id")?;
+    let id: PolicyId = r.try_get("id").map_err(db_err)?;
     // Rule ids are positional and not stored; re-derive them.
     let rules = rules.into_iter().enumerate().map(|(i, r)| Rule { id: format!("{id}#{i}"), ..r }).collect();
     Ok(ActionPolicy {
         id,
-        environment_id: s("environment_id")?,
+        environment_id: r.try_get("environment_id").map_err(db_err)?,
         name: s("name")?,
         rules,
         version: r.try_get("version").map_err(db_err)?,
@@ -97,7 +98,7 @@ fn rules_json(p: &ActionPolicy) -> String {
 fn audit(r: &AnyRow) -> Result<AuditRecord> {
     let s = |c: &str| r.try_get::<String, _>(c).map_err(db_err);
     Ok(AuditRecord {
-        id: s("id")?,
+        id: r.try_get("id").map_err(db_err)?,
         actor_id: s("actor_id")?,
         action: s("action")?,
         resource_kind: s("resource_kind")?,
@@ -274,7 +275,7 @@ impl GovernanceStore for SqlGovernanceStore {
             .await
             .map_err(db_err)?
             .iter()
-            .map(|r| r.try_get::<String, _>("principal_id").map_err(db_err))
+            .map(|r| r.try_get("principal_id").map_err(db_err))
             .collect::<Result<Vec<_>>>()?;
         Ok(Some(Group {
             id: row.try_get("id").map_err(db_err)?,

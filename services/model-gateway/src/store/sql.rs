@@ -64,12 +64,13 @@ mod conformance {
     //! `CHECKFU_TEST_POSTGRES_URL` is set.
     use super::*;
     use crate::model::{Effort, Provider};
+    use checkfu_core::testing::tid;
     use checkfu_store::Location;
 
     fn profile(id: &str, env: &str, name: &str) -> RoutingProfile {
         RoutingProfile {
-            id: id.into(),
-            environment_id: env.into(),
+            id: tid(id),
+            environment_id: tid(env),
             name: name.into(),
             candidates: vec![Candidate {
                 provider: Provider::Scripted,
@@ -90,7 +91,7 @@ mod conformance {
         assert!(s.insert(&profile("mrp_4", "env_a", "fast")).await.is_err(), "names unique per environment");
         assert_eq!(s.get("mrp_1").await.expect("get"), Some(profile("mrp_1", "env_a", "fast")));
         let page = PageRequest::standard(10, "").expect("page");
-        let ids: Vec<String> = s.list(&["env_a".into()], &page).await.expect("list").into_iter().map(|p| p.id).collect();
+        let ids: Vec<String> = s.list(&["env_a".into()], &page).await.expect("list").into_iter().map(|p| p.id.to_string()).collect();
         assert_eq!(ids, vec!["mrp_3", "mrp_1"]);
         let both = s.list(&["env_a".into(), "env_b".into()], &page).await.expect("list");
         assert_eq!(both.len(), 3);

@@ -3,7 +3,7 @@
 //! charged and changed).
 
 use super::Usage;
-use checkfu_core::id::new_id;
+use checkfu_core::id::BudgetId;
 use checkfu_core::{Error, Result, string_enum};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -28,7 +28,7 @@ pub(crate) const MAX_LIMIT: i64 = 1_000_000_000_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Budget {
-    pub id: String,
+    pub id: BudgetId,
     pub metric: BudgetMetric,
     pub limit: i64,
     pub consumed: i64,
@@ -45,7 +45,7 @@ impl Budget {
         let metric = BudgetMetric::parse(&format!("{prefix}metric"), metric)?;
         check_limit(limit, prefix)?;
         Ok(Budget {
-            id: new_id("bud"),
+            id: BudgetId::mint(),
             metric,
             limit,
             consumed: 0,

@@ -5,6 +5,7 @@
 mod budget;
 pub use budget::{Budget, BudgetChange, BudgetMetric, BudgetStatus};
 
+use checkfu_core::id::{AgentId, DeploymentId, EnvironmentId, EventId, PrincipalId, RoutingProfileId, RunId, SandboxProfileId, SessionId};
 use checkfu_core::{Error, Result, string_enum};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -191,8 +192,8 @@ fn check_tool_name(field: &str, name: &str) -> Result<()> {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Agent {
-    pub id: String,
-    pub environment_id: String,
+    pub id: AgentId,
+    pub environment_id: EnvironmentId,
     pub name: String,
     pub draft: AgentDefinition,
     pub latest_version: i64,
@@ -204,8 +205,8 @@ pub struct Agent {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentVersion {
-    pub agent_id: String,
-    pub environment_id: String,
+    pub agent_id: AgentId,
+    pub environment_id: EnvironmentId,
     pub version: i64,
     pub release_sha256: String,
     pub definition: AgentDefinition,
@@ -339,8 +340,8 @@ fn valid_host(h: &str) -> bool {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SandboxProfile {
-    pub id: String,
-    pub environment_id: String,
+    pub id: SandboxProfileId,
+    pub environment_id: EnvironmentId,
     pub name: String,
     pub latest_revision: i64,
     pub created_ms: i64,
@@ -348,7 +349,7 @@ pub struct SandboxProfile {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SandboxRevision {
-    pub profile_id: String,
+    pub profile_id: SandboxProfileId,
     pub revision: i64,
     pub spec: SandboxSpec,
     pub created_ms: i64,
@@ -371,18 +372,18 @@ pub struct Pins {
     pub agent_version: i64,
     pub release_sha256: String,
     pub harness: String,
-    pub model_routing_profile_id: String,
-    pub sandbox_profile_id: String,
+    pub model_routing_profile_id: RoutingProfileId,
+    pub sandbox_profile_id: SandboxProfileId,
     pub sandbox_profile_revision: i64,
     pub execution: Execution,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Deployment {
-    pub id: String,
-    pub environment_id: String,
+    pub id: DeploymentId,
+    pub environment_id: EnvironmentId,
     pub key: String,
-    pub agent_id: String,
+    pub agent_id: AgentId,
     pub revision: i64,
     pub pins: Pins,
     pub created_ms: i64,
@@ -456,12 +457,12 @@ impl Usage {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Session {
-    pub id: String,
-    pub environment_id: String,
-    pub agent_id: String,
-    pub deployment_id: String,
+    pub id: SessionId,
+    pub environment_id: EnvironmentId,
+    pub agent_id: AgentId,
+    pub deployment_id: DeploymentId,
     pub deployment_revision: i64,
-    pub principal_id: String,
+    pub principal_id: PrincipalId,
     pub status: SessionStatus,
     pub stop_reason: Option<Value>,
     pub title: String,
@@ -480,8 +481,8 @@ pub struct Session {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
-    pub id: String,
-    pub session_id: String,
+    pub id: RunId,
+    pub session_id: SessionId,
     pub status: RunStatus,
     pub stop_reason: Option<Value>,
     pub execution_pins: Value,
@@ -501,9 +502,9 @@ pub struct Run {
 /// An event about to be appended; the store assigns `seq`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
-    pub id: String,
+    pub id: EventId,
     pub event_type: String,
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     pub thread_id: Option<String>,
     pub authored_by: Value,
     pub caused_by: Value,
@@ -513,11 +514,11 @@ pub struct NewEvent {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
-    pub id: String,
-    pub session_id: String,
+    pub id: EventId,
+    pub session_id: SessionId,
     pub seq: i64,
     pub event_type: String,
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     pub thread_id: Option<String>,
     pub authored_by: Value,
     pub caused_by: Value,

@@ -3,6 +3,7 @@
 
 use super::ClaimGuard;
 use super::*;
+use checkfu_core::testing::tid;
 use checkfu_store::{Db, Location};
 use serde_json::json;
 use std::sync::Arc;
@@ -25,8 +26,8 @@ fn pins() -> Pins {
         agent_version: 1,
         release_sha256: "r".into(),
         harness: BUILTIN_HARNESS.into(),
-        model_routing_profile_id: "mrp_1".into(),
-        sandbox_profile_id: "sbp_1".into(),
+        model_routing_profile_id: tid("mrp_01jx0000000000000000000001"),
+        sandbox_profile_id: tid("sbp_01jx0000000000000000000001"),
         sandbox_profile_revision: 1,
         execution: Execution::Managed,
     }
@@ -34,12 +35,12 @@ fn pins() -> Pins {
 
 pub(crate) fn session(id: &str) -> Session {
     Session {
-        id: id.into(),
-        environment_id: "env_1".into(),
-        agent_id: "agt_1".into(),
-        deployment_id: "dep_1".into(),
+        id: tid(id),
+        environment_id: tid("env_1"),
+        agent_id: tid("agt_1"),
+        deployment_id: tid("dep_1"),
         deployment_revision: 1,
-        principal_id: "prin_1".into(),
+        principal_id: tid("prin_1"),
         status: SessionStatus::Idle,
         stop_reason: None,
         title: "t".into(),
@@ -58,7 +59,7 @@ pub(crate) fn session(id: &str) -> Session {
 
 pub(crate) fn ev(t: &str) -> NewEvent {
     NewEvent {
-        id: checkfu_core::id::new_id("evt"),
+        id: checkfu_core::id::EventId::mint(),
         event_type: t.into(),
         run_id: None,
         thread_id: None,
@@ -71,8 +72,8 @@ pub(crate) fn ev(t: &str) -> NewEvent {
 
 pub(crate) fn run(id: &str, session: &str, status: RunStatus, expires: i64) -> Run {
     Run {
-        id: id.into(),
-        session_id: session.into(),
+        id: tid(id),
+        session_id: tid(session),
         status,
         stop_reason: None,
         execution_pins: json!({"a": 1}),
@@ -103,8 +104,8 @@ async fn sessions_store_conformance() {
 
 async fn catalog_compare_and_set(s: &dyn SessionsStore) {
     let a = Agent {
-        id: "agt_1".into(),
-        environment_id: "env_1".into(),
+        id: tid("agt_1"),
+        environment_id: tid("env_1"),
         name: "a".into(),
         draft: AgentDefinition::default(),
         latest_version: 0,
@@ -118,8 +119,8 @@ async fn catalog_compare_and_set(s: &dyn SessionsStore) {
     assert!(s.update_agent(&edited, 1).await.expect("cas"));
     assert!(!s.update_agent(&edited, 1).await.expect("cas"), "stale version refused");
     let v = AgentVersion {
-        agent_id: "agt_1".into(),
-        environment_id: "env_1".into(),
+        agent_id: tid("agt_1"),
+        environment_id: tid("env_1"),
         version: 1,
         release_sha256: "h".into(),
         definition: AgentDefinition::default(),
@@ -133,29 +134,37 @@ async fn catalog_compare_and_set(s: &dyn SessionsStore) {
     assert_eq!(s.get_agent_version("agt_1", 1).await.expect("get"), Some(v));
     assert_eq!(s.list_agent_versions("agt_1", None, 10).await.expect("list").len(), 1);
 
-    let p =
-        SandboxProfile { id: "sbp_1".into(), environment_id: "env_1".into(), name: "default".into(), latest_revision: 1, created_ms: 1 };
+    let p = SandboxProfile {
+        id: tid("sbp_01jx0000000000000000000001"),
+        environment_id: tid("env_1"),
+        name: "default".into(),
+        latest_revision: 1,
+        created_ms: 1,
+    };
     let spec = SandboxSpec::compile(json!({"image": "debian"})).expect("spec");
-    s.insert_sandbox_profile(&p, &SandboxRevision { profile_id: "sbp_1".into(), revision: 1, spec: spec.clone(), created_ms: 1 })
-        .await
-        .expect("insert");
-    let r2 = SandboxRevision { profile_id: "sbp_1".into(), revision: 2, spec, created_ms: 2 };
+    s.insert_sandbox_profile(
+        &p,
+        &SandboxRevision { profile_id: tid("sbp_01jx0000000000000000000001"), revision: 1, spec: spec.clone(), created_ms: 1 },
+    )
+    .await
+    .expect("insert");
+    let r2 = SandboxRevision { profile_id: tid("sbp_01jx0000000000000000000001"), revision: 2, spec, created_ms: 2 };
     assert!(s.insert_sandbox_revision(&r2).await.expect("rev"));
     assert!(!s.insert_sandbox_revision(&r2).await.expect("rev"), "revisions are immutable");
-    assert_eq!(s.get_sandbox_profile("sbp_1").await.expect("get").expect("exists").latest_revision, 2);
+    assert_eq!(s.get_sandbox_profile("sbp_01jx0000000000000000000001").await.expect("get").expect("exists").latest_revision, 2);
 
     let d = Deployment {
-        id: "dep_1".into(),
-        environment_id: "env_1".into(),
+        id: tid("dep_1"),
+        environment_id: tid("env_1"),
         key: "prod".into(),
-        agent_id: "agt_1".into(),
+        agent_id: tid("agt_1"),
         revision: 1,
         pins: pins(),
         created_ms: 1,
         updated_ms: 1,
     };
     s.insert_deployment(&d).await.expect("insert");
-    assert!(s.insert_deployment(&Deployment { id: "dep_2".into(), ..d.clone() }).await.is_err(), "keys unique per environment");
+    assert!(s.insert_deployment(&Deployment { id: tid("dep_2"), ..d.clone() }).await.is_err(), "keys unique per environment");
     let d2 = Deployment { revision: 2, pins: Pins { sandbox_profile_revision: 2, ..pins() }, ..d.clone() };
     assert!(s.insert_deployment_revision(&d2).await.expect("rev"));
     assert_eq!(s.get_deployment("dep_1").await.expect("get"), Some(d2));
@@ -269,7 +278,7 @@ async fn runs_leases(s: &dyn SessionsStore) {
     let mut stolen = s.get_run("run_r").await.expect("get").expect("exists");
     stolen.generation = 2;
     stolen.lease_id = "lease_thief".into();
-    let guard = ClaimGuard { run_id: "run_r".into(), generation: 1, now_ms: 2_000 };
+    let guard = ClaimGuard { run_id: tid("run_r"), generation: 1, now_ms: 2_000 };
     let attempt = Change {
         expected_version: cur.version,
         session: cur.clone(),
@@ -281,15 +290,15 @@ async fn runs_leases(s: &dyn SessionsStore) {
     assert!(s.commit(attempt).await.expect("commit").is_none(), "the lease was renewed to 5000, so a claim at 2000 fails");
     assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").lease_id, "lease_a");
     assert_eq!(s.get_session("sess_4").await.expect("get").expect("exists").version, cur.version, "a lost claim moves nothing");
-    let guard = ClaimGuard { run_id: "run_r".into(), generation: 1, now_ms: 6_000 };
+    let guard = ClaimGuard { run_id: tid("run_r"), generation: 1, now_ms: 6_000 };
     let attempt =
         Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![stolen], claim_guard: Some(guard), flush: false };
     assert!(s.commit(attempt).await.expect("commit").is_some(), "after expiry the claim succeeds");
     assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").generation, 2);
     assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").lease_expires_ms, 5_000);
-    assert_eq!(s.active_run("sess_3").await.expect("active").map(|r| r.id), Some("run_q".into()));
+    assert_eq!(s.active_run("sess_3").await.expect("active").map(|r| r.id), Some(tid("run_q")));
     assert!(s.expire_all_leases().await.expect("expire") >= 1);
-    assert!(ids(s.claimable_runs(1, 10).await.expect("claimable")).contains(&"run_r".to_string()));
+    assert!(ids(s.claimable_runs(1, 10).await.expect("claimable")).contains(&tid("run_r")));
     let mut done = run("run_r", "sess_4", RunStatus::Completed, 0);
     done.generation = 2;
     done.completed_ms = Some(9);

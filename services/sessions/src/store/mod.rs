@@ -13,6 +13,7 @@ mod sql;
 
 use crate::model::*;
 use checkfu_core::Result;
+use checkfu_core::id::RunId;
 use checkfu_core::page::PageRequest;
 
 pub use sql::SqlSessionsStore;
@@ -40,7 +41,7 @@ pub struct Change {
 /// `now_ms`. A heartbeat that renewed the lease in between wins.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClaimGuard {
-    pub run_id: String,
+    pub run_id: RunId,
     pub generation: i64,
     pub now_ms: i64,
 }

@@ -15,8 +15,8 @@ pub fn session_records(session: &Session, events: &[Event], traceparent: &str) -
         .iter()
         .map(|e| Record {
             topic: SESSION_EVENTS.into(),
-            key: session.id.clone(),
-            id: e.id.clone(),
+            key: session.id.clone().into(),
+            id: e.id.clone().into(),
             payload: json!({
                 "id": e.id,
                 "type": e.event_type,

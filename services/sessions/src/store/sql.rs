@@ -7,6 +7,7 @@ use crate::model::*;
 use checkfu_bus::Record;
 use checkfu_bus::outbox::stage;
 use checkfu_bus::resource_record;
+use checkfu_core::id::{SessionId, TypedId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::AssertSqlSafe;
@@ -50,6 +51,13 @@ impl SqlSessionsStore {
 fn s(r: &AnyRow, c: &str) -> Result<String> {
     r.try_get(c).map_err(db_err)
 }
+fn id<T: TypedId>(r: &AnyRow, c: &str) -> Result<T> {
+    s(r, c).map(T::stored)
+}
+fn opt_id<T: TypedId>(r: &AnyRow, c: &str) -> Result<Option<T>> {
+    let raw: Option<String> = r.try_get(c).map_err(db_err)?;
+    Ok(raw.map(T::stored))
+}
 fn i(r: &AnyRow, c: &str) -> Result<i64> {
     r.try_get(c).map_err(db_err)
 }
@@ -69,8 +77,8 @@ fn before(page: &PageRequest) -> String {
 
 fn agent(r: &AnyRow) -> Result<Agent> {
     Ok(Agent {
-        id: s(r, "id")?,
-        environment_id: s(r, "environment_id")?,
+        id: id(r, "id")?,
+        environment_id: id(r, "environment_id")?,
         name: s(r, "name")?,
         draft: json(r, "draft_json")?,
         latest_version: i(r, "latest_version")?,
@@ -83,8 +91,8 @@ fn agent(r: &AnyRow) -> Result<Agent> {
 
 fn agent_version(r: &AnyRow) -> Result<AgentVersion> {
     Ok(AgentVersion {
-        agent_id: s(r, "agent_id")?,
-        environment_id: s(r, "environment_id")?,
+        agent_id: id(r, "agent_id")?,
+        environment_id: id(r, "environment_id")?,
         version: i(r, "version")?,
         release_sha256: s(r, "release_sha256")?,
         definition: json(r, "definition_json")?,
@@ -95,8 +103,8 @@ fn agent_version(r: &AnyRow) -> Result<AgentVersion> {
 
 fn sandbox_profile(r: &AnyRow) -> Result<SandboxProfile> {
     Ok(SandboxProfile {
-        id: s(r, "id")?,
-        environment_id: s(r, "environment_id")?,
+        id: id(r, "id")?,
+        environment_id: id(r, "environment_id")?,
         name: s(r, "name")?,
         latest_revision: i(r, "latest_revision")?,
         created_ms: i(r, "created_ms")?,
@@ -105,7 +113,7 @@ fn sandbox_profile(r: &AnyRow) -> Result<SandboxProfile> {
 
 fn sandbox_revision(r: &AnyRow) -> Result<SandboxRevision> {
     Ok(SandboxRevision {
-        profile_id: s(r, "profile_id")?,
+        profile_id: id(r, "profile_id")?,
         revision: i(r, "revision")?,
         spec: json(r, "spec_json")?,
         created_ms: i(r, "created_ms")?,
@@ -114,10 +122,10 @@ fn sandbox_revision(r: &AnyRow) -> Result<SandboxRevision> {
 
 fn deployment(r: &AnyRow) -> Result<Deployment> {
     Ok(Deployment {
-        id: s(r, "id")?,
-        environment_id: s(r, "environment_id")?,
+        id: id(r, "id")?,
+        environment_id: id(r, "environment_id")?,
         key: s(r, "key")?,
-        agent_id: s(r, "agent_id")?,
+        agent_id: id(r, "agent_id")?,
         revision: i(r, "revision")?,
         pins: json(r, "pins_json")?,
         created_ms: i(r, "created_ms")?,
@@ -127,12 +135,12 @@ fn deployment(r: &AnyRow) -> Result<Deployment> {
 
 fn session(r: &AnyRow) -> Result<Session> {
     Ok(Session {
-        id: s(r, "id")?,
-        environment_id: s(r, "environment_id")?,
-        agent_id: s(r, "agent_id")?,
-        deployment_id: s(r, "deployment_id")?,
+        id: id(r, "id")?,
+        environment_id: id(r, "environment_id")?,
+        agent_id: id(r, "agent_id")?,
+        deployment_id: id(r, "deployment_id")?,
         deployment_revision: i(r, "deployment_revision")?,
-        principal_id: s(r, "principal_id")?,
+        principal_id: id(r, "principal_id")?,
         status: SessionStatus::parse("status", &s(r, "status")?)?,
         stop_reason: opt_json(r, "stop_reason_json")?,
         title: s(r, "title")?,
@@ -158,11 +166,11 @@ fn session(r: &AnyRow) -> Result<Session> {
 
 fn event(r: &AnyRow) -> Result<Event> {
     Ok(Event {
-        id: s(r, "id")?,
-        session_id: s(r, "session_id")?,
+        id: id(r, "id")?,
+        session_id: id(r, "session_id")?,
         seq: i(r, "seq")?,
         event_type: s(r, "type")?,
-        run_id: r.try_get("run_id").map_err(db_err)?,
+        run_id: opt_id(r, "run_id")?,
         thread_id: r.try_get("thread_id").map_err(db_err)?,
         authored_by: json(r, "authored_by_json")?,
         caused_by: json(r, "caused_by_json")?,
@@ -173,8 +181,8 @@ fn event(r: &AnyRow) -> Result<Event> {
 
 fn run(r: &AnyRow) -> Result<Run> {
     Ok(Run {
-        id: s(r, "id")?,
-        session_id: s(r, "session_id")?,
+        id: id(r, "id")?,
+        session_id: id(r, "session_id")?,
         status: RunStatus::parse("status", &s(r, "status")?)?,
         stop_reason: opt_json(r, "stop_reason_json")?,
         execution_pins: json(r, "pins_json")?,
@@ -320,7 +328,7 @@ pub(super) async fn create(
 }
 
 /// Inserts events with consecutive seqs from `first_seq`, in one statement.
-async fn insert_events(conn: &mut AnyConnection, session_id: &str, first_seq: i64, events: &[NewEvent]) -> Result<Vec<Event>> {
+async fn insert_events(conn: &mut AnyConnection, session_id: &SessionId, first_seq: i64, events: &[NewEvent]) -> Result<Vec<Event>> {
     if events.is_empty() {
         return Ok(vec![]);
     }
@@ -334,7 +342,7 @@ async fn insert_events(conn: &mut AnyConnection, session_id: &str, first_seq: i6
     for (n, e) in events.iter().enumerate() {
         let seq = first_seq + n as i64;
         q = q
-            .bind(session_id.to_string())
+            .bind(session_id.clone())
             .bind(seq)
             .bind(e.id.clone())
             .bind(e.event_type.clone())
@@ -346,7 +354,7 @@ async fn insert_events(conn: &mut AnyConnection, session_id: &str, first_seq: i6
             .bind(e.created_ms);
         out.push(Event {
             id: e.id.clone(),
-            session_id: session_id.to_string(),
+            session_id: session_id.clone(),
             seq,
             event_type: e.event_type.clone(),
             run_id: e.run_id.clone(),
