@@ -138,6 +138,8 @@ pub struct Draft {
     /// The change answers a client (an accepted input): it must be on disk
     /// before the answer, not only written.
     pub flush: bool,
+    /// The Run this change admits, if any.
+    pub admitted: Option<RunId>,
 }
 
 /// An ActionApproval's outcome, as governance recorded it.
@@ -159,7 +161,7 @@ pub fn system() -> Value {
 
 impl Draft {
     pub fn new(session: Session, run: Option<Run>, now_ms: i64) -> Draft {
-        Draft { session, run, events: vec![], runs: vec![], now_ms, claim_guard: None, flush: false }
+        Draft { session, run, events: vec![], runs: vec![], now_ms, claim_guard: None, flush: false, admitted: None }
     }
 
     /// The seq the next pushed event will get.
@@ -242,9 +244,27 @@ impl Draft {
             traceparent: checkfu_telemetry::current_traceparent(),
         };
         let run_id = run.id.clone();
+        self.admitted = Some(run_id.clone());
         self.put_run(run);
         self.push(EventType::RunCreated, Some(&run_id), system(), caused_by.clone(), json!({"run_id": run_id, "execution_pins": pins}));
         self.set_status(SessionStatus::Running, None, caused_by);
+    }
+
+    /// Claims the active Run for `runner_id` under a fresh lease: the next
+    /// generation, held for `lease_ms`. The caller has checked that it is
+    /// claimable.
+    pub fn claim_run(&mut self, runner_id: &str, lease_ms: i64) -> Option<Run> {
+        let run = self.run.clone()?;
+        let next = Run {
+            status: RunStatus::Running,
+            lease_id: checkfu_core::id::new_id("lease"),
+            generation: run.generation + 1,
+            lease_expires_ms: self.now_ms + lease_ms,
+            runner_id: runner_id.to_string(),
+            ..run
+        };
+        self.put_run(next.clone());
+        Some(next)
     }
 
     /// Settles the active Run and idles the Session with `stop_reason`.

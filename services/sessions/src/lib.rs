@@ -7,6 +7,7 @@ pub mod budget;
 pub mod catalog;
 pub mod grpc;
 pub mod grpc_runner;
+mod handoff;
 pub mod input;
 pub mod live;
 pub mod model;

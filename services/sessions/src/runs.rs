@@ -3,13 +3,13 @@
 //! appends its events and completes it. Every write re-checks the lease in
 //! the same atomic commit, so a runner that lost its lease writes nothing.
 
+use crate::handoff::Waiting;
 use crate::input::{Draft, system};
 use crate::live::{Delta, Item};
 use crate::model::*;
 use crate::service::SessionsService;
 use crate::store::ClaimGuard;
 use checkfu_core::events::EventType;
-use checkfu_core::id::new_id;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
 use serde_json::{Value, json};
@@ -54,8 +54,14 @@ pub struct Appended {
 
 /// How many of the newest events a claim carries.
 const CLAIM_TAIL: i64 = 64;
+/// How many a hand-off carries: it usually goes to the runner that ran the
+/// Session's last turn, which lacks only that turn's settling and this
+/// turn's admission (a runner missing more reads the log).
+const HANDOFF_TAIL: i64 = 16;
 
 pub const MAX_CLAIM_WAIT: Duration = Duration::from_secs(30);
+/// How long a claim taken by a hand-off waits for its work: one commit.
+const HANDOFF_WAIT: Duration = Duration::from_secs(5);
 const MAX_APPEND: usize = 100;
 
 /// The events an execution plane sent, typed: only [`EventType::RUNNER`]
@@ -174,7 +180,9 @@ fn held<'a>(d: &'a Draft, lease: &Lease) -> Result<&'a Run> {
 }
 
 impl SessionsService {
-    /// Claims the oldest claimable Run, waiting up to `wait` for one.
+    /// Claims the oldest claimable Run, waiting up to `wait` for one. While
+    /// it waits, a Run admitted on this replica is handed to it directly
+    /// (see `handoff.rs`).
     pub async fn claim(&self, runner_id: &str, wait: Duration) -> Result<Option<WorkItem>> {
         let deadline = tokio::time::Instant::now() + wait.min(MAX_CLAIM_WAIT);
         loop {
@@ -186,11 +194,25 @@ impl SessionsService {
             if let Some(w) = self.try_claim(runner_id).await? {
                 return Ok(Some(w));
             }
+            let (ticket, mut handed) = self.parked.park(runner_id);
             // Expired leases need no notification: poll at least once a second.
             let nap = tokio::time::Instant::now() + Duration::from_secs(1);
             tokio::select! {
+                biased;
+                item = &mut handed => match item {
+                    Ok(item) => return Ok(Some(item)),
+                    // Taken for a commit that did not admit after all.
+                    Err(_) => continue,
+                },
                 () = &mut notified => {}
                 () = tokio::time::sleep_until(deadline.min(nap)) => {}
+            }
+            if !self.parked.unpark(ticket) {
+                // A hand-off took this claim: its work (or its end) is a
+                // commit away.
+                if let Ok(Ok(item)) = tokio::time::timeout(HANDOFF_WAIT, handed).await {
+                    return Ok(Some(item));
+                }
             }
             if tokio::time::Instant::now() >= deadline {
                 return Ok(None);
@@ -209,17 +231,8 @@ impl SessionsService {
                     if !claimable || d.session.status == SessionStatus::Terminated {
                         return Ok(None);
                     }
-                    let next = Run {
-                        status: RunStatus::Running,
-                        lease_id: new_id("lease"),
-                        generation: run.generation + 1,
-                        lease_expires_ms: now + lease_ms,
-                        runner_id: runner_id.to_string(),
-                        ..run.clone()
-                    };
                     d.claim_guard = Some(ClaimGuard { run_id: run.id.clone(), generation: run.generation, now_ms: now });
-                    d.put_run(next.clone());
-                    Ok(Some(next))
+                    Ok(d.claim_run(runner_id, lease_ms))
                 })
                 .await;
             let (run, session) = match claimed {
@@ -228,30 +241,73 @@ impl SessionsService {
                 Err(e) if e.code == Code::NotFound => continue,
                 Err(e) => return Err(e),
             };
-            let version = self.pinned_version(&session.agent_id, session.pins.agent_version).await?;
-            let tools = version
-                .map(|v| {
-                    v.definition
-                        .tools
-                        .into_iter()
-                        .filter(|t| {
-                            t.names()
-                                .iter()
-                                .all(|n| !v.definition.session_variable.tools.allowed.contains(n) || session.selection.tools.contains(n))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let lease = Lease {
-                run_id: run.id.clone().into(),
-                lease_id: run.lease_id.clone(),
-                generation: run.generation,
-                session_id: session.id.clone().into(),
-            };
-            let tail = self.store.list_events(&session.id, (session.last_seq - CLAIM_TAIL).max(0), CLAIM_TAIL, &[]).await?;
-            return Ok(Some(WorkItem { session, run, lease, tools, tail }));
+            return self.work_item(session, run, CLAIM_TAIL).await.map(Some);
         }
         Ok(None)
+    }
+
+    /// What a runner needs for a Run just claimed for it: the tools its
+    /// Session may use, its lease, and the `tail` newest events of the log.
+    pub(crate) async fn work_item(&self, session: Session, run: Run, tail: i64) -> Result<WorkItem> {
+        let tail = self.store.list_events(&session.id, (session.last_seq - tail).max(0), tail, &[]).await?;
+        let version = self.pinned_version(&session.agent_id, session.pins.agent_version).await?;
+        let tools = version
+            .map(|v| {
+                v.definition
+                    .tools
+                    .into_iter()
+                    .filter(|t| {
+                        t.names()
+                            .iter()
+                            .all(|n| !v.definition.session_variable.tools.allowed.contains(n) || session.selection.tools.contains(n))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let lease = Lease {
+            run_id: run.id.to_string(),
+            lease_id: run.lease_id.clone(),
+            generation: run.generation,
+            session_id: session.id.to_string(),
+        };
+        Ok(WorkItem { session, run, lease, tools, tail })
+    }
+
+    /// Sends a Run handed off in `session`'s commit to the claim that waits
+    /// for it; if that claim is gone, the Run goes back in the queue.
+    pub(crate) fn deliver(&self, to: Waiting, session: Session, run: Run) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let lease = Lease {
+                run_id: run.id.to_string(),
+                lease_id: run.lease_id.clone(),
+                generation: run.generation,
+                session_id: session.id.to_string(),
+            };
+            let item = this.work_item(session, run, HANDOFF_TAIL).await;
+            let given = match item {
+                Ok(item) => to.give(item),
+                Err(e) => {
+                    tracing::warn!(error = %e, "a handed-off run could not be prepared; queueing it again");
+                    false
+                }
+            };
+            if !given && let Err(e) = this.requeue(&lease).await {
+                tracing::warn!(error = %e, run_id = %lease.run_id, "a handed-off run could not be queued again; it waits for its lease");
+            }
+        });
+    }
+
+    /// Puts a Run still held under `lease` back in the queue.
+    async fn requeue(&self, lease: &Lease) -> Result<()> {
+        self.transact(&lease.session_id, |d| {
+            if let Some(run) = d.run.clone().filter(|r| lease.holds(r)) {
+                d.put_run(Run { status: RunStatus::Queued, lease_expires_ms: 0, runner_id: String::new(), ..run });
+            }
+            Ok(())
+        })
+        .await
+        .map(|_| ())
     }
 
     /// Extends a held lease. `Ok(false)` tells the runner to stop: the lease

@@ -2,6 +2,7 @@
 //! change is a [`Draft`] decided from a fresh read and committed atomically
 //! with its events; a lost race is retried from a new read.
 
+use crate::handoff::{Parked, Waiting};
 use crate::input::{Draft, Input};
 use crate::live::{Hub, Item};
 use crate::model::*;
@@ -28,6 +29,8 @@ pub struct SessionsService {
     pub(crate) hub: Arc<Hub>,
     /// Woken whenever a Run becomes claimable.
     pub(crate) work: Arc<Notify>,
+    /// Claims waiting for work on this replica, for hand-offs.
+    pub(crate) parked: Arc<Parked>,
     pub(crate) lease_ms: i64,
     /// The last committed state of recently changed Sessions. A change is
     /// decided from it and committed with a compare-and-set on `version`,
@@ -116,6 +119,7 @@ impl SessionsService {
             store,
             hub: Arc::new(Hub::default()),
             work: Arc::new(Notify::new()),
+            parked: Arc::new(Parked::default()),
             lease_ms: DEFAULT_LEASE_MS,
             versions: Arc::new(Bounded::new(VERSION_CACHE)),
             snapshots: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
@@ -253,26 +257,31 @@ impl SessionsService {
         let mut session = d.session;
         session.last_seq = events.len() as i64;
         self.remember(session.clone(), d.run.clone());
-        self.after_commit(&session.id, &events, !d.runs.is_empty());
+        self.after_commit(&session.id, &events, queues(&d.runs));
         Ok((session, events))
     }
 
     /// Publishes committed events and wakes runners when work appeared.
-    pub(crate) fn after_commit(&self, session_id: &str, events: &[Event], runs_changed: bool) {
+    pub(crate) fn after_commit(&self, session_id: &str, events: &[Event], queued: bool) {
         if let Some(w) = &self.outbox_wake {
             w.notify_one();
         }
         for e in events {
             self.hub.publish(session_id, Item::Event(e.clone()));
         }
-        if runs_changed {
+        if queued {
             self.work.notify_waiters();
         }
     }
 
     /// Reads the Session, lets `decide` change it, and commits the result;
     /// retried from a fresh read when another writer got there first.
+    ///
+    /// A Run the change admits goes straight to a claim waiting on this
+    /// replica, if there is one (`handoff.rs`).
     pub(crate) async fn transact<T>(&self, session_id: &str, decide: impl Fn(&mut Draft) -> Result<T>) -> Result<(T, Session, Vec<Event>)> {
+        // Kept across retries; dropped unused, its claim looks again.
+        let mut handing: Option<Waiting> = None;
         for attempt in 0..COMMIT_ATTEMPTS {
             let cached = if attempt == 0 { self.snapshots.get(session_id) } else { None };
             let (session, run) = match cached {
@@ -285,20 +294,37 @@ impl SessionsService {
             if d.events.is_empty() && d.runs.is_empty() {
                 return Ok((out, d.session, vec![]));
             }
+            let handed = self.claim_for_waiting(&mut d, &mut handing);
             d.session.updated_ms = d.now_ms;
             let active = d.run.clone();
             let change =
                 Change { expected_version, session: d.session, events: d.events, runs: d.runs, claim_guard: d.claim_guard, flush: d.flush };
-            let admitted = !change.runs.is_empty();
+            let queued = queues(&change.runs);
             if let Some((session, events)) = self.store.commit(change).await? {
                 self.remember(session.clone(), active);
-                self.after_commit(session_id, &events, admitted);
+                self.after_commit(session_id, &events, queued);
+                if let (Some(to), Some(run)) = (handing.take(), handed) {
+                    self.deliver(to, session.clone(), run);
+                }
                 return Ok((out, session, events));
             }
             self.snapshots.remove(session_id);
             tokio::task::yield_now().await;
         }
         Err(Error::unavailable("the session is too busy to change right now; retry"))
+    }
+
+    /// Claims a Run the draft admits for the oldest claim waiting here.
+    fn claim_for_waiting(&self, d: &mut Draft, handing: &mut Option<Waiting>) -> Option<Run> {
+        let admitted = d.admitted.as_ref()?;
+        if !d.run.as_ref().is_some_and(|r| &r.id == admitted && r.status == RunStatus::Queued) {
+            return None;
+        }
+        if handing.is_none() {
+            *handing = self.parked.take();
+        }
+        let runner_id = handing.as_ref()?.runner_id.clone();
+        d.claim_run(&runner_id, self.lease_ms)
     }
 
     /// The active Run of a recently changed Session, as last committed here.
@@ -505,4 +531,9 @@ impl SessionsService {
         self.session(session_id).await?;
         self.store.list_runs(session_id, page).await
     }
+}
+
+/// Whether a write leaves a Run waiting for a runner.
+fn queues(runs: &[Run]) -> bool {
+    runs.iter().any(|r| r.status == RunStatus::Queued)
 }

@@ -1,0 +1,172 @@
+//! Hand-off: a Run admitted while a runner waits in `claim` is claimed for
+//! that runner in the very commit that admits it, and its work item goes
+//! straight to the waiting claim.
+//!
+//! Without it a turn pays, between the input's commit and the runner
+//! starting, a wake-up, a query for claimable Runs and a second commit for
+//! the claim. The claim a hand-off makes is the one `claim` would make (a
+//! fresh lease, the next generation); only who writes it changes. If the
+//! waiting claim is gone by the time the item is ready (the runner stopped),
+//! the Run is put back in the queue at once.
+
+use crate::runs::WorkItem;
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::sync::oneshot;
+
+/// A claim waiting for work.
+#[derive(Debug)]
+pub(crate) struct Waiting {
+    ticket: u64,
+    pub runner_id: String,
+    tx: oneshot::Sender<WorkItem>,
+}
+
+impl Waiting {
+    /// Gives the claim its work; false when the claim is gone.
+    pub fn give(self, item: WorkItem) -> bool {
+        self.tx.send(item).is_ok()
+    }
+}
+
+/// The claims waiting on this replica, oldest first. A runner keeps at
+/// most one claim open at a time, so this holds one entry per waiting
+/// runner.
+#[derive(Debug, Default)]
+pub(crate) struct Parked {
+    next: AtomicU64,
+    queue: Mutex<VecDeque<Waiting>>,
+}
+
+impl Parked {
+    /// Queues a claim; its work arrives on the receiver.
+    pub fn park(&self, runner_id: &str) -> (u64, oneshot::Receiver<WorkItem>) {
+        let ticket = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.lock().push_back(Waiting { ticket, runner_id: runner_id.to_string(), tx });
+        (ticket, rx)
+    }
+
+    /// Withdraws a claim; false when a hand-off already took it (its work,
+    /// or the closing of its channel, is then on the way).
+    pub fn unpark(&self, ticket: u64) -> bool {
+        let mut q = self.lock();
+        let before = q.len();
+        q.retain(|w| w.ticket != ticket);
+        q.len() != before
+    }
+
+    /// The oldest claim still waiting.
+    pub fn take(&self) -> Option<Waiting> {
+        let mut q = self.lock();
+        while let Some(w) = q.pop_front() {
+            if !w.tx.is_closed() {
+                return Some(w);
+            }
+        }
+        None
+    }
+
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Waiting>> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SessionsService;
+    use crate::input::Input;
+    use crate::model::RunStatus;
+    use crate::store::conformance::{ev, session};
+    use crate::store::{SessionsStore, SqlSessionsStore};
+    use checkfu_store::{Db, Location};
+    use serde_json::json;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    const SID: &str = "sess_01jx0000000000000000000001";
+
+    async fn service() -> (SessionsService, Arc<dyn SessionsStore>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("dir");
+        let db = Db::open(&Location::SqliteDir(dir.path().into()), "sessions", &crate::MIGRATIONS).await.expect("db");
+        let store: Arc<dyn SessionsStore> = Arc::new(SqlSessionsStore::new(db));
+        store.insert_session(&session(SID), &[ev("session.created")], &[]).await.expect("insert");
+        (SessionsService::new(store.clone()), store, dir)
+    }
+
+    fn message() -> Input {
+        let me = checkfu_core::id::PrincipalId::mint();
+        Input::parse("user.message", json!({"content": [{"type": "text", "text": "hi"}]}), &me, json!({"kind": "principal", "id": me}))
+            .expect("input")
+    }
+
+    async fn until_parked(svc: &SessionsService) {
+        for _ in 0..500 {
+            if !svc.parked.lock().is_empty() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("the claim never parked");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_run_admitted_while_a_claim_waits_is_claimed_in_the_admitting_commit() {
+        let (svc, store, _dir) = service().await;
+        let claimer = svc.clone();
+        let claim = tokio::spawn(async move { claimer.claim("rnr_a", Duration::from_secs(5)).await });
+        until_parked(&svc).await;
+        let (accepted, _) = svc.append_user_event(SID, message()).await.expect("append");
+        // Already claimed when the input is answered: no second commit.
+        let run = store.active_run(SID).await.expect("read").expect("a run");
+        assert_eq!((run.status, run.runner_id.as_str(), run.generation), (RunStatus::Running, "rnr_a", 1));
+        let work = claim.await.expect("task").expect("claim").expect("work handed over");
+        assert_eq!(work.run.id, run.id);
+        assert_eq!(work.lease.lease_id, run.lease_id);
+        assert_eq!(work.tail.last().map(|e| e.seq), Some(accepted.seq + 2), "the tail ends with the admitting commit's events");
+        // The claim is not a commit of its own: the Session moved once.
+        let s = store.get_session(SID).await.expect("read").expect("exists");
+        assert_eq!(s.version, 2, "created, then the message with its Run claimed");
+        assert!(svc.parked.lock().is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_run_handed_to_a_claim_that_left_goes_back_in_the_queue() {
+        let (svc, store, _dir) = service().await;
+        let (_ticket, gone) = svc.parked.park("rnr_gone");
+        let taken = svc.parked.take().expect("taken");
+        svc.append_user_event(SID, message()).await.expect("append");
+        let (run, session, _) = svc.transact(SID, |d| Ok(d.claim_run("rnr_gone", 15_000).expect("a run"))).await.expect("claimed by hand");
+        drop(gone);
+        svc.deliver(taken, session, run);
+        let mut requeued = None;
+        for _ in 0..200 {
+            let r = store.active_run(SID).await.expect("read").expect("a run");
+            if r.status == RunStatus::Queued {
+                requeued = Some(r);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let r = requeued.expect("the run was queued again");
+        assert_eq!(r.runner_id, "");
+        let work = svc.claim("rnr_b", Duration::from_secs(1)).await.expect("claim").expect("claimable again");
+        assert_eq!((work.run.id, work.run.runner_id.as_str()), (r.id, "rnr_b"));
+    }
+
+    #[test]
+    fn claims_are_taken_oldest_first_and_withdrawn_ones_are_skipped() {
+        let p = Parked::default();
+        let (a, _ra) = p.park("rnr_a");
+        let (_b, rb) = p.park("rnr_b");
+        let (_c, _rc) = p.park("rnr_c");
+        assert!(p.unpark(a), "a waiting claim withdraws");
+        assert!(!p.unpark(a), "twice is a no-op");
+        drop(rb);
+        let first = p.take().expect("one waits");
+        assert_eq!(first.runner_id, "rnr_c", "a claim whose caller left is skipped");
+        assert!(p.take().is_none());
+    }
+}
