@@ -205,3 +205,72 @@ async fn a_credential_goes_only_where_the_installation_sends_it() {
     assert_eq!(private_calls.load(Ordering::SeqCst), 0, "a private endpoint was called without permission");
     p.stop().await;
 }
+
+/// Answers after `hold`, as a slow model does.
+async fn slow_provider(hold: std::time::Duration) -> String {
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(move || async move {
+            tokio::time::sleep(hold).await;
+            let body = concat!(
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"took a while\"}}]}\n\n",
+                "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3}}\n\n",
+                "data: [DONE]\n\n"
+            );
+            ([("content-type", "text/event-stream")], Body::from(body)).into_response()
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/v1")
+}
+
+/// A call that takes its time shows its start span while it works; a call
+/// that answers at once writes the span with its output, in one commit.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slow_model_call_shows_its_start_while_it_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = slow_provider(std::time::Duration::from_millis(1500)).await;
+    let p = platform_with(dir.path(), vec![endpoint("slow", &base, None, true)]).await;
+    let a = &p.admin;
+    let me = p.admin_id.clone();
+    let d = route_through(a, &p.env_id, "slow").await;
+    let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "hi")]})).await;
+    let sid = id(&s.1);
+    let mut seen_while_working = false;
+    for _ in 0..100 {
+        let kinds = types(&events(a, &sid).await);
+        if kinds.iter().any(|k| k == "span.model_request_end") {
+            break;
+        }
+        if kinds.iter().any(|k| k == "span.model_request_start") {
+            seen_while_working = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(seen_while_working, "the start span is in the log before the call ends");
+    assert_eq!(settle(a, &sid).await["stop_reason"]["type"], "end_turn");
+    let evs = events(a, &sid).await;
+    assert_gapless(&evs);
+    let kinds = types(&evs);
+    let at = |t: &str| kinds.iter().position(|k| k == t).unwrap_or_else(|| panic!("no {t} in {kinds:?}"));
+    assert!(at("span.model_request_start") < at("span.model_request_end") && at("span.model_request_end") < at("agent.message"));
+
+    // The scripted model answers at once: start, end and output share a commit.
+    let quick = deploy(a, &p.env_id, json!({})).await;
+    let s = a.post("/v1/sessions", json!({"agent_deployment_id": quick.deployment_id, "initial_events": [message(&me, "hi")]})).await;
+    let sid = id(&s.1);
+    settle(a, &sid).await;
+    let evs = events(a, &sid).await;
+    let kinds = types(&evs);
+    let (start, end) = (at_of(&kinds, "span.model_request_start"), at_of(&kinds, "span.model_request_end"));
+    assert_eq!(end, start + 1, "{kinds:?}");
+    assert_eq!(evs[start]["created_at"], evs[end]["created_at"], "one commit stamps both");
+    p.stop().await;
+}
+
+fn at_of(kinds: &[String], t: &str) -> usize {
+    kinds.iter().position(|k| k == t).unwrap_or_else(|| panic!("no {t} in {kinds:?}"))
+}

@@ -16,6 +16,19 @@ use tracing::Instrument;
 /// Model calls that fail as unavailable are tried this many times in all.
 const MODEL_ATTEMPTS: usize = 3;
 
+/// How long a model call's start span waits for the call's result before it
+/// is written on its own (see `generate_once`).
+const START_SPAN_GRACE: Duration = Duration::from_millis(20);
+
+/// Where a model call's start span stands once the call returned.
+enum Start {
+    None,
+    /// In the log at this seq, with this payload.
+    Written(i64, String),
+    /// Not written yet: it goes first in what the turn appends next.
+    Pending(String),
+}
+
 /// Why a step ended the Run early.
 enum Stop {
     /// The lease is gone; another runner owns the Run now.
@@ -55,7 +68,8 @@ impl Runner {
         let Ok((cursor, events, reason)) = outcome else { return };
         let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.as_str().into(), payload_json: p }).collect();
         let req = pb::CompleteRequest { lease: Some(lease), stop_reason_json: reason.to_string(), last_seen_seq: cursor, events };
-        if let Err(status) = self.runs.clone().complete(req).instrument(span).await {
+        let r = self.runs.clone().complete(req).instrument(span).await;
+        if let Err(status) = r {
             tracing::warn!(%status, run_id = %work.run_id, "completing the run failed; its lease will expire and it will be resumed");
         }
     }
@@ -199,10 +213,15 @@ impl Runner {
             }
         };
         let usage = completed.usage.unwrap_or_default();
-        let mut events = vec![(
+        let (mut events, started) = match started {
+            Start::Pending(p) => (vec![(E::SpanModelRequestStart, p)], None),
+            Start::Written(seq, p) => (vec![], Some((seq, p))),
+            Start::None => (vec![], None),
+        };
+        events.push((
             E::SpanModelRequestEnd,
             json!({"model_usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}, "cost_micro_usd": completed.cost_micro_usd, "is_error": false}).to_string(),
-        )];
+        ));
         let mut text = String::new();
         let mut uses = vec![];
         for b in completed.content {
@@ -269,21 +288,41 @@ impl Runner {
         Ok(Turn::CalledTools { folded: t.absorb_own(&own_seqs, &own, work.start_seq), budget_reached: appended.budget_reached })
     }
 
-    /// One model call. Returns the result and, when written, the start
-    /// span's seq and payload.
+    /// One model call. Returns the result and where its start span stands.
+    ///
+    /// The start span is written while the model works, and is always
+    /// settled before anything the turn appends after it. A call that
+    /// answers within [`START_SPAN_GRACE`] leaves it to the turn to write
+    /// with the call's output, in one commit: the transcript already places
+    /// messages that landed before it by its `context_seq`.
     async fn generate_once(
         &self,
         lease: &pb::LeaseRef,
         req: mg::GenerateRequest,
         context_seq: i64,
-    ) -> Result<(mg::Completed, Option<(i64, String)>), GenErr> {
+    ) -> Result<(mg::Completed, Start), GenErr> {
         let mut stream = self.models.clone().generate(req).await.map_err(|s| GenErr::Model(s.into()))?.into_inner();
         let (previews, publisher) = self.preview_publisher(lease.clone());
         let mut result = Err(GenErr::Model(checkfu_core::Error::unavailable("the model stream ended without a result")));
-        // The start span is written while the model works, and is always
-        // settled before anything the turn appends after it.
+        // A start span written (its payload and the append), and one not yet.
         let mut started: Option<(String, PendingAppend)> = None;
-        while let Some(chunk) = stream.next().await {
+        let mut deferred: Option<String> = None;
+        let grace = tokio::time::sleep(START_SPAN_GRACE);
+        tokio::pin!(grace);
+        loop {
+            let chunk = tokio::select! {
+                biased;
+                chunk = stream.next() => match chunk {
+                    Some(c) => c,
+                    None => break,
+                },
+                () = &mut grace, if deferred.is_some() => {
+                    if let Some(payload) = deferred.take() {
+                        started = Some(self.write_start(lease, payload));
+                    }
+                    continue;
+                }
+            };
             let chunk = match chunk {
                 Ok(c) => c,
                 Err(s) => {
@@ -293,14 +332,16 @@ impl Runner {
             };
             match chunk.chunk {
                 Some(mg::generate_chunk::Chunk::Started(s)) => {
+                    // A fallback to another candidate starts a second call:
+                    // the first one's span goes in first.
+                    if let Some(payload) = deferred.take() {
+                        started = Some(self.write_start(lease, payload));
+                    }
                     if let Some((_, prev)) = started.take() {
                         let _ = prev.await;
                     }
-                    let (this, lease) = (self.clone(), lease.clone());
-                    let payload = json!({"provider": s.provider, "model": s.model, "context_seq": context_seq}).to_string();
-                    let sent = payload.clone();
-                    started =
-                        Some((payload, tokio::spawn(async move { this.append(&lease, vec![(E::SpanModelRequestStart, sent)]).await })));
+                    deferred = Some(json!({"provider": s.provider, "model": s.model, "context_seq": context_seq}).to_string());
+                    grace.as_mut().reset(tokio::time::Instant::now() + START_SPAN_GRACE);
                 }
                 Some(mg::generate_chunk::Chunk::TextDelta(d)) => {
                     let _ = previews.send(d);
@@ -315,15 +356,30 @@ impl Runner {
         // Previews go out before the persisted result they preview.
         drop(previews);
         let _ = publisher.await;
-        let mut start = None;
+        let mut start = Start::None;
         if let Some((payload, task)) = started {
             match task.await {
-                Ok(Ok(seqs)) => start = seqs.first().map(|s| (*s, payload)),
+                Ok(Ok(seqs)) => start = seqs.first().map_or(Start::None, |s| Start::Written(*s, payload)),
                 Ok(Err(stop)) => return Err(GenErr::Stop(stop)),
                 Err(_) => return Err(GenErr::Stop(Stop::Lost)),
             }
         }
+        if let Some(payload) = deferred {
+            if result.is_ok() {
+                start = Start::Pending(payload);
+            } else {
+                // A failed call's start still precedes its error.
+                self.append(lease, vec![(E::SpanModelRequestStart, payload)]).await.map_err(GenErr::Stop)?;
+            }
+        }
         result.map(|c| (c, start))
+    }
+
+    /// Starts appending a start span; the turn awaits it before its own
+    /// appends.
+    fn write_start(&self, lease: &pb::LeaseRef, payload: String) -> (String, PendingAppend) {
+        let (this, lease, sent) = (self.clone(), lease.clone(), payload.clone());
+        (payload, tokio::spawn(async move { this.append(&lease, vec![(E::SpanModelRequestStart, sent)]).await }))
     }
 
     /// Publishes preview chunks in order, batching those that queue up while
