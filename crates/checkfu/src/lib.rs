@@ -14,3 +14,10 @@ pub mod roles;
 
 pub use checkfu_core::Role;
 pub use node::{ApprovalTiming, BootstrapInfo, Node, NodeOptions};
+
+/// The allocator of every process that runs the platform (`checkfu`, and
+/// the bench and tests that embed it): the event log's writers, the
+/// gateway and the runner allocate from many threads at once, where
+/// glibc's arenas contend (see docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
