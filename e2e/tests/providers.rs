@@ -13,6 +13,22 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// Serves `app` on a loopback port of its own.
+async fn serve(app: axum::Router) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+/// An OpenAI-compatible streamed answer of `text`, with its token usage.
+fn completion(text: &str, prompt_tokens: u32, completion_tokens: u32) -> axum::response::Response {
+    let delta = json!({"choices": [{"index": 0, "delta": {"content": text}}]});
+    let stop = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}});
+    let body = format!("data: {delta}\n\ndata: {stop}\n\ndata: [DONE]\n\n");
+    ([("content-type", "text/event-stream")], Body::from(body)).into_response()
+}
+
 /// Fails the first `failures` requests with 503, then answers.
 async fn flaky_provider(failures: usize) -> (String, Arc<AtomicUsize>) {
     let calls = Arc::new(AtomicUsize::new(0));
@@ -25,18 +41,11 @@ async fn flaky_provider(failures: usize) -> (String, Arc<AtomicUsize>) {
                 if c.fetch_add(1, Ordering::SeqCst) < failures {
                     return (StatusCode::SERVICE_UNAVAILABLE, "overloaded").into_response();
                 }
-                let body = concat!(
-                    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"from the provider\"}}]}\n\n",
-                    "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3}}\n\n",
-                    "data: [DONE]\n\n"
-                );
-                ([("content-type", "text/event-stream")], Body::from(body)).into_response()
+                completion("from the provider", 10, 3)
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = serve(app).await;
     (format!("http://{addr}/v1"), calls)
 }
 
@@ -138,9 +147,7 @@ async fn recorder() -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
             (StatusCode::OK, "{}")
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = serve(app).await;
     (format!("http://{addr}"), seen)
 }
 
@@ -150,9 +157,7 @@ async fn redirector(to: String) -> String {
         let to = to.clone();
         async move { (StatusCode::TEMPORARY_REDIRECT, [("location", format!("{to}/steal"))]) }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = serve(app).await;
     format!("http://{addr}/v1")
 }
 
@@ -212,17 +217,10 @@ async fn slow_provider(hold: std::time::Duration) -> String {
         "/v1/chat/completions",
         axum::routing::post(move || async move {
             tokio::time::sleep(hold).await;
-            let body = concat!(
-                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"took a while\"}}]}\n\n",
-                "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":3}}\n\n",
-                "data: [DONE]\n\n"
-            );
-            ([("content-type", "text/event-stream")], Body::from(body)).into_response()
+            completion("took a while", 4, 3)
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = serve(app).await;
     format!("http://{addr}/v1")
 }
 
