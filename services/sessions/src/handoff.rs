@@ -40,11 +40,15 @@ pub(crate) struct Parked {
 }
 
 impl Parked {
-    /// Queues a claim; its work arrives on the receiver.
+    /// Queues a claim; its work arrives on the receiver. Claims whose
+    /// callers left without withdrawing (a cancelled RPC drops its receiver)
+    /// are cleared here, so the queue holds only live ones.
     pub fn park(&self, runner_id: &str) -> (u64, oneshot::Receiver<WorkItem>) {
         let ticket = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.lock().push_back(Waiting { ticket, runner_id: runner_id.to_string(), tx });
+        let mut q = self.lock();
+        q.retain(|w| !w.tx.is_closed());
+        q.push_back(Waiting { ticket, runner_id: runner_id.to_string(), tx });
         (ticket, rx)
     }
 
@@ -165,8 +169,11 @@ mod tests {
         assert!(p.unpark(a), "a waiting claim withdraws");
         assert!(!p.unpark(a), "twice is a no-op");
         drop(rb);
+        let (_d, rd) = p.park("rnr_d");
+        assert_eq!(p.lock().len(), 2, "parking clears a claim whose caller left");
+        drop(rd);
         let first = p.take().expect("one waits");
-        assert_eq!(first.runner_id, "rnr_c", "a claim whose caller left is skipped");
-        assert!(p.take().is_none());
+        assert_eq!(first.runner_id, "rnr_c");
+        assert!(p.take().is_none(), "taking skips a claim whose caller left");
     }
 }
