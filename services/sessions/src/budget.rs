@@ -11,7 +11,7 @@ use crate::input::{Draft, system};
 use crate::model::*;
 use crate::service::SessionsService;
 use checkfu_core::events::EventType;
-use checkfu_core::id::check as check_id;
+use checkfu_core::id::BudgetId;
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
@@ -101,8 +101,8 @@ impl SessionsService {
 
     /// The Session holding a Budget.
     pub async fn budget_session(&self, budget_id: &str) -> Result<Session> {
-        check_id("id", "bud", budget_id)?;
-        self.store.session_by_budget(budget_id).await?.ok_or_else(|| Error::not_found("budget", budget_id))
+        let budget_id = BudgetId::parse("id", budget_id)?;
+        self.store.session_by_budget(&budget_id).await?.ok_or_else(|| Error::not_found("budget", &budget_id))
     }
 
     pub async fn change_budget(&self, budget_id: &str, change: BudgetChange, actor: &str) -> Result<(Budget, Session)> {

@@ -60,8 +60,8 @@ impl SessionsService {
     }
 
     pub async fn agent(&self, id: &str) -> Result<Agent> {
-        check_id("id", "agt", id)?;
-        self.store.get_agent(id).await?.ok_or_else(|| Error::not_found("agent", id))
+        let id = AgentId::parse("id", id)?;
+        self.store.get_agent(&id).await?.ok_or_else(|| Error::not_found("agent", &id))
     }
 
     pub async fn list_agents(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Agent>> {
@@ -139,19 +139,19 @@ impl SessionsService {
     }
 
     pub async fn agent_version(&self, agent_id: &str, version: i64) -> Result<AgentVersion> {
-        check_id("agent_id", "agt", agent_id)?;
+        let agent_id = AgentId::parse("agent_id", agent_id)?;
         self.store
-            .get_agent_version(agent_id, version)
+            .get_agent_version(&agent_id, version)
             .await?
             .ok_or_else(|| Error::not_found("agent_version", &format!("{agent_id}/{version}")))
     }
 
     pub async fn list_agent_versions(&self, agent_id: &str, limit: u32, page: &str) -> Result<(Vec<AgentVersion>, String)> {
-        self.agent(agent_id).await?;
+        let agent_id = self.agent(agent_id).await?.id;
         let p = PageRequest::standard(limit, page)?;
         let before =
             p.before_id.as_deref().map(|b| b.parse::<i64>().map_err(|_| Error::invalid_field("page", "not a page token"))).transpose()?;
-        let rows = self.store.list_agent_versions(agent_id, before, p.fetch_limit()).await?;
+        let rows = self.store.list_agent_versions(&agent_id, before, p.fetch_limit()).await?;
         let more = rows.len() > p.limit as usize;
         let mut rows = rows;
         rows.truncate(p.limit as usize);
@@ -188,14 +188,14 @@ impl SessionsService {
     }
 
     pub async fn sandbox_profile(&self, id: &str) -> Result<SandboxProfile> {
-        check_id("id", "sbp", id)?;
-        self.store.get_sandbox_profile(id).await?.ok_or_else(|| Error::not_found("sandbox_profile", id))
+        let id = SandboxProfileId::parse("id", id)?;
+        self.store.get_sandbox_profile(&id).await?.ok_or_else(|| Error::not_found("sandbox_profile", &id))
     }
 
     pub async fn sandbox_revision(&self, profile_id: &str, revision: i64) -> Result<SandboxRevision> {
-        check_id("id", "sbp", profile_id)?;
+        let profile_id = SandboxProfileId::parse("id", profile_id)?;
         self.store
-            .get_sandbox_revision(profile_id, revision)
+            .get_sandbox_revision(&profile_id, revision)
             .await?
             .ok_or_else(|| Error::not_found("sandbox_profile_revision", &format!("{profile_id}/{revision}")))
     }
@@ -291,8 +291,8 @@ impl SessionsService {
     }
 
     pub async fn deployment(&self, id: &str) -> Result<Deployment> {
-        check_id("id", "dep", id)?;
-        self.store.get_deployment(id).await?.ok_or_else(|| Error::not_found("agent_deployment", id))
+        let id = DeploymentId::parse("id", id)?;
+        self.store.get_deployment(&id).await?.ok_or_else(|| Error::not_found("agent_deployment", &id))
     }
 
     pub async fn list_deployments(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Deployment>> {

@@ -4,6 +4,7 @@ use crate::grpc::json_or_null;
 use crate::runs::Lease;
 use crate::service::SessionsService;
 use checkfu_core::Error;
+use checkfu_core::id::{RunId, SessionId};
 use checkfu_proto::runner::v1 as pb;
 use checkfu_proto::runner::v1::runner_service_server::RunnerService as Rpc;
 use std::time::Duration;
@@ -26,7 +27,8 @@ fn run_event(e: crate::model::Event) -> pb::RunEvent {
 
 fn lease(l: Option<pb::LeaseRef>) -> Result<Lease, Error> {
     let l = l.ok_or_else(|| Error::invalid_field("lease", "the lease is required"))?;
-    Ok(Lease { run_id: l.run_id, lease_id: l.lease_id, generation: l.generation, session_id: l.session_id })
+    let session_id = (!l.session_id.is_empty()).then(|| SessionId::parse("lease.session_id", &l.session_id)).transpose()?;
+    Ok(Lease { run_id: RunId::parse("lease.run_id", &l.run_id)?, lease_id: l.lease_id, generation: l.generation, session_id })
 }
 
 #[tonic::async_trait]
@@ -38,10 +40,10 @@ impl Rpc for RunnerGrpc {
             session_id: w.session.id.clone().into(),
             run_id: w.run.id.clone().into(),
             lease: Some(pb::LeaseRef {
-                run_id: w.lease.run_id,
+                run_id: w.lease.run_id.into(),
                 lease_id: w.lease.lease_id,
                 generation: w.lease.generation,
-                session_id: w.lease.session_id,
+                session_id: w.lease.session_id.map(String::from).unwrap_or_default(),
             }),
             // Scoped capability tokens arrive with self-hosted runners; the
             // managed plane reaches the gateways inside the mesh.

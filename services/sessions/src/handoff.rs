@@ -85,6 +85,7 @@ mod tests {
     use crate::model::RunStatus;
     use crate::store::conformance::{ev, session};
     use crate::store::{SessionsStore, SqlSessionsStore};
+    use checkfu_core::testing::tid;
     use checkfu_store::{Db, Location};
     use serde_json::json;
     use std::sync::Arc;
@@ -124,14 +125,14 @@ mod tests {
         until_parked(&svc).await;
         let (accepted, _) = svc.append_user_event(SID, message()).await.expect("append");
         // Already claimed when the input is answered: no second commit.
-        let run = store.active_run(SID).await.expect("read").expect("a run");
+        let run = store.active_run(&tid(SID)).await.expect("read").expect("a run");
         assert_eq!((run.status, run.runner_id.as_str(), run.generation), (RunStatus::Running, "rnr_a", 1));
         let work = claim.await.expect("task").expect("claim").expect("work handed over");
         assert_eq!(work.run.id, run.id);
         assert_eq!(work.lease.lease_id, run.lease_id);
         assert_eq!(work.tail.last().map(|e| e.seq), Some(accepted.seq + 2), "the tail ends with the admitting commit's events");
         // The claim is not a commit of its own: the Session moved once.
-        let s = store.get_session(SID).await.expect("read").expect("exists");
+        let s = store.get_session(&tid(SID)).await.expect("read").expect("exists");
         assert_eq!(s.version, 2, "created, then the message with its Run claimed");
         assert!(svc.parked.lock().is_empty());
     }
@@ -147,7 +148,7 @@ mod tests {
         svc.deliver(taken, session, run);
         let mut requeued = None;
         for _ in 0..200 {
-            let r = store.active_run(SID).await.expect("read").expect("a run");
+            let r = store.active_run(&tid(SID)).await.expect("read").expect("a run");
             if r.status == RunStatus::Queued {
                 requeued = Some(r);
                 break;

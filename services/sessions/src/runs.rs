@@ -10,6 +10,7 @@ use crate::model::*;
 use crate::service::SessionsService;
 use crate::store::ClaimGuard;
 use checkfu_core::events::EventType;
+use checkfu_core::id::{RunId, SessionId};
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
 use serde_json::{Value, json};
@@ -18,12 +19,13 @@ use std::time::Duration;
 /// Identifies the holder of a Run's lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
-    pub run_id: String,
+    pub run_id: RunId,
     pub lease_id: String,
     pub generation: i64,
     /// The Run's Session, as the claim named it; every write re-checks that
     /// the Session's active Run is this lease's, so a wrong one only fails.
-    pub session_id: String,
+    /// Older runners name none.
+    pub session_id: Option<SessionId>,
 }
 
 impl Lease {
@@ -265,10 +267,10 @@ impl SessionsService {
             })
             .unwrap_or_default();
         let lease = Lease {
-            run_id: run.id.to_string(),
+            run_id: run.id.clone(),
             lease_id: run.lease_id.clone(),
             generation: run.generation,
-            session_id: session.id.to_string(),
+            session_id: Some(session.id.clone()),
         };
         Ok(WorkItem { session, run, lease, tools, tail })
     }
@@ -279,10 +281,10 @@ impl SessionsService {
         let this = self.clone();
         tokio::spawn(async move {
             let lease = Lease {
-                run_id: run.id.to_string(),
+                run_id: run.id.clone(),
                 lease_id: run.lease_id.clone(),
                 generation: run.generation,
-                session_id: session.id.to_string(),
+                session_id: Some(session.id.clone()),
             };
             let item = this.work_item(session, run, HANDOFF_TAIL).await;
             let given = match item {
@@ -300,7 +302,8 @@ impl SessionsService {
 
     /// Puts a Run still held under `lease` back in the queue.
     async fn requeue(&self, lease: &Lease) -> Result<()> {
-        self.transact(&lease.session_id, |d| {
+        let session_id = self.session_to_write(lease).await?;
+        self.transact(&session_id, |d| {
             if let Some(run) = d.run.clone().filter(|r| lease.holds(r)) {
                 d.put_run(Run { status: RunStatus::Queued, lease_expires_ms: 0, runner_id: String::new(), ..run });
             }
@@ -318,19 +321,22 @@ impl SessionsService {
     }
 
     /// The lease's Session for a write that re-checks the lease itself.
-    async fn session_to_write(&self, lease: &Lease) -> Result<String> {
-        if lease.session_id.is_empty() { self.session_of(lease).await } else { Ok(lease.session_id.clone()) }
+    async fn session_to_write(&self, lease: &Lease) -> Result<SessionId> {
+        match &lease.session_id {
+            Some(id) => Ok(id.clone()),
+            None => self.session_of(lease).await,
+        }
     }
 
-    async fn session_of(&self, lease: &Lease) -> Result<String> {
-        if let Some(run) = self.cached_active_run(&lease.session_id).filter(|r| lease.holds(r)) {
-            return Ok(run.session_id.into());
+    async fn session_of(&self, lease: &Lease) -> Result<SessionId> {
+        if let Some(run) = lease.session_id.as_ref().and_then(|s| self.cached_active_run(s)).filter(|r| lease.holds(r)) {
+            return Ok(run.session_id);
         }
         let run = self.run(&lease.run_id).await?;
         if !lease.holds(&run) {
             return Err(lease_lost());
         }
-        Ok(run.session_id.into())
+        Ok(run.session_id)
     }
 
     pub async fn read_for_run(&self, lease: &Lease, after_seq: i64, limit: u32) -> Result<Vec<Event>> {
@@ -365,7 +371,7 @@ impl SessionsService {
             event_type: event_type.into(),
             preview_id: preview_id.into(),
             text: text.into(),
-            run_id: lease.run_id.clone(),
+            run_id: lease.run_id.to_string(),
         };
         if start {
             self.hub.publish(&session_id, Item::Delta(delta("event_start", "")));

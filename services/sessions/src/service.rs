@@ -9,7 +9,7 @@ use crate::model::*;
 use crate::store::{Change, SessionFilter, SessionsStore};
 use checkfu_core::cache::Bounded;
 use checkfu_core::events::EventType;
-use checkfu_core::id::{PrincipalId, SessionId, check as check_id};
+use checkfu_core::id::{AgentId, DeploymentId, PrincipalId, RunId, SessionId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result, sha256_hex};
@@ -151,7 +151,7 @@ impl SessionsService {
     }
 
     /// A published agent version, from memory when seen before.
-    pub(crate) async fn pinned_version(&self, agent_id: &str, version: i64) -> Result<Option<AgentVersion>> {
+    pub(crate) async fn pinned_version(&self, agent_id: &AgentId, version: i64) -> Result<Option<AgentVersion>> {
         let key = (agent_id.to_string(), version);
         if let Some(v) = self.versions.get(&key) {
             return Ok(Some(v));
@@ -165,7 +165,7 @@ impl SessionsService {
 
     /// Readiness: the store answers.
     pub async fn ready(&self) -> bool {
-        self.store.get_session("sess_readiness").await.is_ok()
+        self.store.get_session(&SessionId::mint()).await.is_ok()
     }
 
     /// Embedded start-up: the previous process's runner is gone, so its
@@ -179,8 +179,8 @@ impl SessionsService {
     }
 
     pub async fn session(&self, id: &str) -> Result<Session> {
-        check_id("id", "sess", id)?;
-        self.store.get_session(id).await?.ok_or_else(|| Error::not_found("session", id))
+        let id = SessionId::parse("id", id)?;
+        self.store.get_session(&id).await?.ok_or_else(|| Error::not_found("session", &id))
     }
 
     pub async fn list_sessions(&self, f: &SessionFilter, page: &PageRequest) -> Result<Vec<Session>> {
@@ -191,7 +191,7 @@ impl SessionsService {
     }
 
     pub async fn create_session(&self, req: NewSession) -> Result<(Session, Vec<Event>)> {
-        check_id("agent_deployment_id", "dep", &req.deployment_id)?;
+        let deployment_id = DeploymentId::parse("agent_deployment_id", &req.deployment_id)?;
         let principal_id = PrincipalId::parse("principal_id", &req.principal_id)?;
         if req.title.len() > MAX_TITLE {
             return Err(Error::invalid_field("title", "title is limited to 500 bytes"));
@@ -208,8 +208,7 @@ impl SessionsService {
                 return Err(Error::invalid_field("initial_events", "user.define_outcome may only be the first initial event"));
             }
         }
-        let dep =
-            self.store.get_deployment(&req.deployment_id).await?.ok_or_else(|| Error::not_found("agent_deployment", &req.deployment_id))?;
+        let dep = self.store.get_deployment(&deployment_id).await?.ok_or_else(|| Error::not_found("agent_deployment", &deployment_id))?;
         let version = self
             .pinned_version(&dep.agent_id, dep.pins.agent_version)
             .await?
@@ -280,6 +279,7 @@ impl SessionsService {
     /// A Run the change admits goes straight to a claim waiting on this
     /// replica, if there is one (`handoff.rs`).
     pub(crate) async fn transact<T>(&self, session_id: &str, decide: impl Fn(&mut Draft) -> Result<T>) -> Result<(T, Session, Vec<Event>)> {
+        let session_id = &SessionId::parse("session_id", session_id)?;
         // Kept across retries; dropped unused, its claim looks again.
         let mut handing: Option<Waiting> = None;
         for attempt in 0..COMMIT_ATTEMPTS {
@@ -339,6 +339,7 @@ impl SessionsService {
     /// Appends one user event. Returns the persisted event and whether it
     /// was a replay of an identical settle event accepted earlier.
     pub async fn append_user_event(&self, session_id: &str, input: Input) -> Result<(Event, bool)> {
+        let session_id = &SessionId::parse("session_id", session_id)?;
         if let Some(first) = self.duplicate_settle(session_id, &input).await? {
             return Ok((first, true));
         }
@@ -362,7 +363,7 @@ impl SessionsService {
     }
 
     /// An exact duplicate of an accepted settle event returns the first one.
-    async fn duplicate_settle(&self, session_id: &str, input: &Input) -> Result<Option<Event>> {
+    async fn duplicate_settle(&self, session_id: &SessionId, input: &Input) -> Result<Option<Event>> {
         let key = match input.event_type {
             EventType::UserToolConfirmation => "tool_use_id",
             EventType::UserCustomToolResult => "custom_tool_use_id",
@@ -438,7 +439,7 @@ impl SessionsService {
     }
 
     pub async fn list_events(&self, session_id: &str, after_seq: i64, limit: u32, types: &[String]) -> Result<(Vec<Event>, bool)> {
-        self.session(session_id).await?;
+        let session_id = self.session(session_id).await?.id;
         if !(0..=1000).contains(&limit) {
             return Err(Error::invalid_field("limit", "limit must be between 1 and 1000"));
         }
@@ -446,7 +447,7 @@ impl SessionsService {
             return Err(Error::invalid_field("after_seq", "after_seq must not be negative"));
         }
         let limit = if limit == 0 { 100 } else { i64::from(limit) };
-        let mut rows = self.store.list_events(session_id, after_seq, limit + 1, types).await?;
+        let mut rows = self.store.list_events(&session_id, after_seq, limit + 1, types).await?;
         let more = rows.len() as i64 > limit;
         rows.truncate(limit as usize);
         Ok((rows, more))
@@ -465,7 +466,7 @@ impl SessionsService {
     }
 
     async fn follow(&self, session_id: &str, after_seq: Option<i64>, delta_types: Vec<String>, out: mpsc::Sender<Item>) -> Result<()> {
-        self.session(session_id).await?;
+        let session_id = &self.session(session_id).await?.id;
         let mut rx = self.hub.subscribe(session_id);
         // Subscribed first, then the position is read: nothing falls between.
         let mut cursor = match after_seq {
@@ -506,7 +507,7 @@ impl SessionsService {
         }
     }
 
-    async fn replay(&self, session_id: &str, mut cursor: i64, out: &mpsc::Sender<Item>) -> Result<i64> {
+    async fn replay(&self, session_id: &SessionId, mut cursor: i64, out: &mpsc::Sender<Item>) -> Result<i64> {
         loop {
             let batch = self.store.list_events(session_id, cursor, 500, &[]).await?;
             let n = batch.len();
@@ -523,13 +524,13 @@ impl SessionsService {
     }
 
     pub async fn run(&self, id: &str) -> Result<Run> {
-        check_id("id", "run", id)?;
-        self.store.get_run(id).await?.ok_or_else(|| Error::not_found("run", id))
+        let id = RunId::parse("id", id)?;
+        self.store.get_run(&id).await?.ok_or_else(|| Error::not_found("run", &id))
     }
 
     pub async fn list_runs(&self, session_id: &str, page: &PageRequest) -> Result<Vec<Run>> {
-        self.session(session_id).await?;
-        self.store.list_runs(session_id, page).await
+        let session_id = self.session(session_id).await?.id;
+        self.store.list_runs(&session_id, page).await
     }
 }
 

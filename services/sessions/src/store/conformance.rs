@@ -129,10 +129,10 @@ async fn catalog_compare_and_set(s: &dyn SessionsStore) {
     };
     assert!(s.publish_agent_version(&v, 2).await.expect("publish"));
     assert!(!s.publish_agent_version(&v, 2).await.expect("publish"), "a second publish of version 1 is refused");
-    let got = s.get_agent("agt_1").await.expect("get").expect("exists");
+    let got = s.get_agent(&tid("agt_1")).await.expect("get").expect("exists");
     assert_eq!((got.latest_version, got.version), (1, 3));
-    assert_eq!(s.get_agent_version("agt_1", 1).await.expect("get"), Some(v));
-    assert_eq!(s.list_agent_versions("agt_1", None, 10).await.expect("list").len(), 1);
+    assert_eq!(s.get_agent_version(&tid("agt_1"), 1).await.expect("get"), Some(v));
+    assert_eq!(s.list_agent_versions(&tid("agt_1"), None, 10).await.expect("list").len(), 1);
 
     let p = SandboxProfile {
         id: tid("sbp_01jx0000000000000000000001"),
@@ -151,7 +151,7 @@ async fn catalog_compare_and_set(s: &dyn SessionsStore) {
     let r2 = SandboxRevision { profile_id: tid("sbp_01jx0000000000000000000001"), revision: 2, spec, created_ms: 2 };
     assert!(s.insert_sandbox_revision(&r2).await.expect("rev"));
     assert!(!s.insert_sandbox_revision(&r2).await.expect("rev"), "revisions are immutable");
-    assert_eq!(s.get_sandbox_profile("sbp_01jx0000000000000000000001").await.expect("get").expect("exists").latest_revision, 2);
+    assert_eq!(s.get_sandbox_profile(&tid("sbp_01jx0000000000000000000001")).await.expect("get").expect("exists").latest_revision, 2);
 
     let d = Deployment {
         id: tid("dep_1"),
@@ -167,7 +167,7 @@ async fn catalog_compare_and_set(s: &dyn SessionsStore) {
     assert!(s.insert_deployment(&Deployment { id: tid("dep_2"), ..d.clone() }).await.is_err(), "keys unique per environment");
     let d2 = Deployment { revision: 2, pins: Pins { sandbox_profile_revision: 2, ..pins() }, ..d.clone() };
     assert!(s.insert_deployment_revision(&d2).await.expect("rev"));
-    assert_eq!(s.get_deployment("dep_1").await.expect("get"), Some(d2));
+    assert_eq!(s.get_deployment(&tid("dep_1")).await.expect("get"), Some(d2));
     let page = PageRequest::standard(10, "").expect("page");
     assert_eq!(s.list_deployments(&["env_1".into()], &page).await.expect("list").len(), 1);
     assert!(s.list_deployments(&["env_2".into()], &page).await.expect("list").is_empty());
@@ -177,7 +177,7 @@ async fn session_log_is_gapless(s: &dyn SessionsStore) {
     let se = session("sess_1");
     let first = s.insert_session(&se, &[ev("session.created"), ev("user.message")], &[]).await.expect("insert");
     assert_eq!(first.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
-    let stored = s.get_session("sess_1").await.expect("get").expect("exists");
+    let stored = s.get_session(&tid("sess_1")).await.expect("get").expect("exists");
     assert_eq!(stored.last_seq, 2);
     let change = Change {
         expected_version: stored.version,
@@ -191,11 +191,11 @@ async fn session_log_is_gapless(s: &dyn SessionsStore) {
     assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4]);
     assert_eq!((after.last_seq, after.version, after.status), (4, stored.version + 1, SessionStatus::Running));
     assert!(s.commit(change).await.expect("commit").is_none(), "a change decided from a stale read is refused");
-    let all = s.list_events("sess_1", 0, 100, &[]).await.expect("list");
+    let all = s.list_events(&tid("sess_1"), 0, 100, &[]).await.expect("list");
     assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
-    let typed = s.list_events("sess_1", 0, 100, &["user.message".into(), "run.created".into()]).await.expect("list");
+    let typed = s.list_events(&tid("sess_1"), 0, 100, &["user.message".into(), "run.created".into()]).await.expect("list");
     assert_eq!(typed.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2, 3]);
-    assert_eq!(s.list_events("sess_1", 2, 1, &[]).await.expect("list")[0].seq, 3);
+    assert_eq!(s.list_events(&tid("sess_1"), 2, 1, &[]).await.expect("list")[0].seq, 3);
     assert_eq!(all[1].payload, json!({"n": "user.message"}));
 }
 
@@ -207,7 +207,7 @@ async fn concurrent_commits_never_share_a_seq(s: Arc<dyn SessionsStore>) {
         tasks.push(tokio::spawn(async move {
             for _ in 0..5 {
                 loop {
-                    let cur = s.get_session("sess_2").await.expect("get").expect("exists");
+                    let cur = s.get_session(&tid("sess_2")).await.expect("get").expect("exists");
                     let c = Change {
                         expected_version: cur.version,
                         session: cur,
@@ -226,7 +226,7 @@ async fn concurrent_commits_never_share_a_seq(s: Arc<dyn SessionsStore>) {
     for t in tasks {
         t.await.expect("task");
     }
-    let seqs: Vec<i64> = s.list_events("sess_2", 0, 1000, &[]).await.expect("list").iter().map(|e| e.seq).collect();
+    let seqs: Vec<i64> = s.list_events(&tid("sess_2"), 0, 1000, &[]).await.expect("list").iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=41).collect::<Vec<i64>>(), "41 events, seq 1..41, no gap or duplicate");
 }
 
@@ -240,7 +240,7 @@ async fn a_failing_change_takes_no_other_down(s: Arc<dyn SessionsStore>) {
     for n in 1..=12 {
         let sid = format!("sess_f{n}");
         s.insert_session(&session(&sid), &[ev("session.created")], &[]).await.expect("insert");
-        let cur = s.get_session(&sid).await.expect("get").expect("exists");
+        let cur = s.get_session(&tid(&sid)).await.expect("get").expect("exists");
         let event = if n == 6 { taken.clone() } else { ev("agent.message") };
         let change =
             Change { expected_version: cur.version, session: cur, events: vec![event], runs: vec![], claim_guard: None, flush: n % 2 == 0 };
@@ -249,11 +249,11 @@ async fn a_failing_change_takes_no_other_down(s: Arc<dyn SessionsStore>) {
     }
     for t in tasks {
         let (sid, outcome) = t.await.expect("task");
-        let logged = s.list_events(&sid, 0, 10, &[]).await.expect("list").len();
+        let logged = s.list_events(&tid(&sid), 0, 10, &[]).await.expect("list").len();
         if sid == "sess_f6" {
             assert!(outcome.is_err(), "a taken event id fails its change");
             assert_eq!(logged, 1, "and writes nothing");
-            assert_eq!(s.get_session(&sid).await.expect("get").expect("exists").last_seq, 1);
+            assert_eq!(s.get_session(&tid(&sid)).await.expect("get").expect("exists").last_seq, 1);
         } else {
             assert!(outcome.expect("commits").is_some(), "{sid} commits despite its neighbour");
             assert_eq!(logged, 2, "{sid}");
@@ -269,13 +269,13 @@ async fn runs_leases(s: &dyn SessionsStore) {
     let ids = |v: Vec<Run>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
     assert_eq!(ids(s.claimable_runs(500, 10).await.expect("claimable")), vec!["run_q"], "a live lease is not claimable");
     assert_eq!(ids(s.claimable_runs(2_000, 10).await.expect("claimable")), vec!["run_q", "run_r"], "an expired lease is");
-    assert!(!s.extend_lease("run_r", "lease_a", 1, 2_000, 5_000).await.expect("extend"), "an expired lease is not revived");
-    assert!(s.extend_lease("run_r", "lease_a", 1, 900, 5_000).await.expect("extend"));
-    assert!(!s.extend_lease("run_r", "lease_a", 0, 900, 9_000).await.expect("extend"), "stale generation refused");
-    assert!(!s.extend_lease("run_r", "lease_b", 1, 900, 9_000).await.expect("extend"), "another lease refused");
+    assert!(!s.extend_lease(&tid("run_r"), "lease_a", 1, 2_000, 5_000).await.expect("extend"), "an expired lease is not revived");
+    assert!(s.extend_lease(&tid("run_r"), "lease_a", 1, 900, 5_000).await.expect("extend"));
+    assert!(!s.extend_lease(&tid("run_r"), "lease_a", 0, 900, 9_000).await.expect("extend"), "stale generation refused");
+    assert!(!s.extend_lease(&tid("run_r"), "lease_b", 1, 900, 9_000).await.expect("extend"), "another lease refused");
     // A claim decided from a stale read yields to the renewed lease.
-    let cur = s.get_session("sess_4").await.expect("get").expect("exists");
-    let mut stolen = s.get_run("run_r").await.expect("get").expect("exists");
+    let cur = s.get_session(&tid("sess_4")).await.expect("get").expect("exists");
+    let mut stolen = s.get_run(&tid("run_r")).await.expect("get").expect("exists");
     stolen.generation = 2;
     stolen.lease_id = "lease_thief".into();
     let guard = ClaimGuard { run_id: tid("run_r"), generation: 1, now_ms: 2_000 };
@@ -288,27 +288,27 @@ async fn runs_leases(s: &dyn SessionsStore) {
         flush: true,
     };
     assert!(s.commit(attempt).await.expect("commit").is_none(), "the lease was renewed to 5000, so a claim at 2000 fails");
-    assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").lease_id, "lease_a");
-    assert_eq!(s.get_session("sess_4").await.expect("get").expect("exists").version, cur.version, "a lost claim moves nothing");
+    assert_eq!(s.get_run(&tid("run_r")).await.expect("get").expect("exists").lease_id, "lease_a");
+    assert_eq!(s.get_session(&tid("sess_4")).await.expect("get").expect("exists").version, cur.version, "a lost claim moves nothing");
     let guard = ClaimGuard { run_id: tid("run_r"), generation: 1, now_ms: 6_000 };
     let attempt =
         Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![stolen], claim_guard: Some(guard), flush: false };
     assert!(s.commit(attempt).await.expect("commit").is_some(), "after expiry the claim succeeds");
-    assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").generation, 2);
-    assert_eq!(s.get_run("run_r").await.expect("get").expect("exists").lease_expires_ms, 5_000);
-    assert_eq!(s.active_run("sess_3").await.expect("active").map(|r| r.id), Some(tid("run_q")));
+    assert_eq!(s.get_run(&tid("run_r")).await.expect("get").expect("exists").generation, 2);
+    assert_eq!(s.get_run(&tid("run_r")).await.expect("get").expect("exists").lease_expires_ms, 5_000);
+    assert_eq!(s.active_run(&tid("sess_3")).await.expect("active").map(|r| r.id), Some(tid("run_q")));
     assert!(s.expire_all_leases().await.expect("expire") >= 1);
     assert!(ids(s.claimable_runs(1, 10).await.expect("claimable")).contains(&tid("run_r")));
     let mut done = run("run_r", "sess_4", RunStatus::Completed, 0);
     done.generation = 2;
     done.completed_ms = Some(9);
-    let cur = s.get_session("sess_4").await.expect("get").expect("exists");
+    let cur = s.get_session(&tid("sess_4")).await.expect("get").expect("exists");
     s.commit(Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![done], claim_guard: None, flush: false })
         .await
         .expect("commit")
         .expect("applied");
-    assert!(s.active_run("sess_4").await.expect("active").is_none());
-    assert_eq!(s.list_runs("sess_4", &PageRequest::standard(10, "").expect("page")).await.expect("list").len(), 1);
+    assert!(s.active_run(&tid("sess_4")).await.expect("active").is_none());
+    assert_eq!(s.list_runs(&tid("sess_4"), &PageRequest::standard(10, "").expect("page")).await.expect("list").len(), 1);
 }
 
 async fn budgets_travel_with_their_session(s: &dyn SessionsStore) {
@@ -318,7 +318,7 @@ async fn budgets_travel_with_their_session(s: &dyn SessionsStore) {
     s.insert_session(&session("sess_b2"), &[ev("session.created")], &[]).await.expect("insert");
     let found = s.session_by_budget(&budget.id).await.expect("by budget").expect("found");
     assert_eq!((found.id.as_str(), found.budget.as_ref()), ("sess_b1", Some(&budget)));
-    assert!(s.session_by_budget("bud_missing").await.expect("by budget").is_none());
+    assert!(s.session_by_budget(&tid("bud_missing")).await.expect("by budget").is_none());
     // A commit moves the Budget with the session row.
     let mut charged = budget.clone();
     charged.consumed = 60;

@@ -192,6 +192,7 @@ mod tests {
     use super::*;
     use crate::store::conformance::{ev, session};
     use crate::store::{SessionsStore, SqlSessionsStore};
+    use checkfu_core::testing::tid;
     use checkfu_store::Location;
     use checkfu_store::sqlx::Row;
 
@@ -248,14 +249,14 @@ mod tests {
         assert!(matches!(&outcomes[4], Ok(Done::Created(events)) if events.len() == 1), "{:?}", outcomes[4]);
         let logged = |id: &'static str| {
             let store = store.clone();
-            async move { store.list_events(id, 0, 10, &[]).await.expect("list").len() }
+            async move { store.list_events(&tid(id), 0, 10, &[]).await.expect("list").len() }
         };
         assert_eq!((logged("sess_1").await, logged("sess_2").await, logged("sess_3").await, logged("sess_new").await), (2, 1, 2, 1));
         // Each write's events carry the trace of the request that made it,
         // not the writer's.
         let trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
         let (tx, _rx) = oneshot::channel();
-        let cur = store.get_session("sess_3").await.expect("get").expect("exists");
+        let cur = store.get_session(&tid("sess_3")).await.expect("get").expect("exists");
         let traced_change = Change {
             expected_version: cur.version,
             session: cur,

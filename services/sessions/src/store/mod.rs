@@ -13,7 +13,7 @@ mod sql;
 
 use crate::model::*;
 use checkfu_core::Result;
-use checkfu_core::id::RunId;
+use checkfu_core::id::{AgentId, BudgetId, DeploymentId, RunId, SandboxProfileId, SessionId};
 use checkfu_core::page::PageRequest;
 
 pub use sql::SqlSessionsStore;
@@ -58,50 +58,50 @@ pub struct SessionFilter {
 #[async_trait::async_trait]
 pub trait SessionsStore: Send + Sync + 'static {
     async fn insert_agent(&self, a: &Agent) -> Result<()>;
-    async fn get_agent(&self, id: &str) -> Result<Option<Agent>>;
+    async fn get_agent(&self, id: &AgentId) -> Result<Option<Agent>>;
     async fn list_agents(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Agent>>;
     /// Compare-and-set on the agent's `version`.
     async fn update_agent(&self, a: &Agent, expected_version: i64) -> Result<bool>;
     /// Inserts the version and moves the agent's `latest_version`, if the
     /// agent is still at `expected_agent_version`.
     async fn publish_agent_version(&self, v: &AgentVersion, expected_agent_version: i64) -> Result<bool>;
-    async fn get_agent_version(&self, agent_id: &str, version: i64) -> Result<Option<AgentVersion>>;
-    async fn list_agent_versions(&self, agent_id: &str, before_version: Option<i64>, limit: i64) -> Result<Vec<AgentVersion>>;
+    async fn get_agent_version(&self, agent_id: &AgentId, version: i64) -> Result<Option<AgentVersion>>;
+    async fn list_agent_versions(&self, agent_id: &AgentId, before_version: Option<i64>, limit: i64) -> Result<Vec<AgentVersion>>;
 
     async fn insert_sandbox_profile(&self, p: &SandboxProfile, first: &SandboxRevision) -> Result<()>;
     /// Appends the next revision if the profile is still at `revision - 1`.
     async fn insert_sandbox_revision(&self, rev: &SandboxRevision) -> Result<bool>;
-    async fn get_sandbox_profile(&self, id: &str) -> Result<Option<SandboxProfile>>;
-    async fn get_sandbox_revision(&self, profile_id: &str, revision: i64) -> Result<Option<SandboxRevision>>;
+    async fn get_sandbox_profile(&self, id: &SandboxProfileId) -> Result<Option<SandboxProfile>>;
+    async fn get_sandbox_revision(&self, profile_id: &SandboxProfileId, revision: i64) -> Result<Option<SandboxRevision>>;
     async fn list_sandbox_profiles(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<SandboxProfile>>;
 
     async fn insert_deployment(&self, d: &Deployment) -> Result<()>;
     /// Records `d.revision` with `d.pins` if the deployment is at `d.revision - 1`.
     async fn insert_deployment_revision(&self, d: &Deployment) -> Result<bool>;
-    async fn get_deployment(&self, id: &str) -> Result<Option<Deployment>>;
+    async fn get_deployment(&self, id: &DeploymentId) -> Result<Option<Deployment>>;
     async fn list_deployments(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Deployment>>;
 
     /// Inserts a new Session with its first events (seq 1..n) and runs.
     async fn insert_session(&self, s: &Session, events: &[NewEvent], runs: &[Run]) -> Result<Vec<Event>>;
-    async fn get_session(&self, id: &str) -> Result<Option<Session>>;
+    async fn get_session(&self, id: &SessionId) -> Result<Option<Session>>;
     async fn list_sessions(&self, f: &SessionFilter, page: &PageRequest) -> Result<Vec<Session>>;
-    async fn session_by_budget(&self, budget_id: &str) -> Result<Option<Session>>;
+    async fn session_by_budget(&self, budget_id: &BudgetId) -> Result<Option<Session>>;
     /// Sessions holding a Budget, newest Budget first (paged by budget id).
     async fn list_budget_sessions(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Session>>;
     /// Applies a change; `None` when the session moved since it was read.
     async fn commit(&self, change: Change) -> Result<Option<(Session, Vec<Event>)>>;
-    async fn list_events(&self, session_id: &str, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>>;
+    async fn list_events(&self, session_id: &SessionId, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>>;
 
-    async fn get_run(&self, id: &str) -> Result<Option<Run>>;
+    async fn get_run(&self, id: &RunId) -> Result<Option<Run>>;
     /// The Session's queued or running Run, if any (at most one exists).
-    async fn active_run(&self, session_id: &str) -> Result<Option<Run>>;
-    async fn list_runs(&self, session_id: &str, page: &PageRequest) -> Result<Vec<Run>>;
+    async fn active_run(&self, session_id: &SessionId) -> Result<Option<Run>>;
+    async fn list_runs(&self, session_id: &SessionId, page: &PageRequest) -> Result<Vec<Run>>;
     /// Runs waiting for an execution plane: queued, or running on a lease that
     /// expired before `now_ms`. Oldest first.
     async fn claimable_runs(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>>;
     /// Extends a live lease; false when the lease moved, expired before
     /// `now_ms` (it may be claimed by another runner) or the Run ended.
-    async fn extend_lease(&self, run_id: &str, lease_id: &str, generation: i64, now_ms: i64, expires_ms: i64) -> Result<bool>;
+    async fn extend_lease(&self, run_id: &RunId, lease_id: &str, generation: i64, now_ms: i64, expires_ms: i64) -> Result<bool>;
     /// Expires every running lease (embedded start-up: the only runner died
     /// with the previous process). Returns how many.
     async fn expire_all_leases(&self) -> Result<u64>;

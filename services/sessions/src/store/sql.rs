@@ -7,7 +7,7 @@ use crate::model::*;
 use checkfu_bus::Record;
 use checkfu_bus::outbox::stage;
 use checkfu_bus::resource_record;
-use checkfu_core::id::{SessionId, TypedId};
+use checkfu_core::id::{AgentId, BudgetId, DeploymentId, RunId, SandboxProfileId, SessionId, TypedId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::AssertSqlSafe;
@@ -424,7 +424,7 @@ impl SessionsStore for SqlSessionsStore {
         Ok(())
     }
 
-    async fn get_agent(&self, id: &str) -> Result<Option<Agent>> {
+    async fn get_agent(&self, id: &AgentId) -> Result<Option<Agent>> {
         find_one(&self.db, "SELECT * FROM agents WHERE id = $1", id, agent).await
     }
 
@@ -485,7 +485,7 @@ impl SessionsStore for SqlSessionsStore {
         .bind(v.published_ms);
         self.bump_then_insert(bump, insert, resource_record("agent.updated", &v.environment_id, &v.agent_id)).await
     }
-    async fn get_agent_version(&self, agent_id: &str, version: i64) -> Result<Option<AgentVersion>> {
+    async fn get_agent_version(&self, agent_id: &AgentId, version: i64) -> Result<Option<AgentVersion>> {
         sqlx::query("SELECT * FROM agent_versions WHERE agent_id = $1 AND version = $2")
             .bind(agent_id)
             .bind(version)
@@ -497,7 +497,7 @@ impl SessionsStore for SqlSessionsStore {
             .transpose()
     }
 
-    async fn list_agent_versions(&self, agent_id: &str, before_version: Option<i64>, limit: i64) -> Result<Vec<AgentVersion>> {
+    async fn list_agent_versions(&self, agent_id: &AgentId, before_version: Option<i64>, limit: i64) -> Result<Vec<AgentVersion>> {
         sqlx::query("SELECT * FROM agent_versions WHERE agent_id = $1 AND version < $2 ORDER BY version DESC LIMIT $3")
             .bind(agent_id)
             .bind(before_version.unwrap_or(i64::MAX))
@@ -553,11 +553,11 @@ impl SessionsStore for SqlSessionsStore {
             .bind(rev.created_ms);
         self.bump_then_insert(bump, insert, resource_record("sandbox_profile.updated", &env, &rev.profile_id)).await
     }
-    async fn get_sandbox_profile(&self, id: &str) -> Result<Option<SandboxProfile>> {
+    async fn get_sandbox_profile(&self, id: &SandboxProfileId) -> Result<Option<SandboxProfile>> {
         find_one(&self.db, "SELECT * FROM sandbox_profiles WHERE id = $1", id, sandbox_profile).await
     }
 
-    async fn get_sandbox_revision(&self, profile_id: &str, revision: i64) -> Result<Option<SandboxRevision>> {
+    async fn get_sandbox_revision(&self, profile_id: &SandboxProfileId, revision: i64) -> Result<Option<SandboxRevision>> {
         sqlx::query("SELECT * FROM sandbox_revisions WHERE profile_id = $1 AND revision = $2")
             .bind(profile_id)
             .bind(revision)
@@ -614,7 +614,7 @@ impl SessionsStore for SqlSessionsStore {
                 .bind(d.updated_ms);
         self.bump_then_insert(bump, insert, resource_record("agent_deployment.updated", &d.environment_id, &d.id)).await
     }
-    async fn get_deployment(&self, id: &str) -> Result<Option<Deployment>> {
+    async fn get_deployment(&self, id: &DeploymentId) -> Result<Option<Deployment>> {
         find_one(&self.db, "SELECT d.*, r.pins_json FROM deployments d JOIN deployment_revisions r ON r.deployment_id = d.id AND r.revision = d.revision WHERE d.id = $1", id, deployment).await
     }
 
@@ -634,11 +634,11 @@ impl SessionsStore for SqlSessionsStore {
         Ok(out)
     }
 
-    async fn get_session(&self, id: &str) -> Result<Option<Session>> {
+    async fn get_session(&self, id: &SessionId) -> Result<Option<Session>> {
         find_one(&self.db, "SELECT * FROM sessions WHERE id = $1", id, session).await
     }
 
-    async fn session_by_budget(&self, budget_id: &str) -> Result<Option<Session>> {
+    async fn session_by_budget(&self, budget_id: &BudgetId) -> Result<Option<Session>> {
         find_one(&self.db, "SELECT * FROM sessions WHERE budget_id = $1", budget_id, session).await
     }
 
@@ -684,7 +684,7 @@ impl SessionsStore for SqlSessionsStore {
         Ok(Some(done))
     }
 
-    async fn list_events(&self, session_id: &str, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>> {
+    async fn list_events(&self, session_id: &SessionId, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>> {
         let rows = if types.is_empty() {
             sqlx::query("SELECT * FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
                 .bind(session_id)
@@ -707,16 +707,16 @@ impl SessionsStore for SqlSessionsStore {
         rows.iter().map(event).collect()
     }
 
-    async fn get_run(&self, id: &str) -> Result<Option<Run>> {
+    async fn get_run(&self, id: &RunId) -> Result<Option<Run>> {
         find_one(&self.db, "SELECT * FROM runs WHERE id = $1", id, run).await
     }
 
-    async fn active_run(&self, session_id: &str) -> Result<Option<Run>> {
+    async fn active_run(&self, session_id: &SessionId) -> Result<Option<Run>> {
         find_one(&self.db, "SELECT * FROM runs WHERE session_id = $1 AND status <> 'completed' ORDER BY id DESC LIMIT 1", session_id, run)
             .await
     }
 
-    async fn list_runs(&self, session_id: &str, page: &PageRequest) -> Result<Vec<Run>> {
+    async fn list_runs(&self, session_id: &SessionId, page: &PageRequest) -> Result<Vec<Run>> {
         sqlx::query("SELECT * FROM runs WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
             .bind(session_id)
             .bind(before(page))
@@ -743,7 +743,7 @@ impl SessionsStore for SqlSessionsStore {
         .collect()
     }
 
-    async fn extend_lease(&self, run_id: &str, lease_id: &str, generation: i64, now_ms: i64, expires_ms: i64) -> Result<bool> {
+    async fn extend_lease(&self, run_id: &RunId, lease_id: &str, generation: i64, now_ms: i64, expires_ms: i64) -> Result<bool> {
         let r = sqlx::query(
             "UPDATE runs SET lease_expires_ms = $1 WHERE id = $2 AND lease_id = $3 AND generation = $4 AND status = 'running' AND lease_expires_ms >= $5",
         )
