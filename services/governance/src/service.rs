@@ -189,8 +189,8 @@ impl GovernanceService {
     }
 
     pub async fn principal(&self, id: &str) -> Result<Principal> {
-        check_id("id", "prin", id)?;
-        self.store.get_principal(id).await?.ok_or_else(|| Error::not_found("principal", id))
+        let id = PrincipalId::parse("id", id)?;
+        self.store.get_principal(&id).await?.ok_or_else(|| Error::not_found("principal", &id))
     }
 
     pub async fn list_principals(&self, page: &PageRequest) -> Result<Vec<Principal>> {
@@ -200,16 +200,16 @@ impl GovernanceService {
     pub async fn update_principal(&self, id: &str, disabled: Option<bool>, actor: &str) -> Result<Principal> {
         let p = self.principal(id).await?;
         let Some(disabled) = disabled else { return Ok(p) };
-        let p = self.store.set_principal_disabled(id, disabled).await?.ok_or_else(|| Error::not_found("principal", id))?;
+        let p = self.store.set_principal_disabled(&p.id, disabled).await?.ok_or_else(|| Error::not_found("principal", id))?;
         self.wrote();
         self.audit(actor, "principal.updated", "principal", id, json!({"disabled": disabled})).await?;
         Ok(p)
     }
 
     pub async fn create_api_key(&self, principal_id: &str, name: &str, actor: &str) -> Result<(ApiKey, String)> {
-        self.principal(principal_id).await?;
+        let principal_id = self.principal(principal_id).await?.id;
         check_name("name", name)?;
-        if self.store.count_active_api_keys(principal_id).await? >= MAX_ACTIVE_API_KEYS {
+        if self.store.count_active_api_keys(&principal_id).await? >= MAX_ACTIVE_API_KEYS {
             return Err(Error::conflict(format!(
                 "{principal_id} already has {MAX_ACTIVE_API_KEYS} active API keys: revoke one before creating another"
             ))
@@ -218,7 +218,7 @@ impl GovernanceService {
         let secret = new_secret();
         let key = ApiKey {
             id: KeyId::mint(),
-            principal_id: PrincipalId::parse("principal_id", principal_id)?,
+            principal_id: principal_id.clone(),
             name: name.to_string(),
             created_ms: now_ms(),
             revoked_ms: None,
@@ -229,20 +229,20 @@ impl GovernanceService {
     }
 
     pub async fn api_key(&self, id: &str) -> Result<ApiKey> {
-        check_id("id", "key", id)?;
-        self.store.get_api_key(id).await?.ok_or_else(|| Error::not_found("api_key", id))
+        let id = KeyId::parse("id", id)?;
+        self.store.get_api_key(&id).await?.ok_or_else(|| Error::not_found("api_key", &id))
     }
 
     pub async fn list_api_keys(&self, principal_id: &str, page: &PageRequest) -> Result<Vec<ApiKey>> {
-        self.principal(principal_id).await?;
-        self.store.list_api_keys(principal_id, page).await
+        let principal_id = self.principal(principal_id).await?.id;
+        self.store.list_api_keys(&principal_id, page).await
     }
 
     pub async fn revoke_api_key(&self, id: &str, actor: &str) -> Result<ApiKey> {
-        self.api_key(id).await?;
-        let key = self.store.revoke_api_key(id, now_ms()).await?.ok_or_else(|| Error::not_found("api_key", id))?;
+        let id = self.api_key(id).await?.id;
+        let key = self.store.revoke_api_key(&id, now_ms()).await?.ok_or_else(|| Error::not_found("api_key", &id))?;
         self.wrote();
-        self.audit(actor, "api_key.revoked", "api_key", id, json!({"principal_id": key.principal_id})).await?;
+        self.audit(actor, "api_key.revoked", "api_key", &id, json!({"principal_id": key.principal_id})).await?;
         Ok(key)
     }
 
@@ -258,8 +258,8 @@ impl GovernanceService {
     }
 
     pub async fn group(&self, id: &str) -> Result<Group> {
-        check_id("id", "grp", id)?;
-        self.store.get_group(id).await?.ok_or_else(|| Error::not_found("group", id))
+        let id = GroupId::parse("id", id)?;
+        self.store.get_group(&id).await?.ok_or_else(|| Error::not_found("group", &id))
     }
 
     pub async fn list_groups(&self, page: &PageRequest) -> Result<Vec<Group>> {
@@ -267,19 +267,18 @@ impl GovernanceService {
     }
 
     pub async fn add_group_member(&self, group_id: &str, principal_id: &str, actor: &str) -> Result<Group> {
-        self.group(group_id).await?;
-        check_id("principal_id", "prin", principal_id)?;
-        self.principal(principal_id).await?;
-        self.store.add_group_member(group_id, principal_id).await?;
+        let group = self.group(group_id).await?.id;
+        let principal = self.principal(principal_id).await?.id;
+        self.store.add_group_member(&group, &principal).await?;
         self.wrote();
         self.audit(actor, "group.member_added", "group", group_id, json!({"principal_id": principal_id})).await?;
         self.group(group_id).await
     }
 
     pub async fn remove_group_member(&self, group_id: &str, principal_id: &str, actor: &str) -> Result<Group> {
-        self.group(group_id).await?;
-        check_id("principal_id", "prin", principal_id)?;
-        let removed = self.store.remove_group_member(group_id, principal_id).await?;
+        let group = self.group(group_id).await?.id;
+        let principal = PrincipalId::parse("principal_id", principal_id)?;
+        let removed = self.store.remove_group_member(&group, &principal).await?;
         self.wrote();
         if !removed {
             return Err(Error::not_found("group member", principal_id));
@@ -300,8 +299,8 @@ impl GovernanceService {
     }
 
     pub async fn environment(&self, id: &str) -> Result<Environment> {
-        check_id("id", "env", id)?;
-        self.store.get_environment(id).await?.ok_or_else(|| Error::not_found("environment", id))
+        let id = EnvironmentId::parse("id", id)?;
+        self.store.get_environment(&id).await?.ok_or_else(|| Error::not_found("environment", &id))
     }
 
     pub async fn list_environments(&self, page: &PageRequest) -> Result<Vec<Environment>> {
@@ -419,8 +418,8 @@ impl GovernanceService {
     }
 
     pub async fn assignment(&self, id: &str) -> Result<Assignment> {
-        check_id("id", "pa", id)?;
-        self.store.get_assignment(id).await?.ok_or_else(|| Error::not_found("permission_assignment", id))
+        let id = AssignmentId::parse("id", id)?;
+        self.store.get_assignment(&id).await?.ok_or_else(|| Error::not_found("permission_assignment", &id))
     }
 
     pub async fn list_assignments(&self, filter: &AssignmentFilter, page: &PageRequest) -> Result<Vec<Assignment>> {
@@ -429,7 +428,7 @@ impl GovernanceService {
 
     pub async fn delete_assignment(&self, id: &str, actor: &str) -> Result<Assignment> {
         let a = self.assignment(id).await?;
-        let deleted = self.store.delete_assignment(id).await?;
+        let deleted = self.store.delete_assignment(&a.id).await?;
         self.wrote();
         if !deleted {
             return Err(Error::not_found("permission_assignment", id));
@@ -521,8 +520,8 @@ impl GovernanceService {
     }
 
     pub async fn policy(&self, id: &str) -> Result<ActionPolicy> {
-        check_id("id", "apol", id)?;
-        self.store.get_policy(id).await?.ok_or_else(|| Error::not_found("action_policy", id))
+        let id = PolicyId::parse("id", id)?;
+        self.store.get_policy(&id).await?.ok_or_else(|| Error::not_found("action_policy", &id))
     }
 
     pub async fn list_policies(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<ActionPolicy>> {
@@ -570,7 +569,7 @@ impl GovernanceService {
 
     pub async fn delete_policy(&self, id: &str, actor: &str) -> Result<ActionPolicy> {
         let p = self.policy(id).await?;
-        if !self.store.delete_policy(id).await? {
+        if !self.store.delete_policy(&p.id).await? {
             return Err(Error::not_found("action_policy", id));
         }
         self.audit(actor, "action_policy.deleted", "action_policy", id, json!({"name": p.name, "rules": p.rules})).await?;

@@ -94,9 +94,9 @@ async fn principals_and_paging(s: &dyn GovernanceStore) {
     let p2 = PageRequest::standard(2, &next).expect("page");
     let rows2 = s.list_principals(&p2).await.expect("list");
     assert_eq!(rows2[0].id, format!("prin_{:026}", 2));
-    let d = s.set_principal_disabled(&format!("prin_{:026}", 1), true).await.expect("disable").expect("exists");
+    let d = s.set_principal_disabled(&tid(&format!("prin_{:026}", 1)), true).await.expect("disable").expect("exists");
     assert!(d.disabled);
-    assert!(s.get_principal("prin_missing").await.expect("get").is_none());
+    assert!(s.get_principal(&tid("prin_missing")).await.expect("get").is_none());
     assert!(s.insert_principal(&principal(&format!("prin_{:026}", 1))).await.is_err(), "duplicate id refused");
 }
 
@@ -106,14 +106,14 @@ async fn keys_hash_lookup_and_revoke(s: &dyn GovernanceStore) {
     assert_eq!(s.count_active_api_keys(&key.principal_id).await.expect("count"), 0);
     s.insert_api_key(&key, "hash-1").await.expect("insert");
     assert_eq!(s.count_active_api_keys(&key.principal_id).await.expect("count"), 1);
-    assert_eq!(s.get_api_key("key_1").await.expect("get"), Some(key.clone()));
+    assert_eq!(s.get_api_key(&tid("key_1")).await.expect("get"), Some(key.clone()));
     assert_eq!(s.authenticate("hash-1").await.expect("auth"), Some((key.principal_id.to_string(), "key_1".to_string())));
     assert_eq!(s.authenticate("hash-2").await.expect("auth"), None);
-    let revoked = s.revoke_api_key("key_1", 9).await.expect("revoke").expect("exists");
+    let revoked = s.revoke_api_key(&tid("key_1"), 9).await.expect("revoke").expect("exists");
     assert_eq!(s.authenticate("hash-1").await.expect("auth"), None, "a revoked key authenticates nothing");
     assert_eq!(revoked.revoked_ms, Some(9));
     assert_eq!(s.count_active_api_keys(&key.principal_id).await.expect("count"), 0, "a revoked key is not active");
-    let again = s.revoke_api_key("key_1", 10).await.expect("revoke").expect("exists");
+    let again = s.revoke_api_key(&tid("key_1"), 10).await.expect("revoke").expect("exists");
     assert_eq!(again.revoked_ms, Some(9), "a second revoke keeps the first time");
     let listed = s.list_api_keys(&key.principal_id, &PageRequest::standard(10, "").expect("page")).await.expect("list");
     assert_eq!(listed.len(), 1);
@@ -124,12 +124,12 @@ async fn groups_membership(s: &dyn GovernanceStore) {
     s.insert_group(&g).await.expect("insert");
     assert!(s.insert_group(&Group { id: tid("grp_2"), ..g.clone() }).await.is_err(), "names are unique");
     let m = format!("prin_{:026}", 3);
-    s.add_group_member("grp_1", &m).await.expect("add");
-    s.add_group_member("grp_1", &m).await.expect("adding twice is harmless");
-    assert_eq!(s.get_group("grp_1").await.expect("get").expect("exists").member_ids, vec![m.clone()]);
+    s.add_group_member(&tid("grp_1"), &tid(&m)).await.expect("add");
+    s.add_group_member(&tid("grp_1"), &tid(&m)).await.expect("adding twice is harmless");
+    assert_eq!(s.get_group(&tid("grp_1")).await.expect("get").expect("exists").member_ids, vec![m.clone()]);
     assert_eq!(s.groups_of(&m).await.expect("groups"), vec!["grp_1".to_string()]);
-    assert!(s.remove_group_member("grp_1", &m).await.expect("remove"));
-    assert!(!s.remove_group_member("grp_1", &m).await.expect("remove"));
+    assert!(s.remove_group_member(&tid("grp_1"), &tid(&m)).await.expect("remove"));
+    assert!(!s.remove_group_member(&tid("grp_1"), &tid(&m)).await.expect("remove"));
     assert!(s.groups_of(&m).await.expect("groups").is_empty());
 }
 
@@ -139,7 +139,7 @@ async fn environments_compare_and_set(s: &dyn GovernanceStore) {
     let next = Environment { disabled: true, version: 2, ..e.clone() };
     assert!(s.update_environment(&next, 1).await.expect("cas"));
     assert!(!s.update_environment(&next, 1).await.expect("cas"), "stale version refused");
-    assert_eq!(s.get_environment("env_1").await.expect("get").expect("exists"), next);
+    assert_eq!(s.get_environment(&tid("env_1")).await.expect("get").expect("exists"), next);
 }
 
 async fn assignments_unique_filter_delete(s: &dyn GovernanceStore) {
@@ -158,19 +158,19 @@ async fn assignments_unique_filter_delete(s: &dyn GovernanceStore) {
     // Reach: own grants plus the groups', none once disabled.
     let g = Group { id: tid("grp_r"), name: "reach".into(), member_ids: vec![], created_ms: 1 };
     s.insert_group(&g).await.expect("group");
-    s.add_group_member("grp_r", &who).await.expect("member");
+    s.add_group_member(&tid("grp_r"), &tid(&who)).await.expect("member");
     let mut via_group = grant("pa_g", "grp_r", Permission::Approve, ResourceKind::Environment, "env_1");
     via_group.subject_kind = SubjectKind::Group;
     s.insert_assignment(&via_group).await.expect("insert");
     let mut reach: Vec<String> = s.reach_of(&who).await.expect("reach").into_iter().map(|a| a.id.to_string()).collect();
     reach.sort();
     assert_eq!(reach, vec!["pa_1", "pa_3", "pa_g"]);
-    s.set_principal_disabled(&who, true).await.expect("disable");
+    s.set_principal_disabled(&tid(&who), true).await.expect("disable");
     assert!(s.reach_of(&who).await.expect("reach").is_empty(), "a disabled principal reaches nothing");
-    s.set_principal_disabled(&who, false).await.expect("enable");
-    assert!(s.delete_assignment("pa_1").await.expect("delete"));
-    assert!(!s.delete_assignment("pa_1").await.expect("delete"));
-    assert!(s.get_assignment("pa_1").await.expect("get").is_none());
+    s.set_principal_disabled(&tid(&who), false).await.expect("enable");
+    assert!(s.delete_assignment(&tid("pa_1")).await.expect("delete"));
+    assert!(!s.delete_assignment(&tid("pa_1")).await.expect("delete"));
+    assert!(s.get_assignment(&tid("pa_1")).await.expect("get").is_none());
 }
 
 async fn bootstrap_only_once(s: &dyn GovernanceStore) {
@@ -198,15 +198,15 @@ async fn policies_compare_and_set(s: &dyn GovernanceStore) {
     };
     s.insert_policy(&p).await.expect("insert");
     assert!(s.insert_policy(&ActionPolicy { id: tid("apol_2"), ..p.clone() }).await.is_err(), "names are unique per environment");
-    assert_eq!(s.get_policy("apol_1").await.expect("get"), Some(p.clone()), "rule ids are re-derived on read");
+    assert_eq!(s.get_policy(&tid("apol_1")).await.expect("get"), Some(p.clone()), "rule ids are re-derived on read");
     let next = ActionPolicy { name: "renamed".into(), version: 2, updated_ms: 2, ..p.clone() };
     assert!(s.update_policy(&next, 1).await.expect("cas"));
     assert!(!s.update_policy(&next, 1).await.expect("cas"), "stale version refused");
     assert_eq!(s.policies_in("env_p").await.expect("in").len(), 1);
     assert!(s.policies_in("env_q").await.expect("in").is_empty());
     assert_eq!(s.list_policies(&["env_p".into()], &PageRequest::standard(10, "").expect("page")).await.expect("list").len(), 1);
-    assert!(s.delete_policy("apol_1").await.expect("delete"));
-    assert!(!s.delete_policy("apol_1").await.expect("delete"));
+    assert!(s.delete_policy(&tid("apol_1")).await.expect("delete"));
+    assert!(!s.delete_policy(&tid("apol_1")).await.expect("delete"));
 }
 
 async fn audit_filters(s: &dyn GovernanceStore) {

@@ -5,7 +5,7 @@ use crate::model::*;
 use crate::policy::{ActionPolicy, Rule};
 use checkfu_bus::Record;
 use checkfu_bus::outbox::stage;
-use checkfu_core::id::{EnvironmentId, PolicyId};
+use checkfu_core::id::{AssignmentId, EnvironmentId, GroupId, KeyId, PolicyId, PrincipalId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
@@ -187,7 +187,7 @@ impl GovernanceStore for SqlGovernanceStore {
         Ok(())
     }
 
-    async fn get_principal(&self, id: &str) -> Result<Option<Principal>> {
+    async fn get_principal(&self, id: &PrincipalId) -> Result<Option<Principal>> {
         find_one(&self.db, "SELECT * FROM principals WHERE id = $1", id, principal).await
     }
 
@@ -203,7 +203,7 @@ impl GovernanceStore for SqlGovernanceStore {
             .collect()
     }
 
-    async fn set_principal_disabled(&self, id: &str, disabled: bool) -> Result<Option<Principal>> {
+    async fn set_principal_disabled(&self, id: &PrincipalId, disabled: bool) -> Result<Option<Principal>> {
         sqlx::query("UPDATE principals SET disabled = $1 WHERE id = $2")
             .bind(flag(disabled))
             .bind(id)
@@ -218,11 +218,11 @@ impl GovernanceStore for SqlGovernanceStore {
         Ok(())
     }
 
-    async fn get_api_key(&self, id: &str) -> Result<Option<ApiKey>> {
+    async fn get_api_key(&self, id: &KeyId) -> Result<Option<ApiKey>> {
         find_one(&self.db, "SELECT * FROM api_keys WHERE id = $1", id, api_key).await
     }
 
-    async fn count_active_api_keys(&self, principal_id: &str) -> Result<i64> {
+    async fn count_active_api_keys(&self, principal_id: &PrincipalId) -> Result<i64> {
         sqlx::query_scalar("SELECT COUNT(*) FROM api_keys WHERE principal_id = $1 AND revoked_ms IS NULL")
             .bind(principal_id)
             .fetch_one(&self.db.pool)
@@ -230,7 +230,7 @@ impl GovernanceStore for SqlGovernanceStore {
             .map_err(db_err)
     }
 
-    async fn list_api_keys(&self, principal_id: &str, page: &PageRequest) -> Result<Vec<ApiKey>> {
+    async fn list_api_keys(&self, principal_id: &PrincipalId, page: &PageRequest) -> Result<Vec<ApiKey>> {
         sqlx::query("SELECT * FROM api_keys WHERE principal_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
             .bind(principal_id)
             .bind(before(page))
@@ -243,7 +243,7 @@ impl GovernanceStore for SqlGovernanceStore {
             .collect()
     }
 
-    async fn revoke_api_key(&self, id: &str, at_ms: i64) -> Result<Option<ApiKey>> {
+    async fn revoke_api_key(&self, id: &KeyId, at_ms: i64) -> Result<Option<ApiKey>> {
         sqlx::query("UPDATE api_keys SET revoked_ms = $1 WHERE id = $2 AND revoked_ms IS NULL")
             .bind(at_ms)
             .bind(id)
@@ -264,7 +264,7 @@ impl GovernanceStore for SqlGovernanceStore {
         Ok(())
     }
 
-    async fn get_group(&self, id: &str) -> Result<Option<Group>> {
+    async fn get_group(&self, id: &GroupId) -> Result<Option<Group>> {
         let Some(row) = sqlx::query("SELECT * FROM groups_ WHERE id = $1").bind(id).fetch_optional(&self.db.pool).await.map_err(db_err)?
         else {
             return Ok(None);
@@ -286,14 +286,14 @@ impl GovernanceStore for SqlGovernanceStore {
     }
 
     async fn list_groups(&self, page: &PageRequest) -> Result<Vec<Group>> {
-        let ids: Vec<String> = sqlx::query("SELECT id FROM groups_ WHERE id < $1 ORDER BY id DESC LIMIT $2")
+        let ids: Vec<GroupId> = sqlx::query("SELECT id FROM groups_ WHERE id < $1 ORDER BY id DESC LIMIT $2")
             .bind(before(page))
             .bind(page.fetch_limit())
             .fetch_all(&self.db.pool)
             .await
             .map_err(db_err)?
             .iter()
-            .map(|r| r.try_get::<String, _>("id").map_err(db_err))
+            .map(|r| r.try_get::<GroupId, _>("id").map_err(db_err))
             .collect::<Result<_>>()?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
@@ -304,13 +304,13 @@ impl GovernanceStore for SqlGovernanceStore {
         Ok(out)
     }
 
-    async fn add_group_member(&self, group_id: &str, principal_id: &str) -> Result<()> {
+    async fn add_group_member(&self, group_id: &GroupId, principal_id: &PrincipalId) -> Result<()> {
         let sql = "INSERT INTO group_members (group_id, principal_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
         sqlx::query(sql).bind(group_id).bind(principal_id).execute(&self.db.pool).await.map_err(db_err)?;
         Ok(())
     }
 
-    async fn remove_group_member(&self, group_id: &str, principal_id: &str) -> Result<bool> {
+    async fn remove_group_member(&self, group_id: &GroupId, principal_id: &PrincipalId) -> Result<bool> {
         let r = sqlx::query("DELETE FROM group_members WHERE group_id = $1 AND principal_id = $2")
             .bind(group_id)
             .bind(principal_id)
@@ -339,7 +339,7 @@ impl GovernanceStore for SqlGovernanceStore {
         Ok(())
     }
 
-    async fn get_environment(&self, id: &str) -> Result<Option<Environment>> {
+    async fn get_environment(&self, id: &EnvironmentId) -> Result<Option<Environment>> {
         find_one(&self.db, "SELECT * FROM environments WHERE id = $1", id, environment).await
     }
 
@@ -378,7 +378,7 @@ impl GovernanceStore for SqlGovernanceStore {
         Ok(())
     }
 
-    async fn get_assignment(&self, id: &str) -> Result<Option<Assignment>> {
+    async fn get_assignment(&self, id: &AssignmentId) -> Result<Option<Assignment>> {
         find_one(&self.db, "SELECT * FROM permission_assignments WHERE id = $1", id, assignment).await
     }
 
@@ -402,7 +402,7 @@ impl GovernanceStore for SqlGovernanceStore {
         .collect()
     }
 
-    async fn delete_assignment(&self, id: &str) -> Result<bool> {
+    async fn delete_assignment(&self, id: &AssignmentId) -> Result<bool> {
         let r = sqlx::query("DELETE FROM permission_assignments WHERE id = $1").bind(id).execute(&self.db.pool).await.map_err(db_err)?;
         Ok(r.rows_affected() > 0)
     }
@@ -448,7 +448,7 @@ impl GovernanceStore for SqlGovernanceStore {
         Ok(())
     }
 
-    async fn get_policy(&self, id: &str) -> Result<Option<ActionPolicy>> {
+    async fn get_policy(&self, id: &PolicyId) -> Result<Option<ActionPolicy>> {
         find_one(&self.db, "SELECT * FROM action_policies WHERE id = $1", id, policy).await
     }
 
@@ -484,7 +484,7 @@ impl GovernanceStore for SqlGovernanceStore {
         Ok(r.rows_affected() == 1)
     }
 
-    async fn delete_policy(&self, id: &str) -> Result<bool> {
+    async fn delete_policy(&self, id: &PolicyId) -> Result<bool> {
         let r = sqlx::query("DELETE FROM action_policies WHERE id = $1").bind(id).execute(&self.db.pool).await.map_err(db_err)?;
         Ok(r.rows_affected() == 1)
     }
