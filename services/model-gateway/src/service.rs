@@ -6,7 +6,7 @@ use crate::model::*;
 use crate::pricing;
 use crate::providers::{ModelProvider, Target, scripted::Scripted};
 use crate::store::RoutingStore;
-use checkfu_core::id::{EnvironmentId, RoutingProfileId, check as check_id};
+use checkfu_core::id::{EnvironmentId, RoutingProfileId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
@@ -75,7 +75,7 @@ impl ModelGatewayService {
 
     /// Readiness: the store answers.
     pub async fn ready(&self) -> bool {
-        self.store.get("mrp_readiness").await.is_ok()
+        self.store.get(&RoutingProfileId::mint()).await.is_ok()
     }
 
     pub async fn create_profile(&self, environment_id: &str, name: &str, candidates: &[StoredCandidate]) -> Result<RoutingProfile> {
@@ -114,11 +114,11 @@ impl ModelGatewayService {
     }
 
     pub async fn profile(&self, id: &str) -> Result<RoutingProfile> {
-        check_id("id", "mrp", id)?;
-        if let Some(p) = self.profiles.get(id) {
+        let id = RoutingProfileId::parse("id", id)?;
+        if let Some(p) = self.profiles.get(id.as_str()) {
             return Ok(p);
         }
-        let p = self.store.get(id).await?.ok_or_else(|| Error::not_found("model_routing_profile", id))?;
+        let p = self.store.get(&id).await?.ok_or_else(|| Error::not_found("model_routing_profile", &id))?;
         self.profiles.insert(id.to_string(), p.clone());
         Ok(p)
     }

@@ -8,7 +8,7 @@ use crate::clock::Clock;
 use crate::model::*;
 use crate::store::WebhooksStore;
 use checkfu_bus::Record;
-use checkfu_core::id::{DeliveryId, EndpointId, EnvironmentId, check as check_id, new_id};
+use checkfu_core::id::{DeliveryId, EndpointId, EnvironmentId, new_id};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::rfc3339;
 use checkfu_core::{Error, Result};
@@ -99,8 +99,8 @@ impl WebhooksService {
     }
 
     pub async fn endpoint(&self, id: &str) -> Result<Endpoint> {
-        check_id("id", "whep", id)?;
-        self.store.get_endpoint(id).await?.ok_or_else(|| Error::not_found("webhook_endpoint", id))
+        let id = EndpointId::parse("id", id)?;
+        self.store.get_endpoint(&id).await?.ok_or_else(|| Error::not_found("webhook_endpoint", &id))
     }
 
     pub async fn list_endpoints(
@@ -153,13 +153,13 @@ impl WebhooksService {
 
     pub async fn delete_endpoint(&self, id: &str) -> Result<Endpoint> {
         let e = self.endpoint(id).await?;
-        self.store.delete_endpoint(id).await?;
+        self.store.delete_endpoint(&e.id).await?;
         Ok(e)
     }
 
     pub async fn deliveries(&self, endpoint_id: &str, page: &PageRequest) -> Result<Vec<(Delivery, Vec<Attempt>)>> {
-        self.endpoint(endpoint_id).await?;
-        let ds = self.store.list_deliveries(endpoint_id, page).await?;
+        let endpoint_id = self.endpoint(endpoint_id).await?.id;
+        let ds = self.store.list_deliveries(&endpoint_id, page).await?;
         let attempts = self.store.attempts_of(&ds.iter().map(|d| d.id.clone()).collect::<Vec<_>>()).await?;
         Ok(ds
             .into_iter()

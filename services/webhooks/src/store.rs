@@ -2,7 +2,7 @@
 //! implementation (one text for both dialects).
 
 use crate::model::*;
-use checkfu_core::id::{DeliveryId, EnvironmentId};
+use checkfu_core::id::{DeliveryId, EndpointId, EnvironmentId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, Row, any::AnyRow};
@@ -11,7 +11,7 @@ use checkfu_store::{Db, db_err, find_one, flag};
 #[async_trait::async_trait]
 pub trait WebhooksStore: Send + Sync + 'static {
     async fn insert_endpoint(&self, e: &Endpoint) -> Result<()>;
-    async fn get_endpoint(&self, id: &str) -> Result<Option<Endpoint>>;
+    async fn get_endpoint(&self, id: &EndpointId) -> Result<Option<Endpoint>>;
     /// Endpoints of these Environments (and installation-wide ones when
     /// `include_installation`), newest first.
     async fn list_endpoints(&self, environment_ids: &[String], include_installation: bool, page: &PageRequest) -> Result<Vec<Endpoint>>;
@@ -19,7 +19,7 @@ pub trait WebhooksStore: Send + Sync + 'static {
     async fn endpoints_for(&self, environment_id: &str) -> Result<Vec<Endpoint>>;
     /// Compare-and-set on `version`.
     async fn update_endpoint(&self, e: &Endpoint, expected_version: i64) -> Result<bool>;
-    async fn delete_endpoint(&self, id: &str) -> Result<bool>;
+    async fn delete_endpoint(&self, id: &EndpointId) -> Result<bool>;
 
     /// False when the (endpoint, source event) pair already has one.
     async fn insert_delivery(&self, d: &Delivery) -> Result<bool>;
@@ -27,10 +27,10 @@ pub trait WebhooksStore: Send + Sync + 'static {
     async fn due_deliveries(&self, now_ms: i64, limit: i64) -> Result<Vec<Delivery>>;
     /// Takes a due delivery for one attempt by pushing its next attempt to
     /// `hold_until_ms`; false when another worker took it first.
-    async fn take_delivery(&self, id: &str, seen_next_ms: i64, hold_until_ms: i64) -> Result<bool>;
+    async fn take_delivery(&self, id: &DeliveryId, seen_next_ms: i64, hold_until_ms: i64) -> Result<bool>;
     /// Records an attempt and the delivery's new state, in one transaction.
     async fn record_attempt(&self, d: &Delivery, a: &Attempt) -> Result<()>;
-    async fn list_deliveries(&self, endpoint_id: &str, page: &PageRequest) -> Result<Vec<Delivery>>;
+    async fn list_deliveries(&self, endpoint_id: &EndpointId, page: &PageRequest) -> Result<Vec<Delivery>>;
     async fn attempts_of(&self, delivery_ids: &[DeliveryId]) -> Result<Vec<Attempt>>;
 }
 
@@ -126,7 +126,7 @@ impl WebhooksStore for SqlWebhooksStore {
         Ok(())
     }
 
-    async fn get_endpoint(&self, id: &str) -> Result<Option<Endpoint>> {
+    async fn get_endpoint(&self, id: &EndpointId) -> Result<Option<Endpoint>> {
         find_one(&self.db, "SELECT * FROM endpoints WHERE id = $1", id, endpoint).await?.map(|e| self.opened(e)).transpose()
     }
 
@@ -170,7 +170,7 @@ impl WebhooksStore for SqlWebhooksStore {
         Ok(r.rows_affected() == 1)
     }
 
-    async fn delete_endpoint(&self, id: &str) -> Result<bool> {
+    async fn delete_endpoint(&self, id: &EndpointId) -> Result<bool> {
         let r = sqlx::query("DELETE FROM endpoints WHERE id = $1").bind(id).execute(&self.db.pool).await.map_err(db_err)?;
         Ok(r.rows_affected() == 1)
     }
@@ -210,7 +210,7 @@ impl WebhooksStore for SqlWebhooksStore {
             .collect()
     }
 
-    async fn take_delivery(&self, id: &str, seen_next_ms: i64, hold_until_ms: i64) -> Result<bool> {
+    async fn take_delivery(&self, id: &DeliveryId, seen_next_ms: i64, hold_until_ms: i64) -> Result<bool> {
         let r = sqlx::query("UPDATE deliveries SET next_attempt_ms = $1 WHERE id = $2 AND next_attempt_ms = $3 AND status = 'pending'")
             .bind(hold_until_ms)
             .bind(id)
@@ -249,7 +249,7 @@ impl WebhooksStore for SqlWebhooksStore {
         Ok(())
     }
 
-    async fn list_deliveries(&self, endpoint_id: &str, page: &PageRequest) -> Result<Vec<Delivery>> {
+    async fn list_deliveries(&self, endpoint_id: &EndpointId, page: &PageRequest) -> Result<Vec<Delivery>> {
         let before = page.before_id.clone().unwrap_or_else(|| "~".into());
         sqlx::query("SELECT * FROM deliveries WHERE endpoint_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
             .bind(endpoint_id)

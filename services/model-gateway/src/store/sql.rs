@@ -2,6 +2,7 @@
 
 use super::RoutingStore;
 use crate::model::{Candidate, RoutingProfile, StoredCandidate};
+use checkfu_core::id::RoutingProfileId;
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, Row, any::AnyRow};
@@ -48,7 +49,7 @@ impl RoutingStore for SqlRoutingStore {
         Ok(())
     }
 
-    async fn get(&self, id: &str) -> Result<Option<RoutingProfile>> {
+    async fn get(&self, id: &RoutingProfileId) -> Result<Option<RoutingProfile>> {
         find_one(&self.db, "SELECT * FROM routing_profiles WHERE id = $1", id, profile).await
     }
 
@@ -89,7 +90,7 @@ mod conformance {
         s.insert(&profile("mrp_2", "env_b", "fast")).await.expect("same name in another env");
         s.insert(&profile("mrp_3", "env_a", "slow")).await.expect("insert");
         assert!(s.insert(&profile("mrp_4", "env_a", "fast")).await.is_err(), "names unique per environment");
-        assert_eq!(s.get("mrp_1").await.expect("get"), Some(profile("mrp_1", "env_a", "fast")));
+        assert_eq!(s.get(&tid("mrp_1")).await.expect("get"), Some(profile("mrp_1", "env_a", "fast")));
         let page = PageRequest::standard(10, "").expect("page");
         let ids: Vec<String> = s.list(&["env_a".into()], &page).await.expect("list").into_iter().map(|p| p.id.to_string()).collect();
         assert_eq!(ids, vec!["mrp_3", "mrp_1"]);
