@@ -340,17 +340,15 @@ impl Rpc for SessionsGrpc {
 
     async fn subscribe_events(&self, r: Request<pb::SubscribeEventsRequest>) -> R<Self::SubscribeEventsStream> {
         let r = r.into_inner();
-        self.svc.session(&r.session_id).await?;
+        // Subscribed before the answer: nothing published after it is missed.
+        let feed = self.svc.open_feed(&r.session_id).await?;
         let (tx, mut rx) = mpsc::channel::<Item>(256);
         let (out_tx, out_rx) = mpsc::channel::<std::result::Result<pb::StreamItem, Status>>(256);
         let svc = self.svc.clone();
         let forward_tx = out_tx.clone();
         tokio::spawn(async move {
-            let followed = if r.live_only {
-                svc.subscribe_live(&r.session_id, r.delta_types, tx).await
-            } else {
-                svc.subscribe(&r.session_id, r.after_seq, r.delta_types, tx).await
-            };
+            let after_seq = (!r.live_only).then_some(r.after_seq);
+            let followed = svc.follow(feed, after_seq, r.delta_types, tx).await;
             if let Err(e) = followed {
                 let _ = forward_tx.send(Err(Status::from(e))).await;
             }

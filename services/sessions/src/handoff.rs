@@ -81,31 +81,10 @@ impl Parked {
 mod tests {
     use super::*;
     use crate::SessionsService;
-    use crate::input::Input;
     use crate::model::RunStatus;
-    use crate::store::conformance::{ev, session};
-    use crate::store::{SessionsStore, SqlSessionsStore};
+    use crate::store::conformance::{SID, message, service};
     use checkfu_core::testing::tid;
-    use checkfu_store::{Db, Location};
-    use serde_json::json;
-    use std::sync::Arc;
     use std::time::Duration;
-
-    const SID: &str = "sess_01jx0000000000000000000001";
-
-    async fn service() -> (SessionsService, Arc<dyn SessionsStore>, tempfile::TempDir) {
-        let dir = tempfile::tempdir().expect("dir");
-        let db = Db::open(&Location::SqliteDir(dir.path().into()), "sessions", &crate::MIGRATIONS).await.expect("db");
-        let store: Arc<dyn SessionsStore> = Arc::new(SqlSessionsStore::new(db));
-        store.insert_session(&session(SID), &[ev("session.created")], &[]).await.expect("insert");
-        (SessionsService::new(store.clone()), store, dir)
-    }
-
-    fn message() -> Input {
-        let me = checkfu_core::id::PrincipalId::mint();
-        Input::parse("user.message", json!({"content": [{"type": "text", "text": "hi"}]}), &me, json!({"kind": "principal", "id": me}))
-            .expect("input")
-    }
 
     async fn until_parked(svc: &SessionsService) {
         for _ in 0..500 {

@@ -193,4 +193,28 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    /// Previews are never replayed: a feed that answered its opener must
+    /// already receive what is published next.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_feed_receives_previews_published_as_soon_as_it_is_open() {
+        use crate::store::conformance::{SID, service};
+        let (svc, _store, _dir) = service().await;
+        let feed = svc.open_feed(SID).await.expect("open");
+        let delta = Delta {
+            kind: "event_delta",
+            event_type: "agent.message".into(),
+            preview_id: "prv_1".into(),
+            text: "h".into(),
+            run_id: "run_1".into(),
+        };
+        svc.hub.publish(SID, Item::Delta(delta.clone()));
+        let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+        let follower = svc.clone();
+        tokio::spawn(async move { follower.follow(feed, None, vec!["agent.message".into()], tx).await });
+        match tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await {
+            Ok(Some(Item::Delta(got))) => assert_eq!(got, delta),
+            other => panic!("the preview was lost: {other:?}"),
+        }
+    }
 }

@@ -456,18 +456,26 @@ impl SessionsService {
     /// Streams persisted events after `after_seq`, then live ones, with no gap
     /// and no duplicate; previews of `delta_types` are interleaved.
     pub async fn subscribe(&self, session_id: &str, after_seq: i64, delta_types: Vec<String>, out: mpsc::Sender<Item>) -> Result<()> {
-        self.follow(session_id, Some(after_seq), delta_types, out).await
+        let feed = self.open_feed(session_id).await?;
+        self.follow(feed, Some(after_seq), delta_types, out).await
     }
 
-    /// Like [`subscribe`](Self::subscribe), but only events committed after
-    /// the call (no history).
-    pub async fn subscribe_live(&self, session_id: &str, delta_types: Vec<String>, out: mpsc::Sender<Item>) -> Result<()> {
-        self.follow(session_id, None, delta_types, out).await
+    /// Subscribes to a Session's live items on this replica. Previews are
+    /// never replayed, so a stream's caller is answered only once this is
+    /// done: a turn started after the answer shows all its previews.
+    pub async fn open_feed(&self, session_id: &str) -> Result<Feed> {
+        let session_id = self.session(session_id).await?.id;
+        let rx = self.hub.subscribe(&session_id);
+        Ok(Feed { session_id, rx })
     }
 
-    async fn follow(&self, session_id: &str, after_seq: Option<i64>, delta_types: Vec<String>, out: mpsc::Sender<Item>) -> Result<()> {
-        let session_id = &self.session(session_id).await?.id;
-        let mut rx = self.hub.subscribe(session_id);
+    /// Sends `feed`'s items to `out`: persisted events after `after_seq`
+    /// first (`None`: only events committed after the feed opened), then
+    /// live ones, with no gap and no duplicate; previews of `delta_types`
+    /// interleaved.
+    pub async fn follow(&self, feed: Feed, after_seq: Option<i64>, delta_types: Vec<String>, out: mpsc::Sender<Item>) -> Result<()> {
+        let Feed { session_id, mut rx } = feed;
+        let session_id = &session_id;
         // Subscribed first, then the position is read: nothing falls between.
         let mut cursor = match after_seq {
             Some(after) => self.replay(session_id, after.max(0), &out).await?,
@@ -532,6 +540,13 @@ impl SessionsService {
         let session_id = self.session(session_id).await?.id;
         self.store.list_runs(&session_id, page).await
     }
+}
+
+/// A Session's live items on this replica, from the moment it was opened
+/// ([`SessionsService::open_feed`]).
+pub struct Feed {
+    session_id: SessionId,
+    rx: tokio::sync::broadcast::Receiver<Item>,
 }
 
 /// Whether a write leaves a Run waiting for a runner.

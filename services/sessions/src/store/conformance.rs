@@ -336,3 +336,27 @@ async fn budgets_travel_with_their_session(s: &dyn SessionsStore) {
     assert_eq!(listed.iter().map(|x| x.id.as_str()).collect::<Vec<_>>(), vec!["sess_b1"], "only sessions holding a budget");
     assert_eq!(listed[0].budget.as_ref().map(|b| b.consumed), Some(60));
 }
+
+/// A Session every service test can work on.
+pub(crate) const SID: &str = "sess_01jx0000000000000000000001";
+
+/// A service on a fresh embedded store holding the Session [`SID`].
+pub(crate) async fn service() -> (crate::SessionsService, Arc<dyn SessionsStore>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Db::open(&Location::SqliteDir(dir.path().into()), "sessions", &crate::MIGRATIONS).await.expect("db");
+    let store: Arc<dyn SessionsStore> = Arc::new(SqlSessionsStore::new(db));
+    store.insert_session(&session(SID), &[ev("session.created")], &[]).await.expect("insert");
+    (crate::SessionsService::new(store.clone()), store, dir)
+}
+
+/// A `user.message` from a fresh principal.
+pub(crate) fn message() -> crate::input::Input {
+    let me = checkfu_core::id::PrincipalId::mint();
+    crate::input::Input::parse(
+        "user.message",
+        json!({"content": [{"type": "text", "text": "hi"}]}),
+        &me,
+        json!({"kind": "principal", "id": me}),
+    )
+    .expect("input")
+}
