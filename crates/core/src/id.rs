@@ -70,6 +70,12 @@ macro_rules! typed_ids {
                 $name(new_id($prefix))
             }
 
+            /// Checks an id a caller sent, without keeping it; the error
+            /// names `field`.
+            pub fn check(field: &str, s: &str) -> Result<()> {
+                self::check(field, $prefix, s)
+            }
+
             /// Checks an id a caller sent; the error names `field`.
             pub fn parse(field: &str, s: &str) -> Result<Self> {
                 check(field, $prefix, s)?;

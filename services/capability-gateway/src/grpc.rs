@@ -22,7 +22,7 @@ impl Rpc for CapabilityGrpc {
 
     async fn web_fetch(&self, r: Request<pb::WebFetchRequest>) -> Result<Response<pb::WebFetchResponse>, Status> {
         let r = r.into_inner();
-        checkfu_core::id::check("session_id", "sess", &r.session_id)?;
+        checkfu_core::id::SessionId::check("session_id", &r.session_id)?;
         let f = self.fetcher.fetch(&r.session_id, &r.url).await?;
         Ok(Response::new(pb::WebFetchResponse {
             status: u32::from(f.status),

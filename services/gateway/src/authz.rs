@@ -41,7 +41,7 @@ impl AppState {
     /// The Environment must exist and be enabled to hold new resources, and
     /// the caller must hold `manage` on it.
     pub async fn require_manage(&self, caller: &Caller, environment_id: &str) -> ApiResult<()> {
-        checkfu_core::id::check("environment_id", "env", environment_id)?;
+        checkfu_core::id::EnvironmentId::check("environment_id", environment_id)?;
         let env = self.gov.clone().get_environment(gov::GetByIdRequest { id: environment_id.into() }).await?.into_inner();
         self.require(caller, "manage", "environment", environment_id, environment_id).await?;
         if env.disabled {
@@ -58,7 +58,7 @@ impl AppState {
     /// to one when the client names it.
     pub async fn readable_envs(&self, caller: &Caller, only: Option<&str>) -> ApiResult<Vec<String>> {
         if let Some(env) = only.filter(|e| !e.is_empty()) {
-            checkfu_core::id::check("environment_id", "env", env)?;
+            checkfu_core::id::EnvironmentId::check("environment_id", env)?;
             self.require_read(caller, env).await?;
             return Ok(vec![env.to_string()]);
         }

@@ -8,6 +8,7 @@
 //! a path's collection for `{id}`, a parameter's or field's name elsewhere.
 
 use checkfu_core::events::SUBSCRIBABLE;
+use checkfu_core::id::{AgentId, EnvironmentId, GroupId, PrincipalId, TypedId};
 use serde_json::{Value, json};
 
 /// `<prefix>_<ULID in lowercase>` (`checkfu_core::id::is_valid`).
@@ -76,9 +77,16 @@ fn candidate() -> Value {
     ]})
 }
 
-/// What each resource kind's id looks like.
-const RESOURCE_PREFIXES: &[(&str, &str)] =
-    &[("environment", "env"), ("agent", "agt"), ("connection", "conn"), ("memory_store", "mstr"), ("principal", "prin"), ("group", "grp")];
+/// What each resource kind's id looks like (the typed id's prefix, for
+/// kinds that have one).
+const RESOURCE_PREFIXES: &[(&str, &str)] = &[
+    ("environment", EnvironmentId::PREFIX),
+    ("agent", AgentId::PREFIX),
+    ("connection", "conn"),
+    ("memory_store", "mstr"),
+    ("principal", PrincipalId::PREFIX),
+    ("group", GroupId::PREFIX),
+];
 
 /// `{kind, id}` where the id's form follows the kind (`installation` is `*`).
 fn by_kind(kinds: &[(&str, &str)]) -> Value {

@@ -7,7 +7,7 @@
 
 use crate::model::*;
 use crate::service::GovernanceService;
-use checkfu_core::id::{AgentId, ApprovalId, EnvironmentId, PrincipalId, RunId, SessionId, StandingApprovalId, check as check_id};
+use checkfu_core::id::{AgentId, ApprovalId, EnvironmentId, PrincipalId, RunId, SessionId, StandingApprovalId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result, sha256_hex};
@@ -30,9 +30,9 @@ impl GovernanceService {
     /// StandingApproval on the exact tuple, or a pending ActionApproval
     /// (the same one when the same call asks again).
     pub async fn request_approval(&self, ask: &ApprovalAsk) -> Result<Asked> {
-        check_id("environment_id", "env", &ask.environment_id)?;
-        check_id("session_id", "sess", &ask.session_id)?;
-        check_id("principal_id", "prin", &ask.principal_id)?;
+        let environment_id = EnvironmentId::parse("environment_id", &ask.environment_id)?;
+        let session_id = SessionId::parse("session_id", &ask.session_id)?;
+        PrincipalId::check("principal_id", &ask.principal_id)?;
         if ask.tool_use_id.is_empty() || ask.tool.is_empty() || ask.tool_use_id.len() > 200 || ask.tool.len() > 200 {
             return Err(Error::invalid("tool_use_id and tool are required (at most 200 bytes)"));
         }
@@ -51,9 +51,9 @@ impl GovernanceService {
         }
         let a = ActionApproval {
             id: ApprovalId::mint(),
-            environment_id: EnvironmentId::parse("environment_id", &ask.environment_id)?,
+            environment_id,
             status: ApprovalStatus::Pending,
-            session_id: SessionId::parse("session_id", &ask.session_id)?,
+            session_id,
             run_id: RunId::parse("run_id", &ask.run_id)?,
             tool_use_id: ask.tool_use_id.clone(),
             frozen: Frozen {
@@ -84,7 +84,7 @@ impl GovernanceService {
     }
 
     pub async fn approval(&self, id: &str) -> Result<ActionApproval> {
-        check_id("id", "aapr", id)?;
+        ApprovalId::check("id", id)?;
         let a = self.store.get_approval(id).await?.ok_or_else(|| Error::not_found("action_approval", id))?;
         self.expire_if_overdue(a).await
     }
@@ -240,13 +240,13 @@ impl GovernanceService {
     }
 
     pub async fn mark_settled(&self, id: &str) -> Result<ActionApproval> {
-        check_id("id", "aapr", id)?;
+        ApprovalId::check("id", id)?;
         self.store.mark_settled(id).await?;
         self.store.get_approval(id).await?.ok_or_else(|| Error::not_found("action_approval", id))
     }
 
     pub async fn standing_approval(&self, id: &str) -> Result<StandingApproval> {
-        check_id("id", "sapr", id)?;
+        StandingApprovalId::check("id", id)?;
         self.store.get_standing(id).await?.ok_or_else(|| Error::not_found("standing_approval", id))
     }
 

@@ -365,17 +365,17 @@ impl GovernanceService {
                 String::new()
             }
             ResourceKind::Environment => {
-                check_id("resource.id", "env", resource_id)?;
+                EnvironmentId::check("resource.id", resource_id)?;
                 self.environment(resource_id).await?;
                 resource_id.to_string()
             }
             ResourceKind::Principal => {
-                check_id("resource.id", "prin", resource_id)?;
+                PrincipalId::check("resource.id", resource_id)?;
                 self.principal(resource_id).await?;
                 String::new()
             }
             ResourceKind::Group => {
-                check_id("resource.id", "grp", resource_id)?;
+                GroupId::check("resource.id", resource_id)?;
                 self.group(resource_id).await?;
                 String::new()
             }
@@ -579,7 +579,7 @@ impl GovernanceService {
     /// A dry run: which disposition the Environment's policies give the
     /// request. Records nothing.
     pub async fn evaluate(&self, req: &EvaluationRequest) -> Result<Decision> {
-        check_id("environment_id", "env", &req.environment_id)?;
+        EnvironmentId::check("environment_id", &req.environment_id)?;
         if !SUBJECT_KINDS.contains(&req.subject_kind.as_str()) || req.subject_kind == "*" {
             return Err(Error::invalid_field(
                 "subject.kind",

@@ -10,6 +10,7 @@ use crate::input::{Input, Resolved};
 use crate::model::Event;
 use crate::service::SessionsService;
 use crate::upstream::Governance;
+use checkfu_core::id::SessionId;
 use checkfu_core::{Error, Result};
 use checkfu_proto::governance::v1 as gov;
 use serde_json::{Value, json};
@@ -35,7 +36,7 @@ impl SessionsService {
     /// decision (checking the author holds `approve`), then the Session
     /// records the echo and the outcome. `None` when no approval waits on
     /// that tool use, so the ordinary rules answer.
-    pub(crate) async fn confirm_in_session(&self, session_id: &str, input: &Input) -> Result<Option<Event>> {
+    pub(crate) async fn confirm_in_session(&self, session_id: &SessionId, input: &Input) -> Result<Option<Event>> {
         let tool_use_id = input.payload.get("tool_use_id").and_then(Value::as_str).unwrap_or_default();
         let Some(approval_id) = self.session(session_id).await?.waiting_approval(tool_use_id) else {
             return Ok(None);
@@ -71,7 +72,7 @@ impl SessionsService {
         let r = resolved(a);
         let cause = json!({"kind": "action_approval", "id": a.id});
         let outcome = self
-            .transact(&a.session_id, |d| {
+            .transact(&SessionId::parse("session_id", &a.session_id)?, |d| {
                 let recorded = d.resolve_approval(&r, cause.clone()).is_some();
                 // The Run that asked may not have settled into its wait yet:
                 // then the outcome must be delivered again later.

@@ -11,7 +11,7 @@ use crate::input::{Draft, system};
 use crate::model::*;
 use crate::service::SessionsService;
 use checkfu_core::events::EventType;
-use checkfu_core::id::BudgetId;
+use checkfu_core::id::{BudgetId, SessionId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
@@ -81,8 +81,9 @@ impl Draft {
 impl SessionsService {
     /// Attaches a Budget to a Session that has none.
     pub async fn attach_budget(&self, session_id: &str, limit: i64, metric: &str, actor: &str) -> Result<(Budget, Session)> {
+        let session_id = SessionId::parse("id", session_id)?;
         let (b, s, _) = self
-            .transact(session_id, |d| {
+            .transact(&session_id, |d| {
                 if d.session.budget.is_some() {
                     return Err(Error::conflict("the session already has a budget; change its limit instead"));
                 }

@@ -3,7 +3,7 @@
 
 use crate::model::*;
 use crate::service::SessionsService;
-use checkfu_core::id::{AgentId, DeploymentId, EnvironmentId, RoutingProfileId, SandboxProfileId, check as check_id};
+use checkfu_core::id::{AgentId, DeploymentId, EnvironmentId, RoutingProfileId, SandboxProfileId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result, sha256_hex};
@@ -224,7 +224,7 @@ impl SessionsService {
             }
         })?;
         let model_routing_profile_id = RoutingProfileId::parse("model_routing_profile_id", &input.model_routing_profile_id)?;
-        check_id("sandbox_profile_id", "sbp", &input.sandbox_profile_id)?;
+        SandboxProfileId::check("sandbox_profile_id", &input.sandbox_profile_id)?;
         let profile = self.sandbox_profile(&input.sandbox_profile_id).await?;
         if profile.environment_id != environment_id {
             return Err(Error::invalid_field("sandbox_profile_id", "the sandbox profile belongs to another environment"));
@@ -261,7 +261,7 @@ impl SessionsService {
     pub async fn create_deployment(&self, environment_id: &str, key: &str, agent_id: &str, input: &DeploymentInput) -> Result<Deployment> {
         let environment_id = EnvironmentId::parse("environment_id", environment_id)?;
         check_key(key)?;
-        check_id("agent_id", "agt", agent_id)?;
+        AgentId::check("agent_id", agent_id)?;
         let agent = self.agent(agent_id).await?;
         let pins = self.pins(&environment_id, &agent, input).await?;
         let now = now_ms();

@@ -315,7 +315,7 @@ impl Rpc for SessionsGrpc {
     }
     async fn archive_session(&self, r: Request<pb::ArchiveSessionRequest>) -> R<pb::Session> {
         let r = r.into_inner();
-        checkfu_core::id::check("actor_id", "prin", &r.actor_id)?;
+        checkfu_core::id::PrincipalId::check("actor_id", &r.actor_id)?;
         ok(session(self.svc.archive(&r.id, &r.actor_id).await?))
     }
     async fn update_selection(&self, r: Request<pb::UpdateSelectionRequest>) -> R<pb::Session> {

@@ -72,7 +72,13 @@ impl Parked {
         None
     }
 
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Waiting>> {
+    /// How many claims wait.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Waiting>> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -88,7 +94,7 @@ mod tests {
 
     async fn until_parked(svc: &SessionsService) {
         for _ in 0..500 {
-            if !svc.parked.lock().is_empty() {
+            if svc.parked.len() > 0 {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -113,7 +119,7 @@ mod tests {
         // The claim is not a commit of its own: the Session moved once.
         let s = store.get_session(&tid(SID)).await.expect("read").expect("exists");
         assert_eq!(s.version, 2, "created, then the message with its Run claimed");
-        assert!(svc.parked.lock().is_empty());
+        assert_eq!(svc.parked.len(), 0);
     }
 
     #[tokio::test(flavor = "multi_thread")]
@@ -122,7 +128,8 @@ mod tests {
         let (_ticket, gone) = svc.parked.park("rnr_gone");
         let taken = svc.parked.take().expect("taken");
         svc.append_user_event(SID, message()).await.expect("append");
-        let (run, session, _) = svc.transact(SID, |d| Ok(d.claim_run("rnr_gone", 15_000).expect("a run"))).await.expect("claimed by hand");
+        let (run, session, _) =
+            svc.transact(&tid(SID), |d| Ok(d.claim_run("rnr_gone", 15_000).expect("a run"))).await.expect("claimed by hand");
         drop(gone);
         svc.deliver(taken, session, run);
         let mut requeued = None;
@@ -150,7 +157,7 @@ mod tests {
         assert!(!p.unpark(a), "twice is a no-op");
         drop(rb);
         let (_d, rd) = p.park("rnr_d");
-        assert_eq!(p.lock().len(), 2, "parking clears a claim whose caller left");
+        assert_eq!(p.len(), 2, "parking clears a claim whose caller left");
         drop(rd);
         let first = p.take().expect("one waits");
         assert_eq!(first.runner_id, "rnr_c");

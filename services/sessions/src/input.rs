@@ -62,7 +62,7 @@ impl Input {
         if authored_by.is_empty() {
             return Err(Error::invalid_field("authored_by", "authored_by is required"));
         }
-        checkfu_core::id::check("authored_by", "prin", authored_by)?;
+        checkfu_core::id::PrincipalId::check("authored_by", authored_by)?;
         let kind = caused_by.get("kind").and_then(Value::as_str).unwrap_or("");
         let id = caused_by.get("id").and_then(Value::as_str).unwrap_or("");
         if !caused_by.is_object() || kind.is_empty() || id.is_empty() || kind.len() > 64 || id.len() > 200 {

@@ -29,6 +29,16 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// The lease `run` is held under now.
+    fn of(run: &Run) -> Lease {
+        Lease {
+            run_id: run.id.clone(),
+            lease_id: run.lease_id.clone(),
+            generation: run.generation,
+            session_id: Some(run.session_id.clone()),
+        }
+    }
+
     /// Whether this lease is the one currently held on `run`.
     pub fn holds(&self, run: &Run) -> bool {
         run.id == self.run_id && run.lease_id == self.lease_id && run.generation == self.generation && run.status == RunStatus::Running
@@ -266,13 +276,7 @@ impl SessionsService {
                     .collect()
             })
             .unwrap_or_default();
-        let lease = Lease {
-            run_id: run.id.clone(),
-            lease_id: run.lease_id.clone(),
-            generation: run.generation,
-            session_id: Some(session.id.clone()),
-        };
-        Ok(WorkItem { session, run, lease, tools, tail })
+        Ok(WorkItem { lease: Lease::of(&run), session, run, tools, tail })
     }
 
     /// Sends a Run handed off in `session`'s commit to the claim that waits
@@ -280,12 +284,7 @@ impl SessionsService {
     pub(crate) fn deliver(&self, to: Waiting, session: Session, run: Run) {
         let this = self.clone();
         tokio::spawn(async move {
-            let lease = Lease {
-                run_id: run.id.clone(),
-                lease_id: run.lease_id.clone(),
-                generation: run.generation,
-                session_id: Some(session.id.clone()),
-            };
+            let lease = Lease::of(&run);
             let item = this.work_item(session, run, HANDOFF_TAIL).await;
             let given = match item {
                 Ok(item) => to.give(item),

@@ -278,8 +278,11 @@ impl SessionsService {
     ///
     /// A Run the change admits goes straight to a claim waiting on this
     /// replica, if there is one (`handoff.rs`).
-    pub(crate) async fn transact<T>(&self, session_id: &str, decide: impl Fn(&mut Draft) -> Result<T>) -> Result<(T, Session, Vec<Event>)> {
-        let session_id = &SessionId::parse("session_id", session_id)?;
+    pub(crate) async fn transact<T>(
+        &self,
+        session_id: &SessionId,
+        decide: impl Fn(&mut Draft) -> Result<T>,
+    ) -> Result<(T, Session, Vec<Event>)> {
         // Kept across retries; dropped unused, its claim looks again.
         let mut handing: Option<Waiting> = None;
         for attempt in 0..COMMIT_ATTEMPTS {
@@ -339,7 +342,7 @@ impl SessionsService {
     /// Appends one user event. Returns the persisted event and whether it
     /// was a replay of an identical settle event accepted earlier.
     pub async fn append_user_event(&self, session_id: &str, input: Input) -> Result<(Event, bool)> {
-        let session_id = &SessionId::parse("session_id", session_id)?;
+        let session_id = &SessionId::parse("id", session_id)?;
         if let Some(first) = self.duplicate_settle(session_id, &input).await? {
             return Ok((first, true));
         }
@@ -382,9 +385,10 @@ impl SessionsService {
     }
 
     pub async fn archive(&self, session_id: &str, actor: &str) -> Result<Session> {
+        let session_id = SessionId::parse("id", session_id)?;
         let caused_by = json!({"kind": "principal", "id": actor});
         let ((), s, _) = self
-            .transact(session_id, |d| {
+            .transact(&session_id, |d| {
                 if d.session.status != SessionStatus::Terminated {
                     d.terminate(caused_by.clone());
                 }
@@ -415,7 +419,7 @@ impl SessionsService {
             .map(|x| x.trim_start_matches("\n\n").to_string());
         let caused_by = json!({"kind": "principal", "id": actor});
         let ((), s, _) = self
-            .transact(session_id, |d| {
+            .transact(&current.id, |d| {
                 if d.session.status != SessionStatus::Idle {
                     return Err(Error::conflict("the selection can only change while the session is idle"));
                 }

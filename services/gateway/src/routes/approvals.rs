@@ -39,7 +39,7 @@ pub struct ApprovalQuery {
 }
 
 async fn approval_for(st: &AppState, id: &str) -> ApiResult<gov::ActionApproval> {
-    checkfu_core::id::check("id", "aapr", id)?;
+    checkfu_core::id::ApprovalId::check("id", id)?;
     Ok(st.gov.clone().get_action_approval(gov::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
@@ -137,7 +137,7 @@ pub async fn list_standing(
 }
 
 async fn standing_for(st: &AppState, id: &str) -> ApiResult<gov::StandingApproval> {
-    checkfu_core::id::check("id", "sapr", id)?;
+    checkfu_core::id::StandingApprovalId::check("id", id)?;
     Ok(st.gov.clone().get_standing_approval(gov::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 

@@ -20,7 +20,7 @@ use checkfu_proto::sessions::v1 as ss;
 type J<T> = ApiResult<Json<T>>;
 
 async fn budget_for(st: &AppState, id: &str) -> ApiResult<ss::Budget> {
-    checkfu_core::id::check("id", "bud", id)?;
+    checkfu_core::id::BudgetId::check("id", id)?;
     Ok(st.sessions.clone().get_budget(ss::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
@@ -46,7 +46,7 @@ pub async fn create_budget(
     if b.scope.kind != "session" {
         return Err(Error::invalid_field("scope.kind", "budgets cover a session").into());
     }
-    checkfu_core::id::check("scope.id", "sess", &b.scope.id)?;
+    checkfu_core::id::SessionId::check("scope.id", &b.scope.id)?;
     let s = st.sessions.clone().get_session(ss::GetByIdRequest { id: b.scope.id.clone() }).await?.into_inner();
     st.require_manage(&caller, &s.environment_id).await?;
     let req = ss::AttachBudgetRequest {

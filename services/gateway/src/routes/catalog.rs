@@ -26,7 +26,7 @@ fn json_text(v: &Option<Value>) -> String {
 }
 
 async fn agent_for(st: &AppState, id: &str) -> ApiResult<ss::Agent> {
-    checkfu_core::id::check("id", "agt", id)?;
+    checkfu_core::id::AgentId::check("id", id)?;
     Ok(st.sessions.clone().get_agent(ss::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
@@ -141,7 +141,7 @@ pub async fn get_version(State(st): State<AppState>, caller: Caller, Path((id, n
 }
 
 async fn profile_for(st: &AppState, id: &str) -> ApiResult<ss::SandboxProfile> {
-    checkfu_core::id::check("id", "sbp", id)?;
+    checkfu_core::id::SandboxProfileId::check("id", id)?;
     Ok(st.sessions.clone().get_sandbox_profile(ss::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
@@ -281,7 +281,7 @@ pub async fn list_routing_profiles(
 #[utoipa::path(get, path = "/v1/model-routing-profiles/{id}", tag = "models", params(("id" = String, Path)),
     responses((status = 200, body = views::ModelRoutingProfile), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_routing_profile(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::ModelRoutingProfile> {
-    checkfu_core::id::check("id", "mrp", &id)?;
+    checkfu_core::id::RoutingProfileId::check("id", &id)?;
     let p = st.models.clone().get_routing_profile(mg::GetRoutingProfileRequest { id }).await?.into_inner();
     st.require_read(&caller, &p.environment_id).await?;
     Ok(Json(views::routing_profile(&p)))
@@ -328,7 +328,7 @@ pub async fn price_catalog(State(st): State<AppState>, _caller: Caller) -> J<Pag
 /// same Environment (the model gateway owns it).
 async fn pins(st: &AppState, env: &str, b: bodies::DeploymentRevision) -> ApiResult<ss::DeploymentInput> {
     let mrp = b.model_routing_profile_id;
-    checkfu_core::id::check("model_routing_profile_id", "mrp", &mrp)?;
+    checkfu_core::id::RoutingProfileId::check("model_routing_profile_id", &mrp)?;
     let profile = st.models.clone().get_routing_profile(mg::GetRoutingProfileRequest { id: mrp.clone() }).await.map_err(|s| {
         let e = Error::from(s);
         if e.code == checkfu_core::Code::NotFound {
@@ -377,7 +377,7 @@ pub async fn create_deployment(
 }
 
 async fn deployment_for(st: &AppState, id: &str) -> ApiResult<ss::Deployment> {
-    checkfu_core::id::check("id", "dep", id)?;
+    checkfu_core::id::DeploymentId::check("id", id)?;
     Ok(st.sessions.clone().get_deployment(ss::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 

@@ -22,7 +22,7 @@ use utoipa::IntoParams;
 type J<T> = ApiResult<Json<T>>;
 
 async fn policy_for(st: &AppState, id: &str) -> ApiResult<gov::ActionPolicy> {
-    checkfu_core::id::check("id", "apol", id)?;
+    checkfu_core::id::PolicyId::check("id", id)?;
     Ok(st.gov.clone().get_action_policy(gov::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
@@ -108,12 +108,12 @@ pub async fn evaluate(State(st): State<AppState>, caller: Caller, JsonBody(body)
         (Some(e), _) => e.clone(),
         (None, "environment") => b.resource.id.clone(),
         (None, "agent") => {
-            checkfu_core::id::check("resource.id", "agt", &b.resource.id)?;
+            checkfu_core::id::AgentId::check("resource.id", &b.resource.id)?;
             st.sessions.clone().get_agent(ss::GetByIdRequest { id: b.resource.id.clone() }).await?.into_inner().environment_id
         }
         (None, _) => return Err(Error::invalid_field("environment_id", "name the Environment whose policies apply").into()),
     };
-    checkfu_core::id::check("environment_id", "env", &env)?;
+    checkfu_core::id::EnvironmentId::check("environment_id", &env)?;
     st.require_read(&caller, &env).await?;
     let req = gov::EvaluateActionRequest {
         environment_id: env,

@@ -124,7 +124,7 @@ pub async fn list_api_keys(
 #[utoipa::path(delete, path = "/v1/api-keys/{id}", tag = "identity", params(("id" = String, Path)),
     responses((status = 200, description = "Revoked at once", body = views::ApiKey), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn revoke_api_key(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::ApiKey> {
-    checkfu_core::id::check("id", "key", &id)?;
+    checkfu_core::id::KeyId::check("id", &id)?;
     let key = st.gov.clone().get_api_key(gov::GetByIdRequest { id: id.clone() }).await?.into_inner();
     if key.principal_id != caller.principal_id {
         st.require_admin(&caller).await?;
@@ -228,7 +228,7 @@ pub async fn list_environments(State(st): State<AppState>, caller: Caller, Query
 #[utoipa::path(get, path = "/v1/environments/{id}", tag = "identity", params(("id" = String, Path)),
     responses((status = 200, body = views::Environment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_environment(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Environment> {
-    checkfu_core::id::check("id", "env", &id)?;
+    checkfu_core::id::EnvironmentId::check("id", &id)?;
     st.require_read(&caller, &id).await?;
     Ok(Json(views::environment(&st.gov.clone().get_environment(gov::GetByIdRequest { id }).await?.into_inner())))
 }
@@ -253,11 +253,11 @@ pub async fn update_environment(
 async fn holding_environment(st: &AppState, kind: &str, id: &str) -> ApiResult<Option<String>> {
     Ok(match kind {
         "environment" => {
-            checkfu_core::id::check("resource.id", "env", id)?;
+            checkfu_core::id::EnvironmentId::check("resource.id", id)?;
             Some(id.to_string())
         }
         "agent" => {
-            checkfu_core::id::check("resource.id", "agt", id)?;
+            checkfu_core::id::AgentId::check("resource.id", id)?;
             Some(st.sessions.clone().get_agent(ss::GetByIdRequest { id: id.into() }).await?.into_inner().environment_id)
         }
         _ => None,
@@ -288,7 +288,7 @@ pub async fn create_assignment(
     let env = holding_environment(&st, &b.resource.kind, &b.resource.id).await?;
     require_grant_right(&st, &caller, &b.permission, env.as_deref()).await?;
     if b.subject.kind == "agent_definition" {
-        checkfu_core::id::check("subject.id", "agt", &b.subject.id)?;
+        checkfu_core::id::AgentId::check("subject.id", &b.subject.id)?;
         st.sessions.clone().get_agent(ss::GetByIdRequest { id: b.subject.id.clone() }).await?;
     }
     let req = gov::CreatePermissionAssignmentRequest {

@@ -25,7 +25,7 @@ type J<T> = ApiResult<Json<T>>;
 /// Checks that the caller may speak as `principal_id`: it is the caller, or
 /// the caller holds `act_as` on it.
 async fn require_speaks_for(st: &AppState, caller: &Caller, principal_id: &str, field: &str) -> ApiResult<()> {
-    checkfu_core::id::check(field, "prin", principal_id)?;
+    checkfu_core::id::PrincipalId::check(field, principal_id)?;
     if principal_id == caller.principal_id {
         return Ok(());
     }
@@ -52,7 +52,7 @@ fn remember(st: &AppState, s: &ss::Session) -> SessionFacts {
 
 /// The Session, read fresh, after checking the caller's access.
 async fn session_for(st: &AppState, caller: &Caller, id: &str, write: bool) -> ApiResult<ss::Session> {
-    checkfu_core::id::check("id", "sess", id)?;
+    checkfu_core::id::SessionId::check("id", id)?;
     let s = st.sessions.clone().get_session(ss::GetByIdRequest { id: id.into() }).await?.into_inner();
     let f = remember(st, &s);
     authorize(st, caller, id, &f, write).await?;
@@ -61,7 +61,7 @@ async fn session_for(st: &AppState, caller: &Caller, id: &str, write: bool) -> A
 
 /// The Session's immutable facts (cached), after checking the caller's access.
 async fn facts_for(st: &AppState, caller: &Caller, id: &str, write: bool) -> ApiResult<SessionFacts> {
-    checkfu_core::id::check("id", "sess", id)?;
+    checkfu_core::id::SessionId::check("id", id)?;
     let cached = st.session_facts.get(id);
     let f = match cached {
         Some(f) => f,
@@ -118,7 +118,7 @@ async fn check_cause(st: &AppState, caller: &Caller, cause: &Value, field: &str)
     match kind {
         "principal" => require_speaks_for(st, caller, id, &format!("{field}.id")).await,
         "surface" => Ok(()),
-        "event" => Ok(checkfu_core::id::check(&format!("{field}.id"), "evt", id)?),
+        "event" => Ok(checkfu_core::id::EventId::check(&format!("{field}.id"), id)?),
         _ => Err(Error::invalid_field(&format!("{field}.kind"), "caused_by.kind must be principal, surface or event").into()),
     }
 }
@@ -137,7 +137,7 @@ pub async fn create_session(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let b: bodies::CreateSession = parse(&body)?;
-    checkfu_core::id::check("agent_deployment_id", "dep", &b.agent_deployment_id)?;
+    checkfu_core::id::DeploymentId::check("agent_deployment_id", &b.agent_deployment_id)?;
     let principal_id = b.principal_id.clone().unwrap_or_else(|| caller.principal_id.clone());
     require_speaks_for(&st, &caller, &principal_id, "principal_id").await?;
     let dep = st.sessions.clone().get_deployment(ss::GetByIdRequest { id: b.agent_deployment_id.clone() }).await?.into_inner();
@@ -427,7 +427,7 @@ pub async fn list_runs(
 #[utoipa::path(get, path = "/v1/runs/{id}", tag = "sessions", params(("id" = String, Path)),
     responses((status = 200, body = views::Run), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_run(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Run> {
-    checkfu_core::id::check("id", "run", &id)?;
+    checkfu_core::id::RunId::check("id", &id)?;
     let r = st.sessions.clone().get_run(ss::GetByIdRequest { id }).await?.into_inner();
     facts_for(&st, &caller, &r.session_id, false).await?;
     Ok(Json(views::run(&r)))

@@ -20,7 +20,7 @@ use checkfu_proto::webhooks::v1 as wh;
 type J<T> = ApiResult<Json<T>>;
 
 async fn endpoint_for(st: &AppState, id: &str) -> ApiResult<wh::Endpoint> {
-    checkfu_core::id::check("id", "whep", id)?;
+    checkfu_core::id::EndpointId::check("id", id)?;
     Ok(st.webhooks.clone().get_endpoint(wh::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 

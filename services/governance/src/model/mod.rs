@@ -4,7 +4,7 @@
 mod approvals;
 pub use approvals::*;
 
-use checkfu_core::id::{AssignmentId, AuditId, EnvironmentId, GroupId, KeyId, PrincipalId};
+use checkfu_core::id::{AgentId, AssignmentId, AuditId, EnvironmentId, GroupId, KeyId, PrincipalId, TypedId};
 use checkfu_core::{Error, Result, string_enum};
 
 string_enum!(
@@ -51,15 +51,16 @@ impl Permission {
     }
 }
 
-/// The id prefix a resource or subject of this kind must carry.
+/// The id prefix a resource or subject of this kind must carry (the typed
+/// id's, for kinds that have one).
 pub fn id_prefix(kind: &str) -> Option<&'static str> {
     Some(match kind {
-        "environment" => "env",
-        "agent" | "agent_definition" => "agt",
+        "environment" => EnvironmentId::PREFIX,
+        "agent" | "agent_definition" => AgentId::PREFIX,
         "connection" => "conn",
         "memory_store" => "mstr",
-        "principal" => "prin",
-        "group" => "grp",
+        "principal" => PrincipalId::PREFIX,
+        "group" => GroupId::PREFIX,
         _ => return None,
     })
 }

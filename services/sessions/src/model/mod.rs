@@ -110,7 +110,7 @@ impl AgentDefinition {
             return Err(Error::invalid_field("draft.instructions", "instructions are limited to 64 KiB"));
         }
         if let Some(id) = &self.model.routing_profile_id {
-            checkfu_core::id::check("draft.model.routing_profile_id", "mrp", id)?;
+            RoutingProfileId::check("draft.model.routing_profile_id", id)?;
         }
         if self.tools.len() > MAX_TOOLS {
             return Err(Error::invalid_field("draft.tools", format!("at most {MAX_TOOLS} tools")));
@@ -132,7 +132,7 @@ impl AgentDefinition {
                     }
                 }
                 ToolDecl::ToolSource { tool_source_id, tools } => {
-                    checkfu_core::id::check(&format!("{field}.tool_source_id"), "tsrc", tool_source_id)?;
+                    checkfu_core::id::ToolSourceId::check(&format!("{field}.tool_source_id"), tool_source_id)?;
                     for n in tools {
                         check_tool_name(&field, n)?;
                     }
