@@ -148,7 +148,7 @@ async fn the_outbox_keeps_records_while_the_bus_is_down_and_drains_in_order() {
     let migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
     let mut dbs = vec![Db::open(&Location::SqliteDir(dir.path().into()), "outbox_test", &migrations).await.expect("sqlite")];
     if let Some(url) = checkfu_core::testing::postgres("the outbox on PostgreSQL") {
-        let schema = format!("outbox_test_{}", checkfu_core::id::new_id("t").trim_start_matches("t_"));
+        let schema = checkfu_core::testing::fresh_schema("outbox");
         dbs.push(Db::open(&Location::Postgres(url), &schema, &migrations).await.expect("postgres"));
     }
     for db in dbs {

@@ -46,3 +46,9 @@ pub fn postgres(what: &str) -> Option<String> {
 pub fn tid<T: crate::id::TypedId>(s: &str) -> T {
     T::stored(s.to_string())
 }
+
+/// A schema of its own for one test run on a shared PostgreSQL
+/// (`<service>_test_<ulid>`), so runs never see each other's rows.
+pub fn fresh_schema(service: &str) -> String {
+    format!("{service}_test_{}", crate::id::new_id("t").trim_start_matches("t_"))
+}

@@ -298,7 +298,7 @@ mod conformance {
         let db = Db::open(&Location::SqliteDir(dir.path().into()), "gateway", &crate::MIGRATIONS).await.expect("sqlite");
         suite(&IdempotencyStore::new(db)).await;
         if let Some(url) = checkfu_core::testing::postgres("the idempotency store on PostgreSQL") {
-            let schema = format!("gw_test_{}", checkfu_core::id::new_id("t").trim_start_matches("t_"));
+            let schema = checkfu_core::testing::fresh_schema("gw");
             let db = Db::open(&Location::Postgres(url), &schema, &crate::MIGRATIONS).await.expect("postgres");
             suite(&IdempotencyStore::new(db)).await;
         }

@@ -72,7 +72,7 @@ async fn backends() -> Vec<(Db, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
     let mut out = vec![(Db::open(&Location::SqliteDir(dir.path().into()), "webhooks", &MIGRATIONS).await.unwrap(), Some(dir))];
     if let Some(url) = checkfu_core::testing::postgres("the webhook schedule on PostgreSQL") {
-        let schema = format!("webhooks_test_{}", checkfu_core::id::new_id("t").trim_start_matches("t_"));
+        let schema = checkfu_core::testing::fresh_schema("webhooks");
         out.push((Db::open(&Location::Postgres(url), &schema, &MIGRATIONS).await.unwrap(), None));
     }
     out

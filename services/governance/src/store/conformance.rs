@@ -13,7 +13,7 @@ async fn backends() -> Vec<(String, Arc<dyn GovernanceStore>, Option<tempfile::T
     let db = Db::open(&Location::SqliteDir(dir.path().into()), "governance", &crate::MIGRATIONS).await.expect("sqlite");
     out.push(("sqlite".into(), Arc::new(SqlGovernanceStore::new(db)), Some(dir)));
     if let Some(url) = checkfu_core::testing::postgres("the governance store on PostgreSQL") {
-        let schema = format!("gov_test_{}", checkfu_core::id::new_id("t").trim_start_matches("t_"));
+        let schema = checkfu_core::testing::fresh_schema("gov");
         let db = Db::open(&Location::Postgres(url), &schema, &crate::MIGRATIONS).await.expect("postgres");
         out.push(("postgres".into(), Arc::new(SqlGovernanceStore::new(db)), None));
     }

@@ -105,7 +105,7 @@ mod conformance {
         let db = Db::open(&Location::SqliteDir(dir.path().into()), "model_gateway", &crate::MIGRATIONS).await.expect("sqlite");
         suite(&SqlRoutingStore::new(db)).await;
         if let Some(url) = checkfu_core::testing::postgres("the routing store on PostgreSQL") {
-            let schema = format!("mg_test_{}", checkfu_core::id::new_id("t").trim_start_matches("t_"));
+            let schema = checkfu_core::testing::fresh_schema("mg");
             let db = Db::open(&Location::Postgres(url), &schema, &crate::MIGRATIONS).await.expect("postgres");
             suite(&SqlRoutingStore::new(db)).await;
         }

@@ -14,7 +14,7 @@ async fn backends() -> Vec<(&'static str, Arc<dyn SessionsStore>, Option<tempfil
     let db = Db::open(&Location::SqliteDir(dir.path().into()), "sessions", &crate::MIGRATIONS).await.expect("sqlite");
     out.push(("sqlite", Arc::new(SqlSessionsStore::new(db)), Some(dir)));
     if let Some(url) = checkfu_core::testing::postgres("the sessions store on PostgreSQL") {
-        let schema = format!("sess_test_{}", checkfu_core::id::new_id("t").trim_start_matches("t_"));
+        let schema = checkfu_core::testing::fresh_schema("sess");
         let db = Db::open(&Location::Postgres(url), &schema, &crate::MIGRATIONS).await.expect("postgres");
         out.push(("postgres", Arc::new(SqlSessionsStore::new(db)), None));
     }
