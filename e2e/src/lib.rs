@@ -272,6 +272,12 @@ pub async fn deploy(api: &Api, env: &str, draft: Value) -> Deployed {
 
 /// Like [`deploy`], with the SandboxProfile's `network` section.
 pub async fn deploy_with_network(api: &Api, env: &str, draft: Value, network: Value) -> Deployed {
+    deploy_on(api, env, draft, network, Value::Null).await
+}
+
+/// Like [`deploy_with_network`], pinned to an execution plane
+/// (`{"kind": "runner", "pool": ...}`; null for the managed plane).
+pub async fn deploy_on(api: &Api, env: &str, draft: Value, network: Value, execution: Value) -> Deployed {
     let a = api.post("/v1/agents", json!({"environment_id": env, "name": "helper", "draft": draft})).await;
     expect(&a, 201, None);
     let agent_id = id(&a.1);
@@ -290,7 +296,7 @@ pub async fn deploy_with_network(api: &Api, env: &str, draft: Value, network: Va
     let dep = api
         .post(
             "/v1/agent-deployments",
-            json!({"environment_id": env, "key": format!("k-{agent_id}"), "agent_id": agent_id, "agent_version": 1, "model_routing_profile_id": id(&mrp.1), "sandbox_profile_id": id(&sbp.1)}),
+            json!({"environment_id": env, "key": format!("k-{agent_id}"), "agent_id": agent_id, "agent_version": 1, "model_routing_profile_id": id(&mrp.1), "sandbox_profile_id": id(&sbp.1), "execution": execution}),
         )
         .await;
     expect(&dep, 201, None);

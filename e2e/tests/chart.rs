@@ -43,7 +43,7 @@ const MESH_CALLERS: [(&str, &[&str]); 7] = [
     ("governance", &["gateway", "sessions", "runner"]),
     ("sessions", &["gateway", "capability-gateway", "runner"]),
     ("model-gateway", &["gateway", "runner"]),
-    ("capability-gateway", &["runner"]),
+    ("capability-gateway", &["gateway", "runner"]),
     ("webhooks", &["gateway"]),
     ("scheduler", &["gateway"]),
     ("memory", &["gateway"]),

@@ -101,8 +101,8 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
     let mut gateways = vec![];
     for (i, (_, sessions)) in replicas.iter().enumerate() {
         let cfg = format!(
-            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{c}\"\nmodel-gateway = \"{c}\"\nsessions = \"{}\"\nwebhooks = \"{c}\"\n",
-            sessions.mesh(),
+            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{c}\"\nmodel-gateway = \"{c}\"\nsessions = \"{s}\"\ncapability-gateway = \"{s}\"\nwebhooks = \"{c}\"\n",
+            s = sessions.mesh(),
             c = control.mesh()
         );
         gateways.push(serve(dir.path(), &format!("gateway-{i}"), "gateway", &cfg, &base_env));

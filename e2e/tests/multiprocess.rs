@@ -35,8 +35,8 @@ async fn separate_serve_processes_on_postgres_pass_the_journey() {
         "gateway",
         "gateway",
         &format!(
-            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{c}\"\nmodel-gateway = \"{c}\"\nsessions = \"{}\"\nwebhooks = \"{c}\"\n",
-            sessions.mesh(),
+            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{c}\"\nmodel-gateway = \"{c}\"\nsessions = \"{s}\"\ncapability-gateway = \"{s}\"\nwebhooks = \"{c}\"\n",
+            s = sessions.mesh(),
             c = control.mesh()
         ),
         &[],

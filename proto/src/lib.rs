@@ -21,4 +21,5 @@ package!(webhooks, "checkfu.webhooks.v1");
 package!(memory, "checkfu.memory.v1");
 
 pub mod mesh;
+pub mod token;
 pub mod transport;

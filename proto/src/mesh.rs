@@ -72,7 +72,10 @@ pub fn allowed(path: &str) -> &'static [Role] {
         ("checkfu.governance.v1.GovernanceService", m) => match m {
             "Bootstrap" => &[],
             "Check" | "EvaluateAction" => &[Gateway, Sessions, Runner],
-            "RequestApproval" => &[Runner],
+            // The gateway forwards a self-hosted Runner's request from the
+            // public edge, with the Run's capability token (governance
+            // requires it then).
+            "RequestApproval" => &[Runner, Gateway],
             "GetActionApproval" => &[Gateway, Sessions, Runner],
             "RespondToApproval" => &[Gateway, Sessions],
             "ListUnsettledApprovals" | "MarkApprovalSettled" | "WithdrawApproval" => &[Sessions],
@@ -82,15 +85,21 @@ pub fn allowed(path: &str) -> &'static [Role] {
             // The capability gateway reads a Session's pinned sandbox
             // (its web_fetch allowlist).
             "GetSessionSandbox" => &[Gateway, CapabilityGateway],
+            // Whoever serves a runner checks its capability token.
+            "VerifyCapability" => &[Gateway],
             _ => &[Gateway],
         },
-        // The execution plane's protocol. Self-hosted Runners will reach it
-        // on the public listener with their own credential; on the mesh
-        // only the managed runner role may claim work.
-        ("checkfu.runner.v1.RunnerService", _) => &[Runner],
-        ("checkfu.modelgateway.v1.ModelGatewayService", "Generate") => &[Runner],
+        // The execution plane's protocol. On the mesh the managed runner
+        // role claims managed Runs; self-hosted Runners reach it through the
+        // gateway's public edge, and the sessions service then requires
+        // their Runner credential on every call (and only they redeem).
+        ("checkfu.runner.v1.RunnerService", "Redeem") => &[Gateway],
+        ("checkfu.runner.v1.RunnerService", _) => &[Runner, Gateway],
+        // Both check the Run's capability token on every call; the gateway
+        // forwards a self-hosted Runner's calls from the public edge.
+        ("checkfu.modelgateway.v1.ModelGatewayService", "Generate") => &[Runner, Gateway],
         ("checkfu.modelgateway.v1.ModelGatewayService", _) => &[Gateway],
-        ("checkfu.capability.v1.CapabilityGatewayService", _) => &[Runner],
+        ("checkfu.capability.v1.CapabilityGatewayService", _) => &[Runner, Gateway],
         ("checkfu.webhooks.v1.WebhooksService", _) => &[Gateway],
         ("checkfu.scheduler.v1.SchedulerService", _) => &[Gateway],
         ("checkfu.memory.v1.MemoryService", _) => &[Gateway],
@@ -188,15 +197,19 @@ mod tests {
         assert!(decide(Some(Caller::of([Runner])), &format!("{GOV}/RespondToApproval")).is_err());
         assert!(decide(Some(Caller::of([Gateway])), &format!("{GOV}/WithdrawApproval")).is_err());
         assert!(decide(Some(Caller::of([Runner])), &format!("{GOV}/RequestApproval")).is_ok());
-        assert!(decide(Some(Caller::of([Gateway])), &format!("{GOV}/RequestApproval")).is_err());
+        assert!(decide(Some(Caller::of([Sessions])), &format!("{GOV}/RequestApproval")).is_err());
     }
 
     #[test]
-    fn the_runner_protocol_and_generation_belong_to_the_runner() {
+    fn the_runner_protocol_and_generation_belong_to_runners() {
+        // The gateway forwards self-hosted Runners' calls from the public
+        // edge; the services then check their credential and token.
         assert!(decide(Some(Caller::of([Runner])), "/checkfu.runner.v1.RunnerService/Claim").is_ok());
-        assert!(decide(Some(Caller::of([Gateway])), "/checkfu.runner.v1.RunnerService/Claim").is_err());
+        assert!(decide(Some(Caller::of([Gateway])), "/checkfu.runner.v1.RunnerService/Claim").is_ok());
+        assert!(decide(Some(Caller::of([Sessions])), "/checkfu.runner.v1.RunnerService/Claim").is_err());
+        assert!(decide(Some(Caller::of([Runner])), "/checkfu.runner.v1.RunnerService/Redeem").is_err(), "only through the edge");
         assert!(decide(Some(Caller::of([Runner])), "/checkfu.modelgateway.v1.ModelGatewayService/Generate").is_ok());
-        assert!(decide(Some(Caller::of([Gateway])), "/checkfu.modelgateway.v1.ModelGatewayService/Generate").is_err());
+        assert!(decide(Some(Caller::of([Sessions])), "/checkfu.modelgateway.v1.ModelGatewayService/Generate").is_err());
         assert!(decide(Some(Caller::of([Runner])), "/checkfu.modelgateway.v1.ModelGatewayService/CreateRoutingProfile").is_err());
     }
 

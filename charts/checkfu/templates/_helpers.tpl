@@ -45,7 +45,7 @@ network. The gateway and the runner call others but are called by none.
 governance: [gateway, sessions, runner]
 sessions: [gateway, capability-gateway, runner]
 model-gateway: [gateway, runner]
-capability-gateway: [runner]
+capability-gateway: [gateway, runner]
 webhooks: [gateway]
 scheduler: [gateway]
 memory: [gateway]

@@ -75,6 +75,12 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::client::SessionAction,
     },
+    /// A self-hosted Runner: pair once with a code from `POST
+    /// /v1/runner-pairings`, then claim and run the pool's Runs.
+    Runner {
+        #[command(flatten)]
+        args: crate::self_hosted::RunnerArgs,
+    },
     /// List and answer ActionApprovals.
     Approvals {
         #[command(flatten)]
@@ -164,6 +170,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 roles.iter().map(|r| r.name()).collect::<Vec<_>>().join(",")
             );
             Ok(())
+        }
+        Command::Runner { args } => {
+            let shutdown = tokio_util::sync::CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                wait_for_signal().await;
+                tracing::info!("stopping: handing Runs back");
+                stop.cancel();
+            });
+            crate::self_hosted::run(args, shutdown).await
         }
         Command::Approvals { client, action } => crate::approvals_cli::approvals(client, action, &mut std::io::stdout()).await,
         Command::Up { settings, allow_private_targets } => {

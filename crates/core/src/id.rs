@@ -244,6 +244,11 @@ typed_ids! {
     EndpointId = "whep";
     /// One webhook delivery.
     DeliveryId = "wdel";
+    /// A self-hosted Runner (managed runners name themselves with the same
+    /// prefix, but are never stored).
+    RunnerId = "rnr";
+    /// A RunnerPairing: the single-use code a Runner redeems.
+    PairingId = "rpair";
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! Nothing here knows about a particular service's business rules.
 
 pub mod cache;
+pub mod capability;
 pub mod error;
 pub mod events;
 pub mod glob;
@@ -21,6 +22,15 @@ pub use role::Role;
 pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes.as_ref()))
+}
+
+/// A new secret: `prefix` and 256 random bits in hex. Stored only as its
+/// SHA-256; a fast hash suffices because the secret itself is high-entropy.
+pub fn new_secret(prefix: &str) -> String {
+    use rand::Rng;
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("{prefix}{}", hex::encode(bytes))
 }
 
 /// Declares a closed string enum: the wire spelling of each variant, `ALL`,

@@ -20,6 +20,9 @@ pub const MIN_KEY_CHARS: usize = 32;
 #[derive(Clone)]
 pub struct Sealer {
     key: Arc<LessSafeKey>,
+    /// The installation key's digest, from which keys for other purposes
+    /// are derived.
+    root: Arc<[u8; 32]>,
 }
 
 impl std::fmt::Debug for Sealer {
@@ -37,7 +40,9 @@ impl Sealer {
         }
         let digest = hex::decode(checkfu_core::sha256_hex(key)).map_err(|e| Error::internal(e.to_string()))?;
         let unbound = UnboundKey::new(&AES_256_GCM, &digest).map_err(|_| Error::internal("the secrets key was refused"))?;
-        Ok(Sealer { key: Arc::new(LessSafeKey::new(unbound)) })
+        let mut root = [0u8; 32];
+        root.copy_from_slice(&digest);
+        Ok(Sealer { key: Arc::new(LessSafeKey::new(unbound)), root: Arc::new(root) })
     }
 
     /// The embedded installation's key: read from `path`, or made there
@@ -60,6 +65,22 @@ impl Sealer {
         let mut f = opts.open(path).map_err(|e| Error::internal(format!("creating {}: {e}", path.display())))?;
         f.write_all(key.as_bytes()).and_then(|()| f.sync_all()).map_err(|e| Error::internal(format!("writing {}: {e}", path.display())))?;
         Sealer::from_key(&key)
+    }
+
+    /// A key for `purpose` derived from the installation key
+    /// (HMAC-SHA256 of the purpose under the key's digest): every process
+    /// of the installation derives the same one, and no purpose's key
+    /// reveals another's.
+    pub fn derive(&self, purpose: &str) -> [u8; 32] {
+        let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, self.root.as_slice());
+        let mut out = [0u8; 32];
+        out.copy_from_slice(aws_lc_rs::hmac::sign(&key, purpose.as_bytes()).as_ref());
+        out
+    }
+
+    /// The key capability tokens are signed with.
+    pub fn token_key(&self) -> checkfu_core::capability::TokenKey {
+        checkfu_core::capability::TokenKey::new(self.derive("checkfu capability tokens v1"))
     }
 
     pub fn seal(&self, plaintext: &str) -> Result<String> {

@@ -7,6 +7,9 @@ use tonic::{Request, Response, Status};
 
 pub struct CapabilityGrpc {
     pub fetcher: WebFetcher,
+    /// A tool runs only for a Run whose lease its token names, and only if
+    /// the Run's pins allow that tool.
+    pub tokens: checkfu_proto::token::Verifier,
 }
 
 #[tonic::async_trait]
@@ -21,8 +24,12 @@ impl Rpc for CapabilityGrpc {
     }
 
     async fn web_fetch(&self, r: Request<pb::WebFetchRequest>) -> Result<Response<pb::WebFetchResponse>, Status> {
+        let scope = self.tokens.verify(&r)?;
         let r = r.into_inner();
         checkfu_core::id::SessionId::check("session_id", &r.session_id)?;
+        if r.session_id != scope.session_id || !scope.tools.iter().any(|t| t == "web_fetch") {
+            return Err(Status::permission_denied("the capability token does not allow web_fetch for this Session"));
+        }
         let f = self.fetcher.fetch(&r.session_id, &r.url).await?;
         Ok(Response::new(pb::WebFetchResponse {
             status: u32::from(f.status),

@@ -15,7 +15,12 @@ pub use fetch::{FetchLimits, Fetched, WebFetcher};
 /// The tonic server for this role. `allow_private_targets` lets fetches
 /// reach private, loopback and link-local addresses (local development and
 /// tests only; production refuses them).
-pub fn server(sessions: Transport, allow_private_targets: bool) -> CapabilityGatewayServiceServer<grpc::CapabilityGrpc> {
+pub fn server(
+    sessions: Transport,
+    tokens: checkfu_core::capability::TokenKey,
+    allow_private_targets: bool,
+) -> CapabilityGatewayServiceServer<grpc::CapabilityGrpc> {
+    let tokens = checkfu_proto::token::Verifier::new(tokens);
     let fetcher = WebFetcher::new(sessions, allow_private_targets, FetchLimits::default());
-    CapabilityGatewayServiceServer::new(grpc::CapabilityGrpc { fetcher })
+    CapabilityGatewayServiceServer::new(grpc::CapabilityGrpc { fetcher, tokens })
 }

@@ -362,6 +362,20 @@ pub struct BudgetScope {
     pub id: String,
 }
 
+/// A pairing code for a self-hosted Runner.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRunnerPairing {
+    pub environment_id: String,
+    /// The Principal the Runner acts as; the caller must be it or hold `act_as` on it.
+    pub principal_id: String,
+    /// The pool the Runner serves (`execution: {kind: "runner", pool}`).
+    pub pool: String,
+    /// How long the code can be redeemed: 1 to 900 seconds; default 600.
+    #[serde(default)]
+    pub ttl_seconds: Option<i64>,
+}
+
 /// Attaches a Budget to an existing Session.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -11,6 +11,7 @@ pub mod idempotency;
 pub mod live;
 pub mod openapi_rules;
 pub mod routes;
+pub mod runner_edge;
 pub mod streams;
 pub mod views;
 
@@ -207,6 +208,7 @@ async fn method_not_allowed(req: Request, next: Next) -> Response {
         (name = "models", description = "ModelRoutingProfiles and the price catalog"),
         (name = "deployments", description = "AgentDeployments and their revisions"),
         (name = "sessions", description = "Sessions, their event log and stream, Runs"),
+        (name = "runners", description = "Self-hosted Runners: pairing codes, Runners, revocation"),
     )
 )]
 pub struct ApiDoc;
@@ -227,7 +229,7 @@ impl utoipa::Modify for BearerAuth {
 /// The `/v1` API and its OpenAPI document, assembled from the annotated
 /// handlers (so every route served is described). No fallback: see [`finish`].
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
-    use routes::{approvals as a, budgets as b, catalog as c, governance as g, identity as i, sessions as s, webhooks as w};
+    use routes::{approvals as a, budgets as b, catalog as c, governance as g, identity as i, runners as r, sessions as s, webhooks as w};
     use utoipa::OpenApi;
     use utoipa_axum::{router::OpenApiRouter, routes};
     OpenApiRouter::with_openapi(ApiDoc::openapi())
@@ -282,6 +284,10 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(s::update_selection))
         .routes(routes!(s::post_event, s::list_events))
         .routes(routes!(s::stream_events))
+        .routes(routes!(r::create_pairing))
+        .routes(routes!(r::list_runners))
+        .routes(routes!(r::get_runner))
+        .routes(routes!(r::revoke_runner))
         .routes(routes!(s::list_runs))
         .routes(routes!(s::get_run))
         .with_state(state)

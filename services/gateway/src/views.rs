@@ -397,9 +397,25 @@ pub struct Session {
     pub metadata: Value,
     pub budget_id: Option<String>,
     pub usage: Usage,
+    /// The execution plane its deployment pinned: `{kind: "managed"}`, or
+    /// `{kind: "runner", pool, queued_for_pool}` where `queued_for_pool`
+    /// says its Run waits for a Runner of that pool to claim it.
+    #[schema(value_type = Object)]
+    pub execution: Value,
     pub created_at: String,
     pub updated_at: String,
     pub version: i64,
+}
+
+fn execution(s: &ss::Session) -> Value {
+    let mut e = doc(&s.execution_json);
+    if e.is_null() {
+        e = serde_json::json!({"kind": "managed"});
+    }
+    if e.get("kind").and_then(Value::as_str) == Some("runner") {
+        e["queued_for_pool"] = Value::Bool(s.queued_for_pool);
+    }
+    e
 }
 
 pub fn session(s: &ss::Session) -> Session {
@@ -415,9 +431,64 @@ pub fn session(s: &ss::Session) -> Session {
         metadata: doc(&s.metadata_json),
         budget_id: opt(&s.budget_id),
         usage: usage(&s.usage),
+        execution: execution(s),
         created_at: s.created_at.clone(),
         updated_at: s.updated_at.clone(),
         version: s.version,
+    }
+}
+
+/// A single-use pairing code; `code` is shown once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunnerPairing {
+    pub id: String,
+    pub environment_id: String,
+    pub principal_id: String,
+    pub pool: String,
+    /// Redeem it with `checkfu runner --pairing-code`; shown once.
+    pub code: Option<String>,
+    pub expires_at: String,
+    pub created_at: String,
+}
+
+pub fn runner_pairing(p: ss::RunnerPairing) -> RunnerPairing {
+    RunnerPairing {
+        id: p.id,
+        environment_id: p.environment_id,
+        principal_id: p.principal_id,
+        pool: p.pool,
+        code: Some(p.code),
+        expires_at: p.expires_at,
+        created_at: p.created_at,
+    }
+}
+
+/// A self-hosted Runner.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Runner {
+    pub id: String,
+    pub environment_id: String,
+    pub pool: String,
+    pub principal_id: String,
+    pub name: String,
+    /// `active` or `revoked`.
+    pub status: String,
+    pub last_seen_at: Option<String>,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+pub fn runner(r: &ss::Runner) -> Runner {
+    Runner {
+        id: r.id.clone(),
+        environment_id: r.environment_id.clone(),
+        pool: r.pool.clone(),
+        principal_id: r.principal_id.clone(),
+        name: r.name.clone(),
+        status: r.status.clone(),
+        last_seen_at: opt(&r.last_seen_at),
+        created_at: r.created_at.clone(),
+        revoked_at: opt(&r.revoked_at),
     }
 }
 

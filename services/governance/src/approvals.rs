@@ -14,10 +14,7 @@ use checkfu_core::{Error, Result, sha256_hex};
 use serde_json::json;
 
 fn new_token() -> String {
-    use rand::Rng;
-    let mut bytes = [0u8; 24];
-    rand::rng().fill_bytes(&mut bytes);
-    format!("art_{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+    checkfu_core::new_secret("art_")
 }
 
 /// Compares tokens without leaking where they differ.

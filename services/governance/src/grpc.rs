@@ -10,6 +10,38 @@ use tonic::{Request, Response, Status};
 
 pub struct GovernanceGrpc {
     pub svc: GovernanceService,
+    /// Checks the capability token of a call a self-hosted Runner makes
+    /// through the public edge.
+    pub tokens: checkfu_proto::token::Verifier,
+}
+
+/// A call made for a Run (it carries the Run's capability token) must stay
+/// inside that Run's Session and Environment. The managed runner and the
+/// gateway's own API calls carry none; a Runner's call through the public
+/// edge always does, and `RequestApproval` from the gateway requires one.
+fn within(claims: &Option<checkfu_core::capability::Claims>, environment_id: &str, session_id: &str) -> Result<(), Status> {
+    match claims {
+        Some(c) if c.environment_id != environment_id || c.session_id != session_id => {
+            Err(Status::permission_denied("the capability token is for another Session"))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl GovernanceGrpc {
+    /// The claims of the call's capability token; `required` unless the
+    /// managed runner makes the call.
+    fn claims<T>(&self, r: &Request<T>, required: bool) -> Result<Option<checkfu_core::capability::Claims>, Status> {
+        if checkfu_proto::token::token_of(r).is_empty() {
+            let managed = checkfu_proto::mesh::caller(r).is_some_and(|c| c.is(checkfu_core::Role::Runner));
+            return if required && !managed {
+                Err(Status::permission_denied("a capability token for the Run is required"))
+            } else {
+                Ok(None)
+            };
+        }
+        self.tokens.verify(r).map(Some)
+    }
 }
 
 type R<T> = Result<Response<T>, Status>;
@@ -305,7 +337,9 @@ impl Rpc for GovernanceGrpc {
     }
 
     async fn evaluate_action(&self, r: Request<pb::EvaluateActionRequest>) -> R<pb::EvaluateActionResponse> {
+        let claims = self.claims(&r, false)?;
         let r = r.into_inner();
+        within(&claims, &r.environment_id, &r.session_id)?;
         let (subject, resource) = (r.subject.unwrap_or_default(), r.resource.unwrap_or_default());
         let req = crate::service::EvaluationRequest {
             environment_id: r.environment_id,
@@ -349,7 +383,12 @@ impl Rpc for GovernanceGrpc {
     }
 
     async fn request_approval(&self, r: Request<pb::RequestApprovalRequest>) -> R<pb::RequestApprovalResponse> {
+        let claims = self.claims(&r, true)?;
         let r = r.into_inner();
+        within(&claims, &r.environment_id, &r.session_id)?;
+        if claims.as_ref().is_some_and(|c| c.run_id != r.run_id) {
+            return Err(Status::permission_denied("the capability token is for another Run"));
+        }
         let f = r.frozen.unwrap_or_default();
         let ask = crate::model::ApprovalAsk {
             environment_id: r.environment_id,
@@ -371,7 +410,10 @@ impl Rpc for GovernanceGrpc {
     }
 
     async fn get_action_approval(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ActionApproval> {
-        ok(approval(self.svc.approval(&r.into_inner().id).await?))
+        let claims = self.claims(&r, false)?;
+        let a = self.svc.approval(&r.into_inner().id).await?;
+        within(&claims, &a.environment_id, &a.session_id)?;
+        ok(approval(a))
     }
 
     async fn list_action_approvals(&self, r: Request<pb::ListActionApprovalsRequest>) -> R<pb::ListActionApprovalsResponse> {

@@ -29,6 +29,8 @@ pub async fn open(location: &Location) -> Result<(GovernanceService, Db)> {
 }
 
 /// The tonic server for this service.
-pub fn server(svc: GovernanceService) -> GovernanceServiceServer<grpc::GovernanceGrpc> {
-    GovernanceServiceServer::new(grpc::GovernanceGrpc { svc })
+/// The tonic server for this role; `tokens` checks the capability tokens a
+/// self-hosted Runner's calls carry through the public edge.
+pub fn server(svc: GovernanceService, tokens: checkfu_core::capability::TokenKey) -> GovernanceServiceServer<grpc::GovernanceGrpc> {
+    GovernanceServiceServer::new(grpc::GovernanceGrpc { svc, tokens: checkfu_proto::token::Verifier::new(tokens) })
 }

@@ -47,17 +47,9 @@ pub struct GovernanceService {
     reads: Option<Arc<ReadCache>>,
 }
 
-/// A new API key secret: `ck_` and 256 random bits. Only its SHA-256 is
-/// stored; a fast hash suffices because the secret itself is high-entropy.
+/// A new API key secret: `ck_` and 256 random bits.
 fn new_secret() -> String {
-    use rand::Rng;
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    format!("ck_{}", hex_lower(&bytes))
-}
-
-fn hex_lower(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    checkfu_core::new_secret("ck_")
 }
 
 impl GovernanceService {

@@ -5,7 +5,7 @@ use crate::pricing::CATALOG;
 use crate::service::ModelGatewayService;
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::rfc3339;
-use checkfu_core::{Error, Result};
+use checkfu_core::{Code, Error, Result};
 use checkfu_proto::modelgateway::v1 as pb;
 use checkfu_proto::modelgateway::v1::model_gateway_service_server::ModelGatewayService as Rpc;
 use std::pin::Pin;
@@ -16,6 +16,8 @@ use tonic::{Request, Response, Status};
 
 pub struct ModelGatewayGrpc {
     pub svc: ModelGatewayService,
+    /// A model call is made only for a Run whose lease its token names.
+    pub tokens: checkfu_proto::token::Verifier,
 }
 
 fn profile(p: RoutingProfile) -> pb::RoutingProfile {
@@ -165,7 +167,11 @@ impl Rpc for ModelGatewayGrpc {
     type GenerateStream = ChunkStream;
 
     async fn generate(&self, r: Request<pb::GenerateRequest>) -> Result<Response<Self::GenerateStream>, Status> {
+        let scope = self.tokens.verify(&r)?;
         let r = r.into_inner();
+        if r.routing_profile_id != scope.routing_profile_id {
+            return Err(Error::new(Code::PermissionDenied, "the Run's pins name another model routing profile").into());
+        }
         let profile_id = r.routing_profile_id.clone();
         let req = request_from_pb(r)?;
         let (out_tx, out_rx) = mpsc::channel::<Result<pb::GenerateChunk, Status>>(64);

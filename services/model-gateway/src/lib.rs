@@ -28,6 +28,8 @@ pub async fn open(location: &Location, endpoints: endpoints::Endpoints) -> Resul
     Ok(ModelGatewayService::new(Arc::new(store::SqlRoutingStore::new(db)), endpoints))
 }
 
-pub fn server(svc: ModelGatewayService) -> ModelGatewayServiceServer<grpc::ModelGatewayGrpc> {
-    ModelGatewayServiceServer::new(grpc::ModelGatewayGrpc { svc })
+/// The tonic server for this role; every `Generate` must carry a capability
+/// token signed with `tokens`.
+pub fn server(svc: ModelGatewayService, tokens: checkfu_core::capability::TokenKey) -> ModelGatewayServiceServer<grpc::ModelGatewayGrpc> {
+    ModelGatewayServiceServer::new(grpc::ModelGatewayGrpc { svc, tokens: checkfu_proto::token::Verifier::new(tokens) })
 }

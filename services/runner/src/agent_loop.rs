@@ -55,7 +55,7 @@ impl Runner {
     pub(crate) async fn execute(&self, work: pb::WorkItem, stop: CancellationToken) {
         let Some(lease) = work.lease.clone() else { return };
         let lost = stop.child_token();
-        let beat = tokio::spawn(heartbeat(self.runs.clone(), lease.clone(), self.cfg.heartbeat_every, lost.clone()));
+        let beat = tokio::spawn(heartbeat(self.clone(), lease.clone(), lost.clone()));
         // The Run continues the trace of the request that admitted it.
         let span =
             tracing::info_span!("run", otel.name = "run", checkfu.role = "runner", run_id = %work.run_id, session_id = %work.session_id);
@@ -65,7 +65,17 @@ impl Runner {
             () = lost.cancelled() => Err(Stop::Lost),
         };
         beat.abort();
-        let Ok((cursor, events, reason)) = outcome else { return };
+        self.tokens.lock().unwrap_or_else(|p| p.into_inner()).remove(&work.run_id);
+        let Ok((cursor, events, reason)) = outcome else {
+            if stop.is_cancelled() {
+                // Stopping: hand the Run back so another runner resumes it
+                // now, not when the lease lapses.
+                if let Err(status) = self.runs.clone().release(lease).await {
+                    tracing::warn!(%status, run_id = %work.run_id, "handing the run back failed; it resumes when its lease lapses");
+                }
+            }
+            return;
+        };
         let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.as_str().into(), payload_json: p }).collect();
         let req = pb::CompleteRequest { lease: Some(lease), stop_reason_json: reason.to_string(), last_seen_seq: cursor, events };
         let r = self.runs.clone().complete(req).instrument(span).await;
@@ -180,7 +190,7 @@ impl Runner {
         let mut attempt = 0;
         let (completed, started) = loop {
             attempt += 1;
-            match self.generate_once(lease, req.clone(), context_seq).await {
+            match self.generate_once(&self.token(work), lease, req.clone(), context_seq).await {
                 Ok(c) => break c,
                 Err(GenErr::Stop(s)) => return Err(s),
                 Err(GenErr::Model(e)) => {
@@ -267,14 +277,14 @@ impl Runner {
         }
         if decided.iter().any(crate::tools::Decided::waits) {
             for d in &decided {
-                events.extend(self.answer(&work.session_id, d).await);
+                events.extend(self.answer(work, d).await);
             }
             return Ok(Turn::Waiting(events));
         }
         let mut seqs = if events.is_empty() { vec![] } else { self.append(lease, events.clone()).await? };
         let mut answers = Vec::with_capacity(decided.len());
         for d in &decided {
-            answers.extend(self.answer(&work.session_id, d).await);
+            answers.extend(self.answer(work, d).await);
         }
         let appended = self.append_checked(lease, answers.clone()).await?;
         seqs.extend(appended.seqs);
@@ -297,10 +307,12 @@ impl Runner {
     /// messages that landed before it by its `context_seq`.
     async fn generate_once(
         &self,
+        token: &str,
         lease: &pb::LeaseRef,
         req: mg::GenerateRequest,
         context_seq: i64,
     ) -> Result<(mg::Completed, Start), GenErr> {
+        let req = checkfu_proto::token::with_token(req, token);
         let mut stream = self.models.clone().generate(req).await.map_err(|s| GenErr::Model(s.into()))?.into_inner();
         let (previews, publisher) = self.preview_publisher(lease.clone());
         let mut result = Err(GenErr::Model(checkfu_core::Error::unavailable("the model stream ended without a result")));
@@ -440,16 +452,19 @@ enum GenErr {
     Model(checkfu_core::Error),
 }
 
-async fn heartbeat(
-    mut client: checkfu_proto::runner::v1::runner_service_client::RunnerServiceClient<checkfu_proto::transport::Transport>,
-    lease: pb::LeaseRef,
-    every: Duration,
-    lost: CancellationToken,
-) {
+/// Keeps the lease (and with it the capability token) alive until the Run
+/// ends or the lease is lost.
+async fn heartbeat(runner: Runner, lease: pb::LeaseRef, lost: CancellationToken) {
+    let mut client = runner.runs.clone();
     loop {
-        tokio::time::sleep(every).await;
+        tokio::time::sleep(runner.cfg.heartbeat_every).await;
         match client.heartbeat(lease.clone()).await {
-            Ok(r) if r.get_ref().status == "ok" => {}
+            Ok(r) if r.get_ref().status == "ok" => {
+                let token = r.into_inner().capability_token;
+                if !token.is_empty() {
+                    runner.tokens.lock().unwrap_or_else(|p| p.into_inner()).insert(lease.run_id.clone(), token);
+                }
+            }
             Ok(_) => {
                 tracing::info!(run_id = %lease.run_id, "lease lost; stopping");
                 lost.cancel();

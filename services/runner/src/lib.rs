@@ -81,6 +81,17 @@ impl Default for RunnerConfig {
     }
 }
 
+/// How long a stopping runner waits for its Runs to be handed back.
+const HAND_BACK_WAIT: Duration = Duration::from_secs(10);
+
+/// Why [`Runner::serve`] returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    Shutdown,
+    /// The server refused this runner's credential (it was revoked).
+    Refused(String),
+}
+
 #[derive(Clone)]
 pub struct Runner {
     pub(crate) runs: RunnerServiceClient<Transport>,
@@ -92,6 +103,9 @@ pub struct Runner {
     /// it can).
     pub(crate) missing: Arc<[sandbox::Missing]>,
     pub(crate) transcripts: Arc<cache::TranscriptCache>,
+    /// The newest capability token of each Run in progress (heartbeats
+    /// renew it with the lease).
+    pub(crate) tokens: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
 }
 
 impl Runner {
@@ -108,7 +122,14 @@ impl Runner {
             cfg: Arc::new(cfg),
             missing: sandbox::missing_prerequisites().into(),
             transcripts: Arc::new(cache::TranscriptCache::new(1024)),
+            tokens: Arc::default(),
         }
+    }
+
+    /// The newest capability token for `work`'s Run.
+    pub(crate) fn token(&self, work: &checkfu_proto::runner::v1::WorkItem) -> String {
+        let tokens = self.tokens.lock().unwrap_or_else(|p| p.into_inner());
+        tokens.get(&work.run_id).cloned().unwrap_or_else(|| work.capability_token.clone())
     }
 
     /// Whether `bash` can be isolated on this host.
@@ -116,23 +137,34 @@ impl Runner {
         self.missing.is_empty()
     }
 
-    /// Claims and executes Runs until `shutdown`; in-flight Runs are left to
-    /// their leases (another runner resumes them after expiry).
-    pub async fn serve(self, shutdown: CancellationToken) {
+    /// Claims and executes Runs until `shutdown`. Runs still in flight then
+    /// are handed back (queued again at once for another runner) before it
+    /// returns. Ends early, with the reason, if the server refuses this
+    /// runner's credential (a revoked self-hosted Runner).
+    pub async fn serve(self, shutdown: CancellationToken) -> Ended {
         for m in self.missing.iter() {
             tracing::warn!("{} is missing: {}; to fix it: {}", m.program, m.effect, m.install);
         }
         let slots = Arc::new(Semaphore::new(self.cfg.concurrency.max(1)));
+        let ended = self.claim_loop(&slots, &shutdown).await;
+        shutdown.cancel();
+        // Wait for every Run to finish or be handed back.
+        let all = u32::try_from(self.cfg.concurrency.max(1)).unwrap_or(u32::MAX);
+        let _ = tokio::time::timeout(HAND_BACK_WAIT, slots.acquire_many(all)).await;
+        ended
+    }
+
+    async fn claim_loop(&self, slots: &Arc<Semaphore>, shutdown: &CancellationToken) -> Ended {
         loop {
             let permit = tokio::select! {
-                p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return },
-                () = shutdown.cancelled() => return,
+                p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return Ended::Shutdown },
+                () = shutdown.cancelled() => return Ended::Shutdown,
             };
             let mut client = self.runs.clone();
             let req = ClaimRequest { runner_id: self.cfg.runner_id.clone(), wait_ms: self.cfg.claim_wait.as_millis() as u32 };
             let claimed = tokio::select! {
                 r = client.claim(req) => r,
-                () = shutdown.cancelled() => return,
+                () = shutdown.cancelled() => return Ended::Shutdown,
             };
             match claimed {
                 Ok(resp) => {
@@ -145,11 +177,14 @@ impl Runner {
                         });
                     }
                 }
+                Err(status) if status.code() == tonic::Code::Unauthenticated => {
+                    return Ended::Refused(status.message().to_string());
+                }
                 Err(status) => {
                     tracing::warn!(%status, "claim failed; backing off");
                     tokio::select! {
                         () = tokio::time::sleep(Duration::from_millis(500)) => {}
-                        () = shutdown.cancelled() => return,
+                        () = shutdown.cancelled() => return Ended::Shutdown,
                     }
                 }
             }

@@ -13,6 +13,7 @@ use checkfu_core::events::EventType as E;
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::runner::v1 as pb;
+use checkfu_proto::token::with_token;
 use serde_json::{Value, json};
 
 /// Tool results longer than this many characters become a
@@ -119,7 +120,7 @@ impl Runner {
                 session_id: work.session_id.clone(),
                 tool_use_id: call.id.clone(),
             };
-            let d = self.governance.clone().evaluate_action(req).await?.into_inner();
+            let d = self.governance.clone().evaluate_action(with_token(req, &self.token(work))).await?.into_inner();
             let mut decided = Decided {
                 call,
                 input,
@@ -156,7 +157,7 @@ impl Runner {
                 arguments_sha256: String::new(),
             }),
         };
-        let r = self.governance.clone().request_approval(req).await?.into_inner();
+        let r = self.governance.clone().request_approval(with_token(req, &self.token(work))).await?.into_inner();
         match r.approval {
             Some(a) if r.standing_approval_id.is_empty() => d.pending_approval = Some((a.id, a.expires_at)),
             _ => d.standing_approval_id = Some(r.standing_approval_id),
@@ -165,7 +166,8 @@ impl Runner {
     }
 
     /// Runs an allowed call; the text and whether it failed.
-    pub(crate) async fn execute_tool(&self, session_id: &str, d: &Decided) -> (String, bool) {
+    pub(crate) async fn execute_tool(&self, work: &pb::WorkItem, d: &Decided) -> (String, bool) {
+        let session_id = work.session_id.as_str();
         let kind = d.declaration.as_ref().and_then(|x| x.get("type")).and_then(Value::as_str).unwrap_or_default();
         if kind == "builtin" && SANDBOX_TOOLS.contains(&d.call.name.as_str()) {
             let limits = Limits { cgroup: self.cfg.sandbox_cgroup.clone(), ..Limits::default() };
@@ -177,19 +179,19 @@ impl Runner {
             return (out.content, out.is_error);
         }
         if kind == "builtin" && d.call.name == "web_fetch" {
-            return self.web_fetch(session_id, &d.input).await;
+            return self.web_fetch(work, &d.input).await;
         }
         let what = if kind == "tool_source" { "MCP tool sources" } else { "custom (host-side) tools" };
         (format!("{what} are not available on this execution plane yet"), true)
     }
 
     /// `web_fetch` runs in the capability gateway, never in the sandbox.
-    async fn web_fetch(&self, session_id: &str, input: &Value) -> (String, bool) {
+    async fn web_fetch(&self, work: &pb::WorkItem, input: &Value) -> (String, bool) {
         let Some(url) = input.get("url").and_then(Value::as_str) else {
             return ("web_fetch needs a string \"url\"".into(), true);
         };
-        let req = checkfu_proto::capability::v1::WebFetchRequest { session_id: session_id.into(), url: url.into() };
-        match self.capabilities.clone().web_fetch(req).await {
+        let req = checkfu_proto::capability::v1::WebFetchRequest { session_id: work.session_id.clone(), url: url.into() };
+        match self.capabilities.clone().web_fetch(with_token(req, &self.token(work))).await {
             Ok(r) => {
                 let r = r.into_inner();
                 let cut = if r.truncated { "\n[body truncated at 1 MiB]" } else { "" };
@@ -241,12 +243,12 @@ impl Runner {
 
     /// The event that answers a call now: its result, or the refusal.
     /// `None` for a call the Session waits on.
-    pub(crate) async fn answer(&self, session_id: &str, d: &Decided) -> Option<(E, String)> {
+    pub(crate) async fn answer(&self, work: &pb::WorkItem, d: &Decided) -> Option<(E, String)> {
         if d.waits() {
             return None;
         }
         if d.runs() {
-            let (text, is_error) = self.execute_tool(session_id, d).await;
+            let (text, is_error) = self.execute_tool(work, d).await;
             return Some((
                 E::AgentToolResult,
                 json!({"tool_use_id": d.call.id, "content": result_content(text), "is_error": is_error}).to_string(),

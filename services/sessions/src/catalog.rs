@@ -245,7 +245,7 @@ impl SessionsService {
             })?
         };
         if let Execution::Runner { pool } = &execution {
-            check_key(pool).map_err(|_| Error::invalid_field("execution.pool", "pool must be 1 to 100 of a-z, 0-9, '-', '_' and '.'"))?;
+            check_pool("execution.pool", pool)?;
         }
         Ok(Pins {
             agent_version: version.version,

@@ -126,6 +126,16 @@ pub(crate) fn session(s: Session) -> pb::Session {
         updated_at: rfc3339(s.updated_ms),
         version: s.version,
         agent_id: s.agent_id.into(),
+        execution_json: to_json(&s.pins.execution),
+        queued_for_pool: false,
+    }
+}
+
+impl SessionsGrpc {
+    /// The wire form of a Session, saying whether it waits for a Runner.
+    async fn view(&self, s: Session) -> Result<pb::Session> {
+        let queued = self.svc.queued_for_pool(&s).await?;
+        Ok(pb::Session { queued_for_pool: queued, ..session(s) })
     }
 }
 
@@ -296,10 +306,10 @@ impl Rpc for SessionsGrpc {
             budget: r.budget.map(|b| (b.limit, metric_or_default(&b.metric))),
         };
         let (s, _) = self.svc.create_session(req).await?;
-        ok(session(s))
+        ok(self.view(s).await?)
     }
     async fn get_session(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Session> {
-        ok(session(self.svc.session(&r.into_inner().id).await?))
+        ok(self.view(self.svc.session(&r.into_inner().id).await?).await?)
     }
     async fn list_sessions(&self, r: Request<pb::ListSessionsRequest>) -> R<pb::ListSessionsResponse> {
         let r = r.into_inner();
@@ -311,7 +321,11 @@ impl Rpc for SessionsGrpc {
             principal_id: r.principal_id,
         };
         let (rows, next_page) = p.finish(self.svc.list_sessions(&f, &p).await?, |s| &s.id);
-        ok(pb::ListSessionsResponse { data: rows.into_iter().map(session).collect(), next_page })
+        let mut data = Vec::with_capacity(rows.len());
+        for s in rows {
+            data.push(self.view(s).await?);
+        }
+        ok(pb::ListSessionsResponse { data, next_page })
     }
     async fn archive_session(&self, r: Request<pb::ArchiveSessionRequest>) -> R<pb::Session> {
         let r = r.into_inner();
@@ -426,6 +440,59 @@ impl Rpc for SessionsGrpc {
         };
         let (b, s) = self.svc.change_budget(&r.id, change, &r.actor_id).await?;
         ok(budget(b, &s))
+    }
+
+    async fn create_runner_pairing(&self, r: Request<pb::CreateRunnerPairingRequest>) -> R<pb::RunnerPairing> {
+        let r = r.into_inner();
+        let new = crate::runners::NewPairing {
+            environment_id: &r.environment_id,
+            principal_id: &r.principal_id,
+            pool: &r.pool,
+            ttl_seconds: r.ttl_seconds,
+            created_by: &r.created_by,
+        };
+        let (p, code) = self.svc.create_pairing(new).await?;
+        ok(pb::RunnerPairing {
+            id: p.id.into(),
+            environment_id: p.environment_id.into(),
+            principal_id: p.principal_id.into(),
+            pool: p.pool,
+            code,
+            expires_at: rfc3339(p.expires_ms),
+            created_at: rfc3339(p.created_ms),
+        })
+    }
+
+    async fn get_runner(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Runner> {
+        ok(crate::grpc_runner::runner(self.svc.get_runner(&r.into_inner().id).await?))
+    }
+
+    async fn list_runners(&self, r: Request<pb::ListInEnvironmentsRequest>) -> R<pb::ListRunnersResponse> {
+        let r = r.into_inner();
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let (rows, next_page) = p.finish(self.svc.list_runners(&r.environment_ids, &p).await?, |x: &Runner| &x.id);
+        ok(pb::ListRunnersResponse { data: rows.into_iter().map(crate::grpc_runner::runner).collect(), next_page })
+    }
+
+    async fn revoke_runner(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Runner> {
+        ok(crate::grpc_runner::runner(self.svc.revoke_runner(&r.into_inner().id).await?))
+    }
+
+    async fn verify_capability(&self, r: Request<pb::VerifyCapabilityRequest>) -> R<pb::CapabilityScope> {
+        let r = r.into_inner();
+        let c = self.svc.verify_capability(&r.token).await?;
+        if !r.runner_credential.is_empty() && self.svc.authenticate_runner(&r.runner_credential).await?.id.as_str() != c.runner_id {
+            return Err(Error::new(checkfu_core::Code::PermissionDenied, "the capability token belongs to another runner").into());
+        }
+        ok(pb::CapabilityScope {
+            expires_in_ms: (c.expires_ms - checkfu_core::time::now_ms()).max(0),
+            run_id: c.run_id,
+            session_id: c.session_id,
+            environment_id: c.environment_id,
+            runner_id: c.runner_id,
+            routing_profile_id: c.routing_profile_id,
+            tools: c.tools,
+        })
     }
 }
 

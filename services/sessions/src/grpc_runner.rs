@@ -1,10 +1,12 @@
 //! Thin gRPC handlers for the runner protocol (`checkfu.runner.v1`).
 
 use crate::grpc::json_or_null;
+use crate::model::{Claimant, Runner};
 use crate::runs::Lease;
 use crate::service::SessionsService;
-use checkfu_core::Error;
 use checkfu_core::id::{RunId, SessionId};
+use checkfu_core::time::{rfc3339, rfc3339_opt};
+use checkfu_core::{Code, Error, Role};
 use checkfu_proto::runner::v1 as pb;
 use checkfu_proto::runner::v1::runner_service_server::RunnerService as Rpc;
 use std::time::Duration;
@@ -31,11 +33,55 @@ fn lease(l: Option<pb::LeaseRef>) -> Result<Lease, Error> {
     Ok(Lease { run_id: RunId::parse("lease.run_id", &l.run_id)?, lease_id: l.lease_id, generation: l.generation, session_id })
 }
 
+pub(crate) fn runner(r: Runner) -> checkfu_proto::sessions::v1::Runner {
+    checkfu_proto::sessions::v1::Runner {
+        id: r.id.into(),
+        environment_id: r.environment_id.into(),
+        pool: r.pool,
+        principal_id: r.principal_id.into(),
+        name: r.name,
+        status: r.status.as_str().into(),
+        last_seen_at: rfc3339_opt(r.last_seen_ms),
+        created_at: rfc3339(r.created_ms),
+        revoked_at: rfc3339_opt(r.revoked_ms),
+    }
+}
+
+/// The self-hosted Runner a call through the public edge comes from (its
+/// credential in `authorization`), or `None` for the managed runner inside
+/// the mesh. Any other caller was refused by the mesh already.
+async fn self_hosted<T>(svc: &SessionsService, r: &Request<T>) -> Result<Option<Runner>, Status> {
+    if checkfu_proto::mesh::caller(r).is_some_and(|c| c.is(Role::Runner)) {
+        return Ok(None);
+    }
+    let bearer = r.metadata().get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let Some(credential) = bearer else {
+        return Err(Error::new(Code::MissingKey, "the runner credential is missing (authorization: Bearer crr_...)").into());
+    };
+    Ok(Some(svc.authenticate_runner(credential.trim()).await?))
+}
+
 #[tonic::async_trait]
 impl Rpc for RunnerGrpc {
-    async fn claim(&self, r: Request<pb::ClaimRequest>) -> R<pb::ClaimResponse> {
+    async fn redeem(&self, r: Request<pb::RedeemRequest>) -> R<pb::RedeemResponse> {
         let r = r.into_inner();
-        let work = self.svc.claim(&r.runner_id, Duration::from_millis(u64::from(r.wait_ms))).await?;
+        let (runner, credential) = self.svc.redeem(&r.pairing_code, &r.name).await?;
+        Ok(Response::new(pb::RedeemResponse {
+            runner_id: runner.id.into(),
+            credential,
+            environment_id: runner.environment_id.into(),
+            pool: runner.pool,
+            principal_id: runner.principal_id.into(),
+        }))
+    }
+
+    async fn claim(&self, r: Request<pb::ClaimRequest>) -> R<pb::ClaimResponse> {
+        let claimant = match self_hosted(&self.svc, &r).await? {
+            Some(runner) => Claimant::SelfHosted(runner),
+            None => Claimant::from(r.get_ref().runner_id.as_str()),
+        };
+        let r = r.into_inner();
+        let work = self.svc.claim(claimant, Duration::from_millis(u64::from(r.wait_ms))).await?;
         let work = work.map(|w| pb::WorkItem {
             session_id: w.session.id.clone().into(),
             run_id: w.run.id.clone().into(),
@@ -45,9 +91,8 @@ impl Rpc for RunnerGrpc {
                 generation: w.lease.generation,
                 session_id: w.lease.session_id.map(String::from).unwrap_or_default(),
             }),
-            // Scoped capability tokens arrive with self-hosted runners; the
-            // managed plane reaches the gateways inside the mesh.
-            capability_token: String::new(),
+            capability_token: w.capability,
+            placement: w.run.placement.clone(),
             execution_pins_json: w.run.execution_pins.to_string(),
             routing_profile_id: w.session.pins.model_routing_profile_id.clone().into(),
             instructions: w.session.selection.instructions.clone(),
@@ -63,15 +108,19 @@ impl Rpc for RunnerGrpc {
     }
 
     async fn heartbeat(&self, r: Request<pb::LeaseRef>) -> R<pb::HeartbeatResponse> {
+        self_hosted(&self.svc, &r).await?;
         let l = lease(Some(r.into_inner()))?;
         let held = self.svc.heartbeat(&l).await?;
+        let capability_token = if held { self.svc.capability_for(&l).await? } else { String::new() };
         Ok(Response::new(pb::HeartbeatResponse {
             status: if held { "ok" } else { "lost" }.into(),
             lease_expires_in_ms: if held { self.svc.lease_ms } else { 0 },
+            capability_token,
         }))
     }
 
     async fn read_events(&self, r: Request<pb::ReadEventsRequest>) -> R<pb::ReadEventsResponse> {
+        self_hosted(&self.svc, &r).await?;
         let r = r.into_inner();
         let events = self.svc.read_for_run(&lease(r.lease)?, r.after_seq, r.limit).await?;
         let data = events
@@ -87,6 +136,7 @@ impl Rpc for RunnerGrpc {
     }
 
     async fn append_events(&self, r: Request<pb::AppendEventsRequest>) -> R<pb::AppendEventsResponse> {
+        self_hosted(&self.svc, &r).await?;
         let r = r.into_inner();
         let events =
             r.events.into_iter().map(|e| Ok((e.r#type, json_or_null("payload", &e.payload_json)?))).collect::<Result<Vec<_>, Error>>()?;
@@ -95,6 +145,7 @@ impl Rpc for RunnerGrpc {
     }
 
     async fn publish_deltas(&self, r: Request<pb::PublishDeltasRequest>) -> R<pb::PublishDeltasResponse> {
+        self_hosted(&self.svc, &r).await?;
         let r = r.into_inner();
         let mut chunks = r.chunks;
         if !r.text.is_empty() {
@@ -105,11 +156,18 @@ impl Rpc for RunnerGrpc {
     }
 
     async fn complete(&self, r: Request<pb::CompleteRequest>) -> R<pb::CompleteResponse> {
+        self_hosted(&self.svc, &r).await?;
         let r = r.into_inner();
         let stop = json_or_null("stop_reason", &r.stop_reason_json)?;
         let events =
             r.events.into_iter().map(|e| Ok((e.r#type, json_or_null("payload", &e.payload_json)?))).collect::<Result<Vec<_>, Error>>()?;
         self.svc.complete(&lease(r.lease)?, stop, r.last_seen_seq, events).await?;
         Ok(Response::new(pb::CompleteResponse {}))
+    }
+
+    async fn release(&self, r: Request<pb::LeaseRef>) -> R<pb::ReleaseResponse> {
+        self_hosted(&self.svc, &r).await?;
+        self.svc.release(&lease(Some(r.into_inner()))?).await?;
+        Ok(Response::new(pb::ReleaseResponse {}))
     }
 }

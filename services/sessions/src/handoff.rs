@@ -20,6 +20,8 @@ use tokio::sync::oneshot;
 pub(crate) struct Waiting {
     ticket: u64,
     pub runner_id: String,
+    /// The Runs it may take (`runner::placement`; `""` managed).
+    placement: String,
     tx: oneshot::Sender<WorkItem>,
 }
 
@@ -43,12 +45,12 @@ impl Parked {
     /// Queues a claim; its work arrives on the receiver. Claims whose
     /// callers left without withdrawing (a cancelled RPC drops its receiver)
     /// are cleared here, so the queue holds only live ones.
-    pub fn park(&self, runner_id: &str) -> (u64, oneshot::Receiver<WorkItem>) {
+    pub fn park(&self, runner_id: &str, placement: &str) -> (u64, oneshot::Receiver<WorkItem>) {
         let ticket = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         let mut q = self.lock();
         q.retain(|w| !w.tx.is_closed());
-        q.push_back(Waiting { ticket, runner_id: runner_id.to_string(), tx });
+        q.push_back(Waiting { ticket, runner_id: runner_id.to_string(), placement: placement.to_string(), tx });
         (ticket, rx)
     }
 
@@ -61,15 +63,12 @@ impl Parked {
         q.len() != before
     }
 
-    /// The oldest claim still waiting.
-    pub fn take(&self) -> Option<Waiting> {
+    /// The oldest claim still waiting for Runs of `placement`.
+    pub fn take(&self, placement: &str) -> Option<Waiting> {
         let mut q = self.lock();
-        while let Some(w) = q.pop_front() {
-            if !w.tx.is_closed() {
-                return Some(w);
-            }
-        }
-        None
+        q.retain(|w| !w.tx.is_closed());
+        let at = q.iter().position(|w| w.placement == placement)?;
+        q.remove(at)
     }
 
     /// How many claims wait.
@@ -125,8 +124,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn a_run_handed_to_a_claim_that_left_goes_back_in_the_queue() {
         let (svc, store, _dir) = service().await;
-        let (_ticket, gone) = svc.parked.park("rnr_gone");
-        let taken = svc.parked.take().expect("taken");
+        let (_ticket, gone) = svc.parked.park("rnr_gone", "");
+        let taken = svc.parked.take("").expect("taken");
         svc.append_user_event(SID, message()).await.expect("append");
         let (run, session, _) =
             svc.transact(&tid(SID), |d| Ok(d.claim_run("rnr_gone", 15_000).expect("a run"))).await.expect("claimed by hand");
@@ -150,17 +149,20 @@ mod tests {
     #[test]
     fn claims_are_taken_oldest_first_and_withdrawn_ones_are_skipped() {
         let p = Parked::default();
-        let (a, _ra) = p.park("rnr_a");
-        let (_b, rb) = p.park("rnr_b");
-        let (_c, _rc) = p.park("rnr_c");
+        let (a, _ra) = p.park("rnr_a", "");
+        let (_b, rb) = p.park("rnr_b", "");
+        let (_c, _rc) = p.park("rnr_c", "");
         assert!(p.unpark(a), "a waiting claim withdraws");
         assert!(!p.unpark(a), "twice is a no-op");
         drop(rb);
-        let (_d, rd) = p.park("rnr_d");
+        let (_d, rd) = p.park("rnr_d", "");
         assert_eq!(p.len(), 2, "parking clears a claim whose caller left");
         drop(rd);
-        let first = p.take().expect("one waits");
+        let (_e, _re) = p.park("rnr_e", "env_1/gpu");
+        assert!(p.take("env_1/cpu").is_none(), "a claim takes only its own pool's Runs");
+        let first = p.take("").expect("one waits");
         assert_eq!(first.runner_id, "rnr_c");
-        assert!(p.take().is_none(), "taking skips a claim whose caller left");
+        assert!(p.take("").is_none(), "taking skips a claim whose caller left");
+        assert_eq!(p.take("env_1/gpu").expect("the pool's claim").runner_id, "rnr_e");
     }
 }

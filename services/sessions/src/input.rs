@@ -242,6 +242,7 @@ impl Draft {
             created_ms: self.now_ms,
             completed_ms: None,
             traceparent: checkfu_telemetry::current_traceparent(),
+            placement: placement_of(&s.environment_id, &s.pins.execution),
         };
         let run_id = run.id.clone();
         self.admitted = Some(run_id.clone());

@@ -4,6 +4,7 @@
 
 pub mod approvals;
 pub mod budget;
+pub mod capability;
 pub mod catalog;
 pub mod grpc;
 pub mod grpc_runner;
@@ -11,6 +12,7 @@ mod handoff;
 pub mod input;
 pub mod live;
 pub mod model;
+pub mod runners;
 pub mod runs;
 pub mod service;
 pub mod store;

@@ -54,6 +54,8 @@ pub struct WorkItem {
     pub tools: Vec<ToolDecl>,
     /// The newest events at claim time (a contiguous suffix of the log).
     pub tail: Vec<Event>,
+    /// Lets the runner call the gateways for this Run while its lease holds.
+    pub capability: String,
 }
 
 /// What an append assigned, and whether the Session's Budget now stops
@@ -195,7 +197,22 @@ impl SessionsService {
     /// Claims the oldest claimable Run, waiting up to `wait` for one. While
     /// it waits, a Run admitted on this replica is handed to it directly
     /// (see `handoff.rs`).
-    pub async fn claim(&self, runner_id: &str, wait: Duration) -> Result<Option<WorkItem>> {
+    pub async fn claim(&self, claimant: impl Into<Claimant>, wait: Duration) -> Result<Option<WorkItem>> {
+        let claimant = claimant.into();
+        let item = self.claim_for(&claimant, wait).await?;
+        let Claimant::SelfHosted(runner) = &claimant else { return Ok(item) };
+        let Some(item) = item else { return Ok(None) };
+        // A Runner revoked while its claim waited takes nothing: the Run
+        // goes back in the queue.
+        if self.store.get_runner(&runner.id).await?.is_none_or(|r| r.status != RunnerStatus::Active) {
+            self.requeue(&item.lease).await?;
+            return Err(Error::new(Code::InvalidKey, "the runner credential is unknown or revoked"));
+        }
+        Ok(Some(item))
+    }
+
+    async fn claim_for(&self, claimant: &Claimant, wait: Duration) -> Result<Option<WorkItem>> {
+        let (runner_id, placement) = (claimant.runner_id(), claimant.placement());
         let deadline = tokio::time::Instant::now() + wait.min(MAX_CLAIM_WAIT);
         loop {
             // Register interest before looking, so a Run queued between the
@@ -203,10 +220,10 @@ impl SessionsService {
             let notified = self.work.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if let Some(w) = self.try_claim(runner_id).await? {
+            if let Some(w) = self.try_claim(runner_id, &placement).await? {
                 return Ok(Some(w));
             }
-            let (ticket, mut handed) = self.parked.park(runner_id);
+            let (ticket, mut handed) = self.parked.park(runner_id, &placement);
             // Expired leases need no notification: poll at least once a second.
             let nap = tokio::time::Instant::now() + Duration::from_secs(1);
             tokio::select! {
@@ -232,8 +249,8 @@ impl SessionsService {
         }
     }
 
-    async fn try_claim(&self, runner_id: &str) -> Result<Option<WorkItem>> {
-        for candidate in self.store.claimable_runs(now_ms(), 16).await? {
+    async fn try_claim(&self, runner_id: &str, placement: &str) -> Result<Option<WorkItem>> {
+        for candidate in self.store.claimable_runs(placement, now_ms(), 16).await? {
             let lease_ms = self.lease_ms;
             let claimed = self
                 .transact(&candidate.session_id, |d| {
@@ -262,8 +279,16 @@ impl SessionsService {
     /// Session may use, its lease, and the `tail` newest events of the log.
     pub(crate) async fn work_item(&self, session: Session, run: Run, tail: i64) -> Result<WorkItem> {
         let tail = self.store.list_events(&session.id, (session.last_seq - tail).max(0), tail, &[]).await?;
+        let tools = self.run_tools(&session).await?;
+        let capability = self.mint_capability(&session, &run).await?;
+        Ok(WorkItem { lease: Lease::of(&run), session, run, tools, tail, capability })
+    }
+
+    /// The tools a Session's Runs may use: its pinned version's, less those
+    /// the Session narrowed away.
+    pub(crate) async fn run_tools(&self, session: &Session) -> Result<Vec<ToolDecl>> {
         let version = self.pinned_version(&session.agent_id, session.pins.agent_version).await?;
-        let tools = version
+        Ok(version
             .map(|v| {
                 v.definition
                     .tools
@@ -275,8 +300,7 @@ impl SessionsService {
                     })
                     .collect()
             })
-            .unwrap_or_default();
-        Ok(WorkItem { lease: Lease::of(&run), session, run, tools, tail })
+            .unwrap_or_default())
     }
 
     /// Sends a Run handed off in `session`'s commit to the claim that waits
@@ -300,7 +324,7 @@ impl SessionsService {
     }
 
     /// Puts a Run still held under `lease` back in the queue.
-    async fn requeue(&self, lease: &Lease) -> Result<()> {
+    pub(crate) async fn requeue(&self, lease: &Lease) -> Result<()> {
         let session_id = self.session_to_write(lease).await?;
         self.transact(&session_id, |d| {
             if let Some(run) = d.run.clone().filter(|r| lease.holds(r)) {

@@ -42,6 +42,8 @@ pub struct SessionsService {
     pub(crate) governance: Option<crate::upstream::Governance>,
     /// Woken after each commit, so the outbox relay publishes at once.
     outbox_wake: Option<Arc<Notify>>,
+    /// Signs capability tokens (`capability.rs`); from the installation key.
+    pub(crate) token_key: Option<checkfu_core::capability::TokenKey>,
 }
 
 /// Versions kept in memory; beyond this the cache starts over.
@@ -125,7 +127,14 @@ impl SessionsService {
             snapshots: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
             governance: None,
             outbox_wake: None,
+            token_key: None,
         }
+    }
+
+    /// Signs capability tokens with `key` (derived from the installation key).
+    pub fn with_token_key(mut self, key: checkfu_core::capability::TokenKey) -> Self {
+        self.token_key = Some(key);
+        self
     }
 
     /// Shares live events and previews with the other sessions replicas
@@ -320,11 +329,9 @@ impl SessionsService {
     /// Claims a Run the draft admits for the oldest claim waiting here.
     fn claim_for_waiting(&self, d: &mut Draft, handing: &mut Option<Waiting>) -> Option<Run> {
         let admitted = d.admitted.as_ref()?;
-        if !d.run.as_ref().is_some_and(|r| &r.id == admitted && r.status == RunStatus::Queued) {
-            return None;
-        }
+        let run = d.run.as_ref().filter(|r| &r.id == admitted && r.status == RunStatus::Queued)?;
         if handing.is_none() {
-            *handing = self.parked.take();
+            *handing = self.parked.take(&run.placement);
         }
         let runner_id = handing.as_ref()?.runner_id.clone();
         d.claim_run(&runner_id, self.lease_ms)
@@ -333,6 +340,11 @@ impl SessionsService {
     /// The active Run of a recently changed Session, as last committed here.
     pub(crate) fn cached_active_run(&self, session_id: &str) -> Option<Run> {
         self.snapshots.get(session_id).and_then(|(_, run)| run)
+    }
+
+    /// A recently changed Session and its active Run, as last committed here.
+    pub(crate) fn cached_state(&self, session_id: &str) -> Option<(Session, Option<Run>)> {
+        self.snapshots.get(session_id)
     }
 
     fn remember(&self, session: Session, run: Option<Run>) {

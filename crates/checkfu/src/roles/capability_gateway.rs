@@ -13,7 +13,8 @@ impl Play for CapabilityGateway {
 
     async fn start(&self, node: &mut Assembly<'_>) -> anyhow::Result<()> {
         let sessions = node.reach(Role::CapabilityGateway, Role::Sessions)?;
-        node.serve(Role::CapabilityGateway, checkfu_capability_gateway::server(sessions, node.opts.allow_private_targets));
+        let tokens = super::installation_key(node.opts, Role::CapabilityGateway)?.token_key();
+        node.serve(Role::CapabilityGateway, checkfu_capability_gateway::server(sessions, tokens, node.opts.allow_private_targets));
         Ok(())
     }
 }

@@ -41,7 +41,16 @@ impl Play for Gateway {
             .await
             .context("opening the gateway store")?;
         node.ready("gateway", state.idem.clone(), |i| async move { i.ready().await });
-        node.api = Some(checkfu_gateway::router(state));
+        let edge = checkfu_gateway::runner_edge::RunnerEdge {
+            sessions: checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient::new(
+                node.reach(Role::Gateway, Role::Sessions)?,
+            ),
+            runner: node.reach(Role::Gateway, Role::Runner)?,
+            models: node.reach(Role::Gateway, Role::ModelGateway)?,
+            governance: node.reach(Role::Gateway, Role::Governance)?,
+            capabilities: node.reach(Role::Gateway, Role::CapabilityGateway)?,
+        };
+        node.api = Some(checkfu_gateway::router(state).merge(checkfu_gateway::runner_edge::routes(edge)));
         Ok(())
     }
 }

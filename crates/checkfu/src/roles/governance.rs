@@ -46,7 +46,8 @@ impl Play for Governance {
         }
 
         node.ready("governance", svc.clone(), |s| async move { s.ready().await });
-        node.serve(Role::Governance, checkfu_governance::server(svc));
+        let tokens = super::installation_key(node.opts, Role::Governance)?.token_key();
+        node.serve(Role::Governance, checkfu_governance::server(svc, tokens));
         Ok(())
     }
 }

@@ -26,6 +26,20 @@ use checkfu_store::{Location, Migrations};
 /// its migrations.
 pub type Store = (&'static str, &'static Migrations);
 
+/// The installation key (`secrets_key`), which seals stored secrets and
+/// signs capability tokens; embedded, the one kept in the data directory.
+/// Every process of an installation must have the same one.
+pub(crate) fn installation_key(opts: &crate::node::NodeOptions, role: Role) -> anyhow::Result<checkfu_store::sealed::Sealer> {
+    match (&opts.sealer, &opts.storage) {
+        (Some(s), _) => Ok(s.clone()),
+        (None, Location::SqliteDir(dir)) => checkfu_store::sealed::Sealer::load_or_create(&dir.join("secrets.key"))
+            .map_err(|e| anyhow::anyhow!("the secrets key: {}", e.message)),
+        (None, _) => anyhow::bail!(
+            "the {role} role needs the installation key (it seals secrets and signs capability tokens): set CHECKFU_SECRETS_KEY (32+ characters), the same in every process"
+        ),
+    }
+}
+
 /// How often a role's outbox relay looks for events a wake-up missed.
 const RELAY_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 

@@ -22,7 +22,8 @@ impl Play for ModelGateway {
         endpoints.allow_private |= node.opts.allow_private_targets;
         let svc = checkfu_model_gateway::open(&node.opts.storage, endpoints).await.context("opening the model-gateway store")?;
         node.ready("model-gateway", svc.clone(), |s| async move { s.ready().await });
-        node.serve(Role::ModelGateway, checkfu_model_gateway::server(svc));
+        let tokens = super::installation_key(node.opts, Role::ModelGateway)?.token_key();
+        node.serve(Role::ModelGateway, checkfu_model_gateway::server(svc, tokens));
         Ok(())
     }
 }

@@ -24,7 +24,12 @@ impl Play for Runner {
             node.reach(Role::Runner, Role::CapabilityGateway)?,
             node.opts.runner.clone(),
         );
-        node.spawn(runner.serve(node.shutdown.clone()));
+        let shutdown = node.shutdown.clone();
+        node.spawn(async move {
+            if let checkfu_runner::Ended::Refused(why) = runner.serve(shutdown).await {
+                tracing::error!("the managed runner was refused by the sessions service: {why}");
+            }
+        });
         Ok(())
     }
 }

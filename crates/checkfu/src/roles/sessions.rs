@@ -22,7 +22,12 @@ impl Play for Sessions {
         let governance = node.reach(Role::Sessions, Role::Governance)?;
         let (svc, db) = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
         let relay = checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "sessions");
-        let mut svc = svc.with_governance(governance).with_outbox_wake(relay.wake.clone()).with_lease_ms(opts.run_lease.as_millis() as i64);
+        let tokens = super::installation_key(opts, Role::Sessions)?.token_key();
+        let mut svc = svc
+            .with_governance(governance)
+            .with_token_key(tokens)
+            .with_outbox_wake(relay.wake.clone())
+            .with_lease_ms(opts.run_lease.as_millis() as i64);
         if let Some(r) = &node.redis {
             svc = svc.with_fanout(Arc::new(r.clone())).await.context("subscribing to the live fan-out")?;
         }

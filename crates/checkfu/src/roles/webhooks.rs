@@ -2,10 +2,8 @@
 //! delivery with retries.
 
 use super::{Assembly, Play, Store};
-use anyhow::{Context, bail};
+use anyhow::Context;
 use checkfu_core::Role;
-use checkfu_store::Location;
-use checkfu_store::sealed::Sealer;
 
 pub struct Webhooks;
 
@@ -25,13 +23,7 @@ impl Play for Webhooks {
     async fn start(&self, node: &mut Assembly<'_>) -> anyhow::Result<()> {
         let opts = node.opts;
         // Signing secrets are sealed at rest under the installation key.
-        let sealer = match (&opts.sealer, &opts.storage) {
-            (Some(s), _) => s.clone(),
-            (None, Location::SqliteDir(dir)) => {
-                Sealer::load_or_create(&dir.join("secrets.key")).map_err(|e| anyhow::anyhow!("the secrets key: {}", e.message))?
-            }
-            (None, _) => bail!("the webhooks role seals signing secrets at rest: set CHECKFU_SECRETS_KEY (32+ characters)"),
-        };
+        let sealer = super::installation_key(opts, Role::Webhooks)?;
         let svc = checkfu_webhooks::open(&opts.storage, opts.allow_private_targets, sealer).await.context("opening the webhooks store")?;
         for topic in [checkfu_bus::SESSION_EVENTS, checkfu_bus::RESOURCE_EVENTS] {
             node.spawn(checkfu_webhooks::consume(svc.clone(), node.bus.clone(), topic, node.shutdown.clone()));

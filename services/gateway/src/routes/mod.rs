@@ -7,6 +7,7 @@ pub mod budgets;
 pub mod catalog;
 pub mod governance;
 pub mod identity;
+pub mod runners;
 pub mod sessions;
 pub mod webhooks;
 

@@ -24,7 +24,7 @@ type J<T> = ApiResult<Json<T>>;
 
 /// Checks that the caller may speak as `principal_id`: it is the caller, or
 /// the caller holds `act_as` on it.
-async fn require_speaks_for(st: &AppState, caller: &Caller, principal_id: &str, field: &str) -> ApiResult<()> {
+pub(crate) async fn require_speaks_for(st: &AppState, caller: &Caller, principal_id: &str, field: &str) -> ApiResult<()> {
     checkfu_core::id::PrincipalId::check(field, principal_id)?;
     if principal_id == caller.principal_id {
         return Ok(());

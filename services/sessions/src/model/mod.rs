@@ -3,7 +3,9 @@
 //! declaration or status never gets past the boundary.
 
 mod budget;
+mod runner;
 pub use budget::{Budget, BudgetChange, BudgetMetric, BudgetStatus};
+pub use runner::*;
 
 use checkfu_core::id::{AgentId, DeploymentId, EnvironmentId, EventId, PrincipalId, RoutingProfileId, RunId, SandboxProfileId, SessionId};
 use checkfu_core::{Error, Result, string_enum};
@@ -497,6 +499,9 @@ pub struct Run {
     pub completed_ms: Option<i64>,
     /// W3C trace context of the request that admitted the Run.
     pub traceparent: String,
+    /// Where it may execute: `""` on the managed plane, else a Runner
+    /// pool's placement (`runner::placement`).
+    pub placement: String,
 }
 
 /// An event about to be appended; the store assigns `seq`.

@@ -86,6 +86,7 @@ pub(crate) fn run(id: &str, session: &str, status: RunStatus, expires: i64) -> R
         created_ms: 3,
         completed_ms: None,
         traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
+        placement: String::new(),
     }
 }
 
@@ -98,6 +99,7 @@ async fn sessions_store_conformance() {
         a_failing_change_takes_no_other_down(s.clone()).await;
         runs_leases(&*s).await;
         budgets_travel_with_their_session(&*s).await;
+        runners_pair_once_and_claim_only_their_pool(&*s).await;
         eprintln!("sessions store conformance passed on {name}");
     }
 }
@@ -267,8 +269,8 @@ async fn runs_leases(s: &dyn SessionsStore) {
         .await
         .expect("insert");
     let ids = |v: Vec<Run>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
-    assert_eq!(ids(s.claimable_runs(500, 10).await.expect("claimable")), vec!["run_q"], "a live lease is not claimable");
-    assert_eq!(ids(s.claimable_runs(2_000, 10).await.expect("claimable")), vec!["run_q", "run_r"], "an expired lease is");
+    assert_eq!(ids(s.claimable_runs("", 500, 10).await.expect("claimable")), vec!["run_q"], "a live lease is not claimable");
+    assert_eq!(ids(s.claimable_runs("", 2_000, 10).await.expect("claimable")), vec!["run_q", "run_r"], "an expired lease is");
     assert!(!s.extend_lease(&tid("run_r"), "lease_a", 1, 2_000, 5_000).await.expect("extend"), "an expired lease is not revived");
     assert!(s.extend_lease(&tid("run_r"), "lease_a", 1, 900, 5_000).await.expect("extend"));
     assert!(!s.extend_lease(&tid("run_r"), "lease_a", 0, 900, 9_000).await.expect("extend"), "stale generation refused");
@@ -298,7 +300,7 @@ async fn runs_leases(s: &dyn SessionsStore) {
     assert_eq!(s.get_run(&tid("run_r")).await.expect("get").expect("exists").lease_expires_ms, 5_000);
     assert_eq!(s.active_run(&tid("sess_3")).await.expect("active").map(|r| r.id), Some(tid("run_q")));
     assert!(s.expire_all_leases().await.expect("expire") >= 1);
-    assert!(ids(s.claimable_runs(1, 10).await.expect("claimable")).contains(&tid("run_r")));
+    assert!(ids(s.claimable_runs("", 1, 10).await.expect("claimable")).contains(&tid("run_r")));
     let mut done = run("run_r", "sess_4", RunStatus::Completed, 0);
     done.generation = 2;
     done.completed_ms = Some(9);
@@ -346,7 +348,8 @@ pub(crate) async fn service() -> (crate::SessionsService, Arc<dyn SessionsStore>
     let db = Db::open(&Location::SqliteDir(dir.path().into()), "sessions", &crate::MIGRATIONS).await.expect("db");
     let store: Arc<dyn SessionsStore> = Arc::new(SqlSessionsStore::new(db));
     store.insert_session(&session(SID), &[ev("session.created")], &[]).await.expect("insert");
-    (crate::SessionsService::new(store.clone()), store, dir)
+    let key = checkfu_core::capability::TokenKey::new([1; 32]);
+    (crate::SessionsService::new(store.clone()).with_token_key(key), store, dir)
 }
 
 /// A `user.message` from a fresh principal.
@@ -359,4 +362,64 @@ pub(crate) fn message() -> crate::input::Input {
         json!({"kind": "principal", "id": me}),
     )
     .expect("input")
+}
+
+async fn runners_pair_once_and_claim_only_their_pool(s: &dyn SessionsStore) {
+    let pairing = Pairing {
+        id: tid("rpair_1"),
+        environment_id: tid("env_1"),
+        principal_id: tid("prin_1"),
+        pool: "gpu".into(),
+        code_sha256: "c0de".into(),
+        created_by: "prin_admin".into(),
+        created_ms: 1,
+        expires_ms: 10_000,
+    };
+    s.insert_pairing(&pairing).await.expect("pairing");
+    let draft = |id: &str, cred: &str| Runner {
+        id: tid(id),
+        environment_id: tid("env_x"),
+        pool: String::new(),
+        principal_id: tid("prin_x"),
+        pairing_id: tid("rpair_x"),
+        name: "laptop".into(),
+        credential_sha256: cred.into(),
+        status: RunnerStatus::Active,
+        created_ms: 5,
+        last_seen_ms: None,
+        revoked_ms: None,
+    };
+    assert!(s.redeem_pairing("c0de", 20_000, draft("rnr_late", "late")).await.expect("redeem").is_none(), "an expired code is refused");
+    let made = s.redeem_pairing("c0de", 5, draft("rnr_1", "cred1")).await.expect("redeem").expect("redeemed");
+    assert_eq!(
+        (made.environment_id.as_str(), made.pool.as_str(), made.principal_id.as_str()),
+        ("env_1", "gpu", "prin_1"),
+        "from the pairing"
+    );
+    assert!(s.redeem_pairing("c0de", 6, draft("rnr_2", "cred2")).await.expect("redeem").is_none(), "a code is spent once");
+    assert_eq!(s.runner_by_credential("cred1").await.expect("by credential").map(|r| r.id), Some(tid("rnr_1")));
+    assert!(s.runner_by_credential("cred2").await.expect("by credential").is_none());
+    s.touch_runner(&tid("rnr_1"), 77).await.expect("touch");
+    assert_eq!(s.get_runner(&tid("rnr_1")).await.expect("get").expect("exists").last_seen_ms, Some(77));
+    let page = checkfu_core::page::PageRequest { limit: 10, before_id: None };
+    assert_eq!(s.list_runners(&["env_1".into()], &page).await.expect("list").len(), 1);
+    assert!(s.list_runners(&["env_2".into()], &page).await.expect("list").is_empty());
+
+    // Runs are claimable only where they are placed.
+    let mut placed = run("run_pool", "sess_pool", RunStatus::Queued, 0);
+    placed.placement = "env_1/gpu".into();
+    s.insert_session(&session("sess_pool"), &[ev("session.created")], &[placed]).await.expect("insert");
+    let ids = |v: Vec<Run>| v.into_iter().map(|r| r.id.to_string()).collect::<Vec<_>>();
+    assert_eq!(ids(s.claimable_runs("env_1/gpu", 1, 10).await.expect("claimable")), vec!["run_pool"]);
+    assert!(!ids(s.claimable_runs("", 1, 10).await.expect("claimable")).contains(&"run_pool".to_string()), "never on the managed plane");
+    assert!(s.claimable_runs("env_2/gpu", 1, 10).await.expect("claimable").is_empty(), "nor another Environment's pool");
+
+    let mut held = run("run_held", "sess_held", RunStatus::Running, 9_000);
+    held.runner_id = "rnr_1".into();
+    s.insert_session(&session("sess_held"), &[ev("session.created")], &[held]).await.expect("insert");
+    assert_eq!(s.runs_held_by("rnr_1").await.expect("held"), vec![(tid("run_held"), tid("sess_held"))]);
+    assert!(s.revoke_runner(&tid("rnr_1"), 80).await.expect("revoke"));
+    assert!(!s.revoke_runner(&tid("rnr_1"), 81).await.expect("revoke"), "once");
+    let r = s.get_runner(&tid("rnr_1")).await.expect("get").expect("exists");
+    assert_eq!((r.status, r.revoked_ms), (RunnerStatus::Revoked, Some(80)));
 }

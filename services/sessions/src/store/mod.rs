@@ -9,6 +9,7 @@
 
 mod group_commit;
 pub mod outbox;
+mod runners;
 mod sql;
 
 use crate::model::*;
@@ -16,6 +17,7 @@ use checkfu_core::Result;
 use checkfu_core::id::{AgentId, BudgetId, DeploymentId, RunId, SandboxProfileId, SessionId};
 use checkfu_core::page::PageRequest;
 
+pub use runners::RunnersStore;
 pub use sql::SqlSessionsStore;
 
 /// One atomic change to a Session.
@@ -56,7 +58,7 @@ pub struct SessionFilter {
 }
 
 #[async_trait::async_trait]
-pub trait SessionsStore: Send + Sync + 'static {
+pub trait SessionsStore: RunnersStore {
     async fn insert_agent(&self, a: &Agent) -> Result<()>;
     async fn get_agent(&self, id: &AgentId) -> Result<Option<Agent>>;
     async fn list_agents(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Agent>>;
@@ -96,9 +98,9 @@ pub trait SessionsStore: Send + Sync + 'static {
     /// The Session's queued or running Run, if any (at most one exists).
     async fn active_run(&self, session_id: &SessionId) -> Result<Option<Run>>;
     async fn list_runs(&self, session_id: &SessionId, page: &PageRequest) -> Result<Vec<Run>>;
-    /// Runs waiting for an execution plane: queued, or running on a lease that
-    /// expired before `now_ms`. Oldest first.
-    async fn claimable_runs(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>>;
+    /// Runs of `placement` waiting for an execution plane: queued, or
+    /// running on a lease that expired before `now_ms`. Oldest first.
+    async fn claimable_runs(&self, placement: &str, now_ms: i64, limit: i64) -> Result<Vec<Run>>;
     /// Extends a live lease; false when the lease moved, expired before
     /// `now_ms` (it may be claimed by another runner) or the Run ended.
     async fn extend_lease(&self, run_id: &RunId, lease_id: &str, generation: i64, now_ms: i64, expires_ms: i64) -> Result<bool>;

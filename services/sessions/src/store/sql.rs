@@ -18,7 +18,7 @@ use serde_json::Value;
 
 #[derive(Clone, Debug)]
 pub struct SqlSessionsStore {
-    db: Db,
+    pub(super) db: Db,
     /// SQLite's single writer commits changes in groups.
     group: Option<GroupCommit>,
 }
@@ -198,6 +198,7 @@ fn run(r: &AnyRow) -> Result<Run> {
         runner_id: s(r, "runner_id")?,
         created_ms: i(r, "created_ms")?,
         completed_ms: r.try_get("completed_ms").map_err(db_err)?,
+        placement: s(r, "placement")?,
         traceparent: s(r, "traceparent")?,
     })
 }
@@ -372,8 +373,8 @@ async fn insert_events(conn: &mut AnyConnection, session_id: &SessionId, first_s
 async fn upsert_runs(conn: &mut AnyConnection, runs: &[Run]) -> Result<()> {
     for r in runs {
         sqlx::query(
-            "INSERT INTO runs (id, session_id, status, stop_reason_json, pins_json, input_tokens, output_tokens, spend_micro_usd, start_seq, lease_id, generation, lease_expires_ms, runner_id, created_ms, completed_ms, traceparent) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+            "INSERT INTO runs (id, session_id, status, stop_reason_json, pins_json, input_tokens, output_tokens, spend_micro_usd, start_seq, lease_id, generation, lease_expires_ms, runner_id, created_ms, completed_ms, traceparent, placement) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
              ON CONFLICT (id) DO UPDATE SET status = excluded.status, stop_reason_json = excluded.stop_reason_json, \
              input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, spend_micro_usd = excluded.spend_micro_usd, \
              lease_id = excluded.lease_id, generation = excluded.generation, lease_expires_ms = excluded.lease_expires_ms, \
@@ -395,6 +396,7 @@ async fn upsert_runs(conn: &mut AnyConnection, runs: &[Run]) -> Result<()> {
         .bind(r.created_ms)
         .bind(r.completed_ms)
         .bind(&r.traceparent)
+        .bind(&r.placement)
         .execute(&mut *conn)
         .await
         .map_err(db_err)?;
@@ -729,10 +731,12 @@ impl SessionsStore for SqlSessionsStore {
             .collect()
     }
 
-    async fn claimable_runs(&self, now_ms: i64, limit: i64) -> Result<Vec<Run>> {
+    async fn claimable_runs(&self, placement: &str, now_ms: i64, limit: i64) -> Result<Vec<Run>> {
         sqlx::query(
-            "SELECT * FROM runs WHERE status = 'queued' OR (status = 'running' AND lease_expires_ms < $1) ORDER BY created_ms, id LIMIT $2",
+            "SELECT * FROM runs WHERE placement = $1 AND (status = 'queued' OR (status = 'running' AND lease_expires_ms < $2)) \
+             ORDER BY created_ms, id LIMIT $3",
         )
+        .bind(placement)
         .bind(now_ms)
         .bind(limit)
         .fetch_all(&self.db.pool)

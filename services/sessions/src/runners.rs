@@ -1,0 +1,192 @@
+//! Self-hosted Runners: pairing codes minted by the API, redeemed over the
+//! runner protocol for a Runner credential, and revocation that fences a
+//! Runner at once.
+//!
+//! Codes and credentials are high-entropy secrets shown once and stored as
+//! their SHA-256. A revoked Runner's credential stops authenticating, and
+//! each Run it held is put back in the queue under a new generation, so its
+//! heartbeats answer `lost` and its appends and capability tokens are
+//! refused from that commit on.
+
+use crate::model::*;
+use crate::runs::Lease;
+use crate::service::SessionsService;
+use checkfu_core::id::{EnvironmentId, PairingId, PrincipalId, RunId, RunnerId, SessionId};
+use checkfu_core::page::PageRequest;
+use checkfu_core::time::now_ms;
+use checkfu_core::{Code, Error, Result, sha256_hex};
+
+/// A Runner credential's prefix.
+pub const CREDENTIAL_PREFIX: &str = "crr_";
+/// How often `last_seen_at` is written for a busy Runner.
+const SEEN_EVERY_MS: i64 = 5_000;
+
+/// A pairing code: 20 characters of Crockford base32 (100 bits) in groups
+/// of four, easy to paste into a terminal.
+fn new_code() -> String {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    let raw = checkfu_core::new_secret("");
+    let bytes = raw.as_bytes();
+    let chars: Vec<char> = (0..20).map(|i| ALPHABET[usize::from(bytes[i * 2] ^ bytes[i * 2 + 1]) % 32] as char).collect();
+    chars.chunks(4).map(|c| c.iter().collect::<String>()).collect::<Vec<_>>().join("-")
+}
+
+/// The digest a code is stored under; case and dashes do not matter.
+fn code_digest(code: &str) -> String {
+    let canonical: String = code.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_uppercase()).collect();
+    sha256_hex(canonical)
+}
+
+fn invalid_credential() -> Error {
+    Error::new(Code::InvalidKey, "the runner credential is unknown or revoked")
+}
+
+/// A new pairing: who may mint it was checked by the caller.
+pub struct NewPairing<'a> {
+    pub environment_id: &'a str,
+    pub principal_id: &'a str,
+    pub pool: &'a str,
+    pub ttl_seconds: i64,
+    pub created_by: &'a str,
+}
+
+impl SessionsService {
+    /// Mints a pairing code; the code is returned once.
+    pub async fn create_pairing(&self, p: NewPairing<'_>) -> Result<(Pairing, String)> {
+        check_pool("pool", p.pool)?;
+        let ttl = if p.ttl_seconds == 0 { DEFAULT_PAIRING_TTL_SECONDS } else { p.ttl_seconds };
+        if !(1..=MAX_PAIRING_TTL_SECONDS).contains(&ttl) {
+            return Err(Error::invalid_field("ttl_seconds", format!("ttl_seconds must be 1 to {MAX_PAIRING_TTL_SECONDS}")));
+        }
+        let code = new_code();
+        let now = now_ms();
+        let pairing = Pairing {
+            id: PairingId::mint(),
+            environment_id: EnvironmentId::parse("environment_id", p.environment_id)?,
+            principal_id: PrincipalId::parse("principal_id", p.principal_id)?,
+            pool: p.pool.to_string(),
+            code_sha256: code_digest(&code),
+            created_by: p.created_by.to_string(),
+            created_ms: now,
+            expires_ms: now + ttl * 1000,
+        };
+        self.store.insert_pairing(&pairing).await?;
+        Ok((pairing, code))
+    }
+
+    /// Redeems a pairing code for a new Runner; its credential is returned
+    /// once. A spent, expired or unknown code is refused alike.
+    pub async fn redeem(&self, code: &str, name: &str) -> Result<(Runner, String)> {
+        if code.is_empty() || code.len() > 64 {
+            return Err(Error::invalid_field("pairing_code", "the pairing code is required"));
+        }
+        let name = if name.is_empty() { "runner" } else { name };
+        if name.chars().count() > 200 {
+            return Err(Error::invalid_field("name", "name must be at most 200 characters"));
+        }
+        let credential = checkfu_core::new_secret(CREDENTIAL_PREFIX);
+        let draft = Runner {
+            id: RunnerId::mint(),
+            environment_id: checkfu_core::id::TypedId::stored(String::new()),
+            pool: String::new(),
+            principal_id: checkfu_core::id::TypedId::stored(String::new()),
+            pairing_id: checkfu_core::id::TypedId::stored(String::new()),
+            name: name.to_string(),
+            credential_sha256: sha256_hex(&credential),
+            status: RunnerStatus::Active,
+            created_ms: now_ms(),
+            last_seen_ms: None,
+            revoked_ms: None,
+        };
+        match self.store.redeem_pairing(&code_digest(code), now_ms(), draft).await? {
+            Some(runner) => {
+                tracing::info!(runner_id = %runner.id, pool = %runner.pool, environment_id = %runner.environment_id, "runner paired");
+                Ok((runner, credential))
+            }
+            None => Err(Error::new(Code::InvalidKey, "the pairing code is unknown, expired or already used")),
+        }
+    }
+
+    /// The active Runner a credential names, noting that it was seen.
+    pub async fn authenticate_runner(&self, credential: &str) -> Result<Runner> {
+        if !credential.starts_with(CREDENTIAL_PREFIX) || credential.len() > 200 {
+            return Err(invalid_credential());
+        }
+        let runner = self.store.runner_by_credential(&sha256_hex(credential)).await?.ok_or_else(invalid_credential)?;
+        if runner.status != RunnerStatus::Active {
+            return Err(invalid_credential());
+        }
+        let now = now_ms();
+        if runner.last_seen_ms.is_none_or(|seen| now - seen >= SEEN_EVERY_MS) {
+            self.store.touch_runner(&runner.id, now).await?;
+        }
+        Ok(runner)
+    }
+
+    pub async fn get_runner(&self, id: &str) -> Result<Runner> {
+        let id = RunnerId::parse("id", id)?;
+        self.store.get_runner(&id).await?.ok_or_else(|| Error::not_found("runner", &id))
+    }
+
+    pub async fn list_runners(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Runner>> {
+        self.store.list_runners(environment_ids, page).await
+    }
+
+    /// Revokes a Runner and puts every Run it holds back in the queue.
+    pub async fn revoke_runner(&self, id: &str) -> Result<Runner> {
+        let runner = self.get_runner(id).await?;
+        self.store.revoke_runner(&runner.id, now_ms()).await?;
+        for (run_id, session_id) in self.store.runs_held_by(&runner.id).await? {
+            self.take_back(&session_id, &run_id).await?;
+        }
+        self.get_runner(id).await
+    }
+
+    /// Whether a runner-plane Session's Run waits for a Runner of its pool
+    /// (queued, or its lease lapsed).
+    pub async fn queued_for_pool(&self, s: &Session) -> Result<bool> {
+        if !matches!(s.pins.execution, Execution::Runner { .. })
+            || !matches!(s.status, SessionStatus::Running | SessionStatus::Rescheduling)
+        {
+            return Ok(false);
+        }
+        let run = match self.cached_active_run(&s.id) {
+            Some(r) => Some(r),
+            None => self.store.active_run(&s.id).await?,
+        };
+        Ok(run.is_some_and(|r| r.status == RunStatus::Queued || (r.status == RunStatus::Running && r.lease_expires_ms < now_ms())))
+    }
+
+    /// Puts a Run back in the queue whoever holds it; the next claim takes
+    /// it under the next generation.
+    async fn take_back(&self, session_id: &SessionId, run_id: &RunId) -> Result<()> {
+        self.transact(session_id, |d| {
+            if let Some(run) = d.run.clone().filter(|r| &r.id == run_id && r.status == RunStatus::Running) {
+                d.put_run(Run { status: RunStatus::Queued, lease_expires_ms: 0, runner_id: String::new(), ..run });
+            }
+            Ok(())
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// A Runner hands a Run back (it is stopping): the Run goes back in the
+    /// queue at once instead of waiting for its lease to lapse.
+    pub async fn release(&self, lease: &Lease) -> Result<()> {
+        self.requeue(lease).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_grouped_and_compared_loosely() {
+        let code = new_code();
+        assert_eq!(code.len(), 24, "{code}");
+        assert_eq!(code.split('-').count(), 5);
+        assert_eq!(code_digest(&code), code_digest(&code.to_lowercase().replace('-', " ")));
+        assert_ne!(code_digest(&code), code_digest(&new_code()));
+    }
+}
