@@ -43,6 +43,7 @@ const COLLECTIONS: &[(&str, &str)] = &[
     ("agent-deployments", "dep"),
     ("sessions", "sess"),
     ("runs", "run"),
+    ("runners", "rnr"),
 ];
 
 /// A `page` token (`checkfu_core::page`): `p1` and hex.
@@ -233,6 +234,8 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
         (_, "agent_version" | "sandbox_profile_revision" | "expected_version") => json!({"type": "integer", "minimum": 1}),
         (_, "name") => name(),
         ("CreatePrincipal", "kind") => one_of(&["human", "service"]),
+        ("CreateRunnerPairing", "pool") => json!({"type": "string", "pattern": "^[a-z0-9._-]{1,100}$"}),
+        ("CreateRunnerPairing", "ttl_seconds") => json!({"type": "integer", "minimum": 1, "maximum": 900}),
         ("EvaluateAction", "subject") => reference(SUBJECTS_POLICY, any_id()),
         ("CreateAssignment", "subject") => by_kind(&[("principal", "prin"), ("group", "grp"), ("agent_definition", "agt")]),
         ("CreateAssignment", "resource") => by_kind(RESOURCE_PREFIXES),
