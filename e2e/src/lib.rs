@@ -82,6 +82,7 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
         allow_private_targets: tuning.allow_private_targets,
         kafka_brokers: None,
         redis_url: None,
+        blob_store: dir.join("blobs").display().to_string(),
         rate_limit_per_second: tuning.rate_limit_per_second,
         max_streams_per_principal: tuning.max_streams_per_principal,
         auth_failures_per_window: 20,

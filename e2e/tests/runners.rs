@@ -258,16 +258,6 @@ fn exit_within(p: &mut checkfu_e2e::procs::Proc, within: Duration) -> std::proce
     }
 }
 
-async fn until_event(a: &Api, sid: &str, kind: &str) {
-    for _ in 0..400 {
-        if events(a, sid).await.iter().any(|e| e["type"] == kind) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("no {kind} in {sid}");
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_checkfu_runner_process_serves_its_pool_and_a_revoked_one_hands_over_mid_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -277,11 +267,15 @@ async fn a_checkfu_runner_process_serves_its_pool_and_a_revoked_one_hands_over_m
     let d = deploy_on(
         a,
         &p.env_id,
-        json!({"tools": [{"type": "builtin", "name": "web_fetch"}]}),
+        json!({"tools": [{"type": "builtin", "name": "web_fetch"}, {"type": "builtin", "name": "write"}, {"type": "builtin", "name": "read"}]}),
         json!({"allowed_hosts": ["127.0.0.1"]}),
         json!({"kind": "runner", "pool": "edge"}),
     )
     .await;
+    let allow = json!({"environment_id": p.env_id, "name": "write-ok", "rules": [
+        {"subject": {"kind": "agent_definition", "id_glob": d.agent_id}, "resource": {"kind": "tool", "id_glob": "write"}, "permission_glob": "invoke", "disposition": "allow"}
+    ]});
+    expect(&a.post("/v1/action-policies", allow).await, 201, None);
     let fetch = |path: &str| format!("call web_fetch {}", json!({"url": format!("http://127.0.0.1:{port}/{path}")}));
 
     // Runner A pairs, and runs a Session of its pool (model calls and
@@ -306,13 +300,23 @@ async fn a_checkfu_runner_process_serves_its_pool_and_a_revoked_one_hands_over_m
     assert!(text_of(last).contains("tool web_fetch returned: HTTP 200"), "{last}");
     assert!(evs.iter().any(|e| e["type"] == "agent.tool_result" && e.to_string().contains("fast body")));
 
-    // Mid-Run (A is inside the slow fetch) A is revoked: the Run is queued
-    // again, A's late result is refused, and Runner B finishes it.
-    let s = a
-        .post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&p.admin_id, &fetch("slow"))]}))
-        .await;
+    // A writes a file in the Session's workspace; in the next turn, mid-Run
+    // (A is inside the slow fetch), A is revoked: the Run is queued again,
+    // A's late result is refused, and Runner B finishes it on the workspace
+    // A left (restored from its snapshot).
+    let write = format!("call write {}", json!({"path": "notes.txt", "content": "kept across runners"}));
+    let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&p.admin_id, &write)]})).await;
     let s2 = id(&s.1);
-    until_event(a, &s2, "agent.tool_use").await;
+    assert_eq!(settle(a, &s2).await["stop_reason"]["type"], "end_turn");
+    assert!(dir_a.join("workspaces").join(&s2).join("notes.txt").exists(), "A ran the turn in its own workspace");
+    let next = format!("{}\ncall read {}", fetch("slow"), json!({"path": "notes.txt"}));
+    expect(&a.post(&format!("/v1/sessions/{s2}/events"), message(&p.admin_id, &next)).await, 201, None);
+    for _ in 0..400 {
+        if events(a, &s2).await.iter().filter(|e| e["type"] == "agent.tool_use").count() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     expect(&a.post(&format!("/v1/runners/{runner_a_id}/revoke"), json!({})).await, 200, None);
     let status = exit_within(&mut runner_a, Duration::from_secs(20));
     assert!(!status.success(), "a revoked runner stops with an error");
@@ -330,10 +334,12 @@ async fn a_checkfu_runner_process_serves_its_pool_and_a_revoked_one_hands_over_m
     let evs = events(a, &s2).await;
     assert_gapless(&evs);
     let results: Vec<&Value> = evs.iter().filter(|e| e["type"] == "agent.tool_result").collect();
-    assert_eq!(results.len(), 1, "one result for the one call: {evs:?}");
-    assert!(results[0].to_string().contains("slow body"));
+    assert_eq!(results.len(), 3, "one result per call (write, then fetch and read): {evs:?}");
+    assert!(results[1].to_string().contains("slow body"));
+    assert!(results[2].to_string().contains("kept across runners"), "B sees the workspace A left: {}", results[2]);
+    assert!(dir_b.join("workspaces").join(&s2).join("notes.txt").exists());
     let runs = a.get(&format!("/v1/sessions/{s2}/runs")).await;
-    assert_eq!(runs.1["data"].as_array().unwrap().len(), 1, "the same Run, finished by B");
+    assert_eq!(runs.1["data"].as_array().unwrap().len(), 2, "the first turn's Run, and the one B finished");
 
     // SIGTERM: B stops claiming and exits 0; restarted, it reuses its
     // credential, and refuses to serve a pool it was not paired for.

@@ -56,6 +56,8 @@ pub struct NodeOptions {
     /// Redis for live fan-out across replicas and shared rate limits;
     /// `None` keeps both in process.
     pub redis_url: Option<String>,
+    /// Session files and workspace snapshots: `s3://...` or a directory.
+    pub blob_store: String,
     /// Requests per second one principal may make (per installation).
     pub rate_limit_per_second: u32,
     /// Open SSE streams one principal may hold on one gateway.
@@ -113,6 +115,7 @@ impl NodeOptions {
             allow_private_targets: c.allow_private_targets,
             kafka_brokers: c.kafka_brokers.clone(),
             redis_url: c.redis_url.clone(),
+            blob_store: c.blob_store.clone().unwrap_or_else(|| c.data_dir.join("blobs").display().to_string()),
             rate_limit_per_second: c.limits.rate_limit_per_second,
             max_streams_per_principal: c.limits.max_streams_per_principal as usize,
             auth_failures_per_window: c.limits.auth_failures_per_window,

@@ -249,6 +249,8 @@ typed_ids! {
     RunnerId = "rnr";
     /// A RunnerPairing: the single-use code a Runner redeems.
     PairingId = "rpair";
+    /// A file captured from a Session's outputs.
+    FileId = "file";
 }
 
 #[cfg(test)]

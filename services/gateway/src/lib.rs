@@ -229,7 +229,9 @@ impl utoipa::Modify for BearerAuth {
 /// The `/v1` API and its OpenAPI document, assembled from the annotated
 /// handlers (so every route served is described). No fallback: see [`finish`].
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
-    use routes::{approvals as a, budgets as b, catalog as c, governance as g, identity as i, runners as r, sessions as s, webhooks as w};
+    use routes::{
+        approvals as a, budgets as b, catalog as c, files as f, governance as g, identity as i, runners as r, sessions as s, webhooks as w,
+    };
     use utoipa::OpenApi;
     use utoipa_axum::{router::OpenApiRouter, routes};
     OpenApiRouter::with_openapi(ApiDoc::openapi())
@@ -284,6 +286,8 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(s::update_selection))
         .routes(routes!(s::post_event, s::list_events))
         .routes(routes!(s::stream_events))
+        .routes(routes!(f::list_files))
+        .routes(routes!(f::file_content))
         .routes(routes!(r::create_pairing))
         .routes(routes!(r::list_runners))
         .routes(routes!(r::get_runner))

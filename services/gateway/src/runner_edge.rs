@@ -67,7 +67,22 @@ async fn forward(to: Transport, path: &str, req: Request, extra: &[&str]) -> Res
 }
 
 async fn runner_protocol(State(edge): State<RunnerEdge>, Path(method): Path<String>, req: Request) -> Response {
-    const METHODS: &[&str] = &["Redeem", "Claim", "Heartbeat", "ReadEvents", "AppendEvents", "PublishDeltas", "Complete", "Release"];
+    const METHODS: &[&str] = &[
+        "Redeem",
+        "Claim",
+        "Heartbeat",
+        "ReadEvents",
+        "AppendEvents",
+        "PublishDeltas",
+        "Complete",
+        "Release",
+        "PlanFiles",
+        "RecordFiles",
+        "PutBlob",
+        "MissingBlobs",
+        "GetBlob",
+        "RecordSnapshot",
+    ];
     if !METHODS.contains(&method.as_str()) {
         return status(tonic::Status::unimplemented("no such method"));
     }

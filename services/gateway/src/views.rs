@@ -402,6 +402,15 @@ pub struct Session {
     /// says its Run waits for a Runner of that pool to claim it.
     #[schema(value_type = Object)]
     pub execution: Value,
+    /// When the Session's sandbox (its workspace) expires: fixed when it
+    /// first materialised, never extended; null before. A turn after it
+    /// starts with a fresh filesystem.
+    pub sandbox_expires_at: Option<String>,
+    /// `{expires_at, unenforced: [{field, reason}]}`: the SandboxProfile
+    /// fields the plane running it does not enforce; null before the
+    /// sandbox materialised.
+    #[schema(value_type = Option<Object>)]
+    pub sandbox: Value,
     pub created_at: String,
     pub updated_at: String,
     pub version: i64,
@@ -418,6 +427,12 @@ fn execution(s: &ss::Session) -> Value {
     e
 }
 
+fn sandbox(s: &ss::Session) -> Value {
+    let v = doc(&s.sandbox_json);
+    let Some(at) = v.get("expires_at_ms").and_then(Value::as_i64) else { return Value::Null };
+    serde_json::json!({"expires_at": checkfu_core::time::rfc3339(at), "unenforced": v.get("unenforced").cloned().unwrap_or(Value::Array(vec![]))})
+}
+
 pub fn session(s: &ss::Session) -> Session {
     Session {
         id: s.id.clone(),
@@ -432,9 +447,39 @@ pub fn session(s: &ss::Session) -> Session {
         budget_id: opt(&s.budget_id),
         usage: usage(&s.usage),
         execution: execution(s),
+        sandbox_expires_at: sandbox(s).get("expires_at").and_then(Value::as_str).map(str::to_string),
+        sandbox: sandbox(s),
         created_at: s.created_at.clone(),
         updated_at: s.updated_at.clone(),
         version: s.version,
+    }
+}
+
+/// A file captured from a Session's outputs folder.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionFile {
+    pub id: String,
+    /// Relative to the outputs folder (`/mnt/session/outputs`).
+    pub path: String,
+    pub size: i64,
+    /// Empty when the file was `too_large` to be read.
+    pub sha256: String,
+    /// `captured`, `too_large` (over 64 MiB) or `over_capacity` (past the
+    /// Session's 64 files or 256 MiB).
+    pub status: String,
+    pub run_id: String,
+    pub captured_at: String,
+}
+
+pub fn session_file(f: &ss::SessionFile) -> SessionFile {
+    SessionFile {
+        id: f.id.clone(),
+        path: f.path.clone(),
+        size: f.size,
+        sha256: f.sha256.clone(),
+        status: f.status.clone(),
+        run_id: f.run_id.clone(),
+        captured_at: f.captured_at.clone(),
     }
 }
 

@@ -61,7 +61,7 @@ impl Runner {
             tracing::info_span!("run", otel.name = "run", checkfu.role = "runner", run_id = %work.run_id, session_id = %work.session_id);
         checkfu_telemetry::adopt_traceparent(&span, &work.traceparent);
         let outcome = tokio::select! {
-            r = self.drive(&work, &lease).instrument(span.clone()) => r,
+            r = self.run_in_sandbox(&work, &lease).instrument(span.clone()) => r,
             () = lost.cancelled() => Err(Stop::Lost),
         };
         beat.abort();
@@ -94,6 +94,19 @@ impl Runner {
                 return Ok(());
             }
         }
+    }
+
+    /// Restores the Session's workspace, runs the turn, then captures what
+    /// it left (`sync.rs`) before the Run settles.
+    async fn run_in_sandbox(&self, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<Settle, Stop> {
+        if let Err(status) = self.restore(work, lease).await {
+            tracing::warn!(%status, session_id = %work.session_id, "restoring the workspace failed; the turn runs with what is here");
+        }
+        let settled = self.drive(work, lease).await?;
+        if let Err(status) = self.capture(work, lease).await {
+            tracing::warn!(%status, session_id = %work.session_id, "capturing the workspace failed; the Run settles without it");
+        }
+        Ok(settled)
     }
 
     /// Returns the last log position read and the final turn's events,

@@ -11,6 +11,7 @@ pub mod cgroup;
 pub mod confined;
 pub mod model;
 pub mod sandbox;
+pub mod sync;
 pub mod tools;
 pub mod transcript;
 

@@ -26,7 +26,8 @@ use std::time::Duration;
 /// The most a tool returns; longer output is cut and marked (the runner
 /// then turns anything over 100,000 characters into a bounded preview).
 pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
-/// The largest file `read` returns, `write` writes or `bash` may create.
+/// The largest file `read` returns or `write` writes (what passes through
+/// the model); `bash` may create files up to the profile's `disk_mib`.
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// Entries `glob` and `grep` report at most.
 pub const MAX_MATCHES: usize = 1_000;
@@ -58,6 +59,9 @@ pub struct Limits {
     pub processes: u64,
     /// The size of its `/tmp` (a tmpfs).
     pub tmp_mib: u64,
+    /// The largest file a command may write (RLIMIT_FSIZE): the
+    /// SandboxProfile's `resources.disk_mib`.
+    pub file_mib: u64,
     /// A cgroup v2 directory delegated to the runner (memory and pids
     /// controllers enabled for its children): each command runs in a child
     /// cgroup of its own with `memory.max`, `memory.swap.max` and `pids.max`.
@@ -66,7 +70,15 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { cpu_seconds: 30, wall: Duration::from_secs(60), memory_mib: 1024, processes: 256, tmp_mib: 64, cgroup: None }
+        Limits {
+            cpu_seconds: 30,
+            wall: Duration::from_secs(60),
+            memory_mib: 1024,
+            processes: 256,
+            tmp_mib: 64,
+            file_mib: 4096,
+            cgroup: None,
+        }
     }
 }
 
@@ -391,7 +403,7 @@ impl Workspace {
             return err("bash is unavailable: this host cannot isolate processes (install bubblewrap)");
         }
         let l = &self.limits;
-        let mut script = format!("ulimit -t {}; ulimit -f {}; ulimit -v {}; ", l.cpu_seconds, MAX_FILE_BYTES / 1024, l.memory_mib * 1024);
+        let mut script = format!("ulimit -t {}; ulimit -f {}; ulimit -v {}; ", l.cpu_seconds, l.file_mib * 1024, l.memory_mib * 1024);
         if self.identity.is_some() {
             // Counted per user: only meaningful for a user of its own.
             script.push_str(&format!("ulimit -u {}; ", l.processes));

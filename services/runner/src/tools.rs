@@ -8,7 +8,7 @@
 
 use crate::Runner;
 use crate::model::{ApprovalStatus, Decision, Disposition};
-use crate::sandbox::{Limits, Workspace};
+use crate::sandbox::Workspace;
 use checkfu_core::events::EventType as E;
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::modelgateway::v1 as mg;
@@ -170,7 +170,7 @@ impl Runner {
         let session_id = work.session_id.as_str();
         let kind = d.declaration.as_ref().and_then(|x| x.get("type")).and_then(Value::as_str).unwrap_or_default();
         if kind == "builtin" && SANDBOX_TOOLS.contains(&d.call.name.as_str()) {
-            let limits = Limits { cgroup: self.cfg.sandbox_cgroup.clone(), ..Limits::default() };
+            let limits = crate::sync::limits(work, self.cfg.sandbox_cgroup.clone());
             let ws = match Workspace::open(&self.cfg.workspaces.join(session_id), self.isolation(), limits) {
                 Ok(ws) => ws,
                 Err(e) => return (format!("the session workspace is unavailable: {e}"), true),

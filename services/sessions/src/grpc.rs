@@ -128,14 +128,33 @@ pub(crate) fn session(s: Session) -> pb::Session {
         agent_id: s.agent_id.into(),
         execution_json: to_json(&s.pins.execution),
         queued_for_pool: false,
+        sandbox_json: String::new(),
+    }
+}
+
+fn session_file(f: SessionFile) -> pb::SessionFile {
+    pb::SessionFile {
+        id: f.id.into(),
+        path: f.path,
+        size: f.size,
+        sha256: f.sha256,
+        status: f.status.as_str().into(),
+        run_id: f.run_id.into(),
+        captured_at: rfc3339(f.captured_ms),
     }
 }
 
 impl SessionsGrpc {
-    /// The wire form of a Session, saying whether it waits for a Runner.
+    /// The wire form of a Session, saying whether it waits for a Runner and
+    /// what its sandbox is.
     async fn view(&self, s: Session) -> Result<pb::Session> {
         let queued = self.svc.queued_for_pool(&s).await?;
-        Ok(pb::Session { queued_for_pool: queued, ..session(s) })
+        let sandbox = self
+            .svc
+            .sandbox_state(&s.id)
+            .await?
+            .map(|x| serde_json::json!({"expires_at_ms": x.expires_ms, "unenforced": x.unenforced}).to_string());
+        Ok(pb::Session { queued_for_pool: queued, sandbox_json: sandbox.unwrap_or_default(), ..session(s) })
     }
 }
 
@@ -440,6 +459,19 @@ impl Rpc for SessionsGrpc {
         };
         let (b, s) = self.svc.change_budget(&r.id, change, &r.actor_id).await?;
         ok(budget(b, &s))
+    }
+
+    async fn list_session_files(&self, r: Request<pb::ListRunsRequest>) -> R<pb::ListSessionFilesResponse> {
+        let r = r.into_inner();
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let (rows, next_page) = p.finish(self.svc.list_files(&r.session_id, &p).await?, |f: &SessionFile| &f.id);
+        ok(pb::ListSessionFilesResponse { data: rows.into_iter().map(session_file).collect(), next_page })
+    }
+
+    async fn read_session_file(&self, r: Request<pb::ReadSessionFileRequest>) -> R<pb::FileWindow> {
+        let r = r.into_inner();
+        let (f, data) = self.svc.read_file(&r.session_id, &r.path, r.offset, r.length).await?;
+        ok(pb::FileWindow { data: data.to_vec(), file: Some(session_file(f)) })
     }
 
     async fn create_runner_pairing(&self, r: Request<pb::CreateRunnerPairingRequest>) -> R<pb::RunnerPairing> {

@@ -93,6 +93,7 @@ impl Rpc for RunnerGrpc {
             }),
             capability_token: w.capability,
             placement: w.run.placement.clone(),
+            sandbox_json: w.sandbox.to_string(),
             execution_pins_json: w.run.execution_pins.to_string(),
             routing_profile_id: w.session.pins.model_routing_profile_id.clone().into(),
             instructions: w.session.selection.instructions.clone(),
@@ -170,4 +171,83 @@ impl Rpc for RunnerGrpc {
         self.svc.release(&lease(Some(r.into_inner()))?).await?;
         Ok(Response::new(pb::ReleaseResponse {}))
     }
+
+    async fn plan_files(&self, r: Request<pb::FilesRequest>) -> R<pb::FilesResponse> {
+        self_hosted(&self.svc, &r).await?;
+        let r = r.into_inner();
+        let planned = self.svc.plan_files(&lease(r.lease)?, offered(r.files)).await?;
+        let files =
+            planned.into_iter().map(|(o, s, upload)| pb::FileDecision { path: o.path, status: s.as_str().into(), upload }).collect();
+        Ok(Response::new(pb::FilesResponse { files }))
+    }
+
+    async fn record_files(&self, r: Request<pb::FilesRequest>) -> R<pb::FilesResponse> {
+        self_hosted(&self.svc, &r).await?;
+        let r = r.into_inner();
+        let done = self.svc.record_files(&lease(r.lease)?, offered(r.files)).await?;
+        let files = done.into_iter().map(|(o, s)| pb::FileDecision { path: o.path, status: s.as_str().into(), upload: false }).collect();
+        Ok(Response::new(pb::FilesResponse { files }))
+    }
+
+    async fn put_blob(&self, r: Request<tonic::Streaming<pb::BlobChunk>>) -> R<pb::PutBlobResponse> {
+        use futures_util::StreamExt;
+        self_hosted(&self.svc, &r).await?;
+        let mut stream = r.into_inner();
+        let Some(first) = stream.next().await.transpose()? else {
+            return Err(Error::invalid_field("chunks", "send at least one chunk").into());
+        };
+        let l = lease(first.lease)?;
+        let head = futures_util::stream::iter([Ok(bytes::Bytes::from(first.data))]);
+        let rest = stream.map(|c| c.map(|c| bytes::Bytes::from(c.data)).map_err(Error::from));
+        let mut all = head.chain(rest);
+        let size = self.svc.put_blob(&l, &first.kind, &first.sha256, &mut all).await?;
+        Ok(Response::new(pb::PutBlobResponse { size: size as i64 }))
+    }
+
+    async fn missing_blobs(&self, r: Request<pb::MissingBlobsRequest>) -> R<pb::MissingBlobsResponse> {
+        self_hosted(&self.svc, &r).await?;
+        let r = r.into_inner();
+        let missing = self.svc.missing_blobs(&lease(r.lease)?, &r.kind, r.sha256s).await?;
+        Ok(Response::new(pb::MissingBlobsResponse { missing }))
+    }
+
+    type GetBlobStream = std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<pb::BlobData, Status>> + Send>>;
+
+    async fn get_blob(&self, r: Request<pb::GetBlobRequest>) -> R<Self::GetBlobStream> {
+        self_hosted(&self.svc, &r).await?;
+        let r = r.into_inner();
+        let l = lease(r.lease)?;
+        let size = self.svc.blob_size(&l, &r.kind, &r.sha256).await?;
+        let svc = self.svc.clone();
+        let stream = futures_util::stream::unfold(0u64, move |at| {
+            let (svc, l, kind, sha) = (svc.clone(), l.clone(), r.kind.clone(), r.sha256.clone());
+            async move {
+                if at >= size {
+                    return None;
+                }
+                let next = svc.read_blob(&l, &kind, &sha, at, BLOB_CHUNK).await;
+                match next {
+                    Ok(data) if !data.is_empty() => Some((Ok(pb::BlobData { data: data.to_vec() }), at + data.len() as u64)),
+                    Ok(_) => None,
+                    Err(e) => Some((Err(Status::from(e)), size)),
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn record_snapshot(&self, r: Request<pb::RecordSnapshotRequest>) -> R<pb::RecordSnapshotResponse> {
+        self_hosted(&self.svc, &r).await?;
+        let r = r.into_inner();
+        let unenforced = r.unenforced.into_iter().map(|u| crate::model::Unenforced { field: u.field, reason: u.reason }).collect();
+        self.svc.record_snapshot(&lease(r.lease)?, &r.manifest_sha256, unenforced).await?;
+        Ok(Response::new(pb::RecordSnapshotResponse {}))
+    }
+}
+
+/// The chunk a blob download sends at a time.
+const BLOB_CHUNK: u64 = 1024 * 1024;
+
+fn offered(files: Vec<pb::OfferedFile>) -> Vec<crate::model::Offered> {
+    files.into_iter().map(|f| crate::model::Offered { path: f.path, size: f.size, sha256: f.sha256 }).collect()
 }

@@ -6,6 +6,7 @@ pub mod approvals;
 pub mod budget;
 pub mod capability;
 pub mod catalog;
+pub mod files;
 pub mod grpc;
 pub mod grpc_runner;
 mod handoff;

@@ -56,6 +56,8 @@ pub struct WorkItem {
     pub tail: Vec<Event>,
     /// Lets the runner call the gateways for this Run while its lease holds.
     pub capability: String,
+    /// The Session's sandbox: its snapshot, expiry and profile (`files.rs`).
+    pub sandbox: Value,
 }
 
 /// What an append assigned, and whether the Session's Budget now stops
@@ -281,7 +283,8 @@ impl SessionsService {
         let tail = self.store.list_events(&session.id, (session.last_seq - tail).max(0), tail, &[]).await?;
         let tools = self.run_tools(&session).await?;
         let capability = self.mint_capability(&session, &run).await?;
-        Ok(WorkItem { lease: Lease::of(&run), session, run, tools, tail, capability })
+        let sandbox = self.sandbox_for(&session).await?;
+        Ok(WorkItem { lease: Lease::of(&run), session, run, tools, tail, capability, sandbox })
     }
 
     /// The tools a Session's Runs may use: its pinned version's, less those
@@ -351,7 +354,7 @@ impl SessionsService {
         }
     }
 
-    async fn session_of(&self, lease: &Lease) -> Result<SessionId> {
+    pub(crate) async fn session_of(&self, lease: &Lease) -> Result<SessionId> {
         if let Some(run) = lease.session_id.as_ref().and_then(|s| self.cached_active_run(s)).filter(|r| lease.holds(r)) {
             return Ok(run.session_id);
         }

@@ -44,6 +44,8 @@ pub struct SessionsService {
     outbox_wake: Option<Arc<Notify>>,
     /// Signs capability tokens (`capability.rs`); from the installation key.
     pub(crate) token_key: Option<checkfu_core::capability::TokenKey>,
+    /// Session files and workspace snapshots (`files.rs`).
+    pub(crate) blobs: Option<Arc<dyn checkfu_blobs::BlobStore>>,
 }
 
 /// Versions kept in memory; beyond this the cache starts over.
@@ -128,7 +130,14 @@ impl SessionsService {
             governance: None,
             outbox_wake: None,
             token_key: None,
+            blobs: None,
         }
+    }
+
+    /// Keeps session files and workspace snapshots in `blobs`.
+    pub fn with_blobs(mut self, blobs: Arc<dyn checkfu_blobs::BlobStore>) -> Self {
+        self.blobs = Some(blobs);
+        self
     }
 
     /// Signs capability tokens with `key` (derived from the installation key).

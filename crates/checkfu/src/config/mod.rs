@@ -86,6 +86,11 @@ pub struct Config {
     /// Redis for live fan-out across replicas and shared rate limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redis_url: Option<String>,
+    /// Where session files and workspace snapshots are kept: `s3://bucket[/prefix]`
+    /// (credentials and endpoint from the `AWS_*` variables) or a directory;
+    /// default `data_dir/blobs`. Every sessions replica needs the same one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob_store: Option<String>,
     /// Outbound fetches (web_fetch, webhooks, model endpoints) may reach
     /// private, loopback and link-local addresses: development only.
     pub allow_private_targets: bool,
@@ -200,6 +205,7 @@ impl Config {
                 run_lease_ms: checkfu_sessions::service::DEFAULT_LEASE_MS as u64,
             },
             runner: RunnerSettings { id: None, heartbeat_ms: 4_000, workspaces: None, sandbox_cgroup: None },
+            blob_store: None,
             providers: Providers::default(),
             mesh: None,
             endpoints: BTreeMap::new(),

@@ -7,6 +7,9 @@ use std::sync::Arc;
 
 pub struct Sessions;
 
+/// How often expired sandboxes' snapshots are looked for.
+const SANDBOX_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
 #[async_trait::async_trait]
 impl Play for Sessions {
     fn role(&self) -> Role {
@@ -23,9 +26,11 @@ impl Play for Sessions {
         let (svc, db) = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
         let relay = checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "sessions");
         let tokens = super::installation_key(opts, Role::Sessions)?.token_key();
+        let blobs = checkfu_blobs::ObjectBlobs::open(&opts.blob_store).map_err(|e| anyhow::anyhow!("blob_store: {}", e.message))?;
         let mut svc = svc
             .with_governance(governance)
             .with_token_key(tokens)
+            .with_blobs(Arc::new(blobs))
             .with_outbox_wake(relay.wake.clone())
             .with_lease_ms(opts.run_lease.as_millis() as i64);
         if let Some(r) = &node.redis {
@@ -33,6 +38,7 @@ impl Play for Sessions {
         }
         node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));
         node.spawn(svc.clone().run_approval_sweeper(opts.approvals.sweep_every, node.shutdown.clone()));
+        node.spawn(svc.clone().run_sandbox_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
         if opts.embedded {
             // The previous process's runner died with it.
             let n = svc.release_orphaned_leases().await?;

@@ -60,7 +60,7 @@ async fn session_for(st: &AppState, caller: &Caller, id: &str, write: bool) -> A
 }
 
 /// The Session's immutable facts (cached), after checking the caller's access.
-async fn facts_for(st: &AppState, caller: &Caller, id: &str, write: bool) -> ApiResult<SessionFacts> {
+pub(crate) async fn facts_for(st: &AppState, caller: &Caller, id: &str, write: bool) -> ApiResult<SessionFacts> {
     checkfu_core::id::SessionId::check("id", id)?;
     let cached = st.session_facts.get(id);
     let f = match cached {

@@ -3,8 +3,10 @@
 //! declaration or status never gets past the boundary.
 
 mod budget;
+mod files;
 mod runner;
 pub use budget::{Budget, BudgetChange, BudgetMetric, BudgetStatus};
+pub use files::*;
 pub use runner::*;
 
 use checkfu_core::id::{AgentId, DeploymentId, EnvironmentId, EventId, PrincipalId, RoutingProfileId, RunId, SandboxProfileId, SessionId};

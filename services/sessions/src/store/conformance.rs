@@ -100,6 +100,7 @@ async fn sessions_store_conformance() {
         runs_leases(&*s).await;
         budgets_travel_with_their_session(&*s).await;
         runners_pair_once_and_claim_only_their_pool(&*s).await;
+        files_replace_by_path_and_sandboxes_expire(&*s).await;
         eprintln!("sessions store conformance passed on {name}");
     }
 }
@@ -348,6 +349,17 @@ pub(crate) async fn service() -> (crate::SessionsService, Arc<dyn SessionsStore>
     let db = Db::open(&Location::SqliteDir(dir.path().into()), "sessions", &crate::MIGRATIONS).await.expect("db");
     let store: Arc<dyn SessionsStore> = Arc::new(SqlSessionsStore::new(db));
     store.insert_session(&session(SID), &[ev("session.created")], &[]).await.expect("insert");
+    // The sandbox the Session pins, so its Runs can be handed out.
+    let profile = SandboxProfile {
+        id: pins().sandbox_profile_id,
+        environment_id: tid("env_1"),
+        name: "sbp".into(),
+        latest_revision: 1,
+        created_ms: 1,
+    };
+    let spec = SandboxSpec::compile(json!({"image": "debian:12"})).expect("spec");
+    let rev = SandboxRevision { profile_id: profile.id.clone(), revision: 1, spec, created_ms: 1 };
+    store.insert_sandbox_profile(&profile, &rev).await.expect("profile");
     let key = checkfu_core::capability::TokenKey::new([1; 32]);
     (crate::SessionsService::new(store.clone()).with_token_key(key), store, dir)
 }
@@ -422,4 +434,45 @@ async fn runners_pair_once_and_claim_only_their_pool(s: &dyn SessionsStore) {
     assert!(!s.revoke_runner(&tid("rnr_1"), 81).await.expect("revoke"), "once");
     let r = s.get_runner(&tid("rnr_1")).await.expect("get").expect("exists");
     assert_eq!((r.status, r.revoked_ms), (RunnerStatus::Revoked, Some(80)));
+}
+
+async fn files_replace_by_path_and_sandboxes_expire(s: &dyn SessionsStore) {
+    let file = |path: &str, status: FileStatus, at: i64| SessionFile {
+        id: checkfu_core::id::FileId::mint(),
+        session_id: tid("sess_files"),
+        path: path.into(),
+        size: 3,
+        sha256: "ab".repeat(32),
+        status,
+        run_id: tid("run_1"),
+        captured_ms: at,
+    };
+    s.put_files(&[file("a.txt", FileStatus::Captured, 1), file("b.bin", FileStatus::TooLarge, 1)]).await.expect("put");
+    s.put_files(&[file("a.txt", FileStatus::OverCapacity, 2)]).await.expect("replace");
+    let all = s.all_files(&tid("sess_files")).await.expect("all");
+    assert_eq!(
+        all.iter().map(|f| (f.path.as_str(), f.status)).collect::<Vec<_>>(),
+        [("a.txt", FileStatus::OverCapacity), ("b.bin", FileStatus::TooLarge)]
+    );
+    let page = checkfu_core::page::PageRequest { limit: 1, before_id: None };
+    let first = s.list_files(&tid("sess_files"), &page).await.expect("list");
+    assert_eq!(first.len(), 2, "one page and the look-ahead row");
+    assert_eq!(first[0].path, "a.txt", "newest capture first");
+    assert!(s.get_file(&tid("sess_files"), "nope").await.expect("get").is_none());
+    assert!(s.list_files(&tid("sess_other"), &page).await.expect("list").is_empty());
+
+    let sb = SandboxState {
+        session_id: tid("sess_files"),
+        snapshot_sha256: "cd".repeat(32),
+        materialized_ms: 10,
+        expires_ms: 100,
+        unenforced: vec![Unenforced { field: "image".into(), reason: "host".into() }],
+        updated_ms: 10,
+    };
+    s.put_sandbox(&sb).await.expect("sandbox");
+    assert_eq!(s.get_sandbox(&tid("sess_files")).await.expect("get"), Some(sb.clone()));
+    assert!(s.expired_sandboxes(50, 10).await.expect("expired").is_empty());
+    assert_eq!(s.expired_sandboxes(101, 10).await.expect("expired").len(), 1);
+    s.put_sandbox(&SandboxState { snapshot_sha256: String::new(), ..sb }).await.expect("cleared");
+    assert!(s.expired_sandboxes(101, 10).await.expect("expired").is_empty(), "a sandbox without a snapshot has nothing left to delete");
 }

@@ -7,6 +7,7 @@
 //! no two writers ever assign the same `seq` and a crash mid-commit leaves
 //! nothing behind.
 
+mod files;
 mod group_commit;
 pub mod outbox;
 mod runners;
@@ -17,6 +18,7 @@ use checkfu_core::Result;
 use checkfu_core::id::{AgentId, BudgetId, DeploymentId, RunId, SandboxProfileId, SessionId};
 use checkfu_core::page::PageRequest;
 
+pub use files::FilesStore;
 pub use runners::RunnersStore;
 pub use sql::SqlSessionsStore;
 
@@ -58,7 +60,7 @@ pub struct SessionFilter {
 }
 
 #[async_trait::async_trait]
-pub trait SessionsStore: RunnersStore {
+pub trait SessionsStore: RunnersStore + FilesStore {
     async fn insert_agent(&self, a: &Agent) -> Result<()>;
     async fn get_agent(&self, id: &AgentId) -> Result<Option<Agent>>;
     async fn list_agents(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Agent>>;

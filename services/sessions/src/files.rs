@@ -1,0 +1,329 @@
+//! What a Run leaves behind: the files captured from its outputs folder
+//! (`model/files.rs` decides each one's fate) and the workspace snapshot a
+//! later Run restores. Bytes live in the blob store under the Session's
+//! prefix, by content: `sessions/<id>/files/<sha256>` and
+//! `sessions/<id>/snapshot/<sha256>` (the manifest and the files it names),
+//! so an unchanged file is never sent twice and an expired snapshot is one
+//! prefix to delete.
+
+use crate::model::*;
+use crate::runs::Lease;
+use crate::service::SessionsService;
+use bytes::Bytes;
+use checkfu_blobs::BlobStore;
+use checkfu_core::id::{FileId, SessionId};
+use checkfu_core::page::PageRequest;
+use checkfu_core::time::now_ms;
+use checkfu_core::{Code, Error, Result};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The largest blob a snapshot holds (one workspace file).
+const MAX_SNAPSHOT_BLOB: u64 = 1 << 40;
+/// The most entries a snapshot manifest lists.
+pub const MAX_MANIFEST_ENTRIES: usize = 100_000;
+
+/// A kind of blob a runner may write or read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlobKind {
+    Files,
+    Snapshot,
+}
+
+impl BlobKind {
+    pub fn parse(s: &str) -> Result<BlobKind> {
+        match s {
+            "files" => Ok(BlobKind::Files),
+            "snapshot" => Ok(BlobKind::Snapshot),
+            _ => Err(Error::invalid_field("kind", "kind must be files or snapshot")),
+        }
+    }
+
+    fn max_bytes(self) -> u64 {
+        match self {
+            BlobKind::Files => MAX_FILE_BYTES as u64,
+            BlobKind::Snapshot => MAX_SNAPSHOT_BLOB,
+        }
+    }
+
+    fn dir(self) -> &'static str {
+        match self {
+            BlobKind::Files => "files",
+            BlobKind::Snapshot => "snapshot",
+        }
+    }
+}
+
+fn check_sha(sha: &str) -> Result<()> {
+    if sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        Ok(())
+    } else {
+        Err(Error::invalid_field("sha256", "sha256 must be 64 lowercase hex digits"))
+    }
+}
+
+fn key(session: &SessionId, kind: BlobKind, sha: &str) -> String {
+    format!("sessions/{session}/{}/{sha}", kind.dir())
+}
+
+fn check_offered(files: &[Offered]) -> Result<()> {
+    if files.len() > MAX_OFFERED {
+        return Err(Error::invalid_field("files", format!("offer at most {MAX_OFFERED} files per settlement")));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for f in files {
+        if !valid_path(&f.path) || !seen.insert(f.path.as_str()) {
+            return Err(Error::invalid_field("files.path", format!("{:?} is not a distinct path inside the outputs folder", f.path)));
+        }
+        if f.size < 0 {
+            return Err(Error::invalid_field("files.size", "size must not be negative"));
+        }
+        if f.size <= MAX_FILE_BYTES {
+            check_sha(&f.sha256)?;
+        }
+    }
+    Ok(())
+}
+
+/// What a runner needs to materialise a Session's sandbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Materialised {
+    pub state: SandboxState,
+    /// The sandbox expired (or never existed): start from an empty workspace.
+    pub fresh: bool,
+}
+
+impl SessionsService {
+    fn blobs(&self) -> Result<&Arc<dyn BlobStore>> {
+        self.blobs.as_ref().ok_or_else(|| Error::unavailable("this installation has no blob store"))
+    }
+
+    /// The Session a write for `lease` goes to, while the lease holds.
+    async fn held_session(&self, lease: &Lease) -> Result<SessionId> {
+        self.session_of(lease).await
+    }
+
+    /// What becomes of each offered file, and which bytes are missing.
+    pub async fn plan_files(&self, lease: &Lease, files: Vec<Offered>) -> Result<Vec<(Offered, FileStatus, bool)>> {
+        check_offered(&files)?;
+        let sid = self.held_session(lease).await?;
+        let kept = self.store.all_files(&sid).await?;
+        let mut out = vec![];
+        for (o, status) in decide(&kept, &files) {
+            let upload = status == FileStatus::Captured && self.blobs()?.size(&key(&sid, BlobKind::Files, &o.sha256)).await?.is_none();
+            out.push((o, status, upload));
+        }
+        Ok(out)
+    }
+
+    /// Records a capture decided as [`plan_files`] would; every captured
+    /// file's bytes must be in the blob store.
+    pub async fn record_files(&self, lease: &Lease, files: Vec<Offered>) -> Result<Vec<(Offered, FileStatus)>> {
+        check_offered(&files)?;
+        let sid = self.held_session(lease).await?;
+        let kept = self.store.all_files(&sid).await?;
+        let decided = decide(&kept, &files);
+        let now = now_ms();
+        let mut rows = vec![];
+        for (o, status) in &decided {
+            if *status == FileStatus::Captured {
+                let size = self.blobs()?.size(&key(&sid, BlobKind::Files, &o.sha256)).await?;
+                if size != Some(o.size as u64) {
+                    return Err(Error::new(Code::PreconditionFailed, format!("the bytes of {:?} were not uploaded", o.path)));
+                }
+            }
+            rows.push(SessionFile {
+                id: FileId::mint(),
+                session_id: sid.clone(),
+                path: o.path.clone(),
+                size: o.size,
+                sha256: if *status == FileStatus::TooLarge { String::new() } else { o.sha256.clone() },
+                status: *status,
+                run_id: lease.run_id.clone(),
+                captured_ms: now,
+            });
+        }
+        self.store.put_files(&rows).await?;
+        Ok(decided)
+    }
+
+    /// Streams a blob a runner uploads; the first chunk's lease, kind and
+    /// digest name it.
+    pub async fn put_blob(
+        &self,
+        lease: &Lease,
+        kind: &str,
+        sha256: &str,
+        chunks: &mut (dyn futures_util::Stream<Item = Result<Bytes>> + Send + Unpin),
+    ) -> Result<u64> {
+        let kind = BlobKind::parse(kind)?;
+        check_sha(sha256)?;
+        let sid = self.held_session(lease).await?;
+        self.blobs()?.put_stream(&key(&sid, kind, sha256), sha256, kind.max_bytes(), chunks).await
+    }
+
+    pub async fn missing_blobs(&self, lease: &Lease, kind: &str, sha256s: Vec<String>) -> Result<Vec<String>> {
+        let kind = BlobKind::parse(kind)?;
+        if sha256s.len() > MAX_MANIFEST_ENTRIES {
+            return Err(Error::invalid_field("sha256s", format!("ask about at most {MAX_MANIFEST_ENTRIES} blobs")));
+        }
+        let sid = self.held_session(lease).await?;
+        let mut missing = vec![];
+        for sha in sha256s {
+            check_sha(&sha)?;
+            if self.blobs()?.size(&key(&sid, kind, &sha)).await?.is_none() {
+                missing.push(sha);
+            }
+        }
+        Ok(missing)
+    }
+
+    /// A blob of the Session a lease holds, for restoring its workspace.
+    pub async fn read_blob(&self, lease: &Lease, kind: &str, sha256: &str, offset: u64, length: u64) -> Result<Bytes> {
+        let kind = BlobKind::parse(kind)?;
+        check_sha(sha256)?;
+        let sid = self.held_session(lease).await?;
+        self.blobs()?.read(&key(&sid, kind, sha256), offset, length).await
+    }
+
+    pub async fn blob_size(&self, lease: &Lease, kind: &str, sha256: &str) -> Result<u64> {
+        let kind = BlobKind::parse(kind)?;
+        check_sha(sha256)?;
+        let sid = self.held_session(lease).await?;
+        self.blobs()?.size(&key(&sid, kind, sha256)).await?.ok_or_else(|| Error::not_found("blob", sha256))
+    }
+
+    /// Records the workspace's newest snapshot; its manifest (and every
+    /// file it names) must be uploaded, and its paths stay inside the
+    /// workspace. An empty digest keeps the snapshot and records only what
+    /// the plane does not enforce.
+    pub async fn record_snapshot(&self, lease: &Lease, manifest_sha256: &str, unenforced: Vec<Unenforced>) -> Result<()> {
+        if unenforced.len() > 64 || unenforced.iter().any(|u| u.field.len() > 200 || u.reason.len() > 1000) {
+            return Err(Error::invalid_field("unenforced", "at most 64 entries of bounded length"));
+        }
+        let sid = self.held_session(lease).await?;
+        let current =
+            self.store.get_sandbox(&sid).await?.ok_or_else(|| Error::new(Code::PreconditionFailed, "the sandbox never materialised"))?;
+        if manifest_sha256.is_empty() {
+            return self.store.put_sandbox(&SandboxState { unenforced, updated_ms: now_ms(), ..current }).await;
+        }
+        check_sha(manifest_sha256)?;
+        let manifest = self.blobs()?.read(&key(&sid, BlobKind::Snapshot, manifest_sha256), 0, 256 << 20).await?;
+        let manifest: Value = serde_json::from_slice(&manifest).map_err(|e| Error::invalid_field("manifest", format!("not JSON: {e}")))?;
+        let entries = manifest.get("files").and_then(Value::as_array).ok_or_else(|| Error::invalid_field("manifest", "no files list"))?;
+        if entries.len() > MAX_MANIFEST_ENTRIES {
+            return Err(Error::invalid_field("manifest", format!("at most {MAX_MANIFEST_ENTRIES} files")));
+        }
+        for e in entries {
+            let path = e.get("path").and_then(Value::as_str).unwrap_or_default();
+            let sha = e.get("sha256").and_then(Value::as_str).unwrap_or_default();
+            if !valid_path(path) {
+                return Err(Error::invalid_field("manifest", format!("{path:?} is not a path inside the workspace")));
+            }
+            check_sha(sha)?;
+        }
+        for e in entries {
+            let sha = e.get("sha256").and_then(Value::as_str).unwrap_or_default();
+            if self.blobs()?.size(&key(&sid, BlobKind::Snapshot, sha)).await?.is_none() {
+                return Err(Error::new(Code::PreconditionFailed, "a file the snapshot names was not uploaded"));
+            }
+        }
+        let state = SandboxState { snapshot_sha256: manifest_sha256.to_string(), unenforced, updated_ms: now_ms(), ..current };
+        self.store.put_sandbox(&state).await
+    }
+
+    /// The Session's sandbox for a Run just claimed: made (its expiry fixed)
+    /// the first time, started over once expired.
+    pub(crate) async fn materialise(&self, session: &Session, retention_days: i64) -> Result<Materialised> {
+        let now = now_ms();
+        let fresh_state = |prior: Vec<Unenforced>| SandboxState {
+            session_id: session.id.clone(),
+            snapshot_sha256: String::new(),
+            materialized_ms: now,
+            expires_ms: expiry(now, retention_days),
+            unenforced: prior,
+            updated_ms: now,
+        };
+        match self.store.get_sandbox(&session.id).await? {
+            Some(s) if s.expires_ms > now => Ok(Materialised { state: s, fresh: false }),
+            Some(s) => {
+                self.blobs()?.delete_prefix(&format!("sessions/{}/snapshot", session.id)).await?;
+                let state = fresh_state(s.unenforced);
+                self.store.put_sandbox(&state).await?;
+                tracing::info!(session_id = %session.id, "the sandbox expired; the turn starts with a fresh filesystem");
+                Ok(Materialised { state, fresh: true })
+            }
+            None => {
+                let state = fresh_state(vec![]);
+                self.store.put_sandbox(&state).await?;
+                Ok(Materialised { state, fresh: true })
+            }
+        }
+    }
+
+    /// What a runner is told about the sandbox of a Run it claims.
+    pub(crate) async fn sandbox_for(&self, session: &Session) -> Result<Value> {
+        let rev = self.sandbox_revision(&session.pins.sandbox_profile_id, session.pins.sandbox_profile_revision).await?;
+        let m = self.materialise(session, rev.spec.retention_days).await?;
+        Ok(json!({
+            "snapshot_sha256": m.state.snapshot_sha256,
+            "fresh": m.fresh,
+            "expires_at_ms": m.state.expires_ms,
+            "profile": rev.spec,
+        }))
+    }
+
+    /// Deletes the snapshots of sandboxes that expired; their Sessions'
+    /// next turns start fresh. Returns how many.
+    pub async fn sweep_sandboxes(&self) -> Result<usize> {
+        let expired = self.store.expired_sandboxes(now_ms(), 100).await?;
+        for s in &expired {
+            self.blobs()?.delete_prefix(&format!("sessions/{}/snapshot", s.session_id)).await?;
+            self.store.put_sandbox(&SandboxState { snapshot_sha256: String::new(), updated_ms: now_ms(), ..s.clone() }).await?;
+        }
+        Ok(expired.len())
+    }
+
+    /// Deletes expired snapshots every `every` until `stop`.
+    pub async fn run_sandbox_sweeper(self, every: std::time::Duration, stop: tokio_util::sync::CancellationToken) {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                () = stop.cancelled() => return,
+            }
+            match self.sweep_sandboxes().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(sandboxes = n, "deleted the snapshots of expired sandboxes"),
+                Err(e) => tracing::warn!(error = %e, "sweeping expired sandboxes failed"),
+            }
+        }
+    }
+
+    pub async fn sandbox_state(&self, session_id: &SessionId) -> Result<Option<SandboxState>> {
+        self.store.get_sandbox(session_id).await
+    }
+
+    pub async fn list_files(&self, session_id: &str, page: &PageRequest) -> Result<Vec<SessionFile>> {
+        let sid = self.session(session_id).await?.id;
+        self.store.list_files(&sid, page).await
+    }
+
+    /// A window of a captured file: at most 8 MiB from `offset`.
+    pub async fn read_file(&self, session_id: &str, path: &str, offset: i64, length: i64) -> Result<(SessionFile, Bytes)> {
+        let sid = self.session(session_id).await?.id;
+        if !valid_path(path) {
+            return Err(Error::invalid_field("path", "path names a file inside the outputs folder"));
+        }
+        if offset < 0 || length < 0 {
+            return Err(Error::invalid_field("offset", "offset and length must not be negative"));
+        }
+        let f = self.store.get_file(&sid, path).await?.ok_or_else(|| Error::not_found("file", path))?;
+        if f.status != FileStatus::Captured {
+            return Err(Error::new(Code::NotFound, format!("{path:?} was not captured ({})", f.status.as_str()))
+                .with_details(json!({"status": f.status.as_str()})));
+        }
+        let length = if length == 0 { MAX_WINDOW_BYTES } else { length.min(MAX_WINDOW_BYTES) };
+        let bytes = self.blobs()?.read(&key(&sid, BlobKind::Files, &f.sha256), offset as u64, length as u64).await?;
+        Ok((f, bytes))
+    }
+}
