@@ -10,6 +10,7 @@ pub mod glob;
 pub mod id;
 pub mod net;
 pub mod page;
+pub mod plane;
 pub mod role;
 pub mod sse;
 pub mod testing;

@@ -125,21 +125,13 @@ fn write_local(workspaces: &Path, session_id: &str, l: &Local) {
     }
 }
 
-/// The SandboxProfile fields this plane does not enforce, and why.
-pub fn unenforced(profile: &Value) -> Vec<(String, String)> {
-    let mut out = vec![(
-        "image".to_string(),
-        "this plane runs tools on the runner host's own userland (read-only /usr, /bin, /lib), not the image".to_string(),
-    )];
-    if profile.get("packages").and_then(Value::as_array).is_some_and(|p| !p.is_empty()) {
-        out.push(("packages".into(), "this plane does not install packages; install them on the runner host".into()));
-    }
-    out.push(("resources.cpu_millis".into(), "this plane limits CPU time per command (30 s), not a CPU share".into()));
-    out.push(("resources.disk_mib".into(), "enforced per file; the workspace as a whole is not capped on this plane".into()));
-    out
-}
-
 type Status = tonic::Status;
+
+/// What the control plane has recorded as unenforced for this sandbox.
+fn recorded(sandbox: &Value) -> Vec<(String, String)> {
+    let list = sandbox.get("unenforced").and_then(Value::as_array).cloned().unwrap_or_default();
+    list.iter().filter_map(|u| Some((u.get("field")?.as_str()?.to_string(), u.get("reason")?.as_str()?.to_string()))).collect()
+}
 
 /// The sandbox limits a Run's SandboxProfile asks for, on this plane: its
 /// memory per command and its disk as the largest file a command writes.
@@ -251,7 +243,12 @@ impl Runner {
         let root = self.workspace_root(&work.session_id);
         let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
         let mut local = read_local(&self.cfg.workspaces, &work.session_id);
-        let reported = unenforced(sandbox.get("profile").unwrap_or(&Value::Null));
+        let reported = checkfu_core::plane::local_unenforced(sandbox.get("profile").unwrap_or(&Value::Null));
+        // The control plane recorded this plane's list when the sandbox
+        // materialised; report only a difference.
+        if local.unenforced.is_empty() {
+            local.unenforced = recorded(&sandbox);
+        }
         if !root.exists() {
             if local.unenforced != reported {
                 self.record_snapshot(lease, "", &reported).await?;

@@ -192,12 +192,20 @@ impl SessionsService {
         self.store.get_sandbox_profile(&id).await?.ok_or_else(|| Error::not_found("sandbox_profile", &id))
     }
 
+    /// A published revision (immutable, so cached once read).
     pub async fn sandbox_revision(&self, profile_id: &str, revision: i64) -> Result<SandboxRevision> {
+        let key = (profile_id.to_string(), revision);
+        if let Some(r) = self.revisions.get(&key) {
+            return Ok(r);
+        }
         let profile_id = SandboxProfileId::parse("id", profile_id)?;
-        self.store
+        let found = self
+            .store
             .get_sandbox_revision(&profile_id, revision)
             .await?
-            .ok_or_else(|| Error::not_found("sandbox_profile_revision", &format!("{profile_id}/{revision}")))
+            .ok_or_else(|| Error::not_found("sandbox_profile_revision", &format!("{profile_id}/{revision}")))?;
+        self.revisions.insert(key, found.clone());
+        Ok(found)
     }
 
     pub async fn list_sandbox_profiles(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<SandboxProfile>> {

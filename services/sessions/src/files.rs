@@ -234,27 +234,29 @@ impl SessionsService {
 
     /// The Session's sandbox for a Run just claimed: made (its expiry fixed)
     /// the first time, started over once expired.
-    pub(crate) async fn materialise(&self, session: &Session, retention_days: i64) -> Result<Materialised> {
+    pub(crate) async fn materialise(&self, session: &Session, spec: &SandboxSpec) -> Result<Materialised> {
         let now = now_ms();
-        let fresh_state = |prior: Vec<Unenforced>| SandboxState {
+        let profile = serde_json::to_value(spec).unwrap_or(Value::Null);
+        let local = checkfu_core::plane::local_unenforced(&profile);
+        let fresh_state = || SandboxState {
             session_id: session.id.clone(),
             snapshot_sha256: String::new(),
             materialized_ms: now,
-            expires_ms: expiry(now, retention_days),
-            unenforced: prior,
+            expires_ms: expiry(now, spec.retention_days),
+            unenforced: local.iter().map(|(field, reason)| Unenforced { field: field.clone(), reason: reason.clone() }).collect(),
             updated_ms: now,
         };
         match self.store.get_sandbox(&session.id).await? {
             Some(s) if s.expires_ms > now => Ok(Materialised { state: s, fresh: false }),
-            Some(s) => {
+            Some(_) => {
                 self.blobs()?.delete_prefix(&format!("sessions/{}/snapshot", session.id)).await?;
-                let state = fresh_state(s.unenforced);
+                let state = fresh_state();
                 self.store.put_sandbox(&state).await?;
                 tracing::info!(session_id = %session.id, "the sandbox expired; the turn starts with a fresh filesystem");
                 Ok(Materialised { state, fresh: true })
             }
             None => {
-                let state = fresh_state(vec![]);
+                let state = fresh_state();
                 self.store.put_sandbox(&state).await?;
                 Ok(Materialised { state, fresh: true })
             }
@@ -264,11 +266,12 @@ impl SessionsService {
     /// What a runner is told about the sandbox of a Run it claims.
     pub(crate) async fn sandbox_for(&self, session: &Session) -> Result<Value> {
         let rev = self.sandbox_revision(&session.pins.sandbox_profile_id, session.pins.sandbox_profile_revision).await?;
-        let m = self.materialise(session, rev.spec.retention_days).await?;
+        let m = self.materialise(session, &rev.spec).await?;
         Ok(json!({
             "snapshot_sha256": m.state.snapshot_sha256,
             "fresh": m.fresh,
             "expires_at_ms": m.state.expires_ms,
+            "unenforced": m.state.unenforced,
             "profile": rev.spec,
         }))
     }
@@ -325,5 +328,51 @@ impl SessionsService {
         let length = if length == 0 { MAX_WINDOW_BYTES } else { length.min(MAX_WINDOW_BYTES) };
         let bytes = self.blobs()?.read(&key(&sid, BlobKind::Files, &f.sha256), offset as u64, length as u64).await?;
         Ok((f, bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::conformance::{SID, service};
+    use checkfu_blobs::{ObjectBlobs, chunks_of, sha256_hex};
+
+    fn spec(retention_days: i64) -> SandboxSpec {
+        SandboxSpec::compile(json!({"image": "debian:12", "retention_days": retention_days.min(30)})).expect("spec")
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_sandbox_keeps_its_expiry_and_starts_fresh_once_it_passed() {
+        let (svc, store, dir) = service().await;
+        let blobs = Arc::new(ObjectBlobs::open(dir.path().join("blobs").to_str().expect("utf-8")).expect("blobs"));
+        let svc = svc.with_blobs(blobs.clone());
+        let session = svc.session(SID).await.expect("session");
+        let first = svc.materialise(&session, &spec(7)).await.expect("first");
+        assert!(first.fresh, "a new sandbox starts empty");
+        let week = first.state.expires_ms - first.state.materialized_ms;
+        assert_eq!(week, 7 * 86_400_000);
+        let again = svc.materialise(&session, &spec(7)).await.expect("again");
+        assert!(!again.fresh);
+        assert_eq!(again.state.expires_ms, first.state.expires_ms, "activity never extends it");
+        assert_eq!(svc.materialise(&session, &spec(90)).await.expect("capped").state.expires_ms, first.state.expires_ms);
+
+        // It holds a snapshot, then expires: the next Run starts fresh, the
+        // snapshot is deleted and a new expiry is fixed.
+        let manifest = Bytes::from_static(b"{\"files\":[]}");
+        let sha = sha256_hex(&manifest);
+        let key = format!("sessions/{SID}/snapshot/{sha}");
+        blobs.put_stream(&key, &sha, 1 << 20, &mut chunks_of(manifest.clone(), 4)).await.expect("put");
+        store.put_sandbox(&SandboxState { snapshot_sha256: sha.clone(), expires_ms: 1, ..first.state.clone() }).await.expect("expire");
+        let after = svc.materialise(&session, &spec(7)).await.expect("after");
+        assert!(after.fresh && after.state.snapshot_sha256.is_empty());
+        assert!(after.state.expires_ms > now_ms());
+        assert_eq!(blobs.size(&key).await.expect("size"), None, "the expired snapshot is deleted");
+
+        // An idle Session's expired snapshot is swept without a Run.
+        blobs.put_stream(&key, &sha, 1 << 20, &mut chunks_of(manifest, 4)).await.expect("put");
+        store.put_sandbox(&SandboxState { snapshot_sha256: sha, expires_ms: 1, ..after.state }).await.expect("expire");
+        assert_eq!(svc.sweep_sandboxes().await.expect("sweep"), 1);
+        assert_eq!(blobs.size(&key).await.expect("size"), None);
+        assert!(svc.sandbox_state(&session.id).await.expect("state").expect("kept").snapshot_sha256.is_empty());
     }
 }

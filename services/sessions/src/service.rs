@@ -38,6 +38,8 @@ pub struct SessionsService {
     snapshots: Arc<Bounded<SessionId, (Session, Option<Run>)>>,
     /// Published versions are immutable, so they are cached once read.
     versions: Arc<Bounded<(String, i64), AgentVersion>>,
+    /// SandboxProfile revisions are immutable too.
+    pub(crate) revisions: Arc<Bounded<(String, i64), SandboxRevision>>,
     /// Governance, for ActionApproval outcomes.
     pub(crate) governance: Option<crate::upstream::Governance>,
     /// Woken after each commit, so the outbox relay publishes at once.
@@ -126,6 +128,7 @@ impl SessionsService {
             parked: Arc::new(Parked::default()),
             lease_ms: DEFAULT_LEASE_MS,
             versions: Arc::new(Bounded::new(VERSION_CACHE)),
+            revisions: Arc::new(Bounded::new(VERSION_CACHE)),
             snapshots: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
             governance: None,
             outbox_wake: None,

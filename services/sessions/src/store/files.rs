@@ -2,12 +2,13 @@
 //! records what a Run left behind.
 
 use super::SqlSessionsStore;
+use super::sql::{i, id, s};
 use crate::model::*;
 use checkfu_core::Result;
-use checkfu_core::id::{SessionId, TypedId};
+use checkfu_core::id::SessionId;
 use checkfu_core::page::PageRequest;
 use checkfu_store::db_err;
-use checkfu_store::sqlx::{self, Row, any::AnyRow};
+use checkfu_store::sqlx::{self, any::AnyRow};
 
 #[async_trait::async_trait]
 pub trait FilesStore: Send + Sync + 'static {
@@ -25,30 +26,22 @@ pub trait FilesStore: Send + Sync + 'static {
     async fn expired_sandboxes(&self, now_ms: i64, limit: i64) -> Result<Vec<SandboxState>>;
 }
 
-fn s(r: &AnyRow, c: &str) -> Result<String> {
-    r.try_get::<String, _>(c).map_err(db_err)
-}
-
-fn i(r: &AnyRow, c: &str) -> Result<i64> {
-    r.try_get::<i64, _>(c).map_err(db_err)
-}
-
 fn file(r: &AnyRow) -> Result<SessionFile> {
     Ok(SessionFile {
-        id: TypedId::stored(s(r, "id")?),
-        session_id: TypedId::stored(s(r, "session_id")?),
+        id: id(r, "id")?,
+        session_id: id(r, "session_id")?,
         path: s(r, "path")?,
         size: i(r, "size")?,
         sha256: s(r, "sha256")?,
         status: FileStatus::parse("status", &s(r, "status")?)?,
-        run_id: TypedId::stored(s(r, "run_id")?),
+        run_id: id(r, "run_id")?,
         captured_ms: i(r, "captured_ms")?,
     })
 }
 
 fn sandbox(r: &AnyRow) -> Result<SandboxState> {
     Ok(SandboxState {
-        session_id: TypedId::stored(s(r, "session_id")?),
+        session_id: id(r, "session_id")?,
         snapshot_sha256: s(r, "snapshot_sha256")?,
         materialized_ms: i(r, "materialized_ms")?,
         expires_ms: i(r, "expires_ms")?,

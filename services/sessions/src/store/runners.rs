@@ -2,9 +2,10 @@
 //! protocol's identity lives in.
 
 use super::SqlSessionsStore;
+use super::sql::{id, s};
 use crate::model::*;
 use checkfu_core::Result;
-use checkfu_core::id::{RunId, RunnerId, SessionId, TypedId};
+use checkfu_core::id::{RunId, RunnerId, SessionId};
 use checkfu_core::page::PageRequest;
 use checkfu_store::sqlx::{self, Row, any::AnyRow};
 use checkfu_store::{db_err, find_one, list_in_envs};
@@ -26,17 +27,13 @@ pub trait RunnersStore: Send + Sync + 'static {
     async fn runs_held_by(&self, runner_id: &str) -> Result<Vec<(RunId, SessionId)>>;
 }
 
-fn s(r: &AnyRow, c: &str) -> Result<String> {
-    r.try_get::<String, _>(c).map_err(db_err)
-}
-
 fn runner(r: &AnyRow) -> Result<Runner> {
     Ok(Runner {
-        id: TypedId::stored(s(r, "id")?),
-        environment_id: TypedId::stored(s(r, "environment_id")?),
+        id: id(r, "id")?,
+        environment_id: id(r, "environment_id")?,
         pool: s(r, "pool")?,
-        principal_id: TypedId::stored(s(r, "principal_id")?),
-        pairing_id: TypedId::stored(s(r, "pairing_id")?),
+        principal_id: id(r, "principal_id")?,
+        pairing_id: id(r, "pairing_id")?,
         name: s(r, "name")?,
         credential_sha256: s(r, "credential_sha256")?,
         status: RunnerStatus::parse("status", &s(r, "status")?)?,
@@ -87,9 +84,9 @@ impl RunnersStore for SqlSessionsStore {
             .await
             .map_err(db_err)?;
         let made = Runner {
-            pairing_id: TypedId::stored(s(&row, "id")?),
-            environment_id: TypedId::stored(s(&row, "environment_id")?),
-            principal_id: TypedId::stored(s(&row, "principal_id")?),
+            pairing_id: id(&row, "id")?,
+            environment_id: id(&row, "environment_id")?,
+            principal_id: id(&row, "principal_id")?,
             pool: s(&row, "pool")?,
             ..runner
         };
@@ -152,6 +149,6 @@ impl RunnersStore for SqlSessionsStore {
             .fetch_all(&self.db.pool)
             .await
             .map_err(db_err)?;
-        rows.iter().map(|r| Ok((TypedId::stored(s(r, "id")?), TypedId::stored(s(r, "session_id")?)))).collect()
+        rows.iter().map(|r| Ok((id(r, "id")?, id(r, "session_id")?))).collect()
     }
 }

@@ -48,17 +48,17 @@ impl SqlSessionsStore {
     }
 }
 
-fn s(r: &AnyRow, c: &str) -> Result<String> {
+pub(super) fn s(r: &AnyRow, c: &str) -> Result<String> {
     r.try_get(c).map_err(db_err)
 }
-fn id<T: TypedId>(r: &AnyRow, c: &str) -> Result<T> {
+pub(super) fn id<T: TypedId>(r: &AnyRow, c: &str) -> Result<T> {
     s(r, c).map(T::stored)
 }
 fn opt_id<T: TypedId>(r: &AnyRow, c: &str) -> Result<Option<T>> {
     let raw: Option<String> = r.try_get(c).map_err(db_err)?;
     Ok(raw.map(T::stored))
 }
-fn i(r: &AnyRow, c: &str) -> Result<i64> {
+pub(super) fn i(r: &AnyRow, c: &str) -> Result<i64> {
     r.try_get(c).map_err(db_err)
 }
 fn json<T: DeserializeOwned>(r: &AnyRow, c: &str) -> Result<T> {
