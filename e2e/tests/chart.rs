@@ -160,7 +160,19 @@ fn the_chart_renders_valid_manifests_for_every_role() {
         let has = env.as_array().unwrap().iter().any(|e| e["name"] == "CHECKFU_MODEL_ENDPOINT_VLLM_KEY");
         assert_eq!(has, role == "model-gateway", "{role}");
         let sealing = env.as_array().unwrap().iter().any(|e| e["name"] == "CHECKFU_SECRETS_KEY");
-        assert_eq!(sealing, role == "webhooks", "the secrets key reaches only the webhooks role ({role})");
+        assert_eq!(sealing, !matches!(role, "gateway" | "runner"), "the installation key reaches every role that seals or signs ({role})");
+        let blobs: Vec<&str> = env
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["name"].as_str())
+            .filter(|n| n.contains("BLOB") || n.starts_with("AWS_"))
+            .collect();
+        if role == "sessions" {
+            assert_eq!(blobs, ["CHECKFU_BLOB_STORE", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]);
+        } else {
+            assert!(blobs.is_empty(), "blob store credentials reach only the sessions role ({role}): {blobs:?}");
+        }
         let cg = env.as_array().unwrap().iter().any(|e| e["name"] == "CHECKFU_SANDBOX_CGROUP");
         assert_eq!(cg, role == "runner", "{role}");
     }

@@ -137,6 +137,12 @@ impl Root {
     /// Writes `bytes` to the regular file `rel` (created, or truncated),
     /// creating its directories; never through a symlink.
     pub fn write(&self, rel: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        self.create(rel)?.write_all(bytes)
+    }
+
+    /// The regular file `rel`, created (or truncated) for writing, with its
+    /// directories; never through a symlink.
+    pub fn create(&self, rel: &Path) -> std::io::Result<std::fs::File> {
         let parts = components(rel)?;
         let Some((name, dirs)) = parts.split_last() else {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "name a file"));
@@ -150,9 +156,7 @@ impl Root {
         }
         self.chown(&fd);
         rustix::fs::ftruncate(&fd, 0)?;
-        let mut f = std::fs::File::from(fd);
-        f.write_all(bytes)?;
-        Ok(())
+        Ok(std::fs::File::from(fd))
     }
 }
 

@@ -185,8 +185,8 @@ impl Runner {
                 f.size == e.size && local.seen.get(&f.rel).is_some_and(|(s, m, sha)| *s == f.size && *m == f.mtime_ns && sha == &e.sha256)
             });
             if !same {
-                let bytes = self.download(lease, "snapshot", &e.sha256).await?;
-                files.write(Path::new(&e.path), &bytes).map_err(|err| Status::internal(format!("restoring {:?}: {err}", e.path)))?;
+                let file = files.create(Path::new(&e.path)).map_err(|err| Status::internal(format!("restoring {:?}: {err}", e.path)))?;
+                self.download_to(lease, &e.sha256, tokio::fs::File::from_std(file)).await?;
                 use std::os::unix::fs::PermissionsExt;
                 let _ = std::fs::set_permissions(&abs, std::fs::Permissions::from_mode(e.mode & 0o755));
             }
@@ -200,6 +200,17 @@ impl Runner {
         local.seen = seen;
         write_local(&self.cfg.workspaces, &work.session_id, &local);
         Ok(())
+    }
+
+    /// Streams a snapshot blob into `to`, a chunk at a time.
+    async fn download_to(&self, lease: &pb::LeaseRef, sha256: &str, mut to: tokio::fs::File) -> Result<(), Status> {
+        use tokio::io::AsyncWriteExt;
+        let req = pb::GetBlobRequest { lease: Some(lease.clone()), kind: "snapshot".into(), sha256: sha256.into() };
+        let mut stream = self.runs.clone().get_blob(req).await?.into_inner();
+        while let Some(chunk) = stream.message().await? {
+            to.write_all(&chunk.data).await.map_err(|e| Status::internal(format!("restoring: {e}")))?;
+        }
+        to.flush().await.map_err(|e| Status::internal(format!("restoring: {e}")))
     }
 
     async fn download(&self, lease: &pb::LeaseRef, kind: &str, sha256: &str) -> Result<Vec<u8>, Status> {
