@@ -160,6 +160,16 @@ async fn the_runner_protocol_on_the_public_port_is_fenced_by_credential_lease_an
     let wrong = g.evaluate_action(call(eval(&s1), &x.credential, Some(&w2.capability_token))).await.unwrap_err();
     assert_eq!(wrong.code(), tonic::Code::PermissionDenied, "another Run's token: {wrong:?}");
     g.evaluate_action(call(eval(&s2), &x.credential, Some(&w2.capability_token))).await.expect("its own Session");
+    let mut cap = checkfu_proto::capability::v1::capability_gateway_service_client::CapabilityGatewayServiceClient::new(public(&p.base));
+    let fetch =
+        |session: &str| checkfu_proto::capability::v1::WebFetchRequest { session_id: session.into(), url: "http://127.0.0.1:9/".into() };
+    let wrong = cap.web_fetch(call(fetch(&s1), &x.credential, Some(&w2.capability_token))).await.unwrap_err();
+    assert_eq!(wrong.code(), tonic::Code::PermissionDenied, "web_fetch for another Session: {wrong:?}");
+    let not_pinned = cap.web_fetch(call(fetch(&s2), &x.credential, Some(&w2.capability_token))).await.unwrap_err();
+    assert_eq!(not_pinned.code(), tonic::Code::PermissionDenied, "the agent declares no web_fetch: {not_pinned:?}");
+    let unknown = format!("crr_{}", "0".repeat(64));
+    let stranger = cap.web_fetch(call(fetch(&s2), &unknown, Some(&w2.capability_token))).await.unwrap_err();
+    assert_eq!(stranger.code(), tonic::Code::Unauthenticated, "a token is good only with its Runner's credential");
 
     // Handing a Run back moves its lease: the old generation writes nothing
     // and its token is refused.

@@ -7,8 +7,9 @@
 use serde_json::Value;
 
 /// The profile fields (`profile` is a revision's JSON) this plane does not
-/// enforce, each with why.
-pub fn local_unenforced(profile: &Value) -> Vec<(String, String)> {
+/// enforce, each with why. `cpu_share`: the runner has a delegated cgroup
+/// with the `cpu` controller, so `cpu_millis` becomes `cpu.max`.
+pub fn local_unenforced(profile: &Value, cpu_share: bool) -> Vec<(String, String)> {
     let mut out = vec![(
         "image".to_string(),
         "this plane runs tools on the runner host's own userland (read-only /usr, /bin, /lib), not the image".to_string(),
@@ -16,7 +17,27 @@ pub fn local_unenforced(profile: &Value) -> Vec<(String, String)> {
     if profile.get("packages").and_then(Value::as_array).is_some_and(|p| !p.is_empty()) {
         out.push(("packages".into(), "this plane does not install packages; install them on the runner host".into()));
     }
-    out.push(("resources.cpu_millis".into(), "this plane limits CPU time per command (30 s), not a CPU share".into()));
+    if !cpu_share {
+        out.push((
+            "resources.cpu_millis".into(),
+            "this runner has no delegated cgroup with the cpu controller: it limits CPU time per command (30 s), not a CPU share".into(),
+        ));
+    }
     out.push(("resources.disk_mib".into(), "enforced per file; the workspace as a whole is not capped on this plane".into()));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_local_plane_cannot_enforce_is_named() {
+        let fields = |profile: Value, cpu| local_unenforced(&profile, cpu).into_iter().map(|(f, _)| f).collect::<Vec<_>>();
+        let plain = serde_json::json!({"image": "debian:12", "packages": []});
+        assert_eq!(fields(plain.clone(), false), ["image", "resources.cpu_millis", "resources.disk_mib"]);
+        assert_eq!(fields(plain, true), ["image", "resources.disk_mib"], "a cpu cgroup enforces cpu_millis");
+        let with_packages = serde_json::json!({"image": "debian:12", "packages": ["jq"]});
+        assert!(fields(with_packages, false).contains(&"packages".to_string()));
+    }
 }

@@ -3,7 +3,8 @@
 //! unified hierarchy with the `memory` and `pids` controllers enabled in its
 //! `cgroup.subtree_control`, delegated to the runner's user). Unlike rlimits,
 //! these bound everything the command starts, together: its memory (swap
-//! included) and its number of processes.
+//! included), its number of processes and, where the `cpu` controller is
+//! enabled too, its CPU share (the SandboxProfile's `cpu_millis`).
 
 use std::path::{Path, PathBuf};
 
@@ -14,7 +15,14 @@ pub struct SandboxCgroup {
 }
 
 impl SandboxCgroup {
-    pub fn create(parent: &Path, memory_mib: u64, processes: u64) -> std::io::Result<SandboxCgroup> {
+    /// Whether children of `parent` get the `cpu` controller.
+    pub fn cpu_available(parent: &Path) -> bool {
+        std::fs::read_to_string(parent.join("cgroup.subtree_control")).is_ok_and(|c| c.split_whitespace().any(|x| x == "cpu"))
+    }
+
+    /// `cpu_millis`, when given, becomes `cpu.max` (that many thousandths
+    /// of a CPU per 100 ms period).
+    pub fn create(parent: &Path, memory_mib: u64, processes: u64, cpu_millis: Option<u64>) -> std::io::Result<SandboxCgroup> {
         let path = parent.join(checkfu_core::id::new_id("sbx"));
         std::fs::create_dir(&path)?;
         let cg = SandboxCgroup { path };
@@ -23,6 +31,9 @@ impl SandboxCgroup {
         // Absent when the kernel has no swap accounting: nothing to bound.
         let _ = std::fs::write(cg.path.join("memory.swap.max"), "0");
         std::fs::write(cg.path.join("pids.max"), processes.to_string())?;
+        if let Some(millis) = cpu_millis {
+            std::fs::write(cg.path.join("cpu.max"), format!("{} 100000", millis.max(1) * 100))?;
+        }
         Ok(cg)
     }
 
@@ -56,10 +67,14 @@ mod tests {
     #[test]
     fn a_command_cgroup_carries_its_limits() {
         let parent = tempfile::tempdir().expect("tempdir");
-        let cg = SandboxCgroup::create(parent.path(), 512, 64).expect("create");
+        let cg = SandboxCgroup::create(parent.path(), 512, 64, Some(1500)).expect("create");
         let read = |f: &str| std::fs::read_to_string(cg.path().join(f)).expect("read");
         assert_eq!(read("memory.max"), (512u64 * 1024 * 1024).to_string());
         assert_eq!(read("memory.swap.max"), "0");
         assert_eq!(read("pids.max"), "64");
+        assert_eq!(read("cpu.max"), "150000 100000", "1.5 CPUs per 100 ms period");
+        assert!(!SandboxCgroup::cpu_available(parent.path()));
+        std::fs::write(parent.path().join("cgroup.subtree_control"), "memory pids cpu\n").expect("write");
+        assert!(SandboxCgroup::cpu_available(parent.path()));
     }
 }

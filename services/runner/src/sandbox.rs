@@ -62,6 +62,9 @@ pub struct Limits {
     /// The largest file a command may write (RLIMIT_FSIZE): the
     /// SandboxProfile's `resources.disk_mib`.
     pub file_mib: u64,
+    /// The CPU share of everything the command starts (`cpu.max`), where
+    /// the delegated cgroup has the `cpu` controller.
+    pub cpu_millis: Option<u64>,
     /// A cgroup v2 directory delegated to the runner (memory and pids
     /// controllers enabled for its children): each command runs in a child
     /// cgroup of its own with `memory.max`, `memory.swap.max` and `pids.max`.
@@ -77,6 +80,7 @@ impl Default for Limits {
             processes: 256,
             tmp_mib: 64,
             file_mib: 4096,
+            cpu_millis: None,
             cgroup: None,
         }
     }
@@ -415,7 +419,7 @@ impl Workspace {
         // (memory, swap and process limits for everything it starts); the
         // launcher joins it before it becomes bubblewrap.
         let cgroup = match &l.cgroup {
-            Some(parent) => match crate::cgroup::SandboxCgroup::create(parent, l.memory_mib, l.processes) {
+            Some(parent) => match crate::cgroup::SandboxCgroup::create(parent, l.memory_mib, l.processes, l.cpu_millis) {
                 Ok(cg) => Some(cg),
                 Err(e) => return err(format!("cannot create the sandbox's cgroup: {e}")),
             },

@@ -139,9 +139,11 @@ pub fn limits(work: &pb::WorkItem, cgroup: Option<PathBuf>) -> crate::sandbox::L
     let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
     let r = &sandbox["profile"]["resources"];
     let d = crate::sandbox::Limits::default();
+    let cpu = cgroup.as_deref().is_some_and(crate::cgroup::SandboxCgroup::cpu_available);
     crate::sandbox::Limits {
         memory_mib: r["memory_mib"].as_u64().unwrap_or(d.memory_mib),
         file_mib: r["disk_mib"].as_u64().unwrap_or(d.file_mib),
+        cpu_millis: if cpu { r["cpu_millis"].as_u64() } else { None },
         cgroup,
         ..d
     }
@@ -254,7 +256,8 @@ impl Runner {
         let root = self.workspace_root(&work.session_id);
         let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
         let mut local = read_local(&self.cfg.workspaces, &work.session_id);
-        let reported = checkfu_core::plane::local_unenforced(sandbox.get("profile").unwrap_or(&Value::Null));
+        let cpu_share = self.cfg.sandbox_cgroup.as_deref().is_some_and(crate::cgroup::SandboxCgroup::cpu_available);
+        let reported = checkfu_core::plane::local_unenforced(sandbox.get("profile").unwrap_or(&Value::Null), cpu_share);
         // The control plane recorded this plane's list when the sandbox
         // materialised; report only a difference.
         if local.unenforced.is_empty() {

@@ -237,7 +237,9 @@ impl SessionsService {
     pub(crate) async fn materialise(&self, session: &Session, spec: &SandboxSpec) -> Result<Materialised> {
         let now = now_ms();
         let profile = serde_json::to_value(spec).unwrap_or(Value::Null);
-        let local = checkfu_core::plane::local_unenforced(&profile);
+        // Most runners have no delegated cgroup; one that does reports the
+        // difference.
+        let local = checkfu_core::plane::local_unenforced(&profile, false);
         let fresh_state = || SandboxState {
             session_id: session.id.clone(),
             snapshot_sha256: String::new(),
