@@ -46,8 +46,9 @@ async fn claim(base: &str, credential: &str) -> Option<rp::WorkItem> {
     c.claim(call(rp::ClaimRequest { runner_id: String::new(), wait_ms: 3000 }, credential, None)).await.unwrap().into_inner().work
 }
 
-fn generate_req(profile: &str) -> mg::GenerateRequest {
+fn generate_req(run: &str, profile: &str) -> mg::GenerateRequest {
     mg::GenerateRequest {
+        run_id: run.into(),
         routing_profile_id: profile.into(),
         system: String::new(),
         messages: vec![mg::Message {
@@ -58,9 +59,9 @@ fn generate_req(profile: &str) -> mg::GenerateRequest {
     }
 }
 
-async fn generate(base: &str, credential: &str, token: &str, profile: &str) -> Result<(), tonic::Status> {
+async fn generate(base: &str, credential: &str, token: &str, w: &rp::WorkItem, profile: &str) -> Result<(), tonic::Status> {
     let mut m = ModelGatewayServiceClient::new(public(base));
-    let mut s = m.generate(call(generate_req(profile), credential, Some(token))).await?.into_inner();
+    let mut s = m.generate(call(generate_req(&w.run_id, profile), credential, Some(token))).await?.into_inner();
     while s.message().await?.is_some() {}
     Ok(())
 }
@@ -131,14 +132,17 @@ async fn the_runner_protocol_on_the_public_port_is_fenced_by_credential_lease_an
     let seen = a.get(&format!("/v1/runners/{}", x.runner_id)).await;
     assert_eq!(seen.1["status"], "active");
     assert!(seen.1["last_seen_at"].is_string(), "{}", seen.1);
-    generate(&p.base, &x.credential, &w1.capability_token, &w1.routing_profile_id).await.expect("the Run's own model call");
-    let other_profile = generate(&p.base, &x.credential, &w1.capability_token, "mrp_01jx0000000000000000000000").await.unwrap_err();
+    generate(&p.base, &x.credential, &w1.capability_token, &w1, &w1.routing_profile_id).await.expect("the Run's own model call");
+    let other_profile = generate(&p.base, &x.credential, &w1.capability_token, &w1, "mrp_01jx0000000000000000000000").await.unwrap_err();
     assert_eq!(other_profile.code(), tonic::Code::PermissionDenied, "only the Run's pinned route");
     let mut forged = w1.capability_token.clone();
     let last = forged.pop().unwrap();
     forged.push(if last == '0' { '1' } else { '0' });
-    assert_eq!(generate(&p.base, &x.credential, &forged, &w1.routing_profile_id).await.unwrap_err().code(), tonic::Code::PermissionDenied);
-    assert_eq!(generate(&p.base, &x.credential, "", &w1.routing_profile_id).await.unwrap_err().code(), tonic::Code::PermissionDenied);
+    assert_eq!(
+        generate(&p.base, &x.credential, &forged, &w1, &w1.routing_profile_id).await.unwrap_err().code(),
+        tonic::Code::PermissionDenied
+    );
+    assert_eq!(generate(&p.base, &x.credential, "", &w1, &w1.routing_profile_id).await.unwrap_err().code(), tonic::Code::PermissionDenied);
 
     // A token of another Run cannot act on this Session.
     let s2 = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&p.admin_id, "two")]})).await;
@@ -160,6 +164,8 @@ async fn the_runner_protocol_on_the_public_port_is_fenced_by_credential_lease_an
     let wrong = g.evaluate_action(call(eval(&s1), &x.credential, Some(&w2.capability_token))).await.unwrap_err();
     assert_eq!(wrong.code(), tonic::Code::PermissionDenied, "another Run's token: {wrong:?}");
     g.evaluate_action(call(eval(&s2), &x.credential, Some(&w2.capability_token))).await.expect("its own Session");
+    let other_run = generate(&p.base, &x.credential, &w2.capability_token, &w1, &w1.routing_profile_id).await.unwrap_err();
+    assert_eq!(other_run.code(), tonic::Code::PermissionDenied, "a model call for a Run with another Run's token");
     let mut cap = checkfu_proto::capability::v1::capability_gateway_service_client::CapabilityGatewayServiceClient::new(public(&p.base));
     let fetch =
         |session: &str| checkfu_proto::capability::v1::WebFetchRequest { session_id: session.into(), url: "http://127.0.0.1:9/".into() };
@@ -187,10 +193,10 @@ async fn the_runner_protocol_on_the_public_port_is_fenced_by_credential_lease_an
     let refused = c.append_events(call(stale, &x.credential, None)).await.unwrap_err();
     assert_eq!(refused.code(), tonic::Code::FailedPrecondition, "a stale generation writes nothing");
     assert_eq!(
-        generate(&p.base, &x.credential, &w1.capability_token, &w1.routing_profile_id).await.unwrap_err().code(),
+        generate(&p.base, &x.credential, &w1.capability_token, &w1, &w1.routing_profile_id).await.unwrap_err().code(),
         tonic::Code::PermissionDenied
     );
-    generate(&p.base, &x.credential, &w1b.capability_token, &w1.routing_profile_id).await.expect("the new lease's token");
+    generate(&p.base, &x.credential, &w1b.capability_token, &w1b, &w1.routing_profile_id).await.expect("the new lease's token");
 
     // Revocation fences at once, and its Runs are queued again.
     let revoked = a.post(&format!("/v1/runners/{}/revoke", x.runner_id), json!({})).await;

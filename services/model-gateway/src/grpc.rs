@@ -169,6 +169,9 @@ impl Rpc for ModelGatewayGrpc {
     async fn generate(&self, r: Request<pb::GenerateRequest>) -> Result<Response<Self::GenerateStream>, Status> {
         let scope = self.tokens.verify(&r)?;
         let r = r.into_inner();
+        if r.run_id != scope.run_id {
+            return Err(Error::new(Code::PermissionDenied, "the capability token is for another Run").into());
+        }
         if r.routing_profile_id != scope.routing_profile_id {
             return Err(Error::new(Code::PermissionDenied, "the Run's pins name another model routing profile").into());
         }

@@ -193,6 +193,7 @@ impl Runner {
             system: work.instructions.clone(),
             messages: t.messages.clone(),
             tools,
+            run_id: work.run_id.clone(),
         };
         // The call's context is the log up to here; its start span says so,
         // so whatever arrives from now on is known to be after it.
