@@ -180,6 +180,21 @@ fn the_chart_renders_valid_manifests_for_every_role() {
     assert_eq!(image, "registry.example.com/checkfu:0.1.0");
 }
 
+/// The CRD chart (generated from the operator's types; the operator's own
+/// test checks they are current) validates against the Kubernetes schemas.
+#[test]
+fn the_crd_chart_validates() {
+    if !tools_present() {
+        return;
+    }
+    let dir = root().join("charts/checkfu-crds/templates");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert_eq!(files.len(), 2, "Runner and Sandbox");
+    let out = Command::new("kubernetes-validate").arg("--strict").args(&files).output().unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn the_tiltfile_parses() {
     if !tools_present() {

@@ -1,4 +1,10 @@
-//! The Kubernetes operator for Runners and sandbox pods (CRDs `Runner`,
-//! `SandboxPool`, `Sandbox`), built with kube-rs. It arrives with the
-//! runners issue; this crate holds its place in the workspace layout and
-//! carries no behaviour yet.
+//! The Kubernetes operator for self-hosted Runners and sandbox pods.
+//!
+//! So far: the custom resources (`crd.rs`: `Runner` and `Sandbox`, whose
+//! CRDs are generated from these types and committed to
+//! `charts/checkfu-crds`) and the sandbox pod the operator keeps for a
+//! `Sandbox` (`pod.rs`). The reconcilers, the in-pod agent and the Helm
+//! wiring are issue 12's remaining work.
+
+pub mod crd;
+pub mod pod;
