@@ -304,6 +304,11 @@ impl SessionsService {
         }
     }
 
+    /// The sandboxes of a page of Sessions, by Session.
+    pub async fn sandbox_states(&self, ids: &[SessionId]) -> Result<std::collections::HashMap<SessionId, SandboxState>> {
+        Ok(self.store.get_sandboxes(ids).await?.into_iter().map(|s| (s.session_id.clone(), s)).collect())
+    }
+
     pub async fn sandbox_state(&self, session_id: &SessionId) -> Result<Option<SandboxState>> {
         self.store.get_sandbox(session_id).await
     }

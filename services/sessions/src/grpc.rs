@@ -144,17 +144,21 @@ fn session_file(f: SessionFile) -> pb::SessionFile {
     }
 }
 
+fn sandbox_json(x: Option<&SandboxState>) -> String {
+    x.map(|x| serde_json::json!({"expires_at_ms": x.expires_ms, "unenforced": x.unenforced}).to_string()).unwrap_or_default()
+}
+
 impl SessionsGrpc {
     /// The wire form of a Session, saying whether it waits for a Runner and
     /// what its sandbox is.
     async fn view(&self, s: Session) -> Result<pb::Session> {
+        let sandbox = self.svc.sandbox_state(&s.id).await?;
+        self.view_with(s, sandbox.as_ref()).await
+    }
+
+    async fn view_with(&self, s: Session, sandbox: Option<&SandboxState>) -> Result<pb::Session> {
         let queued = self.svc.queued_for_pool(&s).await?;
-        let sandbox = self
-            .svc
-            .sandbox_state(&s.id)
-            .await?
-            .map(|x| serde_json::json!({"expires_at_ms": x.expires_ms, "unenforced": x.unenforced}).to_string());
-        Ok(pb::Session { queued_for_pool: queued, sandbox_json: sandbox.unwrap_or_default(), ..session(s) })
+        Ok(pb::Session { queued_for_pool: queued, sandbox_json: sandbox_json(sandbox), ..session(s) })
     }
 }
 
@@ -340,9 +344,13 @@ impl Rpc for SessionsGrpc {
             principal_id: r.principal_id,
         };
         let (rows, next_page) = p.finish(self.svc.list_sessions(&f, &p).await?, |s| &s.id);
+        // One query for the page's sandboxes, not one per Session.
+        let ids: Vec<_> = rows.iter().map(|s| s.id.clone()).collect();
+        let sandboxes = self.svc.sandbox_states(&ids).await?;
         let mut data = Vec::with_capacity(rows.len());
         for s in rows {
-            data.push(self.view(s).await?);
+            let sandbox = sandboxes.get(&s.id).cloned();
+            data.push(self.view_with(s, sandbox.as_ref()).await?);
         }
         ok(pb::ListSessionsResponse { data, next_page })
     }

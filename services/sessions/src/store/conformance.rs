@@ -471,6 +471,9 @@ async fn files_replace_by_path_and_sandboxes_expire(s: &dyn SessionsStore) {
     };
     s.put_sandbox(&sb).await.expect("sandbox");
     assert_eq!(s.get_sandbox(&tid("sess_files")).await.expect("get"), Some(sb.clone()));
+    let both = s.get_sandboxes(&[tid("sess_files"), tid("sess_none")]).await.expect("batch");
+    assert_eq!(both, vec![sb.clone()], "one query for a page, missing ones absent");
+    assert!(s.get_sandboxes(&[]).await.expect("empty").is_empty());
     assert!(s.expired_sandboxes(50, 10).await.expect("expired").is_empty());
     assert_eq!(s.expired_sandboxes(101, 10).await.expect("expired").len(), 1);
     s.put_sandbox(&SandboxState { snapshot_sha256: String::new(), ..sb }).await.expect("cleared");

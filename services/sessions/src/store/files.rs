@@ -21,6 +21,8 @@ pub trait FilesStore: Send + Sync + 'static {
     /// Records a capture: each file replaces the row of its path.
     async fn put_files(&self, files: &[SessionFile]) -> Result<()>;
     async fn get_sandbox(&self, session_id: &SessionId) -> Result<Option<SandboxState>>;
+    /// The sandboxes of several Sessions (a page of a list) in one query.
+    async fn get_sandboxes(&self, session_ids: &[SessionId]) -> Result<Vec<SandboxState>>;
     async fn put_sandbox(&self, s: &SandboxState) -> Result<()>;
     /// Sandboxes that expired before `now_ms` and still hold a snapshot.
     async fn expired_sandboxes(&self, now_ms: i64, limit: i64) -> Result<Vec<SandboxState>>;
@@ -117,6 +119,20 @@ impl FilesStore for SqlSessionsStore {
             .await
             .map_err(db_err)?;
         row.as_ref().map(sandbox).transpose()
+    }
+
+    async fn get_sandboxes(&self, session_ids: &[SessionId]) -> Result<Vec<SandboxState>> {
+        if session_ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let marks: Vec<String> = (1..=session_ids.len()).map(|n| format!("${n}")).collect();
+        let sql = format!("SELECT * FROM session_sandboxes WHERE session_id IN ({})", marks.join(", "));
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for id in session_ids {
+            q = q.bind(id);
+        }
+        let rows = q.fetch_all(&self.db.pool).await.map_err(db_err)?;
+        rows.iter().map(sandbox).collect()
     }
 
     async fn put_sandbox(&self, x: &SandboxState) -> Result<()> {
