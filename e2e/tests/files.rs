@@ -4,13 +4,9 @@
 //! 8 MiB concatenate to the exact file.
 #![cfg(test)]
 
+use checkfu_core::sha256_hex;
 use checkfu_e2e::*;
 use serde_json::{Value, json};
-
-fn sha256_hex(b: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(b))
-}
 
 async fn turn(a: &Api, me: &str, sid: &str, command: &str) {
     let text = format!("call bash {}", json!({"command": command}));

@@ -1,8 +1,9 @@
 //! The conformance suite every [`BlobStore`] passes.
 
-use crate::{BlobStore, chunks_of, sha256_hex};
+use crate::{BlobStore, chunks_of};
 use bytes::Bytes;
 use checkfu_core::Code;
+use checkfu_core::sha256_hex;
 
 /// Runs every check against `store`, under `prefix` (unique per run).
 pub async fn run(store: &dyn BlobStore, prefix: &str) {

@@ -167,11 +167,6 @@ impl BlobStore for ObjectBlobs {
     }
 }
 
-/// Digest of some bytes, as blob keys name them.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(sha2::Sha256::digest(bytes))
-}
-
 /// A stream of one in-memory buffer, in chunks (tests, small blobs).
 pub fn chunks_of(bytes: Bytes, chunk: usize) -> impl futures_util::Stream<Item = Result<Bytes>> + Send + Unpin {
     let parts: Vec<Result<Bytes>> =

@@ -86,7 +86,9 @@ pub fn issue(dir: &Path, name: &str, roles: &BTreeSet<Role>, days: i64) -> anyho
     Ok(Issued { ca: ca_path, cert: cert_path, key: key_path, created_ca })
 }
 
-fn write(path: &Path, bytes: &[u8], secret: bool) -> anyhow::Result<()> {
+/// Writes `bytes` to `path` (created or truncated; a secret with mode 0600)
+/// and flushes it to disk.
+pub(crate) fn write(path: &Path, bytes: &[u8], secret: bool) -> anyhow::Result<()> {
     use std::io::Write;
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create(true).truncate(true);
@@ -96,6 +98,6 @@ fn write(path: &Path, bytes: &[u8], secret: bool) -> anyhow::Result<()> {
         opts.mode(if secret { 0o600 } else { 0o644 });
     }
     let mut f = opts.open(path).with_context(|| format!("writing {}", path.display()))?;
-    f.write_all(bytes)?;
+    f.write_all(bytes).and_then(|()| f.sync_all())?;
     Ok(())
 }

@@ -97,18 +97,11 @@ fn read_paired(path: &Path) -> anyhow::Result<Option<Paired>> {
     }
 }
 
+/// Written whole, then renamed over the old one: a crash leaves one or
+/// the other.
 fn write_paired(path: &Path, p: &Paired) -> anyhow::Result<()> {
-    use std::io::Write;
     let tmp = path.with_extension("tmp");
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let mut f = opts.open(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(serde_json::to_string_pretty(p)?.as_bytes()).and_then(|()| f.sync_all())?;
+    crate::certs::write(&tmp, serde_json::to_string_pretty(p)?.as_bytes(), true)?;
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
 

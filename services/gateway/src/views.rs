@@ -434,6 +434,7 @@ fn sandbox(s: &ss::Session) -> Value {
 }
 
 pub fn session(s: &ss::Session) -> Session {
+    let sandbox = sandbox(s);
     Session {
         id: s.id.clone(),
         environment_id: s.environment_id.clone(),
@@ -447,8 +448,8 @@ pub fn session(s: &ss::Session) -> Session {
         budget_id: opt(&s.budget_id),
         usage: usage(&s.usage),
         execution: execution(s),
-        sandbox_expires_at: sandbox(s).get("expires_at").and_then(Value::as_str).map(str::to_string),
-        sandbox: sandbox(s),
+        sandbox_expires_at: sandbox.get("expires_at").and_then(Value::as_str).map(str::to_string),
+        sandbox,
         created_at: s.created_at.clone(),
         updated_at: s.updated_at.clone(),
         version: s.version,

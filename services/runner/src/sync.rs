@@ -71,10 +71,16 @@ struct Found {
     mtime_ns: i128,
 }
 
+/// A file's modification time, in nanoseconds.
+fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
+    use std::os::unix::fs::MetadataExt;
+    i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
+}
+
 /// Every regular file beneath `root` (symbolic links and other kinds are
 /// not followed or kept), at most `limit`.
 fn walk(root: &Path, limit: usize) -> std::io::Result<Vec<Found>> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::fs::PermissionsExt;
     let mut out = vec![];
     let mut stack = vec![(root.to_path_buf(), String::new())];
     while let Some((dir, prefix)) = stack.pop() {
@@ -89,8 +95,13 @@ fn walk(root: &Path, limit: usize) -> std::io::Result<Vec<Found>> {
                 if out.len() >= limit {
                     return Ok(out);
                 }
-                let mtime_ns = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
-                out.push(Found { rel, abs: e.path(), size: meta.len(), mode: meta.permissions().mode() & 0o777, mtime_ns });
+                out.push(Found {
+                    rel,
+                    abs: e.path(),
+                    size: meta.len(),
+                    mode: meta.permissions().mode() & 0o777,
+                    mtime_ns: mtime_ns(&meta),
+                });
             }
         }
     }
@@ -169,8 +180,10 @@ impl Runner {
         if want.is_empty() || want == local.snapshot_sha256 {
             return Ok(());
         }
-        let manifest: Manifest = serde_json::from_slice(&self.download(lease, "snapshot", want).await?)
-            .map_err(|e| Status::data_loss(format!("the snapshot manifest is unreadable: {e}")))?;
+        let mut manifest = vec![];
+        self.download(lease, want, &mut manifest).await?;
+        let manifest: Manifest =
+            serde_json::from_slice(&manifest).map_err(|e| Status::data_loss(format!("the snapshot manifest is unreadable: {e}")))?;
         std::fs::create_dir_all(&root).map_err(|e| Status::internal(format!("creating the workspace: {e}")))?;
         let keep: std::collections::BTreeSet<&str> = manifest.files.iter().map(|e| e.path.as_str()).collect();
         let present = walk(&root, MAX_ENTRIES).unwrap_or_default();
@@ -188,14 +201,12 @@ impl Runner {
             });
             if !same {
                 let file = files.create(Path::new(&e.path)).map_err(|err| Status::internal(format!("restoring {:?}: {err}", e.path)))?;
-                self.download_to(lease, &e.sha256, tokio::fs::File::from_std(file)).await?;
+                self.download(lease, &e.sha256, &mut tokio::fs::File::from_std(file)).await?;
                 use std::os::unix::fs::PermissionsExt;
                 let _ = std::fs::set_permissions(&abs, std::fs::Permissions::from_mode(e.mode & 0o755));
             }
             if let Ok(meta) = abs.symlink_metadata() {
-                use std::os::unix::fs::MetadataExt;
-                let mtime_ns = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
-                seen.insert(e.path.clone(), (meta.len(), mtime_ns, e.sha256.clone()));
+                seen.insert(e.path.clone(), (meta.len(), mtime_ns(&meta), e.sha256.clone()));
             }
         }
         local.snapshot_sha256 = want.to_string();
@@ -204,8 +215,8 @@ impl Runner {
         Ok(())
     }
 
-    /// Streams a snapshot blob into `to`, a chunk at a time.
-    async fn download_to(&self, lease: &pb::LeaseRef, sha256: &str, mut to: tokio::fs::File) -> Result<(), Status> {
+    /// Streams a snapshot blob into `to` (a file, or memory), a chunk at a time.
+    async fn download(&self, lease: &pb::LeaseRef, sha256: &str, to: &mut (impl tokio::io::AsyncWrite + Unpin)) -> Result<(), Status> {
         use tokio::io::AsyncWriteExt;
         let req = pb::GetBlobRequest { lease: Some(lease.clone()), kind: "snapshot".into(), sha256: sha256.into() };
         let mut stream = self.runs.clone().get_blob(req).await?.into_inner();
@@ -213,16 +224,6 @@ impl Runner {
             to.write_all(&chunk.data).await.map_err(|e| Status::internal(format!("restoring: {e}")))?;
         }
         to.flush().await.map_err(|e| Status::internal(format!("restoring: {e}")))
-    }
-
-    async fn download(&self, lease: &pb::LeaseRef, kind: &str, sha256: &str) -> Result<Vec<u8>, Status> {
-        let req = pb::GetBlobRequest { lease: Some(lease.clone()), kind: kind.into(), sha256: sha256.into() };
-        let mut stream = self.runs.clone().get_blob(req).await?.into_inner();
-        let mut out = vec![];
-        while let Some(chunk) = stream.message().await? {
-            out.extend_from_slice(&chunk.data);
-        }
-        Ok(out)
     }
 
     /// Uploads a file (read as it is sent, 1 MiB at a time) or `bytes`.
@@ -294,7 +295,7 @@ impl Runner {
         }
         self.capture_outputs(lease, &found, &entries, &mut local).await?;
         let manifest = serde_json::to_vec(&Manifest { files: entries.clone() }).map_err(|e| Status::internal(e.to_string()))?;
-        let manifest_sha = hex::encode(sha2::Sha256::digest(&manifest));
+        let manifest_sha = checkfu_core::sha256_hex(&manifest);
         if manifest_sha != local.snapshot_sha256 || local.unenforced != reported {
             let mut shas: Vec<String> = entries.iter().map(|e| e.sha256.clone()).collect();
             shas.push(manifest_sha.clone());
@@ -345,9 +346,8 @@ impl Runner {
             let sha256 = if f.size > MAX_CAPTURED { String::new() } else { e.sha256.clone() };
             outputs.push((pb::OfferedFile { path: rel.to_string(), size: f.size as i64, sha256 }, &f.abs));
         }
-        let digest = hex::encode(sha2::Sha256::digest(
-            outputs.iter().map(|(o, _)| format!("{}\0{}\0{}\n", o.path, o.size, o.sha256)).collect::<String>().as_bytes(),
-        ));
+        let digest =
+            checkfu_core::sha256_hex(outputs.iter().map(|(o, _)| format!("{}\0{}\0{}\n", o.path, o.size, o.sha256)).collect::<String>());
         if outputs.is_empty() || digest == local.outputs_sha256 {
             return Ok(());
         }

@@ -129,14 +129,6 @@ impl SessionsService {
 
     /// Sweeps every `every` until `stop`.
     pub async fn run_approval_sweeper(self, every: Duration, stop: CancellationToken) {
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = tokio::time::sleep(every) => {}
-            }
-            if let Err(e) = self.sweep_approvals().await {
-                tracing::warn!(error = %e, "approval sweep failed; retrying");
-            }
-        }
+        crate::service::every(every, stop, "approval", || self.sweep_approvals()).await
     }
 }

@@ -32,9 +32,10 @@ impl SessionsService {
         self.token_key.as_ref().ok_or_else(|| Error::unavailable("this sessions service signs no capability tokens (no installation key)"))
     }
 
-    /// The token for the lease `run` is held under now.
-    pub(crate) async fn mint_capability(&self, session: &Session, run: &Run) -> Result<String> {
-        let tools = served_outside_sandbox(&self.run_tools(session).await?);
+    /// The token for the lease `run` is held under now; `tools` are the
+    /// Run's (`run_tools`).
+    pub(crate) fn mint_capability(&self, session: &Session, run: &Run, tools: &[ToolDecl]) -> Result<String> {
+        let tools = served_outside_sandbox(tools);
         self.token_key()?.sign(&Claims {
             session_id: run.session_id.to_string(),
             run_id: run.id.to_string(),
@@ -57,7 +58,7 @@ impl SessionsService {
             Some((s, _)) => s,
             None => self.session(&run.session_id).await?,
         };
-        self.mint_capability(&session, &run).await
+        self.mint_capability(&session, &run, &self.run_tools(&session).await?)
     }
 
     /// The claims of a token whose lease is still held now.

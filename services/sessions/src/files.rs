@@ -62,8 +62,13 @@ fn check_sha(sha: &str) -> Result<()> {
     }
 }
 
+/// Where a Session's blobs of `kind` live (one prefix to delete).
+fn prefix(session: &SessionId, kind: BlobKind) -> String {
+    format!("sessions/{session}/{}", kind.dir())
+}
+
 fn key(session: &SessionId, kind: BlobKind, sha: &str) -> String {
-    format!("sessions/{session}/{}/{sha}", kind.dir())
+    format!("{}/{sha}", prefix(session, kind))
 }
 
 fn check_offered(files: &[Offered]) -> Result<()> {
@@ -98,15 +103,10 @@ impl SessionsService {
         self.blobs.as_ref().ok_or_else(|| Error::unavailable("this installation has no blob store"))
     }
 
-    /// The Session a write for `lease` goes to, while the lease holds.
-    async fn held_session(&self, lease: &Lease) -> Result<SessionId> {
-        self.session_of(lease).await
-    }
-
     /// What becomes of each offered file, and which bytes are missing.
     pub async fn plan_files(&self, lease: &Lease, files: Vec<Offered>) -> Result<Vec<(Offered, FileStatus, bool)>> {
         check_offered(&files)?;
-        let sid = self.held_session(lease).await?;
+        let sid = self.session_of(lease).await?;
         let kept = self.store.all_files(&sid).await?;
         let mut out = vec![];
         for (o, status) in decide(&kept, &files) {
@@ -120,7 +120,7 @@ impl SessionsService {
     /// file's bytes must be in the blob store.
     pub async fn record_files(&self, lease: &Lease, files: Vec<Offered>) -> Result<Vec<(Offered, FileStatus)>> {
         check_offered(&files)?;
-        let sid = self.held_session(lease).await?;
+        let sid = self.session_of(lease).await?;
         let kept = self.store.all_files(&sid).await?;
         let decided = decide(&kept, &files);
         let now = now_ms();
@@ -158,7 +158,7 @@ impl SessionsService {
     ) -> Result<u64> {
         let kind = BlobKind::parse(kind)?;
         check_sha(sha256)?;
-        let sid = self.held_session(lease).await?;
+        let sid = self.session_of(lease).await?;
         self.blobs()?.put_stream(&key(&sid, kind, sha256), sha256, kind.max_bytes(), chunks).await
     }
 
@@ -167,7 +167,7 @@ impl SessionsService {
         if sha256s.len() > MAX_MANIFEST_ENTRIES {
             return Err(Error::invalid_field("sha256s", format!("ask about at most {MAX_MANIFEST_ENTRIES} blobs")));
         }
-        let sid = self.held_session(lease).await?;
+        let sid = self.session_of(lease).await?;
         let mut missing = vec![];
         for sha in sha256s {
             check_sha(&sha)?;
@@ -182,14 +182,14 @@ impl SessionsService {
     pub async fn read_blob(&self, lease: &Lease, kind: &str, sha256: &str, offset: u64, length: u64) -> Result<Bytes> {
         let kind = BlobKind::parse(kind)?;
         check_sha(sha256)?;
-        let sid = self.held_session(lease).await?;
+        let sid = self.session_of(lease).await?;
         self.blobs()?.read(&key(&sid, kind, sha256), offset, length).await
     }
 
     pub async fn blob_size(&self, lease: &Lease, kind: &str, sha256: &str) -> Result<u64> {
         let kind = BlobKind::parse(kind)?;
         check_sha(sha256)?;
-        let sid = self.held_session(lease).await?;
+        let sid = self.session_of(lease).await?;
         self.blobs()?.size(&key(&sid, kind, sha256)).await?.ok_or_else(|| Error::not_found("blob", sha256))
     }
 
@@ -201,7 +201,7 @@ impl SessionsService {
         if unenforced.len() > 64 || unenforced.iter().any(|u| u.field.len() > 200 || u.reason.len() > 1000) {
             return Err(Error::invalid_field("unenforced", "at most 64 entries of bounded length"));
         }
-        let sid = self.held_session(lease).await?;
+        let sid = self.session_of(lease).await?;
         let current =
             self.store.get_sandbox(&sid).await?.ok_or_else(|| Error::new(Code::PreconditionFailed, "the sandbox never materialised"))?;
         if manifest_sha256.is_empty() {
@@ -236,33 +236,31 @@ impl SessionsService {
     /// the first time, started over once expired.
     pub(crate) async fn materialise(&self, session: &Session, spec: &SandboxSpec) -> Result<Materialised> {
         let now = now_ms();
-        let profile = serde_json::to_value(spec).unwrap_or(Value::Null);
+        let prior = match self.store.get_sandbox(&session.id).await? {
+            Some(s) if s.expires_ms > now => return Ok(Materialised { state: s, fresh: false }),
+            prior => prior,
+        };
+        if prior.is_some() {
+            self.blobs()?.delete_prefix(&prefix(&session.id, BlobKind::Snapshot)).await?;
+            tracing::info!(session_id = %session.id, "the sandbox expired; the turn starts with a fresh filesystem");
+        }
         // Most runners have no delegated cgroup; one that does reports the
         // difference.
-        let local = checkfu_core::plane::local_unenforced(&profile, false);
-        let fresh_state = || SandboxState {
+        let profile = serde_json::to_value(spec).unwrap_or(Value::Null);
+        let unenforced = checkfu_core::plane::local_unenforced(&profile, false)
+            .into_iter()
+            .map(|(field, reason)| Unenforced { field, reason })
+            .collect();
+        let state = SandboxState {
             session_id: session.id.clone(),
             snapshot_sha256: String::new(),
             materialized_ms: now,
             expires_ms: expiry(now, spec.retention_days),
-            unenforced: local.iter().map(|(field, reason)| Unenforced { field: field.clone(), reason: reason.clone() }).collect(),
+            unenforced,
             updated_ms: now,
         };
-        match self.store.get_sandbox(&session.id).await? {
-            Some(s) if s.expires_ms > now => Ok(Materialised { state: s, fresh: false }),
-            Some(_) => {
-                self.blobs()?.delete_prefix(&format!("sessions/{}/snapshot", session.id)).await?;
-                let state = fresh_state();
-                self.store.put_sandbox(&state).await?;
-                tracing::info!(session_id = %session.id, "the sandbox expired; the turn starts with a fresh filesystem");
-                Ok(Materialised { state, fresh: true })
-            }
-            None => {
-                let state = fresh_state();
-                self.store.put_sandbox(&state).await?;
-                Ok(Materialised { state, fresh: true })
-            }
-        }
+        self.store.put_sandbox(&state).await?;
+        Ok(Materialised { state, fresh: true })
     }
 
     /// What a runner is told about the sandbox of a Run it claims.
@@ -283,7 +281,7 @@ impl SessionsService {
     pub async fn sweep_sandboxes(&self) -> Result<usize> {
         let expired = self.store.expired_sandboxes(now_ms(), 100).await?;
         for s in &expired {
-            self.blobs()?.delete_prefix(&format!("sessions/{}/snapshot", s.session_id)).await?;
+            self.blobs()?.delete_prefix(&prefix(&s.session_id, BlobKind::Snapshot)).await?;
             self.store.put_sandbox(&SandboxState { snapshot_sha256: String::new(), updated_ms: now_ms(), ..s.clone() }).await?;
         }
         Ok(expired.len())
@@ -291,17 +289,14 @@ impl SessionsService {
 
     /// Deletes expired snapshots every `every` until `stop`.
     pub async fn run_sandbox_sweeper(self, every: std::time::Duration, stop: tokio_util::sync::CancellationToken) {
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep(every) => {}
-                () = stop.cancelled() => return,
+        crate::service::every(every, stop, "sandbox", || async {
+            let n = self.sweep_sandboxes().await?;
+            if n > 0 {
+                tracing::info!(sandboxes = n, "deleted the snapshots of expired sandboxes");
             }
-            match self.sweep_sandboxes().await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(sandboxes = n, "deleted the snapshots of expired sandboxes"),
-                Err(e) => tracing::warn!(error = %e, "sweeping expired sandboxes failed"),
-            }
-        }
+            Ok(())
+        })
+        .await
     }
 
     /// The sandboxes of a page of Sessions, by Session.
@@ -342,7 +337,8 @@ impl SessionsService {
 mod tests {
     use super::*;
     use crate::store::conformance::{SID, service};
-    use checkfu_blobs::{ObjectBlobs, chunks_of, sha256_hex};
+    use checkfu_blobs::{ObjectBlobs, chunks_of};
+    use checkfu_core::sha256_hex;
 
     fn spec(retention_days: i64) -> SandboxSpec {
         SandboxSpec::compile(json!({"image": "debian:12", "retention_days": retention_days.min(30)})).expect("spec")

@@ -132,6 +132,20 @@ pub(crate) fn session(s: Session) -> pb::Session {
     }
 }
 
+fn runner(r: Runner) -> pb::Runner {
+    pb::Runner {
+        id: r.id.into(),
+        environment_id: r.environment_id.into(),
+        pool: r.pool,
+        principal_id: r.principal_id.into(),
+        name: r.name,
+        status: r.status.as_str().into(),
+        last_seen_at: rfc3339_opt(r.last_seen_ms),
+        created_at: rfc3339(r.created_ms),
+        revoked_at: rfc3339_opt(r.revoked_ms),
+    }
+}
+
 fn session_file(f: SessionFile) -> pb::SessionFile {
     pb::SessionFile {
         id: f.id.into(),
@@ -504,18 +518,18 @@ impl Rpc for SessionsGrpc {
     }
 
     async fn get_runner(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Runner> {
-        ok(crate::grpc_runner::runner(self.svc.get_runner(&r.into_inner().id).await?))
+        ok(runner(self.svc.get_runner(&r.into_inner().id).await?))
     }
 
     async fn list_runners(&self, r: Request<pb::ListInEnvironmentsRequest>) -> R<pb::ListRunnersResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
         let (rows, next_page) = p.finish(self.svc.list_runners(&r.environment_ids, &p).await?, |x: &Runner| &x.id);
-        ok(pb::ListRunnersResponse { data: rows.into_iter().map(crate::grpc_runner::runner).collect(), next_page })
+        ok(pb::ListRunnersResponse { data: rows.into_iter().map(runner).collect(), next_page })
     }
 
     async fn revoke_runner(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Runner> {
-        ok(crate::grpc_runner::runner(self.svc.revoke_runner(&r.into_inner().id).await?))
+        ok(runner(self.svc.revoke_runner(&r.into_inner().id).await?))
     }
 
     async fn verify_capability(&self, r: Request<pb::VerifyCapabilityRequest>) -> R<pb::CapabilityScope> {

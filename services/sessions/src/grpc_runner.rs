@@ -5,7 +5,6 @@ use crate::model::{Claimant, Runner};
 use crate::runs::Lease;
 use crate::service::SessionsService;
 use checkfu_core::id::{RunId, SessionId};
-use checkfu_core::time::{rfc3339, rfc3339_opt};
 use checkfu_core::{Code, Error, Role};
 use checkfu_proto::runner::v1 as pb;
 use checkfu_proto::runner::v1::runner_service_server::RunnerService as Rpc;
@@ -31,20 +30,6 @@ fn lease(l: Option<pb::LeaseRef>) -> Result<Lease, Error> {
     let l = l.ok_or_else(|| Error::invalid_field("lease", "the lease is required"))?;
     let session_id = (!l.session_id.is_empty()).then(|| SessionId::parse("lease.session_id", &l.session_id)).transpose()?;
     Ok(Lease { run_id: RunId::parse("lease.run_id", &l.run_id)?, lease_id: l.lease_id, generation: l.generation, session_id })
-}
-
-pub(crate) fn runner(r: Runner) -> checkfu_proto::sessions::v1::Runner {
-    checkfu_proto::sessions::v1::Runner {
-        id: r.id.into(),
-        environment_id: r.environment_id.into(),
-        pool: r.pool,
-        principal_id: r.principal_id.into(),
-        name: r.name,
-        status: r.status.as_str().into(),
-        last_seen_at: rfc3339_opt(r.last_seen_ms),
-        created_at: rfc3339(r.created_ms),
-        revoked_at: rfc3339_opt(r.revoked_ms),
-    }
 }
 
 /// The self-hosted Runner a call through the public edge comes from (its

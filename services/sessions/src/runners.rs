@@ -11,7 +11,7 @@
 use crate::model::*;
 use crate::runs::Lease;
 use crate::service::SessionsService;
-use checkfu_core::id::{EnvironmentId, PairingId, PrincipalId, RunId, RunnerId, SessionId};
+use checkfu_core::id::{EnvironmentId, PairingId, PrincipalId, RunnerId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result, sha256_hex};
@@ -137,7 +137,7 @@ impl SessionsService {
         let runner = self.get_runner(id).await?;
         self.store.revoke_runner(&runner.id, now_ms()).await?;
         for (run_id, session_id) in self.store.runs_held_by(&runner.id).await? {
-            self.take_back(&session_id, &run_id).await?;
+            self.queue_again(&session_id, |r| r.id == run_id && r.status == RunStatus::Running).await?;
         }
         self.get_runner(id).await
     }
@@ -155,19 +155,6 @@ impl SessionsService {
             None => self.store.active_run(&s.id).await?,
         };
         Ok(run.is_some_and(|r| r.status == RunStatus::Queued || (r.status == RunStatus::Running && r.lease_expires_ms < now_ms())))
-    }
-
-    /// Puts a Run back in the queue whoever holds it; the next claim takes
-    /// it under the next generation.
-    async fn take_back(&self, session_id: &SessionId, run_id: &RunId) -> Result<()> {
-        self.transact(session_id, |d| {
-            if let Some(run) = d.run.clone().filter(|r| &r.id == run_id && r.status == RunStatus::Running) {
-                d.put_run(Run { status: RunStatus::Queued, lease_expires_ms: 0, runner_id: String::new(), ..run });
-            }
-            Ok(())
-        })
-        .await
-        .map(|_| ())
     }
 
     /// A Runner hands a Run back (it is stopping): the Run goes back in the

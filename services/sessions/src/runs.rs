@@ -282,7 +282,7 @@ impl SessionsService {
     pub(crate) async fn work_item(&self, session: Session, run: Run, tail: i64) -> Result<WorkItem> {
         let tail = self.store.list_events(&session.id, (session.last_seq - tail).max(0), tail, &[]).await?;
         let tools = self.run_tools(&session).await?;
-        let capability = self.mint_capability(&session, &run).await?;
+        let capability = self.mint_capability(&session, &run, &tools)?;
         let sandbox = self.sandbox_for(&session).await?;
         Ok(WorkItem { lease: Lease::of(&run), session, run, tools, tail, capability, sandbox })
     }
@@ -329,8 +329,14 @@ impl SessionsService {
     /// Puts a Run still held under `lease` back in the queue.
     pub(crate) async fn requeue(&self, lease: &Lease) -> Result<()> {
         let session_id = self.session_to_write(lease).await?;
-        self.transact(&session_id, |d| {
-            if let Some(run) = d.run.clone().filter(|r| lease.holds(r)) {
+        self.queue_again(&session_id, |r| lease.holds(r)).await
+    }
+
+    /// Puts the Session's active Run back in the queue if `which` picks it;
+    /// the next claim takes it under the next generation.
+    pub(crate) async fn queue_again(&self, session_id: &SessionId, which: impl Fn(&Run) -> bool) -> Result<()> {
+        self.transact(session_id, |d| {
+            if let Some(run) = d.run.clone().filter(|r| which(r)) {
                 d.put_run(Run { status: RunStatus::Queued, lease_expires_ms: 0, runner_id: String::new(), ..run });
             }
             Ok(())

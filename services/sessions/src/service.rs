@@ -578,6 +578,24 @@ pub struct Feed {
 }
 
 /// Whether a write leaves a Run waiting for a runner.
+/// Runs `sweep` every `every` until `stop`; a failed sweep is logged and
+/// tried again next time.
+pub(crate) async fn every<F, Fut, T>(every: std::time::Duration, stop: tokio_util::sync::CancellationToken, what: &str, sweep: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        if let Err(e) = sweep().await {
+            tracing::warn!(error = %e, "{what} sweep failed; retrying");
+        }
+    }
+}
+
 fn queues(runs: &[Run]) -> bool {
     runs.iter().any(|r| r.status == RunStatus::Queued)
 }
