@@ -80,8 +80,10 @@ async fn the_runner_protocol_on_the_public_port_is_fenced_by_credential_lease_an
     let nobody_api = Api::new(&p.base, key.1["secret"].as_str().unwrap());
     let body = json!({"environment_id": p.env_id, "principal_id": nobody_id, "pool": "edge"});
     expect(&nobody_api.post("/v1/runner-pairings", body).await, 403, Some("permission.denied"));
-    let long = json!({"environment_id": p.env_id, "principal_id": p.admin_id, "pool": "edge", "ttl_seconds": 901});
-    expect(&a.post("/v1/runner-pairings", long).await, 400, Some("validation.invalid"));
+    for ttl in [901, 0] {
+        let bad = json!({"environment_id": p.env_id, "principal_id": p.admin_id, "pool": "edge", "ttl_seconds": ttl});
+        expect(&a.post("/v1/runner-pairings", bad).await, 400, Some("validation.invalid"));
+    }
     let replayed = a
         .post_with(
             "/v1/runner-pairings",

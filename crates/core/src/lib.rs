@@ -28,10 +28,15 @@ pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
 /// A new secret: `prefix` and 256 random bits in hex. Stored only as its
 /// SHA-256; a fast hash suffices because the secret itself is high-entropy.
 pub fn new_secret(prefix: &str) -> String {
+    format!("{prefix}{}", hex::encode(random_bytes::<32>()))
+}
+
+/// `N` bytes from the operating system's generator (via `rand`).
+pub fn random_bytes<const N: usize>() -> [u8; N] {
     use rand::Rng;
-    let mut bytes = [0u8; 32];
+    let mut bytes = [0u8; N];
     rand::rng().fill_bytes(&mut bytes);
-    format!("{prefix}{}", hex::encode(bytes))
+    bytes
 }
 
 /// Declares a closed string enum: the wire spelling of each variant, `ALL`,

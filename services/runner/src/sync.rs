@@ -78,12 +78,12 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
 }
 
 /// Every regular file beneath `root` (symbolic links and other kinds are
-/// not followed or kept), at most `limit`.
+/// not followed or kept), at most `limit`, in path order.
 fn walk(root: &Path, limit: usize) -> std::io::Result<Vec<Found>> {
     use std::os::unix::fs::PermissionsExt;
     let mut out = vec![];
     let mut stack = vec![(root.to_path_buf(), String::new())];
-    while let Some((dir, prefix)) = stack.pop() {
+    'dirs: while let Some((dir, prefix)) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         for e in entries.flatten() {
             let Ok(name) = e.file_name().into_string() else { continue };
@@ -93,7 +93,7 @@ fn walk(root: &Path, limit: usize) -> std::io::Result<Vec<Found>> {
                 stack.push((e.path(), rel));
             } else if meta.is_file() {
                 if out.len() >= limit {
-                    return Ok(out);
+                    break 'dirs;
                 }
                 out.push(Found {
                     rel,
@@ -186,8 +186,9 @@ impl Runner {
             serde_json::from_slice(&manifest).map_err(|e| Status::data_loss(format!("the snapshot manifest is unreadable: {e}")))?;
         std::fs::create_dir_all(&root).map_err(|e| Status::internal(format!("creating the workspace: {e}")))?;
         let keep: std::collections::BTreeSet<&str> = manifest.files.iter().map(|e| e.path.as_str()).collect();
-        let present = walk(&root, MAX_ENTRIES).unwrap_or_default();
-        for f in &present {
+        let present: BTreeMap<String, Found> =
+            walk(&root, MAX_ENTRIES).unwrap_or_default().into_iter().map(|f| (f.rel.clone(), f)).collect();
+        for f in present.values() {
             if !keep.contains(f.rel.as_str()) {
                 let _ = std::fs::remove_file(&f.abs);
             }
@@ -196,7 +197,7 @@ impl Runner {
         let mut seen = BTreeMap::new();
         for e in &manifest.files {
             let abs = root.join(&e.path);
-            let same = present.iter().find(|f| f.rel == e.path).is_some_and(|f| {
+            let same = present.get(&e.path).is_some_and(|f| {
                 f.size == e.size && local.seen.get(&f.rel).is_some_and(|(s, m, sha)| *s == f.size && *m == f.mtime_ns && sha == &e.sha256)
             });
             if !same {
@@ -364,5 +365,28 @@ impl Runner {
         self.runs.clone().record_files(pb::FilesRequest { lease: Some(lease.clone()), files }).await?;
         local.outputs_sha256 = digest;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_walk_lists_regular_files_in_path_order_even_when_cut_short() {
+        let dir = tempfile::tempdir().expect("dir");
+        for p in ["b/z.txt", "b/a.txt", "a.txt", "c/d/e.txt", "m.txt"] {
+            let path = dir.path().join(p);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, p).expect("write");
+        }
+        std::os::unix::fs::symlink("a.txt", dir.path().join("link")).expect("symlink");
+        let all: Vec<String> = walk(dir.path(), 100).expect("walk").into_iter().map(|f| f.rel).collect();
+        assert_eq!(all, ["a.txt", "b/a.txt", "b/z.txt", "c/d/e.txt", "m.txt"], "links are not kept");
+        let cut: Vec<String> = walk(dir.path(), 3).expect("walk").into_iter().map(|f| f.rel).collect();
+        assert_eq!(cut.len(), 3);
+        let mut sorted = cut.clone();
+        sorted.sort();
+        assert_eq!(cut, sorted, "a manifest is the same for the same workspace");
     }
 }

@@ -39,7 +39,7 @@ pub async fn create_pairing(
         environment_id: b.environment_id,
         principal_id: b.principal_id,
         pool: b.pool,
-        ttl_seconds: b.ttl_seconds.unwrap_or(0),
+        ttl_seconds: b.ttl_seconds,
         created_by: caller.principal_id.clone(),
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/runner-pairings", &body, || async {
