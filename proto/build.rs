@@ -16,6 +16,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn collect(dir: &std::path::Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    // A new file changes its directory, not any file already listed.
+    println!("cargo:rerun-if-changed={}", dir.display());
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
         if path.is_dir() {

@@ -81,6 +81,12 @@ pub enum Command {
         #[command(flatten)]
         args: crate::self_hosted::RunnerArgs,
     },
+    /// The agent in a Kubernetes sandbox pod: serves a Session's sandbox
+    /// tools to its runner (the operator's pods run it; not for people).
+    SandboxAgent {
+        #[command(flatten)]
+        args: crate::sandbox_agent::SandboxAgentArgs,
+    },
     /// List and answer ActionApprovals.
     Approvals {
         #[command(flatten)]
@@ -180,6 +186,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 stop.cancel();
             });
             crate::self_hosted::run(args, shutdown).await
+        }
+        Command::SandboxAgent { args } => {
+            let shutdown = tokio_util::sync::CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                wait_for_signal().await;
+                stop.cancel();
+            });
+            crate::sandbox_agent::run(args, shutdown).await
         }
         Command::Approvals { client, action } => crate::approvals_cli::approvals(client, action, &mut std::io::stdout()).await,
         Command::Up { settings, allow_private_targets } => {

@@ -112,6 +112,9 @@ pub struct SandboxSpec {
     pub expires_at: String,
     /// The workspace volume's storage class; default the cluster's.
     pub storage_class: Option<String>,
+    /// The Secret (made by the runner, owned by this Sandbox) whose `token`
+    /// the in-pod agent requires on every call.
+    pub agent_secret: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -121,6 +124,8 @@ pub struct SandboxStatus {
     /// `Pending`, `Ready`, `Expired` or `Failed`.
     pub phase: String,
     pub pod_phase: Option<String>,
+    /// `ip:port` of the in-pod agent, once the pod is ready.
+    pub address: Option<String>,
     pub conditions: Vec<Condition>,
 }
 

@@ -10,10 +10,11 @@
 
 use crate::crd::Sandbox;
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EmptyDirVolumeSource, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource,
-    Pod, PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, SecurityContext, Volume, VolumeMount,
-    VolumeResourceRequirements,
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, Probe, ResourceRequirements, SeccompProfile, SecretKeySelector,
+    SecurityContext, TCPSocketAction, Volume, VolumeMount, VolumeResourceRequirements,
 };
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicySpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
@@ -22,12 +23,19 @@ use std::collections::BTreeMap;
 
 /// The uid the sandbox runs as (any image: no user of its own is needed).
 pub const SANDBOX_UID: i64 = 65_532;
-/// Where the workspace is mounted in the pod.
-pub const WORKSPACE: &str = "/mnt/session";
+/// Where the workspace is mounted in the pod (the path the tools show).
+pub const WORKSPACE: &str = "/workspace";
 /// Where the in-pod agent is copied to.
 const AGENT_DIR: &str = "/checkfu";
+/// Where the agent is in the operator's (Checkfu's) image.
+const AGENT_IN_IMAGE: &str = "/usr/local/bin/checkfu";
+/// The agent's port.
+pub const AGENT_PORT: i32 = 7070;
+/// The key of the Sandbox's Secret holding the agent token.
+pub const TOKEN_KEY: &str = "token";
 
-fn name(sb: &Sandbox) -> String {
+/// The name of every child of a Sandbox.
+pub fn name(sb: &Sandbox) -> String {
     format!("sandbox-{}", sb.metadata.name.clone().unwrap_or_default())
 }
 
@@ -102,7 +110,7 @@ pub fn sandbox_pod(sb: &Sandbox, agent_image: &str) -> Pod {
             init_containers: Some(vec![Container {
                 name: "agent".into(),
                 image: Some(agent_image.into()),
-                command: Some(vec!["/checkfu".into(), "sandbox-agent".into(), "--install".into(), AGENT_DIR.into()]),
+                command: Some(vec![AGENT_IN_IMAGE.into(), "sandbox-agent".into(), "--install".into(), AGENT_DIR.into()]),
                 security_context: Some(locked_down()),
                 volume_mounts: Some(vec![mount("agent", AGENT_DIR, false)]),
                 resources: Some(ResourceRequirements {
@@ -115,8 +123,33 @@ pub fn sandbox_pod(sb: &Sandbox, agent_image: &str) -> Pod {
             containers: vec![Container {
                 name: "sandbox".into(),
                 image: Some(sb.spec.image.clone()),
-                command: Some(vec![format!("{AGENT_DIR}/checkfu"), "sandbox-agent".into(), "--workspace".into(), WORKSPACE.into()]),
+                command: Some(vec![
+                    format!("{AGENT_DIR}/checkfu"),
+                    "sandbox-agent".into(),
+                    "--workspace".into(),
+                    WORKSPACE.into(),
+                    "--listen".into(),
+                    format!("0.0.0.0:{AGENT_PORT}"),
+                ]),
                 working_dir: Some(WORKSPACE.into()),
+                env: Some(vec![EnvVar {
+                    name: "CHECKFU_SANDBOX_AGENT_TOKEN".into(),
+                    value_from: Some(EnvVarSource {
+                        secret_key_ref: Some(SecretKeySelector {
+                            name: sb.spec.agent_secret.clone(),
+                            key: TOKEN_KEY.into(),
+                            optional: Some(false),
+                        }),
+                        ..EnvVarSource::default()
+                    }),
+                    value: None,
+                }]),
+                ports: Some(vec![ContainerPort { name: Some("agent".into()), container_port: AGENT_PORT, ..ContainerPort::default() }]),
+                readiness_probe: Some(Probe {
+                    tcp_socket: Some(TCPSocketAction { port: IntOrString::Int(AGENT_PORT), host: None }),
+                    period_seconds: Some(2),
+                    ..Probe::default()
+                }),
                 security_context: Some(locked_down()),
                 resources: Some(ResourceRequirements { limits: Some(limits.clone()), requests: Some(limits), ..Default::default() }),
                 volume_mounts: Some(vec![
@@ -179,7 +212,11 @@ pub fn network_policy(sb: &Sandbox) -> NetworkPolicy {
             policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
             ingress: Some(vec![k8s_openapi::api::networking::v1::NetworkPolicyIngressRule {
                 from: Some(vec![component("runner")]),
-                ports: None,
+                ports: Some(vec![k8s_openapi::api::networking::v1::NetworkPolicyPort {
+                    port: Some(IntOrString::Int(AGENT_PORT)),
+                    protocol: Some("TCP".into()),
+                    end_port: None,
+                }]),
             }]),
             egress: Some(vec![NetworkPolicyEgressRule { to: Some(vec![component("capability-gateway")]), ports: None }]),
         }),
@@ -201,6 +238,7 @@ mod tests {
                 resources: Resources { cpu_millis: 1500, memory_mib: 2048, disk_mib: 4096 },
                 expires_at: "2026-12-31T00:00:00Z".into(),
                 storage_class: Some("fast".into()),
+                agent_secret: "sandbox-sess-01jx-agent".into(),
             },
         );
         sb.metadata.namespace = Some("agents".into());
@@ -237,6 +275,15 @@ mod tests {
         assert_eq!(limits["memory"], Quantity("2048Mi".into()));
         assert!(limits.contains_key("ephemeral-storage"));
         assert_eq!(main.resources.as_ref().and_then(|r| r.requests.clone()), Some(limits), "requests are the limits");
+        let env = serde_json::to_value(&main.env).expect("json");
+        assert_eq!(env[0]["valueFrom"]["secretKeyRef"]["name"], "sandbox-sess-01jx-agent", "the token comes from the Secret");
+        assert!(env[0].get("value").is_none_or(|v| v.is_null()), "never inline");
+        assert_eq!(main.command.as_ref().map(|c| c[..2].to_vec()), Some(vec!["/checkfu/checkfu".to_string(), "sandbox-agent".to_string()]));
+        let init = &spec.init_containers.as_ref().expect("init")[0];
+        assert_eq!(init.image.as_deref(), Some("ghcr.io/checkfu/checkfu:0.1.0"), "the agent comes from Checkfu's image");
+        let mounts = main.volume_mounts.clone().unwrap_or_default();
+        assert!(mounts.iter().any(|m| m.mount_path == "/checkfu" && m.read_only == Some(true)), "the agent is read-only to the sandbox");
+        assert!(mounts.iter().any(|m| m.mount_path == WORKSPACE && m.read_only == Some(false)));
         let owner = &pod.metadata.owner_references.as_ref().expect("owner")[0];
         assert_eq!((owner.kind.as_str(), owner.controller), ("Sandbox", Some(true)));
         assert_eq!(pod.metadata.namespace.as_deref(), Some("agents"));

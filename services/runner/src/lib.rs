@@ -5,10 +5,12 @@
 //! The same code runs in-process under `checkfu up` and as a self-hosted or
 //! Kubernetes runner.
 
+pub mod agent;
 pub mod agent_loop;
 pub mod cache;
 pub mod cgroup;
 pub mod confined;
+pub mod conformance;
 pub mod model;
 pub mod sandbox;
 pub mod sync;
@@ -133,9 +135,9 @@ impl Runner {
         tokens.get(&work.run_id).cloned().unwrap_or_else(|| work.capability_token.clone())
     }
 
-    /// Whether `bash` can be isolated on this host.
-    pub(crate) fn isolation(&self) -> bool {
-        self.missing.is_empty()
+    /// What confines `bash` on this host.
+    pub(crate) fn isolation(&self) -> sandbox::Isolation {
+        if self.missing.is_empty() { sandbox::Isolation::Bubblewrap } else { sandbox::Isolation::Unavailable }
     }
 
     /// Claims and executes Runs until `shutdown`. Runs still in flight then
