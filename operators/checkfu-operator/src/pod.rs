@@ -14,10 +14,10 @@ use k8s_openapi::api::core::v1::{
     PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, Probe, ResourceRequirements, SeccompProfile, SecretKeySelector,
     SecurityContext, TCPSocketAction, Volume, VolumeMount, VolumeResourceRequirements,
 };
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicySpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::Resource;
 use std::collections::BTreeMap;
 
