@@ -81,6 +81,12 @@ pub enum Command {
         #[command(flatten)]
         args: crate::self_hosted::RunnerArgs,
     },
+    /// The Kubernetes operator: keeps `Runner` and `Sandbox` resources
+    /// (docs/operator.md).
+    Operator {
+        #[command(flatten)]
+        args: crate::operator::OperatorArgs,
+    },
     /// The agent in a Kubernetes sandbox pod: serves a Session's sandbox
     /// tools to its runner (the operator's pods run it; not for people).
     SandboxAgent {
@@ -186,6 +192,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 stop.cancel();
             });
             crate::self_hosted::run(args, shutdown).await
+        }
+        Command::Operator { args } => {
+            let shutdown = tokio_util::sync::CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                wait_for_signal().await;
+                tracing::info!("stopping: giving the leader lease up");
+                stop.cancel();
+            });
+            crate::operator::run(args, shutdown).await
         }
         Command::SandboxAgent { args } => {
             let shutdown = tokio_util::sync::CancellationToken::new();

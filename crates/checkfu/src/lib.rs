@@ -10,6 +10,7 @@ pub mod health;
 pub mod key_file;
 pub mod mesh;
 pub mod node;
+pub mod operator;
 pub mod roles;
 pub mod sandbox_agent;
 pub mod self_hosted;

@@ -15,7 +15,6 @@ use anyhow::{Context, bail};
 use checkfu_proto::runner::v1 as rp;
 use checkfu_proto::runner::v1::runner_service_client::RunnerServiceClient;
 use checkfu_proto::transport::{self, Transport};
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -42,22 +41,19 @@ pub struct RunnerArgs {
     /// A name for this Runner, shown in `GET /v1/runners`.
     #[arg(long)]
     name: Option<String>,
+    /// Run with the pairing in this file (written by the Kubernetes
+    /// operator into a runner pod's credentials Secret), waiting for it to
+    /// appear, instead of pairing with a code.
+    #[arg(long, conflicts_with = "pairing_code")]
+    credential_file: Option<PathBuf>,
 }
 
-/// What pairing left in the data directory.
-#[derive(Debug, Serialize, Deserialize)]
-struct Paired {
-    server: String,
-    runner_id: String,
-    credential: String,
-    environment_id: String,
-    pool: String,
-    principal_id: String,
-}
+/// What pairing left in the data directory (or the operator wrote).
+use checkfu_operator::installation::Paired;
 
 const CREDENTIAL_FILE: &str = "runner.json";
 
-fn base_url(server: &str) -> anyhow::Result<String> {
+pub(crate) fn base_url(server: &str) -> anyhow::Result<String> {
     let s = server.trim().trim_end_matches('/').trim_end_matches("/v1").trim_end_matches('/');
     if !(s.starts_with("http://") || s.starts_with("https://")) {
         bail!("--server must be an http:// or https:// URL, got {server:?}");
@@ -65,7 +61,7 @@ fn base_url(server: &str) -> anyhow::Result<String> {
     Ok(s.to_string())
 }
 
-fn channel(url: &str) -> anyhow::Result<tonic::transport::Channel> {
+pub(crate) fn channel(url: &str) -> anyhow::Result<tonic::transport::Channel> {
     let mut endpoint = tonic::transport::Endpoint::from_shared(url.to_string())
         .with_context(|| format!("{url:?} is not a URL"))?
         .connect_timeout(Duration::from_secs(10))
@@ -137,11 +133,41 @@ async fn pair(args: &RunnerArgs, url: &str, file: &Path) -> anyhow::Result<Paire
     Ok(p)
 }
 
+/// Waits for the operator to write this pod's pairing (a Secret volume
+/// is updated by the kubelet within a minute or so).
+async fn given(file: &Path, url: &str, shutdown: &CancellationToken) -> anyhow::Result<Option<Paired>> {
+    let mut said = false;
+    loop {
+        if let Some(p) = read_paired(file)? {
+            if p.server.trim_end_matches('/') != url {
+                bail!("{} holds a credential for {}, not {url}", file.display(), p.server);
+            }
+            return Ok(Some(p));
+        }
+        if !said {
+            println!("waiting for this Runner's credential at {}", file.display());
+            said = true;
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return Ok(None),
+            _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+        }
+    }
+}
+
 pub async fn run(args: RunnerArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
     let url = base_url(&args.server)?;
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
-    let file = args.data_dir.join(CREDENTIAL_FILE);
-    let paired = pair(&args, &url, &file).await?;
+    let (paired, file) = match &args.credential_file {
+        Some(f) => match given(f, &url, &shutdown).await? {
+            Some(p) => (p, f.clone()),
+            None => return Ok(()),
+        },
+        None => {
+            let file = args.data_dir.join(CREDENTIAL_FILE);
+            (pair(&args, &url, &file).await?, file)
+        }
+    };
     if let Some(pool) = &args.pool
         && pool != &paired.pool
     {

@@ -19,6 +19,8 @@ pub struct PairRequest {
     pub environment_id: String,
     pub principal_id: String,
     pub pool: String,
+    /// The Runner's name (the pod's), shown in `GET /v1/runners`.
+    pub name: String,
 }
 
 /// A paired Runner: what `checkfu runner` keeps (its `runner.json`, or

@@ -282,19 +282,20 @@ async fn apply(r: &Runner, ctx: &Context) -> Result<Action, Error> {
     held.retain(|pod, _| names.contains(pod));
     write_credentials(r, ctx, std::mem::take(&mut changes)).await?;
 
-    let req = PairRequest {
-        server: r.spec.server.clone(),
-        api_key: key.clone(),
-        environment_id: r.spec.environment_id.clone(),
-        principal_id: r.spec.principal_id.clone(),
-        pool: r.spec.pool.clone(),
-    };
     for pod in &live {
         let current = pod.annotations().get(ROTATION).cloned().unwrap_or_default() == rotation;
         let name = pod.name_any();
         if !current || held.contains_key(&name) {
             continue;
         }
+        let req = PairRequest {
+            server: r.spec.server.clone(),
+            api_key: key.clone(),
+            environment_id: r.spec.environment_id.clone(),
+            principal_id: r.spec.principal_id.clone(),
+            pool: r.spec.pool.clone(),
+            name: name.clone(),
+        };
         let paired = ctx.installation.pair(&req).await?;
         // Recorded at once: a credential no Secret holds would be a Runner
         // no one can revoke.
