@@ -124,6 +124,17 @@ impl Platform {
         Self::start_tuned(dir, Role::ALL.into_iter().collect(), tuning).await
     }
 
+    /// With options made by hand (start from [`embedded_options`]).
+    pub async fn start_with_options(dir: &Path, opts: NodeOptions) -> Platform {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let node = Node::start_with(listener, None, opts).await.unwrap();
+        let base = format!("http://{}", node.addr);
+        let key = std::fs::read_to_string(dir.join("admin.key")).unwrap().trim().to_string();
+        wait_ready(&base).await;
+        let Installation { admin, admin_id, env_id } = Installation::discover(&base, &key).await;
+        Platform { base, admin, admin_id, env_id, data_dir: dir.to_path_buf(), internal_base: None, node: Some(node) }
+    }
+
     async fn start_tuned(dir: &Path, roles: BTreeSet<Role>, tuning: Tuning) -> Platform {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let key_file = dir.join("admin.key");

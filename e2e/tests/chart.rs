@@ -27,10 +27,37 @@ fn tools_present() -> bool {
 
 /// The chart rendered with default and production values, linted and
 /// validated (`ci/render.py`): `{default: [...], production: [...]}`.
+/// Rendering takes a while: the report is kept (in the test build's temp
+/// directory) under a digest of every chart file, and reused while they
+/// are unchanged.
 fn render() -> Value {
+    let digest = checkfu_core::sha256_hex(chart_files(&root().join("charts")));
+    let cached = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("chart-report-{digest}.json"));
+    if let Ok(bytes) = std::fs::read(&cached) {
+        return serde_json::from_slice(&bytes).unwrap();
+    }
     let out = Command::new("python3").arg(root().join("charts/checkfu/ci/render.py")).output().unwrap();
     assert!(out.status.success(), "render/validate failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let tmp = cached.with_extension(format!("{}.tmp", std::process::id()));
+    std::fs::write(&tmp, &out.stdout).unwrap();
+    std::fs::rename(&tmp, &cached).unwrap();
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Every file under `dir` (links followed), by path and content, in order.
+fn chart_files(dir: &std::path::Path) -> Vec<u8> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    let mut out = vec![];
+    for p in paths {
+        if p.is_dir() {
+            out.extend(chart_files(&p));
+        } else {
+            out.extend(p.display().to_string().into_bytes());
+            out.extend(std::fs::read(&p).unwrap());
+        }
+    }
+    out
 }
 
 fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
@@ -63,8 +90,11 @@ fn the_chart_renders_valid_manifests_for_every_role() {
     let default = report["default"].as_array().unwrap();
     let prod = report["production"].as_array().unwrap();
 
-    let mut deployed: Vec<&str> =
-        default.iter().filter(|d| d["kind"] == "Deployment").filter_map(|d| d["name"].as_str()?.strip_prefix("checkfu-")).collect();
+    let mut deployed: Vec<&str> = default
+        .iter()
+        .filter(|d| d["kind"] == "Deployment" && d["name"] != "checkfu-operator")
+        .filter_map(|d| d["name"].as_str()?.strip_prefix("checkfu-"))
+        .collect();
     let mut table = roles();
     deployed.sort();
     table.sort();
@@ -180,6 +210,111 @@ fn the_chart_renders_valid_manifests_for_every_role() {
     assert_eq!(image, "registry.example.com/checkfu:0.1.0");
 }
 
+/// The operator, the CRDs and the RBAC: namespaced Roles holding exactly
+/// what each account uses, nothing cluster-wide; the runner gets an account
+/// (allowed to create Sandboxes) only with the Kubernetes sandbox driver.
+#[test]
+fn the_operator_crds_and_rbac_render_scoped() {
+    if !tools_present() {
+        return;
+    }
+    let report = render();
+    for (label, docs) in report.as_object().unwrap() {
+        let docs = docs.as_array().unwrap();
+        let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+        assert!(!kinds.contains(&"ClusterRole") && !kinds.contains(&"ClusterRoleBinding"), "{label}: nothing cluster-wide");
+        let crds: Vec<&str> = docs.iter().filter(|d| d["kind"] == "CustomResourceDefinition").filter_map(|d| d["name"].as_str()).collect();
+        assert_eq!(crds, ["runners.checkfu.dev", "sandboxes.checkfu.dev"], "{label}: the CRD chart is installed");
+        for role in docs.iter().filter(|d| d["kind"] == "Role") {
+            for rule in role["doc"]["rules"].as_array().unwrap() {
+                let all = |k: &str| rule[k].as_array().into_iter().flatten().any(|v| v == "*");
+                assert!(!all("verbs") && !all("resources") && !all("apiGroups"), "{label}: no wildcard in {}: {rule}", role["name"]);
+            }
+        }
+        let op = find(docs, "Deployment", "checkfu-operator");
+        let spec = &op["spec"]["template"]["spec"];
+        assert_eq!(spec["serviceAccountName"], "checkfu-operator");
+        assert_eq!(op["spec"]["replicas"], 2, "a standby replica (leader election)");
+        let c = &spec["containers"][0];
+        let ns = if label == "kubernetes" { "agents" } else { "checkfu" };
+        assert_eq!(c["args"], serde_json::json!(["operator", "--namespace", ns]));
+        assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true);
+        let env: Vec<&str> = c["env"].as_array().unwrap().iter().filter_map(|e| e["name"].as_str()).collect();
+        assert!(env.contains(&"CHECKFU_OPERATOR_IMAGE") && env.contains(&"POD_NAME") && env.contains(&"POD_NAMESPACE"));
+
+        let role = find(docs, "Role", "checkfu-operator");
+        assert_eq!(role["metadata"]["namespace"], ns, "{label}: the operator's Role is in the namespace it watches");
+        let grants = |doc: &Value| -> Vec<String> {
+            let mut out = vec![];
+            for r in doc["rules"].as_array().unwrap() {
+                for g in r["apiGroups"].as_array().unwrap() {
+                    for res in r["resources"].as_array().unwrap() {
+                        for v in r["verbs"].as_array().unwrap() {
+                            out.push(format!("{}/{}:{}", g.as_str().unwrap(), res.as_str().unwrap(), v.as_str().unwrap()));
+                        }
+                    }
+                }
+            }
+            out.sort();
+            out
+        };
+        let g = grants(role);
+        for must in [
+            "checkfu.dev/sandboxes/status:patch",
+            "checkfu.dev/runners:watch",
+            "/pods:create",
+            "/pods:delete",
+            "apps/deployments:patch",
+            "networking.k8s.io/networkpolicies:create",
+            "events.k8s.io/events:create",
+            "/secrets:get",
+            "/secrets:create",
+            "checkfu.dev/sandboxes/finalizers:update",
+        ] {
+            assert!(g.contains(&must.to_string()), "{label}: the operator needs {must}: {g:?}");
+        }
+        for never in ["/secrets:list", "/secrets:watch", "/secrets:delete", "checkfu.dev/sandboxes:create", "checkfu.dev/runners:delete"] {
+            assert!(!g.contains(&never.to_string()), "{label}: the operator does not need {never}");
+        }
+        let leader = find(docs, "Role", "checkfu-operator-leader");
+        let renew =
+            leader["rules"].as_array().unwrap().iter().find(|r| r["verbs"].as_array().unwrap().iter().any(|v| v == "update")).unwrap();
+        assert_eq!(renew["resourceNames"], serde_json::json!(["checkfu-operator"]), "{label}: only its own Lease");
+
+        let runner = find(docs, "Deployment", "checkfu-runner");
+        let rs = &runner["spec"]["template"]["spec"];
+        let driver =
+            rs["containers"][0]["env"].as_array().unwrap().iter().find(|e| e["name"] == "CHECKFU_SANDBOX_DRIVER").unwrap()["value"].clone();
+        let kube = label == "kubernetes";
+        assert_eq!(driver, if kube { "kubernetes" } else { "local" }, "{label}");
+        assert_eq!(rs["automountServiceAccountToken"], kube, "{label}: the runner gets a token only to create Sandboxes");
+        let has_role = docs.iter().any(|d| d["kind"] == "Role" && d["name"] == "checkfu-runner-sandboxes");
+        assert_eq!(has_role, kube, "{label}");
+        if kube {
+            assert_eq!(rs["serviceAccountName"], "checkfu-runner");
+            let r = find(docs, "Role", "checkfu-runner-sandboxes");
+            assert_eq!(r["metadata"]["namespace"], "agents");
+            let g = grants(r);
+            assert_eq!(
+                g,
+                [
+                    "/secrets:create",
+                    "/secrets:get",
+                    "checkfu.dev/sandboxes:create",
+                    "checkfu.dev/sandboxes:delete",
+                    "checkfu.dev/sandboxes:get",
+                    "checkfu.dev/sandboxes:list",
+                    "checkfu.dev/sandboxes:patch"
+                ]
+            );
+            let env = rs["containers"][0]["env"].as_array().unwrap();
+            let val = |n: &str| env.iter().find(|e| e["name"] == n).map(|e| e["value"].clone()).unwrap_or_default();
+            assert_eq!(val("CHECKFU_SANDBOX_NAMESPACE"), "agents");
+            assert_eq!(val("CHECKFU_SANDBOX_STORAGE_CLASS"), "fast-ssd");
+        }
+    }
+}
+
 /// The CRD chart (generated from the operator's types; the operator's own
 /// test checks they are current) validates against the Kubernetes schemas.
 #[test]
@@ -203,6 +338,15 @@ fn the_tiltfile_parses() {
     let script = "import starlark, sys; starlark.parse('Tiltfile', open(sys.argv[1]).read()); print('ok')";
     let out = Command::new("python3").args(["-c", script]).arg(root().join("Tiltfile")).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Every resource it names is a Deployment of the chart, the operator's too.
+    let tilt = std::fs::read_to_string(root().join("Tiltfile")).unwrap();
+    let report = render();
+    let default = report["default"].as_array().unwrap();
+    let named: Vec<&str> = tilt.split("k8s_resource('").skip(1).filter_map(|r| r.split('\'').next()).collect();
+    assert!(named.contains(&"checkfu-operator"), "the Tiltfile brings the operator up");
+    for name in named.iter().filter(|n| !n.ends_with("-")) {
+        find(default, "Deployment", name);
+    }
 }
 
 #[test]

@@ -8,19 +8,29 @@ import helm_python
 
 CHART = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
-def render(values_file):
+def merge(into, over):
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(into.get(k), dict):
+            merge(into[k], v)
+        else:
+            into[k] = v
+    return into
+
+def render(values_files):
     values = {}
-    if values_file:
+    for values_file in values_files:
         with open(values_file) as f:
-            values = yaml.safe_load(f)
+            merge(values, yaml.safe_load(f))
     helm_python.lint(CHART, values, strict=True)
     chart = helm_python.Chart.load(CHART)
     return chart.render(values, name="checkfu", namespace="checkfu", is_install=True)
 
 def main():
     report = {}
-    for label, vf in [("default", None), ("production", os.path.join(CHART, "ci", "production-values.yaml"))]:
-        files = render(vf)
+    prod = os.path.join(CHART, "ci", "production-values.yaml")
+    kube = os.path.join(CHART, "ci", "kubernetes-values.yaml")
+    for label, vfs in [("default", []), ("production", [prod]), ("kubernetes", [prod, kube])]:
+        files = render(vfs)
         docs = []
         for path, text in sorted(files.items()):
             for doc in yaml.safe_load_all(text):

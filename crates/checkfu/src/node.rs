@@ -96,6 +96,14 @@ impl NodeOptions {
             heartbeat_every: std::time::Duration::from_millis(c.runner.heartbeat_ms),
             workspaces: c.workspaces(),
             sandbox_cgroup: c.runner.sandbox_cgroup.clone(),
+            kubernetes: (c.runner.sandbox_driver == "kubernetes").then(|| {
+                let ns =
+                    c.runner.sandbox_namespace.clone().or_else(|| std::env::var("POD_NAMESPACE").ok()).unwrap_or_else(|| "default".into());
+                checkfu_runner::kubernetes::KubeSettings {
+                    storage_class: c.runner.sandbox_storage_class.clone(),
+                    ..checkfu_runner::kubernetes::KubeSettings::new(&ns)
+                }
+            }),
             ..Default::default()
         };
         if let Some(id) = &c.runner.id {

@@ -198,9 +198,14 @@ pub fn workspace_claim(sb: &Sandbox) -> PersistentVolumeClaim {
 /// No ingress but from the runner pods (the agent's channel); egress only
 /// to the capability gateway (the sandbox's one way out).
 pub fn network_policy(sb: &Sandbox) -> NetworkPolicy {
+    // The chart's pods (`app.kubernetes.io/name: checkfu`), so a
+    // self-hosted runner pod in the same namespace is not a peer.
     let component = |c: &str| NetworkPolicyPeer {
         pod_selector: Some(LabelSelector {
-            match_labels: Some(BTreeMap::from([("app.kubernetes.io/component".to_string(), c.to_string())])),
+            match_labels: Some(BTreeMap::from([
+                ("app.kubernetes.io/name".to_string(), "checkfu".to_string()),
+                ("app.kubernetes.io/component".to_string(), c.to_string()),
+            ])),
             match_expressions: None,
         }),
         ..NetworkPolicyPeer::default()
@@ -302,6 +307,12 @@ mod tests {
         assert_eq!(egress.len(), 1);
         let to = serde_json::to_value(&egress[0]).expect("json");
         assert_eq!(to["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"], "capability-gateway");
+        assert_eq!(to["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/name"], "checkfu");
         assert!(to.get("ports").is_none() || to["ports"].is_null());
+        let ingress = serde_json::to_value(&spec.ingress).expect("json");
+        assert_eq!(ingress.as_array().map(Vec::len), Some(1), "only the managed runner reaches the agent");
+        assert_eq!(ingress[0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"], "runner");
+        assert_eq!(ingress[0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/name"], "checkfu");
+        assert_eq!(ingress[0]["ports"][0]["port"], AGENT_PORT);
     }
 }

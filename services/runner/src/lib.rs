@@ -11,6 +11,7 @@ pub mod cache;
 pub mod cgroup;
 pub mod confined;
 pub mod conformance;
+pub mod kubernetes;
 pub mod model;
 pub mod sandbox;
 pub mod sync;
@@ -27,6 +28,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+
+/// The runner protocol's client.
+pub type RunsClient = RunnerServiceClient<Transport>;
 
 #[derive(Debug, Clone)]
 pub struct RunnerConfig {
@@ -45,6 +49,9 @@ pub struct RunnerConfig {
     /// A delegated cgroup v2 directory: each sandboxed command then runs in
     /// a child cgroup with memory and process limits (see `cgroup.rs`).
     pub sandbox_cgroup: Option<std::path::PathBuf>,
+    /// The Kubernetes managed plane: Sessions' sandboxes are pods kept by
+    /// the operator (`None`: workspaces on this host, under bubblewrap).
+    pub kubernetes: Option<kubernetes::KubeSettings>,
 }
 
 /// Holds the next model call until released: the runner signals `reached`,
@@ -80,6 +87,7 @@ impl Default for RunnerConfig {
             workspaces: std::env::temp_dir().join("checkfu-workspaces"),
             hold_before_model: None,
             sandbox_cgroup: None,
+            kubernetes: None,
         }
     }
 }
@@ -109,6 +117,9 @@ pub struct Runner {
     /// The newest capability token of each Run in progress (heartbeats
     /// renew it with the lease).
     pub(crate) tokens: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+    /// On the Kubernetes managed plane: where Sessions' sandboxes are pods
+    /// (`None`: workspaces on this host).
+    pub(crate) kubernetes: Option<Arc<kubernetes::KubeSandboxes>>,
 }
 
 impl Runner {
@@ -126,6 +137,22 @@ impl Runner {
             missing: sandbox::missing_prerequisites().into(),
             transcripts: Arc::new(cache::TranscriptCache::new(1024)),
             tokens: Arc::default(),
+            kubernetes: None,
+        }
+    }
+
+    /// Runs the sandbox tools in sandbox pods (the Kubernetes plane).
+    pub fn with_kubernetes(mut self, sandboxes: Arc<kubernetes::KubeSandboxes>) -> Runner {
+        self.kubernetes = Some(sandboxes);
+        self
+    }
+
+    /// Deletes the Sandboxes of Sessions whose sandbox ended (the
+    /// Kubernetes plane; nothing to do otherwise); how many.
+    pub async fn sweep_sandboxes(&self) -> Result<usize, String> {
+        match &self.kubernetes {
+            Some(k) => k.sweep(&mut self.runs.clone()).await,
+            None => Ok(0),
         }
     }
 

@@ -171,6 +171,13 @@ impl Runner {
         let kind = d.declaration.as_ref().and_then(|x| x.get("type")).and_then(Value::as_str).unwrap_or_default();
         if kind == "builtin" && SANDBOX_TOOLS.contains(&d.call.name.as_str()) {
             let limits = crate::sync::limits(work, self.cfg.sandbox_cgroup.clone());
+            if let Some(pods) = &self.kubernetes {
+                let out = match pods.open(work, limits).await {
+                    Ok(sandbox) => sandbox.run(&d.call.name, &d.input).await,
+                    Err(e) => crate::sandbox::Outcome { content: format!("the sandbox is unavailable: {e}"), is_error: true },
+                };
+                return (out.content, out.is_error);
+            }
             let ws = match Workspace::open(&self.cfg.workspaces.join(session_id), self.isolation(), limits) {
                 Ok(ws) => ws,
                 Err(e) => return (format!("the session workspace is unavailable: {e}"), true),

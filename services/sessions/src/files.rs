@@ -304,6 +304,32 @@ impl SessionsService {
         Ok(self.store.get_sandboxes(ids).await?.into_iter().map(|s| (s.session_id.clone(), s)).collect())
     }
 
+    /// Of `ids`, the Sessions whose sandbox has ended: gone, terminated, or
+    /// past its expiry (a malformed id names nothing live either).
+    pub async fn ended_sandboxes(&self, ids: &[String]) -> Result<Vec<String>> {
+        const MOST: usize = 500;
+        if ids.len() > MOST {
+            return Err(Error::invalid_field("session_ids", format!("at most {MOST} at a time")));
+        }
+        let now = now_ms();
+        let mut ended = vec![];
+        for raw in ids {
+            let live = match SessionId::parse("session_ids", raw) {
+                Ok(id) => match self.store.get_session(&id).await? {
+                    Some(s) if s.status != SessionStatus::Terminated => {
+                        self.store.get_sandbox(&id).await?.is_some_and(|x| x.expires_ms > now)
+                    }
+                    _ => false,
+                },
+                Err(_) => false,
+            };
+            if !live {
+                ended.push(raw.clone());
+            }
+        }
+        Ok(ended)
+    }
+
     pub async fn sandbox_state(&self, session_id: &SessionId) -> Result<Option<SandboxState>> {
         self.store.get_sandbox(session_id).await
     }

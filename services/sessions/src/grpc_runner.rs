@@ -157,6 +157,14 @@ impl Rpc for RunnerGrpc {
         Ok(Response::new(pb::ReleaseResponse {}))
     }
 
+    async fn ended_sandboxes(&self, r: Request<pb::EndedSandboxesRequest>) -> R<pb::EndedSandboxesResponse> {
+        if self_hosted(&self.svc, &r).await?.is_some() {
+            return Err(Error::new(Code::PermissionDenied, "only the managed runner keeps Kubernetes sandboxes").into());
+        }
+        let ended = self.svc.ended_sandboxes(&r.into_inner().session_ids).await?;
+        Ok(Response::new(pb::EndedSandboxesResponse { ended }))
+    }
+
     async fn plan_files(&self, r: Request<pb::FilesRequest>) -> R<pb::FilesResponse> {
         self_hosted(&self.svc, &r).await?;
         let r = r.into_inner();

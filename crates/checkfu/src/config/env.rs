@@ -48,6 +48,9 @@ pub const VARIABLES: &[Variable] = &[
     var("CHECKFU_RUNNER_HEARTBEAT_MS", "runner.heartbeat_ms", Kind::Integer),
     var("CHECKFU_WORKSPACES", "runner.workspaces", Kind::Text),
     var("CHECKFU_SANDBOX_CGROUP", "runner.sandbox_cgroup", Kind::Text),
+    var("CHECKFU_SANDBOX_DRIVER", "runner.sandbox_driver", Kind::Text),
+    var("CHECKFU_SANDBOX_NAMESPACE", "runner.sandbox_namespace", Kind::Text),
+    var("CHECKFU_SANDBOX_STORAGE_CLASS", "runner.sandbox_storage_class", Kind::Text),
     var("CHECKFU_OPENAI_API_KEY", "providers.openai_api_key", Kind::Text),
     var("CHECKFU_ANTHROPIC_API_KEY", "providers.anthropic_api_key", Kind::Text),
 ];

@@ -149,6 +149,23 @@ pub struct RunnerSettings {
     /// A delegated cgroup v2 directory for sandbox limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_cgroup: Option<PathBuf>,
+    /// Where the sandbox tools run: `local` (a workspace on the runner's
+    /// host, under bubblewrap) or `kubernetes` (a sandbox pod per Session,
+    /// kept by the operator).
+    #[serde(default = "local")]
+    pub sandbox_driver: String,
+    /// The namespace of the sandbox pods (`kubernetes`); default the
+    /// runner's own (`POD_NAMESPACE`), else `default`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_namespace: Option<String>,
+    /// The sandbox workspaces' storage class (`kubernetes`); default the
+    /// cluster's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_storage_class: Option<String>,
+}
+
+fn local() -> String {
+    "local".into()
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -204,7 +221,15 @@ impl Config {
                 approval_ttl_seconds: 3_600,
                 run_lease_ms: checkfu_sessions::service::DEFAULT_LEASE_MS as u64,
             },
-            runner: RunnerSettings { id: None, heartbeat_ms: 4_000, workspaces: None, sandbox_cgroup: None },
+            runner: RunnerSettings {
+                id: None,
+                heartbeat_ms: 4_000,
+                workspaces: None,
+                sandbox_cgroup: None,
+                sandbox_driver: local(),
+                sandbox_namespace: None,
+                sandbox_storage_class: None,
+            },
             blob_store: None,
             providers: Providers::default(),
             mesh: None,
@@ -309,6 +334,9 @@ fn validate(c: &Config, sources: &BTreeMap<String, Source>, env: &Env) -> Result
     }
     if c.runner.heartbeat_ms >= c.timing.run_lease_ms {
         return Err(fail("runner.heartbeat_ms", "must be shorter than timing.run_lease_ms, or leases lapse between heartbeats".into()));
+    }
+    if !matches!(c.runner.sandbox_driver.as_str(), "local" | "kubernetes") {
+        return Err(fail("runner.sandbox_driver", format!("must be local or kubernetes, got {:?}", c.runner.sandbox_driver)));
     }
     if let Some(id) = &c.runner.id
         && !checkfu_core::id::is_valid("rnr", id)
