@@ -156,6 +156,10 @@ async fn a_sessions_tools_run_in_its_sandbox_pod_which_goes_when_the_session_end
     assert!(!serde_json::to_string(&evs).unwrap().contains(&token), "the agent token is in no event");
     assert!(!sb.to_string().contains(&token), "nor in the Sandbox");
 
+    // The pod enforces the image and the resources: nothing is unenforced.
+    let view = a.get(&format!("/v1/sessions/{sid}")).await;
+    assert_eq!(view.1["sandbox"]["unenforced"], json!([]), "{}", view.1);
+
     // A second turn uses the same pod.
     expect(&a.post(&format!("/v1/sessions/{sid}/events"), message(&p.admin_id, "call read {\"path\": \"notes/a.txt\"}")).await, 201, None);
     settle(a, &sid).await;

@@ -1,6 +1,6 @@
-//! What the local execution plane (the managed runner of `checkfu up` and
-//! self-hosted Runners, which share the sandbox code) enforces of a
-//! SandboxProfile revision. The control plane records it when a sandbox
+//! What each execution plane enforces of a SandboxProfile revision: the
+//! local plane (the managed runner of `checkfu up` and self-hosted Runners,
+//! which share the sandbox code) and the Kubernetes plane (sandbox pods). The control plane records it when a sandbox
 //! materialises and a runner reports only a difference, so the common case
 //! costs no call.
 
@@ -27,9 +27,32 @@ pub fn local_unenforced(profile: &Value, cpu_share: bool) -> Vec<(String, String
     out
 }
 
+/// What the Kubernetes managed plane (a sandbox pod per Session, of the
+/// profile's image, with its cpu, memory and disk as the pod's limits)
+/// does not enforce: only `packages`, which a read-only root filesystem
+/// cannot take at run time (build them into the image).
+pub fn kubernetes_unenforced(profile: &Value) -> Vec<(String, String)> {
+    let mut out = vec![];
+    if profile.get("packages").and_then(Value::as_array).is_some_and(|p| !p.is_empty()) {
+        out.push((
+            "packages".into(),
+            "sandbox pods run the image as built (read-only root filesystem): build the packages into the image".into(),
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kubernetes_plane_enforces_all_but_packages() {
+        assert!(kubernetes_unenforced(&serde_json::json!({"image": "debian:12", "packages": []})).is_empty());
+        let f = kubernetes_unenforced(&serde_json::json!({"image": "debian:12", "packages": ["jq"]}));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].0, "packages");
+    }
 
     #[test]
     fn what_the_local_plane_cannot_enforce_is_named() {

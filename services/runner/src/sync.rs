@@ -259,7 +259,11 @@ impl Runner {
         let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
         let mut local = read_local(&self.cfg.workspaces, &work.session_id);
         let cpu_share = self.cfg.sandbox_cgroup.as_deref().is_some_and(crate::cgroup::SandboxCgroup::cpu_available);
-        let reported = checkfu_core::plane::local_unenforced(sandbox.get("profile").unwrap_or(&Value::Null), cpu_share);
+        let profile = sandbox.get("profile").unwrap_or(&Value::Null);
+        let reported = match self.kubernetes {
+            Some(_) => checkfu_core::plane::kubernetes_unenforced(profile),
+            None => checkfu_core::plane::local_unenforced(profile, cpu_share),
+        };
         // The control plane recorded this plane's list when the sandbox
         // materialised; report only a difference.
         if local.unenforced.is_empty() {
