@@ -94,6 +94,11 @@ impl Drop for Cluster {
     }
 }
 
+/// Deletes a Sandbox as `kubectl delete` would.
+fn w_delete_sandbox(mock: &MockApi, name: &str) {
+    mock.delete("apis/checkfu.dev/v1alpha1", NS, "sandboxes", name);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sessions_tools_run_in_its_sandbox_pod_which_goes_when_the_session_ends() {
     let dir = tempfile::tempdir().unwrap();
@@ -129,7 +134,7 @@ async fn a_sessions_tools_run_in_its_sandbox_pod_which_goes_when_the_session_end
     expect(&a.post("/v1/action-policies", allow).await, 201, None);
     let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id})).await;
     let sid = id(&s.1);
-    let text = "call write {\"path\": \"notes/a.txt\", \"content\": \"from the pod\"}\ncall bash {\"command\": \"cat notes/a.txt && pwd\"}";
+    let text = "call write {\"path\": \"notes/a.txt\", \"content\": \"from the pod\"}\ncall bash {\"command\": \"cat notes/a.txt && pwd && mkdir -p outputs && head -c 3000000 /dev/urandom > outputs/report.bin\"}";
     expect(&a.post(&format!("/v1/sessions/{sid}/events"), message(&p.admin_id, text)).await, 201, None);
     settle(a, &sid).await;
 
@@ -160,6 +165,23 @@ async fn a_sessions_tools_run_in_its_sandbox_pod_which_goes_when_the_session_end
     let view = a.get(&format!("/v1/sessions/{sid}")).await;
     assert_eq!(view.1["sandbox"]["unenforced"], json!([]), "{}", view.1);
 
+    // Its outputs became the Session's files, the bytes read from the pod.
+    let listed = a.get(&format!("/v1/sessions/{sid}/files")).await;
+    expect(&listed, 200, None);
+    let report = listed.1["data"].as_array().unwrap().iter().find(|f| f["path"] == "report.bin").cloned().expect("report.bin captured");
+    assert_eq!((report["status"].as_str(), report["size"].as_i64()), (Some("captured"), Some(3_000_000)));
+    let in_pod = std::fs::read(dir.path().join("pods").join(&pod).join("outputs/report.bin")).unwrap();
+    let got = reqwest::Client::new()
+        .get(format!("{}/v1/sessions/{sid}/files/content?path=report.bin", p.base))
+        .bearer_auth(&a.key)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert!(got.as_ref() == in_pod.as_slice(), "the captured file is the pod's, byte for byte");
+
     // A second turn uses the same pod.
     expect(&a.post(&format!("/v1/sessions/{sid}/events"), message(&p.admin_id, "call read {\"path\": \"notes/a.txt\"}")).await, 201, None);
     settle(a, &sid).await;
@@ -167,6 +189,34 @@ async fn a_sessions_tools_run_in_its_sandbox_pod_which_goes_when_the_session_end
     let last = evs.iter().rev().find(|e| e["type"] == "agent.tool_result").unwrap();
     assert!(last["payload"]["content"].to_string().contains("from the pod"));
     assert_eq!(cluster.agents.lock().unwrap().len(), 1, "one pod for the Session");
+
+    // The pod and its workspace are lost (the Sandbox deleted behind the
+    // runner's back): the next turn gets a new pod, restored from the
+    // Session's snapshot.
+    w_delete_sandbox(&mock, &name);
+    for _ in 0..100 {
+        if mock.get("apis/checkfu.dev/v1alpha1", NS, "sandboxes", &name).is_none() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(mock.get("api/v1", NS, "pods", &pod).is_none(), "the old pod went");
+    expect(
+        &a.post(
+            &format!("/v1/sessions/{sid}/events"),
+            message(&p.admin_id, "call bash {\"command\": \"cat notes/a.txt; wc -c < outputs/report.bin\"}"),
+        )
+        .await,
+        201,
+        None,
+    );
+    settle(a, &sid).await;
+    let evs = events(a, &sid).await;
+    let last = evs.iter().rev().find(|e| e["type"] == "agent.tool_result").unwrap();
+    let out = last["payload"]["content"].to_string();
+    assert!(out.contains("from the pod") && out.contains("3000000"), "the new pod's workspace was restored: {out}");
+    let sb2 = mock.get("apis/checkfu.dev/v1alpha1", NS, "sandboxes", &name).expect("a new Sandbox");
+    assert_ne!(sb2["metadata"]["uid"], sb["metadata"]["uid"]);
 
     // The Session ends: its Sandbox, pod and token go.
     expect(&a.post(&format!("/v1/sessions/{sid}/archive"), json!({})).await, 200, None);

@@ -17,13 +17,16 @@
 //!   wall-clock limits are the local plane's, checked by the one conformance
 //!   suite (`conformance.rs`).
 
+use crate::confined::Root;
 use crate::sandbox::{Isolation, Limits, Outcome, Workspace};
+use crate::tree::{Chunks, Found, chunks_of, sha256_of, walk, write_to};
 use checkfu_proto::runner::v1 as pb;
+use futures_util::StreamExt;
 use pb::sandbox_agent_client::SandboxAgentClient;
 use pb::sandbox_agent_server::{SandboxAgent, SandboxAgentServer};
 use serde_json::Value;
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
@@ -114,6 +117,24 @@ fn limits(l: Option<pb::ToolLimits>) -> Limits {
     }
 }
 
+impl Agent {
+    /// The workspace's confined root (made when missing).
+    fn files(&self) -> Result<Root, Status> {
+        std::fs::create_dir_all(&self.root).map_err(|e| Status::unavailable(format!("the workspace is unavailable: {e}")))?;
+        Root::open(&self.root, None).map_err(|e| Status::unavailable(format!("the workspace is unavailable: {e}")))
+    }
+}
+
+fn file_error(path: &str) -> impl Fn(std::io::Error) -> Status + '_ {
+    move |e| match e.kind() {
+        std::io::ErrorKind::NotFound => Status::not_found(format!("{path}: no such file")),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::InvalidInput => Status::invalid_argument(format!("{path}: {e}")),
+        _ => Status::internal(format!("{path}: {e}")),
+    }
+}
+
+type FileStream = Pin<Box<dyn futures_util::Stream<Item = Result<pb::FileChunk, Status>> + Send>>;
+
 #[tonic::async_trait]
 impl SandboxAgent for Agent {
     async fn run_tool(&self, req: Request<pb::RunToolRequest>) -> Result<Response<pb::RunToolResponse>, Status> {
@@ -126,6 +147,59 @@ impl SandboxAgent for Agent {
         let out = ws.run(&r.tool, &input).await;
         Ok(Response::new(pb::RunToolResponse { content: out.content, is_error: out.is_error }))
     }
+
+    async fn list_files(&self, req: Request<pb::ListFilesRequest>) -> Result<Response<pb::ListFilesResponse>, Status> {
+        self.check(&req)?;
+        let limit = (req.into_inner().limit as usize).clamp(1, 100_000);
+        let root = self.root.clone();
+        let found = tokio::task::spawn_blocking(move || walk(&root, limit)).await.map_err(|e| Status::internal(e.to_string()))?;
+        let files = found
+            .into_iter()
+            .map(|f| pb::FileEntry { path: f.rel, size: f.size, mode: f.mode, mtime_ns: f.mtime_ns.clamp(0, i128::from(i64::MAX)) as i64 })
+            .collect();
+        Ok(Response::new(pb::ListFilesResponse { files }))
+    }
+
+    async fn hash_file(&self, req: Request<pb::FileRef>) -> Result<Response<pb::HashFileResponse>, Status> {
+        self.check(&req)?;
+        let path = req.into_inner().path;
+        let root = self.files()?;
+        let sha256 = tokio::task::spawn_blocking(move || sha256_of(&root, Path::new(&path)).map_err(file_error(&path)))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))??;
+        Ok(Response::new(pb::HashFileResponse { sha256 }))
+    }
+
+    type ReadFileStream = FileStream;
+
+    async fn read_file(&self, req: Request<pb::FileRef>) -> Result<Response<FileStream>, Status> {
+        self.check(&req)?;
+        let path = req.into_inner().path;
+        let file = self.files()?.open_file(Path::new(&path)).map_err(file_error(&path))?;
+        let chunks = chunks_of(file).map(|c| c.map(|data| pb::FileChunk { data, ..Default::default() }));
+        Ok(Response::new(Box::pin(chunks)))
+    }
+
+    async fn write_file(&self, req: Request<tonic::Streaming<pb::FileChunk>>) -> Result<Response<pb::WriteFileResponse>, Status> {
+        self.check(&req)?;
+        let mut stream = req.into_inner();
+        let head = stream.message().await?.ok_or_else(|| Status::invalid_argument("the first chunk names the file"))?;
+        if head.path.is_empty() {
+            return Err(Status::invalid_argument("the first chunk names the file"));
+        }
+        let first = futures_util::stream::iter([Ok(head.data)]);
+        let rest = stream.map(|c| c.map(|c| c.data));
+        let root = self.files()?;
+        let (size, mtime) = write_to(&root, Path::new(&head.path), head.mode, Box::pin(first.chain(rest))).await?;
+        Ok(Response::new(pb::WriteFileResponse { size, mtime_ns: mtime.clamp(0, i128::from(i64::MAX)) as i64 }))
+    }
+
+    async fn remove_file(&self, req: Request<pb::FileRef>) -> Result<Response<pb::RemoveFileResponse>, Status> {
+        self.check(&req)?;
+        let path = req.into_inner().path;
+        self.files()?.remove(Path::new(&path)).map_err(file_error(&path))?;
+        Ok(Response::new(pb::RemoveFileResponse {}))
+    }
 }
 
 /// The runner's side: a sandbox pod's agent, with the Run's limits.
@@ -134,6 +208,9 @@ pub struct RemoteSandbox {
     client: SandboxAgentClient<tonic::transport::Channel>,
     token: tonic::metadata::MetadataValue<tonic::metadata::Ascii>,
     limits: Limits,
+    /// Which sandbox this is (its Sandbox's uid): what the runner remembers
+    /// of a workspace holds only for the same one.
+    identity: String,
 }
 
 impl RemoteSandbox {
@@ -146,7 +223,17 @@ impl RemoteSandbox {
             .connect_lazy();
         let client = SandboxAgentClient::new(channel).max_decoding_message_size(MAX_MESSAGE).max_encoding_message_size(MAX_MESSAGE);
         let token = format!("Bearer {token}").parse().map_err(|_| "the sandbox agent token is malformed".to_string())?;
-        Ok(RemoteSandbox { client, token, limits })
+        Ok(RemoteSandbox { client, token, limits, identity: String::new() })
+    }
+
+    /// Names the sandbox (its Sandbox's uid).
+    pub fn with_identity(mut self, identity: &str) -> RemoteSandbox {
+        self.identity = identity.into();
+        self
+    }
+
+    pub fn identity(&self) -> &str {
+        &self.identity
     }
 
     /// Runs a sandbox tool in the pod; a failed call is an error result.
@@ -170,6 +257,46 @@ impl RemoteSandbox {
             }
             Err(s) => Outcome { content: format!("the sandbox pod could not run {tool}: {}", s.message()), is_error: true },
         }
+    }
+}
+
+impl RemoteSandbox {
+    fn authorized<T>(&self, msg: T) -> Request<T> {
+        let mut req = Request::new(msg);
+        req.metadata_mut().insert("authorization", self.token.clone());
+        req
+    }
+
+    pub async fn list_files(&self, limit: usize) -> Result<Vec<Found>, Status> {
+        let req = self.authorized(pb::ListFilesRequest { limit: limit.min(u32::MAX as usize) as u32 });
+        let files = self.client.clone().list_files(req).await?.into_inner().files;
+        Ok(files.into_iter().map(|f| Found { rel: f.path, size: f.size, mode: f.mode, mtime_ns: i128::from(f.mtime_ns) }).collect())
+    }
+
+    pub async fn hash_file(&self, path: &str) -> Result<String, Status> {
+        Ok(self.client.clone().hash_file(self.authorized(pb::FileRef { path: path.into() })).await?.into_inner().sha256)
+    }
+
+    pub async fn read_file(&self, path: &str) -> Result<Chunks, Status> {
+        let stream = self.client.clone().read_file(self.authorized(pb::FileRef { path: path.into() })).await?.into_inner();
+        Ok(Box::pin(stream.map(|c| c.map(|c| c.data))))
+    }
+
+    /// Writes a file in the pod; its size and modification time there.
+    pub async fn write_file(&self, path: &str, mode: u32, chunks: Chunks) -> Result<(u64, i128), Status> {
+        let head = pb::FileChunk { path: path.into(), mode, data: vec![] };
+        // A chunk that fails ends the stream: the file is left short, and
+        // the next restore finds it differs.
+        let body = crate::tree::until_error(chunks, |data| pb::FileChunk { data, ..Default::default() });
+        let stream = futures_util::stream::iter(vec![head]).chain(body);
+        let req = self.authorized(stream);
+        let r = self.client.clone().write_file(req).await?.into_inner();
+        Ok((r.size, i128::from(r.mtime_ns)))
+    }
+
+    pub async fn remove_file(&self, path: &str) -> Result<(), Status> {
+        self.client.clone().remove_file(self.authorized(pb::FileRef { path: path.into() })).await?;
+        Ok(())
     }
 }
 
@@ -213,8 +340,40 @@ mod tests {
         assert!(r.is_error && r.content.contains("token"), "{r:?}");
         assert!(!ws.join("planted").exists(), "a wrong token runs nothing");
 
+        assert_eq!(stranger.list_files(10).await.expect_err("refused").code(), tonic::Code::Unauthenticated);
+        assert_eq!(stranger.hash_file("x").await.expect_err("refused").code(), tonic::Code::Unauthenticated);
+
         let sb = RemoteSandbox::new(&addr, &token, crate::conformance::limits()).expect("client");
         crate::conformance::run(&sb, &ws, &outside, true).await;
+
+        // The file calls the runner's snapshots use: confined like the tools.
+        let bytes = |b: &'static [u8]| -> crate::tree::Chunks { Box::pin(futures_util::stream::iter([Ok(b.to_vec())])) };
+        let (size, _) = sb.write_file("snap/a.txt", 0o640, bytes(b"restored")).await.expect("write");
+        assert_eq!(size, 8);
+        assert_eq!(std::fs::read(ws.join("snap/a.txt")).expect("on disk"), b"restored");
+        let listed = sb.list_files(1000).await.expect("list");
+        let a = listed.iter().find(|f| f.rel == "snap/a.txt").expect("listed");
+        assert_eq!((a.size, a.mode), (8, 0o640));
+        assert_eq!(sb.hash_file("snap/a.txt").await.expect("hash"), checkfu_core::sha256_hex(b"restored"));
+        let mut read = vec![];
+        let mut chunks = sb.read_file("snap/a.txt").await.expect("read");
+        while let Some(c) = chunks.next().await {
+            read.extend(c.expect("chunk"));
+        }
+        assert_eq!(read, b"restored");
+        std::fs::write(outside.join("secret"), "s3cret").expect("plant");
+        std::os::unix::fs::symlink(&outside, ws.join("out")).expect("link");
+        assert!(sb.write_file("../escape", 0o644, bytes(b"x")).await.is_err());
+        assert!(sb.write_file("out/planted", 0o644, bytes(b"x")).await.is_err());
+        assert!(!outside.join("planted").exists() && !dir.path().join("escape").exists());
+        assert!(sb.hash_file("out/secret").await.is_err(), "no hashing through a link out");
+        assert!(sb.read_file("out/secret").await.is_err(), "no reading through a link out");
+        assert!(sb.remove_file("out/secret").await.is_err(), "no removing through a link out");
+        assert!(outside.join("secret").exists());
+        let listed = sb.list_files(1000).await.expect("list");
+        assert!(!listed.iter().any(|f| f.rel.starts_with("out/")), "a link is not followed");
+        sb.remove_file("snap/a.txt").await.expect("remove");
+        assert!(!ws.join("snap/a.txt").exists());
         stop.cancel();
         served.await.expect("join").expect("served");
     }

@@ -134,6 +134,33 @@ impl Root {
         Ok(buf)
     }
 
+    /// The regular file `rel`, opened for reading (never a FIFO or a
+    /// device, never through a link leading out).
+    pub fn open_file(&self, rel: &Path) -> std::io::Result<std::fs::File> {
+        let fd = Self::open_beneath(&self.dir, rel, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())?;
+        let st = rustix::fs::fstat(&fd)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "only regular files are read"));
+        }
+        Ok(std::fs::File::from(fd))
+    }
+
+    /// Removes the file `rel` (a link itself, never what it points to).
+    pub fn remove(&self, rel: &Path) -> std::io::Result<()> {
+        let parts = components(rel)?;
+        let Some((name, dirs)) = parts.split_last() else {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "name a file"));
+        };
+        let flags = OFlags::DIRECTORY | OFlags::RDONLY;
+        let dir = if dirs.is_empty() {
+            rustix::fs::openat(&self.dir, ".", flags | OFlags::CLOEXEC, Mode::empty())?
+        } else {
+            Self::open_beneath(&self.dir, &dirs.iter().collect::<std::path::PathBuf>(), flags, Mode::empty())?
+        };
+        rustix::fs::unlinkat(&dir, *name, rustix::fs::AtFlags::empty())?;
+        Ok(())
+    }
+
     /// Writes `bytes` to the regular file `rel` (created, or truncated),
     /// creating its directories; never through a symlink.
     pub fn write(&self, rel: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -147,8 +147,8 @@ impl KubeSandboxes {
         let name = sandbox_name(&work.session_id);
         let want = wanted(work, &self.settings, &name)?;
         let token = self.ensure(&name, want).await?;
-        let address = self.ready(&name).await?;
-        RemoteSandbox::new(&address, &token, limits)
+        let (address, uid) = self.ready(&name).await?;
+        Ok(RemoteSandbox::new(&address, &token, limits)?.with_identity(&uid))
     }
 
     /// Creates the Sandbox (and its token) unless a current one exists;
@@ -214,14 +214,16 @@ impl KubeSandboxes {
         Ok(())
     }
 
-    /// Waits for the pod to be ready; its agent's address.
-    async fn ready(&self, name: &str) -> Result<String> {
+    /// Waits for the pod to be ready; its agent's address and the
+    /// Sandbox's uid.
+    async fn ready(&self, name: &str) -> Result<(String, String)> {
         let deadline = tokio::time::Instant::now() + self.settings.ready_within;
         loop {
             let sb = self.sandboxes().get(name).await.map_err(kube_err("reading the Sandbox"))?;
+            let uid = sb.metadata.uid.clone().unwrap_or_default();
             let status = sb.status.unwrap_or_default();
             match (status.phase.as_str(), status.address) {
-                ("Ready", Some(a)) => return Ok(a),
+                ("Ready", Some(a)) => return Ok((a, uid)),
                 ("Failed" | "Expired", _) => {
                     let why = status.conditions.first().map(|c| c.message.clone()).unwrap_or_default();
                     return Err(format!("the sandbox pod is {}: {why}", status.phase.to_lowercase()));

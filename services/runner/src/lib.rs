@@ -17,6 +17,7 @@ pub mod sandbox;
 pub mod sync;
 pub mod tools;
 pub mod transcript;
+pub mod tree;
 
 use checkfu_proto::capability::v1::capability_gateway_service_client::CapabilityGatewayServiceClient;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
@@ -120,6 +121,9 @@ pub struct Runner {
     /// On the Kubernetes managed plane: where Sessions' sandboxes are pods
     /// (`None`: workspaces on this host).
     pub(crate) kubernetes: Option<Arc<kubernetes::KubeSandboxes>>,
+    /// Runs whose sandbox pod was used (and restored) here: captured when
+    /// they settle.
+    pub(crate) pods_opened: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 impl Runner {
@@ -138,6 +142,7 @@ impl Runner {
             transcripts: Arc::new(cache::TranscriptCache::new(1024)),
             tokens: Arc::default(),
             kubernetes: None,
+            pods_opened: Arc::default(),
         }
     }
 

@@ -13,13 +13,12 @@
 //! refuses such manifests).
 
 use crate::Runner;
-use crate::confined::Root;
+use crate::tree::{Chunks, Found, Tree};
 use checkfu_proto::runner::v1 as pb;
+use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::Digest;
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// The folder of the workspace whose files are captured.
@@ -30,8 +29,6 @@ const MAX_OFFERED: usize = 1_000;
 const MAX_CAPTURED: u64 = 64 * 1024 * 1024;
 /// The most files a snapshot lists.
 const MAX_ENTRIES: usize = 100_000;
-/// The bytes an upload sends per message.
-const CHUNK: usize = 1024 * 1024;
 
 /// One file of a snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,65 +58,19 @@ struct Local {
     outputs_sha256: String,
     /// What was last reported as unenforced.
     unenforced: Vec<(String, String)>,
+    /// The workspace it describes ([`Tree::identity`]).
+    #[serde(default)]
+    tree: String,
 }
 
-struct Found {
-    rel: String,
-    abs: PathBuf,
-    size: u64,
-    mode: u32,
-    mtime_ns: i128,
-}
-
-/// A file's modification time, in nanoseconds.
-fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
-    use std::os::unix::fs::MetadataExt;
-    i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
-}
-
-/// Every regular file beneath `root` (symbolic links and other kinds are
-/// not followed or kept), at most `limit`, in path order.
-fn walk(root: &Path, limit: usize) -> std::io::Result<Vec<Found>> {
-    use std::os::unix::fs::PermissionsExt;
-    let mut out = vec![];
-    let mut stack = vec![(root.to_path_buf(), String::new())];
-    'dirs: while let Some((dir, prefix)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        for e in entries.flatten() {
-            let Ok(name) = e.file_name().into_string() else { continue };
-            let rel = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
-            let Ok(meta) = e.path().symlink_metadata() else { continue };
-            if meta.is_dir() {
-                stack.push((e.path(), rel));
-            } else if meta.is_file() {
-                if out.len() >= limit {
-                    break 'dirs;
-                }
-                out.push(Found {
-                    rel,
-                    abs: e.path(),
-                    size: meta.len(),
-                    mode: meta.permissions().mode() & 0o777,
-                    mtime_ns: mtime_ns(&meta),
-                });
-            }
-        }
+/// What this runner remembers of the Session's workspace, if it is about
+/// `tree` (else only what was reported as unenforced).
+fn remembered(workspaces: &Path, session_id: &str, tree: &Tree) -> Local {
+    let l = read_local(workspaces, session_id);
+    if l.tree == tree.identity() {
+        return l;
     }
-    out.sort_by(|a, b| a.rel.cmp(&b.rel));
-    Ok(out)
-}
-
-fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut f = std::fs::File::open(path)?;
-    let mut h = sha2::Sha256::new();
-    let mut buf = vec![0u8; CHUNK];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            return Ok(hex::encode(h.finalize()));
-        }
-        h.update(&buf[..n]);
-    }
+    Local { unenforced: l.unenforced, tree: tree.identity().to_string(), ..Local::default() }
 }
 
 fn local_path(workspaces: &Path, session_id: &str) -> PathBuf {
@@ -132,11 +83,18 @@ fn read_local(workspaces: &Path, session_id: &str) -> Local {
 
 fn write_local(workspaces: &Path, session_id: &str, l: &Local) {
     if let Ok(bytes) = serde_json::to_vec(l) {
+        let _ = std::fs::create_dir_all(workspaces);
         let _ = std::fs::write(local_path(workspaces, session_id), bytes);
     }
 }
 
 type Status = tonic::Status;
+
+/// What an upload sends.
+enum Upload<'a> {
+    Bytes(&'a [u8]),
+    File(&'a Tree, &'a str),
+}
 
 /// What the control plane has recorded as unenforced for this sandbox.
 fn recorded(sandbox: &Value) -> Vec<(String, String)> {
@@ -161,18 +119,39 @@ pub fn limits(work: &pb::WorkItem, cgroup: Option<PathBuf>) -> crate::sandbox::L
 }
 
 impl Runner {
-    fn workspace_root(&self, session_id: &str) -> PathBuf {
-        self.cfg.workspaces.join(session_id)
+    fn local_tree(&self, session_id: &str) -> Tree {
+        Tree::Local(self.cfg.workspaces.join(session_id))
     }
 
-    /// Materialises the Session's sandbox for a Run just claimed here.
+    /// Materialises the Session's sandbox for a Run just claimed here. On
+    /// the Kubernetes plane this waits for the Run's first sandbox tool
+    /// call ([`Runner::restore_pod_once`]): a Run that never uses its
+    /// sandbox never starts a pod.
     pub(crate) async fn restore(&self, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<(), Status> {
+        if self.kubernetes.is_some() {
+            return Ok(());
+        }
+        self.restore_into(&self.local_tree(&work.session_id), work, lease).await
+    }
+
+    /// The first time in a Run that its sandbox pod is used: restores it.
+    pub(crate) async fn restore_pod_once(&self, work: &pb::WorkItem, sandbox: &crate::agent::RemoteSandbox) {
+        let first = self.pods_opened.lock().unwrap_or_else(|p| p.into_inner()).insert(work.run_id.clone());
+        let Some(lease) = work.lease.as_ref().filter(|_| first) else { return };
+        if let Err(status) = self.restore_into(&Tree::Pod(Box::new(sandbox.clone())), work, lease).await {
+            tracing::warn!(%status, session_id = %work.session_id, "restoring the sandbox pod's workspace failed; the turn runs with what is there");
+        }
+    }
+
+    async fn restore_into(&self, tree: &Tree, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<(), Status> {
         let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
-        let root = self.workspace_root(&work.session_id);
-        let mut local = read_local(&self.cfg.workspaces, &work.session_id);
+        let mut local = remembered(&self.cfg.workspaces, &work.session_id, tree);
         if sandbox.get("fresh").and_then(Value::as_bool) == Some(true) {
-            // A new (or expired) sandbox: nothing of an older one survives.
-            let _ = std::fs::remove_dir_all(&root);
+            // A new (or expired) sandbox: nothing of an older one survives
+            // (a pod's is replaced with its Sandbox).
+            if let Tree::Local(root) = tree {
+                let _ = std::fs::remove_dir_all(root);
+            }
             let _ = std::fs::remove_file(local_path(&self.cfg.workspaces, &work.session_id));
             return Ok(());
         }
@@ -181,34 +160,43 @@ impl Runner {
             return Ok(());
         }
         let mut manifest = vec![];
-        self.download(lease, want, &mut manifest).await?;
+        let mut chunks = self.download(lease, want).await?;
+        while let Some(c) = chunks.next().await {
+            manifest.extend(c?);
+        }
         let manifest: Manifest =
             serde_json::from_slice(&manifest).map_err(|e| Status::data_loss(format!("the snapshot manifest is unreadable: {e}")))?;
-        std::fs::create_dir_all(&root).map_err(|e| Status::internal(format!("creating the workspace: {e}")))?;
         let keep: std::collections::BTreeSet<&str> = manifest.files.iter().map(|e| e.path.as_str()).collect();
-        let present: BTreeMap<String, Found> =
-            walk(&root, MAX_ENTRIES).unwrap_or_default().into_iter().map(|f| (f.rel.clone(), f)).collect();
+        let present: BTreeMap<String, Found> = tree.walk(MAX_ENTRIES).await?.into_iter().map(|f| (f.rel.clone(), f)).collect();
         for f in present.values() {
             if !keep.contains(f.rel.as_str()) {
-                let _ = std::fs::remove_file(&f.abs);
+                let _ = tree.remove(&f.rel).await;
             }
         }
-        let files = Root::open(&root, None).map_err(|e| Status::internal(format!("opening the workspace: {e}")))?;
         let mut seen = BTreeMap::new();
         for e in &manifest.files {
-            let abs = root.join(&e.path);
-            let same = present.get(&e.path).is_some_and(|f| {
-                f.size == e.size && local.seen.get(&f.rel).is_some_and(|(s, m, sha)| *s == f.size && *m == f.mtime_ns && sha == &e.sha256)
+            let known = present.get(&e.path).filter(|f| f.size == e.size).map(|f| {
+                let cached = local.seen.get(&f.rel).is_some_and(|(s, m, sha)| *s == f.size && *m == f.mtime_ns && sha == &e.sha256);
+                (f.size, f.mtime_ns, cached)
             });
-            if !same {
-                let file = files.create(Path::new(&e.path)).map_err(|err| Status::internal(format!("restoring {:?}: {err}", e.path)))?;
-                self.download(lease, &e.sha256, &mut tokio::fs::File::from_std(file)).await?;
-                use std::os::unix::fs::PermissionsExt;
-                let _ = std::fs::set_permissions(&abs, std::fs::Permissions::from_mode(e.mode & 0o755));
-            }
-            if let Ok(meta) = abs.symlink_metadata() {
-                seen.insert(e.path.clone(), (meta.len(), mtime_ns(&meta), e.sha256.clone()));
-            }
+            let kept = match known {
+                Some((size, mtime, true)) => Some((size, mtime)),
+                // Not known here (another runner wrote it, or this one
+                // restarted): the same bytes need no download.
+                Some((size, mtime, false)) => {
+                    let sha = tree.sha256(&e.path).await.unwrap_or_default();
+                    (sha == e.sha256).then_some((size, mtime))
+                }
+                None => None,
+            };
+            let (size, mtime) = match kept {
+                Some(k) => k,
+                None => {
+                    let chunks = self.download(lease, &e.sha256).await?;
+                    tree.write(&e.path, e.mode, chunks).await?
+                }
+            };
+            seen.insert(e.path.clone(), (size, mtime, e.sha256.clone()));
         }
         local.snapshot_sha256 = want.to_string();
         local.seen = seen;
@@ -216,48 +204,52 @@ impl Runner {
         Ok(())
     }
 
-    /// Streams a snapshot blob into `to` (a file, or memory), a chunk at a time.
-    async fn download(&self, lease: &pb::LeaseRef, sha256: &str, to: &mut (impl tokio::io::AsyncWrite + Unpin)) -> Result<(), Status> {
-        use tokio::io::AsyncWriteExt;
+    /// A snapshot blob, a chunk at a time.
+    async fn download(&self, lease: &pb::LeaseRef, sha256: &str) -> Result<Chunks, Status> {
         let req = pb::GetBlobRequest { lease: Some(lease.clone()), kind: "snapshot".into(), sha256: sha256.into() };
-        let mut stream = self.runs.clone().get_blob(req).await?.into_inner();
-        while let Some(chunk) = stream.message().await? {
-            to.write_all(&chunk.data).await.map_err(|e| Status::internal(format!("restoring: {e}")))?;
-        }
-        to.flush().await.map_err(|e| Status::internal(format!("restoring: {e}")))
+        let stream = self.runs.clone().get_blob(req).await?.into_inner();
+        Ok(Box::pin(stream.map(|c| c.map(|c| c.data))))
     }
 
-    /// Uploads a file (read as it is sent, 1 MiB at a time) or `bytes`.
-    async fn upload(&self, lease: &pb::LeaseRef, kind: &str, sha256: &str, path: Option<&Path>, bytes: &[u8]) -> Result<(), Status> {
-        use tokio::io::AsyncReadExt;
+    /// Uploads `bytes`, or a file of the workspace read as it is sent.
+    async fn upload(&self, lease: &pb::LeaseRef, kind: &str, sha256: &str, from: Upload<'_>) -> Result<(), Status> {
         let head = pb::BlobChunk { lease: Some(lease.clone()), kind: kind.into(), sha256: sha256.into(), data: vec![] };
-        let Some(p) = path else {
-            self.runs.clone().put_blob(futures_util::stream::iter([pb::BlobChunk { data: bytes.to_vec(), ..head }])).await?;
-            return Ok(());
-        };
-        let file = tokio::fs::File::open(p).await.map_err(|e| Status::internal(format!("reading {}: {e}", p.display())))?;
-        let body = futures_util::stream::unfold(Some(file), |file| async move {
-            let mut file = file?;
-            let mut buf = vec![0u8; CHUNK];
-            match file.read(&mut buf).await {
-                Ok(0) | Err(_) => None,
-                Ok(n) => {
-                    buf.truncate(n);
-                    Some((pb::BlobChunk { data: buf, ..Default::default() }, Some(file)))
-                }
+        let (tree, rel) = match from {
+            Upload::Bytes(bytes) => {
+                self.runs.clone().put_blob(futures_util::stream::iter([pb::BlobChunk { data: bytes.to_vec(), ..head }])).await?;
+                return Ok(());
             }
-        });
-        use futures_util::StreamExt;
+            Upload::File(tree, rel) => (tree, rel),
+        };
+        // A read failing midway ends the upload short: the digest then
+        // fails to match and nothing is stored.
+        let body = crate::tree::until_error(tree.read(rel).await?, |data| pb::BlobChunk { data, ..Default::default() });
         self.runs.clone().put_blob(futures_util::stream::iter([head]).chain(body)).await?;
         Ok(())
     }
 
     /// Captures the outputs and snapshots the workspace of a Run about to
-    /// settle. Does nothing for a Session that never used its workspace.
+    /// settle. Does nothing for a Session that never used its workspace
+    /// (on the Kubernetes plane: that did not use its pod in this Run).
     pub(crate) async fn capture(&self, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<(), Status> {
-        let root = self.workspace_root(&work.session_id);
+        let tree = match &self.kubernetes {
+            None => Some(self.local_tree(&work.session_id)),
+            Some(pods) => {
+                let used = self.pods_opened.lock().unwrap_or_else(|p| p.into_inner()).remove(&work.run_id);
+                match used {
+                    true => {
+                        let limits = limits(work, None);
+                        Some(Tree::Pod(Box::new(pods.open(work, limits).await.map_err(Status::unavailable)?)))
+                    }
+                    false => None,
+                }
+            }
+        };
         let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
-        let mut local = read_local(&self.cfg.workspaces, &work.session_id);
+        let mut local = match &tree {
+            Some(t) => remembered(&self.cfg.workspaces, &work.session_id, t),
+            None => read_local(&self.cfg.workspaces, &work.session_id),
+        };
         let cpu_share = self.cfg.sandbox_cgroup.as_deref().is_some_and(crate::cgroup::SandboxCgroup::cpu_available);
         let profile = sandbox.get("profile").unwrap_or(&Value::Null);
         let reported = match self.kubernetes {
@@ -269,36 +261,27 @@ impl Runner {
         if local.unenforced.is_empty() {
             local.unenforced = recorded(&sandbox);
         }
-        if !root.exists() {
+        let tree = tree.filter(|t| t.exists());
+        let Some(tree) = tree else {
             if local.unenforced != reported {
                 self.record_snapshot(lease, "", &reported).await?;
                 local.unenforced = reported;
                 write_local(&self.cfg.workspaces, &work.session_id, &local);
             }
             return Ok(());
-        }
-        let found = {
-            let root = root.clone();
-            tokio::task::spawn_blocking(move || walk(&root, MAX_ENTRIES)).await.map_err(|e| Status::internal(e.to_string()))?
-        }
-        .map_err(|e| Status::internal(format!("reading the workspace: {e}")))?;
+        };
+        let found = tree.walk(MAX_ENTRIES).await?;
         let mut entries = Vec::with_capacity(found.len());
         let mut seen = BTreeMap::new();
         for f in &found {
             let sha = match local.seen.get(&f.rel) {
                 Some((size, mtime, sha)) if *size == f.size && *mtime == f.mtime_ns => sha.clone(),
-                _ => {
-                    let abs = f.abs.clone();
-                    tokio::task::spawn_blocking(move || sha256_file(&abs))
-                        .await
-                        .map_err(|e| Status::internal(e.to_string()))?
-                        .map_err(|e| Status::internal(format!("reading {}: {e}", f.rel)))?
-                }
+                _ => tree.sha256(&f.rel).await?,
             };
             seen.insert(f.rel.clone(), (f.size, f.mtime_ns, sha.clone()));
             entries.push(Entry { path: f.rel.clone(), size: f.size, sha256: sha, mode: f.mode });
         }
-        self.capture_outputs(lease, &found, &entries, &mut local).await?;
+        self.capture_outputs(lease, &tree, &found, &entries, &mut local).await?;
         let manifest = serde_json::to_vec(&Manifest { files: entries.clone() }).map_err(|e| Status::internal(e.to_string()))?;
         let manifest_sha = checkfu_core::sha256_hex(&manifest);
         if manifest_sha != local.snapshot_sha256 || local.unenforced != reported {
@@ -310,13 +293,13 @@ impl Runner {
             let missing: std::collections::BTreeSet<String> =
                 self.runs.clone().missing_blobs(req).await?.into_inner().missing.into_iter().collect();
             let mut sent = std::collections::BTreeSet::new();
-            for (e, f) in entries.iter().zip(&found) {
+            for e in &entries {
                 if missing.contains(&e.sha256) && sent.insert(e.sha256.clone()) {
-                    self.upload(lease, "snapshot", &e.sha256, Some(&f.abs), &[]).await?;
+                    self.upload(lease, "snapshot", &e.sha256, Upload::File(&tree, &e.path)).await?;
                 }
             }
             if missing.contains(&manifest_sha) {
-                self.upload(lease, "snapshot", &manifest_sha, None, &manifest).await?;
+                self.upload(lease, "snapshot", &manifest_sha, Upload::Bytes(&manifest)).await?;
             }
             self.record_snapshot(lease, &manifest_sha, &reported).await?;
         }
@@ -339,9 +322,16 @@ impl Runner {
 
     /// Offers the files under `outputs/` (when they changed since the last
     /// offer), uploads the bytes the installation lacks and records them.
-    async fn capture_outputs(&self, lease: &pb::LeaseRef, found: &[Found], entries: &[Entry], local: &mut Local) -> Result<(), Status> {
+    async fn capture_outputs(
+        &self,
+        lease: &pb::LeaseRef,
+        tree: &Tree,
+        found: &[Found],
+        entries: &[Entry],
+        local: &mut Local,
+    ) -> Result<(), Status> {
         let prefix = format!("{OUTPUTS}/");
-        let mut outputs: Vec<(pb::OfferedFile, &Path)> = vec![];
+        let mut outputs: Vec<(pb::OfferedFile, &str)> = vec![];
         for (f, e) in found.iter().zip(entries) {
             let Some(rel) = f.rel.strip_prefix(&prefix) else { continue };
             if outputs.len() >= MAX_OFFERED {
@@ -349,7 +339,7 @@ impl Runner {
                 break;
             }
             let sha256 = if f.size > MAX_CAPTURED { String::new() } else { e.sha256.clone() };
-            outputs.push((pb::OfferedFile { path: rel.to_string(), size: f.size as i64, sha256 }, &f.abs));
+            outputs.push((pb::OfferedFile { path: rel.to_string(), size: f.size as i64, sha256 }, &f.rel));
         }
         let digest =
             checkfu_core::sha256_hex(outputs.iter().map(|(o, _)| format!("{}\0{}\0{}\n", o.path, o.size, o.sha256)).collect::<String>());
@@ -360,37 +350,14 @@ impl Runner {
         let plan = self.runs.clone().plan_files(pb::FilesRequest { lease: Some(lease.clone()), files: files.clone() }).await?.into_inner();
         let mut sent = std::collections::BTreeSet::new();
         for d in plan.files.iter().filter(|d| d.upload) {
-            if let Some((o, abs)) = outputs.iter().find(|(o, _)| o.path == d.path)
+            if let Some((o, rel)) = outputs.iter().find(|(o, _)| o.path == d.path)
                 && sent.insert(o.sha256.clone())
             {
-                self.upload(lease, "files", &o.sha256, Some(abs), &[]).await?;
+                self.upload(lease, "files", &o.sha256, Upload::File(tree, rel)).await?;
             }
         }
         self.runs.clone().record_files(pb::FilesRequest { lease: Some(lease.clone()), files }).await?;
         local.outputs_sha256 = digest;
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_walk_lists_regular_files_in_path_order_even_when_cut_short() {
-        let dir = tempfile::tempdir().expect("dir");
-        for p in ["b/z.txt", "b/a.txt", "a.txt", "c/d/e.txt", "m.txt"] {
-            let path = dir.path().join(p);
-            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-            std::fs::write(path, p).expect("write");
-        }
-        std::os::unix::fs::symlink("a.txt", dir.path().join("link")).expect("symlink");
-        let all: Vec<String> = walk(dir.path(), 100).expect("walk").into_iter().map(|f| f.rel).collect();
-        assert_eq!(all, ["a.txt", "b/a.txt", "b/z.txt", "c/d/e.txt", "m.txt"], "links are not kept");
-        let cut: Vec<String> = walk(dir.path(), 3).expect("walk").into_iter().map(|f| f.rel).collect();
-        assert_eq!(cut.len(), 3);
-        let mut sorted = cut.clone();
-        sorted.sort();
-        assert_eq!(cut, sorted, "a manifest is the same for the same workspace");
     }
 }

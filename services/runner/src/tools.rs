@@ -173,7 +173,10 @@ impl Runner {
             let limits = crate::sync::limits(work, self.cfg.sandbox_cgroup.clone());
             if let Some(pods) = &self.kubernetes {
                 let out = match pods.open(work, limits).await {
-                    Ok(sandbox) => sandbox.run(&d.call.name, &d.input).await,
+                    Ok(sandbox) => {
+                        self.restore_pod_once(work, &sandbox).await;
+                        sandbox.run(&d.call.name, &d.input).await
+                    }
                     Err(e) => crate::sandbox::Outcome { content: format!("the sandbox is unavailable: {e}"), is_error: true },
                 };
                 return (out.content, out.is_error);
