@@ -76,8 +76,11 @@ pub struct RunnerSpec {
     pub rotation: Option<String>,
 }
 
+/// What the operator last saw of the Runner's pods.
+// Every field may be absent (a status written by another version, or by
+// hand): a partial status still reads.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct RunnerStatus {
     pub observed_generation: Option<i64>,
     pub ready_replicas: u32,
@@ -115,10 +118,16 @@ pub struct SandboxSpec {
     /// The Secret (made by the runner, owned by this Sandbox) whose `token`
     /// the in-pod agent requires on every call.
     pub agent_secret: String,
+    /// The namespace of the installation's pods (the managed runner that
+    /// calls the agent, the capability gateway it may reach), when it is
+    /// not the Sandbox's own.
+    pub platform_namespace: Option<String>,
 }
 
+/// What the operator last saw of the Sandbox's pod.
+// Every field may be absent, as for `RunnerStatus`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct SandboxStatus {
     pub observed_generation: Option<i64>,
     /// `Pending`, `Ready`, `Expired` or `Failed`.

@@ -200,6 +200,11 @@ pub fn workspace_claim(sb: &Sandbox) -> PersistentVolumeClaim {
 pub fn network_policy(sb: &Sandbox) -> NetworkPolicy {
     // The chart's pods (`app.kubernetes.io/name: checkfu`), so a
     // self-hosted runner pod in the same namespace is not a peer.
+    // In the installation's namespace, when that is not the Sandbox's.
+    let namespace = sb.spec.platform_namespace.as_ref().filter(|ns| Some(*ns) != sb.metadata.namespace.as_ref()).map(|ns| LabelSelector {
+        match_labels: Some(BTreeMap::from([("kubernetes.io/metadata.name".to_string(), ns.clone())])),
+        match_expressions: None,
+    });
     let component = |c: &str| NetworkPolicyPeer {
         pod_selector: Some(LabelSelector {
             match_labels: Some(BTreeMap::from([
@@ -208,6 +213,7 @@ pub fn network_policy(sb: &Sandbox) -> NetworkPolicy {
             ])),
             match_expressions: None,
         }),
+        namespace_selector: namespace.clone(),
         ..NetworkPolicyPeer::default()
     };
     NetworkPolicy {
@@ -244,6 +250,7 @@ mod tests {
                 expires_at: "2026-12-31T00:00:00Z".into(),
                 storage_class: Some("fast".into()),
                 agent_secret: "sandbox-sess-01jx-agent".into(),
+                platform_namespace: None,
             },
         );
         sb.metadata.namespace = Some("agents".into());
@@ -314,5 +321,18 @@ mod tests {
         assert_eq!(ingress[0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"], "runner");
         assert_eq!(ingress[0]["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/name"], "checkfu");
         assert_eq!(ingress[0]["ports"][0]["port"], AGENT_PORT);
+        assert!(to["to"][0].get("namespaceSelector").is_none(), "the same namespace");
+
+        // Sandboxes in a namespace of their own: the peers are the installation's.
+        let mut elsewhere = sandbox();
+        elsewhere.spec.platform_namespace = Some("checkfu".into());
+        let spec = network_policy(&elsewhere).spec.expect("spec");
+        for peer in [
+            serde_json::to_value(&spec.ingress).expect("json")[0]["from"][0].clone(),
+            serde_json::to_value(&spec.egress).expect("json")[0]["to"][0].clone(),
+        ] {
+            assert_eq!(peer["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"], "checkfu", "{peer}");
+            assert_eq!(peer["podSelector"]["matchLabels"]["app.kubernetes.io/name"], "checkfu", "{peer}");
+        }
     }
 }

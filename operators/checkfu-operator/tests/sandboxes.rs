@@ -38,6 +38,7 @@ fn spec(expires_in: i64) -> SandboxSpec {
         expires_at: (Timestamp::now() + SignedDuration::from_secs(expires_in)).to_string(),
         storage_class: None,
         agent_secret: "sess-01-agent".into(),
+        platform_namespace: None,
     }
 }
 

@@ -40,6 +40,9 @@ pub struct KubeSettings {
     pub ready_within: Duration,
     /// How often the Sandboxes of ended Sessions are deleted.
     pub sweep_every: Duration,
+    /// The namespace of the installation's own pods (this runner's), for
+    /// the sandbox pods' network policy when they live elsewhere.
+    pub platform_namespace: Option<String>,
     /// A client to use (tests); `None`: in-cluster, or from `KUBECONFIG`.
     pub client: Option<kube::Client>,
 }
@@ -64,6 +67,7 @@ impl KubeSettings {
             storage_class: None,
             ready_within: Duration::from_secs(300),
             sweep_every: Duration::from_secs(30),
+            platform_namespace: std::env::var("POD_NAMESPACE").ok(),
             client: None,
         }
     }
@@ -115,6 +119,7 @@ fn wanted(work: &pb::WorkItem, settings: &KubeSettings, name: &str) -> Result<Wa
             expires_at: expires.to_string(),
             storage_class: settings.storage_class.clone(),
             agent_secret: agent_secret(name),
+            platform_namespace: settings.platform_namespace.clone(),
         },
         fresh: sandbox["fresh"].as_bool() == Some(true),
     })
@@ -163,7 +168,12 @@ impl KubeSandboxes {
                     let patch = serde_json::json!({"spec": {"expiresAt": want.spec.expires_at}});
                     api.patch(name, &PatchParams::default(), &Patch::Merge(patch)).await.map_err(kube_err("extending the Sandbox"))?;
                 }
-                return self.token(name).await;
+                if let Some(token) = self.token(name).await? {
+                    return Ok(token);
+                }
+                // Its token is lost (the runner stopped between making the
+                // Sandbox and its Secret, or the Secret was deleted): its
+                // pod could not be called, so it is made again.
             }
             // Left from an older sandbox: it goes, with its pod and token.
             api.delete(name, &DeleteParams::foreground()).await.map_err(kube_err("replacing the Sandbox"))?;
@@ -173,6 +183,13 @@ impl KubeSandboxes {
         let mut sb = Sandbox::new(name, want.spec);
         sb.metadata.labels = Some(BTreeMap::from([(LABEL.to_string(), "runner".to_string())]));
         let sb = api.create(&PostParams::default(), &sb).await.map_err(kube_err("creating the Sandbox"))?;
+        let token = self.store_token(&sb, name).await?;
+        self.tokens.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), token.clone());
+        Ok(token)
+    }
+
+    /// A new agent token in the Sandbox's Secret (owned by it).
+    async fn store_token(&self, sb: &Sandbox, name: &str) -> Result<String> {
         let token = checkfu_core::new_secret("");
         let secret = Secret {
             metadata: ObjectMeta {
@@ -187,18 +204,19 @@ impl KubeSandboxes {
             ..Secret::default()
         };
         self.secrets().create(&PostParams::default(), &secret).await.map_err(kube_err("storing the sandbox token"))?;
-        self.tokens.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), token.clone());
         Ok(token)
     }
 
-    async fn token(&self, name: &str) -> Result<String> {
+    /// The Sandbox's agent token; `None` when its Secret is gone.
+    async fn token(&self, name: &str) -> Result<Option<String>> {
         if let Some(t) = self.tokens.lock().unwrap_or_else(|p| p.into_inner()).get(name) {
-            return Ok(t.clone());
+            return Ok(Some(t.clone()));
         }
-        let secret = self.secrets().get(&agent_secret(name)).await.map_err(kube_err("reading the sandbox token"))?;
-        let bytes = secret.data.unwrap_or_default().remove(TOKEN_KEY).ok_or("the sandbox token Secret is empty")?;
-        let token = String::from_utf8(bytes.0).map_err(|_| "the sandbox token is not text".to_string())?;
-        self.tokens.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), token.clone());
+        let secret = self.secrets().get_opt(&agent_secret(name)).await.map_err(kube_err("reading the sandbox token"))?;
+        let token = secret.and_then(|s| s.data).and_then(|mut d| d.remove(TOKEN_KEY)).and_then(|b| String::from_utf8(b.0).ok());
+        if let Some(t) = &token {
+            self.tokens.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), t.clone());
+        }
         Ok(token)
     }
 
@@ -260,5 +278,121 @@ impl KubeSandboxes {
             }
         }
         Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use checkfu_operator::mock_api::MockApi;
+    use serde_json::json;
+
+    const NS: &str = "agents";
+
+    fn work(fresh: bool, expires_ms: i64) -> pb::WorkItem {
+        let sandbox = json!({
+            "fresh": fresh,
+            "expires_at_ms": expires_ms,
+            "profile": {"image": "python:3.12-slim", "resources": {"cpu_millis": 750, "memory_mib": 640, "disk_mib": 2048}},
+        });
+        pb::WorkItem {
+            session_id: "sess_01ABC".into(),
+            environment_id: "env_1".into(),
+            sandbox_json: sandbox.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// The operator's and the kubelet's part, briefly: every Sandbox is
+    /// soon Ready at an address of its own.
+    fn ready_soon(mock: &MockApi) -> tokio::task::JoinHandle<()> {
+        let mock = mock.clone();
+        tokio::spawn(async move {
+            loop {
+                for mut sb in mock.list("apis/checkfu.dev/v1alpha1", NS, "sandboxes") {
+                    if sb["status"].is_null() {
+                        sb["status"] = json!({"phase": "Ready", "address": "127.0.0.1:7070"});
+                        mock.put("apis/checkfu.dev/v1alpha1", NS, "sandboxes", sb);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    }
+
+    fn pods(client: kube::Client) -> KubeSandboxes {
+        KubeSandboxes {
+            client,
+            settings: KubeSettings {
+                ready_within: Duration::from_secs(5),
+                platform_namespace: Some("checkfu".into()),
+                storage_class: Some("fast".into()),
+                ..KubeSettings::new(NS)
+            },
+            tokens: Mutex::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_sandbox_is_made_once_extended_replaced_when_stale_and_its_token_kept_apart() {
+        let (mock, client) = MockApi::start();
+        let _ready = ready_soon(&mock);
+        let k = pods(client);
+        let day = 86_400_000;
+        let now = Timestamp::now().as_millisecond();
+
+        let first = k.open(&work(true, now + day), Limits::default()).await.expect("open");
+        let sb = mock.get("apis/checkfu.dev/v1alpha1", NS, "sandboxes", "sess-01abc").expect("the Sandbox");
+        assert_eq!(sb["spec"]["image"], "python:3.12-slim");
+        assert_eq!(sb["spec"]["resources"], json!({"cpuMillis": 750, "memoryMib": 640, "diskMib": 2048}));
+        assert_eq!(sb["spec"]["sessionId"], "sess_01ABC");
+        assert_eq!(sb["spec"]["agentSecret"], "sess-01abc-agent");
+        assert_eq!(sb["spec"]["platformNamespace"], "checkfu");
+        assert_eq!(sb["spec"]["storageClass"], "fast");
+        assert_eq!(sb["spec"]["expiresAt"], Timestamp::from_millisecond(now + day).expect("ts").to_string());
+        let secret = mock.get("api/v1", NS, "secrets", "sess-01abc-agent").expect("the token's Secret");
+        assert_eq!(secret["metadata"]["ownerReferences"][0]["uid"], sb["metadata"]["uid"], "owned by the Sandbox");
+        assert!(!sb.to_string().contains(&secret["data"]["token"].as_str().expect("token")[..20]), "no token in the Sandbox");
+        assert_eq!(first.identity(), sb["metadata"]["uid"].as_str().expect("uid"));
+
+        // The same sandbox for the next call (fresh only once: same expiry).
+        let again = k.open(&work(true, now + day), Limits::default()).await.expect("open");
+        assert_eq!(again.identity(), first.identity());
+        // A later expiry extends it in place.
+        let later = k.open(&work(false, now + 2 * day), Limits::default()).await.expect("open");
+        assert_eq!(later.identity(), first.identity());
+        let sb = mock.get("apis/checkfu.dev/v1alpha1", NS, "sandboxes", "sess-01abc").expect("sandbox");
+        assert_eq!(sb["spec"]["expiresAt"], Timestamp::from_millisecond(now + 2 * day).expect("ts").to_string());
+
+        // A fresh sandbox (the old one expired) replaces it.
+        let fresh = k.open(&work(true, now + 3 * day), Limits::default()).await.expect("open");
+        assert_ne!(fresh.identity(), first.identity());
+
+        // Its token lost, a Sandbox is made again (its pod could not be called).
+        mock.delete("api/v1", NS, "secrets", "sess-01abc-agent");
+        let k2 = pods(k.client.clone());
+        let remade = k2.open(&work(false, now + 3 * day), Limits::default()).await.expect("open");
+        assert_ne!(remade.identity(), fresh.identity());
+        assert!(mock.get("api/v1", NS, "secrets", "sess-01abc-agent").is_some());
+
+        // An expired one is replaced too.
+        let mut sb = mock.get("apis/checkfu.dev/v1alpha1", NS, "sandboxes", "sess-01abc").expect("sandbox");
+        sb["status"] = json!({"phase": "Expired"});
+        mock.put("apis/checkfu.dev/v1alpha1", NS, "sandboxes", sb);
+        let renewed = k2.open(&work(false, now + 3 * day), Limits::default()).await.expect("open");
+        assert_ne!(renewed.identity(), remade.identity());
+    }
+
+    #[tokio::test]
+    async fn a_pod_that_is_never_ready_is_an_error_in_bounded_time() {
+        let (_mock, client) = MockApi::start();
+        let mut k = pods(client);
+        k.settings.ready_within = Duration::from_millis(600);
+        let started = std::time::Instant::now();
+        let e = k.open(&work(true, Timestamp::now().as_millisecond() + 60_000), Limits::default()).await.err().expect("not ready");
+        assert!(e.contains("not ready") && e.contains("operator"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(3));
+        let bad = pb::WorkItem { sandbox_json: json!({"profile": {}}).to_string(), ..work(true, 0) };
+        assert!(k.open(&bad, Limits::default()).await.err().expect("no image").contains("image"));
     }
 }
