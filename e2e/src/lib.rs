@@ -316,6 +316,17 @@ pub async fn deploy_on(api: &Api, env: &str, draft: Value, network: Value, execu
 }
 
 /// An input event of `kind` authored (and caused) by `who`.
+/// An ActionPolicy allowing the Agent every tool, with `tools` its draft's
+/// (`{"tools": [...]}`): the deployment, ready for tool calls.
+pub async fn deploy_allowing_tools(api: &Api, env: &str, tools: Value) -> Deployed {
+    let d = deploy(api, env, tools).await;
+    let allow = json!({"environment_id": env, "name": "all-tools", "rules": [
+        {"subject": {"kind": "agent_definition", "id_glob": d.agent_id}, "resource": {"kind": "tool", "id_glob": "*"}, "permission_glob": "invoke", "disposition": "allow"}
+    ]});
+    expect(&api.post("/v1/action-policies", allow).await, 201, None);
+    d
+}
+
 pub fn input(who: &str, kind: &str, payload: Value) -> Value {
     json!({"type": kind, "payload": payload, "authored_by": who, "caused_by": {"kind": "principal", "id": who}})
 }

@@ -37,11 +37,7 @@ async fn an_agent_cannot_escape_or_exhaust_the_server() {
     let me = p.admin_id.clone();
     let tools =
         json!({"tools": [{"type": "builtin", "name": "bash"}, {"type": "builtin", "name": "write"}, {"type": "builtin", "name": "read"}]});
-    let d = deploy(a, &p.env_id, tools).await;
-    let allow = json!({"environment_id": p.env_id, "name": "all-tools", "rules": [
-        {"subject": {"kind": "agent_definition", "id_glob": d.agent_id}, "resource": {"kind": "tool", "id_glob": "*"}, "permission_glob": "invoke", "disposition": "allow"}
-    ]});
-    expect(&a.post("/v1/action-policies", allow).await, 201, None);
+    let d = deploy_allowing_tools(a, &p.env_id, tools).await;
     let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id})).await;
     let sid = id(&s.1);
 

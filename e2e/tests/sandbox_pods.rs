@@ -127,11 +127,7 @@ async fn a_sessions_tools_run_in_its_sandbox_pod_which_goes_when_the_session_end
     let a = &p.admin;
     let tools =
         json!({"tools": [{"type": "builtin", "name": "bash"}, {"type": "builtin", "name": "write"}, {"type": "builtin", "name": "read"}]});
-    let d = deploy(a, &p.env_id, tools).await;
-    let allow = json!({"environment_id": p.env_id, "name": "all-tools", "rules": [
-        {"subject": {"kind": "agent_definition", "id_glob": d.agent_id}, "resource": {"kind": "tool", "id_glob": "*"}, "permission_glob": "invoke", "disposition": "allow"}
-    ]});
-    expect(&a.post("/v1/action-policies", allow).await, 201, None);
+    let d = deploy_allowing_tools(a, &p.env_id, tools).await;
     let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id})).await;
     let sid = id(&s.1);
     let text = "call write {\"path\": \"notes/a.txt\", \"content\": \"from the pod\"}\ncall bash {\"command\": \"cat notes/a.txt && pwd && mkdir -p outputs && head -c 3000000 /dev/urandom > outputs/report.bin\"}";

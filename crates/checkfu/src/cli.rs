@@ -151,6 +151,18 @@ async fn wait_for_signal() {
     let _ = ctrl_c.await;
 }
 
+/// A token cancelled on SIGTERM or Ctrl-C (saying `why`).
+fn cancelled_on_signal(why: &'static str) -> tokio_util::sync::CancellationToken {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("{why}");
+        stop.cancel();
+    });
+    shutdown
+}
+
 async fn run_until_signal(node: Node) {
     wait_for_signal().await;
     tracing::info!("shutting down: draining in-flight requests");
@@ -183,35 +195,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Runner { args } => {
-            let shutdown = tokio_util::sync::CancellationToken::new();
-            let stop = shutdown.clone();
-            tokio::spawn(async move {
-                wait_for_signal().await;
-                tracing::info!("stopping: handing Runs back");
-                stop.cancel();
-            });
-            crate::self_hosted::run(args, shutdown).await
-        }
-        Command::Operator { args } => {
-            let shutdown = tokio_util::sync::CancellationToken::new();
-            let stop = shutdown.clone();
-            tokio::spawn(async move {
-                wait_for_signal().await;
-                tracing::info!("stopping: giving the leader lease up");
-                stop.cancel();
-            });
-            crate::operator::run(args, shutdown).await
-        }
-        Command::SandboxAgent { args } => {
-            let shutdown = tokio_util::sync::CancellationToken::new();
-            let stop = shutdown.clone();
-            tokio::spawn(async move {
-                wait_for_signal().await;
-                stop.cancel();
-            });
-            crate::sandbox_agent::run(args, shutdown).await
-        }
+        Command::Runner { args } => crate::self_hosted::run(args, cancelled_on_signal("stopping: handing Runs back")).await,
+        Command::Operator { args } => crate::operator::run(args, cancelled_on_signal("stopping: giving the leader lease up")).await,
+        Command::SandboxAgent { args } => crate::sandbox_agent::run(args, cancelled_on_signal("stopping")).await,
         Command::Approvals { client, action } => crate::approvals_cli::approvals(client, action, &mut std::io::stdout()).await,
         Command::Up { settings, allow_private_targets } => {
             let flag = allow_private_targets.then_some(("allow_private_targets", toml::Value::Boolean(true), "allow-private-targets"));

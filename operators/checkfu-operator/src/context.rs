@@ -65,6 +65,48 @@ impl Context {
     }
 }
 
+/// One reconcile of `obj` under the finalizer: `apply` while it lives,
+/// `cleanup` once it is being deleted (the finalizer comes off only when
+/// that succeeds); measured, and its backoff started over on success.
+pub async fn under_finalizer<K, FA, FC>(
+    controller: &'static str,
+    obj: Arc<K>,
+    ctx: &Context,
+    apply: FA,
+    cleanup: FC,
+) -> Result<Action, Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
+    FA: AsyncFnOnce(Arc<K>) -> Result<Action, Error>,
+    FC: AsyncFnOnce(Arc<K>) -> Result<Action, Error>,
+{
+    use kube::runtime::finalizer::{Error as F, Event as E, finalizer};
+    let started = std::time::Instant::now();
+    let ns = obj.meta().namespace.clone().ok_or_else(|| Error::Invalid(format!("a {controller} resource is namespaced")))?;
+    let api: kube::Api<K> = kube::Api::namespaced(ctx.client.clone(), &ns);
+    let result = finalizer(&api, FINALIZER, obj.clone(), |event| async move {
+        match event {
+            E::Apply(o) => apply(o).await,
+            E::Cleanup(o) => cleanup(o).await,
+        }
+    })
+    .await
+    .map_err(|e| match e {
+        F::ApplyFailed(e) | F::CleanupFailed(e) => e,
+        F::AddFinalizer(e) | F::RemoveFinalizer(e) => Error::Kube(e),
+        other => Error::Invalid(other.to_string()),
+    });
+    measured(controller, started, result.is_ok());
+    if result.is_ok() {
+        ctx.succeeded(&key(obj.as_ref()));
+    }
+    result
+}
+
 /// `namespace/name`, the backoff's key.
 pub fn key<K: Resource>(obj: &K) -> String {
     format!("{}/{}", obj.meta().namespace.as_deref().unwrap_or_default(), obj.meta().name.as_deref().unwrap_or_default())
@@ -79,7 +121,7 @@ pub fn retry_later<K: Resource>(controller: &'static str, obj: &K, error: &Error
 }
 
 /// Records one reconcile's outcome and duration.
-pub fn measured(controller: &'static str, started: std::time::Instant, ok: bool) {
+fn measured(controller: &'static str, started: std::time::Instant, ok: bool) {
     let result = if ok { "ok" } else { "error" };
     metrics::counter!("checkfu_operator_reconciliations_total", "controller" => controller, "result" => result).increment(1);
     metrics::histogram!("checkfu_operator_reconcile_seconds", "controller" => controller).record(started.elapsed().as_secs_f64());

@@ -15,7 +15,7 @@
 //! - Deleting the Runner revokes every Runner it paired (under the
 //!   finalizer); the Deployment and Secret go with it (owner references).
 
-use crate::context::{Context, FINALIZER, MANAGER, condition, measured, retry_later};
+use crate::context::{Context, MANAGER, condition, retry_later, under_finalizer};
 use crate::crd::{Runner, RunnerStatus};
 use crate::error::Error;
 use crate::installation::{PairRequest, Paired};
@@ -29,12 +29,11 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{Event, finalizer};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const CONTROLLER: &str = "runner";
 /// The label naming a runner pod's `Runner`.
@@ -56,26 +55,7 @@ pub fn secret_name(r: &Runner) -> String {
 }
 
 pub async fn reconcile(runner: Arc<Runner>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let ns = runner.namespace().ok_or_else(|| Error::Invalid("a Runner is namespaced".into()))?;
-    let api: Api<Runner> = Api::namespaced(ctx.client.clone(), &ns);
-    let result = finalizer(&api, FINALIZER, runner.clone(), |event| async {
-        match event {
-            Event::Apply(r) => apply(&r, &ctx).await,
-            Event::Cleanup(r) => cleanup(&r, &ctx).await,
-        }
-    })
-    .await
-    .map_err(|e| match e {
-        kube::runtime::finalizer::Error::ApplyFailed(e) | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-        kube::runtime::finalizer::Error::AddFinalizer(e) | kube::runtime::finalizer::Error::RemoveFinalizer(e) => Error::Kube(e),
-        other => Error::Invalid(other.to_string()),
-    });
-    measured(CONTROLLER, started, result.is_ok());
-    if result.is_ok() {
-        ctx.succeeded(&crate::context::key(runner.as_ref()));
-    }
-    result
+    under_finalizer(CONTROLLER, runner, &ctx, async |r| apply(&r, &ctx).await, async |r| cleanup(&r, &ctx).await).await
 }
 
 pub fn error_policy(runner: Arc<Runner>, error: &Error, ctx: Arc<Context>) -> Action {

@@ -7,7 +7,7 @@
 //! A pod's spec is mostly immutable: when the Sandbox's image or resources
 //! change, the old pod is deleted and the next pass creates the new one.
 
-use crate::context::{Context, FINALIZER, MANAGER, condition, measured, retry_later};
+use crate::context::{Context, MANAGER, condition, retry_later, under_finalizer};
 use crate::crd::{Sandbox, SandboxStatus};
 use crate::error::{Error, is_not_found};
 use crate::pod::{AGENT_PORT, name, network_policy, sandbox_pod, workspace_claim};
@@ -16,11 +16,10 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{Event, finalizer};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const CONTROLLER: &str = "sandbox";
 /// How often a pending sandbox is looked at again (besides its pod's
@@ -30,26 +29,7 @@ const PENDING_RECHECK: Duration = Duration::from_secs(5);
 const READY_RECHECK: Duration = Duration::from_secs(300);
 
 pub async fn reconcile(sb: Arc<Sandbox>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let ns = sb.namespace().ok_or_else(|| Error::Invalid("a Sandbox is namespaced".into()))?;
-    let api: Api<Sandbox> = Api::namespaced(ctx.client.clone(), &ns);
-    let result = finalizer(&api, FINALIZER, sb.clone(), |event| async {
-        match event {
-            Event::Apply(sb) => apply(&sb, &ctx).await,
-            Event::Cleanup(sb) => cleanup(&sb, &ctx).await,
-        }
-    })
-    .await
-    .map_err(|e| match e {
-        kube::runtime::finalizer::Error::ApplyFailed(e) | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-        kube::runtime::finalizer::Error::AddFinalizer(e) | kube::runtime::finalizer::Error::RemoveFinalizer(e) => Error::Kube(e),
-        other => Error::Invalid(other.to_string()),
-    });
-    measured(CONTROLLER, started, result.is_ok());
-    if result.is_ok() {
-        ctx.succeeded(&crate::context::key(sb.as_ref()));
-    }
-    result
+    under_finalizer(CONTROLLER, sb, &ctx, async |s| apply(&s, &ctx).await, async |s| cleanup(&s, &ctx).await).await
 }
 
 pub fn error_policy(sb: Arc<Sandbox>, error: &Error, ctx: Arc<Context>) -> Action {
