@@ -466,7 +466,7 @@ impl Workspace {
                 ]);
                 c
             }
-            None => tokio::process::Command::new("bash"),
+            None => tokio::process::Command::new(container_shell()),
         };
         cmd.args(["-c", script]).current_dir(&self.root).env_clear();
         cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin").env("HOME", &self.root).env("TMPDIR", "/tmp");
@@ -549,6 +549,13 @@ impl Workspace {
             }
         }
     }
+}
+
+/// The shell of a sandbox pod's image: bash, or `sh` in an image without
+/// it (Alpine, distroless-with-busybox), so any image runs the `bash` tool.
+fn container_shell() -> &'static str {
+    let has_bash = ["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"].iter().any(|p| Path::new(p).exists());
+    if has_bash { "bash" } else { "sh" }
 }
 
 /// Kills a process group when dropped: whatever a command left running
