@@ -15,6 +15,7 @@ use std::time::Duration;
 
 pub use sqlx;
 
+pub mod envelope;
 pub mod sealed;
 
 /// Which SQL dialect a pool speaks; a store uses it only where SQL differs.
