@@ -330,6 +330,90 @@ fn the_crd_chart_validates() {
     assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
 }
 
+/// What the operator makes at run time — a Sandbox's pod, workspace claim
+/// and network policy, a Runner's Deployment and credentials Secret, and
+/// sample Runner and Sandbox resources — validates against the Kubernetes
+/// schemas and the CRDs, as a cluster would check them.
+#[test]
+fn the_objects_the_operator_makes_validate() {
+    if !tools_present() {
+        return;
+    }
+    use checkfu_operator::crd::{Resources, Runner, RunnerSpec, Sandbox, SandboxSpec, SecretKeyRef};
+    let mut sb = Sandbox::new(
+        "sess-01jx",
+        SandboxSpec {
+            session_id: "sess_01JX".into(),
+            environment_id: "env_1".into(),
+            image: "python:3.12-slim".into(),
+            resources: Resources { cpu_millis: 1500, memory_mib: 2048, disk_mib: 4096 },
+            expires_at: "2026-12-31T00:00:00Z".into(),
+            storage_class: Some("fast".into()),
+            agent_secret: "sess-01jx-agent".into(),
+            platform_namespace: Some("checkfu".into()),
+        },
+    );
+    sb.metadata.namespace = Some("agents".into());
+    sb.metadata.uid = Some("7d3c0c1e-0000-4000-8000-000000000001".into());
+    let mut runner = Runner::new(
+        "edge",
+        RunnerSpec {
+            server: "https://checkfu.example.com".into(),
+            environment_id: "env_1".into(),
+            pool: "edge".into(),
+            replicas: 2,
+            image: None,
+            resources: Some(Resources { cpu_millis: 2000, memory_mib: 4096, disk_mib: 20480 }),
+            credential_secret: SecretKeyRef { name: "edge-install-key".into(), key: "api-key".into() },
+            principal_id: "prn_1".into(),
+            rotation: Some("2".into()),
+        },
+    );
+    runner.metadata.namespace = Some("agents".into());
+    runner.metadata.uid = Some("7d3c0c1e-0000-4000-8000-000000000002".into());
+    let with_kind = |v: Value, api_version: &str, kind: &str| {
+        let mut v = v;
+        v["apiVersion"] = api_version.into();
+        v["kind"] = kind.into();
+        v
+    };
+    let builtin = [
+        with_kind(serde_json::to_value(checkfu_operator::pod::sandbox_pod(&sb, "ghcr.io/checkfu/checkfu:0.1.0")).unwrap(), "v1", "Pod"),
+        with_kind(serde_json::to_value(checkfu_operator::pod::workspace_claim(&sb)).unwrap(), "v1", "PersistentVolumeClaim"),
+        with_kind(serde_json::to_value(checkfu_operator::pod::network_policy(&sb)).unwrap(), "networking.k8s.io/v1", "NetworkPolicy"),
+        with_kind(
+            serde_json::to_value(checkfu_operator::runners::deployment(&runner, "ghcr.io/checkfu/checkfu:0.1.0")).unwrap(),
+            "apps/v1",
+            "Deployment",
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = vec![];
+    for (i, o) in builtin.iter().enumerate() {
+        let path = dir.path().join(format!("{i}-{}.yaml", o["kind"].as_str().unwrap()));
+        std::fs::write(&path, serde_json::to_vec_pretty(o).unwrap()).unwrap();
+        files.push(path);
+    }
+    let out = Command::new("kubernetes-validate").arg("--strict").args(&files).output().unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+
+    // The resources themselves, against their CRDs' schemas.
+    for (name, sample) in [("sandboxes", serde_json::to_value(&sb).unwrap()), ("runners", serde_json::to_value(&runner).unwrap())] {
+        let crd = root().join(format!("charts/checkfu-crds/templates/{name}.checkfu.dev.yaml"));
+        let sample_path = dir.path().join(format!("{name}-sample.json"));
+        std::fs::write(&sample_path, serde_json::to_vec(&sample).unwrap()).unwrap();
+        let validate = root().join("charts/checkfu-crds/ci/validate.py");
+        let out = Command::new("python3").arg(&validate).arg(&crd).arg(&sample_path).output().unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        // And a wrong one is refused (the check is real).
+        let mut wrong = sample.clone();
+        wrong["spec"].as_object_mut().unwrap().remove(if name == "sandboxes" { "image" } else { "pool" });
+        std::fs::write(&sample_path, serde_json::to_vec(&wrong).unwrap()).unwrap();
+        let out = Command::new("python3").arg(&validate).arg(&crd).arg(&sample_path).output().unwrap();
+        assert!(!out.status.success(), "{name}: a spec missing a required field must not validate");
+    }
+}
+
 #[test]
 fn the_tiltfile_parses() {
     if !tools_present() {
