@@ -231,3 +231,30 @@ async fn a_sessions_tools_run_in_its_sandbox_pod_which_goes_when_the_session_end
     ticking.abort();
     p.stop().await;
 }
+
+/// `EndedSandboxes` serves the managed runner inside the mesh only: the
+/// public port does not forward it.
+#[tokio::test(flavor = "multi_thread")]
+async fn which_sandboxes_ended_is_asked_inside_the_mesh_only() {
+    use checkfu_proto::runner::v1 as rp;
+    use checkfu_proto::runner::v1::runner_service_client::RunnerServiceClient;
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let d = deploy(&p.admin, &p.env_id, json!({})).await;
+    let s = p.admin.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id})).await;
+    let sid = id(&s.1);
+    let ask = rp::EndedSandboxesRequest { session_ids: vec![sid.clone(), "sess_00000000000000000000000000".into(), "not an id".into()] };
+
+    let public = tonic::transport::Channel::from_shared(p.base.clone()).unwrap().connect_lazy();
+    let refused = RunnerServiceClient::new(public).ended_sandboxes(ask.clone()).await.expect_err("not on the public port");
+    assert_eq!(refused.code(), tonic::Code::Unimplemented);
+
+    let mut mesh = RunnerServiceClient::new(p.internal(checkfu::Role::Runner, checkfu::Role::Runner));
+    let ended = mesh.ended_sandboxes(ask.clone()).await.expect("the managed runner asks").into_inner().ended;
+    // A Session whose sandbox never materialised has none to keep; the
+    // unknown and malformed ids are ended too.
+    assert_eq!(ended.len(), 3, "{ended:?}");
+    let too_many = rp::EndedSandboxesRequest { session_ids: vec![sid.clone(); 501] };
+    assert_eq!(mesh.ended_sandboxes(too_many).await.expect_err("bounded").code(), tonic::Code::InvalidArgument);
+    p.stop().await;
+}
