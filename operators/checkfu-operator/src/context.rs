@@ -107,6 +107,20 @@ where
     result
 }
 
+/// Writes `status` as `obj`'s status: server-side apply of the status
+/// subresource, as the operator's field manager.
+pub async fn apply_status<K>(ctx: &Context, obj: &K, status: impl serde::Serialize) -> Result<(), Error>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let meta = obj.meta();
+    let api: kube::Api<K> = kube::Api::namespaced(ctx.client.clone(), meta.namespace.as_deref().unwrap_or_default());
+    let patch = serde_json::json!({"apiVersion": K::api_version(&()), "kind": K::kind(&()), "status": status});
+    let pp = kube::api::PatchParams::apply(MANAGER).force();
+    api.patch_status(meta.name.as_deref().unwrap_or_default(), &pp, &kube::api::Patch::Apply(patch)).await?;
+    Ok(())
+}
+
 /// `namespace/name`, the backoff's key.
 pub fn key<K: Resource>(obj: &K) -> String {
     format!("{}/{}", obj.meta().namespace.as_deref().unwrap_or_default(), obj.meta().name.as_deref().unwrap_or_default())

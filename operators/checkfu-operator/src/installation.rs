@@ -41,9 +41,12 @@ pub trait Installation: Send + Sync {
     fn revoke<'a>(&'a self, server: &'a str, api_key: &'a str, runner_id: &'a str) -> Fut<'a, ()>;
 }
 
-/// No installation to call: an operator that keeps only Sandboxes.
+/// No installation to call: for the scenario tests of what needs none
+/// (Sandboxes, leader election); every call is refused.
+#[cfg(feature = "testing")]
 pub struct Unconfigured;
 
+#[cfg(feature = "testing")]
 impl Installation for Unconfigured {
     fn pair<'a>(&'a self, _: &'a PairRequest) -> Fut<'a, Paired> {
         Box::pin(async { Err(Error::Installation("this operator has no way to reach a Checkfu installation".into())) })

@@ -15,7 +15,7 @@
 //! - Deleting the Runner revokes every Runner it paired (under the
 //!   finalizer); the Deployment and Secret go with it (owner references).
 
-use crate::context::{Context, MANAGER, condition, retry_later, under_finalizer};
+use crate::context::{Context, MANAGER, apply_status, condition, retry_later, under_finalizer};
 use crate::crd::{Runner, RunnerStatus};
 use crate::error::Error;
 use crate::installation::{PairRequest, Paired};
@@ -329,9 +329,7 @@ async fn report(r: &Runner, ctx: &Context, ready: u32, paired: u32, ok: bool, re
     if status == previous {
         return Ok(());
     }
-    let api: Api<Runner> = Api::namespaced(ctx.client.clone(), &r.namespace().unwrap_or_default());
-    let patch = json!({"apiVersion": "checkfu.dev/v1alpha1", "kind": "Runner", "status": status});
-    api.patch_status(&r.name_any(), &PatchParams::apply(MANAGER).force(), &Patch::Apply(patch)).await?;
+    apply_status(ctx, r, &status).await?;
     let was = previous.conditions.first().map(|c| c.reason.clone()).unwrap_or_default();
     if was != reason {
         ctx.event(r, reason == "CredentialSecretMissing", reason, message).await;

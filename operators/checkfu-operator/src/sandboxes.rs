@@ -7,7 +7,7 @@
 //! A pod's spec is mostly immutable: when the Sandbox's image or resources
 //! change, the old pod is deleted and the next pass creates the new one.
 
-use crate::context::{Context, MANAGER, condition, retry_later, under_finalizer};
+use crate::context::{Context, MANAGER, apply_status, condition, retry_later, under_finalizer};
 use crate::crd::{Sandbox, SandboxStatus};
 use crate::error::{Error, is_not_found};
 use crate::pod::{AGENT_PORT, name, network_policy, sandbox_pod, workspace_claim};
@@ -17,7 +17,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
-use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -154,9 +153,7 @@ async fn report(
     if status == previous {
         return Ok(());
     }
-    let api: Api<Sandbox> = Api::namespaced(ctx.client.clone(), &sb.namespace().unwrap_or_default());
-    let patch = json!({"apiVersion": "checkfu.dev/v1alpha1", "kind": "Sandbox", "status": status});
-    api.patch_status(&sb.name_any(), &PatchParams::apply(MANAGER).force(), &Patch::Apply(patch)).await?;
+    apply_status(ctx, sb, &status).await?;
     if previous.phase != phase {
         ctx.event(sb, phase == "Failed", phase, message).await;
     }

@@ -62,15 +62,11 @@ impl ToolHost for Workspace {
     }
 }
 
-fn digest(token: &str) -> [u8; 32] {
-    use sha2::Digest;
-    sha2::Sha256::digest(token.as_bytes()).into()
-}
-
 /// The agent: one workspace, one token.
 pub struct Agent {
     root: PathBuf,
-    token: [u8; 32],
+    /// The token's SHA-256 (hex).
+    token: String,
 }
 
 impl Agent {
@@ -79,7 +75,7 @@ impl Agent {
         if token.len() < MIN_TOKEN {
             return Err(format!("the agent token must be at least {MIN_TOKEN} characters"));
         }
-        Ok(Agent { root, token: digest(token) })
+        Ok(Agent { root, token: checkfu_core::sha256_hex(token) })
     }
 
     /// Serves until `shutdown`.
@@ -96,7 +92,7 @@ impl Agent {
     fn check<T>(&self, req: &Request<T>) -> Result<(), Status> {
         let given = req.metadata().get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
         match given {
-            Some(t) if digest(t) == self.token => Ok(()),
+            Some(t) if checkfu_core::sha256_hex(t) == self.token => Ok(()),
             _ => Err(Status::unauthenticated("a valid sandbox agent token is required")),
         }
     }

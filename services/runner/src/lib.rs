@@ -121,9 +121,9 @@ pub struct Runner {
     /// On the Kubernetes managed plane: where Sessions' sandboxes are pods
     /// (`None`: workspaces on this host).
     pub(crate) kubernetes: Option<Arc<kubernetes::KubeSandboxes>>,
-    /// Runs whose sandbox pod was used (and restored) here: captured when
-    /// they settle.
-    pub(crate) pods_opened: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    /// Runs whose sandbox pod was used (and restored) here, with the pod as
+    /// last opened: captured from it when they settle.
+    pub(crate) pods_opened: Arc<std::sync::Mutex<std::collections::HashMap<String, agent::RemoteSandbox>>>,
 }
 
 impl Runner {

@@ -136,7 +136,7 @@ impl Runner {
 
     /// The first time in a Run that its sandbox pod is used: restores it.
     pub(crate) async fn restore_pod_once(&self, work: &pb::WorkItem, sandbox: &crate::agent::RemoteSandbox) {
-        let first = self.pods_opened.lock().unwrap_or_else(|p| p.into_inner()).insert(work.run_id.clone());
+        let first = self.pods_opened.lock().unwrap_or_else(|p| p.into_inner()).insert(work.run_id.clone(), sandbox.clone()).is_none();
         let Some(lease) = work.lease.as_ref().filter(|_| first) else { return };
         if let Err(status) = self.restore_into(&Tree::Pod(Box::new(sandbox.clone())), work, lease).await {
             tracing::warn!(%status, session_id = %work.session_id, "restoring the sandbox pod's workspace failed; the turn runs with what is there");
@@ -234,16 +234,7 @@ impl Runner {
     pub(crate) async fn capture(&self, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<(), Status> {
         let tree = match &self.kubernetes {
             None => Some(self.local_tree(&work.session_id)),
-            Some(pods) => {
-                let used = self.pods_opened.lock().unwrap_or_else(|p| p.into_inner()).remove(&work.run_id);
-                match used {
-                    true => {
-                        let limits = limits(work, None);
-                        Some(Tree::Pod(Box::new(pods.open(work, limits).await.map_err(Status::unavailable)?)))
-                    }
-                    false => None,
-                }
-            }
+            Some(_) => self.pods_opened.lock().unwrap_or_else(|p| p.into_inner()).remove(&work.run_id).map(|sb| Tree::Pod(Box::new(sb))),
         };
         let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
         let mut local = match &tree {
