@@ -31,6 +31,10 @@ pub struct Tuning {
     /// Also open the internal mesh listener (mutual TLS, certificates in
     /// `DIR/mesh`), so other nodes can reach this one's roles.
     pub mesh: bool,
+    /// The credential key file; `None` keeps one in the data directory.
+    pub credential_key_file: Option<PathBuf>,
+    /// Features switched off (`files`, `skills`, ...).
+    pub features_disabled: Vec<String>,
 }
 
 impl Default for Tuning {
@@ -45,6 +49,8 @@ impl Default for Tuning {
             model_endpoints: vec![],
             hold_before_model: None,
             mesh: false,
+            credential_key_file: None,
+            features_disabled: vec![],
         }
     }
 }
@@ -88,6 +94,8 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
         auth_failures_per_window: 20,
         sealer: None,
         model_endpoints: checkfu_model_gateway::endpoints::Endpoints::new(None, None, tuning.model_endpoints.clone(), false).unwrap(),
+        credential_key_file: tuning.credential_key_file.clone(),
+        features_disabled: checkfu_core::features::Disabled::parse(&tuning.features_disabled.join(",")).unwrap(),
     }
 }
 

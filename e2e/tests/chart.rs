@@ -67,7 +67,7 @@ fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
 /// Who calls whom on the mesh: the chart's NetworkPolicies must admit
 /// exactly these, as `checkfu_proto::mesh::allowed` does.
 const MESH_CALLERS: [(&str, &[&str]); 7] = [
-    ("governance", &["gateway", "sessions", "runner"]),
+    ("governance", &["gateway", "sessions", "runner", "capability-gateway"]),
     ("sessions", &["gateway", "capability-gateway", "runner"]),
     ("model-gateway", &["gateway", "runner"]),
     ("capability-gateway", &["gateway", "runner"]),
@@ -108,7 +108,20 @@ fn the_chart_renders_valid_manifests_for_every_role() {
         let env = c["env"].as_array().unwrap();
         let db = env.iter().find(|e| e["name"] == "CHECKFU_DATABASE_URL").unwrap();
         assert_eq!(db["valueFrom"]["secretKeyRef"]["key"], "database-url", "credentials come by Secret reference");
-        assert!(env.iter().all(|e| e.get("value").is_none() || !e["name"].as_str().unwrap().contains("KEY")), "no inline secrets");
+        // Inline values name no key, except a key file's path.
+        let inline_key =
+            |e: &Value| e.get("value").is_some() && e["name"].as_str().is_some_and(|n| n.contains("KEY") && !n.ends_with("_FILE"));
+        assert!(!env.iter().any(inline_key), "no inline secrets");
+        // The credential key file reaches the capability gateway alone, from a Secret.
+        let key_file = env.iter().find(|e| e["name"] == "CHECKFU_CREDENTIAL_KEY_FILE");
+        assert_eq!(key_file.is_some(), role == "capability-gateway", "{role}");
+        let keys_volume =
+            d["spec"]["template"]["spec"]["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "credential-keys").cloned();
+        assert_eq!(keys_volume.is_some(), role == "capability-gateway", "{role}");
+        if let Some(v) = keys_volume {
+            assert_eq!(v["secret"]["secretName"], "checkfu-credential-keys");
+            assert_eq!(key_file.unwrap()["value"], "/etc/checkfu/credential-keys/keys");
+        }
         let has_provider_keys = env.iter().any(|e| e["name"] == "CHECKFU_OPENAI_API_KEY");
         assert_eq!(has_provider_keys, role == "model-gateway", "provider keys reach only the model gateway");
         assert!(d["spec"]["template"]["spec"]["automountServiceAccountToken"] == false);
@@ -444,6 +457,7 @@ fn the_charts_mesh_callers_are_the_servers_authorization_table() {
                 "/checkfu.governance.v1.GovernanceService/Check",
                 "/checkfu.governance.v1.GovernanceService/RequestApproval",
                 "/checkfu.governance.v1.GovernanceService/WithdrawApproval",
+                "/checkfu.governance.v1.GovernanceService/RecordAudit",
             ],
         ),
         (
@@ -458,7 +472,10 @@ fn the_charts_mesh_callers_are_the_servers_authorization_table() {
             "model-gateway",
             &["/checkfu.modelgateway.v1.ModelGatewayService/Generate", "/checkfu.modelgateway.v1.ModelGatewayService/CreateRoutingProfile"],
         ),
-        ("capability-gateway", &["/checkfu.capability.v1.CapabilityGatewayService/WebFetch"]),
+        (
+            "capability-gateway",
+            &["/checkfu.capability.v1.CapabilityGatewayService/WebFetch", "/checkfu.capability.v1.ConnectionsService/CreateConnection"],
+        ),
         ("webhooks", &["/checkfu.webhooks.v1.WebhooksService/CreateEndpoint"]),
         ("scheduler", &["/checkfu.scheduler.v1.SchedulerService/GetServiceInfo"]),
         ("memory", &["/checkfu.memory.v1.MemoryService/GetServiceInfo"]),

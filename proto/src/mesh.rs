@@ -79,6 +79,8 @@ pub fn allowed(path: &str) -> &'static [Role] {
             "GetActionApproval" => &[Gateway, Sessions, Runner],
             "RespondToApproval" => &[Gateway, Sessions],
             "ListUnsettledApprovals" | "MarkApprovalSettled" | "WithdrawApproval" => &[Sessions],
+            // Services that change governed resources record it here.
+            "RecordAudit" => &[CapabilityGateway],
             _ => &[Gateway],
         },
         ("checkfu.sessions.v1.SessionsService", m) => match m {
@@ -100,6 +102,9 @@ pub fn allowed(path: &str) -> &'static [Role] {
         ("checkfu.modelgateway.v1.ModelGatewayService", "Generate") => &[Runner, Gateway],
         ("checkfu.modelgateway.v1.ModelGatewayService", _) => &[Gateway],
         ("checkfu.capability.v1.CapabilityGatewayService", _) => &[Runner, Gateway],
+        // Connections and their credentials are managed through the public
+        // API only: the gateway checked who may act.
+        ("checkfu.capability.v1.ConnectionsService", _) => &[Gateway],
         ("checkfu.webhooks.v1.WebhooksService", _) => &[Gateway],
         ("checkfu.scheduler.v1.SchedulerService", _) => &[Gateway],
         ("checkfu.memory.v1.MemoryService", _) => &[Gateway],

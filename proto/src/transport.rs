@@ -62,6 +62,15 @@ where
     BoxCloneSyncService::new(traced.map_err(|never: Infallible| match never {}))
 }
 
+/// One role's services in process when it serves more than one: calls to
+/// the gRPC service `name` go to `this`, everything else to `rest`.
+pub fn either(name: &'static str, this: Transport, rest: Transport) -> Transport {
+    BoxCloneSyncService::new(tower::service_fn(move |req: Request| {
+        let mine = req.uri().path().strip_prefix('/').and_then(|p| p.split_once('/')).is_some_and(|(service, _)| service == name);
+        if mine { this.clone().oneshot(req) } else { rest.clone().oneshot(req) }
+    }))
+}
+
 /// Calls through a [`local`] transport as the role `caller`: the caller's
 /// identity in process, as a request extension (which never crosses a
 /// socket). Over the mesh the server reads the caller from the client's TLS

@@ -33,6 +33,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   value: {{ .Values.rateLimitPerSecond | quote }}
 - name: RUST_LOG
   value: info
+{{- with .Values.featuresDisabled }}
+- name: CHECKFU_FEATURES_DISABLED
+  value: {{ join "," . | quote }}
+{{- end }}
 {{- end -}}
 
 {{/*
@@ -42,7 +46,7 @@ refuses any other caller); the NetworkPolicies enforce the same at the
 network. The gateway and the runner call others but are called by none.
 */}}
 {{- define "checkfu.meshCallers" -}}
-governance: [gateway, sessions, runner]
+governance: [gateway, sessions, runner, capability-gateway]
 sessions: [gateway, capability-gateway, runner]
 model-gateway: [gateway, runner]
 capability-gateway: [gateway, runner]

@@ -93,6 +93,22 @@ pub enum Command {
         #[command(flatten)]
         args: crate::sandbox_agent::SandboxAgentArgs,
     },
+    /// Connections and their credentials (a credential is read from a file
+    /// or standard input, never the command line).
+    Connections {
+        #[command(flatten)]
+        client: crate::client::ClientArgs,
+        #[command(subcommand)]
+        action: crate::reach_cli::ConnectionsAction,
+    },
+    /// Credential keys: `rewrap` after a key rotation (beside the store and
+    /// key file; storage as for `serve`).
+    Credentials {
+        #[command(flatten)]
+        settings: Settings,
+        #[command(subcommand)]
+        action: crate::reach_cli::CredentialsAction,
+    },
     /// List and answer ActionApprovals.
     Approvals {
         #[command(flatten)]
@@ -198,6 +214,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Runner { args } => crate::self_hosted::run(args, cancelled_on_signal("stopping: handing Runs back")).await,
         Command::Operator { args } => crate::operator::run(args, cancelled_on_signal("stopping: giving the leader lease up")).await,
         Command::SandboxAgent { args } => crate::sandbox_agent::run(args, cancelled_on_signal("stopping")).await,
+        Command::Connections { client, action } => crate::reach_cli::connections(client, action, &mut std::io::stdout()).await,
+        Command::Credentials { settings, action } => {
+            let config = settings.load(Mode::Serve, vec![])?;
+            crate::reach_cli::credentials(&config, action, &mut std::io::stdout()).await
+        }
         Command::Approvals { client, action } => crate::approvals_cli::approvals(client, action, &mut std::io::stdout()).await,
         Command::Up { settings, allow_private_targets } => {
             let flag = allow_private_targets.then_some(("allow_private_targets", toml::Value::Boolean(true), "allow-private-targets"));

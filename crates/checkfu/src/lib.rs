@@ -11,6 +11,7 @@ pub mod key_file;
 pub mod mesh;
 pub mod node;
 pub mod operator;
+pub mod reach_cli;
 pub mod roles;
 pub mod sandbox_agent;
 pub mod self_hosted;

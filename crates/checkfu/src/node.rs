@@ -71,6 +71,12 @@ pub struct NodeOptions {
     /// Where the model gateway may send each provider's requests, with
     /// which key (installation configuration, never API input).
     pub model_endpoints: checkfu_model_gateway::endpoints::Endpoints,
+    /// The credential key file sealing Connection credentials; `None`
+    /// keeps one in the data directory on SQLite and leaves `credentials`
+    /// unavailable on PostgreSQL.
+    pub credential_key_file: Option<PathBuf>,
+    /// Features switched off (api.md §16.8).
+    pub features_disabled: checkfu_core::features::Disabled,
 }
 
 /// How long ActionApprovals wait, and how often the sessions role records
@@ -129,6 +135,9 @@ impl NodeOptions {
             auth_failures_per_window: c.limits.auth_failures_per_window,
             sealer: config.sealer.clone(),
             model_endpoints: config.model_endpoints.clone(),
+            credential_key_file: c.credential_key_file.clone(),
+            features_disabled: checkfu_core::features::Disabled::parse(&c.features_disabled)
+                .map_err(|e| anyhow::anyhow!("features_disabled: {}", e.message))?,
         })
     }
 }

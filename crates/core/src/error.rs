@@ -108,6 +108,17 @@ impl Error {
         self.details = details;
         self
     }
+    /// Names why a request was refused in `details.reason` (api.md §16:
+    /// `name_taken`, `credential_in_url`, ...), beside any other details.
+    pub fn with_reason(mut self, reason: &str) -> Self {
+        match &mut self.details {
+            Value::Object(m) => {
+                m.insert("reason".into(), Value::String(reason.into()));
+            }
+            _ => self.details = json!({ "reason": reason }),
+        }
+        self
+    }
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(Code::Invalid, message)
     }

@@ -103,6 +103,9 @@ pub const SUBSCRIBABLE: &[&str] = &[
     "environment.updated",
     "sandbox_profile.created",
     "sandbox_profile.updated",
+    "connection.created",
+    "connection.revoked",
+    "connection.refresh_failed",
 ];
 
 #[cfg(test)]

@@ -232,6 +232,12 @@ typed_ids! {
     RoutingProfileId = "mrp";
     /// A tool source (MCP server or connection tools).
     ToolSourceId = "tsrc";
+    /// A Connection: an endpoint and the credential the platform holds for it.
+    ConnectionId = "conn";
+    /// A ConnectionVault: a named bundle of `use_connection` grants.
+    VaultId = "cvlt";
+    /// A Skill: versioned instructions and files mounted read-only.
+    SkillId = "skl";
     /// A Session.
     SessionId = "sess";
     /// A Run: one turn of work on a Session.

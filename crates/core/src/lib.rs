@@ -6,6 +6,7 @@ pub mod cache;
 pub mod capability;
 pub mod error;
 pub mod events;
+pub mod features;
 pub mod glob;
 pub mod id;
 pub mod net;

@@ -143,6 +143,11 @@ impl KeyRing {
         &self.keys[0].0
     }
 
+    /// Whether the key file still holds the key `id`.
+    pub fn has(&self, id: &str) -> bool {
+        self.key(id).is_some()
+    }
+
     fn key(&self, id: &str) -> Option<&LessSafeKey> {
         self.keys.iter().find(|(k, _)| k == id).map(|(_, key)| key)
     }

@@ -1,20 +1,65 @@
-//! The capability gateway: tool execution that needs reach the sandbox does
-//! not have. Today that is `web_fetch`: a GET to a host on the Session's
-//! pinned SandboxProfile allowlist, refused for private, loopback and
-//! link-local addresses, with each redirect checked again. See `DESIGN.md`.
+//! The capability gateway: reach beyond the sandbox, held by the platform.
+//! It owns Connections and the credentials they hold (sealed under the
+//! installation's credential keys and opened only here), and `web_fetch`:
+//! a GET to a host on the Session's pinned SandboxProfile allowlist,
+//! refused for private, loopback and link-local addresses, with each
+//! redirect checked again. See `DESIGN.md`.
 
+pub mod connections;
 pub mod fetch;
 pub mod grpc;
+pub mod grpc_connections;
+pub mod model;
+pub mod store;
 pub mod targets;
 
+use checkfu_core::Result;
 use checkfu_proto::capability::v1::capability_gateway_service_server::CapabilityGatewayServiceServer;
+use checkfu_proto::capability::v1::connections_service_server::ConnectionsServiceServer;
 use checkfu_proto::transport::Transport;
+use checkfu_store::{Db, Location, Migrations};
+use std::sync::Arc;
 
+pub use connections::{ReachService, Rewrapped};
 pub use fetch::{FetchLimits, Fetched, WebFetcher};
 
-/// The tonic server for this role. `allow_private_targets` lets fetches
-/// reach private, loopback and link-local addresses (local development and
-/// tests only; production refuses them).
+static SQLITE: checkfu_store::sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/capability_gateway");
+static POSTGRES: checkfu_store::sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/capability_gateway");
+
+pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+
+/// What the capability gateway is built from.
+pub struct Settings {
+    /// Fetches and Connections may reach private, loopback and link-local
+    /// addresses (local development and tests only; production refuses them).
+    pub allow_private_targets: bool,
+    /// The credential key file's keys; `None` leaves `credentials` unavailable.
+    pub credential_keys: Option<Arc<checkfu_store::envelope::KeyRing>>,
+    pub disabled: checkfu_core::features::Disabled,
+}
+
+/// Opens the store and builds the Connections service; the database handle
+/// is for the outbox relay.
+pub async fn open(location: &Location, governance: Transport, settings: &Settings) -> Result<(ReachService, Db)> {
+    let db = Db::open(location, "capability_gateway", &MIGRATIONS).await?;
+    let svc = ReachService::new(
+        Arc::new(store::SqlReachStore::new(db.clone())),
+        settings.credential_keys.clone(),
+        governance,
+        settings.allow_private_targets,
+        settings.disabled.clone(),
+    );
+    Ok((svc, db))
+}
+
+/// `checkfu credentials rewrap`: every stored credential's data key
+/// wrapped again by the key file's first key.
+pub async fn rewrap(location: &Location, keys: &checkfu_store::envelope::KeyRing) -> Result<Rewrapped> {
+    let db = Db::open(location, "capability_gateway", &MIGRATIONS).await?;
+    connections::rewrap_all(&store::SqlReachStore::new(db), keys).await
+}
+
+/// The tonic server for the tools a Run calls.
 pub fn server(
     sessions: Transport,
     tokens: checkfu_core::capability::TokenKey,
@@ -23,4 +68,9 @@ pub fn server(
     let tokens = checkfu_proto::token::Verifier::new(tokens);
     let fetcher = WebFetcher::new(sessions, allow_private_targets, FetchLimits::default());
     CapabilityGatewayServiceServer::new(grpc::CapabilityGrpc { fetcher, tokens })
+}
+
+/// The tonic server for managing Connections (the gateway's).
+pub fn connections_server(svc: ReachService) -> ConnectionsServiceServer<grpc_connections::ConnectionsGrpc> {
+    ConnectionsServiceServer::new(grpc_connections::ConnectionsGrpc { svc })
 }

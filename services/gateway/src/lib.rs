@@ -10,6 +10,7 @@ pub mod extract;
 pub mod idempotency;
 pub mod live;
 pub mod openapi_rules;
+pub mod reach_wire;
 pub mod routes;
 pub mod runner_edge;
 pub mod streams;
@@ -22,6 +23,7 @@ use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use checkfu_core::{Code, Error, Result};
+use checkfu_proto::capability::v1::connections_service_client::ConnectionsServiceClient;
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
@@ -44,6 +46,8 @@ pub struct AppState {
     pub sessions: SessionsServiceClient<Transport>,
     pub models: ModelGatewayServiceClient<Transport>,
     pub webhooks: WebhooksServiceClient<Transport>,
+    /// Connections, credentials and capability status (the capability gateway).
+    pub connections: ConnectionsServiceClient<Transport>,
     /// Per-principal request limits, shared by every gateway replica.
     pub limits: RateLimits,
     /// One shared live feed per followed Session (see `live.rs`).
@@ -112,6 +116,7 @@ pub struct Upstreams {
     pub sessions: Transport,
     pub model_gateway: Transport,
     pub webhooks: Transport,
+    pub capability_gateway: Transport,
 }
 
 impl AppState {
@@ -140,6 +145,7 @@ impl AppState {
             sessions: SessionsServiceClient::new(up.sessions).max_decoding_message_size(MAX),
             models: ModelGatewayServiceClient::new(up.model_gateway).max_decoding_message_size(MAX),
             webhooks: WebhooksServiceClient::new(up.webhooks).max_decoding_message_size(MAX),
+            connections: ConnectionsServiceClient::new(up.capability_gateway).max_decoding_message_size(MAX),
             limits,
             feeds: Arc::new(live::Feeds::new(sse_ping)),
             streams: Arc::new(streams::Streams::new(max_streams)),
@@ -230,7 +236,8 @@ impl utoipa::Modify for BearerAuth {
 /// handlers (so every route served is described). No fallback: see [`finish`].
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     use routes::{
-        approvals as a, budgets as b, catalog as c, files as f, governance as g, identity as i, runners as r, sessions as s, webhooks as w,
+        approvals as a, budgets as b, catalog as c, connections as cn, files as f, governance as g, identity as i, runners as r,
+        sessions as s, webhooks as w,
     };
     use utoipa::OpenApi;
     use utoipa_axum::{router::OpenApiRouter, routes};
@@ -264,6 +271,11 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(w::get_endpoint, w::update_endpoint, w::delete_endpoint))
         .routes(routes!(w::rotate_secret))
         .routes(routes!(w::list_deliveries))
+        .routes(routes!(cn::create_connection, cn::list_connections))
+        .routes(routes!(cn::get_connection, cn::update_connection))
+        .routes(routes!(cn::revoke_connection))
+        .routes(routes!(cn::set_credential, cn::delete_credential))
+        .routes(routes!(cn::list_capabilities))
         .routes(routes!(c::create_agent, c::list_agents))
         .routes(routes!(c::get_agent, c::update_agent))
         .routes(routes!(c::archive_agent))

@@ -44,7 +44,21 @@ const COLLECTIONS: &[(&str, &str)] = &[
     ("sessions", "sess"),
     ("runs", "run"),
     ("runners", "rnr"),
+    ("connections", "conn"),
 ];
+
+/// A Connection's URL: `https`, a public host, at most 2,048 bytes, no
+/// userinfo (private hosts only where the installation allows them).
+fn https_url() -> Value {
+    json!({"type": "string", "format": "uri", "maxLength": 2048,
+        "pattern": "^https://[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+(:[1-9][0-9]{0,3})?(/([A-Za-z0-9._~!$&'()*+,;=:@/-]|%[0-9A-Fa-f]{2})*)?(\\?([A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?$"})
+}
+
+/// A credential's secret: 1–8,192 bytes (2,048 characters of any width
+/// always fit), no control characters.
+fn secret() -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": 2048, "pattern": "^[^\\x00-\\x1f\\x7f]+$"})
+}
 
 /// A `page` token (`checkfu_core::page`): `p1` and hex.
 fn page_token() -> Value {
@@ -211,6 +225,8 @@ fn query_rule(path: &str, name: &str) -> Option<Value> {
         "permission" => one_of(PERMISSIONS),
         "status" if path.starts_with("/v1/sessions") => one_of(&["idle", "running", "rescheduling", "terminated"]),
         "status" if path.starts_with("/v1/action-approvals") => one_of(&["pending", "approved", "denied", "expired"]),
+        "status" if path.starts_with("/v1/connections") => one_of(&["active", "disabled", "revoked"]),
+        "kind" if path.starts_with("/v1/connections") => one_of(&["mcp", "http"]),
         "event_deltas" => {
             json!({"type": "string", "pattern": "^(agent\\.message|agent\\.thinking)(,(agent\\.message|agent\\.thinking))*$"})
         }
@@ -271,6 +287,19 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
             json!({"type": "integer", "minimum": 1, "maximum": 1_000_000_000_000i64})
         }
         ("BudgetScope", "kind") => one_of(&["session"]),
+        ("CreateConnection", "kind") => one_of(&["mcp", "http"]),
+        ("CreateConnection" | "UpdateConnection", "description") => json!({"type": "string", "maxLength": 2000}),
+        ("ConnectionEndpoint", "url") | ("CredentialInput", "token_endpoint") => https_url(),
+        ("ConnectionOwner", "kind") => one_of(&["environment", "principal"]),
+        ("ConnectionOwner", "id") => id("prin"),
+        ("CredentialInput", "token" | "value" | "refresh_token" | "client_secret") => secret(),
+        ("CredentialInput", "header") => {
+            json!({"type": "string", "pattern": "^(?![Hh][Oo][Ss][Tt]$|[Cc][Oo][Nn][Tt][Ee][Nn][Tt]-|[Mm][Cc][Pp]-|[Pp][Rr][Oo][Xx][Yy]-|[Cc]onnection$|[Tt]ransfer-[Ee]ncoding$|[Tt][Ee]$|[Uu]pgrade$|[Kk]eep-[Aa]live$|[Tt]railer$|[Aa]ccept$)[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$"})
+        }
+        ("CredentialInput", "client_id" | "scope") => {
+            json!({"type": "string", "minLength": 1, "maxLength": 1024, "pattern": "^[^\\x00-\\x1f\\x7f]*$"})
+        }
+        ("CredentialInput", "token_endpoint_auth") => one_of(&["client_secret_basic", "client_secret_post", "none"]),
         ("BudgetScope", "id") => id("sess"),
         _ => return None,
     })

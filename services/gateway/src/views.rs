@@ -15,7 +15,7 @@ pub fn doc(s: &str) -> Value {
     if s.is_empty() { Value::Null } else { serde_json::from_str(s).unwrap_or(Value::Null) }
 }
 
-fn opt(s: &str) -> Option<String> {
+pub fn opt(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 

@@ -382,6 +382,20 @@ impl Rpc for GovernanceGrpc {
         ok(pb::ListAuditEventsResponse { data, next_page })
     }
 
+    async fn record_audit(&self, r: Request<pb::RecordAuditRequest>) -> R<pb::AuditEvent> {
+        let r = r.into_inner();
+        let res = r.resource.unwrap_or_default();
+        let a = self.svc.record_audit(&r.actor_id, &r.action, &res.kind, &res.id, &r.details_json).await?;
+        ok(pb::AuditEvent {
+            id: a.id.into(),
+            actor_id: a.actor_id,
+            action: a.action,
+            resource: Some(pb::ResourceRef { kind: a.resource_kind, id: a.resource_id }),
+            details_json: a.details.to_string(),
+            created_at: rfc3339(a.created_ms),
+        })
+    }
+
     async fn request_approval(&self, r: Request<pb::RequestApprovalRequest>) -> R<pb::RequestApprovalResponse> {
         let claims = self.claims(&r, true)?;
         let r = r.into_inner();

@@ -171,6 +171,34 @@ impl GovernanceService {
             .await
     }
 
+    /// Records what another service changed (its own audit trail lives
+    /// here, with everyone else's). Bounded: a record is evidence, not a
+    /// store.
+    pub async fn record_audit(&self, actor: &str, action: &str, kind: &str, id: &str, details: &str) -> Result<AuditRecord> {
+        if actor.is_empty() || action.is_empty() || action.len() > 100 || kind.is_empty() || kind.len() > 64 || id.len() > 200 {
+            return Err(Error::invalid("an audit record needs an actor, an action (≤ 100 bytes) and a resource"));
+        }
+        if details.len() > 64 * 1024 {
+            return Err(Error::invalid("audit details are at most 64 KiB"));
+        }
+        let details: serde_json::Value = if details.is_empty() {
+            json!({})
+        } else {
+            serde_json::from_str(details).map_err(|e| Error::invalid_field("details_json", format!("not JSON: {e}")))?
+        };
+        let record = AuditRecord {
+            id: AuditId::mint(),
+            actor_id: actor.to_string(),
+            action: action.to_string(),
+            resource_kind: kind.to_string(),
+            resource_id: id.to_string(),
+            details,
+            created_ms: now_ms(),
+        };
+        self.store.insert_audit(&record).await?;
+        Ok(record)
+    }
+
     pub async fn create_principal(&self, kind: &str, name: &str, actor: &str) -> Result<Principal> {
         let kind = PrincipalKind::parse("kind", kind)?;
         check_name("name", name)?;

@@ -98,6 +98,16 @@ pub struct Config {
     /// SQLite a key is kept in `data_dir/secrets.key` when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secrets_key: Option<Secret>,
+    /// The credential key file (lines `<key_id>:<base64 of 32 bytes>`; the
+    /// first wraps, all unwrap) sealing Connection credentials. Unset: on
+    /// SQLite one is made in `data_dir/credentials.key`; on PostgreSQL
+    /// `credentials` is unavailable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential_key_file: Option<PathBuf>,
+    /// Features switched off, comma-separated (`files,skills`): each
+    /// answers 503 `unavailable` (`feature_disabled`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub features_disabled: String,
     pub limits: Limits,
     pub timing: Timing,
     pub runner: RunnerSettings,
@@ -211,6 +221,8 @@ impl Config {
             redis_url: None,
             allow_private_targets: false,
             secrets_key: None,
+            credential_key_file: None,
+            features_disabled: String::new(),
             limits: Limits {
                 rate_limit_per_second: 2_000,
                 max_streams_per_principal: checkfu_gateway::streams::DEFAULT_MAX_PER_PRINCIPAL as u32,
@@ -343,6 +355,7 @@ fn validate(c: &Config, sources: &BTreeMap<String, Source>, env: &Env) -> Result
     {
         return Err(fail("runner.id", format!("must be an rnr_ id, got {id:?}")));
     }
+    checkfu_core::features::Disabled::parse(&c.features_disabled).map_err(|e| fail("features_disabled", e.message))?;
     let sealer = c.secrets_key.as_ref().map(|k| Sealer::from_key(k.expose())).transpose().map_err(|e| fail("secrets_key", e.message))?;
     for (name, url) in &c.endpoints {
         let key = format!("endpoints.{name}");

@@ -95,7 +95,12 @@ impl<'a> Assembly<'a> {
         S::Future: Send + 'static,
     {
         let server = Authorized::new(service);
-        self.local.insert(role, transport::local(server.clone()));
+        let mine = transport::local(server.clone());
+        let local = match self.local.remove(&role) {
+            Some(rest) => transport::either(S::NAME, mine, rest),
+            None => mine,
+        };
+        self.local.insert(role, local);
         self.grpc = std::mem::take(&mut self.grpc).add_service(server);
     }
 

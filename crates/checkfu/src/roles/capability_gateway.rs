@@ -1,7 +1,12 @@
-//! The capability gateway: tools that need reach the sandbox lacks.
+//! The capability gateway: reach the sandbox lacks — Connections and their
+//! credentials, and the tools a Run calls through them.
 
-use super::{Assembly, Play};
+use super::{Assembly, Play, Store};
+use anyhow::Context;
 use checkfu_core::Role;
+use checkfu_store::Location;
+use checkfu_store::envelope::KeyRing;
+use std::sync::Arc;
 
 pub struct CapabilityGateway;
 
@@ -11,10 +16,48 @@ impl Play for CapabilityGateway {
         Role::CapabilityGateway
     }
 
+    fn stores(&self) -> &'static [Store] {
+        &[("capability_gateway", &checkfu_capability_gateway::MIGRATIONS)]
+    }
+
     async fn start(&self, node: &mut Assembly<'_>) -> anyhow::Result<()> {
+        let opts = node.opts;
         let sessions = node.reach(Role::CapabilityGateway, Role::Sessions)?;
-        let tokens = super::installation_key(node.opts, Role::CapabilityGateway)?.token_key();
-        node.serve(Role::CapabilityGateway, checkfu_capability_gateway::server(sessions, tokens, node.opts.allow_private_targets));
+        let governance = node.reach(Role::CapabilityGateway, Role::Governance)?;
+        let settings = checkfu_capability_gateway::Settings {
+            allow_private_targets: opts.allow_private_targets,
+            credential_keys: credential_keys(opts.credential_key_file.as_deref(), &opts.storage, true).ok().map(Arc::new),
+            disabled: opts.features_disabled.clone(),
+        };
+        let (svc, db) =
+            checkfu_capability_gateway::open(&opts.storage, governance, &settings).await.context("opening the capability gateway store")?;
+        node.spawn(
+            checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "capability_gateway").run(super::RELAY_EVERY, node.shutdown.clone()),
+        );
+        let tokens = super::installation_key(opts, Role::CapabilityGateway)?.token_key();
+        node.serve(Role::CapabilityGateway, checkfu_capability_gateway::server(sessions, tokens, opts.allow_private_targets));
+        node.serve(Role::CapabilityGateway, checkfu_capability_gateway::connections_server(svc));
         Ok(())
     }
+}
+
+/// The credential keys: the named key file, or (on SQLite, unnamed) the one
+/// kept in the data directory, made on first start when `create`. Without
+/// a readable key `credentials` is unavailable — said once, at start, not
+/// at every request.
+pub(crate) fn credential_keys(file: Option<&std::path::Path>, storage: &Location, create: bool) -> anyhow::Result<KeyRing> {
+    let loaded = match (file, storage) {
+        (Some(path), _) => KeyRing::load(path),
+        (None, Location::SqliteDir(dir)) if create => KeyRing::load_or_create(&dir.join("credentials.key")),
+        (None, Location::SqliteDir(dir)) => KeyRing::load(&dir.join("credentials.key")),
+        (None, Location::Postgres(_)) => {
+            let why = "no credential key file (CHECKFU_CREDENTIAL_KEY_FILE): Connection credentials are unavailable";
+            tracing::warn!("{why}");
+            anyhow::bail!(why);
+        }
+    };
+    loaded.map_err(|e| {
+        tracing::warn!(error = %e.message, "the credential key file is unreadable: Connection credentials are unavailable");
+        anyhow::anyhow!("the credential key file: {}", e.message)
+    })
 }

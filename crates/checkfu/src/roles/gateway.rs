@@ -29,6 +29,7 @@ impl Play for Gateway {
             sessions: node.reach(Role::Gateway, Role::Sessions)?,
             model_gateway: node.reach(Role::Gateway, Role::ModelGateway)?,
             webhooks: node.reach(Role::Gateway, Role::Webhooks)?,
+            capability_gateway: node.reach(Role::Gateway, Role::CapabilityGateway)?,
         };
         let limiter: Arc<dyn checkfu_ephemeral::RateLimiter> = match &node.redis {
             Some(r) => Arc::new(r.clone()),

@@ -7,7 +7,7 @@
 //! line in [`TABLE`] (and its name in `checkfu_core::Role`).
 
 mod assembly;
-mod capability_gateway;
+pub(crate) mod capability_gateway;
 mod gateway;
 mod governance;
 mod memory;

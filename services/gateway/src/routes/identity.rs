@@ -260,6 +260,11 @@ async fn holding_environment(st: &AppState, kind: &str, id: &str) -> ApiResult<O
             checkfu_core::id::AgentId::check("resource.id", id)?;
             Some(st.sessions.clone().get_agent(ss::GetByIdRequest { id: id.into() }).await?.into_inner().environment_id)
         }
+        "connection" => {
+            checkfu_core::id::ConnectionId::check("resource.id", id)?;
+            let req = checkfu_proto::capability::v1::GetConnectionRequest { id: id.into() };
+            Some(st.connections.clone().get_connection(req).await?.into_inner().environment_id)
+        }
         _ => None,
     })
 }

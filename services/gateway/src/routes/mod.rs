@@ -5,6 +5,7 @@
 pub mod approvals;
 pub mod budgets;
 pub mod catalog;
+pub mod connections;
 pub mod files;
 pub mod governance;
 pub mod identity;

@@ -1,0 +1,205 @@
+//! `checkfu connections ...` (a client of the public API, like any other)
+//! and `checkfu credentials rewrap` (run beside the capability gateway's
+//! store and key file). A credential is read from a file or standard input,
+//! never from the command line, where `ps` and shell history would keep it.
+
+use crate::client::{Client, ClientArgs};
+use anyhow::Context;
+use clap::Subcommand;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ConnectionsAction {
+    /// List the Connections you may see.
+    List {
+        /// Only this Environment's.
+        #[arg(long)]
+        environment: Option<String>,
+        /// active, disabled or revoked.
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// Show one Connection (its credential's read form, never the secret).
+    Get { id: String },
+    /// Create a Connection.
+    Create {
+        #[arg(long)]
+        environment: String,
+        #[arg(long)]
+        name: String,
+        /// mcp or http.
+        #[arg(long, default_value = "mcp")]
+        kind: String,
+        /// The endpoint (an MCP server's streamable-HTTP URL).
+        #[arg(long)]
+        url: String,
+        /// A JSON credential (`{"type":"static_bearer","token":...}`) in
+        /// this file; `-` reads standard input.
+        #[arg(long)]
+        credential_file: Option<PathBuf>,
+        /// A personal Connection of this Principal (your own id; needs only
+        /// read on the Environment).
+        #[arg(long)]
+        owner: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Set or rotate a Connection's credential from a JSON file (`-`: stdin).
+    SetCredential { id: String, file: PathBuf },
+    /// Remove a Connection's credential.
+    DeleteCredential { id: String },
+    /// Stop (`--disabled true`) or resume (`--disabled false`) every use.
+    Update {
+        id: String,
+        #[arg(long)]
+        disabled: Option<bool>,
+        #[arg(long)]
+        name: Option<String>,
+        /// Refuse the change unless the Connection is at this version.
+        #[arg(long)]
+        expected_version: Option<i64>,
+    },
+    /// Revoke a Connection: terminal, its credential destroyed at once.
+    Revoke { id: String },
+}
+
+fn read_credential(path: &PathBuf) -> anyhow::Result<Value> {
+    let mut text = String::new();
+    if path.as_os_str() == "-" {
+        std::io::stdin().read_to_string(&mut text).context("reading the credential from standard input")?;
+    } else {
+        text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    }
+    // Never quote the text: it holds a secret.
+    serde_json::from_str(&text).map_err(|_| anyhow::anyhow!("the credential is not a JSON object"))
+}
+
+fn line(c: &Value) -> String {
+    let cred = match &c["credential"] {
+        Value::Null => "no credential".to_string(),
+        k => format!("{} credential ({})", k["type"].as_str().unwrap_or_default(), k["state"].as_str().unwrap_or_default()),
+    };
+    format!(
+        "{}  {:<8} {:<4} {}  {}  {}  v{}",
+        c["id"].as_str().unwrap_or_default(),
+        c["status"].as_str().unwrap_or_default(),
+        c["kind"].as_str().unwrap_or_default(),
+        c["name"].as_str().unwrap_or_default(),
+        c["endpoint"]["url"].as_str().unwrap_or_default(),
+        cred,
+        c["version"],
+    )
+}
+
+pub async fn connections(args: ClientArgs, action: ConnectionsAction, out: &mut impl Write) -> anyhow::Result<()> {
+    let c = Client::new(&args)?;
+    let print = |out: &mut dyn Write, v: &Value| -> anyhow::Result<()> {
+        if args.json {
+            writeln!(out, "{v}")?
+        } else {
+            writeln!(out, "{}", line(v))?
+        }
+        Ok(())
+    };
+    let at = |rest: &str| format!("{}/v1/connections{rest}", c.base);
+    match action {
+        ConnectionsAction::List { environment, status } => {
+            let mut page = String::new();
+            loop {
+                let mut url = reqwest::Url::parse(&at(""))?;
+                url.query_pairs_mut().append_pair("limit", "100");
+                if let Some(e) = &environment {
+                    url.query_pairs_mut().append_pair("environment_id", e);
+                }
+                if let Some(s) = &status {
+                    url.query_pairs_mut().append_pair("status", s);
+                }
+                if !page.is_empty() {
+                    url.query_pairs_mut().append_pair("page", &page);
+                }
+                let got = c.call(c.http.get(url)).await?;
+                for v in got["data"].as_array().into_iter().flatten() {
+                    print(out, v)?;
+                }
+                match got["next_page"].as_str() {
+                    Some(p) => page = p.to_string(),
+                    None => return Ok(()),
+                }
+            }
+        }
+        ConnectionsAction::Get { id } => print(out, &c.call(c.http.get(at(&format!("/{id}")))).await?),
+        ConnectionsAction::Create { environment, name, kind, url, credential_file, owner, description } => {
+            let mut body = json!({"environment_id": environment, "name": name, "kind": kind, "endpoint": {"url": url}});
+            if let Some(f) = &credential_file {
+                body["credential"] = read_credential(f)?;
+            }
+            if let Some(p) = owner {
+                body["owner"] = json!({"kind": "principal", "id": p});
+            }
+            if let Some(d) = description {
+                body["description"] = json!(d);
+            }
+            print(out, &c.call(c.http.post(at("")).json(&body)).await?)
+        }
+        ConnectionsAction::SetCredential { id, file } => {
+            let body = read_credential(&file)?;
+            print(out, &c.call(c.http.post(at(&format!("/{id}/credential"))).json(&body)).await?)
+        }
+        ConnectionsAction::DeleteCredential { id } => print(out, &c.call(c.http.delete(at(&format!("/{id}/credential")))).await?),
+        ConnectionsAction::Update { id, disabled, name, expected_version } => {
+            let mut body = json!({});
+            if let Some(d) = disabled {
+                body["disabled"] = json!(d);
+            }
+            if let Some(n) = name {
+                body["name"] = json!(n);
+            }
+            if let Some(v) = expected_version {
+                body["expected_version"] = json!(v);
+            }
+            print(out, &c.call(c.http.post(at(&format!("/{id}"))).json(&body)).await?)
+        }
+        ConnectionsAction::Revoke { id } => print(out, &c.call(c.http.post(at(&format!("/{id}/revoke")))).await?),
+    }
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum CredentialsAction {
+    /// Wrap every stored credential's data key with the key file's first
+    /// key (after a new key was put first and the capability gateway
+    /// restarted); idempotent. Then the old line can be dropped.
+    Rewrap {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn credentials(config: &crate::config::Loaded, action: CredentialsAction, out: &mut impl Write) -> anyhow::Result<()> {
+    let CredentialsAction::Rewrap { json } = action;
+    let location = config.config.location();
+    let keys = crate::roles::capability_gateway::credential_keys(config.config.credential_key_file.as_deref(), &location, false)?;
+    let done = checkfu_capability_gateway::rewrap(&location, &keys).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    if json {
+        writeln!(
+            out,
+            "{}",
+            json!({"key_id": keys.current(), "rewrapped": done.rewrapped, "current": done.current, "unreadable": done.unreadable})
+        )?;
+    } else {
+        writeln!(
+            out,
+            "rewrapped {} credential(s) under key {}; {} already under it; {} unreadable (their key is no longer in the key file)",
+            done.rewrapped,
+            keys.current(),
+            done.current,
+            done.unreadable
+        )?;
+    }
+    if done.unreadable > 0 {
+        anyhow::bail!("{} credential(s) could not be rewrapped: put their key back in the key file and run this again", done.unreadable);
+    }
+    Ok(())
+}

@@ -1,0 +1,123 @@
+//! Thin gRPC handlers for Connections: convert, call, map errors. The read
+//! form of a credential is built here, from its clear fields only.
+
+use crate::connections::{Capability, ConnectionChange, NewConnection, ReachService};
+use crate::model::*;
+use checkfu_core::page::PageRequest;
+use checkfu_core::time::{rfc3339, rfc3339_opt};
+use checkfu_proto::capability::v1 as pb;
+use checkfu_proto::capability::v1::connections_service_server::ConnectionsService as Rpc;
+use tonic::{Request, Response, Status};
+
+pub struct ConnectionsGrpc {
+    pub svc: ReachService,
+}
+
+type R<T> = Result<Response<T>, Status>;
+
+impl ConnectionsGrpc {
+    fn view(&self, c: Connection) -> pb::Connection {
+        let credential = c.credential.as_ref().map(|k| pb::CredentialView {
+            r#type: k.meta.kind.clone(),
+            header: k.meta.header.clone().unwrap_or_default(),
+            token_endpoint: k.meta.token_endpoint.clone().unwrap_or_default(),
+            client_id: k.meta.client_id.clone().unwrap_or_default(),
+            scope: k.meta.scope.clone().unwrap_or_default(),
+            state: self.svc.state_of(k).as_str().into(),
+            created_at: rfc3339(k.created_ms),
+            rotated_at: rfc3339_opt(k.rotated_ms),
+            last_used_at: rfc3339_opt(k.last_used_ms),
+            token_endpoint_auth: k.meta.token_endpoint_auth.clone().unwrap_or_default(),
+        });
+        pb::Connection {
+            id: c.id.to_string(),
+            environment_id: c.environment_id.to_string(),
+            name: c.name,
+            description: c.description,
+            metadata_json: c.metadata.to_string(),
+            kind: c.kind.as_str().into(),
+            url: c.url,
+            owner_kind: c.owner.kind().into(),
+            owner_id: c.owner.id().into(),
+            credential,
+            status: c.status.as_str().into(),
+            created_by: c.created_by,
+            created_at: rfc3339(c.created_ms),
+            updated_at: rfc3339(c.updated_ms),
+            revoked_at: rfc3339_opt(c.revoked_ms),
+            version: c.version,
+        }
+    }
+}
+
+fn capability(c: Capability) -> pb::Capability {
+    pb::Capability {
+        name: c.name,
+        available: c.reason.is_none(),
+        reason: c.reason.unwrap_or_default(),
+        preview: c.preview,
+        limits_json: c.limits.to_string(),
+    }
+}
+
+#[tonic::async_trait]
+impl Rpc for ConnectionsGrpc {
+    async fn create_connection(&self, r: Request<pb::CreateConnectionRequest>) -> R<pb::Connection> {
+        let r = r.into_inner();
+        let n = NewConnection {
+            environment_id: r.environment_id,
+            name: r.name,
+            description: r.description,
+            metadata_json: r.metadata_json,
+            kind: r.kind,
+            url: r.url,
+            owner_kind: r.owner_kind,
+            owner_id: r.owner_id,
+            credential_json: r.credential_json,
+        };
+        Ok(Response::new(self.view(self.svc.create(n, &r.actor_id).await?)))
+    }
+
+    async fn get_connection(&self, r: Request<pb::GetConnectionRequest>) -> R<pb::Connection> {
+        Ok(Response::new(self.view(self.svc.get(&r.into_inner().id).await?)))
+    }
+
+    async fn list_connections(&self, r: Request<pb::ListConnectionsRequest>) -> R<pb::ListConnectionsResponse> {
+        let r = r.into_inner();
+        let page = PageRequest::standard(r.limit, &r.page)?;
+        let rows = self.svc.list(&r.environment_ids, &r.kind, &r.status, &page).await?;
+        let (rows, next_page) = page.finish(rows, |c| &c.id);
+        Ok(Response::new(pb::ListConnectionsResponse { data: rows.into_iter().map(|c| self.view(c)).collect(), next_page }))
+    }
+
+    async fn update_connection(&self, r: Request<pb::UpdateConnectionRequest>) -> R<pb::Connection> {
+        let r = r.into_inner();
+        let ch = ConnectionChange {
+            name: r.name,
+            description: r.description,
+            metadata_json: r.metadata_json,
+            disabled: r.disabled,
+            expected_version: r.expected_version,
+        };
+        Ok(Response::new(self.view(self.svc.update(&r.id, ch, &r.actor_id).await?)))
+    }
+
+    async fn revoke_connection(&self, r: Request<pb::ConnectionActorRequest>) -> R<pb::Connection> {
+        let r = r.into_inner();
+        Ok(Response::new(self.view(self.svc.revoke(&r.id, &r.actor_id).await?)))
+    }
+
+    async fn set_credential(&self, r: Request<pb::SetCredentialRequest>) -> R<pb::Connection> {
+        let r = r.into_inner();
+        Ok(Response::new(self.view(self.svc.set_credential(&r.id, &r.credential_json, &r.actor_id).await?)))
+    }
+
+    async fn delete_credential(&self, r: Request<pb::ConnectionActorRequest>) -> R<pb::Connection> {
+        let r = r.into_inner();
+        Ok(Response::new(self.view(self.svc.delete_credential(&r.id, &r.actor_id).await?)))
+    }
+
+    async fn list_capabilities(&self, _: Request<pb::ListCapabilitiesRequest>) -> R<pb::ListCapabilitiesResponse> {
+        Ok(Response::new(pb::ListCapabilitiesResponse { data: self.svc.capabilities().into_iter().map(capability).collect() }))
+    }
+}

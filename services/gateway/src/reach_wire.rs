@@ -1,0 +1,193 @@
+//! Request bodies and response shapes of Reach (api.md §16): Connections,
+//! their credentials' read form, and capability status. A credential is
+//! taken as raw JSON and checked by the capability gateway, which never
+//! quotes a value back; nothing here can hold a secret on the way out.
+
+use crate::views::{doc, opt};
+use checkfu_proto::capability::v1 as cap;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectionEndpoint {
+    /// Absolute `https` (or `http` where private targets are allowed), at
+    /// most 2,048 bytes, no userinfo. Fixed after creation.
+    pub url: String,
+}
+
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectionOwner {
+    /// `environment` or `principal`.
+    pub kind: String,
+    /// The owning Principal: only the caller's own id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateConnection {
+    pub environment_id: String,
+    /// 1–200 characters, unique among the Environment's live Connections.
+    pub name: String,
+    /// `mcp` (an MCP server's streamable-HTTP endpoint) or `http`.
+    pub kind: String,
+    pub endpoint: ConnectionEndpoint,
+    /// Default `{kind:"environment"}` (needs `manage`); `{kind:"principal",
+    /// id:<caller>}` makes a personal Connection (needs `read`).
+    #[serde(default)]
+    pub owner: Option<ConnectionOwner>,
+    /// Written once, never readable.
+    #[serde(default)]
+    #[schema(value_type = Option<CredentialInput>)]
+    pub credential: Option<Value>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateConnection {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+    /// `true` stops every use until `false`.
+    #[serde(default)]
+    pub disabled: Option<bool>,
+    #[serde(default)]
+    pub expected_version: Option<i64>,
+}
+
+/// A credential, as sent (api.md §16.2). This type documents the body;
+/// the capability gateway reads it field by field, so that no error ever
+/// quotes a value back.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CredentialInput {
+    /// Sent as `Authorization: Bearer <token>`.
+    StaticBearer { token: String },
+    /// Sent as `<header>: <value>` (not `host`, `content-*`, `mcp-*`,
+    /// `proxy-*` or a hop-by-hop header).
+    ApiKey { header: String, value: String },
+    /// The capability gateway refreshes the access token when none is valid
+    /// for 60 s more, and once after an upstream 401; a returned refresh
+    /// token replaces this one.
+    #[serde(rename = "oauth2_refresh")]
+    OAuth2Refresh {
+        token_endpoint: String,
+        client_id: String,
+        #[serde(default)]
+        client_secret: Option<String>,
+        /// `client_secret_basic` (default with a secret), `client_secret_post`
+        /// or `none` (default without).
+        #[serde(default)]
+        token_endpoint_auth: Option<String>,
+        refresh_token: String,
+        #[serde(default)]
+        scope: Option<String>,
+    },
+}
+
+/// The read form of a credential: never the secret.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConnectionCredential {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_endpoint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_endpoint_auth: Option<String>,
+    /// `ok`, `refresh_failed` or `unreadable` (its key is gone).
+    pub state: String,
+    pub created_at: String,
+    pub rotated_at: Option<String>,
+    /// Moves at most once a minute.
+    pub last_used_at: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Connection {
+    pub id: String,
+    pub environment_id: String,
+    pub name: String,
+    pub description: String,
+    #[schema(value_type = Object)]
+    pub metadata: Value,
+    pub kind: String,
+    pub endpoint: ConnectionEndpoint,
+    pub owner: ConnectionOwner,
+    /// `null` when none is held.
+    pub credential: Option<ConnectionCredential>,
+    /// `active`, `disabled` or `revoked`.
+    pub status: String,
+    pub created_by: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub revoked_at: Option<String>,
+    pub version: i64,
+}
+
+pub fn connection(c: &cap::Connection) -> Connection {
+    Connection {
+        id: c.id.clone(),
+        environment_id: c.environment_id.clone(),
+        name: c.name.clone(),
+        description: c.description.clone(),
+        metadata: doc(&c.metadata_json),
+        kind: c.kind.clone(),
+        endpoint: ConnectionEndpoint { url: c.url.clone() },
+        owner: ConnectionOwner { kind: c.owner_kind.clone(), id: opt(&c.owner_id) },
+        credential: c.credential.as_ref().map(|k| ConnectionCredential {
+            kind: k.r#type.clone(),
+            header: opt(&k.header),
+            token_endpoint: opt(&k.token_endpoint),
+            client_id: opt(&k.client_id),
+            scope: opt(&k.scope),
+            token_endpoint_auth: opt(&k.token_endpoint_auth),
+            state: k.state.clone(),
+            created_at: k.created_at.clone(),
+            rotated_at: opt(&k.rotated_at),
+            last_used_at: opt(&k.last_used_at),
+        }),
+        status: c.status.clone(),
+        created_by: c.created_by.clone(),
+        created_at: c.created_at.clone(),
+        updated_at: c.updated_at.clone(),
+        revoked_at: opt(&c.revoked_at),
+        version: c.version,
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Capability {
+    /// `connections`, `credentials`, `tool_sources`, `sandbox_egress`,
+    /// `skills`, `files`, `http_connections`.
+    pub name: String,
+    pub available: bool,
+    /// `null` when available; else `feature_disabled`, `rollout_fenced`,
+    /// `dependency_missing` or `not_built`.
+    pub reason: Option<String>,
+    pub preview: bool,
+    #[schema(value_type = Object)]
+    pub limits: Value,
+}
+
+pub fn capability(c: &cap::Capability) -> Capability {
+    Capability { name: c.name.clone(), available: c.available, reason: opt(&c.reason), preview: c.preview, limits: doc(&c.limits_json) }
+}
