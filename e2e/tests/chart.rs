@@ -70,7 +70,7 @@ const MESH_CALLERS: [(&str, &[&str]); 7] = [
     ("governance", &["gateway", "sessions", "runner", "capability-gateway"]),
     ("sessions", &["gateway", "capability-gateway", "runner"]),
     ("model-gateway", &["gateway", "runner"]),
-    ("capability-gateway", &["gateway", "runner"]),
+    ("capability-gateway", &["gateway", "runner", "sessions"]),
     ("webhooks", &["gateway"]),
     ("scheduler", &["gateway"]),
     ("memory", &["gateway"]),
@@ -474,7 +474,11 @@ fn the_charts_mesh_callers_are_the_servers_authorization_table() {
         ),
         (
             "capability-gateway",
-            &["/checkfu.capability.v1.CapabilityGatewayService/WebFetch", "/checkfu.capability.v1.ConnectionsService/CreateConnection"],
+            &[
+                "/checkfu.capability.v1.CapabilityGatewayService/WebFetch",
+                "/checkfu.capability.v1.ConnectionsService/CreateConnection",
+                "/checkfu.capability.v1.ToolSourcesService/ResolveForPublication",
+            ],
         ),
         ("webhooks", &["/checkfu.webhooks.v1.WebhooksService/CreateEndpoint"]),
         ("scheduler", &["/checkfu.scheduler.v1.SchedulerService/GetServiceInfo"]),

@@ -365,3 +365,94 @@ async fn connection_lifecycle_events_reach_webhooks_without_a_secret() {
     }
     p.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_vault_compiles_use_connection_rows_and_owns_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start_timed(dir.path(), Tuning { allow_private_targets: true, ..Default::default() }).await;
+    let a = &p.admin;
+    let env = p.env_id.clone();
+    let c1 = id(&a.post("/v1/connections", mcp_connection(&env, "one")).await.1);
+    let c2 = id(&a.post("/v1/connections", mcp_connection(&env, "two")).await.1);
+    let (r, rid) = principal(&p, "r", &[("read", "environment", &env)]).await;
+    let other_env = id(&a.post("/v1/environments", json!({"name": "other"})).await.1);
+    let foreign = id(&a.post("/v1/connections", mcp_connection(&other_env, "foreign")).await.1);
+
+    let body = json!({"environment_id": env, "name": "platform", "connection_ids": [c1], "grantees": [{"kind": "principal", "id": rid}]});
+    let v = a.post("/v1/connection-vaults", body).await;
+    expect(&v, 201, None);
+    let vid = id(&v.1);
+    assert!(vid.starts_with("cvlt_"));
+    assert_eq!(v.1["version"], 1);
+    expect(&r.get(&format!("/v1/connections/{c1}")).await, 200, None);
+    expect(&r.get(&format!("/v1/connection-vaults/{vid}")).await, 403, Some("permission.denied"));
+
+    // The compiled row names its vault and cannot be deleted directly.
+    let rows = a.get(&format!("/v1/permission-assignments?resource_id={c1}")).await.1["data"].as_array().unwrap().clone();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["via"], json!({"kind": "connection_vault", "id": vid}));
+    assert_eq!(rows[0]["subject"]["id"], rid.as_str());
+    let row = id(&rows[0]);
+    let del = a.delete(&format!("/v1/permission-assignments/{row}")).await;
+    expect(&del, 409, Some("validation.conflict"));
+    assert_eq!(del.1["error"]["details"]["reason"], "managed_by_vault");
+
+    // A direct row on the same tuple stands beside it, untouched by the vault.
+    let direct =
+        json!({"subject": {"kind": "principal", "id": rid}, "permission": "use_connection", "resource": {"kind": "connection", "id": c2}});
+    let direct = id(&a.post("/v1/permission-assignments", direct).await.1);
+
+    // An edit adds and deletes exactly the difference.
+    let edit = json!({"connection_ids": [c1, c2], "expected_version": 1});
+    let v2 = a.post(&format!("/v1/connection-vaults/{vid}"), edit).await;
+    expect(&v2, 200, None);
+    assert_eq!(v2.1["version"], 2);
+    let rows = a.get(&format!("/v1/permission-assignments?resource_id={c1}")).await.1["data"].as_array().unwrap().clone();
+    assert_eq!(id(&rows[0]), row, "a row that stays keeps its id");
+    let on_c2 = a.get(&format!("/v1/permission-assignments?resource_id={c2}")).await.1["data"].as_array().unwrap().clone();
+    assert_eq!(on_c2.len(), 2, "the direct row and the vault's: {on_c2:?}");
+
+    // Dropping the grantee removes its rows, audited; the direct row stays.
+    let drop = a.post(&format!("/v1/connection-vaults/{vid}"), json!({"grantees": []})).await;
+    expect(&drop, 200, None);
+    expect(&r.get(&format!("/v1/connections/{c1}")).await, 404, Some("not_found"));
+    expect(&r.get(&format!("/v1/connections/{c2}")).await, 200, None);
+    let audit = a.get(&format!("/v1/audit-events?resource_id={row}")).await.1["data"].as_array().unwrap().clone();
+    let actions: Vec<&str> = audit.iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert!(actions.contains(&"permission_assignment.created") && actions.contains(&"permission_assignment.deleted"), "{actions:?}");
+    assert_eq!(audit.iter().find(|e| e["action"] == "permission_assignment.deleted").unwrap()["details"]["via"]["id"], vid.as_str());
+
+    // Members must be of the vault's Environment; stale versions conflict.
+    let bad = a.post(&format!("/v1/connection-vaults/{vid}"), json!({"connection_ids": [foreign]})).await;
+    expect(&bad, 400, Some("validation.invalid"));
+    let d = deploy(a, &other_env, json!({})).await;
+    let bad = a.post(&format!("/v1/connection-vaults/{vid}"), json!({"grantees": [{"kind": "agent_definition", "id": d.agent_id}]})).await;
+    expect(&bad, 400, Some("validation.invalid"));
+    let nobody = a
+        .post(
+            &format!("/v1/connection-vaults/{vid}"),
+            json!({"grantees": [{"kind": "principal", "id": "prin_01m8n5w2381sjtydkyxnv11e90"}]}),
+        )
+        .await;
+    expect(&nobody, 400, Some("validation.invalid"));
+    expect(
+        &a.post(&format!("/v1/connection-vaults/{vid}"), json!({"name": "x", "expected_version": 1})).await,
+        409,
+        Some("validation.conflict"),
+    );
+    let too_many: Vec<String> = (0..101).map(|_| c1.clone()).collect();
+    expect(&a.post(&format!("/v1/connection-vaults/{vid}"), json!({"connection_ids": too_many})).await, 400, Some("validation.invalid"));
+
+    // Deleting the vault removes its rows only.
+    expect(&a.post(&format!("/v1/connection-vaults/{vid}"), json!({"grantees": [{"kind": "principal", "id": rid}]})).await, 200, None);
+    expect(&a.delete(&format!("/v1/connection-vaults/{vid}")).await, 200, None);
+    expect(&a.get(&format!("/v1/connection-vaults/{vid}")).await, 404, Some("not_found"));
+    let left = a.get(&format!("/v1/permission-assignments?subject_id={rid}&permission=use_connection")).await.1["data"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(left.iter().map(id).collect::<Vec<_>>(), [direct]);
+    let listed = a.get(&format!("/v1/connection-vaults?environment_id={env}")).await;
+    assert_eq!(listed.1["data"], json!([]));
+    p.stop().await;
+}

@@ -62,6 +62,11 @@ const CONTRACT: &[(&str, &str)] = &[
     ("post", "/v1/connections/{id}/credential"),
     ("delete", "/v1/connections/{id}/credential"),
     ("get", "/v1/capabilities"),
+    ("post", "/v1/connection-vaults"),
+    ("get", "/v1/connection-vaults"),
+    ("get", "/v1/connection-vaults/{id}"),
+    ("post", "/v1/connection-vaults/{id}"),
+    ("delete", "/v1/connection-vaults/{id}"),
 ];
 
 #[tokio::test(flavor = "multi_thread")]

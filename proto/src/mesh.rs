@@ -105,6 +105,9 @@ pub fn allowed(path: &str) -> &'static [Role] {
         // Connections and their credentials are managed through the public
         // API only: the gateway checked who may act.
         ("checkfu.capability.v1.ConnectionsService", _) => &[Gateway],
+        // Publication resolves a version's ToolSource declarations.
+        ("checkfu.capability.v1.ToolSourcesService", "ResolveForPublication") => &[Sessions],
+        ("checkfu.capability.v1.ToolSourcesService", _) => &[Gateway],
         ("checkfu.webhooks.v1.WebhooksService", _) => &[Gateway],
         ("checkfu.scheduler.v1.SchedulerService", _) => &[Gateway],
         ("checkfu.memory.v1.MemoryService", _) => &[Gateway],

@@ -62,6 +62,19 @@ where
     BoxCloneSyncService::new(traced.map_err(|never: Infallible| match never {}))
 }
 
+/// A service in this process that starts after its caller was built: calls
+/// go to what `slot` holds once it is filled, and fail as unavailable
+/// before (the node fills it before it serves anything).
+pub fn later(slot: std::sync::Arc<std::sync::OnceLock<Transport>>) -> Transport {
+    use futures_util::future::{BoxFuture, FutureExt};
+    BoxCloneSyncService::new(tower::service_fn(move |req: Request| -> BoxFuture<'static, Result<Response, TransportError>> {
+        match slot.get() {
+            Some(t) => t.clone().oneshot(req).boxed(),
+            None => futures_util::future::ready(Err(TransportError("the service has not started yet".into()))).boxed(),
+        }
+    }))
+}
+
 /// One role's services in process when it serves more than one: calls to
 /// the gRPC service `name` go to `this`, everything else to `rest`.
 pub fn either(name: &'static str, this: Transport, rest: Transport) -> Transport {

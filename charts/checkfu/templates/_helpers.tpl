@@ -49,7 +49,7 @@ network. The gateway and the runner call others but are called by none.
 governance: [gateway, sessions, runner, capability-gateway]
 sessions: [gateway, capability-gateway, runner]
 model-gateway: [gateway, runner]
-capability-gateway: [gateway, runner]
+capability-gateway: [gateway, runner, sessions]
 webhooks: [gateway]
 scheduler: [gateway]
 memory: [gateway]

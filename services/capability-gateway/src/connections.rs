@@ -22,12 +22,14 @@ use std::sync::Arc;
 
 #[derive(Clone)]
 pub struct ReachService {
-    store: Arc<dyn ReachStore>,
+    pub(crate) store: Arc<dyn ReachStore>,
     /// `None`: no readable key file, so `credentials` is unavailable.
-    keys: Option<Arc<KeyRing>>,
+    pub(crate) keys: Option<Arc<KeyRing>>,
     governance: GovernanceServiceClient<Transport>,
-    allow_private: bool,
+    pub(crate) allow_private: bool,
     disabled: features::Disabled,
+    /// One OAuth refresh at a time per Connection (in this process).
+    refreshing: Arc<std::sync::Mutex<std::collections::HashMap<ConnectionId, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 /// A Connection to create, as the caller sent it.
@@ -73,7 +75,20 @@ impl ReachService {
         allow_private: bool,
         disabled: features::Disabled,
     ) -> Self {
-        ReachService { store, keys, governance: GovernanceServiceClient::new(governance), allow_private, disabled }
+        ReachService {
+            store,
+            keys,
+            governance: GovernanceServiceClient::new(governance),
+            allow_private,
+            disabled,
+            refreshing: Arc::default(),
+        }
+    }
+
+    /// The lock serialising `connection_id`'s refreshes.
+    pub(crate) fn refresh_lock(&self, connection_id: &ConnectionId) -> Arc<tokio::sync::Mutex<()>> {
+        let mut map = self.refreshing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.entry(connection_id.clone()).or_default().clone()
     }
 
     /// Every reach feature and whether it is offered here.
@@ -120,16 +135,20 @@ impl ReachService {
 
     /// Records a change in governance's audit trail. The change is already
     /// committed, so a failure to record is logged rather than undone.
-    async fn audit(&self, actor: &str, action: &str, c: &Connection, details: Value) {
+    pub(crate) async fn audit_resource(&self, actor: &str, action: &str, kind: &str, id: &str, details: Value) {
         let req = gov::RecordAuditRequest {
             actor_id: actor.into(),
             action: action.into(),
-            resource: Some(gov::ResourceRef { kind: "connection".into(), id: c.id.to_string() }),
+            resource: Some(gov::ResourceRef { kind: kind.into(), id: id.into() }),
             details_json: details.to_string(),
         };
         if let Err(e) = self.governance.clone().record_audit(req).await {
-            tracing::warn!(connection_id = %c.id, action, error = %e.message(), "the audit record was not written");
+            tracing::warn!(resource_id = id, action, error = %e.message(), "the audit record was not written");
         }
+    }
+
+    async fn audit(&self, actor: &str, action: &str, c: &Connection, details: Value) {
+        self.audit_resource(actor, action, "connection", &c.id, details).await;
     }
 
     fn seal(&self, id: &ConnectionId, cred: NewCredential, previous: Option<&StoredCredential>) -> Result<StoredCredential> {

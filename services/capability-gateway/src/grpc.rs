@@ -1,5 +1,7 @@
-//! Thin gRPC handlers: convert, call, map errors.
+//! Thin gRPC handlers for the tools a Run calls: convert, check the
+//! capability token's scope, call, map errors.
 
+use crate::connections::ReachService;
 use crate::fetch::WebFetcher;
 use checkfu_proto::capability::v1 as pb;
 use checkfu_proto::capability::v1::capability_gateway_service_server::CapabilityGatewayService as Rpc;
@@ -7,9 +9,22 @@ use tonic::{Request, Response, Status};
 
 pub struct CapabilityGrpc {
     pub fetcher: WebFetcher,
+    pub reach: ReachService,
     /// A tool runs only for a Run whose lease its token names, and only if
     /// the Run's pins allow that tool.
     pub tokens: checkfu_proto::token::Verifier,
+}
+
+impl CapabilityGrpc {
+    /// The call's token names this Session and allows `tool`.
+    fn scoped<T>(&self, r: &Request<T>, session_id: &str, tool: &str) -> Result<(), Status> {
+        let scope = self.tokens.verify(r)?;
+        checkfu_core::id::SessionId::check("session_id", session_id)?;
+        if session_id != scope.session_id || !scope.tools.iter().any(|t| t == tool) {
+            return Err(Status::permission_denied(format!("the capability token does not allow {tool} for this Session")));
+        }
+        Ok(())
+    }
 }
 
 #[tonic::async_trait]
@@ -18,18 +33,15 @@ impl Rpc for CapabilityGrpc {
         Ok(Response::new(pb::ServiceInfo {
             role: "capability-gateway".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            owns: vec!["web_fetch".into(), "MCP ToolSources".into(), "Connections and ConnectionVaults".into()],
+            owns: vec!["web_fetch".into(), "MCP ToolSources".into(), "Connections and their credentials".into()],
             serving_behaviour: true,
         }))
     }
 
     async fn web_fetch(&self, r: Request<pb::WebFetchRequest>) -> Result<Response<pb::WebFetchResponse>, Status> {
-        let scope = self.tokens.verify(&r)?;
+        let session_id = r.get_ref().session_id.clone();
+        self.scoped(&r, &session_id, "web_fetch")?;
         let r = r.into_inner();
-        checkfu_core::id::SessionId::check("session_id", &r.session_id)?;
-        if r.session_id != scope.session_id || !scope.tools.iter().any(|t| t == "web_fetch") {
-            return Err(Status::permission_denied("the capability token does not allow web_fetch for this Session"));
-        }
         let f = self.fetcher.fetch(&r.session_id, &r.url).await?;
         Ok(Response::new(pb::WebFetchResponse {
             status: u32::from(f.status),
@@ -38,5 +50,38 @@ impl Rpc for CapabilityGrpc {
             truncated: f.truncated,
             final_url: f.final_url,
         }))
+    }
+
+    async fn offered_tools(&self, r: Request<pb::OfferedToolsRequest>) -> Result<Response<pb::OfferedToolsResponse>, Status> {
+        let scope = self.tokens.verify(&r)?;
+        let r = r.into_inner();
+        if r.session_id != scope.session_id {
+            return Err(Status::permission_denied("the capability token is for another Session"));
+        }
+        // Only tools the Run's pins declare.
+        let names: Vec<String> = r.names.into_iter().filter(|n| scope.tools.contains(n)).take(500).collect();
+        let tools = self.reach.offered(&r.tool_source_id, &names).await?;
+        Ok(Response::new(pb::OfferedToolsResponse {
+            tools: tools
+                .into_iter()
+                .map(|t| pb::OfferedTool { name: t.name, description: t.description, input_schema_json: t.input_schema.to_string() })
+                .collect(),
+        }))
+    }
+
+    async fn call_tool(&self, r: Request<pb::CallToolRequest>) -> Result<Response<pb::CallToolResponse>, Status> {
+        let (session_id, tool) = (r.get_ref().session_id.clone(), r.get_ref().tool.clone());
+        self.scoped(&r, &session_id, &tool)?;
+        let r = r.into_inner();
+        if r.arguments_json.len() > 1024 * 1024 {
+            return Err(Status::invalid_argument("arguments are at most 1 MiB of JSON"));
+        }
+        let arguments: serde_json::Value = if r.arguments_json.is_empty() {
+            serde_json::json!({})
+        } else {
+            serde_json::from_str(&r.arguments_json).map_err(|_| Status::invalid_argument("arguments must be JSON"))?
+        };
+        let a = self.reach.call(&r.tool_source_id, &r.connection_id, &r.tool, arguments).await;
+        Ok(Response::new(pb::CallToolResponse { text: a.text, is_error: a.is_error }))
     }
 }

@@ -9,13 +9,18 @@ pub mod connections;
 pub mod fetch;
 pub mod grpc;
 pub mod grpc_connections;
+pub mod grpc_tool_sources;
+pub mod mcp;
 pub mod model;
+pub mod oauth;
 pub mod store;
 pub mod targets;
+pub mod tool_sources;
 
 use checkfu_core::Result;
 use checkfu_proto::capability::v1::capability_gateway_service_server::CapabilityGatewayServiceServer;
 use checkfu_proto::capability::v1::connections_service_server::ConnectionsServiceServer;
+use checkfu_proto::capability::v1::tool_sources_service_server::ToolSourcesServiceServer;
 use checkfu_proto::transport::Transport;
 use checkfu_store::{Db, Location, Migrations};
 use std::sync::Arc;
@@ -61,13 +66,33 @@ pub async fn rewrap(location: &Location, keys: &checkfu_store::envelope::KeyRing
 
 /// The tonic server for the tools a Run calls.
 pub fn server(
+    reach: ReachService,
     sessions: Transport,
     tokens: checkfu_core::capability::TokenKey,
     allow_private_targets: bool,
 ) -> CapabilityGatewayServiceServer<grpc::CapabilityGrpc> {
     let tokens = checkfu_proto::token::Verifier::new(tokens);
     let fetcher = WebFetcher::new(sessions, allow_private_targets, FetchLimits::default());
-    CapabilityGatewayServiceServer::new(grpc::CapabilityGrpc { fetcher, tokens })
+    CapabilityGatewayServiceServer::new(grpc::CapabilityGrpc { fetcher, reach, tokens })
+}
+
+/// The tonic server for managing ToolSources (the gateway's) and resolving
+/// them at publication (the sessions service's).
+pub fn tool_sources_server(svc: ReachService) -> ToolSourcesServiceServer<grpc_tool_sources::ToolSourcesGrpc> {
+    ToolSourcesServiceServer::new(grpc_tool_sources::ToolSourcesGrpc { svc })
+}
+
+/// Re-syncs ToolSources whose interval is due, until `shutdown`.
+pub async fn sync_due(svc: ReachService, every: std::time::Duration, shutdown: tokio_util::sync::CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        if let Err(e) = svc.sync_due().await {
+            tracing::warn!(error = %e.message, "the periodic tool source sync failed");
+        }
+    }
 }
 
 /// The tonic server for managing Connections (the gateway's).

@@ -237,7 +237,7 @@ impl utoipa::Modify for BearerAuth {
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     use routes::{
         approvals as a, budgets as b, catalog as c, connections as cn, files as f, governance as g, identity as i, runners as r,
-        sessions as s, webhooks as w,
+        sessions as s, vaults as v, webhooks as w,
     };
     use utoipa::OpenApi;
     use utoipa_axum::{router::OpenApiRouter, routes};
@@ -276,6 +276,8 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(cn::revoke_connection))
         .routes(routes!(cn::set_credential, cn::delete_credential))
         .routes(routes!(cn::list_capabilities))
+        .routes(routes!(v::create_vault, v::list_vaults))
+        .routes(routes!(v::get_vault, v::update_vault, v::delete_vault))
         .routes(routes!(c::create_agent, c::list_agents))
         .routes(routes!(c::get_agent, c::update_agent))
         .routes(routes!(c::archive_agent))

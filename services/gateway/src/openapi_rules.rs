@@ -45,6 +45,7 @@ const COLLECTIONS: &[(&str, &str)] = &[
     ("runs", "run"),
     ("runners", "rnr"),
     ("connections", "conn"),
+    ("connection-vaults", "cvlt"),
 ];
 
 /// A Connection's URL: `https`, a public host, at most 2,048 bytes, no
@@ -291,6 +292,12 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
         ("CreateConnection" | "UpdateConnection", "description") => json!({"type": "string", "maxLength": 2000}),
         ("ConnectionEndpoint", "url") | ("CredentialInput", "token_endpoint") => https_url(),
         ("ConnectionOwner", "kind") => one_of(&["environment", "principal"]),
+        ("CreateConnectionVault" | "UpdateConnectionVault", "connection_ids") => {
+            json!({"type": "array", "maxItems": 100, "items": id("conn")})
+        }
+        ("CreateConnectionVault" | "UpdateConnectionVault", "grantees") => {
+            json!({"type": "array", "maxItems": 100, "items": by_kind(&[("principal", "prin"), ("group", "grp"), ("agent_definition", "agt")])})
+        }
         ("ConnectionOwner", "id") => id("prin"),
         ("CredentialInput", "token" | "value" | "refresh_token" | "client_secret") => secret(),
         ("CredentialInput", "header") => {

@@ -5,6 +5,7 @@
 
 use crate::views::{doc, opt};
 use checkfu_proto::capability::v1 as cap;
+use checkfu_proto::governance::v1 as gov;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -190,4 +191,68 @@ pub struct Capability {
 
 pub fn capability(c: &cap::Capability) -> Capability {
     Capability { name: c.name.clone(), available: c.available, reason: opt(&c.reason), preview: c.preview, limits: doc(&c.limits_json) }
+}
+
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VaultGrantee {
+    /// `principal`, `group` or `agent_definition`.
+    pub kind: String,
+    pub id: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateConnectionVault {
+    pub environment_id: String,
+    pub name: String,
+    /// Connections of the same Environment; at most 100.
+    pub connection_ids: Vec<String>,
+    /// At most 100; agents of the same Environment.
+    pub grantees: Vec<VaultGrantee>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateConnectionVault {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Replaces the list.
+    #[serde(default)]
+    pub connection_ids: Option<Vec<String>>,
+    /// Replaces the list.
+    #[serde(default)]
+    pub grantees: Option<Vec<VaultGrantee>>,
+    #[serde(default)]
+    pub expected_version: Option<i64>,
+}
+
+/// A named access bundle: it stores no credential and grants nothing by
+/// itself; saving it compiles one `use_connection` PermissionAssignment per
+/// (grantee, Connection), each with `via` naming the vault.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConnectionVault {
+    pub id: String,
+    pub environment_id: String,
+    pub name: String,
+    pub connection_ids: Vec<String>,
+    pub grantees: Vec<VaultGrantee>,
+    pub created_by: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub version: i64,
+}
+
+pub fn vault(v: &gov::ConnectionVault) -> ConnectionVault {
+    ConnectionVault {
+        id: v.id.clone(),
+        environment_id: v.environment_id.clone(),
+        name: v.name.clone(),
+        connection_ids: v.connection_ids.clone(),
+        grantees: v.grantees.iter().map(|g| VaultGrantee { kind: g.kind.clone(), id: g.id.clone() }).collect(),
+        created_by: v.created_by.clone(),
+        created_at: v.created_at.clone(),
+        updated_at: v.updated_at.clone(),
+        version: v.version,
+    }
 }

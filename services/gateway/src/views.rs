@@ -131,6 +131,10 @@ pub struct PermissionAssignment {
     pub environment_id: Option<String>,
     pub created_by: String,
     pub created_at: String,
+    /// What compiled this row (`{kind:"connection_vault", id}`): it changes
+    /// only with its vault (a direct delete answers 409 `managed_by_vault`).
+    /// Null for a direct grant.
+    pub via: Option<Ref>,
 }
 
 pub fn assignment(a: &gov::PermissionAssignment) -> PermissionAssignment {
@@ -142,6 +146,7 @@ pub fn assignment(a: &gov::PermissionAssignment) -> PermissionAssignment {
         environment_id: opt(&a.environment_id),
         created_by: a.created_by.clone(),
         created_at: a.created_at.clone(),
+        via: a.via.as_ref().map(|v| Ref { kind: v.kind.clone(), id: v.id.clone() }),
     }
 }
 

@@ -86,7 +86,26 @@ fn assignment(a: Assignment) -> pb::PermissionAssignment {
         environment_id: a.environment_id.map(String::from).unwrap_or_default(),
         created_by: a.created_by,
         created_at: rfc3339(a.created_ms),
+        via: a.via.map(|v| pb::ResourceRef { kind: v.kind, id: v.id }),
     }
+}
+
+fn vault(v: ConnectionVault) -> pb::ConnectionVault {
+    pb::ConnectionVault {
+        id: v.id.into(),
+        environment_id: v.environment_id.into(),
+        name: v.name,
+        connection_ids: v.connection_ids,
+        grantees: v.grantees.into_iter().map(|g| pb::Grantee { kind: g.kind, id: g.id }).collect(),
+        created_by: v.created_by,
+        created_at: rfc3339(v.created_ms),
+        updated_at: rfc3339(v.updated_ms),
+        version: v.version,
+    }
+}
+
+fn grantees(g: Vec<pb::Grantee>) -> Vec<Grantee> {
+    g.into_iter().map(|g| Grantee { kind: g.kind, id: g.id }).collect()
 }
 
 fn policy(p: crate::policy::ActionPolicy) -> pb::ActionPolicy {
@@ -296,6 +315,39 @@ impl Rpc for GovernanceGrpc {
     async fn delete_permission_assignment(&self, r: Request<pb::ActorRequest>) -> R<pb::PermissionAssignment> {
         let r = r.into_inner();
         ok(assignment(self.svc.delete_assignment(&r.id, &r.actor_id).await?))
+    }
+
+    async fn create_connection_vault(&self, r: Request<pb::CreateConnectionVaultRequest>) -> R<pb::ConnectionVault> {
+        let r = r.into_inner();
+        ok(vault(self.svc.create_vault(&r.environment_id, &r.name, &r.connection_ids, &grantees(r.grantees), &r.actor_id).await?))
+    }
+
+    async fn get_connection_vault(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ConnectionVault> {
+        ok(vault(self.svc.vault(&r.into_inner().id).await?))
+    }
+
+    async fn list_connection_vaults(&self, r: Request<pb::ListConnectionVaultsRequest>) -> R<pb::ListConnectionVaultsResponse> {
+        let r = r.into_inner();
+        let p = page(r.limit, &r.page)?;
+        let rows = self.svc.list_vaults(&r.environment_ids, &p).await?;
+        let (data, next_page) = paged(&p, rows, |v| &v.id, vault);
+        ok(pb::ListConnectionVaultsResponse { data, next_page })
+    }
+
+    async fn update_connection_vault(&self, r: Request<pb::UpdateConnectionVaultRequest>) -> R<pb::ConnectionVault> {
+        let r = r.into_inner();
+        let ch = crate::vaults::VaultChange {
+            name: r.name,
+            connection_ids: r.set_connection_ids.then_some(r.connection_ids),
+            grantees: r.set_grantees.then(|| grantees(r.grantees)),
+            expected_version: r.expected_version,
+        };
+        ok(vault(self.svc.update_vault(&r.id, ch, &r.actor_id).await?))
+    }
+
+    async fn delete_connection_vault(&self, r: Request<pb::ActorRequest>) -> R<pb::ConnectionVault> {
+        let r = r.into_inner();
+        ok(vault(self.svc.delete_vault(&r.id, &r.actor_id).await?))
     }
 
     async fn check(&self, r: Request<pb::CheckRequest>) -> R<pb::CheckResponse> {

@@ -8,6 +8,7 @@ pub mod policy;
 mod read_cache;
 pub mod service;
 pub mod store;
+pub mod vaults;
 
 use checkfu_core::Result;
 use checkfu_proto::governance::v1::governance_service_server::GovernanceServiceServer;

@@ -66,7 +66,7 @@ impl GovernanceService {
 
     /// After a committed write that may change who a key is or what a
     /// principal holds.
-    fn wrote(&self) {
+    pub(crate) fn wrote(&self) {
         if let Some(c) = &self.reads {
             c.invalidate();
         }
@@ -124,6 +124,7 @@ impl GovernanceService {
             environment_id: None,
             created_by: admin.id.clone().into(),
             created_ms: now,
+            via: None,
         };
         let env = Environment { id: EnvironmentId::mint(), name: "default".into(), version: 1, disabled: false, created_ms: now };
         let secret = new_secret();
@@ -420,6 +421,7 @@ impl GovernanceService {
             environment_id: (!environment_id.is_empty()).then(|| EnvironmentId::parse("environment_id", &environment_id)).transpose()?,
             created_by: actor.to_string(),
             created_ms: now_ms(),
+            via: None,
         };
         self.store.insert_assignment(&a).await.map_err(|e| match e.code {
             checkfu_core::Code::Conflict => Error::conflict("the same assignment already exists"),
@@ -448,6 +450,11 @@ impl GovernanceService {
 
     pub async fn delete_assignment(&self, id: &str, actor: &str) -> Result<Assignment> {
         let a = self.assignment(id).await?;
+        if let Some(via) = &a.via {
+            return Err(Error::conflict(format!("{id} is compiled by {} {}: change that instead", via.kind, via.id))
+                .with_details(json!({"via": {"kind": via.kind, "id": via.id}}))
+                .with_reason("managed_by_vault"));
+        }
         let deleted = self.store.delete_assignment(&a.id).await?;
         self.wrote();
         if !deleted {

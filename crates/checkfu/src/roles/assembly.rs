@@ -35,6 +35,9 @@ pub struct Assembly<'a> {
     grpc: tonic::service::Routes,
     /// Roles played here, called in process.
     local: BTreeMap<Role, Transport>,
+    /// Roles played here that an earlier role reaches ([`Self::reach_later`]),
+    /// filled when every role has started.
+    slots: BTreeMap<Role, Arc<std::sync::OnceLock<Transport>>>,
     background: Vec<Background>,
 }
 
@@ -78,6 +81,7 @@ impl<'a> Assembly<'a> {
             readiness: Readiness::default(),
             grpc: tonic::service::Routes::new(Authorized::new(health_service)),
             local: BTreeMap::new(),
+            slots: BTreeMap::new(),
             background: vec![],
         })
     }
@@ -130,6 +134,17 @@ impl<'a> Assembly<'a> {
         })
     }
 
+    /// Like [`Self::reach`], for a role this node plays that starts after
+    /// `caller` (two roles that call each other): its calls reach `callee`
+    /// once every role has started.
+    pub fn reach_later(&mut self, caller: Role, callee: Role) -> anyhow::Result<Transport> {
+        if self.local.contains_key(&serving(callee)) || !self.opts.roles.contains(&callee) {
+            return self.reach(caller, callee);
+        }
+        let slot = self.slots.entry(serving(callee)).or_default().clone();
+        Ok(transport::acting_as(transport::later(slot), caller))
+    }
+
     /// Readiness includes the health of `role` when another process plays it.
     pub fn wait_on(&mut self, role: Role) -> anyhow::Result<()> {
         if !self.local.contains_key(&serving(role)) {
@@ -140,6 +155,11 @@ impl<'a> Assembly<'a> {
     }
 
     pub fn finish(self) -> Started {
+        for (role, slot) in &self.slots {
+            if let Some(t) = self.local.get(role) {
+                let _ = slot.set(t.clone());
+            }
+        }
         Started {
             readiness: self.readiness,
             grpc: self.grpc,

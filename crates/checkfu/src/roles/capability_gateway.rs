@@ -10,6 +10,9 @@ use std::sync::Arc;
 
 pub struct CapabilityGateway;
 
+/// How often ToolSources due for an automatic re-sync are looked for.
+const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
 #[async_trait::async_trait]
 impl Play for CapabilityGateway {
     fn role(&self) -> Role {
@@ -35,7 +38,9 @@ impl Play for CapabilityGateway {
             checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "capability_gateway").run(super::RELAY_EVERY, node.shutdown.clone()),
         );
         let tokens = super::installation_key(opts, Role::CapabilityGateway)?.token_key();
-        node.serve(Role::CapabilityGateway, checkfu_capability_gateway::server(sessions, tokens, opts.allow_private_targets));
+        node.spawn(checkfu_capability_gateway::sync_due(svc.clone(), SYNC_EVERY, node.shutdown.clone()));
+        node.serve(Role::CapabilityGateway, checkfu_capability_gateway::server(svc.clone(), sessions, tokens, opts.allow_private_targets));
+        node.serve(Role::CapabilityGateway, checkfu_capability_gateway::tool_sources_server(svc.clone()));
         node.serve(Role::CapabilityGateway, checkfu_capability_gateway::connections_server(svc));
         Ok(())
     }

@@ -3,6 +3,8 @@
 
 mod connection;
 mod credential;
+mod tool_source;
 
 pub use connection::*;
 pub use credential::*;
+pub use tool_source::*;

@@ -8,7 +8,7 @@ mod conformance;
 use crate::model::*;
 use checkfu_bus::Record;
 use checkfu_bus::outbox::stage;
-use checkfu_core::id::ConnectionId;
+use checkfu_core::id::{ConnectionId, ToolSourceId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Code, Error, Result};
 use checkfu_store::envelope::Envelope;
@@ -39,6 +39,25 @@ pub trait ReachStore: Send + Sync + 'static {
     /// Connections holding a credential, in id order after `after_id`, at
     /// most `limit` (a walk over every stored credential).
     async fn with_credentials_after(&self, after_id: &str, limit: i64) -> Result<Vec<Connection>>;
+
+    /// Replaces the credential's sealed secret and state (an OAuth refresh)
+    /// if it is still the one sealed as `expected_sealed`, staging `events`;
+    /// no version bump (nothing a client wrote changed).
+    async fn replace_credential(
+        &self,
+        id: &ConnectionId,
+        expected_sealed: &str,
+        next: &StoredCredential,
+        events: &[Record],
+    ) -> Result<bool>;
+
+    async fn insert_tool_source(&self, t: &ToolSource) -> Result<()>;
+    async fn get_tool_source(&self, id: &ToolSourceId) -> Result<Option<ToolSource>>;
+    async fn list_tool_sources(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<ToolSource>>;
+    /// Compare-and-set on `version`.
+    async fn update_tool_source(&self, t: &ToolSource, expected_version: i64) -> Result<bool>;
+    /// Active ToolSources whose automatic sync is due at `now_ms`.
+    async fn due_tool_sources(&self, now_ms: i64, limit: i64) -> Result<Vec<ToolSource>>;
 }
 
 pub struct SqlReachStore {
@@ -104,6 +123,44 @@ fn credential_columns(c: &Connection) -> Result<CredentialColumns> {
             k.last_used_ms,
         ),
     })
+}
+
+fn tool_source(r: &AnyRow) -> Result<ToolSource> {
+    let s = |c: &str| r.try_get::<String, _>(c).map_err(db_err);
+    let i = |c: &str| r.try_get::<i64, _>(c).map_err(db_err);
+    let unreadable = |_| Error::internal("a stored tool source is unreadable");
+    let sync_status = s("sync_status")?;
+    let sync_error = s("sync_error_json")?;
+    Ok(ToolSource {
+        id: r.try_get("id").map_err(db_err)?,
+        environment_id: r.try_get("environment_id").map_err(db_err)?,
+        name: s("name")?,
+        description: s("description")?,
+        connection_id: r.try_get("connection_id").map_err(db_err)?,
+        default_enabled: i("default_enabled")? != 0,
+        call_timeout_seconds: i("call_timeout_seconds")?,
+        sync_interval_seconds: i("sync_interval_seconds")?,
+        tools: serde_json::from_str(&s("tools_json")?).map_err(unreadable)?,
+        overrides: serde_json::from_str(&s("overrides_json")?).map_err(unreadable)?,
+        sync_status: (!sync_status.is_empty()).then(|| SyncStatus::parse("sync_status", &sync_status)).transpose()?,
+        sync_error: (!sync_error.is_empty()).then(|| serde_json::from_str(&sync_error)).transpose().map_err(unreadable)?,
+        synced_ms: r.try_get::<Option<i64>, _>("synced_ms").map_err(db_err)?,
+        status: ToolSourceStatus::parse("status", &s("status")?)?,
+        created_by: s("created_by")?,
+        created_ms: i("created_ms")?,
+        updated_ms: i("updated_ms")?,
+        version: i("version")?,
+    })
+}
+
+/// The JSON columns of a ToolSource: tools, overrides, sync error.
+fn tool_source_json(t: &ToolSource) -> Result<(String, String, String)> {
+    let enc = |_| Error::internal("a tool source could not be encoded");
+    Ok((
+        serde_json::to_string(&t.tools).map_err(enc)?,
+        serde_json::to_string(&t.overrides).map_err(enc)?,
+        t.sync_error.as_ref().map(serde_json::to_string).transpose().map_err(enc)?.unwrap_or_default(),
+    ))
 }
 
 fn name_taken(e: Error, name: &str) -> Error {
@@ -234,6 +291,118 @@ impl ReachStore for SqlReachStore {
             .map_err(db_err)?
             .iter()
             .map(connection)
+            .collect()
+    }
+
+    async fn replace_credential(
+        &self,
+        id: &ConnectionId,
+        expected_sealed: &str,
+        next: &StoredCredential,
+        events: &[Record],
+    ) -> Result<bool> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        let n = sqlx::query(
+            "UPDATE connections SET cred_key_id = $1, cred_wrapped_key = $2, cred_sealed = $3, cred_state = $4 WHERE id = $5 AND cred_sealed = $6",
+        )
+        .bind(&next.envelope.key_id)
+        .bind(&next.envelope.wrapped_key)
+        .bind(&next.envelope.sealed)
+        .bind(next.state.as_str())
+        .bind(id.to_string())
+        .bind(expected_sealed)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        if n != 1 {
+            return Ok(false);
+        }
+        stage(&mut tx, events).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+
+    async fn insert_tool_source(&self, t: &ToolSource) -> Result<()> {
+        let (tools, overrides, error) = tool_source_json(t)?;
+        sqlx::query(
+            "INSERT INTO tool_sources (id, environment_id, name, description, connection_id, default_enabled, call_timeout_seconds, \
+             sync_interval_seconds, tools_json, overrides_json, sync_status, sync_error_json, synced_ms, next_sync_ms, status, \
+             created_by, created_ms, updated_ms, version) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+        )
+        .bind(t.id.to_string())
+        .bind(t.environment_id.to_string())
+        .bind(&t.name)
+        .bind(&t.description)
+        .bind(t.connection_id.to_string())
+        .bind(checkfu_store::flag(t.default_enabled))
+        .bind(t.call_timeout_seconds)
+        .bind(t.sync_interval_seconds)
+        .bind(tools)
+        .bind(overrides)
+        .bind(t.sync_status.map_or("", |s| s.as_str()))
+        .bind(error)
+        .bind(t.synced_ms)
+        .bind(t.next_sync_ms())
+        .bind(t.status.as_str())
+        .bind(&t.created_by)
+        .bind(t.created_ms)
+        .bind(t.updated_ms)
+        .bind(t.version)
+        .execute(&self.db.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn get_tool_source(&self, id: &ToolSourceId) -> Result<Option<ToolSource>> {
+        find_one(&self.db, "SELECT * FROM tool_sources WHERE id = $1", id, tool_source).await
+    }
+
+    async fn list_tool_sources(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<ToolSource>> {
+        let sql = "SELECT * FROM tool_sources WHERE environment_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3";
+        checkfu_store::list_in_envs(&self.db, sql, environment_ids, page, tool_source, |t| &t.id).await
+    }
+
+    async fn update_tool_source(&self, t: &ToolSource, expected_version: i64) -> Result<bool> {
+        let (tools, overrides, error) = tool_source_json(t)?;
+        let n = sqlx::query(
+            "UPDATE tool_sources SET name = $1, description = $2, call_timeout_seconds = $3, sync_interval_seconds = $4, \
+             tools_json = $5, overrides_json = $6, sync_status = $7, sync_error_json = $8, synced_ms = $9, next_sync_ms = $10, \
+             status = $11, updated_ms = $12, version = $13 WHERE id = $14 AND version = $15",
+        )
+        .bind(&t.name)
+        .bind(&t.description)
+        .bind(t.call_timeout_seconds)
+        .bind(t.sync_interval_seconds)
+        .bind(tools)
+        .bind(overrides)
+        .bind(t.sync_status.map_or("", |s| s.as_str()))
+        .bind(error)
+        .bind(t.synced_ms)
+        .bind(t.next_sync_ms())
+        .bind(t.status.as_str())
+        .bind(t.updated_ms)
+        .bind(t.version)
+        .bind(t.id.to_string())
+        .bind(expected_version)
+        .execute(&self.db.pool)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        Ok(n == 1)
+    }
+
+    async fn due_tool_sources(&self, now_ms: i64, limit: i64) -> Result<Vec<ToolSource>> {
+        sqlx::query("SELECT * FROM tool_sources WHERE next_sync_ms IS NOT NULL AND next_sync_ms <= $1 ORDER BY next_sync_ms LIMIT $2")
+            .bind(now_ms)
+            .bind(limit)
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(tool_source)
             .collect()
     }
 }

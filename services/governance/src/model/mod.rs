@@ -2,7 +2,9 @@
 //! gRPC boundary; an unknown kind or permission never gets further.
 
 mod approvals;
+mod vaults;
 pub use approvals::*;
+pub use vaults::*;
 
 use checkfu_core::id::{AgentId, AssignmentId, AuditId, EnvironmentId, GroupId, KeyId, PrincipalId, TypedId};
 use checkfu_core::{Error, Result, string_enum};
@@ -113,6 +115,16 @@ pub struct Assignment {
     pub environment_id: Option<EnvironmentId>,
     pub created_by: String,
     pub created_ms: i64,
+    /// What compiled this row (a ConnectionVault); `None` for a row granted
+    /// directly. A compiled row changes only with what made it.
+    pub via: Option<Via>,
+}
+
+/// The resource a compiled PermissionAssignment comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Via {
+    pub kind: String,
+    pub id: String,
 }
 
 impl Assignment {
@@ -180,6 +192,7 @@ mod tests {
             environment_id: Some(tid("env_a")),
             created_by: "prin_0".into(),
             created_ms: 0,
+            via: None,
         };
         assert!(a.covers(ResourceKind::Agent, "agt_1", Some("env_a")));
         assert!(!a.covers(ResourceKind::Agent, "agt_1", Some("env_b")));

@@ -35,6 +35,7 @@ fn grant(id: &str, subject: &str, perm: Permission, kind: ResourceKind, res: &st
         environment_id: None,
         created_by: "prin_admin".into(),
         created_ms: 2,
+        via: None,
     }
 }
 
@@ -316,4 +317,49 @@ async fn standing_exact_tuple(s: &dyn GovernanceStore) {
     let page = PageRequest::standard(10, "").expect("page");
     let listed = s.list_standing(&["env_a".into()], &page).await.expect("list");
     assert_eq!(listed[0].revoked_ms, Some(20));
+}
+
+/// A vault and its compiled rows change together; a direct row on the same
+/// tuple stands beside a compiled one and outlives the vault.
+#[tokio::test(flavor = "multi_thread")]
+async fn vault_rows_change_with_their_vault_only() {
+    for (name, s, _guard) in backends().await {
+        let v = ConnectionVault {
+            id: tid("cvlt_1"),
+            environment_id: tid("env_1"),
+            name: "platform".into(),
+            connection_ids: vec!["conn_1".into()],
+            grantees: vec![Grantee { kind: "principal".into(), id: "prin_r".into() }],
+            created_by: "prin_admin".into(),
+            created_ms: 1,
+            updated_ms: 1,
+            version: 1,
+        };
+        let via = Some(Via { kind: VAULT_KIND.into(), id: "cvlt_1".into() });
+        let compiled =
+            Assignment { via: via.clone(), ..grant("pa_v1", "prin_r", Permission::UseConnection, ResourceKind::Connection, "conn_1") };
+        let direct = grant("pa_d1", "prin_r", Permission::UseConnection, ResourceKind::Connection, "conn_1");
+        s.insert_vault(&v, std::slice::from_ref(&compiled)).await.expect("vault");
+        s.insert_assignment(&direct).await.expect("a direct row beside the compiled one");
+        assert_eq!(s.get_vault("cvlt_1").await.expect("get"), Some(v.clone()), "{name}");
+        assert_eq!(s.rows_via("cvlt_1").await.expect("rows"), vec![compiled.clone()], "{name}");
+        let dup = ConnectionVault { id: tid("cvlt_2"), ..v.clone() };
+        assert_eq!(s.insert_vault(&dup, &[]).await.expect_err("name").details["reason"], "name_taken", "{name}");
+
+        let next = ConnectionVault { connection_ids: vec!["conn_2".into()], version: 2, ..v.clone() };
+        let added =
+            Assignment { via: via.clone(), ..grant("pa_v2", "prin_r", Permission::UseConnection, ResourceKind::Connection, "conn_2") };
+        assert!(!s.update_vault(&next, 7, std::slice::from_ref(&added), std::slice::from_ref(&compiled.id)).await.expect("stale"), "{name}");
+        assert!(
+            s.update_vault(&next, 1, std::slice::from_ref(&added), &[compiled.id.clone(), direct.id.clone()]).await.expect("update"),
+            "{name}"
+        );
+        assert_eq!(s.rows_via("cvlt_1").await.expect("rows"), vec![added], "{name}");
+        assert!(s.get_assignment(&direct.id).await.expect("direct").is_some(), "{name}: only the vault's own rows go");
+
+        assert!(s.delete_vault("cvlt_1").await.expect("delete"), "{name}");
+        assert!(s.rows_via("cvlt_1").await.expect("rows").is_empty(), "{name}");
+        assert!(s.get_assignment(&direct.id).await.expect("direct").is_some(), "{name}");
+        assert!(!s.delete_vault("cvlt_1").await.expect("again"), "{name}");
+    }
 }

@@ -3,6 +3,7 @@
 
 mod approvals;
 mod sql;
+mod vaults;
 
 use crate::model::*;
 use crate::policy::ActionPolicy;
@@ -12,11 +13,12 @@ use checkfu_core::page::PageRequest;
 
 pub use approvals::ApprovalStore;
 pub use sql::SqlGovernanceStore;
+pub use vaults::VaultStore;
 
 /// Everything governance persists. Implementations must be linearizable per
 /// row: a revoke seen by one call is seen by every later call.
 #[async_trait::async_trait]
-pub trait GovernanceStore: ApprovalStore + Send + Sync + 'static {
+pub trait GovernanceStore: ApprovalStore + VaultStore + Send + Sync + 'static {
     /// Whether the installation has been bootstrapped (any principal exists).
     async fn is_empty(&self) -> Result<bool>;
     /// Writes the bootstrap rows in one transaction; false if already bootstrapped.

@@ -59,7 +59,7 @@ fn environment(r: &AnyRow) -> Result<Environment> {
     })
 }
 
-fn assignment(r: &AnyRow) -> Result<Assignment> {
+pub(super) fn assignment(r: &AnyRow) -> Result<Assignment> {
     let s = |c: &str| r.try_get::<String, _>(c).map_err(db_err);
     Ok(Assignment {
         id: r.try_get("id").map_err(db_err)?,
@@ -71,6 +71,7 @@ fn assignment(r: &AnyRow) -> Result<Assignment> {
         environment_id: Some(r.try_get::<EnvironmentId, _>("environment_id").map_err(db_err)?).filter(|e| !e.is_empty()),
         created_by: s("created_by")?,
         created_ms: r.try_get("created_ms").map_err(db_err)?,
+        via: Some(Via { kind: s("via_kind")?, id: s("via_id")? }).filter(|v| !v.kind.is_empty()),
     })
 }
 
@@ -117,7 +118,7 @@ const INSERT_PRINCIPAL: &str = "INSERT INTO principals (id, kind, name, disabled
 const INSERT_KEY: &str =
     "INSERT INTO api_keys (id, principal_id, name, secret_sha256, created_ms, revoked_ms) VALUES ($1, $2, $3, $4, $5, NULL)";
 const INSERT_ENV: &str = "INSERT INTO environments (id, name, version, disabled, created_ms) VALUES ($1, $2, $3, $4, $5)";
-const INSERT_ASSIGNMENT: &str = "INSERT INTO permission_assignments (id, subject_kind, subject_id, permission, resource_kind, resource_id, environment_id, created_by, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+pub(super) const INSERT_ASSIGNMENT: &str = "INSERT INTO permission_assignments (id, subject_kind, subject_id, permission, resource_kind, resource_id, environment_id, created_by, created_ms, via_kind, via_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 
 macro_rules! bind_principal {
     ($q:expr, $p:expr) => {
@@ -134,19 +135,25 @@ macro_rules! bind_env {
         $q.bind(&$e.id).bind(&$e.name).bind($e.version).bind(flag($e.disabled)).bind($e.created_ms)
     };
 }
-macro_rules! bind_assignment {
-    ($q:expr, $a:expr) => {
-        $q.bind(&$a.id)
-            .bind($a.subject_kind.as_str())
-            .bind(&$a.subject_id)
-            .bind($a.permission.as_str())
-            .bind($a.resource_kind.as_str())
-            .bind(&$a.resource_id)
-            // '' for an installation-wide assignment (the column is NOT NULL).
-            .bind($a.environment_id.as_deref().unwrap_or(""))
-            .bind(&$a.created_by)
-            .bind($a.created_ms)
-    };
+
+/// Binds an assignment's columns, in `INSERT_ASSIGNMENT`'s order.
+pub(super) fn bind_assignment<'q>(
+    q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    a: &'q Assignment,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    q.bind(&a.id)
+        .bind(a.subject_kind.as_str())
+        .bind(&a.subject_id)
+        .bind(a.permission.as_str())
+        .bind(a.resource_kind.as_str())
+        .bind(&a.resource_id)
+        // '' for an installation-wide assignment (the column is NOT NULL).
+        .bind(a.environment_id.as_deref().unwrap_or(""))
+        .bind(&a.created_by)
+        .bind(a.created_ms)
+        // '' for a direct row.
+        .bind(a.via.as_ref().map_or("", |v| v.kind.as_str()))
+        .bind(a.via.as_ref().map_or("", |v| v.id.as_str()))
 }
 
 #[async_trait::async_trait]
@@ -174,7 +181,7 @@ impl GovernanceStore for SqlGovernanceStore {
             return Ok(false);
         }
         bind_principal!(sqlx::query(INSERT_PRINCIPAL), admin).execute(&mut *tx).await.map_err(db_err)?;
-        bind_assignment!(sqlx::query(INSERT_ASSIGNMENT), grant).execute(&mut *tx).await.map_err(db_err)?;
+        bind_assignment(sqlx::query(INSERT_ASSIGNMENT), grant).execute(&mut *tx).await.map_err(db_err)?;
         bind_env!(sqlx::query(INSERT_ENV), env).execute(&mut *tx).await.map_err(db_err)?;
         bind_key!(sqlx::query(INSERT_KEY), key, secret_sha256).execute(&mut *tx).await.map_err(db_err)?;
         stage(&mut tx, &[environment_record("environment.created", &env.id)]).await?;
@@ -374,7 +381,7 @@ impl GovernanceStore for SqlGovernanceStore {
     }
 
     async fn insert_assignment(&self, a: &Assignment) -> Result<()> {
-        bind_assignment!(sqlx::query(INSERT_ASSIGNMENT), a).execute(&self.db.pool).await.map_err(db_err)?;
+        bind_assignment(sqlx::query(INSERT_ASSIGNMENT), a).execute(&self.db.pool).await.map_err(db_err)?;
         Ok(())
     }
 
