@@ -67,6 +67,13 @@ const CONTRACT: &[(&str, &str)] = &[
     ("get", "/v1/connection-vaults/{id}"),
     ("post", "/v1/connection-vaults/{id}"),
     ("delete", "/v1/connection-vaults/{id}"),
+    ("post", "/v1/tool-sources"),
+    ("get", "/v1/tool-sources"),
+    ("get", "/v1/tool-sources/{id}"),
+    ("post", "/v1/tool-sources/{id}"),
+    ("post", "/v1/tool-sources/{id}/archive"),
+    ("post", "/v1/tool-sources/{id}/sync"),
+    ("post", "/v1/tool-sources/{id}/tools/{name}"),
 ];
 
 #[tokio::test(flavor = "multi_thread")]
@@ -81,7 +88,7 @@ async fn the_document_describes_every_endpoint() {
         let op = &d["paths"][path][method];
         assert!(op.is_object(), "{method} {path} is missing from the document");
         assert!(op["responses"].as_object().unwrap().keys().any(|k| k.starts_with('2')), "{method} {path} documents its success");
-        if *method == "post" && !path.ends_with("/archive") && !path.ends_with("/revoke") {
+        if *method == "post" && !["/archive", "/revoke", "/sync"].iter().any(|s| path.ends_with(s)) {
             assert!(op["requestBody"].is_object(), "{method} {path} documents its body");
         }
     }

@@ -162,6 +162,7 @@ async fn the_runner_protocol_on_the_public_port_is_fenced_by_credential_lease_an
         record: false,
         session_id: session.into(),
         tool_use_id: "toolu_1".into(),
+        ..Default::default()
     };
     let wrong = g.evaluate_action(call(eval(&s1), &x.credential, Some(&w2.capability_token))).await.unwrap_err();
     assert_eq!(wrong.code(), tonic::Code::PermissionDenied, "another Run's token: {wrong:?}");

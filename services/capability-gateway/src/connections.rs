@@ -99,7 +99,12 @@ impl ReachService {
                 let (preview, limits, built) = match *name {
                     "connections" => (false, json!({"max_url_bytes": MAX_URL, "max_name_chars": 200}), true),
                     "credentials" => (false, json!({"max_secret_bytes": MAX_SECRET}), true),
-                    "tool_sources" => (false, json!({}), false),
+                    "tool_sources" => (
+                        false,
+                        json!({"max_tools": MAX_TOOLS, "max_schema_bytes": MAX_SCHEMA_BYTES, "max_call_timeout_seconds": MAX_CALL_TIMEOUT_SECONDS,
+                            "max_response_bytes": crate::mcp::MAX_RESPONSE_BYTES, "transports": ["streamable_http"]}),
+                        true,
+                    ),
                     "sandbox_egress" => (false, json!({}), false),
                     "skills" => (false, json!({}), false),
                     "files" => (false, json!({}), false),

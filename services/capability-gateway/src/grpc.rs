@@ -69,9 +69,23 @@ impl Rpc for CapabilityGrpc {
         }))
     }
 
+    async fn get_connection_status(
+        &self,
+        r: Request<pb::ConnectionStatusRequest>,
+    ) -> Result<Response<pb::ConnectionStatusResponse>, Status> {
+        let scope = self.tokens.verify(&r)?;
+        let r = r.into_inner();
+        if r.session_id != scope.session_id {
+            return Err(Status::permission_denied("the capability token is for another Session"));
+        }
+        let status = self.reach.connection_status(&r.connection_id, &scope.environment_id).await?;
+        Ok(Response::new(pb::ConnectionStatusResponse { status }))
+    }
+
     async fn call_tool(&self, r: Request<pb::CallToolRequest>) -> Result<Response<pb::CallToolResponse>, Status> {
         let (session_id, tool) = (r.get_ref().session_id.clone(), r.get_ref().tool.clone());
-        self.scoped(&r, &session_id, &tool)?;
+        // Scoped to this ToolSource's tool, not any tool of that name.
+        self.scoped(&r, &session_id, &format!("{}/{tool}", r.get_ref().tool_source_id))?;
         let r = r.into_inner();
         if r.arguments_json.len() > 1024 * 1024 {
             return Err(Status::invalid_argument("arguments are at most 1 MiB of JSON"));

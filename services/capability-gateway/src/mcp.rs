@@ -15,7 +15,7 @@
 use checkfu_core::net;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ClientConfig};
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 use serde_json::{Value, json};
@@ -117,6 +117,18 @@ fn classify(e: &(dyn std::error::Error + 'static)) -> McpFailure {
         }
         if let Some(r) = err.downcast_ref::<reqwest::Error>() {
             return reqwest_failure(r);
+        }
+        // Its transport error is not a `source()`: follow it by hand.
+        if let Some(i) = err.downcast_ref::<ClientInitializeError>() {
+            return match i {
+                ClientInitializeError::TransportError { error, .. } => classify(error.error.as_ref()),
+                ClientInitializeError::JsonRpcError(d) => McpFailure::JsonRpc(d.message.to_string()),
+                ClientInitializeError::ConnectionClosed(_) => McpFailure::Unreachable,
+                _ => McpFailure::Protocol,
+            };
+        }
+        if let Some(t) = err.downcast_ref::<rmcp::transport::DynamicTransportError>() {
+            return classify(t.error.as_ref());
         }
         if let Some(s) = err.downcast_ref::<ServiceError>() {
             match s {

@@ -345,6 +345,16 @@ impl ReachService {
         Ok(t.connection_id)
     }
 
+    /// How a Connection of `environment_id` stands now; "" when there is
+    /// none there.
+    pub async fn connection_status(&self, connection_id: &str, environment_id: &str) -> Result<String> {
+        let id = ConnectionId::parse("connection_id", connection_id)?;
+        Ok(match self.store.get_connection(&id).await? {
+            Some(c) if c.environment_id.as_str() == environment_id => c.status.as_str().to_string(),
+            _ => String::new(),
+        })
+    }
+
     /// What a Run is offered of `names`: the ones still offered, as cached.
     pub async fn offered(&self, id: &str, names: &[String]) -> Result<Vec<OfferedTool>> {
         let t = self.tool_source(id).await?;

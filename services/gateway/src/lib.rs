@@ -24,6 +24,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use checkfu_core::{Code, Error, Result};
 use checkfu_proto::capability::v1::connections_service_client::ConnectionsServiceClient;
+use checkfu_proto::capability::v1::tool_sources_service_client::ToolSourcesServiceClient;
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
@@ -48,6 +49,7 @@ pub struct AppState {
     pub webhooks: WebhooksServiceClient<Transport>,
     /// Connections, credentials and capability status (the capability gateway).
     pub connections: ConnectionsServiceClient<Transport>,
+    pub tool_sources: ToolSourcesServiceClient<Transport>,
     /// Per-principal request limits, shared by every gateway replica.
     pub limits: RateLimits,
     /// One shared live feed per followed Session (see `live.rs`).
@@ -145,7 +147,8 @@ impl AppState {
             sessions: SessionsServiceClient::new(up.sessions).max_decoding_message_size(MAX),
             models: ModelGatewayServiceClient::new(up.model_gateway).max_decoding_message_size(MAX),
             webhooks: WebhooksServiceClient::new(up.webhooks).max_decoding_message_size(MAX),
-            connections: ConnectionsServiceClient::new(up.capability_gateway).max_decoding_message_size(MAX),
+            connections: ConnectionsServiceClient::new(up.capability_gateway.clone()).max_decoding_message_size(MAX),
+            tool_sources: ToolSourcesServiceClient::new(up.capability_gateway).max_decoding_message_size(MAX),
             limits,
             feeds: Arc::new(live::Feeds::new(sse_ping)),
             streams: Arc::new(streams::Streams::new(max_streams)),
@@ -237,7 +240,7 @@ impl utoipa::Modify for BearerAuth {
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     use routes::{
         approvals as a, budgets as b, catalog as c, connections as cn, files as f, governance as g, identity as i, runners as r,
-        sessions as s, vaults as v, webhooks as w,
+        sessions as s, tool_sources as ts, vaults as v, webhooks as w,
     };
     use utoipa::OpenApi;
     use utoipa_axum::{router::OpenApiRouter, routes};
@@ -278,6 +281,11 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(cn::list_capabilities))
         .routes(routes!(v::create_vault, v::list_vaults))
         .routes(routes!(v::get_vault, v::update_vault, v::delete_vault))
+        .routes(routes!(ts::create_tool_source, ts::list_tool_sources))
+        .routes(routes!(ts::get_tool_source, ts::update_tool_source))
+        .routes(routes!(ts::archive_tool_source))
+        .routes(routes!(ts::sync_tool_source))
+        .routes(routes!(ts::set_tool))
         .routes(routes!(c::create_agent, c::list_agents))
         .routes(routes!(c::get_agent, c::update_agent))
         .routes(routes!(c::archive_agent))

@@ -46,6 +46,7 @@ const COLLECTIONS: &[(&str, &str)] = &[
     ("runners", "rnr"),
     ("connections", "conn"),
     ("connection-vaults", "cvlt"),
+    ("tool-sources", "tsrc"),
 ];
 
 /// A Connection's URL: `https`, a public host, at most 2,048 bytes, no
@@ -292,6 +293,12 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
         ("CreateConnection" | "UpdateConnection", "description") => json!({"type": "string", "maxLength": 2000}),
         ("ConnectionEndpoint", "url") | ("CredentialInput", "token_endpoint") => https_url(),
         ("ConnectionOwner", "kind") => one_of(&["environment", "principal"]),
+        ("CreateToolSource", "transport") => one_of(&["streamable_http"]),
+        ("CreateToolSource" | "UpdateToolSource", "call_timeout_seconds") => json!({"type": "integer", "minimum": 1, "maximum": 600}),
+        ("CreateToolSource" | "UpdateToolSource", "sync_interval_seconds") => {
+            json!({"oneOf": [{"type": "integer", "enum": [0]}, {"type": "integer", "minimum": 60, "maximum": 2_592_000}]})
+        }
+        ("CreateToolSource" | "UpdateToolSource", "description") => json!({"type": "string", "maxLength": 2000}),
         ("CreateConnectionVault" | "UpdateConnectionVault", "connection_ids") => {
             json!({"type": "array", "maxItems": 100, "items": id("conn")})
         }

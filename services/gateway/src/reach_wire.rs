@@ -256,3 +256,137 @@ pub fn vault(v: &gov::ConnectionVault) -> ConnectionVault {
         version: v.version,
     }
 }
+
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultConfig {
+    /// `true` offers every discovered tool not disabled; `false` only tools
+    /// enabled explicitly. Fixed at creation.
+    pub enabled: bool,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateToolSource {
+    pub environment_id: String,
+    pub name: String,
+    /// An active `mcp` Connection of the Environment the caller holds
+    /// `use_connection` on.
+    pub connection_id: String,
+    pub default_config: DefaultConfig,
+    /// `streamable_http` (the default and only one).
+    #[serde(default)]
+    pub transport: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// 1–600; default 120.
+    #[serde(default)]
+    pub call_timeout_seconds: Option<i64>,
+    /// Default 21,600; 0 = manual syncs only.
+    #[serde(default)]
+    pub sync_interval_seconds: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateToolSource {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub call_timeout_seconds: Option<i64>,
+    #[serde(default)]
+    pub sync_interval_seconds: Option<i64>,
+    #[serde(default)]
+    pub expected_version: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetTool {
+    /// `true`, `false`, or `null` (follow `default_config.enabled`).
+    pub enabled: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolSourceTool {
+    pub name: String,
+    pub description: String,
+    #[schema(value_type = Object)]
+    pub input_schema: Value,
+    /// MCP hints; they never allow a call.
+    #[schema(value_type = Object)]
+    pub annotations: Value,
+    pub enabled: Option<bool>,
+    /// In the last good list, named by the tool-name rule, and enabled.
+    pub offered: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SyncErrorView {
+    /// `authentication_failed`, `unreachable`, `timeout`, `protocol_error`,
+    /// `credential.refresh_failed`, `credential.unreadable`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolSource {
+    pub id: String,
+    pub environment_id: String,
+    pub name: String,
+    pub description: String,
+    pub connection_id: String,
+    pub transport: String,
+    pub default_config: DefaultConfig,
+    pub call_timeout_seconds: i64,
+    pub sync_interval_seconds: i64,
+    pub tools: Vec<ToolSourceTool>,
+    /// `ok` or `failed`; null before the first sync ended.
+    pub sync_status: Option<String>,
+    pub sync_error: Option<SyncErrorView>,
+    pub synced_at: Option<String>,
+    /// `active` or `archived`.
+    pub status: String,
+    pub created_by: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub version: i64,
+}
+
+pub fn tool_source(t: &cap::ToolSource) -> ToolSource {
+    ToolSource {
+        id: t.id.clone(),
+        environment_id: t.environment_id.clone(),
+        name: t.name.clone(),
+        description: t.description.clone(),
+        connection_id: t.connection_id.clone(),
+        transport: t.transport.clone(),
+        default_config: DefaultConfig { enabled: t.default_enabled },
+        call_timeout_seconds: t.call_timeout_seconds,
+        sync_interval_seconds: t.sync_interval_seconds,
+        tools: t
+            .tools
+            .iter()
+            .map(|x| ToolSourceTool {
+                name: x.name.clone(),
+                description: x.description.clone(),
+                input_schema: doc(&x.input_schema_json),
+                annotations: doc(&x.annotations_json),
+                enabled: x.enabled,
+                offered: x.offered,
+            })
+            .collect(),
+        sync_status: opt(&t.sync_status),
+        sync_error: (!t.sync_error_type.is_empty())
+            .then(|| SyncErrorView { kind: t.sync_error_type.clone(), message: t.sync_error_message.clone() }),
+        synced_at: opt(&t.synced_at),
+        status: t.status.clone(),
+        created_by: t.created_by.clone(),
+        created_at: t.created_at.clone(),
+        updated_at: t.updated_at.clone(),
+        version: t.version,
+    }
+}

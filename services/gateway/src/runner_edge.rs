@@ -8,8 +8,8 @@
 //! - `checkfu.runner.v1.RunnerService/*` → sessions, which authenticates the
 //!   Runner credential (`authorization: Bearer crr_...`) on every call but
 //!   `Redeem`, and fences it by its leases;
-//! - `ModelGatewayService/Generate`, `CapabilityGatewayService/WebFetch`
-//!   and governance's `EvaluateAction`, `RequestApproval` and
+//! - `ModelGatewayService/Generate`, `CapabilityGatewayService/WebFetch`,
+//!   `OfferedTools`, `CallTool` and `GetConnectionStatus`, and governance's `EvaluateAction`, `RequestApproval` and
 //!   `GetActionApproval` → only once sessions has confirmed that the call's
 //!   capability token (`x-checkfu-capability`) is for a lease still held by
 //!   the Runner whose credential came with it. Each service then checks the
@@ -107,9 +107,12 @@ async fn generate(State(edge): State<RunnerEdge>, req: Request) -> Response {
     scoped(&edge, to, "/checkfu.modelgateway.v1.ModelGatewayService/Generate", req).await
 }
 
-async fn web_fetch(State(edge): State<RunnerEdge>, req: Request) -> Response {
+async fn capabilities(State(edge): State<RunnerEdge>, Path(method): Path<String>, req: Request) -> Response {
+    if !["WebFetch", "OfferedTools", "CallTool", "GetConnectionStatus"].contains(&method.as_str()) {
+        return status(tonic::Status::unimplemented("no such method"));
+    }
     let to = edge.capabilities.clone();
-    scoped(&edge, to, "/checkfu.capability.v1.CapabilityGatewayService/WebFetch", req).await
+    scoped(&edge, to, &format!("/checkfu.capability.v1.CapabilityGatewayService/{method}"), req).await
 }
 
 async fn governance(State(edge): State<RunnerEdge>, Path(method): Path<String>, req: Request) -> Response {
@@ -126,7 +129,7 @@ pub fn routes(edge: RunnerEdge) -> Router {
     Router::new()
         .route("/checkfu.runner.v1.RunnerService/{method}", post(runner_protocol))
         .route("/checkfu.modelgateway.v1.ModelGatewayService/Generate", post(generate))
-        .route("/checkfu.capability.v1.CapabilityGatewayService/WebFetch", post(web_fetch))
+        .route("/checkfu.capability.v1.CapabilityGatewayService/{method}", post(capabilities))
         .route("/checkfu.governance.v1.GovernanceService/{method}", post(governance))
         .with_state(edge)
 }

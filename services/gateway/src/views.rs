@@ -416,6 +416,8 @@ pub struct Session {
     /// sandbox materialised.
     #[schema(value_type = Option<Object>)]
     pub sandbox: Value,
+    /// The Connections its release pins (ids only, never a secret).
+    pub connection_ids: Vec<String>,
     pub created_at: String,
     pub updated_at: String,
     pub version: i64,
@@ -455,6 +457,7 @@ pub fn session(s: &ss::Session) -> Session {
         execution: execution(s),
         sandbox_expires_at: sandbox.get("expires_at").and_then(Value::as_str).map(str::to_string),
         sandbox,
+        connection_ids: s.connection_ids.clone(),
         created_at: s.created_at.clone(),
         updated_at: s.updated_at.clone(),
         version: s.version,

@@ -402,6 +402,11 @@ impl Rpc for GovernanceGrpc {
             permission: r.permission,
             tool: json_doc("tool", &r.tool_json)?,
             also: r.also.into_iter().map(|a| (a.kind, a.id)).collect(),
+            connection: (!r.connection_id.is_empty()).then_some(crate::service::ConnectionCall {
+                connection_id: r.connection_id,
+                status: r.connection_status,
+                tool_source_id: r.tool_source_id,
+            }),
         };
         let d = self.svc.evaluate(&req).await?;
         if r.record {

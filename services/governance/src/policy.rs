@@ -146,14 +146,17 @@ pub struct Decision {
     pub reason: String,
 }
 
-/// Evaluates every rule of `policies` against the request.
-pub fn evaluate(policies: &[ActionPolicy], actor: &Actor, resource: (&str, &str), permission: &str, tool: ToolClass) -> Decision {
+/// Evaluates every rule of `policies` against the request. A rule's
+/// resource matches when it matches any of `resources` (a ToolSource tool
+/// is also its ToolSource and its Connection).
+pub fn evaluate(policies: &[ActionPolicy], actor: &Actor, resources: &[(&str, &str)], permission: &str, tool: ToolClass) -> Decision {
     let mut matched: Vec<(&Rule, Disposition)> = vec![];
     for p in policies {
         for r in &p.rules {
             let subject_ok =
                 actor.identities.iter().any(|(k, id)| (r.subject.kind == "*" || r.subject.kind == *k) && glob(&r.subject.id_glob, id));
-            let resource_ok = (r.resource.kind == "*" || r.resource.kind == resource.0) && glob(&r.resource.id_glob, resource.1);
+            let resource_ok =
+                resources.iter().any(|(kind, id)| (r.resource.kind == "*" || r.resource.kind == *kind) && glob(&r.resource.id_glob, id));
             if subject_ok && resource_ok && glob(&r.permission_glob, permission) {
                 matched.push((r, Disposition::parse("disposition", &r.disposition).unwrap_or(Disposition::Deny)));
             }
@@ -208,13 +211,30 @@ mod tests {
             {"subject": {"kind": "group", "id_glob": "grp_ops"}, "resource": {"kind": "tool", "id_glob": "bash"}, "permission_glob": "invoke", "disposition": "require_approval"},
             {"subject": {"kind": "*", "id_glob": "*"}, "resource": {"kind": "tool", "id_glob": "rm*"}, "disposition": "deny"},
         ]));
-        let d = evaluate(std::slice::from_ref(&p), &actor(), ("tool", "bash"), "invoke", ToolClass::Destructive);
+        let d = evaluate(std::slice::from_ref(&p), &actor(), &[("tool", "bash")], "invoke", ToolClass::Destructive);
         assert_eq!(d.disposition, Disposition::RequireApproval);
         assert_eq!(d.matched_rule_ids, vec!["apol_1#1"]);
-        let d = evaluate(std::slice::from_ref(&p), &actor(), ("tool", "rm_rf"), "invoke", ToolClass::Destructive);
+        let d = evaluate(std::slice::from_ref(&p), &actor(), &[("tool", "rm_rf")], "invoke", ToolClass::Destructive);
         assert_eq!(d.disposition, Disposition::Deny);
-        let d = evaluate(std::slice::from_ref(&p), &actor(), ("tool", "read"), "invoke", ToolClass::ReadOnly);
+        let d = evaluate(std::slice::from_ref(&p), &actor(), &[("tool", "read")], "invoke", ToolClass::ReadOnly);
         assert_eq!((d.disposition, d.matched_rule_ids.len()), (Disposition::Allow, 1));
+    }
+
+    #[test]
+    fn a_tool_source_call_matches_rules_on_its_source_and_connection() {
+        let allow =
+            policy(json!([{"subject": {"kind": "*"}, "resource": {"kind": "tool_source", "id_glob": "tsrc_1"}, "disposition": "allow"}]));
+        let resources = [("tool", "add"), ("tool_source", "tsrc_1"), ("connection", "conn_1")];
+        let d = evaluate(std::slice::from_ref(&allow), &actor(), &resources, "invoke", ToolClass::Mcp);
+        assert_eq!(d.disposition, Disposition::Allow);
+        let deny =
+            policy(json!([{"subject": {"kind": "*"}, "resource": {"kind": "connection", "id_glob": "conn_1"}, "disposition": "deny"}]));
+        let d = evaluate(&[allow.clone(), deny], &actor(), &resources, "invoke", ToolClass::Mcp);
+        assert_eq!(d.disposition, Disposition::Deny, "a deny on the Connection beats an allow on the ToolSource");
+        let d = evaluate(&[], &actor(), &resources, "invoke", ToolClass::Mcp);
+        assert_eq!(d.disposition, Disposition::RequireApproval, "no rule: an MCP tool asks");
+        let d = evaluate(std::slice::from_ref(&allow), &actor(), &[("tool", "add")], "invoke", ToolClass::Mcp);
+        assert_eq!(d.disposition, Disposition::RequireApproval, "the ToolSource's rule does not reach other tools");
     }
 
     #[test]
@@ -222,20 +242,22 @@ mod tests {
         let none: Vec<ActionPolicy> = vec![];
         let a = actor();
         assert_eq!(
-            evaluate(&none, &a, ("tool", "read"), "invoke", classify(&json!({"type": "builtin", "name": "read"})).expect("c")).disposition,
+            evaluate(&none, &a, &[("tool", "read")], "invoke", classify(&json!({"type": "builtin", "name": "read"})).expect("c"))
+                .disposition,
             Disposition::Allow
         );
         assert_eq!(
-            evaluate(&none, &a, ("tool", "write"), "invoke", classify(&json!({"type": "builtin", "name": "write"})).expect("c"))
+            evaluate(&none, &a, &[("tool", "write")], "invoke", classify(&json!({"type": "builtin", "name": "write"})).expect("c"))
                 .disposition,
             Disposition::RequireApproval
         );
         assert_eq!(
-            evaluate(&none, &a, ("tool", "bash"), "invoke", classify(&json!({"type": "builtin", "name": "bash"})).expect("c")).disposition,
+            evaluate(&none, &a, &[("tool", "bash")], "invoke", classify(&json!({"type": "builtin", "name": "bash"})).expect("c"))
+                .disposition,
             Disposition::RequireApproval
         );
         let mcp = classify(&json!({"type": "tool_source", "tool_source_id": "tsrc_1"})).expect("c");
-        assert_eq!(evaluate(&none, &a, ("tool", "search"), "invoke", mcp).disposition, Disposition::RequireApproval);
+        assert_eq!(evaluate(&none, &a, &[("tool", "search")], "invoke", mcp).disposition, Disposition::RequireApproval);
         let ro_custom = classify(&json!({"type": "custom", "read_only": true, "destructive": false})).expect("c");
         assert_eq!(ro_custom, ToolClass::ReadOnly);
         assert_eq!(classify(&json!({"type": "custom", "read_only": true, "destructive": true})).expect("c"), ToolClass::Destructive);

@@ -3,7 +3,7 @@
 //! revocations audited, checks following groups and the resource hierarchy.
 
 use crate::model::*;
-use crate::policy::{ActionPolicy, Actor, Decision, SUBJECT_KINDS, classify, evaluate, parse_rules};
+use crate::policy::{ActionPolicy, Actor, Decision, Disposition, SUBJECT_KINDS, classify, evaluate, parse_rules};
 use crate::read_cache::ReadCache;
 use crate::store::GovernanceStore;
 use checkfu_core::id::{AssignmentId, AuditId, EnvironmentId, GroupId, KeyId, PolicyId, PrincipalId, check as check_id};
@@ -513,6 +513,18 @@ pub struct EvaluationRequest {
     pub tool: serde_json::Value,
     /// Further `(kind, id)` identities the actor counts as.
     pub also: Vec<(String, String)>,
+    /// A call through a Connection (a ToolSource tool).
+    pub connection: Option<ConnectionCall>,
+}
+
+/// A ToolSource tool's call: the Connection its version pinned and how it
+/// stands now.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionCall {
+    pub connection_id: String,
+    /// `active`, `disabled` or `revoked` (as the capability gateway said).
+    pub status: String,
+    pub tool_source_id: String,
 }
 
 impl GovernanceService {
@@ -629,8 +641,65 @@ impl GovernanceService {
                 actor.identities.push(("group".into(), g));
             }
         }
+        let mut resources = vec![(req.resource_kind.as_str(), req.resource_id.as_str())];
+        if let Some(c) = &req.connection {
+            if let Some(denied) = self.connection_denial(req, c).await? {
+                return Ok(denied);
+            }
+            resources.push(("tool_source", c.tool_source_id.as_str()));
+            resources.push(("connection", c.connection_id.as_str()));
+        }
         let policies = self.store.policies_in(&req.environment_id).await?;
-        Ok(evaluate(&policies, &actor, (&req.resource_kind, &req.resource_id), &req.permission, tool))
+        Ok(evaluate(&policies, &actor, &resources, &req.permission, tool))
+    }
+
+    /// api.md §16.4 step 1: the Session's principal and the agent each hold
+    /// `use_connection` on the pinned Connection, and it is active; else a
+    /// deny naming what is missing.
+    async fn connection_denial(&self, req: &EvaluationRequest, c: &ConnectionCall) -> Result<Option<Decision>> {
+        checkfu_core::id::ConnectionId::check("connection_id", &c.connection_id)?;
+        let deny = |reason: String| Some(Decision { disposition: Disposition::Deny, matched_rule_ids: vec![], reason });
+        if c.status != "active" {
+            let status = if c.status.is_empty() { "unavailable" } else { c.status.as_str() };
+            return Ok(deny(format!("connection {} is {status}: nothing goes through it", c.connection_id)));
+        }
+        let env = Some(req.environment_id.as_str());
+        let mut missing = vec![];
+        if req.subject_kind == "principal" {
+            let (held, _) = self.check(&req.subject_id, "use_connection", "connection", &c.connection_id, env).await?;
+            if !held {
+                missing.push(format!("the Session's principal {}", req.subject_id));
+            }
+        }
+        for (_, agent) in req.also.iter().filter(|(k, _)| k == "agent_definition") {
+            if !self.agent_holds(agent, Permission::UseConnection, &c.connection_id, &req.environment_id).await? {
+                missing.push(format!("the agent {agent}"));
+            }
+        }
+        if missing.is_empty() {
+            return Ok(None);
+        }
+        Ok(deny(format!("use_connection on connection {} is missing: {} holds none", c.connection_id, missing.join(" and "))))
+    }
+
+    /// Whether an agent definition holds `permission` on a Connection (rows
+    /// granted to the agent itself; agents hold nothing through groups).
+    async fn agent_holds(&self, agent_id: &str, permission: Permission, connection_id: &str, environment_id: &str) -> Result<bool> {
+        let filter = AssignmentFilter { subject_id: Some(agent_id.to_string()), resource_id: None, permission: None };
+        let mut page = PageRequest::standard(100, "")?;
+        loop {
+            let rows = self.store.list_assignments(&filter, &page).await?;
+            let more = rows.len() > page.limit as usize;
+            if rows.iter().take(page.limit as usize).any(|a| {
+                a.subject_kind == SubjectKind::AgentDefinition
+                    && a.permission.grants(permission)
+                    && a.covers(ResourceKind::Connection, connection_id, Some(environment_id))
+            }) {
+                return Ok(true);
+            }
+            let Some(last) = rows.get(page.limit as usize - 1).filter(|_| more) else { return Ok(false) };
+            page = PageRequest { limit: page.limit, before_id: Some(last.id.to_string()) };
+        }
     }
 
     /// Audits a real call's denial (the dry run records nothing).

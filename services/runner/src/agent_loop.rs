@@ -174,8 +174,8 @@ impl Runner {
 
     /// One model call and what it produced.
     async fn turn(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &mut Transcript) -> Result<Turn, Stop> {
-        let tools: Vec<Value> = serde_json::from_str(&work.tools_json).unwrap_or_default();
-        let tools = tools
+        let declared: Vec<Value> = serde_json::from_str(&work.tools_json).unwrap_or_default();
+        let mut tools = declared
             .iter()
             .filter_map(|d| {
                 let name = d.get("name").and_then(Value::as_str)?;
@@ -186,6 +186,7 @@ impl Runner {
                 })
             })
             .collect::<Vec<_>>();
+        tools.extend(self.offered_tool_specs(work, &declared).await);
         // Messages a finished call did not see go after its output now.
         t.flush_deferred();
         let req = mg::GenerateRequest {

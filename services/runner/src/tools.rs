@@ -76,6 +76,16 @@ pub fn result_content(text: String) -> Value {
     json!({"type": "result_truncated", "original_chars": chars, "preview": preview})
 }
 
+/// A ToolSource declaration's ToolSource and pinned Connection.
+pub(crate) fn tool_source_of(decl: Option<&Value>) -> Option<(String, String)> {
+    let d = decl?;
+    if d.get("type").and_then(Value::as_str) != Some("tool_source") {
+        return None;
+    }
+    let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    Some((s("tool_source_id"), s("connection_id")))
+}
+
 pub(crate) fn declaration<'a>(tools: &'a [Value], name: &str) -> Option<&'a Value> {
     tools.iter().find(|d| match d.get("type").and_then(Value::as_str) {
         Some("tool_source") => d.get("tools").and_then(Value::as_array).is_some_and(|t| t.iter().any(|n| n == name)),
@@ -106,6 +116,12 @@ impl Runner {
                 });
                 continue;
             };
+            let source = tool_source_of(Some(&decl));
+            let connection_status = match &source {
+                Some((_, connection_id)) => self.connection_status(work, connection_id).await?,
+                None => String::new(),
+            };
+            let (tool_source_id, connection_id) = source.unwrap_or_default();
             let req = gov::EvaluateActionRequest {
                 environment_id: work.environment_id.clone(),
                 subject: Some(gov::ResourceRef { kind: "principal".into(), id: work.principal_id.clone() }),
@@ -119,6 +135,9 @@ impl Runner {
                 record: true,
                 session_id: work.session_id.clone(),
                 tool_use_id: call.id.clone(),
+                connection_id,
+                connection_status,
+                tool_source_id,
             };
             let d = self.governance.clone().evaluate_action(with_token(req, &self.token(work))).await?.into_inner();
             let mut decided = Decided {
@@ -152,7 +171,7 @@ impl Runner {
                 principal_id: work.principal_id.clone(),
                 agent_id: agent_id.to_string(),
                 tool: d.call.name.clone(),
-                connection_id: String::new(),
+                connection_id: tool_source_of(d.declaration.as_ref()).map(|(_, c)| c).unwrap_or_default(),
                 arguments_json: d.input.to_string(),
                 arguments_sha256: String::new(),
             }),
@@ -191,8 +210,69 @@ impl Runner {
         if kind == "builtin" && d.call.name == "web_fetch" {
             return self.web_fetch(work, &d.input).await;
         }
-        let what = if kind == "tool_source" { "MCP tool sources" } else { "custom (host-side) tools" };
-        (format!("{what} are not available on this execution plane yet"), true)
+        if let Some((tool_source_id, connection_id)) = tool_source_of(d.declaration.as_ref()) {
+            return self.call_tool_source(work, &tool_source_id, &connection_id, &d.call.name, &d.input).await;
+        }
+        ("custom (host-side) tools are answered by the client (user.custom_tool_result)".into(), true)
+    }
+
+    /// How a pinned Connection stands now, for governance's decision.
+    async fn connection_status(&self, work: &pb::WorkItem, connection_id: &str) -> Result<String, tonic::Status> {
+        let req = checkfu_proto::capability::v1::ConnectionStatusRequest {
+            session_id: work.session_id.clone(),
+            connection_id: connection_id.to_string(),
+        };
+        Ok(self.capabilities.clone().get_connection_status(with_token(req, &self.token(work))).await?.into_inner().status)
+    }
+
+    /// A ToolSource tool runs in the capability gateway, which holds the
+    /// credential; the sandbox never takes part.
+    async fn call_tool_source(
+        &self,
+        work: &pb::WorkItem,
+        tool_source_id: &str,
+        connection_id: &str,
+        tool: &str,
+        input: &Value,
+    ) -> (String, bool) {
+        let req = checkfu_proto::capability::v1::CallToolRequest {
+            session_id: work.session_id.clone(),
+            tool_source_id: tool_source_id.into(),
+            connection_id: connection_id.into(),
+            tool: tool.into(),
+            arguments_json: input.to_string(),
+        };
+        match self.capabilities.clone().call_tool(with_token(req, &self.token(work))).await {
+            Ok(r) => {
+                let r = r.into_inner();
+                (r.text, r.is_error)
+            }
+            Err(status) => (format!("capability.unavailable: {}", status.message()), true),
+        }
+    }
+
+    /// The tools of the Run's ToolSource declarations still offered, with
+    /// their schemas, for the model.
+    pub(crate) async fn offered_tool_specs(&self, work: &pb::WorkItem, tools: &[Value]) -> Vec<mg::ToolSpec> {
+        let mut out = vec![];
+        for d in tools.iter().filter(|d| d.get("type").and_then(Value::as_str) == Some("tool_source")) {
+            let names: Vec<String> =
+                d.get("tools").and_then(Value::as_array).into_iter().flatten().filter_map(|n| n.as_str().map(str::to_string)).collect();
+            let req = checkfu_proto::capability::v1::OfferedToolsRequest {
+                session_id: work.session_id.clone(),
+                tool_source_id: d.get("tool_source_id").and_then(Value::as_str).unwrap_or_default().into(),
+                names,
+            };
+            match self.capabilities.clone().offered_tools(with_token(req, &self.token(work))).await {
+                Ok(r) => out.extend(r.into_inner().tools.into_iter().map(|t| mg::ToolSpec {
+                    name: t.name,
+                    description: t.description,
+                    input_schema_json: t.input_schema_json,
+                })),
+                Err(status) => tracing::warn!(error = %status.message(), "the ToolSource's offered tools are unavailable for this Run"),
+            }
+        }
+        out
     }
 
     /// `web_fetch` runs in the capability gateway, never in the sandbox.
@@ -221,10 +301,12 @@ impl Runner {
         }
         let mut ev = vec![];
         if d.resumed.is_none() {
+            let source = tool_source_of(d.declaration.as_ref());
             ev.push((
                 E::AgentToolUse,
-                json!({"tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition.as_str()})
-                    .to_string(),
+                json!({"tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition.as_str(),
+                    "tool_source_id": source.as_ref().map(|s| &s.0), "connection_id": source.as_ref().map(|s| &s.1)})
+                .to_string(),
             ));
         }
         if d.runs() && !d.resumed.as_ref().is_some_and(|r| r.authorized) {

@@ -13,13 +13,24 @@ use checkfu_core::id::RunId;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
 
-/// The tools a gateway serves outside the sandbox: what a token scopes.
+/// The tools a gateway serves outside the sandbox: what a token scopes. A
+/// ToolSource tool is also named with its ToolSource (`tsrc_…/name`), so a
+/// call cannot borrow another ToolSource's tool of the same name.
 fn served_outside_sandbox(tools: &[ToolDecl]) -> Vec<String> {
-    tools
-        .iter()
-        .filter(|t| !matches!(t, ToolDecl::Builtin { name } if name != "web_fetch") && !matches!(t, ToolDecl::Custom { .. }))
-        .flat_map(ToolDecl::names)
-        .collect()
+    let mut out = vec![];
+    for t in tools {
+        match t {
+            ToolDecl::Builtin { name } if name == "web_fetch" => out.push(name.clone()),
+            ToolDecl::ToolSource { tool_source_id, tools, .. } => {
+                for n in tools {
+                    out.push(n.clone());
+                    out.push(format!("{tool_source_id}/{n}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn refused(why: &str) -> Error {
@@ -90,6 +101,6 @@ mod tests {
             {"type": "tool_source", "tool_source_id": "tsrc_1", "tools": ["search"]}
         ]))
         .expect("tools");
-        assert_eq!(served_outside_sandbox(&tools), vec!["web_fetch", "search"]);
+        assert_eq!(served_outside_sandbox(&tools), vec!["web_fetch", "search", "tsrc_1/search"]);
     }
 }

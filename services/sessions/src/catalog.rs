@@ -123,12 +123,13 @@ impl SessionsService {
         }
         a.draft.validate()?;
         a.draft.check_publishable()?;
+        let definition = self.pin_tool_sources(&a.environment_id, a.draft.clone()).await?;
         let v = AgentVersion {
             agent_id: a.id.clone(),
             environment_id: a.environment_id.clone(),
             version: a.latest_version + 1,
-            release_sha256: sha256_hex(a.draft.canonical_json()),
-            definition: a.draft.clone(),
+            release_sha256: sha256_hex(definition.canonical_json()),
+            definition,
             published_by: published_by.into(),
             published_ms: now_ms(),
         };
@@ -136,6 +137,25 @@ impl SessionsService {
             return Err(Error::conflict("the agent changed while publishing; read it again"));
         }
         Ok(v)
+    }
+
+    /// Publication refuses another Environment's or an archived ToolSource
+    /// and tools it does not offer, and pins each declaration's Connection.
+    async fn pin_tool_sources(&self, environment_id: &str, mut definition: AgentDefinition) -> Result<AgentDefinition> {
+        for t in definition.tools.iter_mut() {
+            let ToolDecl::ToolSource { tool_source_id, tools, connection_id } = t else { continue };
+            let Some(client) = &self.tool_sources else {
+                return Err(checkfu_core::features::unavailable("tool_sources", checkfu_core::features::DEPENDENCY_MISSING));
+            };
+            let req = checkfu_proto::capability::v1::ResolveForPublicationRequest {
+                environment_id: environment_id.to_string(),
+                tool_source_id: tool_source_id.clone(),
+                tools: tools.clone(),
+            };
+            let resolved = client.clone().resolve_for_publication(req).await?.into_inner();
+            *connection_id = Some(resolved.connection_id);
+        }
+        Ok(definition)
     }
 
     pub async fn agent_version(&self, agent_id: &str, version: i64) -> Result<AgentVersion> {

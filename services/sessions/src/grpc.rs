@@ -129,6 +129,7 @@ pub(crate) fn session(s: Session) -> pb::Session {
         execution_json: to_json(&s.pins.execution),
         queued_for_pool: false,
         sandbox_json: String::new(),
+        connection_ids: vec![],
     }
 }
 
@@ -172,7 +173,9 @@ impl SessionsGrpc {
 
     async fn view_with(&self, s: Session, sandbox: Option<&SandboxState>) -> Result<pb::Session> {
         let queued = self.svc.queued_for_pool(&s).await?;
-        Ok(pb::Session { queued_for_pool: queued, sandbox_json: sandbox_json(sandbox), ..session(s) })
+        let connection_ids =
+            self.svc.pinned_version(&s.agent_id, s.pins.agent_version).await?.map(|v| v.definition.connection_ids()).unwrap_or_default();
+        Ok(pb::Session { queued_for_pool: queued, sandbox_json: sandbox_json(sandbox), connection_ids, ..session(s) })
     }
 }
 

@@ -42,6 +42,9 @@ pub struct SessionsService {
     pub(crate) revisions: Arc<Bounded<(String, i64), SandboxRevision>>,
     /// Governance, for ActionApproval outcomes.
     pub(crate) governance: Option<crate::upstream::Governance>,
+    /// The capability gateway, which resolves ToolSource declarations at
+    /// publication.
+    pub(crate) tool_sources: Option<crate::upstream::ToolSources>,
     /// Woken after each commit, so the outbox relay publishes at once.
     outbox_wake: Option<Arc<Notify>>,
     /// Signs capability tokens (`capability.rs`); from the installation key.
@@ -131,6 +134,7 @@ impl SessionsService {
             revisions: Arc::new(Bounded::new(VERSION_CACHE)),
             snapshots: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
             governance: None,
+            tool_sources: None,
             outbox_wake: None,
             token_key: None,
             blobs: None,
@@ -163,6 +167,11 @@ impl SessionsService {
 
     pub fn with_governance(mut self, transport: checkfu_proto::transport::Transport) -> Self {
         self.governance = Some(crate::upstream::Governance::new(transport));
+        self
+    }
+
+    pub fn with_tool_sources(mut self, transport: checkfu_proto::transport::Transport) -> Self {
+        self.tool_sources = Some(crate::upstream::ToolSources::new(transport));
         self
     }
 

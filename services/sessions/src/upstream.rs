@@ -5,3 +5,6 @@ use checkfu_proto::transport::Transport;
 
 /// Governance: ActionApprovals' outcomes, and their withdrawal.
 pub type Governance = GovernanceServiceClient<Transport>;
+
+/// The capability gateway: resolving a version's ToolSource declarations.
+pub type ToolSources = checkfu_proto::capability::v1::tool_sources_service_client::ToolSourcesServiceClient<Transport>;

@@ -23,12 +23,15 @@ impl Play for Sessions {
     async fn start(&self, node: &mut Assembly<'_>) -> anyhow::Result<()> {
         let opts = node.opts;
         let governance = node.reach(Role::Sessions, Role::Governance)?;
+        // The capability gateway starts after sessions (it calls sessions too).
+        let tool_sources = node.reach_later(Role::Sessions, Role::CapabilityGateway)?;
         let (svc, db) = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
         let relay = checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "sessions");
         let tokens = super::installation_key(opts, Role::Sessions)?.token_key();
         let blobs = checkfu_blobs::ObjectBlobs::open(&opts.blob_store).map_err(|e| anyhow::anyhow!("blob_store: {}", e.message))?;
         let mut svc = svc
             .with_governance(governance)
+            .with_tool_sources(tool_sources)
             .with_token_key(tokens)
             .with_blobs(Arc::new(blobs))
             .with_outbox_wake(relay.wake.clone())

@@ -11,6 +11,7 @@ pub mod governance;
 pub mod identity;
 pub mod runners;
 pub mod sessions;
+pub mod tool_sources;
 pub mod vaults;
 pub mod webhooks;
 

@@ -349,7 +349,10 @@ async fn vault_rows_change_with_their_vault_only() {
         let next = ConnectionVault { connection_ids: vec!["conn_2".into()], version: 2, ..v.clone() };
         let added =
             Assignment { via: via.clone(), ..grant("pa_v2", "prin_r", Permission::UseConnection, ResourceKind::Connection, "conn_2") };
-        assert!(!s.update_vault(&next, 7, std::slice::from_ref(&added), std::slice::from_ref(&compiled.id)).await.expect("stale"), "{name}");
+        assert!(
+            !s.update_vault(&next, 7, std::slice::from_ref(&added), std::slice::from_ref(&compiled.id)).await.expect("stale"),
+            "{name}"
+        );
         assert!(
             s.update_vault(&next, 1, std::slice::from_ref(&added), &[compiled.id.clone(), direct.id.clone()]).await.expect("update"),
             "{name}"

@@ -42,6 +42,10 @@ pub enum ToolDecl {
     ToolSource {
         tool_source_id: String,
         tools: Vec<String>,
+        /// The ToolSource's Connection, pinned when the version is
+        /// published (never in a draft).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        connection_id: Option<String>,
     },
 }
 
@@ -135,8 +139,17 @@ impl AgentDefinition {
                         return Err(Error::invalid_field(&field, "input_schema must be a JSON Schema object"));
                     }
                 }
-                ToolDecl::ToolSource { tool_source_id, tools } => {
+                ToolDecl::ToolSource { tool_source_id, tools, connection_id } => {
                     checkfu_core::id::ToolSourceId::check(&format!("{field}.tool_source_id"), tool_source_id)?;
+                    if connection_id.is_some() {
+                        return Err(Error::invalid_field(
+                            &format!("{field}.connection_id"),
+                            "connection_id is pinned when the version is published, not declared",
+                        ));
+                    }
+                    if tools.is_empty() {
+                        return Err(Error::invalid_field(&format!("{field}.tools"), "name at least one tool of the ToolSource"));
+                    }
                     for n in tools {
                         check_tool_name(&field, n)?;
                     }
@@ -153,6 +166,20 @@ impl AgentDefinition {
             check_tool_name("draft.skills", s)?;
         }
         Ok(())
+    }
+
+    /// The Connections this definition's pinned ToolSource declarations
+    /// reach (a published version's; a draft pins none).
+    pub fn connection_ids(&self) -> Vec<String> {
+        let mut out: Vec<String> = vec![];
+        for t in &self.tools {
+            if let ToolDecl::ToolSource { connection_id: Some(c), .. } = t
+                && !out.contains(c)
+            {
+                out.push(c.clone());
+            }
+        }
+        out
     }
 
     pub fn tool_names(&self) -> Vec<String> {
