@@ -81,6 +81,8 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
             claim_wait: Duration::from_secs(2),
             workspaces: dir.join("workspaces"),
             hold_before_model: tuning.hold_before_model.clone(),
+            // The built `checkfu` binary relays bash's traffic to the egress proxy.
+            egress_relay: Some(procs::binary_path()).filter(|p| p.exists()),
             ..Default::default()
         },
         sse_ping: tuning.sse_ping,
@@ -96,6 +98,8 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
         sealer: None,
         model_endpoints: checkfu_model_gateway::endpoints::Endpoints::new(None, None, tuning.model_endpoints.clone(), false).unwrap(),
         credential_key_file: tuning.credential_key_file.clone(),
+        egress_listen: Some("127.0.0.1:0".into()),
+        egress_advertise: None,
         features_disabled: checkfu_core::features::Disabled::parse(&tuning.features_disabled.join(",")).unwrap(),
     }
 }

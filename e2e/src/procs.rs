@@ -8,11 +8,15 @@ use std::process::{Child, Command, Stdio};
 /// The `checkfu` binary next to the test's directory (built by the
 /// workspace test build: `crates/checkfu` has integration tests).
 pub fn binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap();
-    let bin = dir.join("checkfu");
+    let bin = binary_path();
     assert!(bin.exists(), "{} is missing: run the workspace tests (cargo nextest run --workspace), which build it", bin.display());
     bin
+}
+
+/// Where [`binary`] is expected, whether or not it was built.
+pub fn binary_path() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    exe.parent().and_then(Path::parent).map(|d| d.join("checkfu")).unwrap_or_default()
 }
 
 /// A child process, killed when dropped.
@@ -107,6 +111,8 @@ pub fn serve(dir: &Path, name: &str, roles: &str, config: &str, env: &[(&str, &s
         .arg("--data-dir")
         .arg(dir.join(name))
         .env("CHECKFU_SECRETS_KEY", "the e2e installation's secrets key, 32+ chars")
+        // Several processes share this host: the egress proxy on any port.
+        .env("CHECKFU_EGRESS_LISTEN", "127.0.0.1:0")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(log)

@@ -93,6 +93,16 @@ pub enum Command {
         #[command(flatten)]
         args: crate::sandbox_agent::SandboxAgentArgs,
     },
+    /// Inside a local sandbox: relay `--listen` to the egress socket and run
+    /// the command (the runner starts it; not for people).
+    SandboxRelay {
+        #[arg(long)]
+        socket: PathBuf,
+        #[arg(long, default_value = "127.0.0.1:3128")]
+        listen: String,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
     /// Connections and their credentials (a credential is read from a file
     /// or standard input, never the command line).
     Connections {
@@ -214,6 +224,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Runner { args } => crate::self_hosted::run(args, cancelled_on_signal("stopping: handing Runs back")).await,
         Command::Operator { args } => crate::operator::run(args, cancelled_on_signal("stopping: giving the leader lease up")).await,
         Command::SandboxAgent { args } => crate::sandbox_agent::run(args, cancelled_on_signal("stopping")).await,
+        Command::SandboxRelay { socket, listen, command } => {
+            let code = checkfu_runner::egress::relay(socket, &listen, command).await;
+            std::process::exit(code)
+        }
         Command::Connections { client, action } => crate::reach_cli::connections(client, action, &mut std::io::stdout()).await,
         Command::Credentials { settings, action } => {
             let config = settings.load(Mode::Serve, vec![])?;

@@ -77,6 +77,11 @@ pub struct NodeOptions {
     pub credential_key_file: Option<PathBuf>,
     /// Features switched off (api.md §16.8).
     pub features_disabled: checkfu_core::features::Disabled,
+    /// The sandbox egress proxy's listener; `None` runs none (sandboxes
+    /// then have no network at all).
+    pub egress_listen: Option<String>,
+    /// The proxy's address as runners reach it; default the bound one.
+    pub egress_advertise: Option<String>,
 }
 
 /// How long ActionApprovals wait, and how often the sessions role records
@@ -136,6 +141,8 @@ impl NodeOptions {
             sealer: config.sealer.clone(),
             model_endpoints: config.model_endpoints.clone(),
             credential_key_file: c.credential_key_file.clone(),
+            egress_listen: (!c.egress_listen.is_empty()).then(|| c.egress_listen.clone()),
+            egress_advertise: c.egress_advertise.clone(),
             features_disabled: checkfu_core::features::Disabled::parse(&c.features_disabled)
                 .map_err(|e| anyhow::anyhow!("features_disabled: {}", e.message))?,
         })

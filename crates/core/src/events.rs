@@ -32,6 +32,7 @@ crate::string_enum!(
         ActionApprovalPending = "action_approval.pending",
         ActionApprovalResolved = "action_approval.resolved",
         PolicyDenied = "policy.denied",
+        EgressDenied = "egress.denied",
     }
 );
 
@@ -62,6 +63,7 @@ impl EventType {
         EventType::RunActionAuthorized,
         EventType::ActionApprovalPending,
         EventType::PolicyDenied,
+        EventType::EgressDenied,
         EventType::SessionError,
     ];
 

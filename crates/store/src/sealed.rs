@@ -83,6 +83,12 @@ impl Sealer {
         checkfu_core::capability::TokenKey::new(self.derive("checkfu capability tokens v1"))
     }
 
+    /// Signs egress tokens (the sandbox's pass to the egress proxy): a key
+    /// of its own, so such a token is good for nothing else.
+    pub fn egress_key(&self) -> checkfu_core::capability::TokenKey {
+        checkfu_core::capability::TokenKey::new(self.derive("checkfu egress tokens v1"))
+    }
+
     pub fn seal(&self, plaintext: &str) -> Result<String> {
         let mut nonce = [0u8; NONCE_LEN];
         aws_lc_rs::rand::fill(&mut nonce).map_err(|_| Error::internal("no randomness for a nonce"))?;

@@ -28,6 +28,8 @@ pub struct ReachService {
     governance: GovernanceServiceClient<Transport>,
     pub(crate) allow_private: bool,
     disabled: features::Disabled,
+    /// Whether this installation runs the sandbox egress proxy.
+    egress: bool,
     /// One OAuth refresh at a time per Connection (in this process).
     refreshing: Arc<std::sync::Mutex<std::collections::HashMap<ConnectionId, Arc<tokio::sync::Mutex<()>>>>>,
 }
@@ -81,8 +83,15 @@ impl ReachService {
             governance: GovernanceServiceClient::new(governance),
             allow_private,
             disabled,
+            egress: false,
             refreshing: Arc::default(),
         }
+    }
+
+    /// Says the sandbox egress proxy runs (`sandbox_egress` is offered).
+    pub fn with_egress(mut self, running: bool) -> Self {
+        self.egress = running;
+        self
     }
 
     /// The lock serialising `connection_id`'s refreshes.
@@ -105,7 +114,7 @@ impl ReachService {
                             "max_response_bytes": crate::mcp::MAX_RESPONSE_BYTES, "transports": ["streamable_http"]}),
                         true,
                     ),
-                    "sandbox_egress" => (false, json!({}), false),
+                    "sandbox_egress" => (false, json!({"schemes": ["http", "connect"], "max_request_head_bytes": 16_384}), true),
                     "skills" => (false, json!({}), false),
                     "files" => (false, json!({}), false),
                     "http_connections" => (true, json!({}), false),
@@ -115,7 +124,7 @@ impl ReachService {
                     Some(features::FEATURE_DISABLED)
                 } else if !built {
                     Some(features::NOT_BUILT)
-                } else if *name == "credentials" && self.keys.is_none() {
+                } else if (*name == "credentials" && self.keys.is_none()) || (*name == "sandbox_egress" && !self.egress) {
                     Some(features::DEPENDENCY_MISSING)
                 } else {
                     None

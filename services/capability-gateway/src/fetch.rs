@@ -50,7 +50,7 @@ impl WebFetcher {
     }
 
     /// The Session's allowlist, from its pinned SandboxProfile revision.
-    async fn allowlist(&self, session_id: &str) -> Result<Vec<String>> {
+    pub async fn allowlist(&self, session_id: &str) -> Result<Vec<String>> {
         let rev = self.sessions.clone().get_session_sandbox(ss::GetByIdRequest { id: session_id.into() }).await?.into_inner();
         let spec: serde_json::Value =
             serde_json::from_str(&rev.spec_json).map_err(|e| Error::internal(format!("sandbox revision unreadable: {e}")))?;

@@ -10,6 +10,8 @@ use tonic::{Request, Response, Status};
 pub struct CapabilityGrpc {
     pub fetcher: WebFetcher,
     pub reach: ReachService,
+    /// The egress proxy's token key and address; `None`: no proxy here.
+    pub egress: Option<(checkfu_core::capability::TokenKey, String)>,
     /// A tool runs only for a Run whose lease its token names, and only if
     /// the Run's pins allow that tool.
     pub tokens: checkfu_proto::token::Verifier,
@@ -80,6 +82,36 @@ impl Rpc for CapabilityGrpc {
         }
         let status = self.reach.connection_status(&r.connection_id, &scope.environment_id).await?;
         Ok(Response::new(pb::ConnectionStatusResponse { status }))
+    }
+
+    async fn grant_egress(&self, r: Request<pb::GrantEgressRequest>) -> Result<Response<pb::GrantEgressResponse>, Status> {
+        let claims = self.tokens.verify(&r)?;
+        if r.get_ref().session_id != claims.session_id {
+            return Err(Status::permission_denied("the capability token is for another Session"));
+        }
+        self.reach.require("sandbox_egress")?;
+        let Some((key, address)) = &self.egress else {
+            return Err(checkfu_core::features::unavailable("sandbox_egress", checkfu_core::features::DEPENDENCY_MISSING).into());
+        };
+        let token = crate::egress::mint(key, &claims)?;
+        Ok(Response::new(pb::GrantEgressResponse { token, proxy_address: address.clone() }))
+    }
+
+    async fn take_egress_denials(
+        &self,
+        r: Request<pb::TakeEgressDenialsRequest>,
+    ) -> Result<Response<pb::TakeEgressDenialsResponse>, Status> {
+        let claims = self.tokens.verify(&r)?;
+        if r.get_ref().session_id != claims.session_id {
+            return Err(Status::permission_denied("the capability token is for another Session"));
+        }
+        let taken = self.reach.store.take_denials(&claims.run_id).await?;
+        Ok(Response::new(pb::TakeEgressDenialsResponse {
+            denials: taken
+                .into_iter()
+                .map(|d| pb::EgressDenial { host: d.host, port: u32::from(d.port), reason: d.reason.as_str().into() })
+                .collect(),
+        }))
     }
 
     async fn call_tool(&self, r: Request<pb::CallToolRequest>) -> Result<Response<pb::CallToolResponse>, Status> {

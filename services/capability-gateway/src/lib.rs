@@ -6,6 +6,7 @@
 //! redirect checked again. See `DESIGN.md`.
 
 pub mod connections;
+pub mod egress;
 pub mod fetch;
 pub mod grpc;
 pub mod grpc_connections;
@@ -64,16 +65,33 @@ pub async fn rewrap(location: &Location, keys: &checkfu_store::envelope::KeyRing
     connections::rewrap_all(&store::SqlReachStore::new(db), keys).await
 }
 
-/// The tonic server for the tools a Run calls.
+/// The tonic server for the tools a Run calls; `egress` is the egress
+/// proxy's token key and the address runners reach it at, when it runs.
 pub fn server(
     reach: ReachService,
     sessions: Transport,
     tokens: checkfu_core::capability::TokenKey,
     allow_private_targets: bool,
+    egress: Option<(checkfu_core::capability::TokenKey, String)>,
 ) -> CapabilityGatewayServiceServer<grpc::CapabilityGrpc> {
     let tokens = checkfu_proto::token::Verifier::new(tokens);
     let fetcher = WebFetcher::new(sessions, allow_private_targets, FetchLimits::default());
-    CapabilityGatewayServiceServer::new(grpc::CapabilityGrpc { fetcher, reach, tokens })
+    CapabilityGatewayServiceServer::new(grpc::CapabilityGrpc { fetcher, reach, tokens, egress })
+}
+
+/// The sandbox egress proxy: `listener` bound by the caller.
+pub fn egress_proxy(
+    reach: ReachService,
+    sessions: Transport,
+    key: checkfu_core::capability::TokenKey,
+    allow_private: bool,
+) -> egress::EgressProxy {
+    egress::EgressProxy {
+        key,
+        allowlists: WebFetcher::new(sessions, allow_private, FetchLimits::default()),
+        allow_private,
+        denials: std::sync::Arc::new(reach),
+    }
 }
 
 /// The tonic server for managing ToolSources (the gateway's) and resolving

@@ -508,3 +508,19 @@ impl ReachService {
         }
     }
 }
+
+#[async_trait::async_trait]
+impl crate::egress::DenialSink for ReachService {
+    /// Kept for the runner to take as an `egress.denied` event; the first
+    /// per host and port in a Run is audited on the Session.
+    async fn record(&self, d: crate::egress::Denial) {
+        match self.store.record_denial(&d).await {
+            Ok(true) => {
+                let details = json!({"run_id": d.run_id, "host": d.host, "port": d.port, "reason": d.reason.as_str()});
+                self.audit_resource("system", "egress.denied", "session", &d.session_id, details).await;
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(session_id = %d.session_id, error = %e.message, "an egress refusal was not recorded"),
+        }
+    }
+}

@@ -11,6 +11,7 @@ pub mod cache;
 pub mod cgroup;
 pub mod confined;
 pub mod conformance;
+pub mod egress;
 pub mod kubernetes;
 pub mod model;
 pub mod sandbox;
@@ -53,6 +54,9 @@ pub struct RunnerConfig {
     /// The Kubernetes managed plane: Sessions' sandboxes are pods kept by
     /// the operator (`None`: workspaces on this host, under bubblewrap).
     pub kubernetes: Option<kubernetes::KubeSettings>,
+    /// The `checkfu` binary, run inside bubblewrap as `sandbox-relay` to
+    /// reach the egress proxy; `None`: sandboxes get no network at all.
+    pub egress_relay: Option<std::path::PathBuf>,
 }
 
 /// Holds the next model call until released: the runner signals `reached`,
@@ -89,6 +93,9 @@ impl Default for RunnerConfig {
             hold_before_model: None,
             sandbox_cgroup: None,
             kubernetes: None,
+            // This process, when it is the `checkfu` binary (it has the
+            // `sandbox-relay` command); tests name the built one.
+            egress_relay: std::env::current_exe().ok().filter(|p| p.file_name().is_some_and(|n| n == "checkfu")),
         }
     }
 }

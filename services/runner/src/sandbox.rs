@@ -239,6 +239,19 @@ pub struct Workspace {
     /// The user `bash` runs as, when the server may choose one.
     identity: Option<(u32, u32)>,
     etc: PathBuf,
+    /// The route to the egress proxy (bubblewrap only); `None`: no network.
+    egress: Option<SandboxEgress>,
+}
+
+/// What `bash` needs to reach the egress proxy from inside bubblewrap.
+#[derive(Debug, Clone)]
+pub struct SandboxEgress {
+    /// The directory holding the runner's socket for this command.
+    pub socket_dir: PathBuf,
+    /// `http://egress:<token>@127.0.0.1:3128`.
+    pub proxy_url: String,
+    /// The `checkfu` binary that runs `sandbox-relay` inside.
+    pub relay: PathBuf,
 }
 
 fn cut(mut s: String) -> String {
@@ -283,7 +296,13 @@ impl Workspace {
             Isolation::Container | Isolation::Unavailable => PathBuf::new(),
         };
         let files = Arc::new(Root::open(&root, identity)?);
-        Ok(Workspace { root, files, isolation, limits, identity, etc })
+        Ok(Workspace { root, files, isolation, limits, identity, etc, egress: None })
+    }
+
+    /// Gives `bash` its one route out: the egress proxy.
+    pub fn with_egress(mut self, egress: Option<SandboxEgress>) -> Self {
+        self.egress = egress;
+        self
     }
 
     pub fn root(&self) -> &Path {
@@ -513,9 +532,27 @@ impl Workspace {
         cmd.args(["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", &tmp_bytes, "--tmpfs", "/tmp"]);
         cmd.args(["--bind", &ws, "/workspace", "--chdir", "/workspace"]);
         cmd.args(["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/workspace"]);
+        if let Some(e) = &self.egress {
+            let (bin, dir) = (e.relay.to_string_lossy().into_owned(), e.socket_dir.to_string_lossy().into_owned());
+            let inside = crate::egress::INSIDE_DIR;
+            // Directories bubblewrap makes on the way are private (0700)
+            // unless made first: the command's own user must pass them.
+            cmd.args(["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", inside]);
+            cmd.args(["--ro-bind", &bin, &format!("{inside}/{}", crate::egress::RELAY_NAME), "--bind", &dir, &format!("{inside}/egress")]);
+            for var in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"] {
+                cmd.args(["--setenv", var, &e.proxy_url]);
+            }
+            cmd.args(["--setenv", "NO_PROXY", "", "--setenv", "no_proxy", ""]);
+        }
         if let Some((uid, gid)) = self.identity {
             let (u, g) = (format!("--reuid={uid}"), format!("--regid={gid}"));
             cmd.args(["setpriv", &u, &g, "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]);
+        }
+        if self.egress.is_some() {
+            let inside = crate::egress::INSIDE_DIR;
+            let socket = format!("{inside}/egress/{}", crate::egress::SOCKET_NAME);
+            cmd.args([format!("{inside}/{}", crate::egress::RELAY_NAME), "sandbox-relay".into(), "--socket".into(), socket]);
+            cmd.args(["--listen", crate::egress::INSIDE_LISTEN, "--"]);
         }
         cmd.args(["bash", "-c", script]);
         self.finish(cmd, false).await

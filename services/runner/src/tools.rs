@@ -204,7 +204,15 @@ impl Runner {
                 Ok(ws) => ws,
                 Err(e) => return (format!("the session workspace is unavailable: {e}"), true),
             };
-            let out = ws.run(&d.call.name, &d.input).await;
+            // bash's one route out, for this command only.
+            let link = if d.call.name == "bash" { self.egress_link(work).await } else { None };
+            let egress = link.as_ref().zip(self.cfg.egress_relay.as_ref()).map(|(l, relay)| crate::sandbox::SandboxEgress {
+                socket_dir: l.socket_dir().to_path_buf(),
+                proxy_url: l.proxy_url.clone(),
+                relay: relay.clone(),
+            });
+            let out = ws.with_egress(egress).run(&d.call.name, &d.input).await;
+            drop(link);
             return (out.content, out.is_error);
         }
         if kind == "builtin" && d.call.name == "web_fetch" {
@@ -214,6 +222,46 @@ impl Runner {
             return self.call_tool_source(work, &tool_source_id, &connection_id, &d.call.name, &d.input).await;
         }
         ("custom (host-side) tools are answered by the client (user.custom_tool_result)".into(), true)
+    }
+
+    /// The egress proxy's route for one bash command, when this runner can
+    /// relay into bubblewrap and the installation runs the proxy; `None`
+    /// leaves the sandbox without a network.
+    async fn egress_link(&self, work: &pb::WorkItem) -> Option<crate::egress::EgressLink> {
+        self.cfg.egress_relay.as_ref()?;
+        if self.isolation() != crate::sandbox::Isolation::Bubblewrap {
+            return None;
+        }
+        let req = checkfu_proto::capability::v1::GrantEgressRequest { session_id: work.session_id.clone() };
+        let grant = match self.capabilities.clone().grant_egress(with_token(req, &self.token(work))).await {
+            Ok(g) => g.into_inner(),
+            Err(status) => {
+                tracing::debug!(error = %status.message(), "no sandbox egress for this command");
+                return None;
+            }
+        };
+        match crate::egress::EgressLink::open(&grant.proxy_address, &grant.token) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                tracing::warn!(error = %e, "the sandbox's egress relay could not be opened");
+                None
+            }
+        }
+    }
+
+    /// The egress proxy's refusals during this Run's commands, as
+    /// `egress.denied` events (the first per host and port in a Run).
+    pub(crate) async fn egress_denials(&self, work: &pb::WorkItem) -> Vec<(E, String)> {
+        let req = checkfu_proto::capability::v1::TakeEgressDenialsRequest { session_id: work.session_id.clone() };
+        match self.capabilities.clone().take_egress_denials(with_token(req, &self.token(work))).await {
+            Ok(r) => r
+                .into_inner()
+                .denials
+                .into_iter()
+                .map(|d| (E::EgressDenied, json!({"host": d.host, "port": d.port, "reason": d.reason}).to_string()))
+                .collect(),
+            Err(_) => vec![],
+        }
     }
 
     /// How a pinned Connection stands now, for governance's decision.
@@ -335,19 +383,21 @@ impl Runner {
 
     /// The event that answers a call now: its result, or the refusal.
     /// `None` for a call the Session waits on.
-    pub(crate) async fn answer(&self, work: &pb::WorkItem, d: &Decided) -> Option<(E, String)> {
+    pub(crate) async fn answer(&self, work: &pb::WorkItem, d: &Decided) -> Vec<(E, String)> {
         if d.waits() {
-            return None;
+            return vec![];
         }
         if d.runs() {
             let (text, is_error) = self.execute_tool(work, d).await;
-            return Some((
+            let mut out = if d.call.name == "bash" && self.kubernetes.is_none() { self.egress_denials(work).await } else { vec![] };
+            out.push((
                 E::AgentToolResult,
                 json!({"tool_use_id": d.call.id, "content": result_content(text), "is_error": is_error}).to_string(),
             ));
+            return out;
         }
         let guidance = if d.resumed.is_some() { format!("not run: {}", d.reason) } else { format!("denied: {}", d.reason) };
-        Some((E::PolicyDenied, json!({"tool_use_id": d.call.id, "matched_rule_id": d.matched_rule_id, "guidance": guidance}).to_string()))
+        vec![(E::PolicyDenied, json!({"tool_use_id": d.call.id, "matched_rule_id": d.matched_rule_id, "guidance": guidance}).to_string())]
     }
 
     /// Calls from before this Run still owed an answer, settled from the

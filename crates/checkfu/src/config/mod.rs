@@ -104,6 +104,14 @@ pub struct Config {
     /// `credentials` is unavailable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credential_key_file: Option<PathBuf>,
+    /// The sandbox egress proxy's listener (the capability gateway): the
+    /// only network route a sandbox has. `checkfu up`: a free loopback port.
+    pub egress_listen: String,
+    /// The proxy's address as runners reach it (`host:port`); default the
+    /// bound address (set it under `serve`, e.g. the capability gateway's
+    /// Service name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub egress_advertise: Option<String>,
     /// Features switched off, comma-separated (`files,skills`): each
     /// answers 503 `unavailable` (`feature_disabled`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -222,6 +230,12 @@ impl Config {
             allow_private_targets: false,
             secrets_key: None,
             credential_key_file: None,
+            egress_listen: match mode {
+                Mode::Up => "127.0.0.1:0",
+                Mode::Serve => "0.0.0.0:7422",
+            }
+            .into(),
+            egress_advertise: None,
             features_disabled: String::new(),
             limits: Limits {
                 rate_limit_per_second: 2_000,

@@ -37,9 +37,31 @@ impl Play for CapabilityGateway {
         node.spawn(
             checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "capability_gateway").run(super::RELAY_EVERY, node.shutdown.clone()),
         );
-        let tokens = super::installation_key(opts, Role::CapabilityGateway)?.token_key();
+        let sealer = super::installation_key(opts, Role::CapabilityGateway)?;
+        // The sandbox egress proxy: the only network route a sandbox has.
+        let egress = match &opts.egress_listen {
+            Some(listen) if !opts.features_disabled.contains("sandbox_egress") => {
+                let (listener, bound) = checkfu_capability_gateway::egress::bind(listen)
+                    .await
+                    .with_context(|| format!("binding the egress proxy on {listen}"))?;
+                let proxy = checkfu_capability_gateway::egress_proxy(
+                    svc.clone(),
+                    sessions.clone(),
+                    sealer.egress_key(),
+                    opts.allow_private_targets,
+                );
+                node.spawn(proxy.serve(listener, node.shutdown.clone()));
+                Some((sealer.egress_key(), opts.egress_advertise.clone().unwrap_or_else(|| bound.to_string())))
+            }
+            _ => None,
+        };
+        let svc = svc.with_egress(egress.is_some());
+        let tokens = sealer.token_key();
         node.spawn(checkfu_capability_gateway::sync_due(svc.clone(), SYNC_EVERY, node.shutdown.clone()));
-        node.serve(Role::CapabilityGateway, checkfu_capability_gateway::server(svc.clone(), sessions, tokens, opts.allow_private_targets));
+        node.serve(
+            Role::CapabilityGateway,
+            checkfu_capability_gateway::server(svc.clone(), sessions, tokens, opts.allow_private_targets, egress),
+        );
         node.serve(Role::CapabilityGateway, checkfu_capability_gateway::tool_sources_server(svc.clone()));
         node.serve(Role::CapabilityGateway, checkfu_capability_gateway::connections_server(svc));
         Ok(())

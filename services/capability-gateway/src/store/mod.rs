@@ -51,6 +51,12 @@ pub trait ReachStore: Send + Sync + 'static {
         events: &[Record],
     ) -> Result<bool>;
 
+    /// Records an egress refusal; false when the Run already has one for
+    /// that host and port.
+    async fn record_denial(&self, d: &crate::egress::Denial) -> Result<bool>;
+    /// A Run's refusals not yet taken, marked taken.
+    async fn take_denials(&self, run_id: &str) -> Result<Vec<crate::egress::Denial>>;
+
     async fn insert_tool_source(&self, t: &ToolSource) -> Result<()>;
     async fn get_tool_source(&self, id: &ToolSourceId) -> Result<Option<ToolSource>>;
     async fn list_tool_sources(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<ToolSource>>;
@@ -321,6 +327,58 @@ impl ReachStore for SqlReachStore {
         stage(&mut tx, events).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(true)
+    }
+
+    async fn record_denial(&self, d: &crate::egress::Denial) -> Result<bool> {
+        let r = sqlx::query(
+            "INSERT INTO egress_denials (run_id, host, port, session_id, reason, taken, created_ms) VALUES ($1, $2, $3, $4, $5, 0, $6) \
+             ON CONFLICT (run_id, host, port) DO NOTHING",
+        )
+        .bind(&d.run_id)
+        .bind(&d.host)
+        .bind(i64::from(d.port))
+        .bind(&d.session_id)
+        .bind(d.reason.as_str())
+        .bind(checkfu_core::time::now_ms())
+        .execute(&self.db.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(r.rows_affected() == 1)
+    }
+
+    async fn take_denials(&self, run_id: &str) -> Result<Vec<crate::egress::Denial>> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        let rows = sqlx::query("SELECT * FROM egress_denials WHERE run_id = $1 AND taken = 0 ORDER BY created_ms LIMIT 100")
+            .bind(run_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let mut out = vec![];
+        for r in &rows {
+            let host: String = r.try_get("host").map_err(db_err)?;
+            let port: i64 = r.try_get("port").map_err(db_err)?;
+            sqlx::query("UPDATE egress_denials SET taken = 1 WHERE run_id = $1 AND host = $2 AND port = $3")
+                .bind(run_id)
+                .bind(&host)
+                .bind(port)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            let reason = match r.try_get::<String, _>("reason").map_err(db_err)?.as_str() {
+                "non_public_address" => crate::egress::Refusal::NonPublicAddress,
+                "unsupported_request" => crate::egress::Refusal::UnsupportedRequest,
+                _ => crate::egress::Refusal::NotAllowlisted,
+            };
+            out.push(crate::egress::Denial {
+                session_id: r.try_get("session_id").map_err(db_err)?,
+                run_id: run_id.to_string(),
+                host,
+                port: u16::try_from(port).unwrap_or(0),
+                reason,
+            });
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(out)
     }
 
     async fn insert_tool_source(&self, t: &ToolSource) -> Result<()> {
