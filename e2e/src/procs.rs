@@ -62,9 +62,16 @@ impl Addrs {
 /// Starts `checkfu up --data-dir DIR` on a free loopback port; returns it
 /// with its base URL (`http://...`). Its log is `DIR/up.log` (appended).
 pub fn up(dir: &Path) -> (Proc, String) {
+    up_with(dir, &[], &[])
+}
+
+/// [`up`] with more flags and environment variables.
+pub fn up_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (Proc, String) {
     let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("up.log")).unwrap();
     let mut child = Command::new(binary())
         .args(["up", "--data-dir", dir.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+        .args(args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(log)
         .spawn()

@@ -111,6 +111,13 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::reach_cli::ConnectionsAction,
     },
+    /// MCP ToolSources: list, show, sync, enable or disable a tool.
+    ToolSources {
+        #[command(flatten)]
+        client: crate::client::ClientArgs,
+        #[command(subcommand)]
+        action: crate::reach_cli::ToolSourcesAction,
+    },
     /// Credential keys: `rewrap` after a key rotation (beside the store and
     /// key file; storage as for `serve`).
     Credentials {
@@ -229,6 +236,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             std::process::exit(code)
         }
         Command::Connections { client, action } => crate::reach_cli::connections(client, action, &mut std::io::stdout()).await,
+        Command::ToolSources { client, action } => crate::reach_cli::tool_sources(client, action, &mut std::io::stdout()).await,
         Command::Credentials { settings, action } => {
             let config = settings.load(Mode::Serve, vec![])?;
             crate::reach_cli::credentials(&config, action, &mut std::io::stdout()).await

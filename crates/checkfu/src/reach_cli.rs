@@ -166,6 +166,92 @@ pub async fn connections(args: ClientArgs, action: ConnectionsAction, out: &mut 
 }
 
 #[derive(Debug, Clone, Subcommand)]
+pub enum ToolSourcesAction {
+    /// List the ToolSources of the Environments you may read.
+    List {
+        #[arg(long)]
+        environment: Option<String>,
+    },
+    /// Show one ToolSource and its tools.
+    Get { id: String },
+    /// Run discovery now (`initialize` and `tools/list` through its
+    /// Connection); a failure keeps the last good list.
+    Sync { id: String },
+    /// Enable (`true`), disable (`false`) or reset (`default`) one tool.
+    SetTool { id: String, tool: String, enabled: String },
+}
+
+fn source_line(t: &Value) -> String {
+    let tools = t["tools"].as_array().map(|a| a.iter().filter(|x| x["offered"] == true).count()).unwrap_or(0);
+    let error = t["sync_error"]["type"].as_str().map(|e| format!(" ({e})")).unwrap_or_default();
+    format!(
+        "{}  {:<8} {}  sync {}{}  {} of {} tools offered  v{}",
+        t["id"].as_str().unwrap_or_default(),
+        t["status"].as_str().unwrap_or_default(),
+        t["name"].as_str().unwrap_or_default(),
+        t["sync_status"].as_str().unwrap_or("never"),
+        error,
+        tools,
+        t["tools"].as_array().map_or(0, Vec::len),
+        t["version"],
+    )
+}
+
+pub async fn tool_sources(args: ClientArgs, action: ToolSourcesAction, out: &mut impl Write) -> anyhow::Result<()> {
+    let c = Client::new(&args)?;
+    let print = |out: &mut dyn Write, v: &Value| -> anyhow::Result<()> {
+        if args.json {
+            writeln!(out, "{v}")?
+        } else {
+            writeln!(out, "{}", source_line(v))?
+        }
+        Ok(())
+    };
+    let at = |rest: &str| format!("{}/v1/tool-sources{rest}", c.base);
+    match action {
+        ToolSourcesAction::List { environment } => {
+            let mut page = String::new();
+            loop {
+                let mut url = reqwest::Url::parse(&at(""))?;
+                url.query_pairs_mut().append_pair("limit", "100");
+                if let Some(e) = &environment {
+                    url.query_pairs_mut().append_pair("environment_id", e);
+                }
+                if !page.is_empty() {
+                    url.query_pairs_mut().append_pair("page", &page);
+                }
+                let got = c.call(c.http.get(url)).await?;
+                for v in got["data"].as_array().into_iter().flatten() {
+                    print(out, v)?;
+                }
+                match got["next_page"].as_str() {
+                    Some(p) => page = p.to_string(),
+                    None => return Ok(()),
+                }
+            }
+        }
+        ToolSourcesAction::Get { id } => print(out, &c.call(c.http.get(at(&format!("/{id}")))).await?),
+        ToolSourcesAction::Sync { id } => {
+            let t = c.call(c.http.post(at(&format!("/{id}/sync"))).json(&json!({}))).await?;
+            print(out, &t)?;
+            if t["sync_status"] == "failed" {
+                anyhow::bail!("the sync failed: {}", t["sync_error"]["message"].as_str().unwrap_or("unknown"));
+            }
+            Ok(())
+        }
+        ToolSourcesAction::SetTool { id, tool, enabled } => {
+            let enabled = match enabled.as_str() {
+                "true" => json!(true),
+                "false" => json!(false),
+                "default" | "null" => Value::Null,
+                other => anyhow::bail!("enabled is true, false or default, not {other:?}"),
+            };
+            print(out, &c.call(c.http.post(at(&format!("/{id}/tools/{tool}"))).json(&json!({"enabled": enabled}))).await?)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Subcommand)]
 pub enum CredentialsAction {
     /// Wrap every stored credential's data key with the key file's first
     /// key (after a new key was put first and the capability gateway

@@ -10,7 +10,7 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::layer::{Layer as _, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 
 /// Keeps the exporter alive; flush it before exit.
@@ -48,13 +48,23 @@ pub fn otlp_provider(endpoint: &str, service_name: &str) -> Result<SdkTracerProv
     Ok(SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build())
 }
 
+/// Whether a record may be logged or exported at all, whatever `RUST_LOG`
+/// asks. The MCP client's debug and trace records carry what an upstream
+/// server sent before the capability gateway redacted it (a server may
+/// echo a credential): nothing of it below info ever leaves the process.
+fn recordable(m: &tracing::Metadata<'_>) -> bool {
+    !(m.target().starts_with("rmcp") && *m.level() > tracing::Level::INFO)
+}
+
 /// Installs the global subscriber: logs to stderr filtered by `RUST_LOG`
 /// (when `logs`), and spans to the OTLP/gRPC collector at `endpoint`. Must
 /// run inside a Tokio runtime.
 pub fn init_with(service_name: &str, endpoint: Option<&str>, logs: bool) -> Telemetry {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn,h2=warn,tower=warn".into());
-    let fmt = logs.then(|| tracing_subscriber::fmt::layer().with_writer(std::io::stderr));
+    let fmt = logs.then(|| {
+        tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(tracing_subscriber::filter::filter_fn(recordable))
+    });
     let provider = match endpoint.map(|e| otlp_provider(e, service_name)) {
         Some(Ok(p)) => Some(p),
         Some(Err(e)) => {
@@ -63,7 +73,9 @@ pub fn init_with(service_name: &str, endpoint: Option<&str>, logs: bool) -> Tele
         }
         None => None,
     };
-    let otel = provider.as_ref().map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer("checkfu")));
+    let otel = provider.as_ref().map(|p| {
+        tracing_opentelemetry::layer().with_tracer(p.tracer("checkfu")).with_filter(tracing_subscriber::filter::filter_fn(recordable))
+    });
     let _ = tracing_subscriber::registry().with(filter).with(fmt).with(otel).try_init();
     Telemetry { provider }
 }
