@@ -370,9 +370,10 @@ pub async fn events(api: &Api, session: &str) -> Vec<Value> {
     }
 }
 
-/// Polls until the session is idle (or terminated) and returns it.
+/// Polls until the session is idle (or terminated) and returns it, for up
+/// to 30 s (a busy 2-core CI machine runs many sandboxes at once).
 pub async fn settle(api: &Api, session: &str) -> Value {
-    for _ in 0..400 {
+    for _ in 0..1200 {
         let r = api.get(&format!("/v1/sessions/{session}")).await;
         let status = r.1["status"].as_str().unwrap_or_default().to_string();
         if status == "idle" || status == "terminated" {

@@ -121,6 +121,12 @@ fn the_chart_renders_valid_manifests_for_every_role() {
         if let Some(v) = keys_volume {
             assert_eq!(v["secret"]["secretName"], "checkfu-credential-keys");
             assert_eq!(key_file.unwrap()["value"], "/etc/checkfu/credential-keys/keys");
+            // The egress proxy: a port of its own, advertised by Service name.
+            assert!(c["ports"].as_array().unwrap().iter().any(|p| p["name"] == "egress" && p["containerPort"] == 7422));
+            let advertise = env.iter().find(|e| e["name"] == "CHECKFU_EGRESS_ADVERTISE").unwrap();
+            assert_eq!(advertise["value"], "checkfu-capability-gateway.checkfu.svc:7422");
+            let svc = find(default, "Service", "checkfu-capability-gateway");
+            assert!(svc["spec"]["ports"].as_array().unwrap().iter().any(|p| p["name"] == "egress" && p["port"] == 7422), "{svc}");
         }
         let has_provider_keys = env.iter().any(|e| e["name"] == "CHECKFU_OPENAI_API_KEY");
         assert_eq!(has_provider_keys, role == "model-gateway", "provider keys reach only the model gateway");

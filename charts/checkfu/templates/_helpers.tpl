@@ -56,3 +56,7 @@ memory: [gateway]
 {{- end -}}
 
 {{- define "checkfu.meshPort" -}}7421{{- end -}}
+
+{{/* The sandbox egress proxy (capability gateway): the one route out of a
+sandbox, for the runners relaying local sandboxes and for sandbox pods. */}}
+{{- define "checkfu.egressPort" -}}7422{{- end -}}

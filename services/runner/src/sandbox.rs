@@ -241,6 +241,9 @@ pub struct Workspace {
     etc: PathBuf,
     /// The route to the egress proxy (bubblewrap only); `None`: no network.
     egress: Option<SandboxEgress>,
+    /// The egress proxy's URL in a sandbox pod, where the pod's network
+    /// policy lets only the capability gateway be reached.
+    proxy: Option<String>,
 }
 
 /// What `bash` needs to reach the egress proxy from inside bubblewrap.
@@ -296,7 +299,13 @@ impl Workspace {
             Isolation::Container | Isolation::Unavailable => PathBuf::new(),
         };
         let files = Arc::new(Root::open(&root, identity)?);
-        Ok(Workspace { root, files, isolation, limits, identity, etc, egress: None })
+        Ok(Workspace { root, files, isolation, limits, identity, etc, egress: None, proxy: None })
+    }
+
+    /// In a sandbox pod: `bash`'s proxy variables name `proxy_url`.
+    pub fn with_proxy(mut self, proxy_url: Option<String>) -> Self {
+        self.proxy = proxy_url;
+        self
     }
 
     /// Gives `bash` its one route out: the egress proxy.
@@ -489,6 +498,12 @@ impl Workspace {
         };
         cmd.args(["-c", script]).current_dir(&self.root).env_clear();
         cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin").env("HOME", &self.root).env("TMPDIR", "/tmp");
+        if let Some(url) = &self.proxy {
+            for var in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"] {
+                cmd.env(var, url);
+            }
+            cmd.env("NO_PROXY", "").env("no_proxy", "");
+        }
         cmd.process_group(0);
         self.finish(cmd, true).await
     }
@@ -704,6 +719,21 @@ mod tests {
             let uid: u32 = r.content.trim().parse().unwrap_or(0);
             assert!(uid >= SANDBOX_UID_BASE, "a command never runs as root: {r:?}");
         }
+    }
+
+    /// In a sandbox pod, bash's proxy variables name the egress proxy the
+    /// runner passed (the pod's network policy admits nothing else), and a
+    /// command without one gets none.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_pod_command_names_the_egress_proxy_it_was_given() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = "http://egress:tok@10.0.0.7:7422";
+        let show = json!({"command": "echo \"$HTTP_PROXY|$https_proxy|$ALL_PROXY|${NO_PROXY-unset}\""});
+        let w = Workspace::open(dir.path(), Isolation::Container, crate::conformance::limits()).expect("open");
+        let w = w.with_proxy(Some(url.into()));
+        assert_eq!(w.run("bash", &show).await.content.trim(), format!("{url}|{url}|{url}|"));
+        let bare = Workspace::open(dir.path(), Isolation::Container, crate::conformance::limits()).expect("open");
+        assert_eq!(bare.run("bash", &show).await.content.trim(), "|||unset");
     }
 
     /// What bubblewrap adds on the local plane: no network, read-only

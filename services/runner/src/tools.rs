@@ -191,10 +191,11 @@ impl Runner {
         if kind == "builtin" && SANDBOX_TOOLS.contains(&d.call.name.as_str()) {
             let limits = crate::sync::limits(work, self.cfg.sandbox_cgroup.clone());
             if let Some(pods) = &self.kubernetes {
+                let proxy = if d.call.name == "bash" { self.pod_proxy_url(work).await } else { String::new() };
                 let out = match pods.open(work, limits).await {
                     Ok(sandbox) => {
                         self.restore_pod_once(work, &sandbox).await;
-                        sandbox.run(&d.call.name, &d.input).await
+                        sandbox.run_via(&d.call.name, &d.input, proxy).await
                     }
                     Err(e) => crate::sandbox::Outcome { content: format!("the sandbox is unavailable: {e}"), is_error: true },
                 };
@@ -246,6 +247,19 @@ impl Runner {
                 tracing::warn!(error = %e, "the sandbox's egress relay could not be opened");
                 None
             }
+        }
+    }
+
+    /// The egress proxy's URL for a bash command in a sandbox pod: by
+    /// address, since the pod may not resolve names (its policy admits the
+    /// capability gateway alone); empty when there is no proxy.
+    async fn pod_proxy_url(&self, work: &pb::WorkItem) -> String {
+        let req = checkfu_proto::capability::v1::GrantEgressRequest { session_id: work.session_id.clone() };
+        let Ok(grant) = self.capabilities.clone().grant_egress(with_token(req, &self.token(work))).await else { return String::new() };
+        let grant = grant.into_inner();
+        match tokio::net::lookup_host(grant.proxy_address.as_str()).await.ok().and_then(|mut a| a.next()) {
+            Some(addr) => format!("http://egress:{}@{addr}", grant.token),
+            None => String::new(),
         }
     }
 
@@ -389,7 +403,7 @@ impl Runner {
         }
         if d.runs() {
             let (text, is_error) = self.execute_tool(work, d).await;
-            let mut out = if d.call.name == "bash" && self.kubernetes.is_none() { self.egress_denials(work).await } else { vec![] };
+            let mut out = if d.call.name == "bash" { self.egress_denials(work).await } else { vec![] };
             out.push((
                 E::AgentToolResult,
                 json!({"tool_use_id": d.call.id, "content": result_content(text), "is_error": is_error}).to_string(),
