@@ -436,3 +436,27 @@ pub async fn run_journey(base: &str, stream_base: &str, admin: &Api, env_id: &st
     assert_gapless(&all);
     assert_eq!(all.len() as i64, *ids.last().unwrap());
 }
+
+/// Webhook bodies a test receiver got.
+pub type Deliveries = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A local webhook receiver: its URL, and every body POSTed to it.
+pub async fn hook_receiver() -> (Deliveries, String) {
+    use axum::routing::post;
+    let seen: Deliveries = Default::default();
+    let s = seen.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        post(move |body: String| {
+            let s = s.clone();
+            async move {
+                s.lock().unwrap().push(body);
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://127.0.0.1:{}/hook", listener.local_addr().unwrap().port());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (seen, url)
+}

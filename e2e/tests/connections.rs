@@ -324,22 +324,7 @@ async fn credentials_survive_a_restart_and_a_key_rotation_with_rewrap() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn connection_lifecycle_events_reach_webhooks_without_a_secret() {
-    use axum::routing::post;
-    let seen: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
-    let s = seen.clone();
-    let app = axum::Router::new().route(
-        "/hook",
-        post(move |body: String| {
-            let s = s.clone();
-            async move {
-                s.lock().unwrap().push(body);
-                "ok"
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://127.0.0.1:{}/hook", listener.local_addr().unwrap().port());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let (seen, url) = hook_receiver().await;
 
     let dir = tempfile::tempdir().unwrap();
     let p = Platform::start_timed(dir.path(), Tuning { allow_private_targets: true, ..Default::default() }).await;

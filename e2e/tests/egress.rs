@@ -51,8 +51,11 @@ fn bwrap_present() -> bool {
     let ok = Command::new("bwrap").args(["--unshare-net", "--ro-bind", "/", "/", "true"]).status().is_ok_and(|s| s.success());
     if !ok {
         checkfu_core::testing::skip("sandbox egress", "bubblewrap cannot make a sandbox here");
+        return false;
     }
-    ok && checkfu_e2e::procs::binary_path().exists()
+    // The relay runs inside the sandbox from the built binary.
+    assert!(checkfu_e2e::procs::binary_path().exists(), "the checkfu binary is built by the workspace test build");
+    true
 }
 
 /// Runs `commands` (one bash call each) in a Session allowing `hosts`.

@@ -69,21 +69,7 @@ async fn the_credential_is_nowhere_after_a_whole_run() {
     let a = Recorder { api: admin, seen: Arc::default() };
 
     // Deliveries of everything a webhook may carry.
-    let deliveries: Arc<Mutex<Vec<String>>> = Arc::default();
-    let d2 = deliveries.clone();
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(move |body: String| {
-            let d = d2.clone();
-            async move {
-                d.lock().unwrap().push(body);
-                "ok"
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let hook = format!("http://127.0.0.1:{}/hook", listener.local_addr().unwrap().port());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let (deliveries, hook) = hook_receiver().await;
     let all: Vec<&str> = checkfu_core::events::SUBSCRIBABLE.to_vec();
     expect(&a.post("/v1/webhook-endpoints", json!({"url": hook, "event_types": all, "environment_id": env_id})).await, 201, None);
 

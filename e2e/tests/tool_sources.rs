@@ -355,7 +355,7 @@ async fn oauth_refresh_tokens_are_traded_by_the_gateway_and_a_failed_refresh_is_
     let (refresh, client_secret) = ("rt-INITIAL-5d1c9a", "cs-CLIENT-7e2b44");
     let extra = ["--refresh-token", refresh, "--client-secret", client_secret, "--token-ttl", "2"];
     let Some(mcp) = McpFixture::start("MCP OAuth refresh", "never-used-static", &extra).await else { return };
-    let (seen, hook) = receiver().await;
+    let (seen, hook) = hook_receiver().await;
     let dir = tempfile::tempdir().unwrap();
     let p = Platform::start_timed(dir.path(), Tuning { allow_private_targets: true, ..Default::default() }).await;
     let a = &p.admin;
@@ -423,30 +423,8 @@ async fn oauth_refresh_tokens_are_traded_by_the_gateway_and_a_failed_refresh_is_
     f.p.stop().await;
 }
 
-type Seen = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
-
-async fn receiver() -> (Seen, String) {
-    use axum::routing::post;
-    let seen: Seen = Default::default();
-    let s = seen.clone();
-    let app = axum::Router::new().route(
-        "/hook",
-        post(move |body: String| {
-            let s = s.clone();
-            async move {
-                s.lock().unwrap().push(body);
-                "ok"
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://127.0.0.1:{}/hook", listener.local_addr().unwrap().port());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (seen, url)
-}
-
 /// Every delivery so far, once one of type `t` arrived.
-async fn wait_for_hook(seen: &Seen, t: &str) -> String {
+async fn wait_for_hook(seen: &Deliveries, t: &str) -> String {
     for _ in 0..200 {
         let got = seen.lock().unwrap().join("\n");
         if got.contains(&format!("\"type\":\"{t}\"")) {

@@ -76,6 +76,30 @@ fn read_credential(path: &PathBuf) -> anyhow::Result<Value> {
     serde_json::from_str(&text).map_err(|_| anyhow::anyhow!("the credential is not a JSON object"))
 }
 
+/// Every item of a collection, page after page, with the `filters` given.
+async fn every(c: &Client, collection: &str, filters: &[(&str, Option<String>)]) -> anyhow::Result<Vec<Value>> {
+    let mut all = vec![];
+    let mut page = String::new();
+    loop {
+        let mut url = reqwest::Url::parse(collection)?;
+        url.query_pairs_mut().append_pair("limit", "100");
+        for (name, value) in filters {
+            if let Some(v) = value {
+                url.query_pairs_mut().append_pair(name, v);
+            }
+        }
+        if !page.is_empty() {
+            url.query_pairs_mut().append_pair("page", &page);
+        }
+        let got = c.call(c.http.get(url)).await?;
+        all.extend(got["data"].as_array().into_iter().flatten().cloned());
+        match got["next_page"].as_str() {
+            Some(p) => page = p.to_string(),
+            None => return Ok(all),
+        }
+    }
+}
+
 fn line(c: &Value) -> String {
     let cred = match &c["credential"] {
         Value::Null => "no credential".to_string(),
@@ -106,28 +130,11 @@ pub async fn connections(args: ClientArgs, action: ConnectionsAction, out: &mut 
     let at = |rest: &str| format!("{}/v1/connections{rest}", c.base);
     match action {
         ConnectionsAction::List { environment, status } => {
-            let mut page = String::new();
-            loop {
-                let mut url = reqwest::Url::parse(&at(""))?;
-                url.query_pairs_mut().append_pair("limit", "100");
-                if let Some(e) = &environment {
-                    url.query_pairs_mut().append_pair("environment_id", e);
-                }
-                if let Some(s) = &status {
-                    url.query_pairs_mut().append_pair("status", s);
-                }
-                if !page.is_empty() {
-                    url.query_pairs_mut().append_pair("page", &page);
-                }
-                let got = c.call(c.http.get(url)).await?;
-                for v in got["data"].as_array().into_iter().flatten() {
-                    print(out, v)?;
-                }
-                match got["next_page"].as_str() {
-                    Some(p) => page = p.to_string(),
-                    None => return Ok(()),
-                }
+            let filters = [("environment_id", environment), ("status", status)];
+            for v in every(&c, &at(""), &filters).await? {
+                print(out, &v)?;
             }
+            Ok(())
         }
         ConnectionsAction::Get { id } => print(out, &c.call(c.http.get(at(&format!("/{id}")))).await?),
         ConnectionsAction::Create { environment, name, kind, url, credential_file, owner, description } => {
@@ -210,25 +217,10 @@ pub async fn tool_sources(args: ClientArgs, action: ToolSourcesAction, out: &mut
     let at = |rest: &str| format!("{}/v1/tool-sources{rest}", c.base);
     match action {
         ToolSourcesAction::List { environment } => {
-            let mut page = String::new();
-            loop {
-                let mut url = reqwest::Url::parse(&at(""))?;
-                url.query_pairs_mut().append_pair("limit", "100");
-                if let Some(e) = &environment {
-                    url.query_pairs_mut().append_pair("environment_id", e);
-                }
-                if !page.is_empty() {
-                    url.query_pairs_mut().append_pair("page", &page);
-                }
-                let got = c.call(c.http.get(url)).await?;
-                for v in got["data"].as_array().into_iter().flatten() {
-                    print(out, v)?;
-                }
-                match got["next_page"].as_str() {
-                    Some(p) => page = p.to_string(),
-                    None => return Ok(()),
-                }
+            for v in every(&c, &at(""), &[("environment_id", environment)]).await? {
+                print(out, &v)?;
             }
+            Ok(())
         }
         ToolSourcesAction::Get { id } => print(out, &c.call(c.http.get(at(&format!("/{id}")))).await?),
         ToolSourcesAction::Sync { id } => {
