@@ -233,14 +233,7 @@ impl Runner {
         if self.isolation() != crate::sandbox::Isolation::Bubblewrap {
             return None;
         }
-        let req = checkfu_proto::capability::v1::GrantEgressRequest { session_id: work.session_id.clone() };
-        let grant = match self.capabilities.clone().grant_egress(with_token(req, &self.token(work))).await {
-            Ok(g) => g.into_inner(),
-            Err(status) => {
-                tracing::debug!(error = %status.message(), "no sandbox egress for this command");
-                return None;
-            }
-        };
+        let grant = self.grant_egress(work).await?;
         match crate::egress::EgressLink::open(&grant.proxy_address, &grant.token) {
             Ok(l) => Some(l),
             Err(e) => {
@@ -250,13 +243,24 @@ impl Runner {
         }
     }
 
+    /// An egress token for this Run and where the proxy listens; `None`
+    /// when the installation runs no proxy (the command gets no network).
+    async fn grant_egress(&self, work: &pb::WorkItem) -> Option<checkfu_proto::capability::v1::GrantEgressResponse> {
+        let req = checkfu_proto::capability::v1::GrantEgressRequest { session_id: work.session_id.clone() };
+        match self.capabilities.clone().grant_egress(with_token(req, &self.token(work))).await {
+            Ok(g) => Some(g.into_inner()),
+            Err(status) => {
+                tracing::debug!(error = %status.message(), "no sandbox egress for this command");
+                None
+            }
+        }
+    }
+
     /// The egress proxy's URL for a bash command in a sandbox pod: by
     /// address, since the pod may not resolve names (its policy admits the
     /// capability gateway alone); empty when there is no proxy.
     async fn pod_proxy_url(&self, work: &pb::WorkItem) -> String {
-        let req = checkfu_proto::capability::v1::GrantEgressRequest { session_id: work.session_id.clone() };
-        let Ok(grant) = self.capabilities.clone().grant_egress(with_token(req, &self.token(work))).await else { return String::new() };
-        let grant = grant.into_inner();
+        let Some(grant) = self.grant_egress(work).await else { return String::new() };
         match tokio::net::lookup_host(grant.proxy_address.as_str()).await.ok().and_then(|mut a| a.next()) {
             Some(addr) => format!("http://egress:{}@{addr}", grant.token),
             None => String::new(),
