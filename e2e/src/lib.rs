@@ -100,6 +100,7 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
         credential_key_file: tuning.credential_key_file.clone(),
         egress_listen: Some("127.0.0.1:0".into()),
         egress_advertise: None,
+        files_retention_days: 30,
         features_disabled: checkfu_core::features::Disabled::parse(&tuning.features_disabled.join(",")).unwrap(),
     }
 }
@@ -261,9 +262,53 @@ impl Api {
         self.post_raw(path, body.to_string(), headers).await
     }
 
+    /// A multipart form of `parts` (`(name, filename, content type, bytes)`)
+    /// with `boundary`, and extra headers.
+    pub async fn post_form(&self, path: &str, parts: &[FormPart<'_>], boundary: &str, headers: &[(&str, &str)]) -> Reply {
+        let mut rb = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+            .body(form_body(parts, boundary));
+        for (k, v) in headers {
+            rb = rb.header(*k, *v);
+        }
+        self.send(rb).await
+    }
+
+    /// A response's bytes, not JSON.
+    pub async fn get_bytes(&self, path: &str) -> (StatusCode, Vec<u8>, HeaderMap) {
+        let r = self.client.get(format!("{}{path}", self.base)).bearer_auth(&self.key).send().await.unwrap();
+        let (status, headers) = (r.status(), r.headers().clone());
+        (status, r.bytes().await.unwrap().to_vec(), headers)
+    }
+
     pub async fn delete(&self, path: &str) -> Reply {
         self.send(self.client.delete(format!("{}{path}", self.base))).await
     }
+}
+
+/// One part of a multipart form: name, filename, content type, bytes.
+pub type FormPart<'a> = (&'a str, Option<&'a str>, Option<&'a str>, &'a [u8]);
+
+/// A multipart form's body, written out by hand (a client's bytes).
+pub fn form_body(parts: &[FormPart<'_>], boundary: &str) -> Vec<u8> {
+    let mut out = vec![];
+    for (name, filename, content_type, bytes) in parts {
+        out.extend(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"").as_bytes());
+        if let Some(f) = filename {
+            out.extend(format!("; filename=\"{f}\"").as_bytes());
+        }
+        out.extend(b"\r\n");
+        if let Some(t) = content_type {
+            out.extend(format!("Content-Type: {t}\r\n").as_bytes());
+        }
+        out.extend(b"\r\n");
+        out.extend(*bytes);
+        out.extend(b"\r\n");
+    }
+    out.extend(format!("--{boundary}--\r\n").as_bytes());
+    out
 }
 
 /// Asserts a status and, for errors, the envelope's type and request id.

@@ -78,6 +78,12 @@ async fn capabilities_report_what_is_offered_and_a_disabled_feature_answers_503(
     assert_eq!(by_name("credentials")["limits"]["max_secret_bytes"], 8192);
     assert_eq!(by_name("http_connections")["available"], false);
     assert_eq!(by_name("http_connections")["reason"], "not_built");
+    // Acceptance 1: six available (connections is switched off here), http_connections not.
+    for n in ["credentials", "tool_sources", "sandbox_egress", "skills", "files"] {
+        assert_eq!((by_name(n)["available"].clone(), by_name(n)["reason"].clone()), (json!(true), Value::Null), "{n}: {}", caps.1);
+    }
+    assert_eq!(by_name("files")["limits"]["max_bytes"], 64 << 20);
+    assert_eq!(by_name("skills")["limits"]["max_files"], 512);
 
     for r in [p.admin.post("/v1/connections", mcp_connection(&p.env_id, "c")).await, p.admin.get("/v1/connections").await] {
         expect(&r, 503, Some("unavailable"));

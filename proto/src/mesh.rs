@@ -108,6 +108,8 @@ pub fn allowed(path: &str) -> &'static [Role] {
         // Publication resolves a version's ToolSource declarations.
         ("checkfu.capability.v1.ToolSourcesService", "ResolveForPublication") => &[Sessions],
         ("checkfu.capability.v1.ToolSourcesService", _) => &[Gateway],
+        // Uploads and skill bundles: the gateway checked who may act.
+        ("checkfu.sessions.v1.FilesService", _) | ("checkfu.sessions.v1.SkillsService", _) => &[Gateway],
         ("checkfu.webhooks.v1.WebhooksService", _) => &[Gateway],
         ("checkfu.scheduler.v1.SchedulerService", _) => &[Gateway],
         ("checkfu.memory.v1.MemoryService", _) => &[Gateway],

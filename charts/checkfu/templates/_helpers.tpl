@@ -37,6 +37,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - name: CHECKFU_FEATURES_DISABLED
   value: {{ join "," . | quote }}
 {{- end }}
+- name: CHECKFU_FILES_RETENTION_DAYS
+  value: {{ .Values.filesRetentionDays | quote }}
 {{- end -}}
 
 {{/*

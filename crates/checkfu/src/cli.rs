@@ -118,6 +118,21 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::reach_cli::ToolSourcesAction,
     },
+    /// Uploaded Files: upload (with progress), list, delete.
+    Files {
+        #[command(flatten)]
+        client: crate::client::ClientArgs,
+        #[command(subcommand)]
+        action: crate::uploads_cli::FilesAction,
+    },
+    /// Skills: push a bundle directory (a new skill or its next version),
+    /// list, archive.
+    Skills {
+        #[command(flatten)]
+        client: crate::client::ClientArgs,
+        #[command(subcommand)]
+        action: crate::uploads_cli::SkillsAction,
+    },
     /// Credential keys: `rewrap` after a key rotation (beside the store and
     /// key file; storage as for `serve`).
     Credentials {
@@ -237,6 +252,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Connections { client, action } => crate::reach_cli::connections(client, action, &mut std::io::stdout()).await,
         Command::ToolSources { client, action } => crate::reach_cli::tool_sources(client, action, &mut std::io::stdout()).await,
+        Command::Files { client, action } => crate::uploads_cli::files(client, action, &mut std::io::stdout()).await,
+        Command::Skills { client, action } => crate::uploads_cli::skills(client, action, &mut std::io::stdout()).await,
         Command::Credentials { settings, action } => {
             let config = settings.load(Mode::Serve, vec![])?;
             crate::reach_cli::credentials(&config, action, &mut std::io::stdout()).await

@@ -15,6 +15,7 @@ pub mod reach_cli;
 pub mod roles;
 pub mod sandbox_agent;
 pub mod self_hosted;
+pub mod uploads_cli;
 
 pub use checkfu_core::Role;
 pub use node::{ApprovalTiming, BootstrapInfo, Node, NodeOptions};

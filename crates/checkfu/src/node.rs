@@ -82,6 +82,8 @@ pub struct NodeOptions {
     pub egress_listen: Option<String>,
     /// The proxy's address as runners reach it; default the bound one.
     pub egress_advertise: Option<String>,
+    /// Days an uploaded File lives by default (0: until deleted).
+    pub files_retention_days: i64,
 }
 
 /// How long ActionApprovals wait, and how often the sessions role records
@@ -143,6 +145,7 @@ impl NodeOptions {
             credential_key_file: c.credential_key_file.clone(),
             egress_listen: (!c.egress_listen.is_empty()).then(|| c.egress_listen.clone()),
             egress_advertise: c.egress_advertise.clone(),
+            files_retention_days: c.files_retention_days,
             features_disabled: checkfu_core::features::Disabled::parse(&c.features_disabled)
                 .map_err(|e| anyhow::anyhow!("features_disabled: {}", e.message))?,
         })

@@ -77,7 +77,7 @@ fn read_credential(path: &PathBuf) -> anyhow::Result<Value> {
 }
 
 /// Every item of a collection, page after page, with the `filters` given.
-async fn every(c: &Client, collection: &str, filters: &[(&str, Option<String>)]) -> anyhow::Result<Vec<Value>> {
+pub(crate) async fn every(c: &Client, collection: &str, filters: &[(&str, Option<String>)]) -> anyhow::Result<Vec<Value>> {
     let mut all = vec![];
     let mut page = String::new();
     loop {

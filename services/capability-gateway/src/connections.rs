@@ -115,8 +115,19 @@ impl ReachService {
                         true,
                     ),
                     "sandbox_egress" => (false, json!({"schemes": ["http", "connect"], "max_request_head_bytes": 16_384}), true),
-                    "skills" => (false, json!({}), false),
-                    "files" => (false, json!({}), false),
+                    // Skills and Files are served by the sessions service;
+                    // these are its limits (sessions `model/skills.rs`, `model/uploads.rs`).
+                    "skills" => (
+                        false,
+                        json!({"max_files": 512, "max_bytes": 8 << 20, "max_body_bytes": 12 << 20, "max_path_bytes": 256, "max_per_definition": 500}),
+                        true,
+                    ),
+                    "files" => (
+                        false,
+                        json!({"max_bytes": 64 << 20, "max_window_bytes": 8 << 20, "max_blocks_per_message": 20, "max_image_bytes": 5 << 20,
+                            "expires_in_seconds": {"min": 3_600, "max": 31_536_000}}),
+                        true,
+                    ),
                     "http_connections" => (true, json!({}), false),
                     _ => return None,
                 };

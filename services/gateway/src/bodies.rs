@@ -260,8 +260,13 @@ pub struct CreateSession {
     /// Names from the release's `session_variable.tools.allowed`; may only narrow.
     #[schema(value_type = Option<Vec<Object>>)]
     pub tools: Option<Vec<Value>>,
+    /// Skill ids from the release's `session_variable.skills.allowed`; may only narrow.
     #[schema(value_type = Option<Vec<Object>>)]
     pub skills: Option<Vec<Value>>,
+    /// Files given to the Session from the start: `[{type:"file", file_id}]`,
+    /// each visible to the caller and in the Session's Environment (at most 20).
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub resources: Option<Vec<Value>>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -9,11 +9,13 @@ pub mod error;
 pub mod extract;
 pub mod idempotency;
 pub mod live;
+pub mod multipart;
 pub mod openapi_rules;
 pub mod reach_wire;
 pub mod routes;
 pub mod runner_edge;
 pub mod streams;
+pub mod uploads_wire;
 pub mod views;
 
 use crate::error::{ApiError, REQUEST_ID};
@@ -28,7 +30,9 @@ use checkfu_proto::capability::v1::tool_sources_service_client::ToolSourcesServi
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
+use checkfu_proto::sessions::v1::files_service_client::FilesServiceClient;
 use checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient;
+use checkfu_proto::sessions::v1::skills_service_client::SkillsServiceClient;
 use checkfu_proto::transport::Transport;
 use checkfu_proto::webhooks::v1::webhooks_service_client::WebhooksServiceClient;
 use checkfu_store::{Db, Location, Migrations};
@@ -50,6 +54,9 @@ pub struct AppState {
     /// Connections, credentials and capability status (the capability gateway).
     pub connections: ConnectionsServiceClient<Transport>,
     pub tool_sources: ToolSourcesServiceClient<Transport>,
+    /// Uploaded Files and skill bundles (the sessions service).
+    pub files: FilesServiceClient<Transport>,
+    pub skills: SkillsServiceClient<Transport>,
     /// Per-principal request limits, shared by every gateway replica.
     pub limits: RateLimits,
     /// One shared live feed per followed Session (see `live.rs`).
@@ -144,7 +151,9 @@ impl AppState {
         const MAX: usize = 64 * 1024 * 1024;
         Ok(AppState {
             gov: GovernanceServiceClient::new(up.governance).max_decoding_message_size(MAX),
-            sessions: SessionsServiceClient::new(up.sessions).max_decoding_message_size(MAX),
+            sessions: SessionsServiceClient::new(up.sessions.clone()).max_decoding_message_size(MAX),
+            files: FilesServiceClient::new(up.sessions.clone()).max_decoding_message_size(MAX),
+            skills: SkillsServiceClient::new(up.sessions).max_decoding_message_size(MAX).max_encoding_message_size(MAX),
             models: ModelGatewayServiceClient::new(up.model_gateway).max_decoding_message_size(MAX),
             webhooks: WebhooksServiceClient::new(up.webhooks).max_decoding_message_size(MAX),
             connections: ConnectionsServiceClient::new(up.capability_gateway.clone()).max_decoding_message_size(MAX),
@@ -218,6 +227,9 @@ async fn method_not_allowed(req: Request, next: Next) -> Response {
         (name = "deployments", description = "AgentDeployments and their revisions"),
         (name = "sessions", description = "Sessions, their event log and stream, Runs"),
         (name = "runners", description = "Self-hosted Runners: pairing codes, Runners, revocation"),
+        (name = "reach", description = "Connections, credentials, ConnectionVaults, ToolSources, capability status"),
+        (name = "files", description = "Uploaded Files: given to Sessions as resources and message blocks"),
+        (name = "skills", description = "Skills: versioned bundles mounted read-only into Sessions"),
     )
 )]
 pub struct ApiDoc;
@@ -240,8 +252,14 @@ impl utoipa::Modify for BearerAuth {
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     use routes::{
         approvals as a, budgets as b, catalog as c, connections as cn, files as f, governance as g, identity as i, runners as r,
-        sessions as s, tool_sources as ts, vaults as v, webhooks as w,
+        sessions as s, skills as sk, tool_sources as ts, uploads as up, vaults as v, webhooks as w,
     };
+    // Uploads and skill bundles take bodies past the API's 1 MiB default.
+    let files = OpenApiRouter::new().routes(routes!(up::upload_file, up::list_files)).layer(DefaultBodyLimit::max(up::MAX_FORM_BYTES + 1));
+    let skills = OpenApiRouter::new()
+        .routes(routes!(sk::create_skill, sk::list_skills))
+        .routes(routes!(sk::create_version, sk::list_versions))
+        .layer(DefaultBodyLimit::max(sk::MAX_BUNDLE_BODY + 1));
     use utoipa::OpenApi;
     use utoipa_axum::{router::OpenApiRouter, routes};
     OpenApiRouter::with_openapi(ApiDoc::openapi())
@@ -316,6 +334,14 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(r::revoke_runner))
         .routes(routes!(s::list_runs))
         .routes(routes!(s::get_run))
+        .merge(files)
+        .routes(routes!(up::get_file, up::delete_file))
+        .routes(routes!(up::file_content))
+        .merge(skills)
+        .routes(routes!(sk::get_skill))
+        .routes(routes!(sk::get_version))
+        .routes(routes!(sk::version_content))
+        .routes(routes!(sk::archive_skill))
         .with_state(state)
         .split_for_parts()
 }

@@ -47,6 +47,8 @@ const COLLECTIONS: &[(&str, &str)] = &[
     ("connections", "conn"),
     ("connection-vaults", "cvlt"),
     ("tool-sources", "tsrc"),
+    ("files", "file"),
+    ("skills", "skl"),
 ];
 
 /// A Connection's URL: `https`, a public host, at most 2,048 bytes, no
@@ -138,7 +140,7 @@ fn tool() -> Value {
     ]})
 }
 
-/// A tool or skill name (`sessions::model`): 1-64 of a-z, 0-9, `_`, `-`.
+/// A tool name (`sessions::model`): 1-64 of a-z, 0-9, `_`, `-`.
 fn tool_name() -> Value {
     json!({"type": "string", "pattern": "^[a-z0-9_-]{1,64}$"})
 }
@@ -147,12 +149,17 @@ fn tool_name() -> Value {
 fn draft() -> Value {
     let allowed = json!({"type": "object", "additionalProperties": false,
         "properties": {"allowed": {"type": "array", "maxItems": 256, "items": tool_name()}}});
+    let allowed_skills = json!({"type": "object", "additionalProperties": false,
+        "properties": {"allowed": {"type": "array", "maxItems": 500, "items": id("skl")}}});
+    // `{skill_id, version?}`, or the bare id (`sessions::model::SkillRef`).
+    let skill = json!({"oneOf": [id("skl"), {"type": "object", "required": ["skill_id"], "additionalProperties": false,
+        "properties": {"skill_id": id("skl"), "version": {"type": "integer", "minimum": 1}}}]});
     json!({"type": "object", "additionalProperties": false, "properties": {
         "instructions": {"type": "string", "maxLength": 65536},
         "model": {"type": "object", "additionalProperties": false, "properties": {"routing_profile_id": id("mrp")}},
         "tools": {"type": "array", "maxItems": 128, "items": tool()},
-        "skills": {"type": "array", "maxItems": 128, "items": tool_name()},
-        "session_variable": {"type": "object", "additionalProperties": false, "properties": {"tools": allowed, "skills": allowed}},
+        "skills": {"type": "array", "maxItems": 500, "items": skill},
+        "session_variable": {"type": "object", "additionalProperties": false, "properties": {"tools": allowed, "skills": allowed_skills}},
         "multiagent": {"type": "object"},
     }})
 }
@@ -219,6 +226,10 @@ fn query_rule(path: &str, name: &str) -> Option<Value> {
         "page" if path.ends_with("/events") || path.ends_with("/versions") => json!({"type": "string", "pattern": "^p1(3[0-9]){1,18}$"}),
         "page" => page_token(),
         "after_seq" => json!({"type": "integer", "minimum": 0, "maximum": i64::MAX}),
+        // A content window (`.../content`): 0 reads from the start, and a
+        // length of 0 (or none) is the default 8 MiB.
+        "offset" => json!({"type": "integer", "minimum": 0, "maximum": i64::MAX}),
+        "length" => json!({"type": "integer", "minimum": 0, "maximum": 8 * 1024 * 1024}),
         "environment_id" => id("env"),
         "agent_deployment_id" => id("dep"),
         "session_id" => id("sess"),
@@ -289,6 +300,13 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
             json!({"type": "integer", "minimum": 1, "maximum": 1_000_000_000_000i64})
         }
         ("BudgetScope", "kind") => one_of(&["session"]),
+        ("CreateSession" | "UpdateSelection", "skills") => json!({"maxItems": 500, "items": id("skl")}),
+        ("CreateSession", "resources") => json!({"maxItems": 20, "items": {"type": "object", "required": ["type", "file_id"],
+            "additionalProperties": false, "properties": {"type": {"type": "string", "enum": ["file"]}, "file_id": id("file")}}}),
+        ("BundleFile", "encoding") => one_of(&["utf8", "base64"]),
+        ("UploadForm", "expires_in_seconds") => json!({"type": "integer", "minimum": 3_600, "maximum": 31_536_000}),
+        ("BundleFile", "path") => json!({"type": "string", "minLength": 1, "maxLength": 512}),
+        ("CreateSkill" | "CreateSkillVersion", "files") => json!({"minItems": 1, "maxItems": 512}),
         ("CreateConnection", "kind") => one_of(&["mcp", "http"]),
         ("CreateConnection" | "UpdateConnection", "description") => json!({"type": "string", "maxLength": 2000}),
         ("ConnectionEndpoint", "url") | ("CredentialInput", "token_endpoint") => https_url(),
@@ -360,8 +378,10 @@ pub fn constrain(doc: &mut Value) {
     if let Some(paths) = doc["paths"].as_object() {
         for ops in paths.values() {
             for op in ops.as_object().into_iter().flat_map(|o| o.values()) {
-                if let Some(r) = op.pointer("/requestBody/content/application~1json/schema/$ref").and_then(Value::as_str) {
-                    request_schemas.push(r.trim_start_matches("#/components/schemas/").to_string());
+                for media in ["application~1json", "multipart~1form-data"] {
+                    if let Some(r) = op.pointer(&format!("/requestBody/content/{media}/schema/$ref")).and_then(Value::as_str) {
+                        request_schemas.push(r.trim_start_matches("#/components/schemas/").to_string());
+                    }
                 }
             }
         }

@@ -46,6 +46,15 @@ fn block_from_pb(b: pb::ContentBlock) -> Result<Block> {
         Some(B::Text(t)) => Block::Text(t),
         Some(B::ToolUse(t)) => Block::ToolUse { id: t.id, name: t.name, input: serde_json::from_str(&t.input_json)? },
         Some(B::ToolResult(r)) => Block::ToolResult { tool_use_id: r.tool_use_id, content: r.content, is_error: r.is_error },
+        Some(B::File(f)) => Block::File(FileRef {
+            file_id: f.file_id,
+            filename: f.filename,
+            media_type: f.media_type,
+            path: f.path,
+            title: f.title,
+            text: f.text,
+            data: f.data,
+        }),
         None => return Err(Error::invalid("empty content block")),
     })
 }
@@ -61,6 +70,15 @@ pub fn block_to_pb(b: &Block) -> pb::ContentBlock {
             Block::ToolResult { tool_use_id, content, is_error } => {
                 B::ToolResult(pb::ToolResult { tool_use_id: tool_use_id.clone(), content: content.clone(), is_error: *is_error })
             }
+            Block::File(f) => B::File(pb::FileRef {
+                file_id: f.file_id.clone(),
+                filename: f.filename.clone(),
+                media_type: f.media_type.clone(),
+                path: f.path.clone(),
+                title: f.title.clone(),
+                text: f.text.clone(),
+                data: f.data.clone(),
+            }),
         }),
     }
 }

@@ -98,8 +98,53 @@ pub struct RoutingProfile {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Block {
     Text(String),
-    ToolUse { id: String, name: String, input: serde_json::Value },
-    ToolResult { tool_use_id: String, content: String, is_error: bool },
+    ToolUse {
+        id: String,
+        name: String,
+        input: serde_json::Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: String,
+        is_error: bool,
+    },
+    /// A File given to the Session.
+    File(FileRef),
+}
+
+/// A File a message names, as the runner found it in the workspace.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FileRef {
+    pub file_id: String,
+    pub filename: String,
+    pub media_type: String,
+    /// Where it lies in the workspace (`uploads/<id>/<name>`).
+    pub path: String,
+    pub title: String,
+    /// Its text, when it is text of at most 100,000 characters.
+    pub text: String,
+    /// Its bytes, when it is an image or a PDF a provider may take natively.
+    pub data: Vec<u8>,
+}
+
+impl FileRef {
+    /// How the File reads as text: inline, or a line naming where it lies.
+    pub fn as_text(&self) -> String {
+        let title = if self.title.is_empty() { String::new() } else { format!(" title=\"{}\"", self.title) };
+        if self.text.is_empty() {
+            format!("[file {} {}]{title} is in the workspace at {} ({})", self.file_id, self.filename, self.path, self.media_type)
+        } else {
+            format!("<document name=\"{}\" path=\"{}\"{title}>\n{}\n</document>", self.filename, self.path, self.text)
+        }
+    }
+
+    pub fn is_image(&self) -> bool {
+        self.media_type.starts_with("image/") && !self.data.is_empty()
+    }
+
+    pub fn is_pdf(&self) -> bool {
+        self.media_type == "application/pdf" && !self.data.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

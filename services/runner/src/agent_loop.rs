@@ -192,7 +192,7 @@ impl Runner {
         let req = mg::GenerateRequest {
             routing_profile_id: work.routing_profile_id.clone(),
             system: work.instructions.clone(),
-            messages: t.messages.clone(),
+            messages: self.with_files(work, t.messages.clone()).await,
             tools,
             run_id: work.run_id.clone(),
         };

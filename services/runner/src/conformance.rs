@@ -29,6 +29,7 @@ fn ok(content: &str) -> Outcome {
 /// commands (a host without bubblewrap refuses them, which is checked).
 pub async fn run(sb: &dyn ToolHost, workspace: &Path, outside: &Path, bash: bool) {
     file_tools(sb).await;
+    mounts_are_read_only(sb, workspace).await;
     confinement(sb, workspace, outside).await;
     if !bash {
         let r = sb.run_tool("bash", &json!({"command": "echo hi"})).await;
@@ -55,6 +56,28 @@ async fn file_tools(sb: &dyn ToolHost) {
     assert!(sb.run_tool("read", &json!({})).await.is_error, "missing arguments are an error result, not a panic");
     let big = "x".repeat(9 * 1024 * 1024);
     assert!(sb.run_tool("write", &json!({"path": "big.txt", "content": big})).await.is_error, "past the file limit");
+}
+
+/// The mount folders (the Session's skills and Files, written by the runner)
+/// are read by the file tools and never written or edited by them.
+async fn mounts_are_read_only(sb: &dyn ToolHost, workspace: &Path) {
+    for dir in crate::sync::MOUNT_DIRS {
+        let host = workspace.join(dir).join("m");
+        std::fs::create_dir_all(&host).expect("mount folder");
+        std::fs::write(host.join("f.md"), "mounted").expect("mounted file");
+        let path = format!("{dir}/m/f.md");
+        assert_eq!(sb.run_tool("read", &json!({"path": path})).await, ok("mounted"));
+        let w = sb.run_tool("write", &json!({"path": path, "content": "x"})).await;
+        assert!(w.is_error && w.content.contains("read-only"), "{w:?}");
+        let w = sb.run_tool("write", &json!({"path": format!("/workspace/{dir}/new.txt"), "content": "x"})).await;
+        assert!(w.is_error, "nothing new either: {w:?}");
+        let e = sb.run_tool("edit", &json!({"path": path, "old": "mounted", "new": "changed"})).await;
+        assert!(e.is_error && e.content.contains("read-only"), "{e:?}");
+        assert_eq!(std::fs::read_to_string(host.join("f.md")).expect("kept"), "mounted");
+        std::fs::remove_dir_all(workspace.join(dir)).expect("clean up");
+    }
+    // A folder merely named like one is not a mount.
+    assert!(!sb.run_tool("write", &json!({"path": "skillset/a.txt", "content": "x"})).await.is_error);
 }
 
 async fn confinement(sb: &dyn ToolHost, workspace: &Path, outside: &Path) {

@@ -12,6 +12,7 @@ pub mod cgroup;
 pub mod confined;
 pub mod conformance;
 pub mod egress;
+pub mod files;
 pub mod kubernetes;
 pub mod model;
 pub mod sandbox;

@@ -359,13 +359,23 @@ impl Workspace {
         Ok(ok(cut(text)))
     }
 
+    /// A path the agent may change: not in a mount folder (the Session's
+    /// Files and skills are read-only).
+    fn writable(given: &str) -> Result<PathBuf, Outcome> {
+        let rel = Self::relative(given)?;
+        if rel.to_str().is_some_and(crate::sync::in_mount) {
+            return Err(err(format!("{given:?} is read-only: skills/ and uploads/ hold the Session's mounted skills and files")));
+        }
+        Ok(rel)
+    }
+
     async fn write(&self, input: &Value) -> Result<Outcome, Outcome> {
         let given = arg(input, "path")?.to_string();
         let content = arg(input, "content")?.to_string();
         if content.len() as u64 > MAX_FILE_BYTES {
             return Err(err(format!("content is limited to {MAX_FILE_BYTES} bytes")));
         }
-        let rel = Self::relative(&given)?;
+        let rel = Self::writable(&given)?;
         let (files, n) = (self.files.clone(), content.len());
         blocking(move || files.write(&rel, content.as_bytes())).await?.map_err(|e| err(format!("cannot write {given:?}: {e}")))?;
         Ok(ok(format!("wrote {n} bytes to {given}")))
@@ -374,7 +384,7 @@ impl Workspace {
     async fn edit(&self, input: &Value) -> Result<Outcome, Outcome> {
         let given = arg(input, "path")?.to_string();
         let (old, new) = (arg(input, "old")?.to_string(), arg(input, "new")?.to_string());
-        let rel = Self::relative(&given)?;
+        let rel = Self::writable(&given)?;
         let files = self.files.clone();
         let g = given.clone();
         blocking(move || {
@@ -545,7 +555,16 @@ impl Workspace {
         cmd.args(["--ro-bind", &etc, "/etc", "--ro-bind-try", "/etc/alternatives", "/etc/alternatives"]);
         let tmp_bytes = (l.tmp_mib * 1024 * 1024).to_string();
         cmd.args(["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", &tmp_bytes, "--tmpfs", "/tmp"]);
-        cmd.args(["--bind", &ws, "/workspace", "--chdir", "/workspace"]);
+        cmd.args(["--bind", &ws, "/workspace"]);
+        // The mount folders are read-only inside (only a real directory is
+        // bound: a link in its place would name a host path).
+        for d in crate::sync::MOUNT_DIRS {
+            let host = self.root.join(d);
+            if std::fs::symlink_metadata(&host).is_ok_and(|m| m.is_dir()) {
+                cmd.args(["--ro-bind", &host.to_string_lossy(), &format!("/workspace/{d}")]);
+            }
+        }
+        cmd.args(["--chdir", "/workspace"]);
         cmd.args(["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/workspace"]);
         if let Some(e) = &self.egress {
             let (bin, dir) = (e.relay.to_string_lossy().into_owned(), e.socket_dir.to_string_lossy().into_owned());

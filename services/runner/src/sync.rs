@@ -23,6 +23,26 @@ use std::path::{Path, PathBuf};
 
 /// The folder of the workspace whose files are captured.
 pub const OUTPUTS: &str = "outputs";
+/// Folders of the workspace that hold mounts: the Session's Files
+/// (`uploads/<id>/<name>`) and skills (`skills/<name>/`). The runner
+/// writes them before every Run; the agent may read but not change them
+/// (`sandbox.rs`), and they are never snapshotted or captured.
+pub const MOUNT_DIRS: &[&str] = &["skills", "uploads"];
+
+/// Whether a workspace path lies in a mount folder.
+pub fn in_mount(rel: &str) -> bool {
+    MOUNT_DIRS.iter().any(|d| rel.strip_prefix(d).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
+}
+
+/// One file the control plane mounts.
+#[derive(Debug, Clone, Deserialize)]
+struct Mount {
+    path: String,
+    sha256: String,
+    size_bytes: u64,
+    /// The blob kind it is read as: `uploads` or `skills`.
+    source: String,
+}
 /// The most a capture offers (the rest are not offered).
 const MAX_OFFERED: usize = 1_000;
 /// The largest file the control plane captures.
@@ -131,15 +151,21 @@ impl Runner {
         if self.kubernetes.is_some() {
             return Ok(());
         }
-        self.restore_into(&self.local_tree(&work.session_id), work, lease).await
+        let tree = self.local_tree(&work.session_id);
+        self.restore_into(&tree, work, lease).await?;
+        self.mount(&tree, work, lease).await
     }
 
     /// The first time in a Run that its sandbox pod is used: restores it.
     pub(crate) async fn restore_pod_once(&self, work: &pb::WorkItem, sandbox: &crate::agent::RemoteSandbox) {
         let first = self.pods_opened.lock().unwrap_or_else(|p| p.into_inner()).insert(work.run_id.clone(), sandbox.clone()).is_none();
         let Some(lease) = work.lease.as_ref().filter(|_| first) else { return };
-        if let Err(status) = self.restore_into(&Tree::Pod(Box::new(sandbox.clone())), work, lease).await {
+        let tree = Tree::Pod(Box::new(sandbox.clone()));
+        if let Err(status) = self.restore_into(&tree, work, lease).await {
             tracing::warn!(%status, session_id = %work.session_id, "restoring the sandbox pod's workspace failed; the turn runs with what is there");
+        }
+        if let Err(status) = self.mount(&tree, work, lease).await {
+            tracing::warn!(%status, session_id = %work.session_id, "mounting the Session's files and skills in its pod failed");
         }
     }
 
@@ -167,7 +193,8 @@ impl Runner {
         let manifest: Manifest =
             serde_json::from_slice(&manifest).map_err(|e| Status::data_loss(format!("the snapshot manifest is unreadable: {e}")))?;
         let keep: std::collections::BTreeSet<&str> = manifest.files.iter().map(|e| e.path.as_str()).collect();
-        let present: BTreeMap<String, Found> = tree.walk(MAX_ENTRIES).await?.into_iter().map(|f| (f.rel.clone(), f)).collect();
+        let present: BTreeMap<String, Found> =
+            tree.walk(MAX_ENTRIES).await?.into_iter().filter(|f| !in_mount(&f.rel)).map(|f| (f.rel.clone(), f)).collect();
         for f in present.values() {
             if !keep.contains(f.rel.as_str()) {
                 let _ = tree.remove(&f.rel).await;
@@ -204,9 +231,55 @@ impl Runner {
         Ok(())
     }
 
+    /// Writes the Session's mounts (its Files and skills) read-only into
+    /// the workspace, replacing whatever the mount folders held that the
+    /// control plane does not list; unchanged files are not fetched again.
+    async fn mount(&self, tree: &Tree, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<(), Status> {
+        let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
+        let mounts: Vec<Mount> = serde_json::from_value(sandbox.get("mounts").cloned().unwrap_or(Value::Null)).unwrap_or_default();
+        if let Tree::Local(root) = tree {
+            // A mount folder is a real directory: anything else in its
+            // place (a link the agent made) goes.
+            for d in MOUNT_DIRS {
+                let p = root.join(d);
+                if std::fs::symlink_metadata(&p).is_ok_and(|m| !m.is_dir()) {
+                    let _ = std::fs::remove_file(&p);
+                }
+            }
+            if mounts.is_empty() && !MOUNT_DIRS.iter().any(|d| root.join(d).exists()) {
+                return Ok(());
+            }
+        }
+        let present: BTreeMap<String, Found> =
+            tree.walk(MAX_ENTRIES).await?.into_iter().filter(|f| in_mount(&f.rel)).map(|f| (f.rel.clone(), f)).collect();
+        for rel in present.keys().filter(|p| !mounts.iter().any(|m| &m.path == *p)) {
+            let _ = tree.remove(rel).await;
+        }
+        for m in &mounts {
+            if !in_mount(&m.path) || !m.path.split('/').all(|s| !s.is_empty() && s != "." && s != "..") {
+                return Err(Status::invalid_argument(format!("{:?} is not a mount path", m.path)));
+            }
+            if let Some(f) = present.get(&m.path)
+                && f.size == m.size_bytes
+                && tree.sha256(&m.path).await.is_ok_and(|sha| sha == m.sha256)
+            {
+                continue;
+            }
+            let _ = tree.remove(&m.path).await;
+            let chunks = self.download_kind(lease, &m.source, &m.sha256).await?;
+            tree.write(&m.path, 0o444, chunks).await?;
+        }
+        Ok(())
+    }
+
     /// A snapshot blob, a chunk at a time.
     async fn download(&self, lease: &pb::LeaseRef, sha256: &str) -> Result<Chunks, Status> {
-        let req = pb::GetBlobRequest { lease: Some(lease.clone()), kind: "snapshot".into(), sha256: sha256.into() };
+        self.download_kind(lease, "snapshot", sha256).await
+    }
+
+    /// A blob of `kind`, a chunk at a time.
+    async fn download_kind(&self, lease: &pb::LeaseRef, kind: &str, sha256: &str) -> Result<Chunks, Status> {
+        let req = pb::GetBlobRequest { lease: Some(lease.clone()), kind: kind.into(), sha256: sha256.into() };
         let stream = self.runs.clone().get_blob(req).await?.into_inner();
         Ok(Box::pin(stream.map(|c| c.map(|c| c.data))))
     }
@@ -261,7 +334,8 @@ impl Runner {
             }
             return Ok(());
         };
-        let found = tree.walk(MAX_ENTRIES).await?;
+        // Mounts are written again before every Run, never kept.
+        let found: Vec<Found> = tree.walk(MAX_ENTRIES).await?.into_iter().filter(|f| !in_mount(&f.rel)).collect();
         let mut entries = Vec::with_capacity(found.len());
         let mut seen = BTreeMap::new();
         for f in &found {
@@ -350,5 +424,20 @@ impl Runner {
         self.runs.clone().record_files(pb::FilesRequest { lease: Some(lease.clone()), files }).await?;
         local.outputs_sha256 = digest;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_mount;
+
+    #[test]
+    fn mount_folders_are_matched_by_whole_segments() {
+        for p in ["skills", "skills/greeting/SKILL.md", "uploads/file_1/notes.txt"] {
+            assert!(in_mount(p), "{p}");
+        }
+        for p in ["skillset/a", "uploads.txt", "outputs/skills/a", ""] {
+            assert!(!in_mount(p), "{p}");
+        }
     }
 }

@@ -20,7 +20,7 @@ pub struct Transcript {
     /// User messages that arrived while a model call was already under way
     /// (after the log position its context was read at): that call did not
     /// see them, so they belong after its output, not before it.
-    deferred: Vec<String>,
+    deferred: Vec<Vec<mg::ContentBlock>>,
     /// Seqs of the user messages at the end of `messages` since the last
     /// model call started (candidates for `deferred`).
     recent_user: Vec<i64>,
@@ -70,6 +70,21 @@ fn result_text(content: Option<&Value>) -> String {
     }
 }
 
+/// A user message's blocks: its text, then a File block per document or
+/// image it names (filled in from the workspace before the model call).
+fn user_blocks(payload: &Value) -> Vec<mg::ContentBlock> {
+    use mg::content_block::Block as B;
+    let mut out = vec![block(B::Text(text_of(payload, "content")))];
+    for b in payload.get("content").and_then(Value::as_array).into_iter().flatten() {
+        if matches!(b.get("type").and_then(Value::as_str), Some("document" | "image")) {
+            let file_id = b.pointer("/source/file_id").and_then(Value::as_str).unwrap_or_default().to_string();
+            let title = b.get("title").and_then(Value::as_str).unwrap_or_default().to_string();
+            out.push(block(B::File(mg::FileRef { file_id, title, ..Default::default() })));
+        }
+    }
+    out
+}
+
 fn block(b: mg::content_block::Block) -> mg::ContentBlock {
     mg::ContentBlock { block: Some(b) }
 }
@@ -117,7 +132,7 @@ impl Transcript {
             match ty {
                 E::UserMessage => {
                     self.flush_deferred();
-                    self.push("user", B::Text(text_of(&p, "content")));
+                    self.messages.push(mg::Message { role: "user".into(), content: user_blocks(&p) });
                     self.recent_user.push(e.seq);
                 }
                 // A model call read the log up to `context_seq`: messages
@@ -128,18 +143,7 @@ impl Transcript {
                     while let Some(seq) = self.recent_user.last().copied().filter(|s| *s > context) {
                         self.recent_user.pop();
                         match self.messages.pop() {
-                            Some(m) if m.role == "user" => {
-                                held.push(
-                                    m.content
-                                        .iter()
-                                        .filter_map(|b| match &b.block {
-                                            Some(B::Text(t)) => Some(t.clone()),
-                                            _ => None,
-                                        })
-                                        .collect::<Vec<_>>()
-                                        .join("\n"),
-                                );
-                            }
+                            Some(m) if m.role == "user" => held.push(m.content),
                             Some(m) => {
                                 self.messages.push(m);
                                 tracing::debug!(seq, "a message after the call's context is not at the end; left in place");
@@ -277,8 +281,8 @@ impl Transcript {
     /// Puts messages a finished call did not see after its output; called
     /// at the boundary before the next call.
     pub fn flush_deferred(&mut self) {
-        for text in std::mem::take(&mut self.deferred) {
-            self.push("user", mg::content_block::Block::Text(text));
+        for content in std::mem::take(&mut self.deferred) {
+            self.messages.push(mg::Message { role: "user".into(), content });
         }
     }
 
@@ -310,6 +314,21 @@ mod tests {
         assert!(t.needs_turn(), "a steering message owes another turn");
         t.absorb(&[ev(5, "user.message", r#"{"content":[{"type":"text","text":"newest"}]}"#)], 2);
         assert_eq!(t.messages.len(), 4, "each user message stays separate");
+    }
+
+    #[test]
+    fn a_message_naming_files_carries_a_file_block_for_each() {
+        use mg::content_block::Block as B;
+        let mut t = Transcript::default();
+        let p = r#"{"content":[{"type":"text","text":"see"},{"type":"document","source":{"type":"file","file_id":"file_1"},"title":"n"},
+            {"type":"image","source":{"type":"file","file_id":"file_2"}}]}"#;
+        t.absorb(&[ev(1, "user.message", p)], 1);
+        let blocks: Vec<_> = t.messages[0].content.iter().map(|b| b.block.clone().expect("block")).collect();
+        assert_eq!(blocks.len(), 3);
+        assert_eq!(blocks[0], B::Text("see".into()));
+        let B::File(f) = &blocks[1] else { panic!("{blocks:?}") };
+        assert_eq!((f.file_id.as_str(), f.title.as_str()), ("file_1", "n"));
+        assert!(matches!(&blocks[2], B::File(f) if f.file_id == "file_2"));
     }
 
     /// The race of the steering report: a message persisted after the log

@@ -124,6 +124,7 @@ impl SessionsService {
         a.draft.validate()?;
         a.draft.check_publishable()?;
         let definition = self.pin_tool_sources(&a.environment_id, a.draft.clone()).await?;
+        let definition = self.pin_skills(&a.environment_id, definition).await?;
         let v = AgentVersion {
             agent_id: a.id.clone(),
             environment_id: a.environment_id.clone(),

@@ -28,6 +28,10 @@ pub const MAX_MANIFEST_ENTRIES: usize = 100_000;
 pub enum BlobKind {
     Files,
     Snapshot,
+    /// The Session's copies of the Files it was given (read only).
+    Uploads,
+    /// Skill files of the versions the Session mounts (read only).
+    Skills,
 }
 
 impl BlobKind {
@@ -35,7 +39,9 @@ impl BlobKind {
         match s {
             "files" => Ok(BlobKind::Files),
             "snapshot" => Ok(BlobKind::Snapshot),
-            _ => Err(Error::invalid_field("kind", "kind must be files or snapshot")),
+            "uploads" => Ok(BlobKind::Uploads),
+            "skills" => Ok(BlobKind::Skills),
+            _ => Err(Error::invalid_field("kind", "kind must be files, snapshot, uploads or skills")),
         }
     }
 
@@ -43,6 +49,7 @@ impl BlobKind {
         match self {
             BlobKind::Files => MAX_FILE_BYTES as u64,
             BlobKind::Snapshot => MAX_SNAPSHOT_BLOB,
+            BlobKind::Uploads | BlobKind::Skills => 0,
         }
     }
 
@@ -50,6 +57,8 @@ impl BlobKind {
         match self {
             BlobKind::Files => "files",
             BlobKind::Snapshot => "snapshot",
+            BlobKind::Uploads => "uploads",
+            BlobKind::Skills => "skills",
         }
     }
 }
@@ -99,7 +108,7 @@ pub struct Materialised {
 }
 
 impl SessionsService {
-    fn blobs(&self) -> Result<&Arc<dyn BlobStore>> {
+    pub(crate) fn blobs(&self) -> Result<&Arc<dyn BlobStore>> {
         self.blobs.as_ref().ok_or_else(|| Error::unavailable("this installation has no blob store"))
     }
 
@@ -157,6 +166,9 @@ impl SessionsService {
         chunks: &mut (dyn futures_util::Stream<Item = Result<Bytes>> + Send + Unpin),
     ) -> Result<u64> {
         let kind = BlobKind::parse(kind)?;
+        if matches!(kind, BlobKind::Uploads | BlobKind::Skills) {
+            return Err(Error::invalid_field("kind", "uploads and skills are read only"));
+        }
         check_sha(sha256)?;
         let sid = self.session_of(lease).await?;
         self.blobs()?.put_stream(&key(&sid, kind, sha256), sha256, kind.max_bytes(), chunks).await
@@ -178,19 +190,30 @@ impl SessionsService {
         Ok(missing)
     }
 
-    /// A blob of the Session a lease holds, for restoring its workspace.
-    pub async fn read_blob(&self, lease: &Lease, kind: &str, sha256: &str, offset: u64, length: u64) -> Result<Bytes> {
+    /// Where a blob a lease's runner asks to read lives: the Session's own,
+    /// or a skill file of a version the Session mounts.
+    async fn readable_key(&self, lease: &Lease, kind: &str, sha256: &str) -> Result<String> {
         let kind = BlobKind::parse(kind)?;
         check_sha(sha256)?;
         let sid = self.session_of(lease).await?;
-        self.blobs()?.read(&key(&sid, kind, sha256), offset, length).await
+        if kind != BlobKind::Skills {
+            return Ok(key(&sid, kind, sha256));
+        }
+        if !self.may_read_skill_blob(&sid, sha256).await? {
+            return Err(Error::not_found("blob", sha256));
+        }
+        Ok(crate::skills::skill_key(sha256))
+    }
+
+    /// A blob of the Session a lease holds, for restoring its workspace.
+    pub async fn read_blob(&self, lease: &Lease, kind: &str, sha256: &str, offset: u64, length: u64) -> Result<Bytes> {
+        let key = self.readable_key(lease, kind, sha256).await?;
+        self.blobs()?.read(&key, offset, length).await
     }
 
     pub async fn blob_size(&self, lease: &Lease, kind: &str, sha256: &str) -> Result<u64> {
-        let kind = BlobKind::parse(kind)?;
-        check_sha(sha256)?;
-        let sid = self.session_of(lease).await?;
-        self.blobs()?.size(&key(&sid, kind, sha256)).await?.ok_or_else(|| Error::not_found("blob", sha256))
+        let key = self.readable_key(lease, kind, sha256).await?;
+        self.blobs()?.size(&key).await?.ok_or_else(|| Error::not_found("blob", sha256))
     }
 
     /// Records the workspace's newest snapshot; its manifest (and every
@@ -267,12 +290,15 @@ impl SessionsService {
     pub(crate) async fn sandbox_for(&self, session: &Session) -> Result<Value> {
         let rev = self.sandbox_revision(&session.pins.sandbox_profile_id, session.pins.sandbox_profile_revision).await?;
         let m = self.materialise(session, &rev.spec).await?;
+        let (mounts, skills) = self.mounts(session).await?;
         Ok(json!({
             "snapshot_sha256": m.state.snapshot_sha256,
             "fresh": m.fresh,
             "expires_at_ms": m.state.expires_ms,
             "unenforced": m.state.unenforced,
             "profile": rev.spec,
+            "mounts": mounts,
+            "skills": skills,
         }))
     }
 

@@ -344,6 +344,7 @@ impl Rpc for SessionsGrpc {
                 .map(|(i, e)| input(e).map_err(|e| Error { message: format!("initial_events[{i}]: {}", e.message), ..e }))
                 .collect::<Result<_>>()?,
             budget: r.budget.map(|b| (b.limit, metric_or_default(&b.metric))),
+            resources: r.resource_file_ids,
         };
         let (s, _) = self.svc.create_session(req).await?;
         ok(self.view(s).await?)

@@ -81,7 +81,7 @@ impl Rpc for RunnerGrpc {
             sandbox_json: w.sandbox.to_string(),
             execution_pins_json: w.run.execution_pins.to_string(),
             routing_profile_id: w.session.pins.model_routing_profile_id.clone().into(),
-            instructions: w.session.selection.instructions.clone(),
+            instructions: w.instructions.clone(),
             tools_json: serde_json::to_string(&w.tools).unwrap_or_else(|_| "[]".into()),
             principal_id: w.session.principal_id.clone().into(),
             environment_id: w.session.environment_id.clone().into(),

@@ -24,7 +24,9 @@ fn field_str<'a>(p: &'a Value, f: &str, ty: &str) -> Result<&'a str> {
         .ok_or_else(|| Error::invalid_field(&format!("payload.{f}"), format!("{ty} needs a string payload.{f}")))
 }
 
-fn check_content(p: &Value, field: &str) -> Result<()> {
+/// Content blocks: text, and (where `files` is set) document and image
+/// blocks naming a File, shape-checked by [`file_blocks`].
+fn check_content(p: &Value, field: &str, files: bool) -> Result<()> {
     let content = p
         .get(field)
         .and_then(Value::as_array)
@@ -41,12 +43,19 @@ fn check_content(p: &Value, field: &str) -> Result<()> {
                     b.get("text").and_then(Value::as_str).ok_or_else(|| Error::invalid_field(&f, "a text block needs a string text"))?;
                 total += t.len();
             }
-            Some(other) => return Err(Error::invalid_field(&f, format!("unknown content block type {other:?}; supported: text"))),
+            Some("document" | "image") if files => {}
+            Some(other) => {
+                let supported = if files { "text, document, image" } else { "text" };
+                return Err(Error::invalid_field(&f, format!("unknown content block type {other:?}; supported: {supported}")));
+            }
             None => return Err(Error::invalid_field(&f, "a content block needs a type")),
         }
     }
     if total > MAX_TEXT_BYTES {
         return Err(Error::invalid_field(&format!("payload.{field}"), "message text is limited to 256 KiB"));
+    }
+    if files {
+        file_blocks(&p[field])?;
     }
     Ok(())
 }
@@ -74,7 +83,7 @@ impl Input {
         }
         let mut thread_id = None;
         match event_type {
-            EventType::UserMessage => check_content(&p, "content")?,
+            EventType::UserMessage => check_content(&p, "content", true)?,
             EventType::UserInterrupt => {
                 if let Some(t) = p.get("session_thread_id").filter(|v| !v.is_null()) {
                     let t = t.as_str().ok_or_else(|| Error::invalid_field("payload.session_thread_id", "must be a string"))?;
@@ -96,7 +105,7 @@ impl Input {
             }
             EventType::UserCustomToolResult => {
                 field_str(&p, "custom_tool_use_id", event_type.as_str())?;
-                check_content(&p, "content")?;
+                check_content(&p, "content", false)?;
                 if p.get("is_error").is_some_and(|v| !v.is_boolean() && !v.is_null()) {
                     return Err(Error::invalid_field("payload.is_error", "is_error must be a boolean"));
                 }
@@ -457,6 +466,7 @@ mod tests {
         assert!(Input::parse("agent.message", json!({}), ME, cause()).is_err(), "only user events come from clients");
         assert!(Input::parse("user.message", json!({"content": []}), ME, cause()).is_err(), "empty content");
         assert!(Input::parse("user.message", json!({"content": [{"type": "image"}]}), ME, cause()).is_err());
+        assert!(Input::parse("user.message", json!({"content": [{"type": "audio"}]}), ME, cause()).is_err());
         assert!(Input::parse("user.message", json!({"content": [{"type": "text", "text": "x"}]}), "", cause()).is_err());
         assert!(
             Input::parse("user.message", json!({"content": [{"type": "text", "text": "x"}]}), ME, json!({"kind": "principal"})).is_err()

@@ -16,12 +16,17 @@ pub mod model;
 pub mod runners;
 pub mod runs;
 pub mod service;
+pub mod skills;
 pub mod store;
+pub mod upload_grpc;
+pub mod uploads;
 pub mod upstream;
 
 use checkfu_core::Result;
 use checkfu_proto::runner::v1::runner_service_server::RunnerServiceServer;
+use checkfu_proto::sessions::v1::files_service_server::FilesServiceServer;
 use checkfu_proto::sessions::v1::sessions_service_server::SessionsServiceServer;
+use checkfu_proto::sessions::v1::skills_service_server::SkillsServiceServer;
 use checkfu_store::{Db, Location, Migrations};
 use std::sync::Arc;
 
@@ -41,6 +46,15 @@ pub async fn open(location: &Location) -> Result<(SessionsService, Db)> {
 
 pub fn server(svc: SessionsService) -> SessionsServiceServer<grpc::SessionsGrpc> {
     SessionsServiceServer::new(grpc::SessionsGrpc { svc })
+}
+
+pub fn files_server(svc: SessionsService) -> FilesServiceServer<upload_grpc::UploadsGrpc> {
+    FilesServiceServer::new(upload_grpc::UploadsGrpc { svc })
+}
+
+pub fn skills_server(svc: SessionsService) -> SkillsServiceServer<upload_grpc::UploadsGrpc> {
+    // A bundle is at most 8 MiB (and its paths), sent in one message.
+    SkillsServiceServer::new(upload_grpc::UploadsGrpc { svc }).max_decoding_message_size(16 * 1024 * 1024)
 }
 
 pub fn runner_server(svc: SessionsService) -> RunnerServiceServer<grpc_runner::RunnerGrpc> {

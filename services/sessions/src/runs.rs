@@ -56,8 +56,27 @@ pub struct WorkItem {
     pub tail: Vec<Event>,
     /// Lets the runner call the gateways for this Run while its lease holds.
     pub capability: String,
-    /// The Session's sandbox: its snapshot, expiry and profile (`files.rs`).
+    /// The Session's sandbox: its snapshot, expiry, profile and mounts (`files.rs`).
     pub sandbox: Value,
+    /// What the model is told: the Session's instructions, then the skills
+    /// it may open.
+    pub instructions: String,
+}
+
+/// The Session's instructions followed by each mounted skill's name,
+/// description and `SKILL.md` path.
+fn with_skills(instructions: &str, skills: &Value) -> String {
+    let Some(list) = skills.as_array().filter(|l| !l.is_empty()) else { return instructions.to_string() };
+    let mut out = instructions.to_string();
+    if !out.is_empty() {
+        out.push_str("\n\n");
+    }
+    out.push_str("Skills are mounted read-only in the workspace; open a skill's SKILL.md before using it:");
+    for s in list {
+        let field = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        out.push_str(&format!("\n- {} ({}): {}", field("name"), field("path"), field("description")));
+    }
+    out
 }
 
 /// What an append assigned, and whether the Session's Budget now stops
@@ -284,7 +303,8 @@ impl SessionsService {
         let tools = self.run_tools(&session).await?;
         let capability = self.mint_capability(&session, &run, &tools)?;
         let sandbox = self.sandbox_for(&session).await?;
-        Ok(WorkItem { lease: Lease::of(&run), session, run, tools, tail, capability, sandbox })
+        let instructions = with_skills(&session.selection.instructions, &sandbox["skills"]);
+        Ok(WorkItem { lease: Lease::of(&run), session, run, tools, tail, capability, sandbox, instructions })
     }
 
     /// The tools a Session's Runs may use: its pinned version's, less those
@@ -462,5 +482,21 @@ impl SessionsService {
             .await?;
         metrics::counter!("checkfu_runs_completed_total", "stop_reason" => settled).increment(1);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_skills;
+    use serde_json::json;
+
+    #[test]
+    fn the_model_is_told_each_mounted_skill() {
+        assert_eq!(with_skills("Be brief.", &json!([])), "Be brief.", "no skills, no section");
+        let told =
+            with_skills("Be brief.", &json!([{"name": "greeting", "description": "Says hello", "path": "skills/greeting/SKILL.md"}]));
+        assert!(told.starts_with("Be brief.\n\n"), "{told}");
+        assert!(told.ends_with("\n- greeting (skills/greeting/SKILL.md): Says hello"), "{told}");
+        assert!(with_skills("", &json!([{"name": "a", "description": "d", "path": "p"}])).starts_with("Skills are mounted"));
     }
 }

@@ -51,6 +51,8 @@ pub struct SessionsService {
     pub(crate) token_key: Option<checkfu_core::capability::TokenKey>,
     /// Session files and workspace snapshots (`files.rs`).
     pub(crate) blobs: Option<Arc<dyn checkfu_blobs::BlobStore>>,
+    /// Files and skills: switched off or not, and how long Files live.
+    pub(crate) uploads: crate::uploads::UploadSettings,
 }
 
 /// Versions kept in memory; beyond this the cache starts over.
@@ -69,6 +71,8 @@ pub struct NewSession {
     pub tools: Option<Vec<String>>,
     pub skills: Option<Vec<String>>,
     pub initial_events: Vec<Input>,
+    /// Files given to the Session from the start (`resources`).
+    pub resources: Vec<String>,
     /// `(limit, metric)` of a session-scoped Budget.
     pub budget: Option<(i64, String)>,
 }
@@ -138,7 +142,14 @@ impl SessionsService {
             outbox_wake: None,
             token_key: None,
             blobs: None,
+            uploads: crate::uploads::UploadSettings::default(),
         }
+    }
+
+    /// Whether Files and skills are offered, and how long Files live.
+    pub fn with_upload_settings(mut self, settings: crate::uploads::UploadSettings) -> Self {
+        self.uploads = settings;
+        self
     }
 
     /// Keeps session files and workspace snapshots in `blobs`.
@@ -282,6 +293,16 @@ impl SessionsService {
         for e in &req.initial_events {
             d.apply(e)?;
         }
+        // The Session holds its copies of the Files before any Run can start.
+        let mut blocks = vec![];
+        for (i, r) in req.resources.iter().enumerate() {
+            blocks.push(FileBlock { file_id: checkfu_core::id::FileId::parse(&format!("resources[{i}].file_id"), r)?, image: false });
+        }
+        for e in req.initial_events.iter().filter(|e| e.event_type == EventType::UserMessage) {
+            blocks.extend(file_blocks(&e.payload["content"])?);
+        }
+        let files = self.files_for(&d.session.environment_id, &blocks).await?;
+        self.give_files(&d.session.id, &files).await?;
         let events = self.store.insert_session(&d.session, &d.events, &d.runs).await?;
         let mut session = d.session;
         session.last_seq = events.len() as i64;
@@ -383,6 +404,14 @@ impl SessionsService {
             && let Some(e) = self.confirm_in_session(session_id, &input).await?
         {
             return Ok((e, false));
+        }
+        if input.event_type == EventType::UserMessage {
+            let blocks = file_blocks(&input.payload["content"])?;
+            if !blocks.is_empty() {
+                let s = self.session(session_id).await?;
+                let files = self.files_for(&s.environment_id, &blocks).await?;
+                self.give_files(&s.id, &files).await?;
+            }
         }
         let ((id, dropped), _, events) = self
             .transact(session_id, |d| {

@@ -39,6 +39,7 @@ pub const VARIABLES: &[Variable] = &[
     var("CHECKFU_SECRETS_KEY", "secrets_key", Kind::Text),
     var("CHECKFU_CREDENTIAL_KEY_FILE", "credential_key_file", Kind::Text),
     var("CHECKFU_FEATURES_DISABLED", "features_disabled", Kind::Text),
+    var("CHECKFU_FILES_RETENTION_DAYS", "files_retention_days", Kind::Integer),
     var("CHECKFU_EGRESS_LISTEN", "egress_listen", Kind::Text),
     var("CHECKFU_EGRESS_ADVERTISE", "egress_advertise", Kind::Text),
     var("CHECKFU_BLOB_STORE", "blob_store", Kind::Text),

@@ -116,6 +116,10 @@ pub struct Config {
     /// answers 503 `unavailable` (`feature_disabled`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub features_disabled: String,
+    /// Days an uploaded File lives when its upload names no expiry; 0
+    /// keeps Files until they are deleted.
+    #[serde(default = "default_files_retention_days")]
+    pub files_retention_days: i64,
     pub limits: Limits,
     pub timing: Timing,
     pub runner: RunnerSettings,
@@ -237,6 +241,7 @@ impl Config {
             .into(),
             egress_advertise: None,
             features_disabled: String::new(),
+            files_retention_days: default_files_retention_days(),
             limits: Limits {
                 rate_limit_per_second: 2_000,
                 max_streams_per_principal: checkfu_gateway::streams::DEFAULT_MAX_PER_PRINCIPAL as u32,
@@ -370,6 +375,9 @@ fn validate(c: &Config, sources: &BTreeMap<String, Source>, env: &Env) -> Result
         return Err(fail("runner.id", format!("must be an rnr_ id, got {id:?}")));
     }
     checkfu_core::features::Disabled::parse(&c.features_disabled).map_err(|e| fail("features_disabled", e.message))?;
+    if !(0..=36_500).contains(&c.files_retention_days) {
+        return Err(fail("files_retention_days", "must be 0 (never) to 36500 days".into()));
+    }
     let sealer = c.secrets_key.as_ref().map(|k| Sealer::from_key(k.expose())).transpose().map_err(|e| fail("secrets_key", e.message))?;
     for (name, url) in &c.endpoints {
         let key = format!("endpoints.{name}");
@@ -421,3 +429,7 @@ impl Loaded {
 
 #[cfg(test)]
 mod tests;
+
+fn default_files_retention_days() -> i64 {
+    30
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 pub struct Sessions;
 
-/// How often expired sandboxes' snapshots are looked for.
+/// How often expired sandboxes' snapshots and expired uploads are looked for.
 const SANDBOX_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[async_trait::async_trait]
@@ -34,6 +34,10 @@ impl Play for Sessions {
             .with_tool_sources(tool_sources)
             .with_token_key(tokens)
             .with_blobs(Arc::new(blobs))
+            .with_upload_settings(checkfu_sessions::uploads::UploadSettings {
+                disabled: opts.features_disabled.clone(),
+                retention_days: opts.files_retention_days,
+            })
             .with_outbox_wake(relay.wake.clone())
             .with_lease_ms(opts.run_lease.as_millis() as i64);
         if let Some(r) = &node.redis {
@@ -42,6 +46,7 @@ impl Play for Sessions {
         node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));
         node.spawn(svc.clone().run_approval_sweeper(opts.approvals.sweep_every, node.shutdown.clone()));
         node.spawn(svc.clone().run_sandbox_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
+        node.spawn(svc.clone().run_upload_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
         if opts.embedded {
             // The previous process's runner died with it.
             let n = svc.release_orphaned_leases().await?;
@@ -51,6 +56,8 @@ impl Play for Sessions {
         }
         node.ready("sessions", svc.clone(), |s| async move { s.ready().await });
         node.serve(Role::Runner, checkfu_sessions::runner_server(svc.clone()));
+        node.serve(Role::Sessions, checkfu_sessions::files_server(svc.clone()));
+        node.serve(Role::Sessions, checkfu_sessions::skills_server(svc.clone()));
         node.serve(Role::Sessions, checkfu_sessions::server(svc));
         Ok(())
     }

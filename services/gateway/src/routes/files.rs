@@ -60,14 +60,20 @@ pub async fn file_content(
     let req = ss::ReadSessionFileRequest { session_id: id, path: q.path, offset: q.offset.unwrap_or(0), length: q.length.unwrap_or(0) };
     let w = st.sessions.clone().read_session_file(req).await?.into_inner();
     let f = w.file.unwrap_or_default();
-    let mut resp = w.data.into_response();
+    Ok(window(w.data, "application/octet-stream", f.size, &f.sha256))
+}
+
+/// A content window's response: its bytes in `media_type`, the whole
+/// file's size and digest in `checkfu-file-size` and `checkfu-file-sha256`.
+pub(crate) fn window(data: Vec<u8>, media_type: &str, size: i64, sha256: &str) -> Response {
+    let mut resp = data.into_response();
     let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
-    if let Ok(v) = HeaderValue::from_str(&f.size.to_string()) {
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_str(media_type).unwrap_or(HeaderValue::from_static("application/octet-stream")));
+    if let Ok(v) = HeaderValue::from_str(&size.to_string()) {
         h.insert("checkfu-file-size", v);
     }
-    if let Ok(v) = HeaderValue::from_str(&f.sha256) {
+    if let Ok(v) = HeaderValue::from_str(sha256) {
         h.insert("checkfu-file-sha256", v);
     }
-    Ok(resp)
+    resp
 }

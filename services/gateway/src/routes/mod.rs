@@ -11,7 +11,9 @@ pub mod governance;
 pub mod identity;
 pub mod runners;
 pub mod sessions;
+pub mod skills;
 pub mod tool_sources;
+pub mod uploads;
 pub mod vaults;
 pub mod webhooks;
 

@@ -98,6 +98,11 @@ async fn input_event(st: &AppState, caller: &Caller, e: bodies::InputEvent, fiel
         .ok_or_else(|| Error::invalid_field(&format!("{field}.caused_by"), "caused_by is required on every input, as {kind, id}"))?;
     require_speaks_for(st, caller, &authored_by, &format!("{field}.authored_by")).await?;
     check_cause(st, caller, &caused_by, &format!("{field}.caused_by")).await?;
+    if e.kind == EventType::UserMessage.as_str()
+        && let Some(p) = &e.payload
+    {
+        super::uploads::check_file_blocks(st, &authored_by, p).await?;
+    }
     Ok(ss::InputEvent {
         r#type: e.kind,
         payload_json: e.payload.as_ref().map(Value::to_string).unwrap_or_default(),
@@ -159,6 +164,7 @@ pub async fn create_session(
     for (i, e) in raw_events.into_iter().enumerate() {
         initial_events.push(input_event(&st, &caller, e, &format!("initial_events[{i}]")).await?);
     }
+    let resource_file_ids = super::uploads::resource_files(&st, &caller.principal_id, b.resources.as_deref().unwrap_or_default()).await?;
     if b.instructions.as_ref().is_some_and(|i| i.len() > 64 * 1024) {
         return Err(Error::invalid_field("instructions", "instructions are limited to 64 KiB").into());
     }
@@ -173,6 +179,7 @@ pub async fn create_session(
         initial_events,
         created_by: caller.principal_id.clone(),
         budget: b.budget.map(|x| ss::NewBudget { limit: x.limit, metric: x.metric.unwrap_or_default() }),
+        resource_file_ids,
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/sessions", &body, || async {
         created(views::session(&st.sessions.clone().create_session(req).await?.into_inner()))

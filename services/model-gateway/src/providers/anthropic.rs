@@ -32,6 +32,14 @@ fn block(b: &Block) -> Value {
         Block::ToolResult { tool_use_id, content, is_error } => {
             json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error})
         }
+        // Images and PDFs natively; other Files as text or a line naming them.
+        Block::File(f) if f.is_image() || f.is_pdf() => {
+            use base64::Engine;
+            let kind = if f.is_image() { "image" } else { "document" };
+            let data = base64::engine::general_purpose::STANDARD.encode(&f.data);
+            json!({"type": kind, "source": {"type": "base64", "media_type": f.media_type, "data": data}})
+        }
+        Block::File(f) => json!({"type": "text", "text": f.as_text()}),
     }
 }
 
@@ -244,6 +252,39 @@ mod tests {
             ],
             tools: vec![ToolSpec { name: "grep".into(), description: "Searches".into(), input_schema: json!({"type": "object"}) }],
         }
+    }
+
+    #[test]
+    fn files_go_as_images_documents_or_text() {
+        let file = |media_type: &str, text: &str, data: &[u8]| {
+            Block::File(FileRef {
+                file_id: "file_1".into(),
+                filename: "n".into(),
+                media_type: media_type.into(),
+                path: "uploads/file_1/n".into(),
+                text: text.into(),
+                data: data.to_vec(),
+                ..Default::default()
+            })
+        };
+        let req = ModelRequest {
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![
+                    file("image/png", "", b"png"),
+                    file("application/pdf", "", b"pdf"),
+                    file("text/plain", "alpha", b""),
+                    file("application/zip", "", b""),
+                ],
+            }],
+            ..Default::default()
+        };
+        let b = body(&candidate(Effort::Low), &req);
+        let c = &b["messages"][0]["content"];
+        assert_eq!(c[0], json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "cG5n"}}));
+        assert_eq!(c[1]["type"], "document");
+        assert_eq!(c[2]["text"], "<document name=\"n\" path=\"uploads/file_1/n\">\nalpha\n</document>");
+        assert!(c[3]["text"].as_str().unwrap().contains("is in the workspace at uploads/file_1/n"), "{c}");
     }
 
     #[tokio::test]

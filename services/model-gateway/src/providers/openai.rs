@@ -32,9 +32,33 @@ pub fn body(c: &Candidate, req: &ModelRequest) -> Value {
     for m in &req.messages {
         match m.role {
             Role::User => {
-                let text: Vec<&str> =
-                    m.content.iter().filter_map(|b| if let Block::Text(t) = b { Some(t.as_str()) } else { None }).collect();
-                if !text.is_empty() {
+                let text: Vec<String> = m
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        Block::Text(t) => Some(t.clone()),
+                        Block::File(f) if !f.is_image() => Some(f.as_text()),
+                        _ => None,
+                    })
+                    .collect();
+                // Images go natively, as data URLs beside the text.
+                let images: Vec<Value> = m
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        Block::File(f) if f.is_image() => {
+                            use base64::Engine;
+                            let data = base64::engine::general_purpose::STANDARD.encode(&f.data);
+                            Some(json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{data}", f.media_type)}}))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                if !images.is_empty() {
+                    let mut parts = vec![json!({"type": "text", "text": text.join("\n")})];
+                    parts.extend(images);
+                    messages.push(json!({"role": "user", "content": parts}));
+                } else if !text.is_empty() {
                     messages.push(json!({"role": "user", "content": text.join("\n")}));
                 }
                 for b in &m.content {

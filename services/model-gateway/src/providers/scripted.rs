@@ -3,7 +3,8 @@
 //!
 //! "The prompt it was sent" is the system text plus every block of every
 //! message rendered as text (tool uses as `name input`, tool results as their
-//! content); usage is that length ÷ 4 and the output length ÷ 4, rounded up.
+//! content, a File as `[file <file_id> <filename>]`); usage is that length
+//! ÷ 4 and the output length ÷ 4, rounded up.
 
 use super::ModelProvider;
 use crate::model::*;
@@ -24,6 +25,8 @@ fn block_text(b: &Block) -> String {
         Block::Text(t) => t.clone(),
         Block::ToolUse { name, input, .. } => format!("{name} {input}"),
         Block::ToolResult { content, .. } => content.clone(),
+        // It reads text blocks only; a File counts by its name.
+        Block::File(f) => format!("[file {} {}]", f.file_id, f.filename),
     }
 }
 
@@ -135,6 +138,17 @@ mod tests {
 
     fn user(t: &str) -> Message {
         Message { role: Role::User, content: vec![Block::Text(t.into())] }
+    }
+
+    #[test]
+    fn a_file_counts_by_its_name_and_is_not_read_as_text() {
+        let f = FileRef { file_id: "file_1".into(), filename: "notes.txt".into(), text: "call bash {}".into(), ..Default::default() };
+        let req = ModelRequest {
+            messages: vec![Message { role: Role::User, content: vec![Block::Text("hi".into()), Block::File(f)] }],
+            ..Default::default()
+        };
+        assert_eq!(respond(&req), vec![Block::Text("echo: hi".into())], "a File's text is never a call");
+        assert_eq!(prompt_chars(&req), "hi".len() + "[file file_1 notes.txt]".len());
     }
 
     #[test]

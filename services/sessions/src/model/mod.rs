@@ -5,9 +5,13 @@
 mod budget;
 mod files;
 mod runner;
+mod skills;
+mod uploads;
 pub use budget::{Budget, BudgetChange, BudgetMetric, BudgetStatus};
 pub use files::*;
 pub use runner::*;
+pub use skills::*;
+pub use uploads::*;
 
 use checkfu_core::id::{AgentId, DeploymentId, EnvironmentId, EventId, PrincipalId, RoutingProfileId, RunId, SandboxProfileId, SessionId};
 use checkfu_core::{Error, Result, string_enum};
@@ -96,8 +100,9 @@ pub struct AgentDefinition {
     pub model: ModelRef,
     #[serde(default)]
     pub tools: Vec<ToolDecl>,
+    /// The skills it mounts; a published version names each one's version.
     #[serde(default)]
-    pub skills: Vec<String>,
+    pub skills: Vec<SkillRef>,
     #[serde(default)]
     pub session_variable: SessionVariable,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -162,8 +167,14 @@ impl AgentDefinition {
                 }
             }
         }
-        for s in &self.skills {
-            check_tool_name("draft.skills", s)?;
+        if self.skills.len() > MAX_SKILLS {
+            return Err(Error::invalid_field("draft.skills", format!("at most {MAX_SKILLS} skills")).with_reason("too_many_skills"));
+        }
+        for (i, s) in self.skills.iter().enumerate() {
+            s.check(&format!("draft.skills[{i}]"))?;
+        }
+        for (i, s) in self.session_variable.skills.allowed.iter().enumerate() {
+            checkfu_core::id::SkillId::check(&format!("draft.session_variable.skills.allowed[{i}]"), s)?;
         }
         Ok(())
     }
@@ -199,7 +210,7 @@ impl AgentDefinition {
             }
         }
         for s in &self.session_variable.skills.allowed {
-            if !self.skills.contains(s) {
+            if !self.skills.iter().any(|r| &r.skill_id == s) {
                 return Err(Error::invalid_field(
                     "draft.session_variable.skills.allowed",
                     format!("{s:?} is not a skill this agent declares"),

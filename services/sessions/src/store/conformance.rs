@@ -101,6 +101,8 @@ async fn sessions_store_conformance() {
         budgets_travel_with_their_session(&*s).await;
         runners_pair_once_and_claim_only_their_pool(&*s).await;
         files_replace_by_path_and_sandboxes_expire(&*s).await;
+        uploads_expire_and_sessions_keep_their_copies(&*s).await;
+        skills_keep_one_active_name_and_immutable_versions(s.clone()).await;
         eprintln!("sessions store conformance passed on {name}");
     }
 }
@@ -478,4 +480,98 @@ async fn files_replace_by_path_and_sandboxes_expire(s: &dyn SessionsStore) {
     assert_eq!(s.expired_sandboxes(101, 10).await.expect("expired").len(), 1);
     s.put_sandbox(&SandboxState { snapshot_sha256: String::new(), ..sb }).await.expect("cleared");
     assert!(s.expired_sandboxes(101, 10).await.expect("expired").is_empty(), "a sandbox without a snapshot has nothing left to delete");
+}
+
+async fn uploads_expire_and_sessions_keep_their_copies(s: &dyn SessionsStore) {
+    let upload = |id: &str, by: &str, expires_ms: i64| UploadedFile {
+        id: tid(id),
+        environment_id: tid("env_up"),
+        filename: "notes.txt".into(),
+        media_type: "text/plain".into(),
+        size_bytes: 10,
+        sha256: "ab".repeat(32),
+        created_by: tid(by),
+        created_ms: 1,
+        expires_ms,
+    };
+    s.insert_upload(&upload("file_1", "prin_a", 100)).await.expect("insert");
+    s.insert_upload(&upload("file_2", "prin_b", 0)).await.expect("insert");
+    assert_eq!(s.get_upload(&tid("file_1")).await.expect("get"), Some(upload("file_1", "prin_a", 100)));
+    let page = checkfu_core::page::PageRequest { limit: 10, before_id: None };
+    let ids = |v: Vec<UploadedFile>| v.into_iter().map(|f| f.id.to_string()).collect::<Vec<_>>();
+    assert_eq!(ids(s.list_uploads(&["env_up".into()], "", &page).await.expect("list")), ["file_2", "file_1"], "newest first");
+    assert_eq!(ids(s.list_uploads(&["env_up".into()], "prin_a", &page).await.expect("list")), ["file_1"], "one uploader's");
+    assert!(s.list_uploads(&["env_other".into()], "", &page).await.expect("list").is_empty());
+    assert!(s.expired_uploads(100, 10).await.expect("expired").is_empty());
+    assert_eq!(ids(s.expired_uploads(101, 10).await.expect("expired")), ["file_1"], "0 never expires");
+
+    let copy = SessionUpload {
+        session_id: tid("sess_up"),
+        file_id: tid("file_1"),
+        filename: "notes.txt".into(),
+        media_type: "text/plain".into(),
+        size_bytes: 10,
+        sha256: "ab".repeat(32),
+        added_ms: 2,
+    };
+    s.add_session_upload(&copy).await.expect("copy");
+    s.add_session_upload(&SessionUpload { added_ms: 3, ..copy.clone() }).await.expect("a second record is ignored");
+    assert!(s.delete_upload(&tid("file_1")).await.expect("delete"));
+    assert!(!s.delete_upload(&tid("file_1")).await.expect("delete"), "once");
+    assert!(s.get_upload(&tid("file_1")).await.expect("get").is_none());
+    assert_eq!(s.session_uploads(&tid("sess_up")).await.expect("copies"), vec![copy], "the Session keeps its copy");
+}
+
+async fn skills_keep_one_active_name_and_immutable_versions(s: Arc<dyn SessionsStore>) {
+    let skill = |id: &str, name: &str| Skill {
+        id: tid(id),
+        environment_id: tid("env_sk"),
+        name: name.into(),
+        description: "d".into(),
+        latest_version: 1,
+        status: SkillStatus::Active,
+        created_by: tid("prin_a"),
+        created_ms: 1,
+        updated_ms: 1,
+    };
+    let version = |id: &str, v: i64, sha: &str| SkillVersion {
+        skill_id: tid(id),
+        version: v,
+        name: "greeting".into(),
+        description: format!("v{v}"),
+        files: vec![
+            SkillFile { path: "SKILL.md".into(), size_bytes: 3, sha256: sha.repeat(64) },
+            SkillFile { path: "scripts/hi.sh".into(), size_bytes: 7, sha256: "f".repeat(64) },
+        ],
+        created_by: tid("prin_a"),
+        created_ms: v,
+    };
+    s.insert_skill(&skill("skl_1", "greeting"), &version("skl_1", 1, "a")).await.expect("insert");
+    let e = s.insert_skill(&skill("skl_2", "greeting"), &version("skl_2", 1, "a")).await.expect_err("the name is taken");
+    assert_eq!(e.details["reason"], "name_taken");
+    assert!(s.get_skill(&tid("skl_2")).await.expect("get").is_none(), "nothing of the refused skill is kept");
+
+    // Two writers race for version 2: one wins.
+    let (a, b) = (s.clone(), s.clone());
+    let (x, y) = tokio::join!(async move { a.insert_skill_version(&version("skl_1", 2, "b")).await.expect("v2") }, async move {
+        b.insert_skill_version(&version("skl_1", 2, "c")).await.expect("v2")
+    });
+    assert!(x ^ y, "exactly one writer wins version 2");
+    let got = s.get_skill(&tid("skl_1")).await.expect("get").expect("exists");
+    assert_eq!((got.latest_version, got.description.as_str()), (2, "v2"));
+    assert_eq!(s.get_skill_version(&tid("skl_1"), 1).await.expect("v1"), Some(version("skl_1", 1, "a")), "version 1 is unchanged");
+    let listed = s.list_skill_versions(&tid("skl_1"), i64::MAX, 10).await.expect("versions");
+    assert_eq!(listed.iter().map(|v| v.version).collect::<Vec<_>>(), [2, 1]);
+    assert_eq!(s.list_skill_versions(&tid("skl_1"), 2, 10).await.expect("before 2").len(), 1);
+    let mut holding = s.skill_versions_holding(&"f".repeat(64)).await.expect("holding");
+    holding.sort();
+    assert_eq!(holding, vec![(tid("skl_1"), 1), (tid("skl_1"), 2)]);
+
+    // Archived: no new version; the name is free among active skills.
+    s.archive_skill(&tid("skl_1"), 5).await.expect("archive");
+    assert!(!s.insert_skill_version(&version("skl_1", 3, "d")).await.expect("v3"), "an archived skill takes no version");
+    let page = checkfu_core::page::PageRequest { limit: 10, before_id: None };
+    assert!(s.list_skills(&["env_sk".into()], false, &page).await.expect("list").is_empty());
+    assert_eq!(s.list_skills(&["env_sk".into()], true, &page).await.expect("list").len(), 1);
+    s.insert_skill(&skill("skl_3", "greeting"), &version("skl_3", 1, "a")).await.expect("the name is free again");
 }

@@ -12,6 +12,7 @@ mod group_commit;
 pub mod outbox;
 mod runners;
 mod sql;
+mod uploads;
 
 use crate::model::*;
 use checkfu_core::Result;
@@ -21,6 +22,7 @@ use checkfu_core::page::PageRequest;
 pub use files::FilesStore;
 pub use runners::RunnersStore;
 pub use sql::SqlSessionsStore;
+pub use uploads::UploadsStore;
 
 /// One atomic change to a Session.
 #[derive(Debug, Clone)]
@@ -60,7 +62,7 @@ pub struct SessionFilter {
 }
 
 #[async_trait::async_trait]
-pub trait SessionsStore: RunnersStore + FilesStore {
+pub trait SessionsStore: RunnersStore + FilesStore + UploadsStore {
     async fn insert_agent(&self, a: &Agent) -> Result<()>;
     async fn get_agent(&self, id: &AgentId) -> Result<Option<Agent>>;
     async fn list_agents(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Agent>>;
