@@ -27,9 +27,13 @@ struct Fixture {
 /// `S`, ToolSource `T` (2 s calls), agent `a` declaring T's tools plus read,
 /// write and bash (the last two allowed by a rule), holding use_connection.
 async fn fixture(what: &str) -> Option<Fixture> {
+    fixture_tuned(what, tempfile::tempdir().unwrap(), Tuning { allow_private_targets: true, ..Default::default() }).await
+}
+
+/// [`fixture`] in `dir`, with `tuning`.
+async fn fixture_tuned(what: &str, dir: tempfile::TempDir, tuning: Tuning) -> Option<Fixture> {
     let mcp = McpFixture::start(what, S, &[]).await?;
-    let dir = tempfile::tempdir().unwrap();
-    let p = Platform::start_timed(dir.path(), Tuning { allow_private_targets: true, ..Default::default() }).await;
+    let p = Platform::start_timed(dir.path(), tuning).await;
     let a = &p.admin;
     let c = a
         .post(
@@ -424,6 +428,58 @@ async fn oauth_refresh_tokens_are_traded_by_the_gateway_and_a_failed_refresh_is_
 }
 
 /// Every delivery so far, once one of type `t` arrived.
+/// Acceptance 18 (its second half): after a restart, and after a key
+/// rotation and `checkfu credentials rewrap` with only the new key left,
+/// the credential still opens and `add` still runs upstream.
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_18_a_call_still_works_after_a_restart_and_a_rewrap_to_the_new_key_alone() {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("credential.keys");
+    let b64 = |b: u8| base64::engine::general_purpose::STANDARD.encode([b; 32]);
+    std::fs::write(&keys, format!("old:{}\n", b64(7))).unwrap();
+    let tuning = || Tuning { allow_private_targets: true, credential_key_file: Some(keys.clone()), ..Default::default() };
+    let Some(f) = fixture_tuned("MCP after a rewrap", dir, tuning()).await else { return };
+    allow_source(&f.p, &f.source).await;
+    let add = |d: &str, admin: &str| json!({"agent_deployment_id": d, "initial_events": [message(admin, r#"call add {"a":2,"b":3}"#)]});
+    let Fixture { p, mcp, d, _dir: dir, .. } = f;
+    let calls = |p: &Platform| {
+        let body = add(&d.deployment_id, &p.admin_id);
+        let admin = Api::new(&p.base, &p.admin.key);
+        async move {
+            let s = admin.post("/v1/sessions", body).await;
+            expect(&s, 201, None);
+            settle(&admin, &id(&s.1)).await;
+            let evs = events(&admin, &id(&s.1)).await;
+            result_text(&evs)
+        }
+    };
+    assert_eq!(calls(&p).await, "5");
+    p.stop().await;
+
+    // Restarted on the same key.
+    let p = Platform::start_timed(dir.path(), tuning()).await;
+    assert_eq!(calls(&p).await, "5", "after a restart");
+    p.stop().await;
+
+    // The new key first, rewrapped by the command line, then the old line dropped.
+    std::fs::write(&keys, format!("new:{}\nold:{}\n", b64(9), b64(7))).unwrap();
+    let out = std::process::Command::new(procs::binary())
+        .args(["credentials", "--data-dir", dir.path().to_str().unwrap(), "rewrap", "--json"])
+        .env("CHECKFU_CREDENTIAL_KEY_FILE", &keys)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((done["rewrapped"].as_u64(), done["unreadable"].as_u64()), (Some(1), Some(0)), "{done}");
+    std::fs::write(&keys, format!("new:{}\n", b64(9))).unwrap();
+    let p = Platform::start_timed(dir.path(), tuning()).await;
+    assert_eq!(calls(&p).await, "5", "with only the new key");
+    let stats = mcp.stats().await;
+    assert_eq!(stats["tool_calls"], 3, "each call reached the server: {stats}");
+    p.stop().await;
+}
+
 async fn wait_for_hook(seen: &Deliveries, t: &str) -> String {
     for _ in 0..200 {
         let got = seen.lock().unwrap().join("\n");

@@ -256,23 +256,15 @@ impl ReachService {
         events: impl Fn(&Connection) -> Vec<checkfu_bus::Record>,
         f: impl Fn(&mut Connection) -> Result<()>,
     ) -> Result<(Connection, Connection)> {
-        for _ in 0..3 {
-            let current = self.get(id).await?;
-            if let Some(v) = expected_version
-                && v != current.version
-            {
-                return Err(Error::conflict(format!("connection is at version {}, not {v}", current.version))
-                    .with_details(json!({"current_version": current.version})));
-            }
-            let mut next = current.clone();
-            f(&mut next)?;
-            next.version += 1;
-            next.updated_ms = now_ms();
-            if self.store.update_connection(&next, current.version, &events(&next)).await? {
-                return Ok((current, next));
-            }
-        }
-        Err(Error::conflict("the connection changed concurrently; read it again"))
+        let store = &self.store;
+        let events = &events;
+        crate::versioned::change(
+            expected_version,
+            || self.get(id),
+            f,
+            |next: Connection, version| async move { store.update_connection(&next, version, &events(&next)).await },
+        )
+        .await
     }
 
     pub async fn update(&self, id: &str, ch: ConnectionChange, actor: &str) -> Result<Connection> {

@@ -68,11 +68,8 @@ impl WebFetcher {
         let mut url = Url::parse(url).map_err(|e| Error::invalid_field("url", format!("not a URL: {e}")))?;
         for _ in 0..=self.limits.max_redirects {
             let (host, addr) = self.check(&allowed, &url).await?;
-            let client = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
+            let client = crate::targets::pinned_client(&host, addr)
                 .timeout(self.limits.timeout)
-                .resolve(&host, addr)
                 .build()
                 .map_err(|e| Error::internal(format!("http client: {e}")))?;
             let resp = client

@@ -17,6 +17,7 @@ pub mod oauth;
 pub mod store;
 pub mod targets;
 pub mod tool_sources;
+pub mod versioned;
 
 use checkfu_core::Result;
 use checkfu_proto::capability::v1::capability_gateway_service_server::CapabilityGatewayServiceServer;

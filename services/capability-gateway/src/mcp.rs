@@ -163,11 +163,8 @@ async fn open(up: &Upstream) -> Result<Session, McpFailure> {
     let url = reqwest::Url::parse(&up.url).map_err(|_| McpFailure::Unreachable)?;
     let (host, port) = net::http_target(&url).map_err(|_| McpFailure::Unreachable)?;
     let addr = net::resolve_target(&host, port, up.allow_private).await.map_err(|_| McpFailure::Unreachable)?;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
+    let client = crate::targets::pinned_client(&host, addr)
         .default_headers(up.headers.clone())
-        .resolve(&host, addr)
         .connect_timeout(Duration::from_secs(10))
         .build()
         .map_err(|_| McpFailure::Unreachable)?;

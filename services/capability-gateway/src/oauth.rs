@@ -67,10 +67,7 @@ pub async fn refresh(g: &Grant<'_>, allow_private: bool, now_ms: i64) -> Result<
     let addr = net::resolve_target(&host, port, allow_private)
         .await
         .map_err(|_| RefreshFailed("the token endpoint could not be resolved to an address this installation may reach".into()))?;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .resolve(&host, addr)
+    let client = crate::targets::pinned_client(&host, addr)
         .timeout(Duration::from_secs(20))
         .build()
         .map_err(|_| RefreshFailed("no HTTP client".into()))?;

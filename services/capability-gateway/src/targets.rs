@@ -2,6 +2,14 @@
 //! also be public: `checkfu_core::net::is_public`). Both checks run on the
 //! first URL and on every redirect.
 
+/// An HTTP client builder that reaches `host` only at `addr`, the address
+/// checked before connecting (so a second DNS answer cannot send the
+/// request elsewhere), following no redirect and ignoring the process's
+/// proxy settings. Callers add their timeouts and headers.
+pub fn pinned_client(host: &str, addr: std::net::SocketAddr) -> reqwest::ClientBuilder {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).no_proxy().resolve(host, addr)
+}
+
 /// Whether `host` is on the allowlist: an exact entry, or a `*.suffix`
 /// entry covering a subdomain (not the bare suffix itself).
 pub fn host_allowed(allowed: &[String], host: &str) -> bool {

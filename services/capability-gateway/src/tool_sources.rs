@@ -160,23 +160,14 @@ impl ReachService {
         expected_version: Option<i64>,
         f: impl Fn(&mut ToolSource) -> Result<()>,
     ) -> Result<(ToolSource, ToolSource)> {
-        for _ in 0..3 {
-            let current = self.tool_source(id).await?;
-            if let Some(v) = expected_version
-                && v != current.version
-            {
-                return Err(Error::conflict(format!("tool source is at version {}, not {v}", current.version))
-                    .with_details(json!({"current_version": current.version})));
-            }
-            let mut next = current.clone();
-            f(&mut next)?;
-            next.version += 1;
-            next.updated_ms = now_ms();
-            if self.store.update_tool_source(&next, current.version).await? {
-                return Ok((current, next));
-            }
-        }
-        Err(Error::conflict("the tool source changed concurrently; read it again"))
+        let store = &self.store;
+        crate::versioned::change(
+            expected_version,
+            || self.tool_source(id),
+            f,
+            |next: ToolSource, version| async move { store.update_tool_source(&next, version).await },
+        )
+        .await
     }
 
     pub async fn update_tool_source(&self, id: &str, ch: ToolSourceChange, actor: &str) -> Result<ToolSource> {
@@ -290,12 +281,8 @@ impl ReachService {
         let Some(c) = c.filter(|c| c.status == ConnectionStatus::Active) else {
             return Err(failed("unreachable", "the Connection is disabled or revoked".into()));
         };
-        let (up, secrets) = self.upstream(&c, false).await.map_err(|f| failed(&f.code, f.message))?;
-        let mut listed = mcp::list_tools(&up).await;
-        if listed == Err(McpFailure::AuthenticationFailed) && self.refreshable(&c) {
-            let (up, _) = self.upstream(&c, true).await.map_err(|f| failed(&f.code, f.message))?;
-            listed = mcp::list_tools(&up).await;
-        }
+        let (listed, secrets) =
+            self.with_refresh(&c, |up| async move { mcp::list_tools(&up).await }).await.map_err(|f| failed(&f.code, f.message))?;
         let listed =
             listed.map_err(|f| failed(f.sync_type(), redact(&f.message(), &secrets.iter().map(String::as_str).collect::<Vec<_>>())))?;
         let tools = listed
@@ -395,14 +382,12 @@ impl ReachService {
             return Err(CallFailure::new("connection.unavailable", format!("connection {connection_id} is disabled or revoked")));
         };
         let timeout = Duration::from_secs(t.call_timeout_seconds.clamp(1, MAX_CALL_TIMEOUT_SECONDS) as u64);
-        let (up, mut secrets) = self.upstream(&c, false).await?;
-        let mut called = mcp::call_tool(&up, tool, arguments.clone(), timeout).await;
-        if called == Err(McpFailure::AuthenticationFailed) && self.refreshable(&c) {
-            // A 401 reached no tool: one refresh and one more try.
-            let (up, more) = self.upstream(&c, true).await?;
-            secrets.extend(more);
-            called = mcp::call_tool(&up, tool, arguments, timeout).await;
-        }
+        let (called, secrets) = self
+            .with_refresh(&c, |up| {
+                let arguments = arguments.clone();
+                async move { mcp::call_tool(&up, tool, arguments, timeout).await }
+            })
+            .await?;
         if c.credential.is_some() {
             let _ = self.store.touch_credential(&c.id, now_ms()).await;
         }
@@ -411,6 +396,28 @@ impl ReachService {
             Ok(r) => Ok(CallAnswer { text: redact(&r.text, &secrets), is_error: r.is_error }),
             Err(f) => Err(CallFailure { code: f.code(), message: redact(&f.message(), &secrets) }),
         }
+    }
+
+    /// Runs `attempt` against the Connection's upstream. A 401 reached no
+    /// tool, so with a refreshable credential it refreshes once and tries
+    /// again. The outcome, and every secret to redact from it.
+    async fn with_refresh<T, F, Fut>(
+        &self,
+        c: &Connection,
+        attempt: F,
+    ) -> std::result::Result<(std::result::Result<T, McpFailure>, Vec<String>), CallFailure>
+    where
+        F: Fn(Upstream) -> Fut,
+        Fut: std::future::Future<Output = std::result::Result<T, McpFailure>>,
+    {
+        let (up, mut secrets) = self.upstream(c, false).await?;
+        let mut outcome = attempt(up).await;
+        if matches!(outcome, Err(McpFailure::AuthenticationFailed)) && self.refreshable(c) {
+            let (up, more) = self.upstream(c, true).await?;
+            secrets.extend(more);
+            outcome = attempt(up).await;
+        }
+        Ok((outcome, secrets))
     }
 
     fn refreshable(&self, c: &Connection) -> bool {

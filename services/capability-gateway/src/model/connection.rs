@@ -146,6 +146,19 @@ pub fn check_url(field: &str, url: &str, allow_private: bool) -> Result<String> 
     Ok(parsed.to_string())
 }
 
+impl crate::versioned::Versioned for Connection {
+    const KIND: &'static str = "connection";
+
+    fn version(&self) -> i64 {
+        self.version
+    }
+
+    fn bump(&mut self, now_ms: i64) {
+        self.version += 1;
+        self.updated_ms = now_ms;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

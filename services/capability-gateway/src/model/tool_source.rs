@@ -123,6 +123,19 @@ pub fn bounded(tools: Vec<SourceTool>) -> std::result::Result<Vec<SourceTool>, S
     Ok(tools.into_iter().filter(|t| t.input_schema.is_object() && t.input_schema.to_string().len() <= MAX_SCHEMA_BYTES).collect())
 }
 
+impl crate::versioned::Versioned for ToolSource {
+    const KIND: &'static str = "tool source";
+
+    fn version(&self) -> i64 {
+        self.version
+    }
+
+    fn bump(&mut self, now_ms: i64) {
+        self.version += 1;
+        self.updated_ms = now_ms;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
