@@ -234,6 +234,9 @@ async fn confirmations_inside_the_session_settle_the_wait() {
     assert!(denied["payload"]["guidance"].as_str().unwrap().contains("not that file"), "{denied}");
     let resolved: Vec<&Value> = evs.iter().filter(|e| e["type"] == "action_approval.resolved").collect();
     assert_eq!(resolved.iter().map(|e| e["payload"]["decision"].as_str().unwrap()).collect::<Vec<_>>(), vec!["approve", "deny"]);
+    // The message travels with the decision, whoever records it in the Session.
+    assert_eq!(resolved[1]["payload"]["deny_message"], "not that file", "{}", resolved[1]);
+    assert!(resolved[0]["payload"].get("deny_message").is_none());
     // The approval records were decided in-session, with the responder.
     let all = a.get(&format!("/v1/action-approvals?session_id={sid}")).await;
     assert!(all.1["data"].as_array().unwrap().iter().all(|x| x["responder_principal_id"] == me.as_str()));

@@ -67,6 +67,7 @@ impl GovernanceService {
             responded_ms: None,
             decision: String::new(),
             standing_approval_id: String::new(),
+            deny_message: String::new(),
             settled: false,
             created_ms: now,
         };
@@ -136,6 +137,9 @@ impl GovernanceService {
         if r.standing_ttl_seconds < 0 {
             return Err(Error::invalid_field("standing.ttl_seconds", "ttl_seconds must be positive"));
         }
+        if !r.deny_message.is_empty() && (approve || !r.in_session || r.deny_message.len() > 4096) {
+            return Err(Error::invalid_field("deny_message", "a deny_message (at most 4 KiB) goes with a denial given inside the Session"));
+        }
         if r.standing_ttl_seconds > 0 && !approve {
             return Err(Error::invalid_field("standing", "a StandingApproval can only come from an approve response"));
         }
@@ -164,6 +168,7 @@ impl GovernanceService {
             responder_principal_id: r.responder_id.clone(),
             responded_ms: Some(now),
             response_token: String::new(),
+            deny_message: r.deny_message.clone(),
             ..a.clone()
         };
         let standing = if r.standing_ttl_seconds > 0 {

@@ -141,6 +141,7 @@ fn approval(a: crate::model::ActionApproval) -> pb::ActionApproval {
         expires_ms: a.expires_ms,
         responder_principal_id: a.responder_principal_id,
         responded_at: rfc3339_opt(a.responded_ms),
+        deny_message: a.deny_message,
         decision: a.decision,
         response_token: a.response_token,
         created_at: rfc3339(a.created_ms),
@@ -511,6 +512,7 @@ impl Rpc for GovernanceGrpc {
             standing_ttl_seconds: r.standing_ttl_seconds,
             responder_id: r.responder_id,
             in_session: r.in_session,
+            deny_message: r.deny_message,
         };
         ok(approval(self.svc.respond(&resp).await?))
     }

@@ -191,6 +191,9 @@ impl Transcript {
                     if let Some(o) = self.outstanding.iter_mut().find(|o| o.tool_use_id == id) {
                         o.decision = Some(Decision::from_wire(&str_field(&p, "decision")));
                         o.status = ApprovalStatus::parse("status", &str_field(&p, "status")).ok();
+                        if let Some(m) = p.get("deny_message").and_then(Value::as_str) {
+                            o.deny_message = Some(m.to_string());
+                        }
                     }
                 }
                 E::UserToolConfirmation => {
@@ -314,6 +317,18 @@ mod tests {
         assert!(t.needs_turn(), "a steering message owes another turn");
         t.absorb(&[ev(5, "user.message", r#"{"content":[{"type":"text","text":"newest"}]}"#)], 2);
         assert_eq!(t.messages.len(), 4, "each user message stays separate");
+    }
+
+    #[test]
+    fn a_denial_recorded_without_its_confirmation_still_carries_its_message() {
+        let mut t = Transcript::default();
+        let usep = r#"{"tool_use_id":"toolu_1","name":"write","input":{},"evaluated_permission":"require_approval"}"#;
+        t.absorb(&[ev(1, "user.message", r#"{"content":[{"type":"text","text":"go"}]}"#), ev(2, "agent.tool_use", usep)], 1);
+        let resolved =
+            r#"{"action_approval_id":"aapr_1","tool_use_id":"toolu_1","decision":"deny","status":"denied","deny_message":"not that"}"#;
+        t.absorb(&[ev(3, "action_approval.resolved", resolved)], 1);
+        let o = t.outstanding.iter().find(|o| o.tool_use_id == "toolu_1").expect("outstanding");
+        assert_eq!(o.deny_message.as_deref(), Some("not that"));
     }
 
     #[test]

@@ -24,6 +24,7 @@ fn resolved(a: &gov::ActionApproval) -> Resolved {
         decision: a.decision.clone(),
         status: a.status.clone(),
         responder_principal_id: a.responder_principal_id.clone(),
+        deny_message: a.deny_message.clone(),
     }
 }
 
@@ -49,6 +50,13 @@ impl SessionsService {
             standing_ttl_seconds: 0,
             responder_id: input.authored_by.clone(),
             in_session: true,
+            // Kept with the decision: whoever records the outcome in the
+            // Session (this call, or the sweeper racing it) delivers it.
+            deny_message: if decision == "deny" {
+                input.payload.get("deny_message").and_then(Value::as_str).unwrap_or_default().to_string()
+            } else {
+                String::new()
+            },
         };
         let approval = self.governance()?.respond_to_approval(req).await.map_err(Error::from)?.into_inner();
         let r = resolved(&approval);

@@ -161,6 +161,8 @@ pub struct Resolved {
     /// `approved`, `denied` or `expired`.
     pub status: String,
     pub responder_principal_id: String,
+    /// A denial's message for the agent, when one was given.
+    pub deny_message: String,
 }
 
 /// Who wrote system events: the platform itself.
@@ -334,13 +336,16 @@ impl Draft {
             return None;
         }
         let seq = self.next_seq();
-        let payload = json!({
+        let mut payload = json!({
             "action_approval_id": r.approval_id,
             "tool_use_id": r.tool_use_id,
             "decision": r.decision,
             "status": r.status,
             "responder_principal_id": (!r.responder_principal_id.is_empty()).then_some(&r.responder_principal_id),
         });
+        if !r.deny_message.is_empty() {
+            payload["deny_message"] = Value::String(r.deny_message.clone());
+        }
         let id = self.push(EventType::ActionApprovalResolved, None, system(), cause, payload);
         self.settle_wait(&r.tool_use_id, seq, &id);
         Some(id)

@@ -238,3 +238,59 @@ impl SessionsService {
         Ok((mounts, listed))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::conformance::{SID, service};
+    use checkfu_blobs::{BlobStore, ObjectBlobs, chunks_of};
+    use checkfu_core::sha256_hex;
+    use std::sync::Arc;
+
+    fn new_upload(sha256: &str) -> NewUpload {
+        NewUpload {
+            environment_id: "env_01jx0000000000000000000001".into(),
+            filename: "notes.txt".into(),
+            media_type: "text/plain; charset=utf-8".into(),
+            expires_in_seconds: None,
+            actor_id: "prin_01jx0000000000000000000001".into(),
+            sha256: sha256.into(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_expired_file_is_deleted_bytes_and_all_and_a_session_keeps_its_copy() {
+        let (svc, store, dir) = service().await;
+        let blobs = Arc::new(ObjectBlobs::open(dir.path().join("blobs").to_str().expect("utf-8")).expect("blobs"));
+        let svc = svc.with_blobs(blobs.clone());
+        let bytes = bytes::Bytes::from_static(b"alpha beta");
+        let sha = sha256_hex(&bytes);
+        let f = svc.create_upload(new_upload(&sha), &mut chunks_of(bytes.clone(), 3)).await.expect("upload");
+        assert_eq!((f.size_bytes, f.media_type.as_str()), (10, "text/plain"));
+        assert_eq!(f.expires_ms - f.created_ms, 30 * 86_400_000, "the default retention");
+        // Bytes that do not match their digest keep nothing.
+        let wrong = svc.create_upload(new_upload(&"0".repeat(64)), &mut chunks_of(bytes.clone(), 3)).await;
+        assert!(wrong.is_err());
+        let page = PageRequest { limit: 10, before_id: None };
+        assert_eq!(svc.list_uploads(&[f.environment_id.to_string()], "", &page).await.expect("list").len(), 1);
+
+        let session = SessionId::parse("id", SID).expect("sid");
+        svc.give_files(&session, std::slice::from_ref(&f)).await.expect("given");
+        store.delete_upload(&f.id).await.expect("forget the row");
+        store.insert_upload(&UploadedFile { expires_ms: 1, ..f.clone() }).await.expect("expired");
+        assert_eq!(svc.sweep_uploads().await.expect("sweep"), 1);
+        assert!(store.get_upload(&f.id).await.expect("get").is_none());
+        assert_eq!(blobs.size(&upload_key(&f)).await.expect("size"), None, "the bytes are destroyed");
+        assert_eq!(blobs.read(&session_key(&session, &sha), 0, 100).await.expect("copy"), bytes, "the Session's copy stays");
+        assert_eq!(svc.sweep_uploads().await.expect("sweep"), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn switched_off_files_answer_unavailable() {
+        let (svc, _, _dir) = service().await;
+        let svc = svc.with_upload_settings(UploadSettings { disabled: Disabled::parse("files").expect("list"), retention_days: 30 });
+        let e = svc.upload("file_01jx0000000000000000000001").await.expect_err("off");
+        assert_eq!((e.code, e.details["reason"].as_str()), (checkfu_core::Code::Unavailable, Some("feature_disabled")));
+        assert!(svc.skill("skl_01jx0000000000000000000001").await.is_err_and(|e| e.code == checkfu_core::Code::NotFound), "skills stay on");
+    }
+}

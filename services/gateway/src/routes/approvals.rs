@@ -108,6 +108,7 @@ pub async fn respond(
         standing_ttl_seconds: ttl,
         responder_id: caller.principal_id.clone(),
         in_session: false,
+        deny_message: String::new(),
     };
     let path = format!("POST /v1/action-approvals/{id}/responses");
     once(&st.idem, &caller.principal_id, &headers, &path, &body, || async {

@@ -73,6 +73,8 @@ pub struct ActionApproval {
     /// The Session has recorded the outcome.
     pub settled: bool,
     pub created_ms: i64,
+    /// What a denial given inside the Session tells the agent (at most 4 KiB).
+    pub deny_message: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,4 +125,6 @@ pub struct Response {
     /// Given inside the Session (`user.tool_confirmation`): the caller is
     /// authenticated on the Session itself, so no token is needed.
     pub in_session: bool,
+    /// Only with a denial given inside the Session.
+    pub deny_message: String,
 }

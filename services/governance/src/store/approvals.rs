@@ -66,6 +66,7 @@ fn approval(r: &AnyRow) -> Result<ActionApproval> {
         standing_approval_id: s("standing_approval_id")?,
         settled: r.try_get::<i64, _>("settled").map_err(db_err)? != 0,
         created_ms: r.try_get("created_ms").map_err(db_err)?,
+        deny_message: s("deny_message")?,
     })
 }
 
@@ -155,7 +156,7 @@ impl ApprovalStore for SqlGovernanceStore {
     async fn decide_approval(&self, a: &ActionApproval) -> Result<bool> {
         let r = sqlx::query(
             "UPDATE action_approvals SET status = $1, decision = $2, responder_principal_id = $3, responded_ms = $4, \
-             response_token = $5, standing_approval_id = $6 WHERE id = $7 AND status = 'pending'",
+             response_token = $5, standing_approval_id = $6, deny_message = $7 WHERE id = $8 AND status = 'pending'",
         )
         .bind(a.status.as_str())
         .bind(&a.decision)
@@ -163,6 +164,7 @@ impl ApprovalStore for SqlGovernanceStore {
         .bind(a.responded_ms)
         .bind(&a.response_token)
         .bind(&a.standing_approval_id)
+        .bind(&a.deny_message)
         .bind(&a.id)
         .execute(&self.db.pool)
         .await

@@ -255,6 +255,7 @@ fn pending(id: &str, tool_use_id: &str, expires_ms: i64) -> crate::model::Action
         standing_approval_id: String::new(),
         settled: false,
         created_ms: 1,
+        deny_message: String::new(),
     }
 }
 
@@ -284,8 +285,19 @@ async fn approvals_decide_once(s: &dyn GovernanceStore) {
     let denied = crate::model::ActionApproval { status: ApprovalStatus::Denied, ..approved.clone() };
     assert!(!s.decide_approval(&denied).await.expect("decide"), "only one decision wins");
     assert_eq!(s.get_approval("aapr_1").await.expect("get"), Some(approved));
-    assert_eq!(s.unsettled_approvals(10).await.expect("unsettled").len(), 1);
+    // A denial keeps its message for the Session.
+    let with_message = crate::model::ActionApproval {
+        status: ApprovalStatus::Denied,
+        decision: "deny".into(),
+        responded_ms: Some(60),
+        deny_message: "not that file".into(),
+        ..pending("aapr_3", "tu_3", 1_000)
+    };
+    assert!(s.decide_approval(&with_message).await.expect("decide"));
+    assert_eq!(s.get_approval("aapr_3").await.expect("get").expect("kept").deny_message, "not that file");
+    assert_eq!(s.unsettled_approvals(10).await.expect("unsettled").len(), 2);
     assert!(s.mark_settled("aapr_1").await.expect("mark"));
+    assert!(s.mark_settled("aapr_3").await.expect("mark"));
     assert!(s.unsettled_approvals(10).await.expect("unsettled").is_empty());
 }
 
