@@ -309,13 +309,14 @@ async fn acceptance_15_a_skill_is_versioned_by_form_and_json_and_its_bundle_chec
     expect(&s, 201, None);
     assert_eq!((s.1["name"].clone(), s.1["latest_version"].clone(), s.1["status"].clone()), (json!("greeting"), json!(1), json!("active")));
     assert_eq!(s.1["description"], "Says hello");
+    assert_eq!(s.1["version"], 1, "the version this write made");
     let sid = id(&s.1);
     assert!(sid.starts_with("skl_"));
     let v2 = skill_md("greeting", "Says hello, twice", "# Greeting v2");
     let body = json!({"files": [{"path": "SKILL.md", "content": v2}, {"path": "scripts/hi.sh", "content": "ZWNobyBoaSBoaQo=", "encoding": "base64"}]});
     let r = a.post(&format!("/v1/skills/{sid}/versions"), body).await;
     expect(&r, 201, None);
-    assert_eq!(r.1["version"], 2);
+    assert_eq!((r.1["version"].clone(), r.1["latest_version"].clone()), (json!(2), json!(2)));
     let got = a.get(&format!("/v1/skills/{sid}")).await;
     assert_eq!((got.1["latest_version"].clone(), got.1["description"].clone()), (json!(2), json!("Says hello, twice")));
     // Version 1 is unchanged.
@@ -406,6 +407,14 @@ async fn acceptance_16_a_pinned_skill_is_mounted_read_only_and_outlives_its_arch
     let kept = a.post("/v1/sessions", json!({"agent_deployment_id": dv.deployment_id, "initial_events": [read]})).await;
     settle(a, &id(&kept.1)).await;
     assert_eq!(results(&events(a, &id(&kept.1)).await), vec![(v2.clone(), false)], "mounted by default");
+    // Narrowed later: the next Run finds the mount gone.
+    let sel = a.post(&format!("/v1/sessions/{}/selection", id(&kept.1)), json!({"skills": []})).await;
+    expect(&sel, 200, None);
+    let again = a.post(&format!("/v1/sessions/{}/events", id(&kept.1)), read.clone()).await;
+    expect(&again, 201, None);
+    settle(a, &id(&kept.1)).await;
+    let r = results(&events(a, &id(&kept.1)).await);
+    assert!(r.len() == 2 && r[1].1, "the narrowed skill is unmounted: {r:?}");
 
     // A bare id pins the latest version.
     let d2 = deploy(a, &p.env_id, json!({"tools": [{"type": "builtin", "name": "read"}], "skills": [skill]})).await;

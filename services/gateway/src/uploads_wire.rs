@@ -56,6 +56,9 @@ pub struct Skill {
     pub created_by: String,
     pub created_at: String,
     pub updated_at: String,
+    /// On `POST /v1/skills` only: the version that write made (1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
 }
 
 pub fn skill(s: &ss::Skill) -> Skill {
@@ -69,6 +72,7 @@ pub fn skill(s: &ss::Skill) -> Skill {
         created_by: s.created_by.clone(),
         created_at: rfc3339(s.created_ms),
         updated_at: rfc3339(s.updated_ms),
+        version: None,
     }
 }
 
@@ -88,6 +92,10 @@ pub struct SkillVersion {
     pub files: Vec<SkillFile>,
     pub created_by: String,
     pub created_at: String,
+    /// On `POST /v1/skills/{id}/versions` only: the skill's latest_version
+    /// after this write (this version).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latest_version: Option<i64>,
 }
 
 pub fn skill_version(v: &ss::SkillVersion) -> SkillVersion {
@@ -99,6 +107,7 @@ pub fn skill_version(v: &ss::SkillVersion) -> SkillVersion {
         files: v.files.iter().map(|f| SkillFile { path: f.path.clone(), size_bytes: f.size_bytes, sha256: f.sha256.clone() }).collect(),
         created_by: v.created_by.clone(),
         created_at: rfc3339(v.created_ms),
+        latest_version: None,
     }
 }
 

@@ -152,8 +152,10 @@ impl Runner {
             return Ok(());
         }
         let tree = self.local_tree(&work.session_id);
-        self.restore_into(&tree, work, lease).await?;
-        self.mount(&tree, work, lease).await
+        // The mounts go in even when the snapshot could not be restored.
+        let restored = self.restore_into(&tree, work, lease).await;
+        let mounted = self.mount(&tree, work, lease).await;
+        restored.and(mounted)
     }
 
     /// The first time in a Run that its sandbox pod is used: restores it.

@@ -121,7 +121,8 @@ pub async fn create_skill(State(st): State<AppState>, caller: Caller, headers: H
     let body = fingerprint(&env, &sent.files);
     let req = ss::CreateSkillRequest { environment_id: env, files: sent.files, actor_id: caller.principal_id.clone() };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/skills", &body, || async {
-        super::created(wire::skill(&st.skills.clone().create_skill(req).await?.into_inner()))
+        let s = st.skills.clone().create_skill(req).await?.into_inner();
+        super::created(wire::Skill { version: Some(s.latest_version), ..wire::skill(&s) })
     })
     .await
 }
@@ -144,7 +145,8 @@ pub async fn create_version(
     let route = format!("POST /v1/skills/{id}/versions");
     let req = ss::CreateSkillVersionRequest { skill_id: id, files: sent.files, actor_id: caller.principal_id.clone() };
     once(&st.idem, &caller.principal_id, &headers, &route, &body, || async {
-        super::created(wire::skill_version(&st.skills.clone().create_skill_version(req).await?.into_inner()))
+        let v = st.skills.clone().create_skill_version(req).await?.into_inner();
+        super::created(wire::SkillVersion { latest_version: Some(v.version), ..wire::skill_version(&v) })
     })
     .await
 }
