@@ -67,8 +67,8 @@ fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
 /// Who calls whom on the mesh: the chart's NetworkPolicies must admit
 /// exactly these, as `checkfu_proto::mesh::allowed` does.
 const MESH_CALLERS: [(&str, &[&str]); 7] = [
-    ("governance", &["gateway", "sessions", "runner", "capability-gateway"]),
-    ("sessions", &["gateway", "capability-gateway", "runner"]),
+    ("governance", &["gateway", "sessions", "runner", "capability-gateway", "scheduler"]),
+    ("sessions", &["gateway", "capability-gateway", "runner", "scheduler"]),
     ("model-gateway", &["gateway", "runner"]),
     ("capability-gateway", &["gateway", "runner", "sessions"]),
     ("webhooks", &["gateway"]),
@@ -471,6 +471,7 @@ fn the_charts_mesh_callers_are_the_servers_authorization_table() {
             &[
                 "/checkfu.sessions.v1.SessionsService/CreateSession",
                 "/checkfu.sessions.v1.SessionsService/GetSessionSandbox",
+                "/checkfu.sessions.v1.FilesService/CreateFile",
                 "/checkfu.runner.v1.RunnerService/Claim",
             ],
         ),
@@ -487,7 +488,7 @@ fn the_charts_mesh_callers_are_the_servers_authorization_table() {
             ],
         ),
         ("webhooks", &["/checkfu.webhooks.v1.WebhooksService/CreateEndpoint"]),
-        ("scheduler", &["/checkfu.scheduler.v1.SchedulerService/GetServiceInfo"]),
+        ("scheduler", &["/checkfu.scheduler.v1.SchedulerService/CreateAutomation"]),
         ("memory", &["/checkfu.memory.v1.MemoryService/GetServiceInfo"]),
     ];
     for (role, paths) in methods {

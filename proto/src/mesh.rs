@@ -53,7 +53,7 @@ pub fn caller<T>(req: &tonic::Request<T>) -> Option<Caller> {
     req.extensions().get::<Caller>().copied()
 }
 
-use Role::{CapabilityGateway, Gateway, Runner, Sessions};
+use Role::{CapabilityGateway, Gateway, Runner, Scheduler, Sessions};
 
 /// The roles allowed to call the gRPC method at `path`
 /// (`/checkfu.sessions.v1.SessionsService/CreateSession`). Anything not
@@ -71,7 +71,10 @@ pub fn allowed(path: &str) -> &'static [Role] {
         // Session, never for a person they did not authenticate.
         ("checkfu.governance.v1.GovernanceService", m) => match m {
             "Bootstrap" => &[],
-            "Check" | "EvaluateAction" => &[Gateway, Sessions, Runner],
+            "Check" | "EvaluateAction" => &[Gateway, Sessions, Runner, Scheduler],
+            // An Automation's readiness reads its Environment and service
+            // Principal.
+            "GetEnvironment" | "GetPrincipal" => &[Gateway, Scheduler],
             // The gateway forwards a self-hosted Runner's request from the
             // public edge, with the Run's capability token (governance
             // requires it then).
@@ -80,7 +83,7 @@ pub fn allowed(path: &str) -> &'static [Role] {
             "RespondToApproval" => &[Gateway, Sessions],
             "ListUnsettledApprovals" | "MarkApprovalSettled" | "WithdrawApproval" => &[Sessions],
             // Services that change governed resources record it here.
-            "RecordAudit" => &[CapabilityGateway],
+            "RecordAudit" => &[CapabilityGateway, Scheduler],
             _ => &[Gateway],
         },
         ("checkfu.sessions.v1.SessionsService", m) => match m {
@@ -89,6 +92,9 @@ pub fn allowed(path: &str) -> &'static [Role] {
             "GetSessionSandbox" => &[Gateway, CapabilityGateway],
             // Whoever serves a runner checks its capability token.
             "VerifyCapability" => &[Gateway],
+            // An Automation's firing starts its child Session as the
+            // Automation's service Principal, and settles from it.
+            "CreateSession" | "GetSession" | "GetDeployment" | "GetAgent" | "ListEvents" => &[Gateway, Scheduler],
             _ => &[Gateway],
         },
         // The execution plane's protocol. On the mesh the managed runner

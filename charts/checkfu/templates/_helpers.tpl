@@ -48,8 +48,8 @@ refuses any other caller); the NetworkPolicies enforce the same at the
 network. The gateway and the runner call others but are called by none.
 */}}
 {{- define "checkfu.meshCallers" -}}
-governance: [gateway, sessions, runner, capability-gateway]
-sessions: [gateway, capability-gateway, runner]
+governance: [gateway, sessions, runner, capability-gateway, scheduler]
+sessions: [gateway, capability-gateway, runner, scheduler]
 model-gateway: [gateway, runner]
 capability-gateway: [gateway, runner, sessions]
 webhooks: [gateway]

@@ -118,6 +118,13 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::reach_cli::ToolSourcesAction,
     },
+    /// Automations: create, list, fire, pause, resume, delete, firings.
+    Automation {
+        #[command(flatten)]
+        client: crate::client::ClientArgs,
+        #[command(subcommand)]
+        action: crate::automation_cli::AutomationAction,
+    },
     /// Uploaded Files: upload (with progress), list, delete.
     Files {
         #[command(flatten)]
@@ -252,6 +259,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Connections { client, action } => crate::reach_cli::connections(client, action, &mut std::io::stdout()).await,
         Command::ToolSources { client, action } => crate::reach_cli::tool_sources(client, action, &mut std::io::stdout()).await,
+        Command::Automation { client, action } => crate::automation_cli::automation(client, action, &mut std::io::stdout()).await,
         Command::Files { client, action } => crate::uploads_cli::files(client, action, &mut std::io::stdout()).await,
         Command::Skills { client, action } => crate::uploads_cli::skills(client, action, &mut std::io::stdout()).await,
         Command::Credentials { settings, action } => {

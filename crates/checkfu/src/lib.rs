@@ -2,6 +2,7 @@
 //! set of roles on one listener. Tests boot whole meshes through it.
 
 pub mod approvals_cli;
+pub mod automation_cli;
 pub mod certs;
 pub mod cli;
 pub mod client;

@@ -108,6 +108,10 @@ pub const SUBSCRIBABLE: &[&str] = &[
     "connection.created",
     "connection.revoked",
     "connection.refresh_failed",
+    "automation.created",
+    "automation.paused",
+    "automation.resumed",
+    "automation.deleted",
 ];
 
 #[cfg(test)]

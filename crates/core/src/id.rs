@@ -257,6 +257,10 @@ typed_ids! {
     PairingId = "rpair";
     /// A file captured from a Session's outputs.
     FileId = "file";
+    /// An Automation: a job started by a schedule, a webhook or a request.
+    AutomationId = "auto";
+    /// One execution of an Automation.
+    FiringId = "afire";
 }
 
 #[cfg(test)]

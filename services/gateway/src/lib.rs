@@ -30,6 +30,7 @@ use checkfu_proto::capability::v1::tool_sources_service_client::ToolSourcesServi
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
+use checkfu_proto::scheduler::v1::scheduler_service_client::SchedulerServiceClient;
 use checkfu_proto::sessions::v1::files_service_client::FilesServiceClient;
 use checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient;
 use checkfu_proto::sessions::v1::skills_service_client::SkillsServiceClient;
@@ -57,6 +58,8 @@ pub struct AppState {
     /// Uploaded Files and skill bundles (the sessions service).
     pub files: FilesServiceClient<Transport>,
     pub skills: SkillsServiceClient<Transport>,
+    /// Automations and their firings.
+    pub scheduler: SchedulerServiceClient<Transport>,
     /// Per-principal request limits, shared by every gateway replica.
     pub limits: RateLimits,
     /// One shared live feed per followed Session (see `live.rs`).
@@ -126,6 +129,7 @@ pub struct Upstreams {
     pub model_gateway: Transport,
     pub webhooks: Transport,
     pub capability_gateway: Transport,
+    pub scheduler: Transport,
 }
 
 impl AppState {
@@ -154,6 +158,7 @@ impl AppState {
             sessions: SessionsServiceClient::new(up.sessions.clone()).max_decoding_message_size(MAX),
             files: FilesServiceClient::new(up.sessions.clone()).max_decoding_message_size(MAX),
             skills: SkillsServiceClient::new(up.sessions).max_decoding_message_size(MAX).max_encoding_message_size(MAX),
+            scheduler: SchedulerServiceClient::new(up.scheduler).max_decoding_message_size(MAX),
             models: ModelGatewayServiceClient::new(up.model_gateway).max_decoding_message_size(MAX),
             webhooks: WebhooksServiceClient::new(up.webhooks).max_decoding_message_size(MAX),
             connections: ConnectionsServiceClient::new(up.capability_gateway.clone()).max_decoding_message_size(MAX),
@@ -230,6 +235,7 @@ async fn method_not_allowed(req: Request, next: Next) -> Response {
         (name = "reach", description = "Connections, credentials, ConnectionVaults, ToolSources, capability status"),
         (name = "files", description = "Uploaded Files: given to Sessions as resources and message blocks"),
         (name = "skills", description = "Skills: versioned bundles mounted read-only into Sessions"),
+        (name = "automations", description = "Automations: work started without a person at a keyboard, run as a service Principal"),
     )
 )]
 pub struct ApiDoc;
@@ -251,8 +257,8 @@ impl utoipa::Modify for BearerAuth {
 /// handlers (so every route served is described). No fallback: see [`finish`].
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     use routes::{
-        approvals as a, budgets as b, catalog as c, connections as cn, files as f, governance as g, identity as i, runners as r,
-        sessions as s, skills as sk, tool_sources as ts, uploads as up, vaults as v, webhooks as w,
+        approvals as a, automations as au, budgets as b, catalog as c, connections as cn, files as f, governance as g, identity as i,
+        runners as r, sessions as s, skills as sk, tool_sources as ts, uploads as up, vaults as v, webhooks as w,
     };
     // Uploads and skill bundles take bodies past the API's 1 MiB default.
     let files = OpenApiRouter::new().routes(routes!(up::upload_file, up::list_files)).layer(DefaultBodyLimit::max(up::MAX_FORM_BYTES + 1));
@@ -342,6 +348,13 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(sk::get_version))
         .routes(routes!(sk::version_content))
         .routes(routes!(sk::archive_skill))
+        .routes(routes!(au::create_automation, au::list_automations))
+        .routes(routes!(au::get_automation, au::update_automation, au::delete_automation))
+        .routes(routes!(au::pause_automation))
+        .routes(routes!(au::resume_automation))
+        .routes(routes!(au::fire_automation))
+        .routes(routes!(au::list_firings))
+        .routes(routes!(au::get_firing))
         .with_state(state)
         .split_for_parts()
 }

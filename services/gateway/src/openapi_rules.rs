@@ -49,6 +49,8 @@ const COLLECTIONS: &[(&str, &str)] = &[
     ("tool-sources", "tsrc"),
     ("files", "file"),
     ("skills", "skl"),
+    ("automations", "auto"),
+    ("automation-firings", "afire"),
 ];
 
 /// A Connection's URL: `https`, a public host, at most 2,048 bytes, no
@@ -138,6 +140,19 @@ fn tool() -> Value {
             "properties": {"type": {"type": "string", "enum": ["tool_source"]}, "tool_source_id": id("tsrc"),
                 "tools": {"type": "array", "maxItems": 256, "items": tool_name()}}},
     ]})
+}
+
+/// An Automation's Agent target (`scheduler::model::AgentTarget`).
+fn agent_target() -> Value {
+    json!({"type": "object", "required": ["kind", "agent_deployment_id", "prompt"], "additionalProperties": false, "properties": {
+        "kind": {"type": "string", "enum": ["agent"]},
+        "agent_deployment_id": id("dep"),
+        "deployment_revision": {"type": "integer", "minimum": 1, "maximum": i64::from(i32::MAX)},
+        "prompt": {"type": "string", "maxLength": 16384},
+        "budget": {"type": "object", "required": ["limit"], "additionalProperties": false,
+            "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 1_000_000_000_000i64}, "metric": {"type": "string", "enum": ["model_spend", "model_tokens"]}}},
+        "session_target": {"type": "object", "required": ["mode"], "additionalProperties": false, "properties": {"mode": {"type": "string", "enum": ["start_new"]}}},
+    }})
 }
 
 /// A tool name (`sessions::model`): 1-64 of a-z, 0-9, `_`, `-`.
@@ -239,6 +254,9 @@ fn query_rule(path: &str, name: &str) -> Option<Value> {
         "status" if path.starts_with("/v1/sessions") => one_of(&["idle", "running", "rescheduling", "terminated"]),
         "status" if path.starts_with("/v1/action-approvals") => one_of(&["pending", "approved", "denied", "expired"]),
         "status" if path.starts_with("/v1/connections") => one_of(&["active", "disabled", "revoked"]),
+        "status" if path.starts_with("/v1/automations") => one_of(&["active", "paused"]),
+        "source" if path.starts_with("/v1/automations") => one_of(&["manual", "schedule", "webhook"]),
+        "state" if path.starts_with("/v1/automations") => one_of(&["running", "succeeded", "failed", "skipped"]),
         "kind" if path.starts_with("/v1/connections") => one_of(&["mcp", "http"]),
         "event_deltas" => {
             json!({"type": "string", "pattern": "^(agent\\.message|agent\\.thinking)(,(agent\\.message|agent\\.thinking))*$"})
@@ -304,6 +322,14 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
         ("CreateSession", "resources") => json!({"maxItems": 20, "items": {"type": "object", "required": ["type", "file_id"],
             "additionalProperties": false, "properties": {"type": {"type": "string", "enum": ["file"]}, "file_id": id("file")}}}),
         ("BundleFile", "encoding") => one_of(&["utf8", "base64"]),
+        // This build fires Automations manually: `[]` is the one trigger list.
+        ("CreateAutomation" | "UpdateAutomation", "triggers") => json!({"type": "array", "maxItems": 0}),
+        ("CreateAutomation" | "UpdateAutomation", "trigger") => json!({"enum": [null]}),
+        ("CreateAutomation" | "UpdateAutomation", "ingest_secret") => json!({"type": "string", "maxLength": 0}),
+        ("CreateAutomation" | "UpdateAutomation", "target") => agent_target(),
+        ("CreateAutomation" | "UpdateAutomation", "metadata") => json!({"type": "object", "maxProperties": 64}),
+        ("CreateAutomation", "service_principal_id") => id("prin"),
+        ("PauseAutomation", "note") => json!({"type": "string", "maxLength": 1000}),
         ("UploadForm", "expires_in_seconds") => json!({"type": "integer", "minimum": 3_600, "maximum": 31_536_000}),
         ("BundleFile", "path") => json!({"type": "string", "minLength": 1, "maxLength": 512}),
         ("CreateSkill" | "CreateSkillVersion", "files") => json!({"minItems": 1, "maxItems": 512}),

@@ -345,6 +345,7 @@ impl Rpc for SessionsGrpc {
                 .collect::<Result<_>>()?,
             budget: r.budget.map(|b| (b.limit, metric_or_default(&b.metric))),
             resources: r.resource_file_ids,
+            deployment_revision: r.deployment_revision,
         };
         let (s, _) = self.svc.create_session(req).await?;
         ok(self.view(s).await?)

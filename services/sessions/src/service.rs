@@ -73,6 +73,8 @@ pub struct NewSession {
     pub initial_events: Vec<Input>,
     /// Files given to the Session from the start (`resources`).
     pub resources: Vec<String>,
+    /// A revision of the deployment to run instead of its current one.
+    pub deployment_revision: Option<i64>,
     /// `(limit, metric)` of a session-scoped Budget.
     pub budget: Option<(i64, String)>,
 }
@@ -249,7 +251,11 @@ impl SessionsService {
                 return Err(Error::invalid_field("initial_events", "user.define_outcome may only be the first initial event"));
             }
         }
-        let dep = self.store.get_deployment(&deployment_id).await?.ok_or_else(|| Error::not_found("agent_deployment", &deployment_id))?;
+        let dep = match req.deployment_revision {
+            None => self.store.get_deployment(&deployment_id).await?,
+            Some(r) => self.store.get_deployment_at(&deployment_id, r).await?,
+        }
+        .ok_or_else(|| Error::not_found("agent_deployment", &deployment_id))?;
         let version = self
             .pinned_version(&dep.agent_id, dep.pins.agent_version)
             .await?

@@ -30,6 +30,7 @@ impl Play for Gateway {
             model_gateway: node.reach(Role::Gateway, Role::ModelGateway)?,
             webhooks: node.reach(Role::Gateway, Role::Webhooks)?,
             capability_gateway: node.reach(Role::Gateway, Role::CapabilityGateway)?,
+            scheduler: node.reach(Role::Gateway, Role::Scheduler)?,
         };
         let limiter: Arc<dyn checkfu_ephemeral::RateLimiter> = match &node.redis {
             Some(r) => Arc::new(r.clone()),

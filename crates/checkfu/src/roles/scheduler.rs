@@ -1,6 +1,8 @@
-//! The scheduler: Automations (a placeholder that answers GetServiceInfo).
+//! The scheduler: Automations, their firings, and the consumer that settles
+//! firings from their child Sessions' events.
 
-use super::{Assembly, Play};
+use super::{Assembly, Play, Store};
+use anyhow::Context;
 use checkfu_core::Role;
 
 pub struct Scheduler;
@@ -11,8 +13,21 @@ impl Play for Scheduler {
         Role::Scheduler
     }
 
+    fn stores(&self) -> &'static [Store] {
+        &[("scheduler", &checkfu_scheduler::MIGRATIONS)]
+    }
+
     async fn start(&self, node: &mut Assembly<'_>) -> anyhow::Result<()> {
-        node.serve(Role::Scheduler, checkfu_scheduler::server());
+        let opts = node.opts;
+        let governance = node.reach(Role::Scheduler, Role::Governance)?;
+        let sessions = node.reach(Role::Scheduler, Role::Sessions)?;
+        let (svc, db) = checkfu_scheduler::open(&opts.storage, governance, sessions).await.context("opening the scheduler store")?;
+        let relay = checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "scheduler");
+        let svc = svc.with_outbox_wake(relay.wake.clone());
+        node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));
+        node.spawn(checkfu_scheduler::consume(svc.clone(), node.bus.clone(), node.shutdown.clone()));
+        node.ready("scheduler", svc.clone(), |s| async move { s.ready().await });
+        node.serve(Role::Scheduler, checkfu_scheduler::server(svc));
         Ok(())
     }
 }

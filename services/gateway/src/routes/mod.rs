@@ -3,6 +3,7 @@
 //! nothing is served that the document does not describe.
 
 pub mod approvals;
+pub mod automations;
 pub mod budgets;
 pub mod catalog;
 pub mod connections;

@@ -85,6 +85,8 @@ pub trait SessionsStore: RunnersStore + FilesStore + UploadsStore {
     /// Records `d.revision` with `d.pins` if the deployment is at `d.revision - 1`.
     async fn insert_deployment_revision(&self, d: &Deployment) -> Result<bool>;
     async fn get_deployment(&self, id: &DeploymentId) -> Result<Option<Deployment>>;
+    /// The deployment as it was at `revision` (revisions are immutable).
+    async fn get_deployment_at(&self, id: &DeploymentId, revision: i64) -> Result<Option<Deployment>>;
     async fn list_deployments(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Deployment>>;
 
     /// Inserts a new Session with its first events (seq 1..n) and runs.

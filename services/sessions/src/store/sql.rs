@@ -620,6 +620,21 @@ impl SessionsStore for SqlSessionsStore {
         find_one(&self.db, "SELECT d.*, r.pins_json FROM deployments d JOIN deployment_revisions r ON r.deployment_id = d.id AND r.revision = d.revision WHERE d.id = $1", id, deployment).await
     }
 
+    async fn get_deployment_at(&self, id: &DeploymentId, revision: i64) -> Result<Option<Deployment>> {
+        sqlx::query(
+            "SELECT d.id, d.environment_id, d.key, d.agent_id, r.revision, d.created_ms, d.updated_ms, r.pins_json \
+             FROM deployments d JOIN deployment_revisions r ON r.deployment_id = d.id WHERE d.id = $1 AND r.revision = $2",
+        )
+        .bind(id)
+        .bind(revision)
+        .fetch_optional(&self.db.pool)
+        .await
+        .map_err(db_err)?
+        .as_ref()
+        .map(deployment)
+        .transpose()
+    }
+
     async fn list_deployments(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Deployment>> {
         let sql = "SELECT d.*, r.pins_json FROM deployments d JOIN deployment_revisions r ON r.deployment_id = d.id AND r.revision = d.revision \
                    WHERE d.environment_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3";

@@ -1,0 +1,138 @@
+//! `checkfu automation ...`: Automations from the command line, a client of
+//! the public API like any other, each command with `--json`.
+
+use crate::client::{Client, ClientArgs};
+use anyhow::Context;
+use clap::Subcommand;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum AutomationAction {
+    /// List the Automations of the Environments you may read.
+    List {
+        #[arg(long)]
+        environment: Option<String>,
+        /// active or paused.
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// Show one Automation, its readiness evaluated now.
+    Get { id: String },
+    /// Create an Automation with an Agent target, fired manually.
+    Create {
+        #[arg(long)]
+        environment: String,
+        #[arg(long)]
+        name: String,
+        /// The service Principal it runs as (you need act_as on it).
+        #[arg(long)]
+        service_principal: String,
+        #[arg(long)]
+        deployment: String,
+        /// The child's first message; `{{event.x}}` is filled from the event.
+        #[arg(long)]
+        prompt: String,
+    },
+    /// Fire it now, with an event from a JSON file (`-`: stdin).
+    Fire {
+        id: String,
+        #[arg(long)]
+        event_file: Option<PathBuf>,
+    },
+    /// Stop new firings (nothing admitted is cancelled).
+    Pause {
+        id: String,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Fire again (refused with the failing checks when it is not ready).
+    Resume { id: String },
+    /// Delete it (its firings stay readable).
+    Delete { id: String },
+    /// Its firings, newest first.
+    Firings { id: String },
+}
+
+fn automation_line(a: &Value) -> String {
+    format!(
+        "{}  {:<7} {}  {}  readiness {}  v{}",
+        a["id"].as_str().unwrap_or_default(),
+        a["status"].as_str().unwrap_or_default(),
+        a["name"].as_str().unwrap_or_default(),
+        a["target"]["agent_deployment_id"].as_str().unwrap_or_default(),
+        a["readiness"]["state"].as_str().unwrap_or_default(),
+        a["version"],
+    )
+}
+
+fn firing_line(f: &Value) -> String {
+    let error = f["error"]["reason"].as_str().map(|r| format!(" ({r})")).unwrap_or_default();
+    format!(
+        "{}  {:<8} {:<9}{}  children {}  {}",
+        f["id"].as_str().unwrap_or_default(),
+        f["source"].as_str().unwrap_or_default(),
+        f["state"].as_str().unwrap_or_default(),
+        error,
+        f["child_session_ids"].as_array().map(|c| c.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(",")).unwrap_or_default(),
+        f["created_at"].as_str().unwrap_or_default(),
+    )
+}
+
+fn read_event(path: &PathBuf) -> anyhow::Result<Value> {
+    let text = if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+    };
+    serde_json::from_str(&text).context("the event is not JSON")
+}
+
+pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut impl Write) -> anyhow::Result<()> {
+    let c = Client::new(&args)?;
+    let print = |out: &mut dyn Write, v: &Value, line: fn(&Value) -> String| -> anyhow::Result<()> {
+        if args.json {
+            writeln!(out, "{v}")?
+        } else {
+            writeln!(out, "{}", line(v))?
+        }
+        Ok(())
+    };
+    let at = |rest: &str| format!("{}/v1/automations{rest}", c.base);
+    match action {
+        AutomationAction::List { environment, status } => {
+            for v in crate::reach_cli::every(&c, &at(""), &[("environment_id", environment), ("status", status)]).await? {
+                print(out, &v, automation_line)?;
+            }
+            Ok(())
+        }
+        AutomationAction::Get { id } => print(out, &c.call(c.http.get(at(&format!("/{id}")))).await?, automation_line),
+        AutomationAction::Create { environment, name, service_principal, deployment, prompt } => {
+            let body = json!({"environment_id": environment, "name": name, "service_principal_id": service_principal, "triggers": [],
+                "target": {"kind": "agent", "agent_deployment_id": deployment, "prompt": prompt}});
+            print(out, &c.call(c.http.post(at("")).json(&body)).await?, automation_line)
+        }
+        AutomationAction::Fire { id, event_file } => {
+            let body = match &event_file {
+                Some(f) => json!({"event": read_event(f)?}),
+                None => json!({}),
+            };
+            print(out, &c.call(c.http.post(at(&format!("/{id}/fire"))).json(&body)).await?, firing_line)
+        }
+        AutomationAction::Pause { id, note } => {
+            let body = json!({"note": note});
+            print(out, &c.call(c.http.post(at(&format!("/{id}/pause"))).json(&body)).await?, automation_line)
+        }
+        AutomationAction::Resume { id } => {
+            print(out, &c.call(c.http.post(at(&format!("/{id}/resume"))).json(&json!({}))).await?, automation_line)
+        }
+        AutomationAction::Delete { id } => print(out, &c.call(c.http.delete(at(&format!("/{id}")))).await?, automation_line),
+        AutomationAction::Firings { id } => {
+            for v in crate::reach_cli::every(&c, &at(&format!("/{id}/firings")), &[]).await? {
+                print(out, &v, firing_line)?;
+            }
+            Ok(())
+        }
+    }
+}

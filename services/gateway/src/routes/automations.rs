@@ -1,0 +1,465 @@
+//! Automations (api.md §12.2, §12.5): writes (fire included) need `manage`
+//! on the Environment, reads `read`; creating one also needs `act_as` on its
+//! service Principal. An Automation in an Environment the caller cannot
+//! read does not exist (404).
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{JsonBody, Query};
+use crate::idempotency::once;
+use crate::views::{ErrorEnvelope, Page, opt, page};
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use checkfu_core::Error;
+use checkfu_core::time::rfc3339;
+use checkfu_proto::scheduler::v1 as pb;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use utoipa::{IntoParams, ToSchema};
+
+type J<T> = ApiResult<Json<T>>;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Automation {
+    pub id: String,
+    pub environment_id: String,
+    pub name: String,
+    pub service_principal_id: String,
+    /// `active` or `paused`.
+    pub status: String,
+    /// `null`, or `{code: manual | readiness_blocked | occurrence_failed, note}`.
+    #[schema(value_type = Option<Object>)]
+    pub pause_reason: Value,
+    #[schema(value_type = Vec<Object>)]
+    pub triggers: Value,
+    /// The first trigger, or `null`.
+    #[schema(value_type = Option<Object>)]
+    pub trigger: Value,
+    /// `{kind:"agent", agent_deployment_id, deployment_revision, prompt, budget?, session_target}`.
+    #[schema(value_type = Object)]
+    pub target: Value,
+    /// `{state: ready | blocked, checked_at, checks:[{name, status, reason, resource_id?}]}`, evaluated for this answer.
+    #[schema(value_type = Object)]
+    pub readiness: Value,
+    #[schema(value_type = Object)]
+    pub managed_by: Value,
+    #[schema(value_type = Object)]
+    pub metadata: Value,
+    pub version: i64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+fn doc(s: &str) -> Value {
+    serde_json::from_str(s).unwrap_or(Value::Null)
+}
+
+fn automation(a: &pb::Automation) -> Automation {
+    let triggers = doc(&a.triggers_json);
+    Automation {
+        id: a.id.clone(),
+        environment_id: a.environment_id.clone(),
+        name: a.name.clone(),
+        service_principal_id: a.service_principal_id.clone(),
+        status: a.status.clone(),
+        pause_reason: doc(&a.pause_reason_json),
+        trigger: triggers.get(0).cloned().unwrap_or(Value::Null),
+        triggers,
+        target: doc(&a.target_json),
+        readiness: doc(&a.readiness_json),
+        managed_by: doc(&a.managed_by_json),
+        metadata: doc(&a.metadata_json),
+        version: a.version,
+        created_at: rfc3339(a.created_ms),
+        updated_at: rfc3339(a.updated_ms),
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FiringUsage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub model_spend_micro_usd: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Firing {
+    pub id: String,
+    pub automation_id: String,
+    pub environment_id: String,
+    /// `manual`, `schedule` or `webhook`.
+    pub source: String,
+    #[schema(value_type = Option<Object>)]
+    pub event: Value,
+    pub scheduled_for: Option<String>,
+    pub dedupe_value: Option<String>,
+    pub actor_principal_id: Option<String>,
+    pub automation_version: i64,
+    #[schema(value_type = Option<Object>)]
+    pub graph: Value,
+    /// `running`, `succeeded`, `failed` or `skipped`.
+    pub state: String,
+    pub child_session_ids: Vec<String>,
+    /// `null` for an Agent target.
+    #[schema(value_type = Option<Object>)]
+    pub program: Value,
+    pub usage: FiringUsage,
+    /// `null`, or `{reason, message}`.
+    #[schema(value_type = Option<Object>)]
+    pub error: Value,
+    pub created_at: String,
+    pub settled_at: Option<String>,
+}
+
+fn firing(f: &pb::Firing) -> Firing {
+    let u = f.usage.unwrap_or_default();
+    Firing {
+        id: f.id.clone(),
+        automation_id: f.automation_id.clone(),
+        environment_id: f.environment_id.clone(),
+        source: f.source.clone(),
+        event: doc(&f.event_json),
+        scheduled_for: (f.scheduled_for_ms > 0).then(|| rfc3339(f.scheduled_for_ms)),
+        dedupe_value: opt(&f.dedupe_value),
+        actor_principal_id: opt(&f.actor_principal_id),
+        automation_version: f.automation_version,
+        graph: Value::Null,
+        state: f.state.clone(),
+        child_session_ids: f.child_session_ids.clone(),
+        program: Value::Null,
+        usage: FiringUsage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd },
+        error: doc(&f.error_json),
+        created_at: rfc3339(f.created_ms),
+        settled_at: (f.settled_ms > 0).then(|| rfc3339(f.settled_ms)),
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateAutomation {
+    pub environment_id: String,
+    /// 1–200 printable characters, unique in the Environment.
+    pub name: String,
+    /// A `service` Principal the caller may `act_as`; it must hold `invoke` on the target's Agent.
+    pub service_principal_id: String,
+    /// 0–2 entries; `[]` (the default) fires manually only.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub triggers: Option<Value>,
+    /// One trigger, instead of `triggers`.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub trigger: Option<Value>,
+    #[schema(value_type = Object)]
+    pub target: Value,
+    #[serde(default)]
+    pub ingest_secret: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateAutomation {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub triggers: Option<Value>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub trigger: Option<Value>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub target: Option<Value>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+    #[serde(default)]
+    pub ingest_secret: Option<String>,
+    #[serde(default)]
+    pub expected_version: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PauseAutomation {
+    #[serde(default)]
+    pub expected_version: Option<i64>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeAutomation {
+    #[serde(default)]
+    pub expected_version: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FireAutomation {
+    /// Any JSON; the prompt is rendered against it.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub event: Option<Value>,
+}
+
+fn body<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
+    Ok(crate::bodies::parse(v)?)
+}
+
+/// `triggers` as the service takes it: the list, or the one `trigger`.
+fn triggers_of(triggers: &Option<Value>, trigger: &Option<Value>) -> ApiResult<Option<String>> {
+    match (triggers.as_ref().filter(|t| !t.is_null()), trigger.as_ref().filter(|t| !t.is_null())) {
+        (Some(_), Some(_)) => Err(Error::invalid_field("trigger", "send triggers or trigger, not both").into()),
+        (Some(t), None) => Ok(Some(t.to_string())),
+        (None, Some(t)) => Ok(Some(json!([t]).to_string())),
+        (None, None) => Ok(None),
+    }
+}
+
+/// The Automation, if the caller may read its Environment (else 404).
+async fn readable(st: &AppState, caller: &Caller, id: &str) -> ApiResult<pb::Automation> {
+    checkfu_core::id::AutomationId::check("id", id)?;
+    let a = st.scheduler.clone().get_automation(pb::GetByIdRequest { id: id.into() }).await?.into_inner();
+    if st.allowed(&caller.principal_id, "read", "environment", &a.environment_id, &a.environment_id).await? {
+        Ok(a)
+    } else {
+        Err(Error::not_found("automation", id).into())
+    }
+}
+
+/// The Automation, if the caller may change it (`manage`).
+async fn writable(st: &AppState, caller: &Caller, id: &str) -> ApiResult<pb::Automation> {
+    let a = readable(st, caller, id).await?;
+    st.require(caller, "manage", "environment", &a.environment_id, &a.environment_id).await?;
+    Ok(a)
+}
+
+fn ingest_refused() -> Error {
+    Error::invalid_field("ingest_secret", "an ingest secret goes with a webhook trigger, which this installation does not offer yet")
+        .with_reason("capability_unavailable")
+}
+
+#[utoipa::path(post, path = "/v1/automations", tag = "automations", request_body = CreateAutomation,
+    responses((status = 201, body = Automation), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn create_automation(
+    State(st): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    JsonBody(raw): JsonBody,
+) -> ApiResult<Response> {
+    let b: CreateAutomation = body(&raw)?;
+    st.require_manage(&caller, &b.environment_id).await?;
+    super::sessions::require_speaks_for(&st, &caller, &b.service_principal_id, "service_principal_id").await?;
+    if b.ingest_secret.as_deref().is_some_and(|s| !s.is_empty()) {
+        return Err(ingest_refused().into());
+    }
+    let req = pb::CreateAutomationRequest {
+        environment_id: b.environment_id,
+        name: b.name,
+        service_principal_id: b.service_principal_id,
+        triggers_json: triggers_of(&b.triggers, &b.trigger)?.unwrap_or_default(),
+        target_json: b.target.to_string(),
+        metadata_json: b.metadata.map(|m| m.to_string()).unwrap_or_default(),
+        ingest_secret: String::new(),
+        actor_id: caller.principal_id.clone(),
+    };
+    once(&st.idem, &caller.principal_id, &headers, "POST /v1/automations", &raw, || async {
+        let w = st.scheduler.clone().create_automation(req).await?.into_inner();
+        super::created(automation(&w.automation.unwrap_or_default()))
+    })
+    .await
+}
+
+/// `?environment_id=&status=&limit=&page=`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AutomationQuery {
+    /// 1 to 100; default 20.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// The `next_page` token of the previous page.
+    #[serde(default)]
+    pub page: Option<String>,
+    /// Only this Environment.
+    #[serde(default)]
+    pub environment_id: Option<String>,
+    /// `active` or `paused`.
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+#[utoipa::path(get, path = "/v1/automations", tag = "automations", params(AutomationQuery),
+    responses((status = 200, description = "Newest first", body = Page<Automation>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_automations(State(st): State<AppState>, caller: Caller, Query(q): Query<AutomationQuery>) -> J<Page<Automation>> {
+    let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
+    let req = pb::ListAutomationsRequest {
+        environment_ids: envs,
+        status: q.status.unwrap_or_default(),
+        limit: super::explicit_limit(q.limit),
+        page: q.page.unwrap_or_default(),
+    };
+    let r = st.scheduler.clone().list_automations(req).await?.into_inner();
+    Ok(Json(page(&r.data, &r.next_page, automation)))
+}
+
+#[utoipa::path(get, path = "/v1/automations/{id}", tag = "automations", params(("id" = String, Path)),
+    responses((status = 200, body = Automation), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_automation(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<Automation> {
+    Ok(Json(automation(&readable(&st, &caller, &id).await?)))
+}
+
+#[utoipa::path(post, path = "/v1/automations/{id}", tag = "automations", params(("id" = String, Path)), request_body = UpdateAutomation,
+    responses((status = 200, body = Automation), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn update_automation(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(raw): JsonBody,
+) -> J<Automation> {
+    let b: UpdateAutomation = body(&raw)?;
+    writable(&st, &caller, &id).await?;
+    if b.ingest_secret.as_deref().is_some_and(|s| !s.is_empty()) {
+        return Err(ingest_refused().into());
+    }
+    let req = pb::UpdateAutomationRequest {
+        id,
+        name: b.name,
+        triggers_json: triggers_of(&b.triggers, &b.trigger)?,
+        target_json: b.target.map(|t| t.to_string()),
+        metadata_json: b.metadata.map(|m| m.to_string()),
+        ingest_secret: None,
+        expected_version: b.expected_version,
+        actor_id: caller.principal_id,
+    };
+    let w = st.scheduler.clone().update_automation(req).await?.into_inner();
+    Ok(Json(automation(&w.automation.unwrap_or_default())))
+}
+
+#[utoipa::path(post, path = "/v1/automations/{id}/pause", tag = "automations", params(("id" = String, Path)), request_body = PauseAutomation,
+    responses((status = 200, body = Automation), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn pause_automation(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(raw): JsonBody,
+) -> J<Automation> {
+    let b: PauseAutomation = body(&raw)?;
+    writable(&st, &caller, &id).await?;
+    let req = pb::PauseAutomationRequest {
+        id,
+        expected_version: b.expected_version,
+        note: b.note.unwrap_or_default(),
+        actor_id: caller.principal_id,
+    };
+    Ok(Json(automation(&st.scheduler.clone().pause_automation(req).await?.into_inner())))
+}
+
+#[utoipa::path(post, path = "/v1/automations/{id}/resume", tag = "automations", params(("id" = String, Path)), request_body = ResumeAutomation,
+    responses((status = 200, body = Automation), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn resume_automation(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(raw): JsonBody,
+) -> J<Automation> {
+    let b: ResumeAutomation = body(&raw)?;
+    writable(&st, &caller, &id).await?;
+    let req = pb::ResumeAutomationRequest { id, expected_version: b.expected_version, actor_id: caller.principal_id };
+    Ok(Json(automation(&st.scheduler.clone().resume_automation(req).await?.into_inner())))
+}
+
+#[utoipa::path(delete, path = "/v1/automations/{id}", tag = "automations", params(("id" = String, Path)),
+    responses((status = 200, description = "Deleted, with its last state; its firings stay readable", body = Automation),
+        (status = "4XX", body = ErrorEnvelope)))]
+pub async fn delete_automation(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<Automation> {
+    writable(&st, &caller, &id).await?;
+    let req = pb::ActorRequest { id, actor_id: caller.principal_id };
+    Ok(Json(automation(&st.scheduler.clone().delete_automation(req).await?.into_inner())))
+}
+
+#[utoipa::path(post, path = "/v1/automations/{id}/fire", tag = "automations", params(("id" = String, Path)), request_body = FireAutomation,
+    responses((status = 201, body = Firing), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn fire_automation(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    JsonBody(raw): JsonBody,
+) -> ApiResult<Response> {
+    let b: FireAutomation = body(&raw)?;
+    writable(&st, &caller, &id).await?;
+    let route = format!("POST /v1/automations/{id}/fire");
+    let req = pb::FireAutomationRequest {
+        id,
+        event_json: b.event.filter(|e| !e.is_null()).map(|e| e.to_string()).unwrap_or_default(),
+        actor_id: caller.principal_id.clone(),
+    };
+    once(&st.idem, &caller.principal_id, &headers, &route, &raw, || async {
+        super::created(firing(&st.scheduler.clone().fire_automation(req).await?.into_inner()))
+    })
+    .await
+}
+
+/// `?source=&state=&limit=&page=`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FiringQuery {
+    /// 1 to 100; default 20.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// The `next_page` token of the previous page.
+    #[serde(default)]
+    pub page: Option<String>,
+    /// `manual`, `schedule` or `webhook`.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// `running`, `succeeded`, `failed` or `skipped`.
+    #[serde(default)]
+    pub state: Option<String>,
+}
+
+/// Readable after the Automation is deleted.
+#[utoipa::path(get, path = "/v1/automations/{id}/firings", tag = "automations", params(("id" = String, Path), FiringQuery),
+    responses((status = 200, description = "Newest first", body = Page<Firing>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_firings(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<FiringQuery>,
+) -> J<Page<Firing>> {
+    checkfu_core::id::AutomationId::check("id", &id)?;
+    let req = pb::ListFiringsRequest {
+        automation_id: id.clone(),
+        source: q.source.unwrap_or_default(),
+        state: q.state.unwrap_or_default(),
+        limit: super::explicit_limit(q.limit),
+        page: q.page.unwrap_or_default(),
+    };
+    let r = st.scheduler.clone().list_firings(req).await?.into_inner();
+    // Firings name their Environment; a caller who cannot read it sees none.
+    if let Some(f) = r.data.first()
+        && !st.allowed(&caller.principal_id, "read", "environment", &f.environment_id, &f.environment_id).await?
+    {
+        return Err(Error::not_found("automation", &id).into());
+    }
+    Ok(Json(page(&r.data, &r.next_page, firing)))
+}
+
+#[utoipa::path(get, path = "/v1/automation-firings/{id}", tag = "automations", params(("id" = String, Path)),
+    responses((status = 200, body = Firing), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_firing(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<Firing> {
+    checkfu_core::id::FiringId::check("id", &id)?;
+    let f = st.scheduler.clone().get_firing(pb::GetByIdRequest { id: id.clone() }).await?.into_inner();
+    if !st.allowed(&caller.principal_id, "read", "environment", &f.environment_id, &f.environment_id).await? {
+        return Err(Error::not_found("automation_firing", &id).into());
+    }
+    Ok(Json(firing(&f)))
+}

@@ -1,0 +1,349 @@
+//! Automations and their firings (api.md §12.2, §12.5): domain types, and
+//! the checks that turn wire JSON into them once.
+
+use checkfu_core::id::{AutomationId, DeploymentId, EnvironmentId, FiringId, PrincipalId};
+use checkfu_core::{Error, Result, string_enum};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// A rendered prompt (and a saved one) is at most this long.
+pub const MAX_PROMPT_BYTES: usize = 65_536;
+pub const MAX_METADATA_BYTES: usize = 16 * 1024;
+pub const MAX_NAME_CHARS: usize = 200;
+/// A firing's `event` is at most this large (a signed ingest body's bound).
+pub const MAX_EVENT_BYTES: usize = 1024 * 1024;
+
+string_enum!(AutomationStatus { Active = "active", Paused = "paused" });
+string_enum!(FiringState { Running = "running", Succeeded = "succeeded", Failed = "failed", Skipped = "skipped" });
+string_enum!(FiringSource { Manual = "manual", Schedule = "schedule", Webhook = "webhook" });
+
+/// Why an Automation is paused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PauseReason {
+    /// `manual`, `readiness_blocked` or `occurrence_failed`.
+    pub code: String,
+    pub note: Option<String>,
+}
+
+/// A child Session's own Budget.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChildBudget {
+    pub limit: i64,
+    #[serde(default = "default_metric")]
+    pub metric: String,
+}
+
+fn default_metric() -> String {
+    "model_spend".into()
+}
+
+/// An Agent target: children of one deployment at a pinned revision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentTarget {
+    pub agent_deployment_id: String,
+    /// Pinned when the target is saved (its deployment's revision then).
+    #[serde(default)]
+    pub deployment_revision: Option<i64>,
+    pub prompt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<ChildBudget>,
+    #[serde(default = "start_new")]
+    pub session_target: Value,
+}
+
+fn start_new() -> Value {
+    json!({"mode": "start_new"})
+}
+
+fn invalid_target(why: impl Into<String>) -> Error {
+    Error::invalid_field("target", why).with_reason("invalid_target")
+}
+
+impl AgentTarget {
+    /// Parses a target as written: `{kind:"agent", ...}`; a steps target is
+    /// written by graph apply only.
+    pub fn parse(v: &Value) -> Result<AgentTarget> {
+        let Some(obj) = v.as_object() else { return Err(invalid_target("target is an object")) };
+        match obj.get("kind").and_then(Value::as_str) {
+            Some("agent") => {}
+            Some("steps") => {
+                return Err(Error::invalid_field("target", "a steps target is written by applying an AutomationGraph")
+                    .with_reason("steps_require_graph"));
+            }
+            _ => return Err(invalid_target("target.kind is agent")),
+        }
+        let mut rest = obj.clone();
+        rest.remove("kind");
+        let t: AgentTarget = serde_json::from_value(Value::Object(rest)).map_err(|e| invalid_target(format!("target: {e}")))?;
+        DeploymentId::check("target.agent_deployment_id", &t.agent_deployment_id)?;
+        if t.deployment_revision.is_some_and(|r| r < 1) {
+            return Err(invalid_target("target.deployment_revision is 1 or more"));
+        }
+        if t.prompt.len() > MAX_PROMPT_BYTES {
+            return Err(invalid_target("target.prompt is at most 64 KiB"));
+        }
+        if let Some(b) = &t.budget {
+            if b.limit < 1 {
+                return Err(invalid_target("target.budget.limit is a positive integer"));
+            }
+            if b.metric != "model_spend" && b.metric != "model_tokens" {
+                return Err(invalid_target("target.budget.metric is model_spend or model_tokens"));
+            }
+        }
+        match t.session_target.get("mode").and_then(Value::as_str) {
+            Some("start_new") => {}
+            Some("continue_selected") if t.budget.is_some() => {
+                return Err(invalid_target("a continue_selected session_target takes no budget"));
+            }
+            Some("continue_selected") => {}
+            _ => return Err(invalid_target("target.session_target.mode is start_new or continue_selected")),
+        }
+        Ok(t)
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
+        if let Some(o) = v.as_object_mut() {
+            o.insert("kind".into(), json!("agent"));
+        }
+        v
+    }
+
+    /// Whether a feature §12.9 lists as not yet executable is used.
+    pub fn not_executable(&self) -> bool {
+        self.session_target.get("mode").and_then(Value::as_str) == Some("continue_selected")
+    }
+}
+
+/// Parses `triggers` as written (a list) or a single `trigger`. This build
+/// fires Automations manually: schedule and webhook triggers are refused
+/// (400 `capability_unavailable`) rather than stored and never fired.
+pub fn parse_triggers(triggers: Option<&Value>, trigger: Option<&Value>) -> Result<Vec<Value>> {
+    let list = match (triggers.filter(|t| !t.is_null()), trigger.filter(|t| !t.is_null())) {
+        (Some(_), Some(_)) => return Err(Error::invalid_field("trigger", "send triggers or trigger, not both")),
+        (Some(Value::Array(l)), None) => l.clone(),
+        (Some(_), None) => return Err(Error::invalid_field("triggers", "triggers is a list")),
+        (None, Some(t)) => vec![t.clone()],
+        (None, None) => vec![],
+    };
+    if list.len() > 2 {
+        return Err(Error::invalid_field("triggers", "at most 2 triggers").with_reason("invalid_trigger"));
+    }
+    // Every trigger kind is refused in this build; the first one says why.
+    if let Some(t) = list.first() {
+        let kind = t.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let field = "triggers[0]";
+        return Err(match kind {
+            "schedule" | "schedule_once" | "webhook" | "subscription" => Error::invalid_field(
+                field,
+                format!(
+                    "{kind} triggers are not available on this installation yet; fire the Automation with POST /v1/automations/{{id}}/fire"
+                ),
+            )
+            .with_reason("capability_unavailable"),
+            _ => Error::invalid_field(field, "a trigger's kind is schedule, schedule_once or webhook").with_reason("invalid_trigger"),
+        });
+    }
+    Ok(list)
+}
+
+pub fn check_name(name: &str) -> Result<()> {
+    let n = name.chars().count();
+    if n == 0 || n > MAX_NAME_CHARS || name.chars().any(char::is_control) || name.trim().is_empty() {
+        return Err(Error::invalid_field("name", "a name is 1 to 200 printable characters"));
+    }
+    Ok(())
+}
+
+pub fn check_metadata(v: &Value) -> Result<Value> {
+    if v.is_null() {
+        return Ok(json!({}));
+    }
+    if !v.is_object() || v.to_string().len() > MAX_METADATA_BYTES {
+        return Err(Error::invalid_field("metadata", "metadata is an object of at most 16 KiB"));
+    }
+    Ok(v.clone())
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Automation {
+    pub id: AutomationId,
+    pub environment_id: EnvironmentId,
+    pub name: String,
+    pub service_principal_id: PrincipalId,
+    pub status: AutomationStatus,
+    pub pause_reason: Option<PauseReason>,
+    pub triggers: Vec<Value>,
+    pub target: AgentTarget,
+    pub managed_by: Value,
+    pub metadata: Value,
+    /// Empty: none (an Automation without a webhook trigger needs none).
+    pub ingest_secret: String,
+    pub version: i64,
+    pub deleted_ms: i64,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}
+
+/// One check of an Automation's readiness.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    /// `pass`, `fail` or `unknown`.
+    pub status: &'static str,
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
+}
+
+impl Check {
+    pub fn pass(name: &'static str) -> Check {
+        Check { name, status: "pass", reason: None, resource_id: None }
+    }
+    pub fn fail(name: &'static str, reason: impl Into<String>, resource_id: Option<String>) -> Check {
+        Check { name, status: "fail", reason: Some(reason.into()), resource_id }
+    }
+    pub fn unknown(name: &'static str, reason: impl Into<String>) -> Check {
+        Check { name, status: "unknown", reason: Some(reason.into()), resource_id: None }
+    }
+}
+
+/// An Automation's readiness, evaluated now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Readiness {
+    pub checks: Vec<Check>,
+    pub checked_ms: i64,
+}
+
+impl Readiness {
+    /// `unknown` blocks like `fail`.
+    pub fn ready(&self) -> bool {
+        self.checks.iter().all(|c| c.status == "pass")
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "state": if self.ready() { "ready" } else { "blocked" },
+            "checked_at": checkfu_core::time::rfc3339(self.checked_ms),
+            "checks": self.checks,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub model_spend_micro_usd: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Firing {
+    pub id: FiringId,
+    pub automation_id: AutomationId,
+    pub environment_id: EnvironmentId,
+    pub source: FiringSource,
+    pub event: Value,
+    pub scheduled_for_ms: i64,
+    pub dedupe_value: String,
+    pub actor_principal_id: String,
+    pub automation_version: i64,
+    pub state: FiringState,
+    pub child_session_ids: Vec<String>,
+    pub usage: Usage,
+    /// `{reason, message}` once it failed or was skipped.
+    pub error: Option<Value>,
+    pub created_ms: i64,
+    pub settled_ms: i64,
+}
+
+impl Firing {
+    pub fn settle(&mut self, state: FiringState, error: Option<(&str, String)>, now_ms: i64) {
+        self.state = state;
+        self.error = error.map(|(reason, message)| json!({"reason": reason, "message": message}));
+        self.settled_ms = now_ms;
+    }
+}
+
+/// The first message a child gets (§12.6): `prompt` rendered against the
+/// firing's `event`, or as written when there is none.
+pub fn render_prompt(prompt: &str, event: &Value) -> Result<String> {
+    if event.is_null() {
+        return Ok(prompt.to_string());
+    }
+    let mut out = String::with_capacity(prompt.len());
+    let mut referenced = false;
+    let mut rest = prompt;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start + 2..].find("}}") else { break };
+        let expr = rest[start + 2..start + 2 + len].trim();
+        let Some(path) = expr.strip_prefix("event").filter(|p| p.is_empty() || p.starts_with('.')) else {
+            out.push_str(&rest[..start + 2 + len + 2]);
+            rest = &rest[start + 2 + len + 2..];
+            continue;
+        };
+        referenced = true;
+        out.push_str(&rest[..start]);
+        let mut v = Some(event);
+        for seg in path.split('.').filter(|s| !s.is_empty()) {
+            v = v.and_then(|x| match x {
+                Value::Object(m) => m.get(seg),
+                Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
+                _ => None,
+            });
+        }
+        match v {
+            Some(Value::String(s)) => out.push_str(s),
+            Some(other) => out.push_str(&other.to_string()),
+            None => {}
+        }
+        rest = &rest[start + 2 + len + 2..];
+    }
+    out.push_str(rest);
+    if !referenced {
+        out.push_str("\n\n");
+        out.push_str(&event.to_string());
+    }
+    if out.len() > MAX_PROMPT_BYTES {
+        return Err(Error::invalid_field("prompt", "the rendered prompt is over 65,536 bytes").with_reason("rendered_prompt_too_large"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_render_event_paths_raw_and_append_an_unreferenced_event() {
+        let e = json!({"title": "Q", "a": [{"b": 1}], "o": {"x": true}});
+        assert_eq!(render_prompt("Summarize {{event.title}}", &e).expect("ok"), "Summarize Q");
+        assert_eq!(render_prompt("{{ event.a.0.b }}-{{event.o}}-{{event.nope}}.", &e).expect("ok"), "1-{\"x\":true}-.");
+        assert_eq!(render_prompt("Go", &json!({"k": 1})).expect("ok"), "Go\n\n{\"k\":1}");
+        assert_eq!(render_prompt("Go {{event.k}}", &Value::Null).expect("ok"), "Go {{event.k}}", "no event: the prompt as written");
+        assert_eq!(render_prompt("{{other}} {{event}}", &json!("s")).expect("ok"), "{{other}} s");
+        let big = json!({"t": "x".repeat(70_000)});
+        assert_eq!(render_prompt("{{event.t}}", &big).expect_err("too large").details["reason"], "rendered_prompt_too_large");
+    }
+
+    #[test]
+    fn targets_and_triggers_are_checked() {
+        let t = AgentTarget::parse(&json!({"kind": "agent", "agent_deployment_id": "dep_01jx0000000000000000000001", "prompt": "p"}))
+            .expect("target");
+        assert_eq!(t.session_target, json!({"mode": "start_new"}));
+        assert_eq!(t.to_json()["kind"], "agent");
+        let e = AgentTarget::parse(&json!({"kind": "steps"})).expect_err("graph only");
+        assert_eq!(e.details["reason"], "steps_require_graph");
+        assert!(AgentTarget::parse(&json!({"kind": "agent", "agent_deployment_id": "x", "prompt": ""})).is_err());
+        let cs = json!({"kind": "agent", "agent_deployment_id": "dep_01jx0000000000000000000001", "prompt": "p",
+            "session_target": {"mode": "continue_selected", "session": "sess_1"}, "budget": {"limit": 1}});
+        assert!(AgentTarget::parse(&cs).is_err(), "continue_selected refuses a budget");
+        assert_eq!(parse_triggers(Some(&json!([])), None).expect("manual"), Vec::<Value>::new());
+        assert!(parse_triggers(Some(&json!([])), Some(&json!({}))).is_err());
+        let e = parse_triggers(None, Some(&json!({"kind": "schedule", "cron": "* * * * *", "timezone": "UTC"}))).expect_err("later");
+        assert_eq!(e.details["reason"], "capability_unavailable");
+        assert_eq!(parse_triggers(Some(&json!([{"kind": "x"}])), None).expect_err("bad").details["reason"], "invalid_trigger");
+    }
+}

@@ -1,0 +1,120 @@
+//! Settling firings from their children (§12.5), consumed from the durable
+//! session-event topic — never polled. A record is committed only after the
+//! firing it settles is written, so a crash delivers it again (settling an
+//! already settled firing changes nothing).
+//!
+//! An Agent target's firing settles with its child: `succeeded` at the
+//! child's first `end_turn` idle, `failed` with `child_interrupted` (that
+//! idle followed a `user.interrupt`), `child_failed` (`retries_exhausted`)
+//! or `child_terminated` (archived); `requires_action` and
+//! `budget_reached` keep it `running`.
+
+use crate::SchedulerService;
+use crate::model::{FiringState, Usage};
+use checkfu_bus::{Bus, Record};
+use checkfu_core::time::now_ms;
+use checkfu_core::{Error, Result};
+use checkfu_proto::sessions::v1 as ss;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The consumer group the scheduler reads session events with.
+pub const GROUP: &str = "checkfu-scheduler";
+
+impl SchedulerService {
+    /// Settles the firing a session event's Session belongs to, if it ends
+    /// it. Unrelated events cost one lookup.
+    pub async fn on_session_event(&self, r: &Record) -> Result<()> {
+        let kind = r.header("type").unwrap_or_default();
+        if kind != "session.status_idle" && kind != "session.status_terminated" {
+            return Ok(());
+        }
+        let e: Value = serde_json::from_str(&r.payload).map_err(|e| Error::invalid(format!("unreadable session event: {e}")))?;
+        let session_id = e.get("session_id").and_then(Value::as_str).unwrap_or_default();
+        let Some(firing_id) = self.store.firing_of_child(session_id).await? else { return Ok(()) };
+        let Some(mut f) = self.store.get_firing(&firing_id).await? else { return Ok(()) };
+        if f.state != FiringState::Running {
+            return Ok(());
+        }
+        let seq = e.get("seq").and_then(Value::as_i64).unwrap_or(0);
+        let outcome = if kind == "session.status_terminated" {
+            Some((FiringState::Failed, Some(("child_terminated", "the child Session was archived".to_string()))))
+        } else {
+            match e.pointer("/payload/stop_reason/type").and_then(Value::as_str).unwrap_or_default() {
+                "end_turn" if self.interrupted(session_id, seq).await? => {
+                    Some((FiringState::Failed, Some(("child_interrupted", "the child Session was interrupted".to_string()))))
+                }
+                "end_turn" => Some((FiringState::Succeeded, None)),
+                "retries_exhausted" => {
+                    Some((FiringState::Failed, Some(("child_failed", "the child's model calls failed (retries_exhausted)".to_string()))))
+                }
+                // requires_action, budget_reached: the child waits; so does the firing.
+                _ => None,
+            }
+        };
+        let Some((state, error)) = outcome else { return Ok(()) };
+        let s = self.sessions.clone().get_session(ss::GetByIdRequest { id: session_id.into() }).await.map_err(Error::from)?.into_inner();
+        let u = s.usage.unwrap_or_default();
+        f.usage = Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd };
+        f.settle(state, error, now_ms());
+        self.store.update_firing(&f).await
+    }
+
+    /// Whether the child's log holds a `user.interrupt` before `seq`.
+    async fn interrupted(&self, session_id: &str, seq: i64) -> Result<bool> {
+        let req = ss::ListEventsRequest { session_id: session_id.into(), after_seq: 0, limit: 1, types: vec!["user.interrupt".into()] };
+        let found = self.sessions.clone().list_events(req).await.map_err(Error::from)?.into_inner().data;
+        Ok(found.first().is_some_and(|e| e.seq < seq))
+    }
+}
+
+/// Consumes session events until `stop`, settling firings.
+pub async fn consume(svc: SchedulerService, bus: Arc<dyn Bus>, stop: CancellationToken) {
+    let topic = checkfu_bus::SESSION_EVENTS;
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        let mut sub = tokio::select! {
+            s = bus.subscribe(topic, GROUP) => match s {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "scheduler: cannot subscribe to session events yet");
+                    tokio::select! { () = stop.cancelled() => return, () = tokio::time::sleep(backoff) => {} }
+                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                    continue;
+                }
+            },
+            () = stop.cancelled() => return,
+        };
+        loop {
+            let d = tokio::select! {
+                d = sub.next() => d,
+                () = stop.cancelled() => return,
+            };
+            let d = match d {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::warn!(error = %e, "scheduler: the bus failed; resubscribing");
+                    break;
+                }
+            };
+            loop {
+                match svc.on_session_event(&d.record).await {
+                    Ok(()) => break,
+                    Err(e) if e.code == checkfu_core::Code::Invalid => {
+                        tracing::warn!(id = %d.record.id, error = %e, "scheduler: skipping an unreadable session event");
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "scheduler: settling a firing failed; retrying");
+                        tokio::select! { () = stop.cancelled() => return, () = tokio::time::sleep(backoff) => {} }
+                    }
+                }
+            }
+            if let Err(e) = sub.commit(&d).await {
+                tracing::warn!(error = %e, "scheduler: commit failed; the event may be seen again (settling is idempotent)");
+            }
+        }
+    }
+}
