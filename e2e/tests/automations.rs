@@ -377,6 +377,20 @@ async fn the_command_line_creates_fires_pauses_and_deletes() {
     settled(&f.p.admin, &id(&fired[0])).await;
     let firings = run(s(&["automation", "firings", &auto])).await.unwrap();
     assert_eq!((firings.len(), firings[0]["state"].as_str()), (1, Some("succeeded")));
+    let trace = run(s(&["automation", "trace", &id(&fired[0])])).await.unwrap();
+    let child = fired[0]["child_session_ids"][0].as_str().unwrap();
+    assert_eq!(trace[0]["receipts"]["sessions"][0]["session_id"], child);
+    assert_eq!(trace[0]["receipts"]["sessions"][0]["stop_reason"]["type"], "end_turn");
+    assert_eq!(trace[0]["evidence"], json!({"complete": true, "missing": []}));
+    assert_eq!(trace[0]["steps"], Value::Null);
+    // Without --json: a tree.
+    let key = std::fs::read_to_string(f._dir.path().join("admin.key")).unwrap().trim().to_string();
+    let out = std::process::Command::new(procs::binary())
+        .args(["automation", "trace", &id(&fired[0]), "--server", &f.p.base, "--key", &key])
+        .output()
+        .unwrap();
+    let tree = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(tree.contains("manual  succeeded") && tree.contains(&format!("└─ session {child}  idle (end_turn)")), "{tree}");
     assert_eq!(run(s(&["automation", "pause", &auto, "--note", "maintenance"])).await.unwrap()[0]["status"], "paused");
     let refused = run(s(&["automation", "fire", &auto])).await.unwrap_err();
     assert!(refused.contains("409"), "{refused}");
@@ -384,5 +398,29 @@ async fn the_command_line_creates_fires_pauses_and_deletes() {
     assert_eq!(run(s(&["automation", "list", "--environment", &env])).await.unwrap().len(), 1);
     run(s(&["automation", "delete", &auto])).await.unwrap();
     assert!(run(s(&["automation", "get", &auto])).await.unwrap_err().contains("404"));
+    f.p.stop().await;
+}
+
+/// A child waiting on a custom tool keeps its firing running; interrupted,
+/// the firing fails `child_interrupted`.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupted_child_fails_its_firing() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let c = deploy(a, &f.p.env_id, json!({"tools": [{"type": "custom", "name": "lookup", "read_only": true}]})).await;
+    grant(&f.p, &f.svc, &c.agent_id).await;
+    let target = json!({"kind": "agent", "agent_deployment_id": c.deployment_id, "prompt": "call lookup {}"});
+    let n = id(&create(&f, "waits", target).await.1);
+    let fired = a.post(&format!("/v1/automations/{n}/fire"), json!({})).await;
+    let child = fired.1["child_session_ids"][0].as_str().unwrap().to_string();
+    let waiting = settle(a, &child).await;
+    assert_eq!(waiting["stop_reason"]["type"], "requires_action", "{waiting}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(a.get(&format!("/v1/automation-firings/{}", id(&fired.1))).await.1["state"], "running");
+    let stop =
+        json!({"type": "user.interrupt", "payload": {}, "authored_by": f.svc, "caused_by": {"kind": "principal", "id": f.p.admin_id}});
+    expect(&a.post(&format!("/v1/sessions/{child}/events"), stop).await, 201, None);
+    let done = settled(a, &id(&fired.1)).await;
+    assert_eq!((done["state"].clone(), done["error"]["reason"].clone()), (json!("failed"), json!("child_interrupted")), "{done}");
     f.p.stop().await;
 }

@@ -53,6 +53,51 @@ pub enum AutomationAction {
     Delete { id: String },
     /// Its firings, newest first.
     Firings { id: String },
+    /// What one firing did, drawn as a tree: the firing, then each step or
+    /// child Session with its outcome.
+    Trace { firing_id: String },
+}
+
+/// The trace as a tree for a terminal.
+fn trace_tree(t: &Value) -> String {
+    let f = &t["firing"];
+    let error = f["error"]["reason"].as_str().map(|r| format!(" ({r})")).unwrap_or_default();
+    let mut out = format!(
+        "{}  {}  {}{}  {}\n",
+        f["id"].as_str().unwrap_or_default(),
+        f["source"].as_str().unwrap_or_default(),
+        f["state"].as_str().unwrap_or_default(),
+        error,
+        f["created_at"].as_str().unwrap_or_default()
+    );
+    let mut rows: Vec<String> = t["steps"]["outcomes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|o| {
+            let detail = o["reason"].as_str().or(o["branch"].as_str()).map(|d| format!(" ({d})")).unwrap_or_default();
+            format!("step {}  {}{}", o["step_id"].as_str().unwrap_or_default(), o["kind"].as_str().unwrap_or_default(), detail)
+        })
+        .collect();
+    for s in t["receipts"]["sessions"].as_array().into_iter().flatten() {
+        let stop = s["stop_reason"]["type"].as_str().map(|r| format!(" ({r})")).unwrap_or_default();
+        rows.push(format!(
+            "session {}  {}{}",
+            s["session_id"].as_str().unwrap_or_default(),
+            s["status"].as_str().unwrap_or_default(),
+            stop
+        ));
+    }
+    for m in t["evidence"]["missing"].as_array().into_iter().flatten() {
+        rows.push(format!("missing {} {}", m["kind"].as_str().unwrap_or_default(), m["id"].as_str().unwrap_or_default()));
+    }
+    let n = rows.len();
+    for (i, r) in rows.into_iter().enumerate() {
+        out.push_str(if i + 1 == n { "└─ " } else { "├─ " });
+        out.push_str(&r);
+        out.push('\n');
+    }
+    out
 }
 
 fn automation_line(a: &Value) -> String {
@@ -128,6 +173,15 @@ pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut im
             print(out, &c.call(c.http.post(at(&format!("/{id}/resume"))).json(&json!({}))).await?, automation_line)
         }
         AutomationAction::Delete { id } => print(out, &c.call(c.http.delete(at(&format!("/{id}")))).await?, automation_line),
+        AutomationAction::Trace { firing_id } => {
+            let t = c.call(c.http.get(format!("{}/v1/automation-firings/{firing_id}/trace", c.base))).await?;
+            if args.json {
+                writeln!(out, "{t}")?
+            } else {
+                write!(out, "{}", trace_tree(&t))?
+            }
+            Ok(())
+        }
         AutomationAction::Firings { id } => {
             for v in crate::reach_cli::every(&c, &at(&format!("/{id}/firings")), &[]).await? {
                 print(out, &v, firing_line)?;

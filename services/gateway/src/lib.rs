@@ -355,6 +355,7 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(au::fire_automation))
         .routes(routes!(au::list_firings))
         .routes(routes!(au::get_firing))
+        .routes(routes!(au::get_trace))
         .with_state(state)
         .split_for_parts()
 }

@@ -156,6 +156,16 @@ impl Rpc for SchedulerGrpc {
         ok(firing(self.svc.firing(&r.into_inner().id).await?))
     }
 
+    async fn get_firing_trace(&self, r: Request<pb::GetByIdRequest>) -> R<pb::FiringTrace> {
+        let (f, receipts, evidence) = self.svc.trace(&r.into_inner().id).await?;
+        ok(pb::FiringTrace {
+            firing: Some(firing(f)),
+            steps_json: "null".into(),
+            receipts_json: receipts.to_string(),
+            evidence_json: evidence.to_string(),
+        })
+    }
+
     async fn list_firings(&self, r: Request<pb::ListFiringsRequest>) -> R<pb::ListFiringsResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;

@@ -464,6 +464,29 @@ impl SchedulerService {
         Ok(self.sessions.clone().create_session(req).await.map_err(Error::from)?.into_inner().id)
     }
 
+    /// A firing and its receipts: each child Session's status and stop
+    /// reason as the Session says now. A child that cannot be read is listed
+    /// as missing evidence. Reading resumes nothing.
+    pub async fn trace(&self, id: &str) -> Result<(Firing, Value, Value)> {
+        let f = self.firing(id).await?;
+        let mut sessions = vec![];
+        let mut missing = vec![];
+        for child in &f.child_session_ids {
+            match self.sessions.clone().get_session(ss::GetByIdRequest { id: child.clone() }).await {
+                Ok(s) => {
+                    let s = s.into_inner();
+                    let stop: Value = serde_json::from_str(&s.stop_reason_json).unwrap_or(Value::Null);
+                    sessions.push(json!({"step_id": null, "session_id": s.id, "status": s.status, "stop_reason": stop}));
+                }
+                Err(st) if st.code() == tonic::Code::NotFound => missing.push(json!({"kind": "session", "id": child})),
+                Err(st) => return Err(st.into()),
+            }
+        }
+        let receipts = json!({"sessions": sessions, "approvals": [], "waits": []});
+        let evidence = json!({"complete": missing.is_empty(), "missing": missing});
+        Ok((f, receipts, evidence))
+    }
+
     pub async fn firing(&self, id: &str) -> Result<Firing> {
         let id = FiringId::parse("id", id)?;
         self.store.get_firing(&id).await?.ok_or_else(|| Error::not_found("automation_firing", &id))

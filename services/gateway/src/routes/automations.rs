@@ -453,6 +453,38 @@ pub async fn list_firings(
     Ok(Json(page(&r.data, &r.next_page, firing)))
 }
 
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FiringTrace {
+    pub firing: Firing,
+    /// `{state, result, attempt, outcomes}` for a steps program; `null` for an Agent target.
+    #[schema(value_type = Option<Object>)]
+    pub steps: Value,
+    /// `{sessions:[{step_id, session_id, status, stop_reason}], approvals, waits}`.
+    #[schema(value_type = Object)]
+    pub receipts: Value,
+    /// `{complete, missing:[{kind, id}]}`.
+    #[schema(value_type = Object)]
+    pub evidence: Value,
+}
+
+/// What a firing did, with a receipt for each child Session; reading resumes nothing.
+#[utoipa::path(get, path = "/v1/automation-firings/{id}/trace", tag = "automations", params(("id" = String, Path)),
+    responses((status = 200, body = FiringTrace), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_trace(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<FiringTrace> {
+    checkfu_core::id::FiringId::check("id", &id)?;
+    let t = st.scheduler.clone().get_firing_trace(pb::GetByIdRequest { id: id.clone() }).await?.into_inner();
+    let f = t.firing.unwrap_or_default();
+    if !st.allowed(&caller.principal_id, "read", "environment", &f.environment_id, &f.environment_id).await? {
+        return Err(Error::not_found("automation_firing", &id).into());
+    }
+    Ok(Json(FiringTrace {
+        firing: firing(&f),
+        steps: doc(&t.steps_json),
+        receipts: doc(&t.receipts_json),
+        evidence: doc(&t.evidence_json),
+    }))
+}
+
 #[utoipa::path(get, path = "/v1/automation-firings/{id}", tag = "automations", params(("id" = String, Path)),
     responses((status = 200, body = Firing), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_firing(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<Firing> {
