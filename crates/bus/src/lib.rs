@@ -5,6 +5,8 @@
 //! both pass one conformance suite. Delivery is at least once: consumers
 //! dedupe on the record id.
 
+mod consume;
+pub use consume::consume;
 pub mod kafka;
 pub mod memory;
 pub mod outbox;

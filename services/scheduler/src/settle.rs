@@ -17,7 +17,6 @@ use checkfu_core::{Error, Result};
 use checkfu_proto::sessions::v1 as ss;
 use serde_json::Value;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// The consumer group the scheduler reads session events with.
@@ -72,49 +71,9 @@ impl SchedulerService {
 
 /// Consumes session events until `stop`, settling firings.
 pub async fn consume(svc: SchedulerService, bus: Arc<dyn Bus>, stop: CancellationToken) {
-    let topic = checkfu_bus::SESSION_EVENTS;
-    let mut backoff = Duration::from_millis(200);
-    loop {
-        let mut sub = tokio::select! {
-            s = bus.subscribe(topic, GROUP) => match s {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(error = %e, "scheduler: cannot subscribe to session events yet");
-                    tokio::select! { () = stop.cancelled() => return, () = tokio::time::sleep(backoff) => {} }
-                    backoff = (backoff * 2).min(Duration::from_secs(10));
-                    continue;
-                }
-            },
-            () = stop.cancelled() => return,
-        };
-        loop {
-            let d = tokio::select! {
-                d = sub.next() => d,
-                () = stop.cancelled() => return,
-            };
-            let d = match d {
-                Ok(d) => d,
-                Err(e) => {
-                    tracing::warn!(error = %e, "scheduler: the bus failed; resubscribing");
-                    break;
-                }
-            };
-            loop {
-                match svc.on_session_event(&d.record).await {
-                    Ok(()) => break,
-                    Err(e) if e.code == checkfu_core::Code::Invalid => {
-                        tracing::warn!(id = %d.record.id, error = %e, "scheduler: skipping an unreadable session event");
-                        break;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "scheduler: settling a firing failed; retrying");
-                        tokio::select! { () = stop.cancelled() => return, () = tokio::time::sleep(backoff) => {} }
-                    }
-                }
-            }
-            if let Err(e) = sub.commit(&d).await {
-                tracing::warn!(error = %e, "scheduler: commit failed; the event may be seen again (settling is idempotent)");
-            }
-        }
-    }
+    checkfu_bus::consume(bus, checkfu_bus::SESSION_EVENTS, GROUP, stop, |record| {
+        let svc = svc.clone();
+        async move { svc.on_session_event(&record).await }
+    })
+    .await
 }
