@@ -117,16 +117,15 @@ impl AgentTarget {
     }
 }
 
-/// Parses `triggers` as written (a list) or a single `trigger`. This build
-/// fires Automations manually: schedule and webhook triggers are refused
-/// (400 `capability_unavailable`) rather than stored and never fired.
-pub fn parse_triggers(triggers: Option<&Value>, trigger: Option<&Value>) -> Result<Vec<Value>> {
-    let list = match (triggers.filter(|t| !t.is_null()), trigger.filter(|t| !t.is_null())) {
-        (Some(_), Some(_)) => return Err(Error::invalid_field("trigger", "send triggers or trigger, not both")),
-        (Some(Value::Array(l)), None) => l.clone(),
-        (Some(_), None) => return Err(Error::invalid_field("triggers", "triggers is a list")),
-        (None, Some(t)) => vec![t.clone()],
-        (None, None) => vec![],
+/// Parses `triggers` (a list; null for none). The gateway turns a single
+/// `trigger` into a one-entry list. This build fires Automations manually:
+/// schedule and webhook triggers are refused (400 `capability_unavailable`)
+/// rather than stored and never fired.
+pub fn parse_triggers(triggers: &Value) -> Result<Vec<Value>> {
+    let list = match triggers {
+        Value::Null => vec![],
+        Value::Array(l) => l.clone(),
+        _ => return Err(Error::invalid_field("triggers", "triggers is a list")),
     };
     if list.len() > 2 {
         return Err(Error::invalid_field("triggers", "at most 2 triggers").with_reason("invalid_trigger"));
@@ -340,10 +339,11 @@ mod tests {
         let cs = json!({"kind": "agent", "agent_deployment_id": "dep_01jx0000000000000000000001", "prompt": "p",
             "session_target": {"mode": "continue_selected", "session": "sess_1"}, "budget": {"limit": 1}});
         assert!(AgentTarget::parse(&cs).is_err(), "continue_selected refuses a budget");
-        assert_eq!(parse_triggers(Some(&json!([])), None).expect("manual"), Vec::<Value>::new());
-        assert!(parse_triggers(Some(&json!([])), Some(&json!({}))).is_err());
-        let e = parse_triggers(None, Some(&json!({"kind": "schedule", "cron": "* * * * *", "timezone": "UTC"}))).expect_err("later");
+        assert_eq!(parse_triggers(&json!([])).expect("manual"), Vec::<Value>::new());
+        assert_eq!(parse_triggers(&Value::Null).expect("none"), Vec::<Value>::new());
+        assert!(parse_triggers(&json!({})).is_err(), "not a list");
+        let e = parse_triggers(&json!([{"kind": "schedule", "cron": "* * * * *", "timezone": "UTC"}])).expect_err("later");
         assert_eq!(e.details["reason"], "capability_unavailable");
-        assert_eq!(parse_triggers(Some(&json!([{"kind": "x"}])), None).expect_err("bad").details["reason"], "invalid_trigger");
+        assert_eq!(parse_triggers(&json!([{"kind": "x"}])).expect_err("bad").details["reason"], "invalid_trigger");
     }
 }

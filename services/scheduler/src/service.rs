@@ -208,7 +208,7 @@ impl SchedulerService {
         let environment_id = EnvironmentId::parse("environment_id", &new.environment_id)?;
         let service_principal_id = PrincipalId::parse("service_principal_id", &new.service_principal_id)?;
         check_name(&new.name)?;
-        let triggers = parse_triggers(Some(&new.triggers), None)?;
+        let triggers = parse_triggers(&new.triggers)?;
         let target = self.pin(AgentTarget::parse(&new.target)?, &environment_id).await?;
         let metadata = check_metadata(&new.metadata)?;
         match self.governance.clone().get_principal(gov::GetByIdRequest { id: service_principal_id.to_string() }).await {
@@ -281,7 +281,7 @@ impl SchedulerService {
         if let Some(n) = &ch.name {
             check_name(n)?;
         }
-        let triggers = ch.triggers.as_ref().map(|t| parse_triggers(Some(t), None)).transpose()?;
+        let triggers = ch.triggers.as_ref().map(parse_triggers).transpose()?;
         let metadata = ch.metadata.as_ref().map(check_metadata).transpose()?;
         let target = ch.target.as_ref().map(AgentTarget::parse).transpose()?;
         for _ in 0..3 {

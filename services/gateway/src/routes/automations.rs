@@ -495,3 +495,17 @@ pub async fn get_firing(State(st): State<AppState>, caller: Caller, Path(id): Pa
     }
     Ok(Json(firing(&f)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::triggers_of;
+    use serde_json::json;
+
+    #[test]
+    fn one_trigger_becomes_a_list_and_both_are_refused() {
+        assert_eq!(triggers_of(&Some(json!([])), &None).expect("list").as_deref(), Some("[]"));
+        assert_eq!(triggers_of(&None, &Some(json!({"kind": "x"}))).expect("one").as_deref(), Some(r#"[{"kind":"x"}]"#));
+        assert_eq!(triggers_of(&None, &None).expect("none"), None);
+        assert!(triggers_of(&Some(json!([])), &Some(json!({}))).is_err(), "triggers and trigger together");
+    }
+}
