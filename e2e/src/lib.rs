@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub mod automation;
 pub mod mcp;
 pub mod procs;
 pub mod sse;

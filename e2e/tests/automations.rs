@@ -5,81 +5,10 @@
 //! own Budgets, and firings settled from their child Sessions.
 #![cfg(test)]
 
+use checkfu_e2e::automation::*;
 use checkfu_e2e::*;
 use serde_json::{Value, json};
 use std::time::Duration;
-
-/// The fixture of §12.11: service Principal `svc` holding `invoke` on the
-/// published Agent `a` (deployment `dep_a`), and a receiver of `automation.*`.
-struct Fixture {
-    p: Platform,
-    svc: String,
-    invoke: String,
-    d: Deployed,
-    hooks: Deliveries,
-    _dir: tempfile::TempDir,
-}
-
-async fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let p = Platform::start_timed(dir.path(), Tuning { allow_private_targets: true, ..Default::default() }).await;
-    let a = &p.admin;
-    let svc = id(&a.post("/v1/principals", json!({"kind": "service", "name": "svc"})).await.1);
-    let d = deploy(a, &p.env_id, json!({})).await;
-    let invoke = grant(&p, &svc, &d.agent_id).await;
-    let (hooks, url) = hook_receiver().await;
-    let ep = a.post("/v1/webhook-endpoints", json!({"environment_id": p.env_id, "url": url, "event_types": ["automation.created", "automation.paused", "automation.resumed", "automation.deleted"]})).await;
-    expect(&ep, 201, None);
-    Fixture { p, svc, invoke, d, hooks, _dir: dir }
-}
-
-async fn grant(p: &Platform, svc: &str, agent: &str) -> String {
-    let g = json!({"subject": {"kind": "principal", "id": svc}, "permission": "invoke", "resource": {"kind": "agent", "id": agent}});
-    let r = p.admin.post("/v1/permission-assignments", g).await;
-    expect(&r, 201, None);
-    id(&r.1)
-}
-
-fn a0(dep: &str) -> Value {
-    json!({"kind": "agent", "agent_deployment_id": dep, "prompt": "Summarize {{event.title}}"})
-}
-
-async fn create(f: &Fixture, name: &str, target: Value) -> Reply {
-    f.p.admin
-        .post(
-            "/v1/automations",
-            json!({"name": name, "environment_id": f.p.env_id, "service_principal_id": f.svc, "triggers": [], "target": target}),
-        )
-        .await
-}
-
-/// The firing once it left `running` (or as it is after 30 s).
-async fn settled(api: &Api, firing: &str) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..300 {
-        last = api.get(&format!("/v1/automation-firings/{firing}")).await.1;
-        if last["state"] != "running" {
-            return last;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    last
-}
-
-async fn wait_for_hook(hooks: &Deliveries, t: &str, resource: &str) {
-    for _ in 0..300 {
-        let seen: Vec<Value> = hooks.lock().unwrap().iter().filter_map(|b| serde_json::from_str(b).ok()).collect();
-        if seen.iter().any(|b| b["type"] == t && b["data"]["resource_id"] == resource) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("no {t} webhook for {resource}");
-}
-
-fn check<'a>(readiness: &'a Value, name: &str) -> &'a Value {
-    readiness["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn acceptance_1_an_automation_is_created_ready_for_its_service_principal() {
@@ -127,7 +56,7 @@ async fn acceptance_1_an_automation_is_created_ready_for_its_service_principal()
         .post(
             "/v1/automations",
             json!({"name": "s", "environment_id": f.p.env_id, "service_principal_id": f.svc,
-        "trigger": {"kind": "schedule", "cron": "* * * * *", "timezone": "UTC"}, "target": a0(&f.d.deployment_id)}),
+        "trigger": {"kind": "subscription"}, "target": a0(&f.d.deployment_id)}),
         )
         .await;
     expect(&r, 400, Some("validation.invalid"));
@@ -329,7 +258,7 @@ async fn acceptance_6_each_child_gets_its_own_budget_and_a_waiting_child_keeps_i
 #[tokio::test(flavor = "multi_thread")]
 async fn the_command_line_creates_fires_pauses_and_deletes() {
     let f = fixture().await;
-    let key = std::fs::read_to_string(f._dir.path().join("admin.key")).unwrap().trim().to_string();
+    let key = std::fs::read_to_string(f.dir.path().join("admin.key")).unwrap().trim().to_string();
     let (base, env, svc, dep) = (f.p.base.clone(), f.p.env_id.clone(), f.svc.clone(), f.d.deployment_id.clone());
     let run = move |args: Vec<String>| {
         let (base, key) = (base.clone(), key.clone());
@@ -370,7 +299,7 @@ async fn the_command_line_creates_fires_pauses_and_deletes() {
     .unwrap();
     let auto = id(&created[0]);
     assert_eq!(created[0]["status"], "active");
-    let event = f._dir.path().join("event.json");
+    let event = f.dir.path().join("event.json");
     std::fs::write(&event, r#"{"who":"ops"}"#).unwrap();
     let fired = run(s(&["automation", "fire", &auto, "--event-file", event.to_str().unwrap()])).await.unwrap();
     assert_eq!(fired[0]["source"], "manual");
@@ -384,7 +313,7 @@ async fn the_command_line_creates_fires_pauses_and_deletes() {
     assert_eq!(trace[0]["evidence"], json!({"complete": true, "missing": []}));
     assert_eq!(trace[0]["steps"], Value::Null);
     // Without --json: a tree.
-    let key = std::fs::read_to_string(f._dir.path().join("admin.key")).unwrap().trim().to_string();
+    let key = std::fs::read_to_string(f.dir.path().join("admin.key")).unwrap().trim().to_string();
     let out = std::process::Command::new(procs::binary())
         .args(["automation", "trace", &id(&fired[0]), "--server", &f.p.base, "--key", &key])
         .output()

@@ -70,7 +70,7 @@ async fn platform_events_reach_a_receiver_signed_and_thin() {
     let got = wait_for(&seen, &["agent.created", "session.status_running", "session.status_idle", "run.completed"]).await;
     let now = checkfu_core::time::now_ms() / 1000;
     for (sig, body) in seen.lock().unwrap().iter() {
-        assert!(checkfu_webhooks::signature::verify(&secret, sig, body.as_bytes(), now), "every delivery verifies: {sig}");
+        assert!(checkfu_core::signature::verify(&secret, sig, body.as_bytes(), now), "every delivery verifies: {sig}");
     }
     let idle = got.iter().find(|v| v["type"] == "session.status_idle").unwrap();
     assert!(idle["id"].as_str().unwrap().starts_with("wevt_"));

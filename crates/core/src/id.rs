@@ -261,6 +261,8 @@ typed_ids! {
     AutomationId = "auto";
     /// One execution of an Automation.
     FiringId = "afire";
+    /// A webhook event an Automation's admission filter stopped.
+    FilteredDeliveryId = "afdl";
 }
 
 #[cfg(test)]

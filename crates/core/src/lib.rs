@@ -13,6 +13,7 @@ pub mod net;
 pub mod page;
 pub mod plane;
 pub mod role;
+pub mod signature;
 pub mod sse;
 pub mod testing;
 pub mod time;

@@ -13,6 +13,26 @@ use serde_json::Value;
 /// Request bodies larger than this are refused with 413.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// The exact body bytes (at most [`MAX_BODY_BYTES`], else 413), for a
+/// handler that must see them unchanged (a signed body).
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let too_large = || Error::new(Code::PayloadTooLarge, format!("request bodies are limited to {MAX_BODY_BYTES} bytes"));
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| match e {
+            BytesRejection::FailedToBufferBody(_) => too_large(),
+            other => Error::invalid(other.body_text()),
+        })?;
+        if bytes.len() > MAX_BODY_BYTES {
+            return Err(too_large().into());
+        }
+        Ok(RawBody(bytes))
+    }
+}
+
 /// A JSON object body, kept as a `Value` so handlers read fields explicitly
 /// and the idempotency layer can hash it canonically.
 pub struct JsonBody(pub Value);
@@ -21,15 +41,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| match e {
-            BytesRejection::FailedToBufferBody(_) => {
-                Error::new(Code::PayloadTooLarge, format!("request bodies are limited to {MAX_BODY_BYTES} bytes"))
-            }
-            other => Error::invalid(other.body_text()),
-        })?;
-        if bytes.len() > MAX_BODY_BYTES {
-            return Err(Error::new(Code::PayloadTooLarge, format!("request bodies are limited to {MAX_BODY_BYTES} bytes")).into());
-        }
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
         if bytes.is_empty() {
             return Ok(JsonBody(Value::Object(Default::default())));
         }

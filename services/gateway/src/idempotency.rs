@@ -145,7 +145,7 @@ impl IdempotencyStore {
 }
 
 /// Fields whose values are shown once and never kept for a replay.
-const SECRET_FIELDS: &[&str] = &["secret", "code"];
+const SECRET_FIELDS: &[&str] = &["secret", "code", "ingest_secret"];
 
 /// `v` as it may be stored: every secret field nulled (at any depth), with
 /// `secret_redacted: true` beside it. Returns whether anything was removed.

@@ -356,6 +356,8 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(au::list_firings))
         .routes(routes!(au::get_firing))
         .routes(routes!(au::get_trace))
+        .routes(routes!(au::list_filtered))
+        .routes(routes!(au::ingest))
         .with_state(state)
         .split_for_parts()
 }

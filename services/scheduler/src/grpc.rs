@@ -1,7 +1,8 @@
 //! Thin gRPC handlers: convert, call, map errors.
 
-use crate::model::{Automation, Firing, Readiness};
-use crate::service::{AutomationChange, NewAutomation, SchedulerService};
+use crate::ingest::{Ingested, Signed};
+use crate::model::{Automation, FilteredDelivery, Firing, Readiness};
+use crate::service::{AutomationChange, NewAutomation, SchedulerService, Written};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_proto::scheduler::v1 as pb;
@@ -28,6 +29,7 @@ fn doc(field: &str, s: &str) -> Result<Value> {
 }
 
 fn automation(a: Automation, r: &Readiness) -> pb::Automation {
+    let triggers_json = a.triggers_json().to_string();
     pb::Automation {
         id: a.id.into(),
         environment_id: a.environment_id.into(),
@@ -35,7 +37,7 @@ fn automation(a: Automation, r: &Readiness) -> pb::Automation {
         service_principal_id: a.service_principal_id.into(),
         status: a.status.as_str().into(),
         pause_reason_json: serde_json::to_string(&a.pause_reason).unwrap_or_else(|_| "null".into()),
-        triggers_json: Value::Array(a.triggers).to_string(),
+        triggers_json,
         target_json: a.target.to_json().to_string(),
         readiness_json: r.to_json().to_string(),
         managed_by_json: a.managed_by.to_string(),
@@ -70,11 +72,35 @@ fn firing(f: Firing) -> pb::Firing {
     }
 }
 
+fn filtered(d: FilteredDelivery, environment_id: &str) -> pb::FilteredDelivery {
+    pb::FilteredDelivery {
+        id: d.id.into(),
+        automation_id: d.automation_id.into(),
+        dedupe_value: d.dedupe_value,
+        body_sha256: d.body_sha256,
+        reason: "admission_filter".into(),
+        predicate_index: d.predicate_index,
+        created_ms: d.created_ms,
+        environment_id: environment_id.into(),
+    }
+}
+
 impl SchedulerGrpc {
-    /// The Automation with its readiness evaluated now.
-    async fn view(&self, a: Automation) -> pb::Automation {
-        let r = self.svc.readiness(&a).await;
+    /// The Automation with its readiness: the one a write just evaluated,
+    /// else evaluated now.
+    async fn view(&self, a: Automation, evaluated: Option<Readiness>) -> pb::Automation {
+        let r = match evaluated {
+            Some(r) => r,
+            None => self.svc.readiness(&a).await,
+        };
         automation(a, &r)
+    }
+
+    async fn written(&self, w: Written) -> pb::AutomationWrite {
+        pb::AutomationWrite {
+            automation: Some(self.view(w.automation, w.readiness).await),
+            ingest_secret: w.generated_secret.unwrap_or_default(),
+        }
     }
 }
 
@@ -89,14 +115,15 @@ impl Rpc for SchedulerGrpc {
             triggers: doc("triggers", &r.triggers_json)?,
             target: doc("target", &r.target_json)?,
             metadata: doc("metadata", &r.metadata_json)?,
+            ingest_secret: r.ingest_secret,
             actor_id: r.actor_id,
         };
-        let (a, readiness) = self.svc.create(new).await?;
-        ok(pb::AutomationWrite { automation: Some(automation(a, &readiness)), ingest_secret: String::new() })
+        let w = self.svc.create(new).await?;
+        ok(self.written(w).await)
     }
 
     async fn get_automation(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Automation> {
-        ok(self.view(self.svc.automation(&r.into_inner().id).await?).await)
+        ok(self.view(self.svc.automation(&r.into_inner().id).await?, None).await)
     }
 
     async fn list_automations(&self, r: Request<pb::ListAutomationsRequest>) -> R<pb::ListAutomationsResponse> {
@@ -105,7 +132,7 @@ impl Rpc for SchedulerGrpc {
         let (rows, next_page) = p.finish(self.svc.list(&r.environment_ids, &r.status, &p).await?, |a| &a.id);
         let mut data = Vec::with_capacity(rows.len());
         for a in rows {
-            data.push(self.view(a).await);
+            data.push(self.view(a, None).await);
         }
         ok(pb::ListAutomationsResponse { data, next_page })
     }
@@ -117,34 +144,28 @@ impl Rpc for SchedulerGrpc {
             triggers: r.triggers_json.as_deref().map(|t| doc("triggers", t)).transpose()?,
             target: r.target_json.as_deref().map(|t| doc("target", t)).transpose()?,
             metadata: r.metadata_json.as_deref().map(|m| doc("metadata", m)).transpose()?,
+            ingest_secret: r.ingest_secret,
             expected_version: r.expected_version,
             actor_id: r.actor_id,
         };
-        if r.ingest_secret.is_some() {
-            return Err(Error::invalid_field(
-                "ingest_secret",
-                "an ingest secret goes with a webhook trigger, which this installation does not offer yet",
-            )
-            .with_reason("capability_unavailable")
-            .into());
-        }
-        let a = self.svc.update(&r.id, ch).await?;
-        ok(pb::AutomationWrite { automation: Some(self.view(a).await), ingest_secret: String::new() })
+        let w = self.svc.update(&r.id, ch).await?;
+        ok(self.written(w).await)
     }
 
     async fn pause_automation(&self, r: Request<pb::PauseAutomationRequest>) -> R<pb::Automation> {
         let r = r.into_inner();
-        ok(self.view(self.svc.pause(&r.id, r.expected_version, &r.note, &r.actor_id).await?).await)
+        ok(self.view(self.svc.pause(&r.id, r.expected_version, &r.note, &r.actor_id).await?, None).await)
     }
 
     async fn resume_automation(&self, r: Request<pb::ResumeAutomationRequest>) -> R<pb::Automation> {
         let r = r.into_inner();
-        ok(self.view(self.svc.resume(&r.id, r.expected_version, &r.actor_id).await?).await)
+        let (a, readiness) = self.svc.resume(&r.id, r.expected_version, &r.actor_id).await?;
+        ok(self.view(a, readiness).await)
     }
 
     async fn delete_automation(&self, r: Request<pb::ActorRequest>) -> R<pb::Automation> {
         let r = r.into_inner();
-        ok(self.view(self.svc.delete(&r.id, &r.actor_id).await?).await)
+        ok(self.view(self.svc.delete(&r.id, &r.actor_id).await?, None).await)
     }
 
     async fn fire_automation(&self, r: Request<pb::FireAutomationRequest>) -> R<pb::Firing> {
@@ -171,5 +192,33 @@ impl Rpc for SchedulerGrpc {
         let p = PageRequest::standard(r.limit, &r.page)?;
         let (rows, next_page) = p.finish(self.svc.firings(&r.automation_id, &r.source, &r.state, &p).await?, |f| &f.id);
         ok(pb::ListFiringsResponse { data: rows.into_iter().map(firing).collect(), next_page })
+    }
+
+    async fn ingest(&self, r: Request<pb::IngestRequest>) -> R<pb::IngestResponse> {
+        let r = r.into_inner();
+        let signed = Signed {
+            automation_id: r.automation_id,
+            version: r.version,
+            content_type: r.content_type,
+            signature: r.signature,
+            body: r.body,
+        };
+        let (result, replayed) = self.svc.ingest(signed).await?;
+        let result = match result {
+            Ingested::Fired(f) => pb::ingest_response::Result::Firing(firing(f)),
+            Ingested::Filtered(d) => {
+                let env = self.svc.automation_environment(&d.automation_id).await?;
+                pb::ingest_response::Result::Filtered(filtered(d, &env))
+            }
+        };
+        ok(pb::IngestResponse { result: Some(result), replayed })
+    }
+
+    async fn list_filtered_deliveries(&self, r: Request<pb::ListFilteredRequest>) -> R<pb::ListFilteredResponse> {
+        let r = r.into_inner();
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let (rows, environment_id) = self.svc.filtered(&r.automation_id, &p).await?;
+        let (rows, next_page) = p.finish(rows, |d| &d.id);
+        ok(pb::ListFilteredResponse { data: rows.into_iter().map(|d| filtered(d, &environment_id)).collect(), next_page, environment_id })
     }
 }

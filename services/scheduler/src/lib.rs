@@ -1,19 +1,27 @@
-//! The scheduler service: Automations, their firings and (to come) timers
-//! and graphs. See api.md §12 and `docs/automations.md`.
+//! The scheduler service: Automations, their triggers and timers, signed
+//! ingest, and firings. See api.md §12 and `docs/automations.md`.
 //!
-//! This build fires Automations manually, with an Agent target: schedule
-//! and webhook triggers and graphs are refused (400 `capability_unavailable`)
-//! rather than stored and never fired.
+//! Read top-down: `service.rs` (writes and readiness), `admission.rs` (one
+//! durable path into a firing and its child), `occurrences.rs` (the timer
+//! loop), `ingest.rs` (signed webhooks), `settle.rs` (firings settled from
+//! their children's events), `grpc.rs` (the wire). Graphs are not built yet:
+//! a steps target is refused (`steps_require_graph`).
 
+pub mod admission;
 pub mod grpc;
+pub mod ingest;
 pub mod model;
+pub mod occurrences;
+pub mod predicates;
 pub mod service;
 pub mod settle;
 pub mod store;
+pub mod triggers;
 
 use checkfu_core::Result;
 use checkfu_proto::scheduler::v1::scheduler_service_server::SchedulerServiceServer;
 use checkfu_proto::transport::Transport;
+use checkfu_store::sealed::Sealer;
 use checkfu_store::{Db, Location, Migrations};
 use std::sync::Arc;
 
@@ -26,10 +34,10 @@ static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/post
 pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
 
 /// Opens the store and builds the service; the database handle is for the
-/// outbox relay.
-pub async fn open(location: &Location, governance: Transport, sessions: Transport) -> Result<(SchedulerService, Db)> {
+/// outbox relay. `sealer` seals ingest secrets at rest.
+pub async fn open(location: &Location, governance: Transport, sessions: Transport, sealer: Sealer) -> Result<(SchedulerService, Db)> {
     let db = Db::open(location, "scheduler", &MIGRATIONS).await?;
-    Ok((SchedulerService::new(Arc::new(store::SqlSchedulerStore::new(db.clone())), governance, sessions), db))
+    Ok((SchedulerService::new(Arc::new(store::SqlSchedulerStore::new(db.clone())), governance, sessions, sealer), db))
 }
 
 pub fn server(svc: SchedulerService) -> SchedulerServiceServer<grpc::SchedulerGrpc> {

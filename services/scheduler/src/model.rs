@@ -1,10 +1,12 @@
 //! Automations and their firings (api.md §12.2, §12.5): domain types, and
 //! the checks that turn wire JSON into them once.
 
-use checkfu_core::id::{AutomationId, DeploymentId, EnvironmentId, FiringId, PrincipalId};
+use checkfu_core::id::{AutomationId, DeploymentId, EnvironmentId, FilteredDeliveryId, FiringId, PrincipalId};
 use checkfu_core::{Error, Result, string_enum};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+pub use crate::triggers::{Trigger, Webhook};
 
 /// A rendered prompt (and a saved one) is at most this long.
 pub const MAX_PROMPT_BYTES: usize = 65_536;
@@ -117,37 +119,6 @@ impl AgentTarget {
     }
 }
 
-/// Parses `triggers` (a list; null for none). The gateway turns a single
-/// `trigger` into a one-entry list. This build fires Automations manually:
-/// schedule and webhook triggers are refused (400 `capability_unavailable`)
-/// rather than stored and never fired.
-pub fn parse_triggers(triggers: &Value) -> Result<Vec<Value>> {
-    let list = match triggers {
-        Value::Null => vec![],
-        Value::Array(l) => l.clone(),
-        _ => return Err(Error::invalid_field("triggers", "triggers is a list")),
-    };
-    if list.len() > 2 {
-        return Err(Error::invalid_field("triggers", "at most 2 triggers").with_reason("invalid_trigger"));
-    }
-    // Every trigger kind is refused in this build; the first one says why.
-    if let Some(t) = list.first() {
-        let kind = t.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let field = "triggers[0]";
-        return Err(match kind {
-            "schedule" | "schedule_once" | "webhook" | "subscription" => Error::invalid_field(
-                field,
-                format!(
-                    "{kind} triggers are not available on this installation yet; fire the Automation with POST /v1/automations/{{id}}/fire"
-                ),
-            )
-            .with_reason("capability_unavailable"),
-            _ => Error::invalid_field(field, "a trigger's kind is schedule, schedule_once or webhook").with_reason("invalid_trigger"),
-        });
-    }
-    Ok(list)
-}
-
 pub fn check_name(name: &str) -> Result<()> {
     let n = name.chars().count();
     if n == 0 || n > MAX_NAME_CHARS || name.chars().any(char::is_control) || name.trim().is_empty() {
@@ -174,16 +145,40 @@ pub struct Automation {
     pub service_principal_id: PrincipalId,
     pub status: AutomationStatus,
     pub pause_reason: Option<PauseReason>,
-    pub triggers: Vec<Value>,
+    pub triggers: Vec<Trigger>,
     pub target: AgentTarget,
     pub managed_by: Value,
     pub metadata: Value,
-    /// Empty: none (an Automation without a webhook trigger needs none).
+    /// Sealed at rest; empty: none (only a webhook trigger needs one).
     pub ingest_secret: String,
     pub version: i64,
     pub deleted_ms: i64,
     pub created_ms: i64,
     pub updated_ms: i64,
+    /// The pending occurrence's nominal time (`next_at`), read from its
+    /// timer; never written through the Automation.
+    pub next_ms: Option<i64>,
+}
+
+impl Automation {
+    /// The schedule or one-time trigger, if any (there is at most one).
+    pub fn timed(&self) -> Option<&Trigger> {
+        self.triggers.iter().find(|t| t.is_timed())
+    }
+
+    pub fn webhook(&self) -> Option<&Webhook> {
+        self.triggers.iter().find_map(|t| match t {
+            Trigger::Webhook(w) => Some(w),
+            _ => None,
+        })
+    }
+
+    /// `triggers` as read: each with `next_at` (the pending occurrence on
+    /// the timed one, null elsewhere).
+    pub fn triggers_json(&self) -> Value {
+        let list = self.triggers.iter().map(|t| t.to_json(Some(if t.is_timed() { self.next_ms } else { None }))).collect();
+        Value::Array(list)
+    }
 }
 
 /// One check of an Automation's readiness.
@@ -264,6 +259,80 @@ impl Firing {
         self.error = error.map(|(reason, message)| json!({"reason": reason, "message": message}));
         self.settled_ms = now_ms;
     }
+
+    pub fn failed_or_skipped(&self) -> bool {
+        matches!(self.state, FiringState::Failed | FiringState::Skipped)
+    }
+}
+
+/// A webhook event the admission filter stopped (`afdl_`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilteredDelivery {
+    pub id: FilteredDeliveryId,
+    pub automation_id: AutomationId,
+    pub dedupe_value: String,
+    pub body_sha256: String,
+    pub predicate_index: i64,
+    pub created_ms: i64,
+}
+
+/// A signed event's dedupe identity and what it became.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    pub automation_id: AutomationId,
+    /// The dedupe value's compact JSON (`"e1"`, `7`): a string and a number
+    /// with the same text are different identities.
+    pub dedupe_key: String,
+    pub body_sha256: String,
+    /// The firing it admitted, or empty.
+    pub firing_id: String,
+    /// The filtered delivery it recorded, or empty.
+    pub filtered_id: String,
+    pub created_ms: i64,
+}
+
+/// A child Session recorded before it is asked for: its id (minted here,
+/// so asking again cannot make a second one) and the request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildRequest {
+    pub session_id: String,
+    pub step_id: String,
+    pub agent_deployment_id: String,
+    pub deployment_revision: Option<i64>,
+    pub principal_id: String,
+    pub title: String,
+    pub metadata: Value,
+    pub prompt: String,
+    pub budget: Option<ChildBudget>,
+    pub firing_id: String,
+}
+
+/// A timer a scheduler replica holds: an Automation's occurrence, taken
+/// when due.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timer {
+    pub id: String,
+    pub kind: String,
+    pub automation_id: AutomationId,
+    pub scheduled_for_ms: i64,
+    /// The holder's lease on it (unique per claim).
+    pub holder: String,
+}
+
+/// What a write does to an Automation's occurrence timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arm {
+    /// Leave it as it is.
+    Keep,
+    /// A pending occurrence at this nominal time: due then when `awake`,
+    /// else kept dormant (a paused one-time occurrence).
+    Set { at: i64, awake: bool },
+    /// Keep the pending occurrence, dormant.
+    Sleep,
+    /// Make a dormant occurrence due at its nominal time.
+    Wake,
+    /// No pending occurrence.
+    Clear,
 }
 
 /// The first message a child gets (§12.6): `prompt` rendered against the
@@ -328,7 +397,7 @@ mod tests {
     }
 
     #[test]
-    fn targets_and_triggers_are_checked() {
+    fn targets_are_checked() {
         let t = AgentTarget::parse(&json!({"kind": "agent", "agent_deployment_id": "dep_01jx0000000000000000000001", "prompt": "p"}))
             .expect("target");
         assert_eq!(t.session_target, json!({"mode": "start_new"}));
@@ -339,11 +408,5 @@ mod tests {
         let cs = json!({"kind": "agent", "agent_deployment_id": "dep_01jx0000000000000000000001", "prompt": "p",
             "session_target": {"mode": "continue_selected", "session": "sess_1"}, "budget": {"limit": 1}});
         assert!(AgentTarget::parse(&cs).is_err(), "continue_selected refuses a budget");
-        assert_eq!(parse_triggers(&json!([])).expect("manual"), Vec::<Value>::new());
-        assert_eq!(parse_triggers(&Value::Null).expect("none"), Vec::<Value>::new());
-        assert!(parse_triggers(&json!({})).is_err(), "not a list");
-        let e = parse_triggers(&json!([{"kind": "schedule", "cron": "* * * * *", "timezone": "UTC"}])).expect_err("later");
-        assert_eq!(e.details["reason"], "capability_unavailable");
-        assert_eq!(parse_triggers(&json!([{"kind": "x"}])).expect_err("bad").details["reason"], "invalid_trigger");
     }
 }

@@ -1,29 +1,36 @@
 //! Automations: their writes, readiness (evaluated on every read and
-//! write), pause and resume, and firings with an Agent target — a child
-//! Session created during admission, settled from the Session's own status
-//! events (`settle.rs`).
+//! write), pause and resume, each arming the Automation's occurrence timer
+//! in the same transaction. Firings are admitted in `admission.rs`, taken
+//! from timers in `occurrences.rs`, from signed webhooks in `ingest.rs`,
+//! and settled from their children's events in `settle.rs`.
 
 use crate::model::*;
 use crate::store::SchedulerStore;
+use crate::triggers::parse_triggers;
 use checkfu_bus::{Record, resource_record};
-use checkfu_core::id::{AutomationId, EnvironmentId, FiringId, PrincipalId};
+use checkfu_core::id::{AutomationId, EnvironmentId, PrincipalId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
-use checkfu_core::{Code, Error, Result};
+use checkfu_core::{Error, Result};
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
 use checkfu_proto::sessions::v1 as ss;
 use checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient;
 use checkfu_proto::transport::Transport;
+use checkfu_store::sealed::Sealer;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 #[derive(Clone)]
 pub struct SchedulerService {
     pub(crate) store: Arc<dyn SchedulerStore>,
-    governance: GovernanceServiceClient<Transport>,
+    pub(crate) governance: GovernanceServiceClient<Transport>,
     pub(crate) sessions: SessionsServiceClient<Transport>,
     outbox_wake: Option<Arc<tokio::sync::Notify>>,
+    /// Wakes this replica's timer loop when a write arms a timer.
+    pub(crate) timer_wake: Arc<tokio::sync::Notify>,
+    /// Seals ingest secrets at rest.
+    pub(crate) sealer: Sealer,
 }
 
 /// What a caller asked for when creating an Automation, shape-checked.
@@ -35,6 +42,8 @@ pub struct NewAutomation {
     pub triggers: Value,
     pub target: Value,
     pub metadata: Value,
+    /// Supplied, or empty to generate one when a webhook trigger needs it.
+    pub ingest_secret: String,
     pub actor_id: String,
 }
 
@@ -45,8 +54,52 @@ pub struct AutomationChange {
     pub triggers: Option<Value>,
     pub target: Option<Value>,
     pub metadata: Option<Value>,
+    /// A new ingest secret: replaces the old one at once (no overlap).
+    pub ingest_secret: Option<String>,
     pub expected_version: Option<i64>,
     pub actor_id: String,
+}
+
+/// A write's result: the Automation, its readiness as the write evaluated
+/// it (when it did), and an ingest secret the write generated (shown once).
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub automation: Automation,
+    pub readiness: Option<Readiness>,
+    pub generated_secret: Option<String>,
+}
+
+/// 32–256 printable ASCII characters.
+fn check_secret(secret: &str) -> Result<()> {
+    let n = secret.len();
+    if !(32..=256).contains(&n) || !secret.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+        return Err(Error::invalid_field("ingest_secret", "an ingest secret is 32 to 256 printable ASCII characters"));
+    }
+    Ok(())
+}
+
+/// What `status` makes of an Automation's timed trigger when it is (re)armed
+/// from scratch: a one-time occurrence is kept (dormant while paused); a
+/// recurring one is pending only while active, at its next time after now.
+fn arm_for(a: &Automation, now: i64) -> Arm {
+    let active = a.status == AutomationStatus::Active;
+    match a.timed() {
+        Some(Trigger::Once(at)) => Arm::Set { at: *at, awake: active },
+        Some(Trigger::Schedule(s)) if active => s.next_after(now).map_or(Arm::Clear, |at| Arm::Set { at, awake: true }),
+        _ => Arm::Clear,
+    }
+}
+
+/// A one-time trigger's `at` must be in the future when it is set.
+fn check_future(triggers: &[Trigger], now: i64) -> Result<()> {
+    for (i, t) in triggers.iter().enumerate() {
+        if let Trigger::Once(at) = t
+            && *at <= now
+        {
+            return Err(Error::invalid_field(&format!("triggers[{i}].at"), "at is in the future").with_reason("invalid_trigger"));
+        }
+    }
+    Ok(())
 }
 
 fn conflict_readiness(r: &Readiness) -> Error {
@@ -62,12 +115,14 @@ fn stale(current: i64, expected: i64) -> Error {
 }
 
 impl SchedulerService {
-    pub fn new(store: Arc<dyn SchedulerStore>, governance: Transport, sessions: Transport) -> Self {
+    pub fn new(store: Arc<dyn SchedulerStore>, governance: Transport, sessions: Transport, sealer: Sealer) -> Self {
         SchedulerService {
             store,
             governance: GovernanceServiceClient::new(governance),
             sessions: SessionsServiceClient::new(sessions).max_decoding_message_size(64 * 1024 * 1024),
             outbox_wake: None,
+            timer_wake: Arc::new(tokio::sync::Notify::new()),
+            sealer,
         }
     }
 
@@ -80,6 +135,7 @@ impl SchedulerService {
         if let Some(w) = &self.outbox_wake {
             w.notify_one();
         }
+        self.timer_wake.notify_one();
     }
 
     /// Readiness: the store answers.
@@ -148,7 +204,11 @@ impl SchedulerService {
                 }
             }
         });
-        checks.push(Check::pass("webhook"));
+        checks.push(if a.webhook().is_some() && a.ingest_secret.is_empty() {
+            Check::fail("webhook", "the webhook trigger has no ingest secret", None)
+        } else {
+            Check::pass("webhook")
+        });
         checks.push(if a.target.not_executable() {
             Check::unknown("capabilities", "a continue_selected session_target is saved but not yet executable")
         } else {
@@ -157,7 +217,7 @@ impl SchedulerService {
         Readiness { checks, checked_ms: now_ms() }
     }
 
-    async fn audit(&self, actor: &str, action: &str, a: &Automation, details: Value) {
+    pub(crate) async fn audit(&self, actor: &str, action: &str, a: &Automation, details: Value) {
         let req = gov::RecordAuditRequest {
             actor_id: actor.into(),
             action: action.into(),
@@ -169,7 +229,7 @@ impl SchedulerService {
         }
     }
 
-    fn event(a: &Automation, kind: &str) -> Record {
+    pub(crate) fn event(a: &Automation, kind: &str) -> Record {
         resource_record(kind, &a.environment_id, &a.id)
     }
 
@@ -204,11 +264,30 @@ impl SchedulerService {
         Ok(target)
     }
 
-    pub async fn create(&self, new: NewAutomation) -> Result<(Automation, Readiness)> {
+    /// The secret a write leaves: `supplied` (checked), else the current
+    /// one, else a generated one when a webhook trigger needs it (returned
+    /// as generated, to be shown once).
+    fn secret_for(&self, triggers: &[Trigger], current: &str, supplied: Option<&str>) -> Result<(String, Option<String>)> {
+        if let Some(s) = supplied {
+            check_secret(s)?;
+            return Ok((self.sealer.seal(s)?, None));
+        }
+        if !current.is_empty() || !triggers.iter().any(|t| matches!(t, Trigger::Webhook(_))) {
+            return Ok((current.to_string(), None));
+        }
+        let generated = checkfu_core::signature::new_secret();
+        Ok((self.sealer.seal(&generated)?, Some(generated)))
+    }
+
+    pub async fn create(&self, new: NewAutomation) -> Result<Written> {
         let environment_id = EnvironmentId::parse("environment_id", &new.environment_id)?;
         let service_principal_id = PrincipalId::parse("service_principal_id", &new.service_principal_id)?;
         check_name(&new.name)?;
         let triggers = parse_triggers(&new.triggers)?;
+        let now = now_ms();
+        check_future(&triggers, now)?;
+        let supplied = (!new.ingest_secret.is_empty()).then_some(new.ingest_secret.as_str());
+        let (ingest_secret, generated_secret) = self.secret_for(&triggers, "", supplied)?;
         let target = self.pin(AgentTarget::parse(&new.target)?, &environment_id).await?;
         let metadata = check_metadata(&new.metadata)?;
         match self.governance.clone().get_principal(gov::GetByIdRequest { id: service_principal_id.to_string() }).await {
@@ -221,7 +300,6 @@ impl SchedulerService {
             }
             Err(s) => return Err(s.into()),
         }
-        let now = now_ms();
         let mut a = Automation {
             id: AutomationId::mint(),
             environment_id,
@@ -233,11 +311,12 @@ impl SchedulerService {
             target,
             managed_by: json!({"kind": "direct"}),
             metadata,
-            ingest_secret: String::new(),
+            ingest_secret,
             version: 1,
             deleted_ms: 0,
             created_ms: now,
             updated_ms: now,
+            next_ms: None,
         };
         let readiness = self.readiness(&a).await;
         if !readiness.ready() {
@@ -248,10 +327,12 @@ impl SchedulerService {
         if a.status == AutomationStatus::Paused {
             events.push(Self::event(&a, "automation.paused"));
         }
-        self.store.insert_automation(&a, &events).await?;
+        let arm = arm_for(&a, now);
+        self.store.insert_automation(&a, &events, arm).await?;
         self.woke();
         self.audit(&new.actor_id, "automation.created", &a, json!({"name": a.name, "status": a.status.as_str()})).await;
-        Ok((a, readiness))
+        let automation = self.automation(a.id.as_str()).await?;
+        Ok(Written { automation, readiness: Some(readiness), generated_secret })
     }
 
     /// The live Automation, at `expected_version` when one is given.
@@ -264,22 +345,26 @@ impl SchedulerService {
     }
 
     /// Writes `next` over `current` with a compare-and-set on `version`,
-    /// staging an event of each of `kinds`; `None` when the row moved (the
-    /// caller decides again from a fresh read).
-    async fn commit(&self, current: &Automation, mut next: Automation, kinds: &[&str]) -> Result<Option<Automation>> {
+    /// staging an event of each of `kinds` and applying `arm` to its timer;
+    /// `None` when the row moved (the caller decides again from a fresh
+    /// read). Answers the Automation as stored, with its pending occurrence.
+    async fn commit(&self, current: &Automation, mut next: Automation, kinds: &[&str], arm: Arm) -> Result<Option<Automation>> {
         next.version = current.version + 1;
         next.updated_ms = now_ms();
         let events: Vec<Record> = kinds.iter().map(|k| Self::event(&next, k)).collect();
-        if !self.store.update_automation(&next, current.version, &events).await? {
+        if !self.store.update_automation(&next, current.version, &events, arm).await? {
             return Ok(None);
         }
         self.woke();
-        Ok(Some(next))
+        Ok(Some(self.store.get_automation(&next.id).await?.unwrap_or(next)))
     }
 
-    pub async fn update(&self, id: &str, ch: AutomationChange) -> Result<Automation> {
+    pub async fn update(&self, id: &str, ch: AutomationChange) -> Result<Written> {
         if let Some(n) = &ch.name {
             check_name(n)?;
+        }
+        if let Some(s) = &ch.ingest_secret {
+            check_secret(s)?;
         }
         let triggers = ch.triggers.as_ref().map(parse_triggers).transpose()?;
         let metadata = ch.metadata.as_ref().map(check_metadata).transpose()?;
@@ -299,18 +384,42 @@ impl SchedulerService {
             if let Some(t) = &target {
                 next.target = self.pin(t.clone(), &cur.environment_id).await?;
             }
+            let (secret, generated_secret) = self.secret_for(&next.triggers, &cur.ingest_secret, ch.ingest_secret.as_deref())?;
+            next.ingest_secret = secret;
+            let arm = self.rearm(&cur, &next)?;
+            let mut readiness = None;
             if cur.status == AutomationStatus::Active {
                 let r = self.readiness(&next).await;
                 if !r.ready() {
                     return Err(conflict_readiness(&r));
                 }
+                readiness = Some(r);
             }
-            if let Some(a) = self.commit(&cur, next, &[]).await? {
-                self.audit(&ch.actor_id, "automation.updated", &a, json!({"version": a.version})).await;
-                return Ok(a);
+            if let Some(a) = self.commit(&cur, next, &[], arm).await? {
+                let rotated = ch.ingest_secret.is_some();
+                self.audit(&ch.actor_id, "automation.updated", &a, json!({"version": a.version, "ingest_secret_rotated": rotated})).await;
+                if rotated {
+                    self.audit(&ch.actor_id, "automation.ingest_secret_rotated", &a, json!({"version": a.version})).await;
+                }
+                return Ok(Written { automation: a, readiness, generated_secret });
             }
         }
         Err(raced())
+    }
+
+    /// What an update does to the pending occurrence: nothing unless the
+    /// timed trigger changed. The same `at` again is no change (even past);
+    /// a different one must be future and re-arms it.
+    fn rearm(&self, cur: &Automation, next: &Automation) -> Result<Arm> {
+        let now = now_ms();
+        match (cur.timed(), next.timed()) {
+            (old, new) if old == new => Ok(Arm::Keep),
+            (_, Some(Trigger::Once(_))) => {
+                check_future(&next.triggers, now)?;
+                Ok(arm_for(next, now))
+            }
+            _ => Ok(arm_for(next, now)),
+        }
     }
 
     /// Pausing a paused Automation changes nothing.
@@ -318,16 +427,29 @@ impl SchedulerService {
         if note.len() > 1000 {
             return Err(Error::invalid_field("note", "a note is at most 1,000 bytes"));
         }
+        let reason = PauseReason { code: "manual".into(), note: (!note.is_empty()).then(|| note.to_string()) };
+        let a = self.pause_for(id, expected_version, reason).await?;
+        if a.1 {
+            self.audit(actor, "automation.paused", &a.0, json!({"note": note})).await;
+        }
+        Ok(a.0)
+    }
+
+    /// Pauses for `reason`: a recurring schedule's pending occurrence goes,
+    /// a one-time one stays (dormant). True when this call paused it.
+    pub(crate) async fn pause_for(&self, id: &str, expected_version: Option<i64>, reason: PauseReason) -> Result<(Automation, bool)> {
         for _ in 0..3 {
             let cur = self.current(id, expected_version).await?;
             if cur.status == AutomationStatus::Paused {
-                return Ok(cur);
+                return Ok((cur, false));
             }
-            let reason = PauseReason { code: "manual".into(), note: (!note.is_empty()).then(|| note.to_string()) };
-            let next = Automation { status: AutomationStatus::Paused, pause_reason: Some(reason), ..cur.clone() };
-            if let Some(a) = self.commit(&cur, next, &["automation.paused"]).await? {
-                self.audit(actor, "automation.paused", &a, json!({"note": note})).await;
-                return Ok(a);
+            let next = Automation { status: AutomationStatus::Paused, pause_reason: Some(reason.clone()), ..cur.clone() };
+            let arm = match cur.timed() {
+                Some(Trigger::Once(_)) => Arm::Sleep,
+                _ => Arm::Clear,
+            };
+            if let Some(a) = self.commit(&cur, next, &["automation.paused"], arm).await? {
+                return Ok((a, true));
             }
         }
         Err(raced())
@@ -335,20 +457,26 @@ impl SchedulerService {
 
     /// Resuming needs readiness (409 with it otherwise); an active one is
     /// left as it is.
-    pub async fn resume(&self, id: &str, expected_version: Option<i64>, actor: &str) -> Result<Automation> {
+    /// A one-time occurrence still pending wakes (firing at once if its
+    /// time passed); a recurring schedule is armed at its next time.
+    pub async fn resume(&self, id: &str, expected_version: Option<i64>, actor: &str) -> Result<(Automation, Option<Readiness>)> {
         for _ in 0..3 {
             let cur = self.current(id, expected_version).await?;
             if cur.status == AutomationStatus::Active {
-                return Ok(cur);
+                return Ok((cur, None));
             }
             let r = self.readiness(&cur).await;
             if !r.ready() {
                 return Err(conflict_readiness(&r));
             }
             let next = Automation { status: AutomationStatus::Active, pause_reason: None, ..cur.clone() };
-            if let Some(a) = self.commit(&cur, next, &["automation.resumed"]).await? {
+            let arm = match next.timed() {
+                Some(Trigger::Once(_)) => Arm::Wake,
+                _ => arm_for(&next, now_ms()),
+            };
+            if let Some(a) = self.commit(&cur, next, &["automation.resumed"], arm).await? {
                 self.audit(actor, "automation.resumed", &a, json!({})).await;
-                return Ok(a);
+                return Ok((a, Some(r)));
             }
         }
         Err(raced())
@@ -360,7 +488,7 @@ impl SchedulerService {
         for _ in 0..3 {
             let cur = self.current(id, None).await?;
             let next = Automation { deleted_ms: now_ms(), ..cur.clone() };
-            if let Some(a) = self.commit(&cur, next, &["automation.deleted"]).await? {
+            if let Some(a) = self.commit(&cur, next, &["automation.deleted"], Arm::Clear).await? {
                 self.audit(actor, "automation.deleted", &a, json!({})).await;
                 return Ok(Automation { deleted_ms: 0, ..a });
             }
@@ -373,135 +501,5 @@ impl SchedulerService {
             AutomationStatus::parse("status", status)?;
         }
         self.store.list_automations(environment_ids, status, page).await
-    }
-
-    /// A manual fire: 409 while paused; a blocked Automation records a
-    /// `skipped` firing; else the child Session is created now.
-    pub async fn fire(&self, id: &str, event: Value, actor: &str) -> Result<Firing> {
-        let a = self.automation(id).await?;
-        if a.status == AutomationStatus::Paused {
-            return Err(Error::conflict("the Automation is paused").with_details(json!({"status": "paused"})));
-        }
-        if event.to_string().len() > MAX_EVENT_BYTES {
-            return Err(Error::new(Code::PayloadTooLarge, "an event is at most 1 MiB"));
-        }
-        let f = self.admit(&a, FiringSource::Manual, event, actor).await?;
-        self.audit(actor, "automation.fired", &a, json!({"firing_id": f.id, "state": f.state.as_str()})).await;
-        Ok(f)
-    }
-
-    /// Durable admission: the firing is recorded before its child exists,
-    /// so a crash leaves a `running` firing, never a child without one.
-    async fn admit(&self, a: &Automation, source: FiringSource, event: Value, actor: &str) -> Result<Firing> {
-        let now = now_ms();
-        let mut f = Firing {
-            id: FiringId::mint(),
-            automation_id: a.id.clone(),
-            environment_id: a.environment_id.clone(),
-            source,
-            event,
-            scheduled_for_ms: 0,
-            dedupe_value: String::new(),
-            actor_principal_id: actor.to_string(),
-            automation_version: a.version,
-            state: FiringState::Running,
-            child_session_ids: vec![],
-            usage: Usage::default(),
-            error: None,
-            created_ms: now,
-            settled_ms: 0,
-        };
-        let readiness = self.readiness(a).await;
-        if !readiness.ready() {
-            let failing: Vec<&str> = readiness.checks.iter().filter(|c| c.status != "pass").map(|c| c.name).collect();
-            f.settle(FiringState::Skipped, Some(("readiness_blocked", format!("not ready: {}", failing.join(", ")))), now);
-            self.store.insert_firing(&f).await?;
-            return Ok(f);
-        }
-        let prompt = match render_prompt(&a.target.prompt, &f.event) {
-            Ok(p) => p,
-            Err(e) => {
-                f.settle(FiringState::Failed, Some(("rendered_prompt_too_large", e.message)), now);
-                self.store.insert_firing(&f).await?;
-                return Ok(f);
-            }
-        };
-        self.store.insert_firing(&f).await?;
-        match self.start_child(a, &f, &prompt).await {
-            Ok(session_id) => {
-                self.store.add_child(&f, &session_id, "").await?;
-                f.child_session_ids.push(session_id);
-            }
-            Err(e) => {
-                f.settle(FiringState::Failed, Some(("child_admission_denied", e.message)), now_ms());
-                self.store.update_firing(&f).await?;
-            }
-        }
-        Ok(f)
-    }
-
-    /// The child: an ordinary Session of the service Principal at the
-    /// pinned revision, whose first message the firing caused.
-    async fn start_child(&self, a: &Automation, f: &Firing, prompt: &str) -> Result<String> {
-        let svc = a.service_principal_id.to_string();
-        let message = ss::InputEvent {
-            r#type: "user.message".into(),
-            payload_json: json!({"content": [{"type": "text", "text": prompt}]}).to_string(),
-            authored_by: svc.clone(),
-            caused_by_json: json!({"kind": "automation_firing", "id": f.id}).to_string(),
-        };
-        let req = ss::CreateSessionRequest {
-            agent_deployment_id: a.target.agent_deployment_id.clone(),
-            deployment_revision: a.target.deployment_revision,
-            principal_id: svc.clone(),
-            title: a.name.chars().take(200).collect(),
-            metadata_json: json!({"automation_id": a.id, "automation_firing_id": f.id, "step_id": null}).to_string(),
-            initial_events: vec![message],
-            created_by: svc,
-            budget: a.target.budget.as_ref().map(|b| ss::NewBudget { limit: b.limit, metric: b.metric.clone() }),
-            ..Default::default()
-        };
-        Ok(self.sessions.clone().create_session(req).await.map_err(Error::from)?.into_inner().id)
-    }
-
-    /// A firing and its receipts: each child Session's status and stop
-    /// reason as the Session says now. A child that cannot be read is listed
-    /// as missing evidence. Reading resumes nothing.
-    pub async fn trace(&self, id: &str) -> Result<(Firing, Value, Value)> {
-        let f = self.firing(id).await?;
-        let mut sessions = vec![];
-        let mut missing = vec![];
-        for child in &f.child_session_ids {
-            match self.sessions.clone().get_session(ss::GetByIdRequest { id: child.clone() }).await {
-                Ok(s) => {
-                    let s = s.into_inner();
-                    let stop: Value = serde_json::from_str(&s.stop_reason_json).unwrap_or(Value::Null);
-                    sessions.push(json!({"step_id": null, "session_id": s.id, "status": s.status, "stop_reason": stop}));
-                }
-                Err(st) if st.code() == tonic::Code::NotFound => missing.push(json!({"kind": "session", "id": child})),
-                Err(st) => return Err(st.into()),
-            }
-        }
-        let receipts = json!({"sessions": sessions, "approvals": [], "waits": []});
-        let evidence = json!({"complete": missing.is_empty(), "missing": missing});
-        Ok((f, receipts, evidence))
-    }
-
-    pub async fn firing(&self, id: &str) -> Result<Firing> {
-        let id = FiringId::parse("id", id)?;
-        self.store.get_firing(&id).await?.ok_or_else(|| Error::not_found("automation_firing", &id))
-    }
-
-    /// Readable after the Automation is deleted.
-    pub async fn firings(&self, automation_id: &str, source: &str, state: &str, page: &PageRequest) -> Result<Vec<Firing>> {
-        let id = AutomationId::parse("id", automation_id)?;
-        self.store.get_automation(&id).await?.ok_or_else(|| Error::not_found("automation", &id))?;
-        if !source.is_empty() {
-            FiringSource::parse("source", source)?;
-        }
-        if !state.is_empty() {
-            FiringState::parse("state", state)?;
-        }
-        self.store.list_firings(&id, source, state, page).await
     }
 }

@@ -58,7 +58,9 @@ impl SchedulerService {
         let u = s.usage.unwrap_or_default();
         f.usage = Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd };
         f.settle(state, error, now_ms());
-        self.store.update_firing(&f).await
+        self.store.update_firing(&f).await?;
+        self.after_settle(&f).await;
+        Ok(())
     }
 
     /// Whether the child's log holds a `user.interrupt` before `seq`.

@@ -346,6 +346,7 @@ impl Rpc for SessionsGrpc {
             budget: r.budget.map(|b| (b.limit, metric_or_default(&b.metric))),
             resources: r.resource_file_ids,
             deployment_revision: r.deployment_revision,
+            id: r.session_id,
         };
         let (s, _) = self.svc.create_session(req).await?;
         ok(self.view(s).await?)

@@ -77,6 +77,9 @@ pub struct NewSession {
     pub deployment_revision: Option<i64>,
     /// `(limit, metric)` of a session-scoped Budget.
     pub budget: Option<(i64, String)>,
+    /// A caller-minted id: creating it again answers the Session made the
+    /// first time (for the same Principal) instead of a second one.
+    pub id: Option<String>,
 }
 
 /// Narrows `allowed` (the release's variable set) to `requested`, refusing
@@ -236,6 +239,16 @@ impl SessionsService {
     pub async fn create_session(&self, req: NewSession) -> Result<(Session, Vec<Event>)> {
         let deployment_id = DeploymentId::parse("agent_deployment_id", &req.deployment_id)?;
         let principal_id = PrincipalId::parse("principal_id", &req.principal_id)?;
+        let id = match &req.id {
+            Some(id) => {
+                let id = SessionId::parse("session_id", id)?;
+                if let Some(existing) = self.existing(&id, &principal_id).await? {
+                    return Ok((existing, vec![]));
+                }
+                id
+            }
+            None => SessionId::mint(),
+        };
         if req.title.len() > MAX_TITLE {
             return Err(Error::invalid_field("title", "title is limited to 500 bytes"));
         }
@@ -268,7 +281,7 @@ impl SessionsService {
             None => None,
         };
         let session = Session {
-            id: SessionId::mint(),
+            id,
             environment_id: dep.environment_id.clone(),
             agent_id: dep.agent_id.clone(),
             deployment_id: dep.id.clone(),
@@ -309,12 +322,30 @@ impl SessionsService {
         }
         let files = self.files_for(&d.session.environment_id, &blocks).await?;
         self.give_files(&d.session.id, &files).await?;
-        let events = self.store.insert_session(&d.session, &d.events, &d.runs).await?;
+        let events = match self.store.insert_session(&d.session, &d.events, &d.runs).await {
+            Ok(events) => events,
+            // A create with the caller's id that raced another: the first won.
+            Err(e) if req.id.is_some() => match self.existing(&d.session.id, &d.session.principal_id).await? {
+                Some(existing) => return Ok((existing, vec![])),
+                None => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
         let mut session = d.session;
         session.last_seq = events.len() as i64;
         self.remember(session.clone(), d.run.clone());
         self.after_commit(&session.id, &events, queues(&d.runs));
         Ok((session, events))
+    }
+
+    /// The Session a caller-minted id already names, if it is `principal`'s
+    /// (another's → 409).
+    async fn existing(&self, id: &SessionId, principal: &PrincipalId) -> Result<Option<Session>> {
+        match self.store.get_session(id).await? {
+            Some(s) if &s.principal_id == principal => Ok(Some(s)),
+            Some(_) => Err(Error::conflict(format!("session {id} already exists"))),
+            None => Ok(None),
+        }
     }
 
     /// Publishes committed events and wakes runners when work appeared.

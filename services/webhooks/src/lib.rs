@@ -7,7 +7,6 @@ pub mod clock;
 pub mod grpc;
 pub mod model;
 pub mod service;
-pub mod signature;
 pub mod store;
 pub mod worker;
 

@@ -30,13 +30,6 @@ pub struct WebhooksService {
     allow_private: bool,
 }
 
-fn new_secret() -> String {
-    use rand::Rng;
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    format!("whsec_{}", hex::encode(bytes))
-}
-
 /// What an endpoint update asks for.
 #[derive(Debug, Clone, Default)]
 pub struct EndpointChange {
@@ -81,7 +74,7 @@ impl WebhooksService {
         check_event_types(&event_types)?;
         let (u, _, _) = self.target(url).await.map_err(|e| Error::invalid_field("url", e.message))?;
         let now = self.clock.now_ms();
-        let secret = new_secret();
+        let secret = checkfu_core::signature::new_secret();
         let e = Endpoint {
             id: EndpointId::mint(),
             environment_id,
@@ -146,7 +139,7 @@ impl WebhooksService {
     /// A new signing secret, shown once; the old one stops signing at once.
     pub async fn rotate_secret(&self, id: &str) -> Result<(Endpoint, String)> {
         let cur = self.endpoint(id).await?;
-        let secret = new_secret();
+        let secret = checkfu_core::signature::new_secret();
         let next = Endpoint { secret: secret.clone(), ..cur.clone() };
         Ok((self.save(cur, next).await?, secret))
     }
@@ -283,7 +276,7 @@ impl WebhooksService {
             Ok(c) => c,
             Err(x) => return fail(x.to_string()),
         };
-        let signature = crate::signature::sign(&e.secret, now_ms / 1000, d.body.as_bytes());
+        let signature = checkfu_core::signature::sign(&e.secret, now_ms / 1000, d.body.as_bytes());
         let sent = client
             .post(u)
             .header("content-type", "application/json")

@@ -1,5 +1,6 @@
-//! The scheduler: Automations, their firings, and the consumer that settles
-//! firings from their child Sessions' events.
+//! The scheduler: Automations, their firings, the timer loop that fires
+//! schedule occurrences, and the consumer that settles firings from their
+//! child Sessions' events.
 
 use super::{Assembly, Play, Store};
 use anyhow::Context;
@@ -21,11 +22,14 @@ impl Play for Scheduler {
         let opts = node.opts;
         let governance = node.reach(Role::Scheduler, Role::Governance)?;
         let sessions = node.reach(Role::Scheduler, Role::Sessions)?;
-        let (svc, db) = checkfu_scheduler::open(&opts.storage, governance, sessions).await.context("opening the scheduler store")?;
+        let sealer = super::installation_key(opts, Role::Scheduler)?;
+        let (svc, db) =
+            checkfu_scheduler::open(&opts.storage, governance, sessions, sealer).await.context("opening the scheduler store")?;
         let relay = checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "scheduler");
         let svc = svc.with_outbox_wake(relay.wake.clone());
         node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));
         node.spawn(checkfu_scheduler::consume(svc.clone(), node.bus.clone(), node.shutdown.clone()));
+        node.spawn(checkfu_scheduler::occurrences::run(svc.clone(), node.shutdown.clone()));
         node.ready("scheduler", svc.clone(), |s| async move { s.ready().await });
         node.serve(Role::Scheduler, checkfu_scheduler::server(svc));
         Ok(())

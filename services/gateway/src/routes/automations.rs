@@ -1,12 +1,14 @@
-//! Automations (api.md §12.2, §12.5): writes (fire included) need `manage`
+//! Automations (api.md §12.2–12.5): writes (fire included) need `manage`
 //! on the Environment, reads `read`; creating one also needs `act_as` on its
 //! service Principal. An Automation in an Environment the caller cannot
-//! read does not exist (404).
+//! read does not exist (404). Signed ingest has no Principal: the
+//! scheduler checks the Automation's ingest secret (`ingest`).
 
+use super::ListQuery;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{JsonBody, Query};
+use crate::extract::{JsonBody, Query, RawBody};
 use crate::idempotency::once;
 use crate::views::{ErrorEnvelope, Page, opt, page};
 use axum::Json;
@@ -51,6 +53,10 @@ pub struct Automation {
     pub version: i64,
     pub created_at: String,
     pub updated_at: String,
+    /// The ingest secret, only in the answer of the write that generated
+    /// it; never readable later (an idempotent replay shows it redacted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ingest_secret: Option<String>,
 }
 
 fn doc(s: &str) -> Value {
@@ -75,7 +81,13 @@ fn automation(a: &pb::Automation) -> Automation {
         version: a.version,
         created_at: rfc3339(a.created_ms),
         updated_at: rfc3339(a.updated_ms),
+        ingest_secret: None,
     }
+}
+
+/// A write's answer: the Automation, with the ingest secret it generated.
+fn written(w: pb::AutomationWrite) -> Automation {
+    Automation { ingest_secret: opt(&w.ingest_secret), ..automation(&w.automation.unwrap_or_default()) }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -155,6 +167,8 @@ pub struct CreateAutomation {
     pub trigger: Option<Value>,
     #[schema(value_type = Object)]
     pub target: Value,
+    /// 32–256 printable ASCII characters; generated (`whsec_…`, shown once)
+    /// when a webhook trigger needs one and none is given.
     #[serde(default)]
     pub ingest_secret: Option<String>,
     #[serde(default)]
@@ -242,11 +256,6 @@ async fn writable(st: &AppState, caller: &Caller, id: &str) -> ApiResult<pb::Aut
     Ok(a)
 }
 
-fn ingest_refused() -> Error {
-    Error::invalid_field("ingest_secret", "an ingest secret goes with a webhook trigger, which this installation does not offer yet")
-        .with_reason("capability_unavailable")
-}
-
 #[utoipa::path(post, path = "/v1/automations", tag = "automations", request_body = CreateAutomation,
     responses((status = 201, body = Automation), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_automation(
@@ -258,9 +267,6 @@ pub async fn create_automation(
     let b: CreateAutomation = body(&raw)?;
     st.require_manage(&caller, &b.environment_id).await?;
     super::sessions::require_speaks_for(&st, &caller, &b.service_principal_id, "service_principal_id").await?;
-    if b.ingest_secret.as_deref().is_some_and(|s| !s.is_empty()) {
-        return Err(ingest_refused().into());
-    }
     let req = pb::CreateAutomationRequest {
         environment_id: b.environment_id,
         name: b.name,
@@ -268,12 +274,11 @@ pub async fn create_automation(
         triggers_json: triggers_of(&b.triggers, &b.trigger)?.unwrap_or_default(),
         target_json: b.target.to_string(),
         metadata_json: b.metadata.map(|m| m.to_string()).unwrap_or_default(),
-        ingest_secret: String::new(),
+        ingest_secret: b.ingest_secret.unwrap_or_default(),
         actor_id: caller.principal_id.clone(),
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/automations", &raw, || async {
-        let w = st.scheduler.clone().create_automation(req).await?.into_inner();
-        super::created(automation(&w.automation.unwrap_or_default()))
+        super::created(written(st.scheduler.clone().create_automation(req).await?.into_inner()))
     })
     .await
 }
@@ -326,21 +331,17 @@ pub async fn update_automation(
 ) -> J<Automation> {
     let b: UpdateAutomation = body(&raw)?;
     writable(&st, &caller, &id).await?;
-    if b.ingest_secret.as_deref().is_some_and(|s| !s.is_empty()) {
-        return Err(ingest_refused().into());
-    }
     let req = pb::UpdateAutomationRequest {
         id,
         name: b.name,
         triggers_json: triggers_of(&b.triggers, &b.trigger)?,
         target_json: b.target.map(|t| t.to_string()),
         metadata_json: b.metadata.map(|m| m.to_string()),
-        ingest_secret: None,
+        ingest_secret: b.ingest_secret,
         expected_version: b.expected_version,
         actor_id: caller.principal_id,
     };
-    let w = st.scheduler.clone().update_automation(req).await?.into_inner();
-    Ok(Json(automation(&w.automation.unwrap_or_default())))
+    Ok(Json(written(st.scheduler.clone().update_automation(req).await?.into_inner())))
 }
 
 #[utoipa::path(post, path = "/v1/automations/{id}/pause", tag = "automations", params(("id" = String, Path)), request_body = PauseAutomation,
@@ -494,6 +495,89 @@ pub async fn get_firing(State(st): State<AppState>, caller: Caller, Path(id): Pa
         return Err(Error::not_found("automation_firing", &id).into());
     }
     Ok(Json(firing(&f)))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FilteredDelivery {
+    pub id: String,
+    pub automation_id: String,
+    /// The dedupe value (an integer shown as its digits).
+    pub dedupe_value: String,
+    pub body_sha256: String,
+    /// `admission_filter`.
+    pub reason: String,
+    /// The first predicate that did not hold.
+    pub predicate_index: i64,
+    pub created_at: String,
+}
+
+fn filtered(d: &pb::FilteredDelivery) -> FilteredDelivery {
+    FilteredDelivery {
+        id: d.id.clone(),
+        automation_id: d.automation_id.clone(),
+        dedupe_value: d.dedupe_value.clone(),
+        body_sha256: d.body_sha256.clone(),
+        reason: d.reason.clone(),
+        predicate_index: d.predicate_index,
+        created_at: rfc3339(d.created_ms),
+    }
+}
+
+/// Webhook events the admission filter stopped, newest first; readable
+/// after the Automation is deleted.
+#[utoipa::path(get, path = "/v1/automations/{id}/filtered-deliveries", tag = "automations", params(("id" = String, Path), ListQuery),
+    responses((status = 200, description = "Newest first", body = Page<FilteredDelivery>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_filtered(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> J<Page<FilteredDelivery>> {
+    checkfu_core::id::AutomationId::check("id", &id)?;
+    let req =
+        pb::ListFilteredRequest { automation_id: id.clone(), limit: super::explicit_limit(q.limit), page: q.page.unwrap_or_default() };
+    let r = st.scheduler.clone().list_filtered_deliveries(req).await?.into_inner();
+    if !st.allowed(&caller.principal_id, "read", "environment", &r.environment_id, &r.environment_id).await? {
+        return Err(Error::not_found("automation", &id).into());
+    }
+    Ok(Json(page(&r.data, &r.next_page, filtered)))
+}
+
+fn header(headers: &HeaderMap, name: &str) -> String {
+    headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string()
+}
+
+/// Signed ingest: no API key; `Checkfu-Signature` made with the
+/// Automation's ingest secret authenticates (api.md §12.4). 201 with the
+/// firing it admitted (or recorded `skipped`), 200 with the delivery its
+/// admission filter stopped; the same event again answers the same result
+/// with `Idempotent-Replayed: true`.
+#[utoipa::path(post, path = "/v1/ingest/automations/{id}", tag = "automations", security(()),
+    params(("id" = String, Path),
+        ("Checkfu-Version" = String, Header, description = "1"),
+        ("Checkfu-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<body>\")>")),
+    request_body(content = Object, content_type = "application/json", description = "Any JSON event, at most 1 MiB, signed as sent"),
+    responses((status = 201, description = "Admitted", body = Firing), (status = 200, description = "Stopped by the admission filter", body = FilteredDelivery),
+        (status = "4XX", body = ErrorEnvelope)))]
+pub async fn ingest(State(st): State<AppState>, Path(id): Path<String>, headers: HeaderMap, RawBody(body): RawBody) -> ApiResult<Response> {
+    use axum::response::IntoResponse;
+    let req = pb::IngestRequest {
+        automation_id: id,
+        version: header(&headers, "checkfu-version"),
+        content_type: header(&headers, "content-type"),
+        signature: header(&headers, "checkfu-signature"),
+        body: body.to_vec(),
+    };
+    let r = st.scheduler.clone().ingest(req).await?.into_inner();
+    let mut resp = match r.result {
+        Some(pb::ingest_response::Result::Firing(f)) => (axum::http::StatusCode::CREATED, Json(firing(&f))).into_response(),
+        Some(pb::ingest_response::Result::Filtered(d)) => (axum::http::StatusCode::OK, Json(filtered(&d))).into_response(),
+        None => return Err(Error::internal("the scheduler answered nothing").into()),
+    };
+    if r.replayed {
+        resp.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
+    }
+    Ok(resp)
 }
 
 #[cfg(test)]

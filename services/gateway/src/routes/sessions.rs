@@ -181,6 +181,7 @@ pub async fn create_session(
         budget: b.budget.map(|x| ss::NewBudget { limit: x.limit, metric: x.metric.unwrap_or_default() }),
         resource_file_ids,
         deployment_revision: None,
+        session_id: None,
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/sessions", &body, || async {
         created(views::session(&st.sessions.clone().create_session(req).await?.into_inner()))

@@ -39,6 +39,7 @@ fn automation(id: &str, name: &str) -> Automation {
         deleted_ms: 0,
         created_ms: 1,
         updated_ms: 1,
+        next_ms: None,
     }
 }
 
@@ -67,14 +68,18 @@ async fn scheduler_store_conformance() {
     for (name, s, _guard) in backends().await {
         automations_compare_and_set_and_keep_names_unique(&*s).await;
         firings_keep_their_children(&*s).await;
+        occurrences_have_one_firing(&*s).await;
+        timers_are_taken_once(&*s).await;
+        deliveries_dedupe(&*s).await;
+        replicas_race_for_occurrences(s.clone()).await;
         eprintln!("scheduler store conformance passed on {name}");
     }
 }
 
 async fn automations_compare_and_set_and_keep_names_unique(s: &dyn SchedulerStore) {
     let a = automation("auto_1", "n1");
-    s.insert_automation(&a, &[]).await.expect("insert");
-    let e = s.insert_automation(&automation("auto_2", "n1"), &[]).await.expect_err("taken");
+    s.insert_automation(&a, &[], Arm::Keep).await.expect("insert");
+    let e = s.insert_automation(&automation("auto_2", "n1"), &[], Arm::Keep).await.expect_err("taken");
     assert_eq!(e.details["reason"], "name_taken");
     assert_eq!(s.get_automation(&tid("auto_1")).await.expect("get"), Some(a.clone()));
 
@@ -84,8 +89,11 @@ async fn automations_compare_and_set_and_keep_names_unique(s: &dyn SchedulerStor
         version: 2,
         ..a.clone()
     };
-    assert!(s.update_automation(&paused, 1, &[]).await.expect("update"));
-    assert!(!s.update_automation(&Automation { version: 3, ..paused.clone() }, 1, &[]).await.expect("stale"), "a stale version loses");
+    assert!(s.update_automation(&paused, 1, &[], Arm::Keep).await.expect("update"));
+    assert!(
+        !s.update_automation(&Automation { version: 3, ..paused.clone() }, 1, &[], Arm::Keep).await.expect("stale"),
+        "a stale version loses"
+    );
     assert_eq!(s.get_automation(&tid("auto_1")).await.expect("get"), Some(paused.clone()));
     let page = PageRequest { limit: 10, before_id: None };
     assert_eq!(s.list_automations(&["env_1".into()], "paused", &page).await.expect("list").len(), 1);
@@ -93,19 +101,40 @@ async fn automations_compare_and_set_and_keep_names_unique(s: &dyn SchedulerStor
 
     // Deleted: gone from lists, its name free, itself still readable.
     let deleted = Automation { deleted_ms: 9, version: 3, ..paused.clone() };
-    assert!(s.update_automation(&deleted, 2, &[]).await.expect("delete"));
+    assert!(s.update_automation(&deleted, 2, &[], Arm::Keep).await.expect("delete"));
     assert!(s.list_automations(&["env_1".into()], "", &page).await.expect("list").is_empty());
-    assert!(!s.update_automation(&Automation { version: 4, ..deleted.clone() }, 3, &[]).await.expect("terminal"), "a deleted row is final");
-    s.insert_automation(&automation("auto_3", "n1"), &[]).await.expect("the name is free again");
+    assert!(
+        !s.update_automation(&Automation { version: 4, ..deleted.clone() }, 3, &[], Arm::Keep).await.expect("terminal"),
+        "a deleted row is final"
+    );
+    s.insert_automation(&automation("auto_3", "n1"), &[], Arm::Keep).await.expect("the name is free again");
     assert_eq!(s.get_automation(&tid("auto_1")).await.expect("get").map(|a| a.deleted_ms), Some(9));
 }
 
 async fn firings_keep_their_children(s: &dyn SchedulerStore) {
     let mut f = firing("afire_1", "auto_1", FiringSource::Manual);
-    s.insert_firing(&f).await.expect("insert");
-    s.insert_firing(&firing("afire_2", "auto_1", FiringSource::Schedule)).await.expect("insert");
-    s.add_child(&f, "sess_c1", "").await.expect("child");
+    let child = ChildRequest {
+        session_id: "sess_c1".into(),
+        step_id: String::new(),
+        agent_deployment_id: "dep_1".into(),
+        deployment_revision: Some(1),
+        principal_id: "prin_svc".into(),
+        title: "t".into(),
+        metadata: json!({}),
+        prompt: "p".into(),
+        budget: None,
+        firing_id: "afire_1".into(),
+    };
+    assert!(s.insert_firing(&f, Some(&child), None).await.expect("insert"));
+    assert!(s.insert_firing(&firing("afire_2", "auto_1", FiringSource::Schedule), None, None).await.expect("insert"));
+    // Pending: found by Session and by recovery, not listed on the firing.
     assert_eq!(s.firing_of_child("sess_c1").await.expect("of child"), Some(tid("afire_1")));
+    assert!(s.get_firing(&tid("afire_1")).await.expect("get").expect("firing").child_session_ids.is_empty());
+    assert!(s.pending_children(1, 10).await.expect("pending").is_empty(), "younger than the cut-off");
+    assert_eq!(s.pending_children(i64::MAX, 10).await.expect("pending"), vec![child.clone()]);
+    s.confirm_child("sess_c1").await.expect("confirm");
+    assert!(s.pending_children(i64::MAX, 10).await.expect("pending").is_empty());
+    s.drop_child("sess_c1").await.expect("a confirmed child is not dropped");
     assert!(s.firing_of_child("sess_none").await.expect("of child").is_none());
     f.child_session_ids = vec!["sess_c1".into()];
     f.usage = Usage { input_tokens: 3, output_tokens: 4, model_spend_micro_usd: 0 };
@@ -117,4 +146,141 @@ async fn firings_keep_their_children(s: &dyn SchedulerStore) {
     assert_eq!(ids(s.list_firings(&tid("auto_1"), "", "", &page).await.expect("list")), ["afire_2", "afire_1"]);
     assert_eq!(ids(s.list_firings(&tid("auto_1"), "manual", "", &page).await.expect("list")), ["afire_1"]);
     assert_eq!(ids(s.list_firings(&tid("auto_1"), "", "running", &page).await.expect("list")), ["afire_2"]);
+
+    // A refused child is forgotten.
+    let mut g = firing("afire_3", "auto_1", FiringSource::Manual);
+    let c3 = ChildRequest { session_id: "sess_c3".into(), firing_id: "afire_3".into(), ..child };
+    assert!(s.insert_firing(&g, Some(&c3), None).await.expect("insert"));
+    s.drop_child("sess_c3").await.expect("drop");
+    assert!(s.firing_of_child("sess_c3").await.expect("of child").is_none());
+    g.settle(FiringState::Failed, Some(("child_admission_denied", "no".into())), 11);
+    s.update_firing(&g).await.expect("settle");
+}
+
+/// An occurrence has at most one firing; a scheduled firing is found by it.
+async fn occurrences_have_one_firing(s: &dyn SchedulerStore) {
+    let mut f = firing("afire_o1", "auto_o", FiringSource::Schedule);
+    f.scheduled_for_ms = 5_000;
+    f.event = Value::Null;
+    assert!(s.insert_firing(&f, None, None).await.expect("first"));
+    let again = Firing { id: tid("afire_o2"), ..f.clone() };
+    assert!(!s.insert_firing(&again, None, None).await.expect("second"), "the occurrence already has its firing");
+    assert!(s.get_firing(&tid("afire_o2")).await.expect("get").is_none(), "nothing written");
+    assert_eq!(s.firing_for_occurrence(&tid("auto_o"), 5_000).await.expect("by occurrence").map(|f| f.id), Some(tid("afire_o1")));
+    assert!(s.firing_for_occurrence(&tid("auto_o"), 6_000).await.expect("none").is_none());
+    // Manual firings share no such key.
+    let m1 = Firing { id: tid("afire_o3"), source: FiringSource::Manual, scheduled_for_ms: 0, ..f.clone() };
+    let m2 = Firing { id: tid("afire_o4"), ..m1.clone() };
+    assert!(s.insert_firing(&m1, None, None).await.expect("manual"));
+    assert!(s.insert_firing(&m2, None, None).await.expect("manual again"));
+}
+
+/// Timers: armed by writes, taken once, finished by compare-and-set.
+async fn timers_are_taken_once(s: &dyn SchedulerStore) {
+    let mut a = automation("auto_t1", "t1");
+    s.insert_automation(&a, &[], Arm::Set { at: 1_000, awake: true }).await.expect("armed");
+    assert_eq!(s.get_automation(&a.id).await.expect("get").expect("a").next_ms, Some(1_000));
+    assert_eq!(s.next_due().await.expect("next"), Some(1_000));
+    assert!(s.claim_due("h1", 999, 60_000, 10).await.expect("claim").is_empty(), "not yet due");
+    let taken = s.claim_due("h1", 1_000, 31_000, 10).await.expect("claim");
+    assert_eq!(taken.len(), 1);
+    assert_eq!((taken[0].scheduled_for_ms, taken[0].holder.as_str()), (1_000, "h1"));
+    assert!(s.claim_due("h2", 1_500, 60_000, 10).await.expect("claim").is_empty(), "held until its lease ends");
+    // The holder died: after the lease it is due again, and the old holder's
+    // finish no longer counts.
+    let retaken = s.claim_due("h2", 31_000, 61_000, 10).await.expect("claim");
+    assert_eq!(retaken.len(), 1);
+    assert!(!s.finish_timer(&taken[0], Arm::Clear).await.expect("stale holder"), "a lost lease finishes nothing");
+    assert!(s.finish_timer(&retaken[0], Arm::Set { at: 2_000, awake: true }).await.expect("re-arm"));
+    assert_eq!(s.get_automation(&a.id).await.expect("get").expect("a").next_ms, Some(2_000));
+
+    // A write re-arms over a hold: the holder's finish loses.
+    let held = s.claim_due("h3", 2_000, 32_000, 10).await.expect("claim");
+    a.version = 2;
+    assert!(s.update_automation(&a, 1, &[], Arm::Set { at: 9_000, awake: true }).await.expect("write"));
+    assert!(!s.finish_timer(&held[0], Arm::Clear).await.expect("finish"), "the write stands");
+    assert_eq!(s.get_automation(&a.id).await.expect("get").expect("a").next_ms, Some(9_000));
+
+    // Dormant: kept (next_at shows) but never due until woken.
+    a.version = 3;
+    assert!(s.update_automation(&a, 2, &[], Arm::Sleep).await.expect("sleep"));
+    assert!(s.claim_due("h4", i64::MAX - 1, i64::MAX - 1, 10).await.expect("claim").is_empty(), "dormant");
+    assert_eq!(s.next_due().await.expect("next"), None);
+    assert_eq!(s.get_automation(&a.id).await.expect("get").expect("a").next_ms, Some(9_000));
+    a.version = 4;
+    assert!(s.update_automation(&a, 3, &[], Arm::Wake).await.expect("wake"));
+    assert_eq!(s.next_due().await.expect("next"), Some(9_000));
+    a.version = 5;
+    assert!(s.update_automation(&a, 4, &[], Arm::Clear).await.expect("clear"));
+    assert_eq!(s.get_automation(&a.id).await.expect("get").expect("a").next_ms, None);
+    assert_eq!(s.next_due().await.expect("next"), None);
+}
+
+/// Two replicas racing for the same due timers: each is taken exactly once.
+async fn replicas_race_for_occurrences(s: Arc<dyn SchedulerStore>) {
+    const N: usize = 120;
+    for n in 0..N {
+        let a = automation(&format!("auto_r{n:03}"), &format!("r{n}"));
+        s.insert_automation(&a, &[], Arm::Set { at: 50_000 + n as i64, awake: true }).await.expect("arm");
+    }
+    let mut tasks = vec![];
+    for replica in 0..2 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut mine = vec![];
+            for round in 0..40 {
+                let holder = format!("replica{replica}:{round}");
+                let got = s.claim_due(&holder, 60_000, 90_000, 7).await.expect("claim");
+                mine.extend(got.into_iter().map(|t| t.id));
+                tokio::task::yield_now().await;
+            }
+            mine
+        }));
+    }
+    let mut all = vec![];
+    for t in tasks {
+        all.extend(t.await.expect("replica"));
+    }
+    let total = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), total, "no timer was taken by both replicas");
+    assert_eq!(total, N, "every due timer was taken");
+}
+
+/// Signed ingest's identities: one delivery each, kept until swept.
+async fn deliveries_dedupe(s: &dyn SchedulerStore) {
+    let d = Delivery {
+        automation_id: tid("auto_w"),
+        dedupe_key: "\"e1\"".into(),
+        body_sha256: "aa".into(),
+        firing_id: "afire_w1".into(),
+        filtered_id: String::new(),
+        created_ms: 100,
+    };
+    let f = firing("afire_w1", "auto_w", FiringSource::Webhook);
+    assert!(s.insert_firing(&f, None, Some(&d)).await.expect("admit"));
+    let f2 = firing("afire_w2", "auto_w", FiringSource::Webhook);
+    assert!(!s.insert_firing(&f2, None, Some(&Delivery { firing_id: "afire_w2".into(), ..d.clone() })).await.expect("dup"));
+    assert!(s.get_firing(&tid("afire_w2")).await.expect("get").is_none(), "the losing firing is not written");
+    assert_eq!(s.get_delivery(&tid("auto_w"), "\"e1\"").await.expect("get"), Some(d.clone()));
+    assert!(s.get_delivery(&tid("auto_w"), "1").await.expect("get").is_none());
+
+    let fd = FilteredDelivery {
+        id: tid("afdl_1"),
+        automation_id: tid("auto_w"),
+        dedupe_value: "e3".into(),
+        body_sha256: "bb".into(),
+        predicate_index: 0,
+        created_ms: 200,
+    };
+    let d3 = Delivery { dedupe_key: "\"e3\"".into(), firing_id: String::new(), filtered_id: "afdl_1".into(), created_ms: 200, ..d.clone() };
+    assert!(s.insert_filtered(&fd, &d3).await.expect("filtered"));
+    assert!(!s.insert_filtered(&FilteredDelivery { id: tid("afdl_2"), ..fd.clone() }, &d3).await.expect("dup"));
+    assert_eq!(s.get_filtered("afdl_1").await.expect("get"), Some(fd.clone()));
+    let page = PageRequest { limit: 10, before_id: None };
+    assert_eq!(s.list_filtered(&tid("auto_w"), &page).await.expect("list"), vec![fd]);
+    assert_eq!(s.sweep_deliveries(150).await.expect("sweep"), 1, "only identities older than the cut-off go");
+    assert!(s.get_delivery(&tid("auto_w"), "\"e1\"").await.expect("get").is_none());
+    assert!(s.get_delivery(&tid("auto_w"), "\"e3\"").await.expect("get").is_some());
 }

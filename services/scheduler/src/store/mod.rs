@@ -1,6 +1,8 @@
 //! The scheduler's store: Automations (a compare-and-set on `version`),
 //! firings and their child Sessions, with `automation.*` events staged in
-//! the outbox in the same transaction as the change they describe.
+//! the outbox in the same transaction as the change they describe; the
+//! occurrence timers (`timers.rs`) and signed-ingest deliveries
+//! (`deliveries.rs`).
 
 use crate::model::*;
 use checkfu_bus::Record;
@@ -12,25 +14,59 @@ use checkfu_store::sqlx::{self, Row, any::AnyRow};
 use checkfu_store::{Db, db_err, find_one, is_unique_violation, list_in_envs_with};
 use serde_json::Value;
 
+mod deliveries;
+mod timers;
+
 #[async_trait::async_trait]
 pub trait SchedulerStore: Send + Sync + 'static {
-    /// 409 `name_taken` when a live Automation of its Environment has the name.
-    async fn insert_automation(&self, a: &Automation, events: &[Record]) -> Result<()>;
-    /// Writes `a` if the stored row is at `expected_version`; false when it moved.
-    async fn update_automation(&self, a: &Automation, expected_version: i64, events: &[Record]) -> Result<bool>;
+    /// 409 `name_taken` when a live Automation of its Environment has the
+    /// name. `arm` sets its occurrence timer in the same transaction.
+    async fn insert_automation(&self, a: &Automation, events: &[Record], arm: Arm) -> Result<()>;
+    /// Writes `a` (and `arm` to its timer) if the stored row is at
+    /// `expected_version`; false when it moved.
+    async fn update_automation(&self, a: &Automation, expected_version: i64, events: &[Record], arm: Arm) -> Result<bool>;
     /// Deleted ones too (their firings stay readable).
     async fn get_automation(&self, id: &AutomationId) -> Result<Option<Automation>>;
     /// Live ones, newest first; `status` empty for every status.
     async fn list_automations(&self, environment_ids: &[String], status: &str, page: &PageRequest) -> Result<Vec<Automation>>;
 
-    async fn insert_firing(&self, f: &Firing) -> Result<()>;
-    /// Records a child Session of a firing (and the firing's new list).
-    async fn add_child(&self, f: &Firing, session_id: &str, step_id: &str) -> Result<()>;
+    /// Records a firing with its pending child and its delivery, if any, in
+    /// one transaction; false (nothing written) when its occurrence or its
+    /// dedupe identity already has one.
+    async fn insert_firing(&self, f: &Firing, child: Option<&ChildRequest>, delivery: Option<&Delivery>) -> Result<bool>;
+    /// Marks a pending child as existing.
+    async fn confirm_child(&self, session_id: &str) -> Result<()>;
+    /// Forgets a pending child that was refused (no Session exists).
+    async fn drop_child(&self, session_id: &str) -> Result<()>;
+    /// Pending children recorded before `before_ms`, oldest first.
+    async fn pending_children(&self, before_ms: i64, limit: i64) -> Result<Vec<ChildRequest>>;
     async fn update_firing(&self, f: &Firing) -> Result<()>;
+    /// The firing of an occurrence, if one was recorded.
+    async fn firing_for_occurrence(&self, automation_id: &AutomationId, scheduled_for_ms: i64) -> Result<Option<Firing>>;
     async fn get_firing(&self, id: &FiringId) -> Result<Option<Firing>>;
     async fn list_firings(&self, automation_id: &AutomationId, source: &str, state: &str, page: &PageRequest) -> Result<Vec<Firing>>;
     /// The firing a child Session belongs to.
     async fn firing_of_child(&self, session_id: &str) -> Result<Option<FiringId>>;
+
+    /// Takes up to `limit` due timers for `holder` until `lease_until_ms`;
+    /// a timer is never held by two holders at once.
+    async fn claim_due(&self, holder: &str, now_ms: i64, lease_until_ms: i64, limit: i64) -> Result<Vec<Timer>>;
+    /// Settles a held timer (`At` re-arms it, `Clear` consumes it), if
+    /// `t.holder` still holds it at the same occurrence; false otherwise.
+    async fn finish_timer(&self, t: &Timer, arm: Arm) -> Result<bool>;
+    /// When the next timer is due, if any is.
+    async fn next_due(&self) -> Result<Option<i64>>;
+
+    /// A dedupe identity's delivery.
+    async fn get_delivery(&self, automation_id: &AutomationId, dedupe_key: &str) -> Result<Option<Delivery>>;
+    /// Records a filtered delivery with its dedupe identity; false when the
+    /// identity already has a delivery.
+    async fn insert_filtered(&self, d: &FilteredDelivery, delivery: &Delivery) -> Result<bool>;
+    async fn get_filtered(&self, id: &str) -> Result<Option<FilteredDelivery>>;
+    /// Newest first.
+    async fn list_filtered(&self, automation_id: &AutomationId, page: &PageRequest) -> Result<Vec<FilteredDelivery>>;
+    /// Forgets dedupe identities recorded before `before_ms`.
+    async fn sweep_deliveries(&self, before_ms: i64) -> Result<u64>;
 }
 
 #[derive(Clone, Debug)]
@@ -56,6 +92,7 @@ fn json(r: &AnyRow, c: &str) -> Result<Value> {
 
 fn automation(r: &AnyRow) -> Result<Automation> {
     let target = json(r, "target_json")?;
+    let next_ms: Option<i64> = r.try_get("next_ms").map_err(db_err)?;
     Ok(Automation {
         id: TypedId::stored(s(r, "id")?),
         environment_id: TypedId::stored(s(r, "environment_id")?),
@@ -63,7 +100,7 @@ fn automation(r: &AnyRow) -> Result<Automation> {
         service_principal_id: TypedId::stored(s(r, "service_principal_id")?),
         status: AutomationStatus::parse("status", &s(r, "status")?)?,
         pause_reason: serde_json::from_value(json(r, "pause_reason_json")?).unwrap_or(None),
-        triggers: serde_json::from_value(json(r, "triggers_json")?).unwrap_or_default(),
+        triggers: crate::triggers::parse_triggers(&json(r, "triggers_json")?)?,
         target: AgentTarget::parse(&target)?,
         managed_by: json(r, "managed_by_json")?,
         metadata: json(r, "metadata_json")?,
@@ -72,6 +109,7 @@ fn automation(r: &AnyRow) -> Result<Automation> {
         deleted_ms: i(r, "deleted_ms")?,
         created_ms: i(r, "created_ms")?,
         updated_ms: i(r, "updated_ms")?,
+        next_ms,
     })
 }
 
@@ -106,8 +144,9 @@ fn name_taken(a: &Automation) -> Error {
 }
 
 impl SqlSchedulerStore {
+    /// The firing's children that exist (pending ones are not listed).
     async fn children(&self, firing_id: &str) -> Result<Vec<String>> {
-        sqlx::query("SELECT session_id FROM automation_children WHERE firing_id = $1 ORDER BY created_ms, session_id")
+        sqlx::query("SELECT session_id FROM automation_children WHERE firing_id = $1 AND confirmed = 1 ORDER BY created_ms, session_id")
             .bind(firing_id)
             .fetch_all(&self.db.pool)
             .await
@@ -129,7 +168,7 @@ impl SqlSchedulerStore {
 
 #[async_trait::async_trait]
 impl SchedulerStore for SqlSchedulerStore {
-    async fn insert_automation(&self, a: &Automation, events: &[Record]) -> Result<()> {
+    async fn insert_automation(&self, a: &Automation, events: &[Record], arm: Arm) -> Result<()> {
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         let r = sqlx::query(
             "INSERT INTO automations (id, environment_id, name, service_principal_id, status, pause_reason_json, triggers_json, target_json, \
@@ -142,7 +181,7 @@ impl SchedulerStore for SqlSchedulerStore {
         .bind(&a.service_principal_id)
         .bind(a.status.as_str())
         .bind(to_json(&a.pause_reason))
-        .bind(to_json(&a.triggers))
+        .bind(crate::triggers::to_json(&a.triggers).to_string())
         .bind(a.target.to_json().to_string())
         .bind(a.managed_by.to_string())
         .bind(a.metadata.to_string())
@@ -158,11 +197,12 @@ impl SchedulerStore for SqlSchedulerStore {
             Err(e) if is_unique_violation(&e) => return Err(name_taken(a)),
             Err(e) => return Err(db_err(e)),
         }
+        timers::arm(&mut tx, &a.id, arm).await?;
         stage(&mut tx, events).await?;
         tx.commit().await.map_err(db_err)
     }
 
-    async fn update_automation(&self, a: &Automation, expected_version: i64, events: &[Record]) -> Result<bool> {
+    async fn update_automation(&self, a: &Automation, expected_version: i64, events: &[Record], arm: Arm) -> Result<bool> {
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         let r = sqlx::query(
             "UPDATE automations SET name = $1, status = $2, pause_reason_json = $3, triggers_json = $4, target_json = $5, \
@@ -172,7 +212,7 @@ impl SchedulerStore for SqlSchedulerStore {
         .bind(&a.name)
         .bind(a.status.as_str())
         .bind(to_json(&a.pause_reason))
-        .bind(to_json(&a.triggers))
+        .bind(crate::triggers::to_json(&a.triggers).to_string())
         .bind(a.target.to_json().to_string())
         .bind(a.managed_by.to_string())
         .bind(a.metadata.to_string())
@@ -192,20 +232,27 @@ impl SchedulerStore for SqlSchedulerStore {
         if moved != 1 {
             return Ok(false);
         }
+        timers::arm(&mut tx, &a.id, arm).await?;
         stage(&mut tx, events).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(true)
     }
 
     async fn get_automation(&self, id: &AutomationId) -> Result<Option<Automation>> {
-        find_one(&self.db, "SELECT * FROM automations WHERE id = $1", id, automation).await
+        find_one(
+            &self.db,
+            "SELECT a.*, t.scheduled_for_ms AS next_ms FROM automations a LEFT JOIN timers t ON t.id = a.id WHERE a.id = $1",
+            id,
+            automation,
+        )
+        .await
     }
 
     async fn list_automations(&self, environment_ids: &[String], status: &str, page: &PageRequest) -> Result<Vec<Automation>> {
         list_in_envs_with(
             &self.db,
-            "SELECT * FROM automations WHERE environment_id = $1 AND id < $2 AND deleted_ms = 0 AND ($4 = '' OR status = $4) \
-             ORDER BY id DESC LIMIT $3",
+            "SELECT a.*, t.scheduled_for_ms AS next_ms FROM automations a LEFT JOIN timers t ON t.id = a.id \
+             WHERE a.environment_id = $1 AND a.id < $2 AND a.deleted_ms = 0 AND ($4 = '' OR a.status = $4) ORDER BY a.id DESC LIMIT $3",
             environment_ids,
             &[status],
             page,
@@ -215,8 +262,9 @@ impl SchedulerStore for SqlSchedulerStore {
         .await
     }
 
-    async fn insert_firing(&self, f: &Firing) -> Result<()> {
-        sqlx::query(
+    async fn insert_firing(&self, f: &Firing, child: Option<&ChildRequest>, delivery: Option<&Delivery>) -> Result<bool> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        let r = sqlx::query(
             "INSERT INTO automation_firings (id, automation_id, environment_id, source, event_json, scheduled_for_ms, dedupe_value, \
              actor_principal_id, automation_version, state, usage_json, error_json, created_ms, settled_ms) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
@@ -235,22 +283,79 @@ impl SchedulerStore for SqlSchedulerStore {
         .bind(to_json(&f.error))
         .bind(f.created_ms)
         .bind(f.settled_ms)
-        .execute(&self.db.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(())
+        .execute(&mut *tx)
+        .await;
+        match r {
+            Ok(_) => {}
+            Err(e) if is_unique_violation(&e) => return Ok(false),
+            Err(e) => return Err(db_err(e)),
+        }
+        if let Some(c) = child {
+            sqlx::query(
+                "INSERT INTO automation_children (session_id, firing_id, step_id, created_ms, confirmed, request_json) \
+                 VALUES ($1, $2, $3, $4, 0, $5)",
+            )
+            .bind(&c.session_id)
+            .bind(&f.id)
+            .bind(&c.step_id)
+            .bind(f.created_ms)
+            .bind(to_json(c))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        }
+        if let Some(d) = delivery
+            && !deliveries::insert(&mut tx, d).await?
+        {
+            return Ok(false);
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
     }
 
-    async fn add_child(&self, f: &Firing, session_id: &str, step_id: &str) -> Result<()> {
-        sqlx::query("INSERT INTO automation_children (session_id, firing_id, step_id, created_ms) VALUES ($1, $2, $3, $4)")
+    async fn confirm_child(&self, session_id: &str) -> Result<()> {
+        sqlx::query("UPDATE automation_children SET confirmed = 1 WHERE session_id = $1")
             .bind(session_id)
-            .bind(&f.id)
-            .bind(step_id)
-            .bind(checkfu_core::time::now_ms())
             .execute(&self.db.pool)
             .await
             .map_err(db_err)?;
         Ok(())
+    }
+
+    async fn drop_child(&self, session_id: &str) -> Result<()> {
+        sqlx::query("DELETE FROM automation_children WHERE session_id = $1 AND confirmed = 0")
+            .bind(session_id)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn pending_children(&self, before_ms: i64, limit: i64) -> Result<Vec<ChildRequest>> {
+        let rows = sqlx::query(
+            "SELECT request_json FROM automation_children WHERE confirmed = 0 AND created_ms < $1 ORDER BY created_ms LIMIT $2",
+        )
+        .bind(before_ms)
+        .bind(limit)
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter()
+            .map(|r| {
+                serde_json::from_value(json(r, "request_json")?).map_err(|e| Error::internal(format!("a pending child is unreadable: {e}")))
+            })
+            .collect()
+    }
+
+    async fn firing_for_occurrence(&self, automation_id: &AutomationId, scheduled_for_ms: i64) -> Result<Option<Firing>> {
+        let rows =
+            sqlx::query("SELECT * FROM automation_firings WHERE automation_id = $1 AND scheduled_for_ms = $2 AND source = 'schedule'")
+                .bind(automation_id)
+                .bind(scheduled_for_ms)
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db_err)?;
+        Ok(self.firings(rows).await?.pop())
     }
 
     async fn update_firing(&self, f: &Firing) -> Result<()> {
@@ -295,6 +400,38 @@ impl SchedulerStore for SqlSchedulerStore {
             .await
             .map_err(db_err)?;
         row.map(|r| s(&r, "firing_id").map(TypedId::stored)).transpose()
+    }
+
+    async fn claim_due(&self, holder: &str, now_ms: i64, lease_until_ms: i64, limit: i64) -> Result<Vec<Timer>> {
+        timers::claim_due(&self.db, holder, now_ms, lease_until_ms, limit).await
+    }
+
+    async fn finish_timer(&self, t: &Timer, arm: Arm) -> Result<bool> {
+        timers::finish(&self.db, t, arm).await
+    }
+
+    async fn next_due(&self) -> Result<Option<i64>> {
+        timers::next_due(&self.db).await
+    }
+
+    async fn get_delivery(&self, automation_id: &AutomationId, dedupe_key: &str) -> Result<Option<Delivery>> {
+        deliveries::get(&self.db, automation_id, dedupe_key).await
+    }
+
+    async fn insert_filtered(&self, d: &FilteredDelivery, delivery: &Delivery) -> Result<bool> {
+        deliveries::insert_filtered(&self.db, d, delivery).await
+    }
+
+    async fn get_filtered(&self, id: &str) -> Result<Option<FilteredDelivery>> {
+        deliveries::get_filtered(&self.db, id).await
+    }
+
+    async fn list_filtered(&self, automation_id: &AutomationId, page: &PageRequest) -> Result<Vec<FilteredDelivery>> {
+        deliveries::list_filtered(&self.db, automation_id, page).await
+    }
+
+    async fn sweep_deliveries(&self, before_ms: i64) -> Result<u64> {
+        deliveries::sweep(&self.db, before_ms).await
     }
 }
 

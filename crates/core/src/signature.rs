@@ -1,6 +1,7 @@
-//! `Checkfu-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`.
-//! Receivers recompute it over the raw body and reject a `t` more than five
-//! minutes away, which bounds replays.
+//! `Checkfu-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`
+//! (api.md §8): outbound webhooks sign with it, and signed ingest (§12.4)
+//! checks it. Receivers recompute it over the raw body and reject a `t` more
+//! than five minutes away, which bounds replays.
 
 use hmac::{KeyInit, Mac};
 
@@ -16,6 +17,14 @@ fn mac(secret: &str, t: i64, body: &[u8]) -> HmacSha256 {
     m.update(b".");
     m.update(body);
     m
+}
+
+/// A new signing secret: `whsec_` and 64 hex digits (256 random bits).
+pub fn new_secret() -> String {
+    use rand::Rng;
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("whsec_{}", hex::encode(bytes))
 }
 
 /// The header value for `body` signed at `t`.

@@ -1,0 +1,144 @@
+//! The fixture of the Automations acceptance checks (api.md §12.11) and
+//! the helpers their tests share: a service Principal with `invoke` on a
+//! deployed Agent, a receiver of `automation.*` webhooks, and signed ingest.
+
+use crate::*;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The fixture of §12.11: service Principal `svc` holding `invoke` on the
+/// published Agent `a` (deployment `dep_a`), and a receiver of `automation.*`.
+pub struct Fixture {
+    pub p: Platform,
+    pub svc: String,
+    pub invoke: String,
+    pub d: Deployed,
+    pub hooks: Deliveries,
+    pub dir: tempfile::TempDir,
+}
+
+pub async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start_timed(dir.path(), Tuning { allow_private_targets: true, ..Default::default() }).await;
+    let a = &p.admin;
+    let svc = id(&a.post("/v1/principals", json!({"kind": "service", "name": "svc"})).await.1);
+    let d = deploy(a, &p.env_id, json!({})).await;
+    let invoke = grant(&p, &svc, &d.agent_id).await;
+    let (hooks, url) = hook_receiver().await;
+    let ep = a.post("/v1/webhook-endpoints", json!({"environment_id": p.env_id, "url": url, "event_types": ["automation.created", "automation.paused", "automation.resumed", "automation.deleted"]})).await;
+    expect(&ep, 201, None);
+    Fixture { p, svc, invoke, d, hooks, dir }
+}
+
+pub async fn grant(p: &Platform, svc: &str, agent: &str) -> String {
+    let g = json!({"subject": {"kind": "principal", "id": svc}, "permission": "invoke", "resource": {"kind": "agent", "id": agent}});
+    let r = p.admin.post("/v1/permission-assignments", g).await;
+    expect(&r, 201, None);
+    id(&r.1)
+}
+
+pub fn a0(dep: &str) -> Value {
+    json!({"kind": "agent", "agent_deployment_id": dep, "prompt": "Summarize {{event.title}}"})
+}
+
+pub async fn create(f: &Fixture, name: &str, target: Value) -> Reply {
+    f.p.admin
+        .post(
+            "/v1/automations",
+            json!({"name": name, "environment_id": f.p.env_id, "service_principal_id": f.svc, "triggers": [], "target": target}),
+        )
+        .await
+}
+
+/// The firing once it left `running` (or as it is after 30 s).
+pub async fn settled(api: &Api, firing: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..300 {
+        last = api.get(&format!("/v1/automation-firings/{firing}")).await.1;
+        if last["state"] != "running" {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    last
+}
+
+pub async fn wait_for_hook(hooks: &Deliveries, t: &str, resource: &str) {
+    for _ in 0..300 {
+        let seen: Vec<Value> = hooks.lock().unwrap().iter().filter_map(|b| serde_json::from_str(b).ok()).collect();
+        if seen.iter().any(|b| b["type"] == t && b["data"]["resource_id"] == resource) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no {t} webhook for {resource}");
+}
+
+pub fn check<'a>(readiness: &'a Value, name: &str) -> &'a Value {
+    readiness["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap()
+}
+
+/// Creates an Automation with these triggers (and optional secret).
+pub async fn create_with(f: &Fixture, name: &str, triggers: Value, target: Value, secret: Option<&str>) -> Reply {
+    let mut body =
+        json!({"name": name, "environment_id": f.p.env_id, "service_principal_id": f.svc, "triggers": triggers, "target": target});
+    if let Some(s) = secret {
+        body["ingest_secret"] = json!(s);
+    }
+    f.p.admin.post("/v1/automations", body).await
+}
+
+/// `t=<t>,v1=hex(HMAC-SHA256(secret, "<t>.<body>"))`.
+pub fn sig(secret: &str, t: i64, body: &[u8]) -> String {
+    checkfu_core::signature::sign(secret, t, body)
+}
+
+pub fn now_s() -> i64 {
+    checkfu_core::time::now_ms() / 1000
+}
+
+/// POSTs `body` to the Automation's ingest URL with no API key, the given
+/// signature header (none when empty) and `Checkfu-Version: 1`.
+pub async fn ingest(base: &str, automation: &str, body: &[u8], signature: &str) -> Reply {
+    ingest_with(base, automation, body, &[("checkfu-signature", signature), ("checkfu-version", "1"), ("content-type", "application/json")])
+        .await
+}
+
+pub async fn ingest_with(base: &str, automation: &str, body: &[u8], headers: &[(&str, &str)]) -> Reply {
+    let mut rb = reqwest::Client::new().post(format!("{base}/v1/ingest/automations/{automation}")).body(body.to_vec());
+    for (k, v) in headers {
+        if !v.is_empty() {
+            rb = rb.header(*k, *v);
+        }
+    }
+    let r = rb.send().await.unwrap();
+    let status = r.status();
+    let headers = r.headers().clone();
+    let text = r.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)), headers)
+}
+
+/// Signed with `secret` now.
+pub async fn ingest_signed(base: &str, automation: &str, secret: &str, body: &str) -> Reply {
+    ingest(base, automation, body.as_bytes(), &sig(secret, now_s(), body.as_bytes())).await
+}
+
+/// An Automation's firings, oldest first.
+pub async fn firings(api: &Api, automation: &str) -> Vec<Value> {
+    let r = api.get(&format!("/v1/automations/{automation}/firings?limit=100")).await;
+    let mut v = r.1["data"].as_array().cloned().unwrap_or_default();
+    v.reverse();
+    v
+}
+
+/// Waits until the Automation has at least `n` firings (up to `within`).
+pub async fn wait_firings(api: &Api, automation: &str, n: usize, within: Duration) -> Vec<Value> {
+    let end = std::time::Instant::now() + within;
+    loop {
+        let f = firings(api, automation).await;
+        if f.len() >= n || std::time::Instant::now() > end {
+            return f;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

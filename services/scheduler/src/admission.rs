@@ -1,0 +1,227 @@
+//! Admission (api.md §12.5): one durable path for manual fires, schedule
+//! occurrences and signed webhook events. The firing is recorded with its
+//! child's id and request before the child is asked for, in one
+//! transaction with what makes it unique (its occurrence, its dedupe
+//! identity); the Session is then created with that id, which makes the
+//! create idempotent. A crash in between leaves a pending child that
+//! [`SchedulerService::recover_children`] completes — never a second child,
+//! never a firing lost.
+
+use crate::model::*;
+use crate::service::SchedulerService;
+use checkfu_core::id::{AutomationId, FiringId, SessionId, TypedId};
+use checkfu_core::page::PageRequest;
+use checkfu_core::time::now_ms;
+use checkfu_core::{Code, Error, Result};
+use checkfu_proto::sessions::v1 as ss;
+use serde_json::{Value, json};
+
+/// A pending child older than this is presumed orphaned by a crash and
+/// completed by recovery.
+pub const ORPHANED_AFTER_MS: i64 = 30_000;
+
+/// What is being admitted, beyond the Automation.
+#[derive(Debug, Clone)]
+pub struct Admission {
+    pub source: FiringSource,
+    pub event: Value,
+    /// The occurrence's nominal time (schedule), else 0.
+    pub scheduled_for_ms: i64,
+    pub dedupe_value: String,
+    pub actor: String,
+    /// The dedupe identity a webhook event claims with its firing.
+    pub delivery: Option<Delivery>,
+}
+
+/// A refusal that will not change by asking again (versus an outage).
+fn permanent(e: &Error) -> bool {
+    !matches!(e.code, Code::Unavailable | Code::Internal)
+}
+
+impl SchedulerService {
+    /// A manual fire: 409 while paused; a blocked Automation records a
+    /// `skipped` firing; else the child Session is created now.
+    pub async fn fire(&self, id: &str, event: Value, actor: &str) -> Result<Firing> {
+        let a = self.automation(id).await?;
+        if a.status == AutomationStatus::Paused {
+            return Err(Error::conflict("the Automation is paused").with_details(json!({"status": "paused"})));
+        }
+        if event.to_string().len() > MAX_EVENT_BYTES {
+            return Err(Error::new(Code::PayloadTooLarge, "an event is at most 1 MiB"));
+        }
+        let adm = Admission {
+            source: FiringSource::Manual,
+            event,
+            scheduled_for_ms: 0,
+            dedupe_value: String::new(),
+            actor: actor.to_string(),
+            delivery: None,
+        };
+        let f = self.admit(&a, adm).await?.ok_or_else(|| Error::internal("a manual firing has nothing to collide with"))?;
+        self.audit(actor, "automation.fired", &a, json!({"firing_id": f.id, "state": f.state.as_str()})).await;
+        Ok(f)
+    }
+
+    /// Admits a firing: readiness first (blocked → `skipped`), then the
+    /// prompt, then the child. `None` when the occurrence or dedupe identity
+    /// already has a firing (nothing was written).
+    pub(crate) async fn admit(&self, a: &Automation, adm: Admission) -> Result<Option<Firing>> {
+        let now = now_ms();
+        let mut f = Firing {
+            id: FiringId::mint(),
+            automation_id: a.id.clone(),
+            environment_id: a.environment_id.clone(),
+            source: adm.source,
+            event: adm.event,
+            scheduled_for_ms: adm.scheduled_for_ms,
+            dedupe_value: adm.dedupe_value,
+            actor_principal_id: adm.actor,
+            automation_version: a.version,
+            state: FiringState::Running,
+            child_session_ids: vec![],
+            usage: Usage::default(),
+            error: None,
+            created_ms: now,
+            settled_ms: 0,
+        };
+        let delivery = adm.delivery.map(|d| Delivery { firing_id: f.id.to_string(), ..d });
+        let readiness = self.readiness(a).await;
+        if !readiness.ready() {
+            let failing: Vec<&str> = readiness.checks.iter().filter(|c| c.status != "pass").map(|c| c.name).collect();
+            f.settle(FiringState::Skipped, Some(("readiness_blocked", format!("not ready: {}", failing.join(", ")))), now);
+            return Ok(self.store.insert_firing(&f, None, delivery.as_ref()).await?.then_some(f));
+        }
+        let prompt = match render_prompt(&a.target.prompt, &f.event) {
+            Ok(p) => p,
+            Err(e) => {
+                f.settle(FiringState::Failed, Some(("rendered_prompt_too_large", e.message)), now);
+                return Ok(self.store.insert_firing(&f, None, delivery.as_ref()).await?.then_some(f));
+            }
+        };
+        let child = ChildRequest {
+            session_id: SessionId::mint().to_string(),
+            step_id: String::new(),
+            agent_deployment_id: a.target.agent_deployment_id.clone(),
+            deployment_revision: a.target.deployment_revision,
+            principal_id: a.service_principal_id.to_string(),
+            title: a.name.chars().take(200).collect(),
+            metadata: json!({"automation_id": a.id, "automation_firing_id": f.id, "step_id": null}),
+            prompt,
+            budget: a.target.budget.clone(),
+            firing_id: f.id.to_string(),
+        };
+        if !self.store.insert_firing(&f, Some(&child), delivery.as_ref()).await? {
+            return Ok(None);
+        }
+        self.complete_child(&mut f, &child).await?;
+        Ok(Some(f))
+    }
+
+    /// Asks for a recorded child. Created (or found, on a retry): confirmed
+    /// and listed. Refused: the firing fails `child_admission_denied` with
+    /// no Session. Unreachable: left pending for recovery.
+    async fn complete_child(&self, f: &mut Firing, child: &ChildRequest) -> Result<()> {
+        match self.create_child(child).await {
+            Ok(session_id) => {
+                self.store.confirm_child(&session_id).await?;
+                if !f.child_session_ids.contains(&session_id) {
+                    f.child_session_ids.push(session_id);
+                }
+            }
+            Err(e) if permanent(&e) => {
+                self.store.drop_child(&child.session_id).await?;
+                if f.state == FiringState::Running {
+                    f.settle(FiringState::Failed, Some(("child_admission_denied", e.message)), now_ms());
+                    self.store.update_firing(f).await?;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(firing_id = %f.id, error = %e.message, "a child Session could not be created yet; recovery retries it")
+            }
+        }
+        Ok(())
+    }
+
+    /// The child: an ordinary Session of the service Principal at the
+    /// pinned revision, whose first message the firing caused.
+    async fn create_child(&self, c: &ChildRequest) -> Result<String> {
+        let message = ss::InputEvent {
+            r#type: "user.message".into(),
+            payload_json: json!({"content": [{"type": "text", "text": c.prompt}]}).to_string(),
+            authored_by: c.principal_id.clone(),
+            caused_by_json: json!({"kind": "automation_firing", "id": c.firing_id}).to_string(),
+        };
+        let req = ss::CreateSessionRequest {
+            agent_deployment_id: c.agent_deployment_id.clone(),
+            deployment_revision: c.deployment_revision,
+            principal_id: c.principal_id.clone(),
+            title: c.title.clone(),
+            metadata_json: c.metadata.to_string(),
+            initial_events: vec![message],
+            created_by: c.principal_id.clone(),
+            budget: c.budget.as_ref().map(|b| ss::NewBudget { limit: b.limit, metric: b.metric.clone() }),
+            session_id: Some(c.session_id.clone()),
+            ..Default::default()
+        };
+        Ok(self.sessions.clone().create_session(req).await.map_err(Error::from)?.into_inner().id)
+    }
+
+    /// Completes children a crash (or an outage) left pending: each is
+    /// asked for again with its recorded id, so it is made at most once.
+    /// Answers how many were completed.
+    pub async fn recover_children(&self) -> Result<usize> {
+        let pending = self.store.pending_children(now_ms() - ORPHANED_AFTER_MS, 100).await?;
+        let mut done = 0;
+        for c in pending {
+            let Some(mut f) = self.store.get_firing(&FiringId::stored(c.firing_id.clone())).await? else {
+                self.store.drop_child(&c.session_id).await?;
+                continue;
+            };
+            self.complete_child(&mut f, &c).await?;
+            self.after_settle(&f).await;
+            done += 1;
+        }
+        Ok(done)
+    }
+
+    /// A firing and its receipts: each child Session's status and stop
+    /// reason as the Session says now. A child that cannot be read is listed
+    /// as missing evidence. Reading resumes nothing.
+    pub async fn trace(&self, id: &str) -> Result<(Firing, Value, Value)> {
+        let f = self.firing(id).await?;
+        let mut sessions = vec![];
+        let mut missing = vec![];
+        for child in &f.child_session_ids {
+            match self.sessions.clone().get_session(ss::GetByIdRequest { id: child.clone() }).await {
+                Ok(s) => {
+                    let s = s.into_inner();
+                    let stop: Value = serde_json::from_str(&s.stop_reason_json).unwrap_or(Value::Null);
+                    sessions.push(json!({"step_id": null, "session_id": s.id, "status": s.status, "stop_reason": stop}));
+                }
+                Err(st) if st.code() == tonic::Code::NotFound => missing.push(json!({"kind": "session", "id": child})),
+                Err(st) => return Err(st.into()),
+            }
+        }
+        let receipts = json!({"sessions": sessions, "approvals": [], "waits": []});
+        let evidence = json!({"complete": missing.is_empty(), "missing": missing});
+        Ok((f, receipts, evidence))
+    }
+
+    pub async fn firing(&self, id: &str) -> Result<Firing> {
+        let id = FiringId::parse("id", id)?;
+        self.store.get_firing(&id).await?.ok_or_else(|| Error::not_found("automation_firing", &id))
+    }
+
+    /// Readable after the Automation is deleted.
+    pub async fn firings(&self, automation_id: &str, source: &str, state: &str, page: &PageRequest) -> Result<Vec<Firing>> {
+        let id = AutomationId::parse("id", automation_id)?;
+        self.store.get_automation(&id).await?.ok_or_else(|| Error::not_found("automation", &id))?;
+        if !source.is_empty() {
+            FiringSource::parse("source", source)?;
+        }
+        if !state.is_empty() {
+            FiringState::parse("state", state)?;
+        }
+        self.store.list_firings(&id, source, state, page).await
+    }
+}

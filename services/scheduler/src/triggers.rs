@@ -1,0 +1,239 @@
+//! Triggers (api.md §12.3): what starts an Automation besides a manual
+//! fire. Parsed once on the way in (and again from the stored JSON), so the
+//! rest of the service holds typed triggers.
+//!
+//! Cron patterns are read by `croner` (5 fields, or 6 with leading seconds)
+//! and evaluated in the trigger's IANA zone with `jiff`. Daylight-saving
+//! transitions follow Vixie cron, as croner does: a fixed time that falls in
+//! a spring-forward gap runs once, at the first instant after the gap; a
+//! fixed time repeated by a fall-back runs once, at its earlier instant; an
+//! interval pattern (`*/15 * * * *`) runs on every real instant it names.
+
+use crate::predicates::{self, Predicate, is_pointer};
+use checkfu_core::{Error, Result};
+use croner::Cron;
+use croner::parser::{CronParser, Seconds, Year};
+use serde_json::{Map, Value, json};
+
+/// A recurring schedule: a parsed cron pattern in a time zone.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    pub cron: String,
+    pub timezone: String,
+    parsed: Cron,
+    zone: jiff::tz::TimeZone,
+}
+
+impl PartialEq for Schedule {
+    fn eq(&self, other: &Self) -> bool {
+        self.cron == other.cron && self.timezone == other.timezone
+    }
+}
+
+impl Schedule {
+    pub fn new(cron: &str, timezone: &str) -> std::result::Result<Schedule, String> {
+        let fields = cron.split_whitespace().count();
+        if fields != 5 && fields != 6 {
+            return Err("cron has 5 fields, or 6 with leading seconds".into());
+        }
+        let parsed = CronParser::builder()
+            .seconds(Seconds::Optional)
+            .year(Year::Disallowed)
+            .build()
+            .parse(cron)
+            .map_err(|e| format!("cron {cron:?} is not a valid pattern: {e}"))?;
+        let zone = jiff::tz::TimeZone::get(timezone).map_err(|_| format!("{timezone:?} is not an IANA time zone"))?;
+        let s = Schedule { cron: cron.to_string(), timezone: timezone.to_string(), parsed, zone };
+        if s.next_after(checkfu_core::time::now_ms()).is_none() {
+            return Err(format!("cron {cron:?} never fires"));
+        }
+        Ok(s)
+    }
+
+    /// The first occurrence strictly after `ms` (whole seconds), if any.
+    pub fn next_after(&self, ms: i64) -> Option<i64> {
+        let at = jiff::Timestamp::from_millisecond(ms).ok()?.to_zoned(self.zone.clone());
+        let next = self.parsed.find_next_occurrence(&at, false).ok()?;
+        Some(next.timestamp().as_millisecond())
+    }
+}
+
+/// A webhook trigger: where the dedupe identity is, and which events to
+/// admit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Webhook {
+    /// A JSON Pointer into the body.
+    pub dedupe_key: String,
+    /// All must hold; empty admits everything.
+    pub filter: Vec<Predicate>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Trigger {
+    Schedule(Box<Schedule>),
+    /// A one-time occurrence at this instant (ms).
+    Once(i64),
+    Webhook(Webhook),
+}
+
+fn invalid(i: usize, field: &str, why: impl Into<String>) -> Error {
+    Error::invalid_field(&format!("triggers[{i}].{field}"), why).with_reason("invalid_trigger")
+}
+
+fn fields(i: usize, kind: &str, o: &Map<String, Value>, allowed: &[&str]) -> Result<()> {
+    match o.keys().find(|k| k.as_str() != "kind" && !allowed.contains(&k.as_str())) {
+        Some(k) => Err(invalid(i, k, format!("a {kind} trigger has no field {k:?}"))),
+        None => Ok(()),
+    }
+}
+
+fn text<'a>(i: usize, o: &'a Map<String, Value>, field: &str) -> Result<&'a str> {
+    o.get(field).and_then(Value::as_str).ok_or_else(|| invalid(i, field, format!("{field} is a string")))
+}
+
+impl Trigger {
+    /// One entry as written (or stored). `next_at` is read back, never
+    /// written, so it is ignored here.
+    pub fn parse(i: usize, v: &Value) -> Result<Trigger> {
+        let Some(o) = v.as_object() else { return Err(invalid(i, "kind", "a trigger is an object")) };
+        let mut o = o.clone();
+        o.remove("next_at");
+        match o.get("kind").and_then(Value::as_str).unwrap_or_default() {
+            "schedule" => {
+                fields(i, "schedule", &o, &["cron", "timezone"])?;
+                let cron = text(i, &o, "cron")?;
+                let tz = text(i, &o, "timezone")?;
+                Schedule::new(cron, tz).map(|s| Trigger::Schedule(Box::new(s))).map_err(|why| invalid(i, "cron", why))
+            }
+            "schedule_once" => {
+                fields(i, "schedule_once", &o, &["at"])?;
+                let at = text(i, &o, "at")?;
+                checkfu_core::time::parse_rfc3339(at, 3)
+                    .map(Trigger::Once)
+                    .ok_or_else(|| invalid(i, "at", "at is RFC 3339 with an explicit offset and at most 3 fraction digits"))
+            }
+            "webhook" => {
+                fields(i, "webhook", &o, &["dedupe_key", "admission_filter"])?;
+                let dedupe_key = text(i, &o, "dedupe_key")?;
+                if dedupe_key.is_empty() || !is_pointer(dedupe_key) || dedupe_key.len() > 1024 {
+                    return Err(invalid(i, "dedupe_key", "dedupe_key is a JSON Pointer into the body, such as /id"));
+                }
+                let filter = match o.get("admission_filter") {
+                    None | Some(Value::Null) => vec![],
+                    Some(f) => predicates::parse_for(&format!("triggers[{i}].admission_filter"), f, "invalid_trigger")?,
+                };
+                Ok(Trigger::Webhook(Webhook { dedupe_key: dedupe_key.to_string(), filter }))
+            }
+            "subscription" => Err(Error::invalid_field(&format!("triggers[{i}].kind"), "subscription triggers are not available yet")
+                .with_reason("capability_unavailable")),
+            _ => Err(invalid(i, "kind", "a trigger's kind is schedule, schedule_once or webhook")),
+        }
+    }
+
+    /// The wire form, with `next_at` when this is the trigger the pending
+    /// occurrence belongs to (`None` for the stored form).
+    pub fn to_json(&self, next_at: Option<Option<i64>>) -> Value {
+        let mut v = match self {
+            Trigger::Schedule(s) => json!({"kind": "schedule", "cron": s.cron, "timezone": s.timezone}),
+            Trigger::Once(at) => json!({"kind": "schedule_once", "at": checkfu_core::time::rfc3339(*at)}),
+            Trigger::Webhook(w) => {
+                let mut v = json!({"kind": "webhook", "dedupe_key": w.dedupe_key});
+                if !w.filter.is_empty() {
+                    let preds: Vec<Value> = w.filter.iter().map(Predicate::to_json).collect();
+                    v["admission_filter"] = json!({"kind": "predicates", "predicates": preds});
+                }
+                v
+            }
+        };
+        if let Some(next) = next_at {
+            v["next_at"] = next.map(|ms| Value::String(checkfu_core::time::rfc3339(ms))).unwrap_or(Value::Null);
+        }
+        v
+    }
+
+    pub fn is_timed(&self) -> bool {
+        matches!(self, Trigger::Schedule(_) | Trigger::Once(_))
+    }
+}
+
+/// Parses `triggers` (a list; null for none): 0–2 entries, at most one
+/// schedule-kind and one webhook.
+pub fn parse_triggers(triggers: &Value) -> Result<Vec<Trigger>> {
+    let list = match triggers {
+        Value::Null => return Ok(vec![]),
+        Value::Array(l) => l,
+        _ => return Err(Error::invalid_field("triggers", "triggers is a list").with_reason("invalid_trigger")),
+    };
+    if list.len() > 2 {
+        return Err(Error::invalid_field("triggers", "at most 2 triggers").with_reason("invalid_trigger"));
+    }
+    let parsed = list.iter().enumerate().map(|(i, t)| Trigger::parse(i, t)).collect::<Result<Vec<_>>>()?;
+    if parsed.iter().filter(|t| t.is_timed()).count() > 1 {
+        return Err(
+            Error::invalid_field("triggers", "at most one schedule or schedule_once trigger").with_reason("multiple_schedule_triggers")
+        );
+    }
+    if parsed.iter().filter(|t| matches!(t, Trigger::Webhook(_))).count() > 1 {
+        return Err(Error::invalid_field("triggers", "at most one webhook trigger").with_reason("multiple_webhook_triggers"));
+    }
+    Ok(parsed)
+}
+
+/// The stored (and compared) form of a list.
+pub fn to_json(triggers: &[Trigger]) -> Value {
+    Value::Array(triggers.iter().map(|t| t.to_json(None)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(s: &str) -> i64 {
+        checkfu_core::time::parse_rfc3339(s, 3).expect("time")
+    }
+
+    #[test]
+    fn schedules_follow_their_zone_across_daylight_saving() {
+        // Europe/Berlin springs forward at 02:00 on 2026-03-29 (to 03:00)
+        // and falls back at 03:00 on 2026-10-25 (to 02:00).
+        let daily = Schedule::new("30 2 * * *", "Europe/Berlin").expect("schedule");
+        assert_eq!(daily.next_after(ms("2026-03-28T12:00:00Z")), Some(ms("2026-03-29T01:00:00Z")), "the gap: the first instant after it");
+        assert_eq!(daily.next_after(ms("2026-03-29T01:00:00Z")), Some(ms("2026-03-30T00:30:00Z")));
+        assert_eq!(daily.next_after(ms("2026-10-24T12:00:00Z")), Some(ms("2026-10-25T00:30:00Z")), "the fold: the earlier instant");
+        assert_eq!(daily.next_after(ms("2026-10-25T00:30:00Z")), Some(ms("2026-10-26T01:30:00Z")), "once per fold");
+        let every = Schedule::new("*/2 * * * * *", "UTC").expect("seconds");
+        assert_eq!(every.next_after(ms("2026-01-01T00:00:00.500Z")), Some(ms("2026-01-01T00:00:02Z")));
+        assert_eq!(every.next_after(ms("2026-01-01T00:00:02Z")), Some(ms("2026-01-01T00:00:04Z")));
+    }
+
+    #[test]
+    fn triggers_are_checked() {
+        let t = parse_triggers(&json!([{"kind": "schedule_once", "at": "2030-01-01T19:00:00+02:00"}])).expect("once");
+        assert_eq!(t[0].to_json(Some(None))["at"], "2030-01-01T17:00:00.000Z");
+        assert_eq!(t[0].to_json(Some(None))["next_at"], Value::Null);
+        let reason = |v: Value| parse_triggers(&v).expect_err("refused").details["reason"].clone();
+        assert_eq!(reason(json!([{"kind": "schedule_once", "at": "2030-01-01T19:00:00"}])), "invalid_trigger");
+        assert_eq!(reason(json!([{"kind": "schedule_once", "at": "2030-01-01T19:00:00.1234Z"}])), "invalid_trigger");
+        assert_eq!(reason(json!([{"kind": "schedule_once", "at": "2030-01-01T19:00:00Z", "cron": "* * * * *"}])), "invalid_trigger");
+        assert_eq!(reason(json!([{"kind": "schedule", "cron": "* * * *", "timezone": "UTC"}])), "invalid_trigger");
+        assert_eq!(reason(json!([{"kind": "schedule", "cron": "0 0 0 * * * 2030", "timezone": "UTC"}])), "invalid_trigger");
+        assert_eq!(reason(json!([{"kind": "schedule", "cron": "* * * * *", "timezone": "Mars/Olympus"}])), "invalid_trigger");
+        assert_eq!(reason(json!([{"kind": "schedule", "cron": "0 0 30 2 *", "timezone": "UTC"}])), "invalid_trigger");
+        assert_eq!(reason(json!([{"kind": "webhook", "dedupe_key": "id"}])), "invalid_trigger");
+        assert_eq!(reason(json!([{"kind": "subscription"}])), "capability_unavailable");
+        assert_eq!(reason(json!([{"kind": "x"}])), "invalid_trigger");
+        assert_eq!(
+            reason(
+                json!([{"kind": "schedule", "cron": "* * * * *", "timezone": "UTC"}, {"kind": "schedule_once", "at": "2030-01-01T00:00:00Z"}])
+            ),
+            "multiple_schedule_triggers"
+        );
+        assert_eq!(
+            reason(json!([{"kind": "webhook", "dedupe_key": "/a"}, {"kind": "webhook", "dedupe_key": "/b"}])),
+            "multiple_webhook_triggers"
+        );
+        let w = json!([{"kind": "webhook", "dedupe_key": "/id",
+            "admission_filter": {"kind": "predicates", "predicates": [{"kind": "equals", "pointer": "/kind", "value": "issue"}]}}]);
+        assert_eq!(to_json(&parse_triggers(&w).expect("webhook")), w, "the stored form reads back as written");
+    }
+}
