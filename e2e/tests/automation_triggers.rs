@@ -352,3 +352,48 @@ async fn acceptance_12_an_admission_filter_records_what_it_stops() {
     assert_eq!((r.0.as_u16(), r.1["error"]["details"]["reason"].clone()), (400, json!("invalid_trigger")), "{}", r.1);
     f.p.stop().await;
 }
+
+/// `checkfu automation create --webhook` prints the generated secret once;
+/// events signed with it fire; `automation filtered` lists what a filter
+/// stopped; `--cron` and `--at` read back with their next occurrence.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_command_line_creates_scheduled_and_webhook_automations() {
+    let f = fixture().await;
+    let key = std::fs::read_to_string(f.dir.path().join("admin.key")).unwrap().trim().to_string();
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(procs::binary()).args(args).args(["--server", &f.p.base, "--key", &key]).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let common = [
+        "--environment",
+        &f.p.env_id,
+        "--service-principal",
+        &f.svc,
+        "--deployment",
+        &f.d.deployment_id,
+        "--prompt",
+        "Look at {{event.id}}",
+    ];
+    let text = cli(&[&["automation", "create", "--name", "hook", "--webhook", "/id"][..], &common[..]].concat());
+    let secret = text.lines().find_map(|l| l.strip_prefix("ingest secret (shown once; keep it): ")).expect("the secret line").to_string();
+    assert!(text.contains("[webhook /id]"), "{text}");
+    let hook = text.split_whitespace().next().unwrap().to_string();
+    let r = ingest_signed(&f.p.base, &hook, &secret, r#"{"id":"cli-1"}"#).await;
+    expect(&r, 201, None);
+    let listed = cli(&["automation", "firings", &hook]);
+    assert!(listed.contains("webhook") && listed.contains(&id(&r.1)), "{listed}");
+    assert!(cli(&["automation", "filtered", &hook]).trim().is_empty(), "no filter, nothing stopped");
+
+    let at = rfc3339((now_ms() / 1000 + 3600) * 1000);
+    let text = cli(&[&["automation", "create", "--name", "once", "--at", &at][..], &common[..]].concat());
+    assert!(text.contains(&format!("at {at}, next {at}")), "{text}");
+    let text = cli(
+        &[&["automation", "create", "--name", "cron", "--cron", "0 9 * * 1-5", "--timezone", "Europe/Paris"][..], &common[..]].concat()
+    );
+    assert!(text.contains("cron 0 9 * * 1-5 (Europe/Paris), next "), "{text}");
+    let json_out = cli(&["automation", "get", text.split_whitespace().next().unwrap(), "--json"]);
+    let v: Value = serde_json::from_str(json_out.trim()).unwrap();
+    assert!(v.get("ingest_secret").is_none());
+    f.p.stop().await;
+}

@@ -353,3 +353,68 @@ async fn an_interrupted_child_fails_its_firing() {
     assert_eq!((done["state"].clone(), done["error"]["reason"].clone()), (json!("failed"), json!("child_interrupted")), "{done}");
     f.p.stop().await;
 }
+
+/// A crash between recording a firing and creating its child leaves a
+/// pending child (the state admission writes first). Recovery creates it
+/// with the recorded Session id — once — and the firing settles with it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_left_pending_by_a_crash_is_created_once_by_recovery() {
+    use checkfu_core::id::{SessionId, TypedId};
+    use checkfu_scheduler::model::*;
+    use checkfu_scheduler::store::{SchedulerStore, SqlSchedulerStore};
+    let f = fixture().await;
+    let n1 = id(&create(&f, "n1", a0(&f.d.deployment_id)).await.1);
+    let (svc, dep, env) = (f.svc.clone(), f.d.deployment_id.clone(), f.p.env_id.clone());
+    let Fixture { p, dir, .. } = f;
+    p.stop().await;
+
+    // What admission records before it asks for the child, a minute old.
+    let db = checkfu_store::Db::open(&checkfu_store::Location::SqliteDir(dir.path().into()), "scheduler", &checkfu_scheduler::MIGRATIONS)
+        .await
+        .unwrap();
+    let store = SqlSchedulerStore::new(db);
+    let then = checkfu_core::time::now_ms() - 60_000;
+    let session_id = SessionId::mint().to_string();
+    let firing = Firing {
+        id: checkfu_core::id::FiringId::mint(),
+        automation_id: TypedId::stored(n1.clone()),
+        environment_id: TypedId::stored(env),
+        source: FiringSource::Manual,
+        event: json!({"title": "after the crash"}),
+        scheduled_for_ms: 0,
+        dedupe_value: String::new(),
+        actor_principal_id: svc.clone(),
+        automation_version: 1,
+        state: FiringState::Running,
+        child_session_ids: vec![],
+        usage: Usage::default(),
+        error: None,
+        created_ms: then,
+        settled_ms: 0,
+    };
+    let child = ChildRequest {
+        session_id: session_id.clone(),
+        step_id: String::new(),
+        agent_deployment_id: dep,
+        deployment_revision: Some(1),
+        principal_id: svc.clone(),
+        title: "n1".into(),
+        metadata: json!({"automation_id": n1, "automation_firing_id": firing.id, "step_id": null}),
+        prompt: "Summarize after the crash".into(),
+        budget: None,
+        firing_id: firing.id.to_string(),
+    };
+    assert!(store.insert_firing(&firing, Some(&child), None).await.unwrap());
+
+    let p = Platform::start_timed(dir.path(), Tuning { allow_private_targets: true, ..Default::default() }).await;
+    let done = settled(&p.admin, firing.id.as_str()).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    assert_eq!(done["child_session_ids"], json!([session_id]), "the recorded id, once");
+    let s = p.admin.get(&format!("/v1/sessions/{session_id}")).await;
+    assert_eq!(s.1["principal_id"], svc);
+    let sessions = p.admin.get(&format!("/v1/sessions?agent_deployment_id={}&limit=100", child.agent_deployment_id)).await;
+    let ours: Vec<&Value> =
+        sessions.1["data"].as_array().unwrap().iter().filter(|x| x["metadata"]["automation_firing_id"] == firing.id.as_str()).collect();
+    assert_eq!(ours.len(), 1, "one child: {}", sessions.1);
+    p.stop().await;
+}

@@ -20,7 +20,8 @@ pub enum AutomationAction {
     },
     /// Show one Automation, its readiness evaluated now.
     Get { id: String },
-    /// Create an Automation with an Agent target, fired manually.
+    /// Create an Automation with an Agent target: fired manually, and by a
+    /// schedule (`--cron` or `--at`) and/or signed webhooks (`--webhook`).
     Create {
         #[arg(long)]
         environment: String,
@@ -34,6 +35,23 @@ pub enum AutomationAction {
         /// The child's first message; `{{event.x}}` is filled from the event.
         #[arg(long)]
         prompt: String,
+        /// A cron pattern (5 fields, or 6 with leading seconds).
+        #[arg(long, conflicts_with = "at")]
+        cron: Option<String>,
+        /// The IANA time zone `--cron` is read in.
+        #[arg(long, default_value = "UTC", requires = "cron")]
+        timezone: String,
+        /// Fire once at this RFC 3339 time (with its offset).
+        #[arg(long)]
+        at: Option<String>,
+        /// Take signed webhook events, deduplicated by the value at this
+        /// JSON Pointer (`/id`). A secret is generated and printed once
+        /// unless `--ingest-secret-file` gives one.
+        #[arg(long, value_name = "DEDUPE_POINTER")]
+        webhook: Option<String>,
+        /// A file holding the ingest secret (32–256 printable ASCII).
+        #[arg(long, requires = "webhook")]
+        ingest_secret_file: Option<PathBuf>,
     },
     /// Fire it now, with an event from a JSON file (`-`: stdin).
     Fire {
@@ -53,6 +71,8 @@ pub enum AutomationAction {
     Delete { id: String },
     /// Its firings, newest first.
     Firings { id: String },
+    /// The webhook events its admission filter stopped, newest first.
+    Filtered { id: String },
     /// What one firing did, drawn as a tree: the firing, then each step or
     /// child Session with its outcome.
     Trace { firing_id: String },
@@ -100,22 +120,53 @@ fn trace_tree(t: &Value) -> String {
     out
 }
 
+/// `manual`, or each trigger in short: `cron */5 * * * * (UTC)`,
+/// `at 2026-12-01T17:00:00.000Z`, `webhook /id`, with the next occurrence.
+fn triggers_text(a: &Value) -> String {
+    let mut parts = vec![];
+    for t in a["triggers"].as_array().into_iter().flatten() {
+        let s = |k: &str| t[k].as_str().unwrap_or_default().to_string();
+        parts.push(match t["kind"].as_str().unwrap_or_default() {
+            "schedule" => format!("cron {} ({})", s("cron"), s("timezone")),
+            "schedule_once" => format!("at {}", s("at")),
+            "webhook" => format!("webhook {}", s("dedupe_key")),
+            other => other.to_string(),
+        });
+        if let Some(next) = t["next_at"].as_str() {
+            parts.push(format!("next {next}"));
+        }
+    }
+    if parts.is_empty() { "manual".into() } else { parts.join(", ") }
+}
+
 fn automation_line(a: &Value) -> String {
     format!(
-        "{}  {:<7} {}  {}  readiness {}  v{}",
+        "{}  {:<7} {}  {}  [{}]  readiness {}  v{}",
         a["id"].as_str().unwrap_or_default(),
         a["status"].as_str().unwrap_or_default(),
         a["name"].as_str().unwrap_or_default(),
         a["target"]["agent_deployment_id"].as_str().unwrap_or_default(),
+        triggers_text(a),
         a["readiness"]["state"].as_str().unwrap_or_default(),
         a["version"],
     )
 }
 
+fn filtered_line(d: &Value) -> String {
+    format!(
+        "{}  dedupe {}  stopped by predicate {}  {}",
+        d["id"].as_str().unwrap_or_default(),
+        d["dedupe_value"].as_str().unwrap_or_default(),
+        d["predicate_index"],
+        d["created_at"].as_str().unwrap_or_default(),
+    )
+}
+
 fn firing_line(f: &Value) -> String {
     let error = f["error"]["reason"].as_str().map(|r| format!(" ({r})")).unwrap_or_default();
+    let scheduled = f["scheduled_for"].as_str().map(|t| format!("  for {t}")).unwrap_or_default();
     format!(
-        "{}  {:<8} {:<9}{}  children {}  {}",
+        "{}  {:<8} {:<9}{}{scheduled}  children {}  {}",
         f["id"].as_str().unwrap_or_default(),
         f["source"].as_str().unwrap_or_default(),
         f["state"].as_str().unwrap_or_default(),
@@ -153,10 +204,40 @@ pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut im
             Ok(())
         }
         AutomationAction::Get { id } => print(out, &c.call(c.http.get(at(&format!("/{id}")))).await?, automation_line),
-        AutomationAction::Create { environment, name, service_principal, deployment, prompt } => {
-            let body = json!({"environment_id": environment, "name": name, "service_principal_id": service_principal, "triggers": [],
+        AutomationAction::Create {
+            environment,
+            name,
+            service_principal,
+            deployment,
+            prompt,
+            cron,
+            timezone,
+            at: once,
+            webhook,
+            ingest_secret_file,
+        } => {
+            let mut triggers = vec![];
+            if let Some(cron) = cron {
+                triggers.push(json!({"kind": "schedule", "cron": cron, "timezone": timezone}));
+            }
+            if let Some(once) = once {
+                triggers.push(json!({"kind": "schedule_once", "at": once}));
+            }
+            if let Some(pointer) = webhook {
+                triggers.push(json!({"kind": "webhook", "dedupe_key": pointer}));
+            }
+            let mut body = json!({"environment_id": environment, "name": name, "service_principal_id": service_principal, "triggers": triggers,
                 "target": {"kind": "agent", "agent_deployment_id": deployment, "prompt": prompt}});
-            print(out, &c.call(c.http.post(at("")).json(&body)).await?, automation_line)
+            if let Some(path) = ingest_secret_file {
+                let secret = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+                body["ingest_secret"] = json!(secret.trim());
+            }
+            let created = c.call(c.http.post(at("")).json(&body)).await?;
+            print(out, &created, automation_line)?;
+            if let (false, Some(secret)) = (args.json, created["ingest_secret"].as_str()) {
+                writeln!(out, "ingest secret (shown once; keep it): {secret}")?;
+            }
+            Ok(())
         }
         AutomationAction::Fire { id, event_file } => {
             let body = match &event_file {
@@ -185,6 +266,12 @@ pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut im
         AutomationAction::Firings { id } => {
             for v in crate::reach_cli::every(&c, &at(&format!("/{id}/firings")), &[]).await? {
                 print(out, &v, firing_line)?;
+            }
+            Ok(())
+        }
+        AutomationAction::Filtered { id } => {
+            for v in crate::reach_cli::every(&c, &at(&format!("/{id}/filtered-deliveries")), &[]).await? {
+                print(out, &v, filtered_line)?;
             }
             Ok(())
         }

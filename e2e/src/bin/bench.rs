@@ -8,7 +8,12 @@
 //!   `session.status_idle` on the SSE stream) at the 50th and 99th
 //!   percentile,
 //!
-//! each at every `--clients` level (1 and 16 by default).
+//! each at every `--clients` level (1 and 16 by default), and with
+//! `--only firings` the firing lag of scheduled Automations: `--automations`
+//! of them (10,000 by default), each on a 6-field cron firing once a minute
+//! at its own second, so the installation fires every second; the lag of
+//! each firing is its child Session's `created_at` minus its
+//! `scheduled_for`, at the 50th and 99th percentile.
 //!
 //! By default it boots an embedded installation in this process (every
 //! role, SQLite in a temporary directory, the scripted model). With
@@ -61,6 +66,12 @@ struct Args {
     /// Time one HTTP call with no internal hop against one with two, then exit.
     #[arg(long)]
     probe: bool,
+    /// Scheduled Automations for the firing-lag figure.
+    #[arg(long, default_value_t = 10_000)]
+    automations: usize,
+    /// Seconds of firings timed once every Automation exists.
+    #[arg(long, default_value_t = 60)]
+    firing_seconds: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -68,6 +79,7 @@ enum Figure {
     Creates,
     Messages,
     Turns,
+    Firings,
 }
 
 /// Calls answered 201 per second, and how many got another answer (a
@@ -207,6 +219,98 @@ async fn probe(i: &Installation) {
     }
 }
 
+fn ms_of(v: &serde_json::Value, field: &str) -> i64 {
+    v[field].as_str().and_then(|t| checkfu_core::time::parse_rfc3339(t, 3)).unwrap_or(0)
+}
+
+/// Runs `op` over `items` with `clients` at a time.
+async fn each<T, F, Fut, R>(items: Vec<T>, clients: usize, op: F) -> Vec<R>
+where
+    T: Send + 'static,
+    R: Send + 'static,
+    F: Fn(T) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = R> + Send,
+{
+    use futures_util::StreamExt;
+    let op = Arc::new(op);
+    futures_util::stream::iter(items).map(|t| (op.clone())(t)).buffer_unordered(clients).collect().await
+}
+
+/// The firing lag of `n` scheduled Automations (`S * * * * *`, S = i mod
+/// 60: once a minute each, the installation firing every second), timed
+/// over `seconds` once all exist: child Session created minus
+/// `scheduled_for`, per firing. Prints p50/p99 and the counts.
+async fn firings(i: &Installation, deployment: &Deployed, n: usize, seconds: u64) {
+    let api = Arc::new(i.admin.clone());
+    let svc = id(&api.post("/v1/principals", json!({"kind": "service", "name": "bench-scheduler"})).await.1);
+    let g = json!({"subject": {"kind": "principal", "id": svc}, "permission": "invoke", "resource": {"kind": "agent", "id": deployment.agent_id}});
+    assert_eq!(api.post("/v1/permission-assignments", g).await.0.as_u16(), 201);
+    let t = Instant::now();
+    let (env, dep) = (i.env_id.clone(), deployment.deployment_id.clone());
+    let ids: Vec<String> = each((0..n).collect(), 16, {
+        let api = api.clone();
+        move |k| {
+            let (api, env, dep, svc) = (api.clone(), env.clone(), dep.clone(), svc.clone());
+            async move {
+                let body = json!({"name": format!("bench-{k}"), "environment_id": env, "service_principal_id": svc,
+                    "trigger": {"kind": "schedule", "cron": format!("{} * * * * *", k % 60), "timezone": "UTC"},
+                    "target": {"kind": "agent", "agent_deployment_id": dep, "prompt": "tick"}});
+                let r = api.post("/v1/automations", body).await;
+                assert_eq!(r.0.as_u16(), 201, "{}", r.1);
+                id(&r.1)
+            }
+        }
+    })
+    .await;
+    println!("created {n} scheduled Automations in {:.1} s; timing {seconds} s of firings", t.elapsed().as_secs_f64());
+    let from = checkfu_core::time::now_ms() + 1_000;
+    tokio::time::sleep(Duration::from_secs(seconds + 1)).await;
+    let to = from + seconds as i64 * 1_000;
+    // Let the last second's firings finish their children before reading.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let fired: Vec<Vec<serde_json::Value>> = each(ids, 32, {
+        let api = api.clone();
+        move |auto| {
+            let api = api.clone();
+            async move {
+                let r = api.get(&format!("/v1/automations/{auto}/firings?limit=100")).await;
+                r.1["data"].as_array().cloned().unwrap_or_default()
+            }
+        }
+    })
+    .await;
+    let window: Vec<serde_json::Value> = fired.into_iter().flatten().filter(|f| (from..to).contains(&ms_of(f, "scheduled_for"))).collect();
+    let mut created = std::collections::HashMap::new();
+    let mut page = String::new();
+    loop {
+        let r = api.get(&format!("/v1/sessions?agent_deployment_id={}&limit=100&page={page}", deployment.deployment_id)).await;
+        for s in r.1["data"].as_array().into_iter().flatten() {
+            created.insert(s["id"].as_str().unwrap_or_default().to_string(), ms_of(s, "created_at"));
+        }
+        match r.1["next_page"].as_str() {
+            Some(p) if !p.is_empty() => page = p.to_string(),
+            _ => break,
+        }
+    }
+    let mut lags = vec![];
+    let mut without_child = 0;
+    for f in &window {
+        match f["child_session_ids"][0].as_str().and_then(|c| created.get(c)) {
+            Some(c) => lags.push(Duration::from_millis(u64::try_from(c - ms_of(f, "scheduled_for")).unwrap_or(0))),
+            None => without_child += 1,
+        }
+    }
+    lags.sort();
+    let expected = n as u64 * seconds / 60;
+    println!(
+        "firing lag (scheduled_for → child created)  automations={n}  p50 {:>7.1} ms  p99 {:>7.1} ms  max {:>7.1} ms  ({} firings in {seconds} s, {expected} due; {without_child} without a child)",
+        ms(percentile(&lags, 0.50)),
+        ms(percentile(&lags, 0.99)),
+        ms(lags.last().copied().unwrap_or_default()),
+        lags.len(),
+    );
+}
+
 #[tokio::main]
 async fn main() {
     let a = Args::parse();
@@ -259,6 +363,9 @@ async fn main() {
                 ms(percentile(&accepted, 0.50))
             );
         }
+    }
+    if a.only.contains(&Figure::Firings) {
+        firings(&installation, &d, a.automations, a.firing_seconds).await;
     }
     if let Some(p) = embedded {
         p.stop().await;
