@@ -125,6 +125,13 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::automation_cli::AutomationAction,
     },
+    /// AutomationGraphs: create, revise, plan, apply, and test a node's prompt.
+    Graph {
+        #[command(flatten)]
+        client: crate::client::ClientArgs,
+        #[command(subcommand)]
+        action: crate::graph_cli::GraphAction,
+    },
     /// Uploaded Files: upload (with progress), list, delete.
     Files {
         #[command(flatten)]
@@ -260,6 +267,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Connections { client, action } => crate::reach_cli::connections(client, action, &mut std::io::stdout()).await,
         Command::ToolSources { client, action } => crate::reach_cli::tool_sources(client, action, &mut std::io::stdout()).await,
         Command::Automation { client, action } => crate::automation_cli::automation(client, action, &mut std::io::stdout()).await,
+        Command::Graph { client, action } => crate::graph_cli::graph(client, action, &mut std::io::stdout()).await,
         Command::Files { client, action } => crate::uploads_cli::files(client, action, &mut std::io::stdout()).await,
         Command::Skills { client, action } => crate::uploads_cli::skills(client, action, &mut std::io::stdout()).await,
         Command::Credentials { settings, action } => {

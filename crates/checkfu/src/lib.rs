@@ -7,6 +7,7 @@ pub mod certs;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod graph_cli;
 pub mod health;
 pub mod key_file;
 pub mod mesh;

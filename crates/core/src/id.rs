@@ -263,6 +263,10 @@ typed_ids! {
     FiringId = "afire";
     /// A webhook event an Automation's admission filter stopped.
     FilteredDeliveryId = "afdl";
+    /// An AutomationGraph: a document that compiles to an Automation.
+    GraphId = "agph";
+    /// One apply of an AutomationGraph (its journal entry).
+    ApplicationId = "agap";
 }
 
 #[cfg(test)]

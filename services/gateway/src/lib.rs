@@ -257,8 +257,8 @@ impl utoipa::Modify for BearerAuth {
 /// handlers (so every route served is described). No fallback: see [`finish`].
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     use routes::{
-        approvals as a, automations as au, budgets as b, catalog as c, connections as cn, files as f, governance as g, identity as i,
-        runners as r, sessions as s, skills as sk, tool_sources as ts, uploads as up, vaults as v, webhooks as w,
+        approvals as a, automations as au, budgets as b, catalog as c, connections as cn, files as f, governance as g, graphs as gr,
+        identity as i, runners as r, sessions as s, skills as sk, tool_sources as ts, uploads as up, vaults as v, webhooks as w,
     };
     // Uploads and skill bundles take bodies past the API's 1 MiB default.
     let files = OpenApiRouter::new().routes(routes!(up::upload_file, up::list_files)).layer(DefaultBodyLimit::max(up::MAX_FORM_BYTES + 1));
@@ -358,6 +358,14 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(au::get_trace))
         .routes(routes!(au::list_filtered))
         .routes(routes!(au::ingest))
+        .routes(routes!(gr::create_graph, gr::list_graphs))
+        .routes(routes!(gr::get_graph, gr::delete_graph))
+        .routes(routes!(gr::revise_graph, gr::list_revisions))
+        .routes(routes!(gr::get_revision))
+        .routes(routes!(gr::plan_graph))
+        .routes(routes!(gr::apply_graph))
+        .routes(routes!(gr::list_applications))
+        .routes(routes!(gr::test_node))
         .with_state(state)
         .split_for_parts()
 }

@@ -51,7 +51,21 @@ const COLLECTIONS: &[(&str, &str)] = &[
     ("skills", "skl"),
     ("automations", "auto"),
     ("automation-firings", "afire"),
+    ("automation-graphs", "agph"),
 ];
+
+/// A graph document's outline (what saving checks; planning checks the rest).
+fn graph_document() -> Value {
+    json!({"type": "object", "additionalProperties": false,
+    "required": ["name", "environment_id", "service_principal_id", "nodes", "edges"],
+    "properties": {
+        "name": name(), "environment_id": id("env"), "service_principal_id": id("prin"),
+        "nodes": {"type": "array", "maxItems": 100, "items": {"type": "object", "required": ["kind", "id"],
+            "properties": {"kind": {"type": "string"}, "id": {"type": "string", "minLength": 1, "maxLength": 128}}}},
+        "edges": {"type": "array", "maxItems": 400, "items": {"type": "object", "additionalProperties": false, "required": ["kind", "from"],
+            "properties": {"kind": {"type": "string"}, "from": {"type": "string"}, "to": {"type": ["string", "null"]}}}}
+    }})
+}
 
 /// A Connection's URL: `https`, a public host, at most 2,048 bytes, no
 /// userinfo (private hosts only where the installation allows them).
@@ -238,7 +252,9 @@ fn query_rule(path: &str, name: &str) -> Option<Value> {
         "limit" if path.ends_with("/events") => json!({"type": "integer", "minimum": 1, "maximum": 1000}),
         "limit" => json!({"type": "integer", "minimum": 1, "maximum": 100}),
         // An events page is a seq, as a token.
-        "page" if path.ends_with("/events") || path.ends_with("/versions") => json!({"type": "string", "pattern": "^p1(3[0-9]){1,18}$"}),
+        "page" if path.ends_with("/events") || path.ends_with("/versions") || path.ends_with("/revisions") => {
+            json!({"type": "string", "pattern": "^p1(3[0-9]){1,18}$"})
+        }
         "page" => page_token(),
         "after_seq" => json!({"type": "integer", "minimum": 0, "maximum": i64::MAX}),
         // A content window (`.../content`): 0 reads from the start, and a
@@ -281,6 +297,10 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
         (_, "agent_version" | "sandbox_profile_revision" | "expected_version") => json!({"type": "integer", "minimum": 1}),
         (_, "name") => name(),
         ("CreatePrincipal", "kind") => one_of(&["human", "service"]),
+        ("CreateGraph", "created_by_principal_id") => id("prin"),
+        ("CreateGraph" | "ReviseGraph", "document") => graph_document(),
+        ("PlanGraph" | "ApplyGraph" | "NodeTest", "revision") => json!({"type": "integer", "minimum": 1, "maximum": i64::from(i32::MAX)}),
+        ("NodeTest", "mode") => one_of(&["prompt_preview"]),
         ("CreateRunnerPairing", "pool") => json!({"type": "string", "pattern": "^[a-z0-9._-]{1,100}$"}),
         ("CreateRunnerPairing", "ttl_seconds") => json!({"type": "integer", "minimum": 1, "maximum": 900}),
         ("EvaluateAction", "subject") => reference(SUBJECTS_POLICY, any_id()),

@@ -91,7 +91,13 @@ impl SchedulerService {
             f.settle(FiringState::Skipped, Some(("readiness_blocked", format!("not ready: {}", failing.join(", ")))), now);
             return Ok(self.store.insert_firing(&f, None, delivery.as_ref()).await?.then_some(f));
         }
-        let prompt = match render_prompt(&a.target.prompt, &f.event) {
+        let Some(target) = a.target.agent() else {
+            // Readiness blocks a target this build cannot run; a firing
+            // admitted past it is refused the same way.
+            f.settle(FiringState::Skipped, Some(("readiness_blocked", "not ready: capabilities".into())), now);
+            return Ok(self.store.insert_firing(&f, None, delivery.as_ref()).await?.then_some(f));
+        };
+        let prompt = match render_prompt(&target.prompt, &f.event) {
             Ok(p) => p,
             Err(e) => {
                 f.settle(FiringState::Failed, Some(("rendered_prompt_too_large", e.message)), now);
@@ -101,13 +107,13 @@ impl SchedulerService {
         let child = ChildRequest {
             session_id: SessionId::mint().to_string(),
             step_id: String::new(),
-            agent_deployment_id: a.target.agent_deployment_id.clone(),
-            deployment_revision: a.target.deployment_revision,
+            agent_deployment_id: target.agent_deployment_id.clone(),
+            deployment_revision: target.deployment_revision,
             principal_id: a.service_principal_id.to_string(),
             title: a.name.chars().take(200).collect(),
             metadata: json!({"automation_id": a.id, "automation_firing_id": f.id, "step_id": null}),
             prompt,
-            budget: a.target.budget.clone(),
+            budget: target.budget.clone(),
             firing_id: f.id.to_string(),
         };
         if !self.store.insert_firing(&f, Some(&child), delivery.as_ref()).await? {

@@ -1,5 +1,7 @@
 //! Thin gRPC handlers: convert, call, map errors.
 
+use crate::graph::service::NodeTest;
+use crate::graph::{Graph, wire};
 use crate::ingest::{Ingested, Signed};
 use crate::model::{Automation, FilteredDelivery, Firing, Readiness};
 use crate::service::{AutomationChange, NewAutomation, SchedulerService, Written};
@@ -220,5 +222,131 @@ impl Rpc for SchedulerGrpc {
         let (rows, environment_id) = self.svc.filtered(&r.automation_id, &p).await?;
         let (rows, next_page) = p.finish(rows, |d| &d.id);
         ok(pb::ListFilteredResponse { data: rows.into_iter().map(|d| filtered(d, &environment_id)).collect(), next_page, environment_id })
+    }
+
+    async fn create_graph(&self, r: Request<pb::CreateGraphRequest>) -> R<pb::GraphAnswer> {
+        let r = r.into_inner();
+        let layout = doc("layout", &r.layout_json)?;
+        let (g, rev) = self.svc.create_graph(&r.created_by_principal_id, &doc("document", &r.document_json)?, layout, &r.actor_id).await?;
+        let drift = self.svc.drift(&g).await;
+        let mut v = wire::graph(&g, drift);
+        v["revision"] = wire::revision(&rev);
+        ok(graph_answer(v, &g, true))
+    }
+
+    async fn revise_graph(&self, r: Request<pb::ReviseGraphRequest>) -> R<pb::GraphAnswer> {
+        let r = r.into_inner();
+        let layout = r.layout_json.as_deref().map(|l| doc("layout", l)).transpose()?;
+        let (g, rev, created) =
+            self.svc.revise_graph(&r.id, &doc("document", &r.document_json)?, layout, r.expected_version, &r.actor_id).await?;
+        let drift = self.svc.drift(&g).await;
+        let mut v = wire::graph(&g, drift);
+        v["revision"] = wire::revision(&rev);
+        ok(graph_answer(v, &g, created))
+    }
+
+    async fn get_graph(&self, r: Request<pb::GetByIdRequest>) -> R<pb::GraphAnswer> {
+        let g = self.svc.graph(&r.into_inner().id).await?;
+        let drift = self.svc.drift(&g).await;
+        ok(graph_answer(wire::graph(&g, drift), &g, false))
+    }
+
+    async fn list_graphs(&self, r: Request<pb::ListGraphsRequest>) -> R<pb::ListGraphsResponse> {
+        let r = r.into_inner();
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let (rows, next_page) = p.finish(self.svc.list_graphs(&r.environment_ids, &p).await?, |g| &g.id);
+        let mut data_json = vec![];
+        for g in rows {
+            let drift = self.svc.drift(&g).await;
+            data_json.push(wire::graph(&g, drift).to_string());
+        }
+        ok(pb::ListGraphsResponse { data_json, next_page, environment_id: String::new() })
+    }
+
+    async fn get_graph_revision(&self, r: Request<pb::GraphRevisionRequest>) -> R<pb::GraphAnswer> {
+        let r = r.into_inner();
+        let g = self.svc.graph(&r.id).await?;
+        let rev = self.svc.graph_revision(&r.id, r.revision).await?;
+        ok(graph_answer(wire::revision(&rev), &g, false))
+    }
+
+    async fn list_graph_revisions(&self, r: Request<pb::ListGraphItemsRequest>) -> R<pb::ListGraphsResponse> {
+        let r = r.into_inner();
+        let g = self.svc.graph(&r.id).await?;
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let before = match &p.before_id {
+            Some(b) => b.parse::<i64>().map_err(|_| Error::invalid_field("page", "page is not a token this API issued"))?,
+            None => 0,
+        };
+        let mut rows = self.svc.graph_revisions(&r.id, before, p.fetch_limit()).await?;
+        let mut next_page = String::new();
+        if rows.len() > p.limit as usize {
+            rows.truncate(p.limit as usize);
+            next_page = rows.last().map(|x| checkfu_core::page::encode_token(&x.revision.to_string())).unwrap_or_default();
+        }
+        ok(pb::ListGraphsResponse {
+            data_json: rows.iter().map(|x| wire::revision(x).to_string()).collect(),
+            next_page,
+            environment_id: g.environment_id.to_string(),
+        })
+    }
+
+    async fn plan_graph(&self, r: Request<pb::GraphRevisionRequest>) -> R<pb::GraphAnswer> {
+        let r = r.into_inner();
+        let g = self.svc.graph(&r.id).await?;
+        let plan = self.svc.plan(&r.id, r.revision).await?;
+        ok(graph_answer(plan.to_json(), &g, false))
+    }
+
+    async fn apply_graph(&self, r: Request<pb::ApplyGraphRequest>) -> R<pb::GraphAnswer> {
+        let r = r.into_inner();
+        let g = self.svc.graph(&r.id).await?;
+        let a = self.svc.apply(&r.id, r.revision, &r.plan_sha256, r.ingest_secret.as_deref(), &r.actor_id).await?;
+        let mut v = serde_json::json!({"graph_id": g.id, "revision": r.revision, "application": a.application.to_json(),
+            "automation_id": a.automation_id, "action": a.action});
+        if let Some(s) = a.generated_secret {
+            v["ingest_secret"] = serde_json::json!(s);
+        }
+        ok(graph_answer(v, &g, false))
+    }
+
+    async fn list_graph_applications(&self, r: Request<pb::ListGraphItemsRequest>) -> R<pb::ListGraphsResponse> {
+        let r = r.into_inner();
+        let g = self.svc.graph(&r.id).await?;
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let (rows, next_page) = p.finish(self.svc.graph_applications(&r.id, &p).await?, |a| &a.id);
+        ok(pb::ListGraphsResponse {
+            data_json: rows.iter().map(|a| a.to_json().to_string()).collect(),
+            next_page,
+            environment_id: g.environment_id.to_string(),
+        })
+    }
+
+    async fn delete_graph(&self, r: Request<pb::ActorRequest>) -> R<pb::GraphAnswer> {
+        let r = r.into_inner();
+        let g = self.svc.delete_graph(&r.id, &r.actor_id).await?;
+        ok(graph_answer(wire::graph(&g, serde_json::json!({"state": "not_applied", "reasons": []})), &g, false))
+    }
+
+    async fn test_graph_node(&self, r: Request<pb::GraphNodeTestRequest>) -> R<pb::GraphAnswer> {
+        let r = r.into_inner();
+        let g = self.svc.graph(&r.id).await?;
+        let t = NodeTest {
+            mode: r.mode,
+            revision: r.revision,
+            node: r.node,
+            event: Some(doc("event", &r.event_json)?).filter(|e| !r.event_json.is_empty() || !e.is_null()),
+            previous_output: Some(doc("previous_output", &r.previous_output_json)?).filter(|_| !r.previous_output_json.is_empty()),
+        };
+        ok(graph_answer(self.svc.node_test(&r.id, t).await?, &g, false))
+    }
+}
+
+fn graph_answer(v: Value, g: &Graph, created: bool) -> pb::GraphAnswer {
+    pb::GraphAnswer {
+        json: v.to_string(),
+        environment_id: g.environment_id.to_string(),
+        service_principal_id: g.service_principal_id.to_string(),
+        created,
     }
 }

@@ -137,6 +137,81 @@ pub fn check_metadata(v: &Value) -> Result<Value> {
     Ok(v.clone())
 }
 
+/// A steps target: a compiled AutomationGraph program (api.md §12.7),
+/// written only by graph apply. `steps` are the graph's non-trigger nodes
+/// with their pins; `edges` all of its edges.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepsTarget {
+    pub program_sha256: String,
+    pub steps: Vec<Value>,
+    pub edges: Vec<Value>,
+}
+
+/// What a firing runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    Agent(AgentTarget),
+    Steps(StepsTarget),
+}
+
+impl Target {
+    /// A stored target (either kind).
+    pub fn stored(v: &Value) -> Result<Target> {
+        if v.get("kind").and_then(Value::as_str) == Some("steps") {
+            let mut rest = v.as_object().cloned().unwrap_or_default();
+            rest.remove("kind");
+            return serde_json::from_value(Value::Object(rest))
+                .map(Target::Steps)
+                .map_err(|e| Error::internal(format!("a stored steps target is unreadable: {e}")));
+        }
+        AgentTarget::parse(v).map(Target::Agent)
+    }
+
+    pub fn to_json(&self) -> Value {
+        match self {
+            Target::Agent(a) => a.to_json(),
+            Target::Steps(s) => {
+                let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("kind".into(), json!("steps"));
+                }
+                v
+            }
+        }
+    }
+
+    /// Every `(deployment, pinned revision)` a firing may start children
+    /// of.
+    pub fn deployments(&self) -> Vec<(String, Option<i64>)> {
+        match self {
+            Target::Agent(a) => vec![(a.agent_deployment_id.clone(), a.deployment_revision)],
+            Target::Steps(s) => s
+                .steps
+                .iter()
+                .filter(|n| n["kind"] == "step_agent")
+                .map(|n| (n["agentDeploymentId"].as_str().unwrap_or_default().to_string(), n["deploymentRevision"].as_i64()))
+                .collect(),
+        }
+    }
+
+    /// Why a firing of it cannot run yet (§12.9), if it cannot.
+    pub fn not_executable(&self) -> Option<String> {
+        match self {
+            Target::Agent(a) if a.not_executable() => Some("a continue_selected session_target is saved but not yet executable".into()),
+            Target::Agent(_) => None,
+            Target::Steps(_) => Some("step programs are saved and planned but not executable on this installation yet".into()),
+        }
+    }
+
+    pub fn agent(&self) -> Option<&AgentTarget> {
+        match self {
+            Target::Agent(a) => Some(a),
+            Target::Steps(_) => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Automation {
     pub id: AutomationId,
@@ -146,7 +221,7 @@ pub struct Automation {
     pub status: AutomationStatus,
     pub pause_reason: Option<PauseReason>,
     pub triggers: Vec<Trigger>,
-    pub target: AgentTarget,
+    pub target: Target,
     pub managed_by: Value,
     pub metadata: Value,
     /// Sealed at rest; empty: none (only a webhook trigger needs one).
@@ -335,13 +410,20 @@ pub enum Arm {
     Clear,
 }
 
-/// The first message a child gets (§12.6): `prompt` rendered against the
-/// firing's `event`, or as written when there is none.
-pub fn render_prompt(prompt: &str, event: &Value) -> Result<String> {
-    if event.is_null() {
-        return Ok(prompt.to_string());
-    }
+/// A prompt rendered against an event (§12.6).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub text: String,
+    /// `event…` references the event does not hold (rendered empty).
+    pub missing: Vec<String>,
+}
+
+/// Renders `{{event}}` and `{{event.a.0.b}}` in `prompt`: strings raw,
+/// other values compact JSON, missing ones empty; a prompt that references
+/// no `{{event…}}` gets the event's compact JSON appended. No size check.
+pub fn render(prompt: &str, event: &Value) -> Rendered {
     let mut out = String::with_capacity(prompt.len());
+    let mut missing = vec![];
     let mut referenced = false;
     let mut rest = prompt;
     while let Some(start) = rest.find("{{") {
@@ -365,7 +447,7 @@ pub fn render_prompt(prompt: &str, event: &Value) -> Result<String> {
         match v {
             Some(Value::String(s)) => out.push_str(s),
             Some(other) => out.push_str(&other.to_string()),
-            None => {}
+            None => missing.push(expr.to_string()),
         }
         rest = &rest[start + 2 + len + 2..];
     }
@@ -374,10 +456,21 @@ pub fn render_prompt(prompt: &str, event: &Value) -> Result<String> {
         out.push_str("\n\n");
         out.push_str(&event.to_string());
     }
-    if out.len() > MAX_PROMPT_BYTES {
-        return Err(Error::invalid_field("prompt", "the rendered prompt is over 65,536 bytes").with_reason("rendered_prompt_too_large"));
+    Rendered { text: out, missing }
+}
+
+pub fn too_large() -> Error {
+    Error::invalid_field("prompt", "the rendered prompt is over 65,536 bytes").with_reason("rendered_prompt_too_large")
+}
+
+/// The first message a child gets (§12.6): `prompt` rendered against the
+/// firing's `event`, or as written when there is none.
+pub fn render_prompt(prompt: &str, event: &Value) -> Result<String> {
+    let text = if event.is_null() { prompt.to_string() } else { render(prompt, event).text };
+    if text.len() > MAX_PROMPT_BYTES {
+        return Err(too_large());
     }
-    Ok(out)
+    Ok(text)
 }
 
 #[cfg(test)]

@@ -81,7 +81,7 @@ fn check_secret(secret: &str) -> Result<()> {
 /// What `status` makes of an Automation's timed trigger when it is (re)armed
 /// from scratch: a one-time occurrence is kept (dormant while paused); a
 /// recurring one is pending only while active, at its next time after now.
-fn arm_for(a: &Automation, now: i64) -> Arm {
+pub(crate) fn arm_for(a: &Automation, now: i64) -> Arm {
     let active = a.status == AutomationStatus::Active;
     match a.timed() {
         Some(Trigger::Once(at)) => Arm::Set { at: *at, awake: active },
@@ -91,7 +91,7 @@ fn arm_for(a: &Automation, now: i64) -> Arm {
 }
 
 /// A one-time trigger's `at` must be in the future when it is set.
-fn check_future(triggers: &[Trigger], now: i64) -> Result<()> {
+pub(crate) fn check_future(triggers: &[Trigger], now: i64) -> Result<()> {
     for (i, t) in triggers.iter().enumerate() {
         if let Trigger::Once(at) = t
             && *at <= now
@@ -102,8 +102,13 @@ fn check_future(triggers: &[Trigger], now: i64) -> Result<()> {
     Ok(())
 }
 
-fn conflict_readiness(r: &Readiness) -> Error {
+pub(crate) fn conflict_readiness(r: &Readiness) -> Error {
     Error::conflict("the Automation would not be ready: see details.readiness").with_details(json!({"readiness": r.to_json()}))
+}
+
+fn managed_by_graph(a: &Automation) -> Error {
+    Error::conflict("a graph manages this Automation's name, triggers and target, and its deletion: change the graph")
+        .with_details(json!({"reason": "managed_by_graph", "graph_id": a.managed_by["graph_id"]}))
 }
 
 fn raced() -> Error {
@@ -164,55 +169,67 @@ impl SchedulerService {
             }
             Err(s) => Check::unknown("service_principal", s.message()),
         });
-        let dep_id = a.target.agent_deployment_id.clone();
-        let mut agent_id = None;
-        checks.push(match self.sessions.clone().get_deployment(ss::GetByIdRequest { id: dep_id.clone() }).await {
-            Ok(d) => {
-                let d = d.into_inner();
-                let pinned = a.target.deployment_revision.unwrap_or(d.revision);
-                if d.environment_id != a.environment_id.as_str() {
-                    Check::fail("target", "the deployment is in another Environment", Some(dep_id.clone()))
-                } else if pinned > d.revision {
-                    Check::fail("target", format!("the deployment has no revision {pinned}"), Some(dep_id.clone()))
-                } else {
-                    match self.sessions.clone().get_agent(ss::GetByIdRequest { id: d.agent_id.clone() }).await {
-                        Ok(ag) if ag.get_ref().archived => Check::fail("target", "the Agent is archived", Some(d.agent_id.clone())),
-                        Ok(_) => {
-                            agent_id = Some(d.agent_id.clone());
-                            Check::pass("target")
+        let mut agents = vec![];
+        let mut target = Check::pass("target");
+        for (dep_id, pinned) in a.target.deployments() {
+            let check = match self.sessions.clone().get_deployment(ss::GetByIdRequest { id: dep_id.clone() }).await {
+                Ok(d) => {
+                    let d = d.into_inner();
+                    let pinned = pinned.unwrap_or(d.revision);
+                    if d.environment_id != a.environment_id.as_str() {
+                        Check::fail("target", "the deployment is in another Environment", Some(dep_id.clone()))
+                    } else if pinned > d.revision {
+                        Check::fail("target", format!("the deployment has no revision {pinned}"), Some(dep_id.clone()))
+                    } else {
+                        match self.sessions.clone().get_agent(ss::GetByIdRequest { id: d.agent_id.clone() }).await {
+                            Ok(ag) if ag.get_ref().archived => Check::fail("target", "the Agent is archived", Some(d.agent_id.clone())),
+                            Ok(_) => {
+                                agents.push(d.agent_id.clone());
+                                Check::pass("target")
+                            }
+                            Err(s) => Check::unknown("target", s.message()),
                         }
-                        Err(s) => Check::unknown("target", s.message()),
                     }
                 }
+                Err(s) if s.code() == tonic::Code::NotFound => Check::fail("target", "the deployment does not exist", Some(dep_id.clone())),
+                Err(s) => Check::unknown("target", s.message()),
+            };
+            if check.status != "pass" && target.status == "pass" {
+                target = check;
             }
-            Err(s) if s.code() == tonic::Code::NotFound => Check::fail("target", "the deployment does not exist", Some(dep_id.clone())),
-            Err(s) => Check::unknown("target", s.message()),
-        });
-        checks.push(match &agent_id {
-            None => Check::unknown("permissions", "the target's Agent is not known"),
-            Some(agent) => {
-                let req = gov::CheckRequest {
-                    principal_id: svc.clone(),
-                    permission: "invoke".into(),
-                    resource: Some(gov::ResourceRef { kind: "agent".into(), id: agent.clone() }),
-                    environment_id: a.environment_id.to_string(),
-                };
-                match gov.check(req).await {
-                    Ok(r) if r.get_ref().allowed => Check::pass("permissions"),
-                    Ok(_) => Check::fail("permissions", format!("{svc} lacks invoke on agent {agent}"), Some(agent.clone())),
-                    Err(s) => Check::unknown("permissions", s.message()),
-                }
-            }
-        });
+        }
+        let target_ok = target.status == "pass";
+        checks.push(target);
+        let mut permissions = Check::pass("permissions");
+        if !target_ok {
+            permissions = Check::unknown("permissions", "the target's Agents are not known");
+        }
+        agents.sort();
+        agents.dedup();
+        for agent in agents.iter().filter(|_| target_ok) {
+            let req = gov::CheckRequest {
+                principal_id: svc.clone(),
+                permission: "invoke".into(),
+                resource: Some(gov::ResourceRef { kind: "agent".into(), id: agent.clone() }),
+                environment_id: a.environment_id.to_string(),
+            };
+            let check = match gov.check(req).await {
+                Ok(r) if r.get_ref().allowed => continue,
+                Ok(_) => Check::fail("permissions", format!("{svc} lacks invoke on agent {agent}"), Some(agent.clone())),
+                Err(s) => Check::unknown("permissions", s.message()),
+            };
+            permissions = check;
+            break;
+        }
+        checks.push(permissions);
         checks.push(if a.webhook().is_some() && a.ingest_secret.is_empty() {
             Check::fail("webhook", "the webhook trigger has no ingest secret", None)
         } else {
             Check::pass("webhook")
         });
-        checks.push(if a.target.not_executable() {
-            Check::unknown("capabilities", "a continue_selected session_target is saved but not yet executable")
-        } else {
-            Check::pass("capabilities")
+        checks.push(match a.target.not_executable() {
+            Some(why) => Check::unknown("capabilities", why),
+            None => Check::pass("capabilities"),
         });
         Readiness { checks, checked_ms: now_ms() }
     }
@@ -267,7 +284,7 @@ impl SchedulerService {
     /// The secret a write leaves: `supplied` (checked), else the current
     /// one, else a generated one when a webhook trigger needs it (returned
     /// as generated, to be shown once).
-    fn secret_for(&self, triggers: &[Trigger], current: &str, supplied: Option<&str>) -> Result<(String, Option<String>)> {
+    pub(crate) fn secret_for(&self, triggers: &[Trigger], current: &str, supplied: Option<&str>) -> Result<(String, Option<String>)> {
         if let Some(s) = supplied {
             check_secret(s)?;
             return Ok((self.sealer.seal(s)?, None));
@@ -288,7 +305,7 @@ impl SchedulerService {
         check_future(&triggers, now)?;
         let supplied = (!new.ingest_secret.is_empty()).then_some(new.ingest_secret.as_str());
         let (ingest_secret, generated_secret) = self.secret_for(&triggers, "", supplied)?;
-        let target = self.pin(AgentTarget::parse(&new.target)?, &environment_id).await?;
+        let target = Target::Agent(self.pin(AgentTarget::parse(&new.target)?, &environment_id).await?);
         let metadata = check_metadata(&new.metadata)?;
         match self.governance.clone().get_principal(gov::GetByIdRequest { id: service_principal_id.to_string() }).await {
             Ok(p) if p.get_ref().kind != "service" => {
@@ -348,7 +365,7 @@ impl SchedulerService {
     /// staging an event of each of `kinds` and applying `arm` to its timer;
     /// `None` when the row moved (the caller decides again from a fresh
     /// read). Answers the Automation as stored, with its pending occurrence.
-    async fn commit(&self, current: &Automation, mut next: Automation, kinds: &[&str], arm: Arm) -> Result<Option<Automation>> {
+    pub(crate) async fn commit(&self, current: &Automation, mut next: Automation, kinds: &[&str], arm: Arm) -> Result<Option<Automation>> {
         next.version = current.version + 1;
         next.updated_ms = now_ms();
         let events: Vec<Record> = kinds.iter().map(|k| Self::event(&next, k)).collect();
@@ -371,6 +388,9 @@ impl SchedulerService {
         let target = ch.target.as_ref().map(AgentTarget::parse).transpose()?;
         for _ in 0..3 {
             let cur = self.current(id, ch.expected_version).await?;
+            if cur.managed_by["kind"] == "graph" && (ch.name.is_some() || ch.triggers.is_some() || ch.target.is_some()) {
+                return Err(managed_by_graph(&cur));
+            }
             let mut next = cur.clone();
             if let Some(n) = &ch.name {
                 next.name = n.clone();
@@ -382,7 +402,7 @@ impl SchedulerService {
                 next.metadata = m.clone();
             }
             if let Some(t) = &target {
-                next.target = self.pin(t.clone(), &cur.environment_id).await?;
+                next.target = Target::Agent(self.pin(t.clone(), &cur.environment_id).await?);
             }
             let (secret, generated_secret) = self.secret_for(&next.triggers, &cur.ingest_secret, ch.ingest_secret.as_deref())?;
             next.ingest_secret = secret;
@@ -410,7 +430,7 @@ impl SchedulerService {
     /// What an update does to the pending occurrence: nothing unless the
     /// timed trigger changed. The same `at` again is no change (even past);
     /// a different one must be future and re-arms it.
-    fn rearm(&self, cur: &Automation, next: &Automation) -> Result<Arm> {
+    pub(crate) fn rearm(&self, cur: &Automation, next: &Automation) -> Result<Arm> {
         let now = now_ms();
         match (cur.timed(), next.timed()) {
             (old, new) if old == new => Ok(Arm::Keep),
@@ -485,8 +505,17 @@ impl SchedulerService {
     /// Terminal: the Automation goes; its firings stay readable and its
     /// children run on. Answers its last state.
     pub async fn delete(&self, id: &str, actor: &str) -> Result<Automation> {
+        let cur = self.current(id, None).await?;
+        if cur.managed_by["kind"] == "graph" {
+            return Err(managed_by_graph(&cur));
+        }
+        self.delete_managed(&cur, actor).await
+    }
+
+    /// Deletes whoever manages it (a graph's delete deletes its own).
+    pub(crate) async fn delete_managed(&self, a: &Automation, actor: &str) -> Result<Automation> {
         for _ in 0..3 {
-            let cur = self.current(id, None).await?;
+            let cur = self.current(a.id.as_str(), None).await?;
             let next = Automation { deleted_ms: now_ms(), ..cur.clone() };
             if let Some(a) = self.commit(&cur, next, &["automation.deleted"], Arm::Clear).await? {
                 self.audit(actor, "automation.deleted", &a, json!({})).await;

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod connections;
 pub mod files;
 pub mod governance;
+pub mod graphs;
 pub mod identity;
 pub mod runners;
 pub mod sessions;

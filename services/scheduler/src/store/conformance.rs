@@ -29,9 +29,11 @@ fn automation(id: &str, name: &str) -> Automation {
         status: AutomationStatus::Active,
         pause_reason: None,
         triggers: vec![],
-        target: AgentTarget::parse(&json!({"kind": "agent", "agent_deployment_id": "dep_01jx0000000000000000000001",
-            "deployment_revision": 1, "prompt": "p"}))
-        .expect("target"),
+        target: Target::Agent(
+            AgentTarget::parse(&json!({"kind": "agent", "agent_deployment_id": "dep_01jx0000000000000000000001",
+                "deployment_revision": 1, "prompt": "p"}))
+            .expect("target"),
+        ),
         managed_by: json!({"kind": "direct"}),
         metadata: json!({}),
         ingest_secret: String::new(),
@@ -72,6 +74,7 @@ async fn scheduler_store_conformance() {
         timers_are_taken_once(&*s).await;
         deliveries_dedupe(&*s).await;
         replicas_race_for_occurrences(s.clone()).await;
+        graphs_keep_immutable_revisions(&*s).await;
         eprintln!("scheduler store conformance passed on {name}");
     }
 }
@@ -283,4 +286,63 @@ async fn deliveries_dedupe(s: &dyn SchedulerStore) {
     assert_eq!(s.sweep_deliveries(150).await.expect("sweep"), 1, "only identities older than the cut-off go");
     assert!(s.get_delivery(&tid("auto_w"), "\"e1\"").await.expect("get").is_none());
     assert!(s.get_delivery(&tid("auto_w"), "\"e3\"").await.expect("get").is_some());
+}
+
+/// Graph revisions are written with the graph's compare-and-set: one writer
+/// makes revision n+1, the other is told the graph moved.
+async fn graphs_keep_immutable_revisions(s: &dyn SchedulerStore) {
+    use crate::graph::{Application, Graph, Revision};
+    let g = Graph {
+        id: tid("agph_1"),
+        environment_id: tid("env_1"),
+        name: "g".into(),
+        service_principal_id: tid("prin_svc"),
+        created_by_principal_id: "prin_admin".into(),
+        latest_revision: 1,
+        applied_revision: 0,
+        applied_plan_sha256: String::new(),
+        automation_id: String::new(),
+        layout: json!({}),
+        version: 1,
+        deleted_ms: 0,
+        created_ms: 1,
+        updated_ms: 1,
+    };
+    let rev = |n: i64| Revision {
+        graph_id: tid("agph_1"),
+        revision: n,
+        document: json!({"n": n}),
+        document_sha256: format!("sha{n}"),
+        layout: json!({}),
+        created_by: "prin_admin".into(),
+        created_ms: n,
+    };
+    s.insert_graph(&g, &rev(1)).await.expect("insert");
+    let g2 = Graph { latest_revision: 2, version: 2, ..g.clone() };
+    assert!(s.update_graph(&g2, 1, Some(&rev(2)), None).await.expect("revise"));
+    assert!(!s.update_graph(&Graph { version: 3, ..g2.clone() }, 1, Some(&rev(3)), None).await.expect("stale"), "the second writer loses");
+    assert!(s.get_revision(&tid("agph_1"), 3).await.expect("get").is_none(), "and writes no revision");
+    assert_eq!(s.get_revision(&tid("agph_1"), 2).await.expect("get"), Some(rev(2)));
+    let listed: Vec<i64> = s.list_revisions(&tid("agph_1"), 0, 10).await.expect("list").into_iter().map(|r| r.revision).collect();
+    assert_eq!(listed, [2, 1]);
+    assert_eq!(s.list_revisions(&tid("agph_1"), 2, 10).await.expect("page").len(), 1);
+    let app = Application {
+        id: tid("agap_1"),
+        graph_id: tid("agph_1"),
+        revision: 2,
+        plan_sha256: "p".into(),
+        automation_id: "auto_9".into(),
+        action: "create".into(),
+        applied_by: "prin_admin".into(),
+        created_ms: 5,
+    };
+    let g3 = Graph { applied_revision: 2, applied_plan_sha256: "p".into(), automation_id: "auto_9".into(), version: 3, ..g2.clone() };
+    assert!(s.update_graph(&g3, 2, None, Some(&app)).await.expect("apply"));
+    assert_eq!(s.get_graph(&tid("agph_1")).await.expect("get"), Some(g3.clone()));
+    let page = PageRequest { limit: 10, before_id: None };
+    assert_eq!(s.list_applications(&tid("agph_1"), &page).await.expect("journal"), vec![app]);
+    assert_eq!(s.list_graphs(&["env_1".into()], &page).await.expect("list").len(), 1);
+    let gone = Graph { deleted_ms: 9, version: 4, ..g3 };
+    assert!(s.update_graph(&gone, 3, None, None).await.expect("delete"));
+    assert!(s.list_graphs(&["env_1".into()], &page).await.expect("list").is_empty());
 }

@@ -4,10 +4,11 @@
 //! occurrence timers (`timers.rs`) and signed-ingest deliveries
 //! (`deliveries.rs`).
 
+use crate::graph::{Application, Graph, Revision};
 use crate::model::*;
 use checkfu_bus::Record;
 use checkfu_bus::outbox::stage;
-use checkfu_core::id::{AutomationId, FiringId, TypedId};
+use checkfu_core::id::{AutomationId, FiringId, GraphId, TypedId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, Row, any::AnyRow};
@@ -15,6 +16,7 @@ use checkfu_store::{Db, db_err, find_one, is_unique_violation, list_in_envs_with
 use serde_json::Value;
 
 mod deliveries;
+mod graphs;
 mod timers;
 
 #[async_trait::async_trait]
@@ -67,6 +69,23 @@ pub trait SchedulerStore: Send + Sync + 'static {
     async fn list_filtered(&self, automation_id: &AutomationId, page: &PageRequest) -> Result<Vec<FilteredDelivery>>;
     /// Forgets dedupe identities recorded before `before_ms`.
     async fn sweep_deliveries(&self, before_ms: i64) -> Result<u64>;
+
+    /// A live Automation of the Environment by name.
+    async fn automation_named(&self, environment_id: &str, name: &str) -> Result<Option<Automation>>;
+
+    async fn insert_graph(&self, g: &Graph, first: &Revision) -> Result<()>;
+    /// Writes `g` (with a new revision or a journal entry) if the stored
+    /// row is at `expected_version`; false when it moved.
+    async fn update_graph(&self, g: &Graph, expected_version: i64, revision: Option<&Revision>, app: Option<&Application>) -> Result<bool>;
+    /// Deleted ones too.
+    async fn get_graph(&self, id: &GraphId) -> Result<Option<Graph>>;
+    /// Live ones, newest first.
+    async fn list_graphs(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Graph>>;
+    async fn get_revision(&self, id: &GraphId, n: i64) -> Result<Option<Revision>>;
+    /// Newest first, below `before` (0: from the latest).
+    async fn list_revisions(&self, id: &GraphId, before: i64, limit: i64) -> Result<Vec<Revision>>;
+    /// Newest first.
+    async fn list_applications(&self, id: &GraphId, page: &PageRequest) -> Result<Vec<Application>>;
 }
 
 #[derive(Clone, Debug)]
@@ -101,7 +120,7 @@ fn automation(r: &AnyRow) -> Result<Automation> {
         status: AutomationStatus::parse("status", &s(r, "status")?)?,
         pause_reason: serde_json::from_value(json(r, "pause_reason_json")?).unwrap_or(None),
         triggers: crate::triggers::parse_triggers(&json(r, "triggers_json")?)?,
-        target: AgentTarget::parse(&target)?,
+        target: Target::stored(&target)?,
         managed_by: json(r, "managed_by_json")?,
         metadata: json(r, "metadata_json")?,
         ingest_secret: s(r, "ingest_secret")?,
@@ -432,6 +451,47 @@ impl SchedulerStore for SqlSchedulerStore {
 
     async fn sweep_deliveries(&self, before_ms: i64) -> Result<u64> {
         deliveries::sweep(&self.db, before_ms).await
+    }
+
+    async fn automation_named(&self, environment_id: &str, name: &str) -> Result<Option<Automation>> {
+        let row = sqlx::query(
+            "SELECT a.*, t.scheduled_for_ms AS next_ms FROM automations a LEFT JOIN timers t ON t.id = a.id \
+             WHERE a.environment_id = $1 AND a.name = $2 AND a.deleted_ms = 0",
+        )
+        .bind(environment_id)
+        .bind(name)
+        .fetch_optional(&self.db.pool)
+        .await
+        .map_err(db_err)?;
+        row.as_ref().map(automation).transpose()
+    }
+
+    async fn insert_graph(&self, g: &Graph, first: &Revision) -> Result<()> {
+        graphs::insert(&self.db, g, first).await
+    }
+
+    async fn update_graph(&self, g: &Graph, expected_version: i64, revision: Option<&Revision>, app: Option<&Application>) -> Result<bool> {
+        graphs::update(&self.db, g, expected_version, revision, app).await
+    }
+
+    async fn get_graph(&self, id: &GraphId) -> Result<Option<Graph>> {
+        graphs::get(&self.db, id).await
+    }
+
+    async fn list_graphs(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Graph>> {
+        graphs::list(&self.db, environment_ids, page).await
+    }
+
+    async fn get_revision(&self, id: &GraphId, n: i64) -> Result<Option<Revision>> {
+        graphs::get_revision(&self.db, id, n).await
+    }
+
+    async fn list_revisions(&self, id: &GraphId, before: i64, limit: i64) -> Result<Vec<Revision>> {
+        graphs::list_revisions(&self.db, id, before, limit).await
+    }
+
+    async fn list_applications(&self, id: &GraphId, page: &PageRequest) -> Result<Vec<Application>> {
+        graphs::list_applications(&self.db, id, page).await
     }
 }
 

@@ -1,0 +1,311 @@
+//! AutomationGraphs through the public API (api.md §12.7), the acceptance
+//! checks of §12.11 numbered 13, 14 and 22: documents and revisions, plans
+//! with their rejection codes and pins, apply with its plan digest, the
+//! Automation a graph manages, and node tests.
+#![cfg(test)]
+
+use checkfu_e2e::automation::*;
+use checkfu_e2e::*;
+use serde_json::{Value, json};
+
+fn document(f: &Fixture, name: &str, nodes: Value, edges: Value) -> Value {
+    json!({"name": name, "environment_id": f.p.env_id, "service_principal_id": f.svc, "nodes": nodes, "edges": edges})
+}
+
+fn hook() -> Value {
+    json!({"kind": "trigger", "id": "hook", "trigger": {"kind": "webhook", "dedupe_key": "/id"}})
+}
+
+fn step(f: &Fixture, id: &str, prompt: &str) -> Value {
+    json!({"kind": "step_agent", "id": id, "agent": f.d.deployment_id, "prompt": prompt})
+}
+
+fn starts(to: &str) -> Value {
+    json!({"kind": "starts", "from": "hook", "to": to})
+}
+
+async fn create_graph(f: &Fixture, doc: Value) -> Reply {
+    f.p.admin.post("/v1/automation-graphs", json!({"created_by_principal_id": f.p.admin_id, "document": doc})).await
+}
+
+async fn plan(f: &Fixture, graph: &str, revision: i64) -> Value {
+    let r = f.p.admin.post(&format!("/v1/automation-graphs/{graph}/plan"), json!({"revision": revision})).await;
+    expect(&r, 200, None);
+    r.1
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_13_a_graph_applies_to_an_automation_it_manages() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let doc = document(&f, "g13", json!([hook(), step(&f, "s1", "Summarize {{event.title}}")]), json!([starts("s1")]));
+    // created_by_principal_id is required.
+    let r = a.post("/v1/automation-graphs", json!({"document": doc})).await;
+    expect(&r, 400, Some("validation.invalid"));
+    let r = create_graph(&f, doc.clone()).await;
+    expect(&r, 201, None);
+    let g = id(&r.1);
+    assert!(g.starts_with("agph_"), "{}", r.1);
+    assert_eq!((r.1["latest_revision"].clone(), r.1["drift"]["state"].clone()), (json!(1), json!("not_applied")));
+
+    let p = plan(&f, &g, 1).await;
+    assert_eq!(p["kind"], "planned", "{p}");
+    assert_eq!(p["automation"], json!({"id": null, "action": "create"}));
+    assert_eq!(p["target_kind"], "agent");
+    assert_eq!(p["pins"][0]["agent_version"], 1);
+    assert_eq!(p["pins"][0]["node"], "s1");
+    assert_eq!(p["pins"][0]["agent_deployment_id"], f.d.deployment_id);
+    assert_eq!(p["blockers"], json!([]));
+    assert_eq!(p["readiness"]["state"], "ready");
+    assert_eq!(p["required_inputs"], json!([{"name": "ingest_secret", "generated_if_absent": true}]));
+    assert_eq!(plan(&f, &g, 1).await["plan_sha256"], p["plan_sha256"], "planning records nothing and is stable");
+
+    let r = a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 1, "plan_sha256": p["plan_sha256"]})).await;
+    expect(&r, 200, None);
+    assert_eq!(r.1["action"], "create");
+    let auto = r.1["automation_id"].as_str().unwrap().to_string();
+    let secret = r.1["ingest_secret"].as_str().unwrap().to_string();
+    assert!(secret.starts_with("whsec_"), "generated once: {}", r.1);
+    let am = a.get(&format!("/v1/automations/{auto}")).await.1;
+    assert_eq!(am["managed_by"], json!({"kind": "graph", "graph_id": g, "revision": 1}));
+    assert_eq!(am["status"], "active");
+    assert_eq!(am["target"]["deployment_revision"], 1);
+    wait_for_hook(&f.hooks, "automation.created", &auto).await;
+    // The managed Automation takes events like any other.
+    let fired = ingest_signed(&f.p.base, &auto, &secret, r#"{"id":"g1","title":"Q"}"#).await;
+    expect(&fired, 201, None);
+    assert_eq!(settled(a, &id(&fired.1)).await["state"], "succeeded");
+
+    // Direct writes to what the graph owns are refused; the rest stay direct.
+    let r = a.post(&format!("/v1/automations/{auto}"), json!({"target": a0(&f.d.deployment_id)})).await;
+    expect(&r, 409, Some("validation.conflict"));
+    assert_eq!(r.1["error"]["details"]["reason"], "managed_by_graph");
+    expect(&a.delete(&format!("/v1/automations/{auto}")).await, 409, Some("validation.conflict"));
+    expect(&a.post(&format!("/v1/automations/{auto}"), json!({"metadata": {"team": "ops"}})).await, 200, None);
+    // The same document again: 200, no new revision.
+    let r = a.post(&format!("/v1/automation-graphs/{g}/revisions"), json!({"document": doc, "layout": {"s1": [10, 20]}})).await;
+    expect(&r, 200, None);
+    assert_eq!(r.1["latest_revision"], 1);
+    assert_eq!(r.1["layout"], json!({"s1": [10, 20]}));
+    // Applying the same plan again changes nothing.
+    let again = plan(&f, &g, 1).await;
+    assert_eq!(again["automation"], json!({"id": auto, "action": "unchanged"}));
+    let r = a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 1, "plan_sha256": again["plan_sha256"]})).await;
+    expect(&r, 200, None);
+    assert_eq!(r.1["action"], "unchanged");
+    assert!(r.1.get("ingest_secret").is_none());
+    let graph = a.get(&format!("/v1/automation-graphs/{g}")).await.1;
+    assert_eq!((graph["applied_revision"].clone(), graph["automation_id"].clone()), (json!(1), json!(auto)));
+    assert_eq!(graph["drift"]["state"], "in_sync", "{graph}");
+    let journal = a.get(&format!("/v1/automation-graphs/{g}/applications")).await.1;
+    let actions: Vec<&str> = journal["data"].as_array().unwrap().iter().map(|x| x["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["unchanged", "create"]);
+    // A direct Automation is never adopted: its name blocks the plan.
+    expect(&create(&f, "taken", a0(&f.d.deployment_id)).await, 201, None);
+    let other = create_graph(&f, document(&f, "taken", json!([hook(), step(&f, "s1", "x")]), json!([starts("s1")]))).await;
+    let p = plan(&f, &id(&other.1), 1).await;
+    assert_eq!(p["blockers"][0]["code"], "name_taken", "{p}");
+    let r = a.post(&format!("/v1/automation-graphs/{}/apply", id(&other.1)), json!({"revision": 1, "plan_sha256": p["plan_sha256"]})).await;
+    assert_eq!((r.0.as_u16(), r.1["error"]["details"]["reason"].clone()), (409, json!("plan_blocked")));
+    // Deleting the graph deletes its Automation.
+    expect(&a.delete(&format!("/v1/automation-graphs/{g}")).await, 200, None);
+    expect(&a.get(&format!("/v1/automations/{auto}")).await, 404, None);
+    expect(&a.get(&format!("/v1/automation-graphs/{g}")).await, 404, None);
+    f.p.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_14_plans_reject_with_their_codes_and_stale_plans_are_refused() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let rejected = |p: &Value, code: &str| {
+        assert_eq!(p["kind"], "rejected", "{p}");
+        assert!(p["errors"].as_array().unwrap().iter().any(|e| e["code"] == code), "{code}: {p}");
+    };
+    let bad_edge = create_graph(
+        &f,
+        document(
+            &f,
+            "e",
+            json!([hook(), step(&f, "a", "x"), step(&f, "b", "y")]),
+            json!([starts("a"), {"kind": "starts", "from": "a", "to": "b"}]),
+        ),
+    )
+    .await;
+    let p = plan(&f, &id(&bad_edge.1), 1).await;
+    rejected(&p, "edge_endpoint_kind");
+    let e = p["errors"].as_array().unwrap().iter().find(|e| e["code"] == "edge_endpoint_kind").unwrap();
+    assert_eq!(e["edge"], json!({"index": 1, "kind": "starts", "from": "a", "to": "b"}));
+    let cycle = create_graph(
+        &f,
+        document(
+            &f,
+            "c",
+            json!([hook(), step(&f, "a", "x"), step(&f, "b", "y")]),
+            json!([starts("a"), {"kind": "then", "from": "a", "to": "b"}, {"kind": "then", "from": "b", "to": "a"}]),
+        ),
+    )
+    .await;
+    rejected(&plan(&f, &id(&cycle.1), 1).await, "cycle");
+    let schedules = create_graph(
+        &f,
+        document(
+            &f,
+            "s",
+            json!([{"kind": "trigger", "id": "cron", "trigger": {"kind": "schedule", "cron": "0 9 * * *", "timezone": "UTC"}},
+                   {"kind": "trigger", "id": "once", "trigger": {"kind": "schedule_once", "at": "2030-01-01T00:00:00Z"}},
+                   step(&f, "a", "x")]),
+            json!([{"kind": "starts", "from": "cron", "to": "a"}, {"kind": "starts", "from": "once", "to": "a"}]),
+        ),
+    )
+    .await;
+    rejected(&plan(&f, &id(&schedules.1), 1).await, "multiple_schedule_triggers");
+    // A deployment that does not exist blocks the apply (the plan is not rejected).
+    let missing = json!({"kind": "step_agent", "id": "a", "agent": "dep_01jx0000000000000000000000", "prompt": "x"});
+    let m = create_graph(&f, document(&f, "m", json!([hook(), missing]), json!([starts("a")]))).await;
+    let p = plan(&f, &id(&m.1), 1).await;
+    assert_eq!((p["kind"].clone(), p["blockers"][0]["code"].clone()), (json!("planned"), json!("agent_deployment_missing")), "{p}");
+    let r = a.post(&format!("/v1/automation-graphs/{}/apply", id(&m.1)), json!({"revision": 1, "plan_sha256": p["plan_sha256"]})).await;
+    assert_eq!(r.1["error"]["details"]["reason"], "plan_blocked");
+    // A document that is not even an outline is refused when saved.
+    let r = create_graph(&f, json!({"name": "x", "nodes": "no"})).await;
+    expect(&r, 400, Some("validation.invalid"));
+
+    // A plan older than dep_a's new revision is stale.
+    let g = id(&create_graph(&f, document(&f, "p", json!([hook(), step(&f, "a", "x")]), json!([starts("a")]))).await.1);
+    let old = plan(&f, &g, 1).await;
+    assert_eq!(old["pins"][0]["deployment_revision"], 1);
+    expect(&a.post(&format!("/v1/agents/{}/versions", f.d.agent_id), json!({})).await, 201, None);
+    let rev = a
+        .post(
+            &format!("/v1/agent-deployments/{}/revisions", f.d.deployment_id),
+            json!({"agent_version": 2, "model_routing_profile_id": f.d.routing_profile_id, "sandbox_profile_id": f.d.sandbox_profile_id}),
+        )
+        .await;
+    expect(&rev, 201, None);
+    let r = a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 1, "plan_sha256": old["plan_sha256"]})).await;
+    assert_eq!((r.0.as_u16(), r.1["error"]["details"]["reason"].clone()), (409, json!("plan_stale")), "{}", r.1);
+    let fresh = plan(&f, &g, 1).await;
+    assert_eq!((fresh["pins"][0]["deployment_revision"].clone(), fresh["pins"][0]["agent_version"].clone()), (json!(2), json!(2)));
+    let r = a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 1, "plan_sha256": fresh["plan_sha256"]})).await;
+    expect(&r, 200, None);
+    // Revisions page newest first.
+    for prompt in ["y", "z"] {
+        let doc = document(&f, "p", json!([hook(), step(&f, "a", prompt)]), json!([starts("a")]));
+        expect(&a.post(&format!("/v1/automation-graphs/{g}/revisions"), json!({"document": doc})).await, 201, None);
+    }
+    let first = a.get(&format!("/v1/automation-graphs/{g}/revisions?limit=2")).await.1;
+    let numbers = |v: &Value| v["data"].as_array().unwrap().iter().map(|r| r["revision"].as_i64().unwrap()).collect::<Vec<_>>();
+    assert_eq!(numbers(&first), [3, 2]);
+    let rest = a.get(&format!("/v1/automation-graphs/{g}/revisions?limit=2&page={}", first["next_page"].as_str().unwrap())).await.1;
+    assert_eq!((numbers(&rest), rest["next_page"].clone()), (vec![1], Value::Null));
+    assert_eq!(a.get(&format!("/v1/automation-graphs/{g}/revisions/2")).await.1["document"]["nodes"][1]["prompt"], "y");
+    // A rejected revision cannot be applied.
+    let r = a.post(&format!("/v1/automation-graphs/{}/apply", id(&cycle.1)), json!({"revision": 1, "plan_sha256": "x"})).await;
+    assert_eq!(r.1["error"]["details"]["reason"], "plan_rejected");
+    f.p.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_22_a_node_test_previews_a_prompt_and_records_nothing() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let node = json!({"kind": "step_agent", "id": "fix", "agent": f.d.deployment_id, "prompt": "Fix {{event.title}} {{event.nope}}", "includeEvent": true});
+    let lonely = step(&f, "lonely", "never reached");
+    let g = id(&create_graph(&f, document(&f, "n", json!([hook(), node, lonely]), json!([starts("fix")]))).await.1);
+    let url = format!("/v1/automation-graphs/{g}/node-tests");
+    let test = |body: Value| a.post(&url, body);
+    let sessions_before = a.get("/v1/sessions?limit=100").await.1["data"].as_array().unwrap().len();
+    let r = test(json!({"mode": "prompt_preview", "revision": 1, "node": "fix", "event": {"title": "X"}})).await;
+    expect(&r, 200, None);
+    assert_eq!(r.1["rendered_prompt"], "Fix X ");
+    assert_eq!(r.1["prompt_source"], "event_template");
+    assert_eq!(r.1["missing_event_references"], json!(["event.nope"]));
+    assert_eq!(r.1["agent_version"], 1);
+    assert_eq!(r.1["agent_id"], f.d.agent_id);
+    assert_eq!(r.1["agent_deployment_id"], f.d.deployment_id);
+    let reason = |r: &Reply| r.1["error"]["details"]["reason"].clone();
+    let r = test(json!({"mode": "prompt_preview", "revision": 1, "node": "fix"})).await;
+    assert_eq!((r.0.as_u16(), reason(&r)), (400, json!("event_sample_required")));
+    let r = test(json!({"mode": "prompt_preview", "revision": 1, "node": "fix", "event": {"title": "x".repeat(70_000)}})).await;
+    assert_eq!((r.0.as_u16(), reason(&r)), (400, json!("rendered_prompt_too_large")));
+    let r = test(json!({"mode": "prompt_preview", "revision": 1, "node": "lonely", "event": {}})).await;
+    assert_eq!((r.0.as_u16(), reason(&r)), (400, json!("node_receives_no_prompt")));
+    let r = test(json!({"mode": "prompt_preview", "revision": 1, "node": "hook", "event": {}})).await;
+    assert_eq!((r.0.as_u16(), reason(&r)), (400, json!("node_not_agent")));
+    let r = test(json!({"mode": "dry_run", "revision": 1, "node": "fix"})).await;
+    assert_eq!((r.0.as_u16(), reason(&r)), (400, json!("unsupported_mode")));
+    expect(&test(json!({"mode": "prompt_preview", "revision": 9, "node": "fix"})).await, 404, None);
+    expect(&test(json!({"mode": "prompt_preview", "revision": 1, "node": "nope"})).await, 404, None);
+    assert_eq!(a.get("/v1/sessions?limit=100").await.1["data"].as_array().unwrap().len(), sessions_before, "no Session is created");
+    f.p.stop().await;
+}
+
+/// `checkfu graph create|revise|plan|apply|test`, as the built binary, in
+/// text and with `--json`.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_command_line_creates_plans_applies_and_tests_graphs() {
+    let f = fixture().await;
+    let key = std::fs::read_to_string(f.dir.path().join("admin.key")).unwrap().trim().to_string();
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(procs::binary()).args(args).args(["--server", &f.p.base, "--key", &key]).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let node = json!({"kind": "step_agent", "id": "s1", "agent": f.d.deployment_id, "prompt": "Triage {{event.title}}"});
+    let file = f.dir.path().join("graph.json");
+    std::fs::write(&file, document(&f, "cli-graph", json!([hook(), node]), json!([starts("s1")])).to_string()).unwrap();
+    let text = cli(&["graph", "create", file.to_str().unwrap(), "--created-by", &f.p.admin_id]);
+    assert!(text.contains("cli-graph  revision 1 (applied none)  drift not_applied"), "{text}");
+    let g = text.split_whitespace().next().unwrap().to_string();
+    let plan = cli(&["graph", "plan", &g, "--revision", "1"]);
+    assert!(plan.starts_with("planned  revision 1  create Automation (new)  target agent  readiness ready"), "{plan}");
+    assert!(plan.contains(&format!("pin s1 → {} revision 1", f.d.deployment_id)), "{plan}");
+    let applied = cli(&["graph", "apply", &g, "--revision", "1"]);
+    assert!(
+        applied.contains("applied revision 1: create auto_") && applied.contains("ingest secret (shown once; keep it): whsec_"),
+        "{applied}"
+    );
+    let event = f.dir.path().join("event.json");
+    std::fs::write(&event, r#"{"title":"Slow checkout"}"#).unwrap();
+    let preview = cli(&["graph", "test", &g, "--revision", "1", "--node", "s1", "--event-file", event.to_str().unwrap()]);
+    assert!(preview.contains("event_template") && preview.contains("\n---\nTriage Slow checkout\n---\n"), "{preview}");
+    // The same document again is no new revision; --json answers the resource.
+    let json_out = cli(&["graph", "revise", &g, file.to_str().unwrap(), "--json"]);
+    let v: Value = serde_json::from_str(json_out.trim()).unwrap();
+    assert_eq!(v["latest_revision"], 1);
+    let listed = cli(&["graph", "list"]);
+    assert!(listed.contains(&g) && listed.contains("drift in_sync"), "{listed}");
+    f.p.stop().await;
+}
+
+/// Step programs compile to a steps target. Until the interpreter lands,
+/// readiness says so (`capabilities: unknown`), which keeps the Automation
+/// paused — saved and planned, never fired half-way.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_step_program_applies_paused_until_programs_can_run() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let doc = document(
+        &f,
+        "two-steps",
+        json!([hook(), step(&f, "a", "P"), step(&f, "b", "")]),
+        json!([starts("a"), {"kind": "then", "from": "a", "to": "b"}, {"kind": "output", "from": "a", "to": "b"}]),
+    );
+    let g = id(&create_graph(&f, doc).await.1);
+    let p = plan(&f, &g, 1).await;
+    assert_eq!((p["kind"].clone(), p["target_kind"].clone()), (json!("planned"), json!("steps")), "{p}");
+    assert_eq!(p["pins"].as_array().unwrap().len(), 2);
+    assert_eq!(p["readiness"]["state"], "blocked");
+    let r = a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 1, "plan_sha256": p["plan_sha256"]})).await;
+    expect(&r, 200, None);
+    let auto = a.get(&format!("/v1/automations/{}", r.1["automation_id"].as_str().unwrap())).await.1;
+    assert_eq!(auto["target"]["kind"], "steps");
+    assert_eq!(auto["target"]["steps"].as_array().unwrap().len(), 3);
+    assert!(auto["target"]["program_sha256"].as_str().unwrap().len() == 64);
+    assert_eq!((auto["status"].clone(), auto["pause_reason"]["code"].clone()), (json!("paused"), json!("readiness_blocked")));
+    assert_eq!(check(&auto["readiness"], "capabilities")["status"], "unknown");
+    let r = a.post(&format!("/v1/automations/{}/resume", auto["id"].as_str().unwrap()), json!({})).await;
+    expect(&r, 409, Some("validation.conflict"));
+    f.p.stop().await;
+}

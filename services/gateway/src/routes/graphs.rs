@@ -1,0 +1,258 @@
+//! AutomationGraphs (api.md §12.7): writes, plan, apply and node tests need
+//! `manage` on the Environment, reads `read` (else 404); creating one also
+//! needs `act_as` on its service Principal, and `created_by_principal_id`
+//! must be the caller or a Principal it may act as (403). The scheduler
+//! answers each resource as its API JSON.
+
+use super::ListQuery;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{JsonBody, Query};
+use crate::views::ErrorEnvelope;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use checkfu_core::Error;
+use checkfu_proto::scheduler::v1 as pb;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+type J = ApiResult<Json<Value>>;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateGraph {
+    /// The caller or a Principal it may act as: attribution, not authority.
+    pub created_by_principal_id: String,
+    /// `{name, environment_id, service_principal_id, nodes, edges}`.
+    #[schema(value_type = Object)]
+    pub document: Value,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub layout: Option<Value>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviseGraph {
+    #[schema(value_type = Object)]
+    pub document: Value,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub layout: Option<Value>,
+    #[serde(default)]
+    pub expected_version: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanGraph {
+    pub revision: i64,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyInputs {
+    /// 32–256 printable ASCII; generated (and shown once) when a webhook
+    /// trigger needs one and the Automation has none.
+    #[serde(default)]
+    pub ingest_secret: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyGraph {
+    pub revision: i64,
+    /// The `plan_sha256` of the plan being applied (409 `plan_stale` when
+    /// planning now gives another).
+    pub plan_sha256: String,
+    #[serde(default)]
+    pub inputs: Option<ApplyInputs>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodeTest {
+    /// `prompt_preview`.
+    pub mode: String,
+    pub revision: i64,
+    pub node: String,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub event: Option<Value>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub previous_output: Option<Value>,
+}
+
+fn body<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
+    Ok(crate::bodies::parse(v)?)
+}
+
+fn answer(a: &pb::GraphAnswer) -> Value {
+    serde_json::from_str(&a.json).unwrap_or(Value::Null)
+}
+
+/// The graph, if the caller may read its Environment (else 404).
+async fn readable(st: &AppState, caller: &Caller, id: &str) -> ApiResult<pb::GraphAnswer> {
+    checkfu_core::id::GraphId::check("id", id)?;
+    let g = st.scheduler.clone().get_graph(pb::GetByIdRequest { id: id.into() }).await?.into_inner();
+    if st.allowed(&caller.principal_id, "read", "environment", &g.environment_id, &g.environment_id).await? {
+        Ok(g)
+    } else {
+        Err(Error::not_found("automation_graph", id).into())
+    }
+}
+
+async fn writable(st: &AppState, caller: &Caller, id: &str) -> ApiResult<pb::GraphAnswer> {
+    let g = readable(st, caller, id).await?;
+    st.require(caller, "manage", "environment", &g.environment_id, &g.environment_id).await?;
+    Ok(g)
+}
+
+#[utoipa::path(post, path = "/v1/automation-graphs", tag = "automations", request_body = CreateGraph,
+    responses((status = 201, description = "The graph with its revision 1", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn create_graph(State(st): State<AppState>, caller: Caller, JsonBody(raw): JsonBody) -> ApiResult<Response> {
+    let b: CreateGraph = body(&raw)?;
+    let created_by = b.created_by_principal_id;
+    let env = b.document.get("environment_id").and_then(Value::as_str).unwrap_or_default().to_string();
+    let svc = b.document.get("service_principal_id").and_then(Value::as_str).unwrap_or_default().to_string();
+    st.require_manage(&caller, &env).await?;
+    super::sessions::require_speaks_for(&st, &caller, &svc, "document.service_principal_id").await?;
+    super::sessions::require_speaks_for(&st, &caller, &created_by, "created_by_principal_id").await?;
+    let req = pb::CreateGraphRequest {
+        created_by_principal_id: created_by,
+        document_json: b.document.to_string(),
+        layout_json: b.layout.map(|l| l.to_string()).unwrap_or_else(|| "{}".into()),
+        actor_id: caller.principal_id,
+    };
+    let a = st.scheduler.clone().create_graph(req).await?.into_inner();
+    Ok((StatusCode::CREATED, Json(answer(&a))).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/automation-graphs", tag = "automations", params(ListQuery),
+    responses((status = 200, description = "Newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_graphs(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J {
+    let envs = st.readable_envs(&caller, None).await?;
+    let req = pb::ListGraphsRequest { environment_ids: envs, limit: super::explicit_limit(q.limit), page: q.page.unwrap_or_default() };
+    let r = st.scheduler.clone().list_graphs(req).await?.into_inner();
+    Ok(Json(list(&r)))
+}
+
+fn list(r: &pb::ListGraphsResponse) -> Value {
+    let data: Vec<Value> = r.data_json.iter().map(|d| serde_json::from_str(d).unwrap_or(Value::Null)).collect();
+    json!({"data": data, "next_page": (!r.next_page.is_empty()).then(|| r.next_page.clone())})
+}
+
+#[utoipa::path(get, path = "/v1/automation-graphs/{id}", tag = "automations", params(("id" = String, Path)),
+    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_graph(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
+    Ok(Json(answer(&readable(&st, &caller, &id).await?)))
+}
+
+/// Deletes the graph and the Automation it manages.
+#[utoipa::path(delete, path = "/v1/automation-graphs/{id}", tag = "automations", params(("id" = String, Path)),
+    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn delete_graph(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
+    writable(&st, &caller, &id).await?;
+    let a = st.scheduler.clone().delete_graph(pb::ActorRequest { id, actor_id: caller.principal_id }).await?.into_inner();
+    Ok(Json(answer(&a)))
+}
+
+/// A new revision (201), or the same document as the latest (200: only
+/// `layout` changes).
+#[utoipa::path(post, path = "/v1/automation-graphs/{id}/revisions", tag = "automations", params(("id" = String, Path)), request_body = ReviseGraph,
+    responses((status = 201, description = "Revision n+1", body = Object), (status = 200, description = "The document is the latest's", body = Object),
+        (status = "4XX", body = ErrorEnvelope)))]
+pub async fn revise_graph(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(raw): JsonBody,
+) -> ApiResult<Response> {
+    let b: ReviseGraph = body(&raw)?;
+    writable(&st, &caller, &id).await?;
+    let req = pb::ReviseGraphRequest {
+        id,
+        document_json: b.document.to_string(),
+        layout_json: b.layout.map(|l| l.to_string()),
+        expected_version: b.expected_version,
+        actor_id: caller.principal_id,
+    };
+    let a = st.scheduler.clone().revise_graph(req).await?.into_inner();
+    let status = if a.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(answer(&a))).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/automation-graphs/{id}/revisions", tag = "automations", params(("id" = String, Path), ListQuery),
+    responses((status = 200, description = "Newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_revisions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<ListQuery>) -> J {
+    readable(&st, &caller, &id).await?;
+    let req = pb::ListGraphItemsRequest { id, limit: super::explicit_limit(q.limit), page: q.page.unwrap_or_default() };
+    Ok(Json(list(&st.scheduler.clone().list_graph_revisions(req).await?.into_inner())))
+}
+
+/// One revision: its `document` and `layout` are the export.
+#[utoipa::path(get, path = "/v1/automation-graphs/{id}/revisions/{n}", tag = "automations", params(("id" = String, Path), ("n" = i64, Path)),
+    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_revision(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, String)>) -> J {
+    let n: i64 = n.parse().ok().filter(|n| *n >= 1).ok_or_else(|| Error::invalid_field("n", "a revision number is 1 or more"))?;
+    readable(&st, &caller, &id).await?;
+    Ok(Json(answer(&st.scheduler.clone().get_graph_revision(pb::GraphRevisionRequest { id, revision: n }).await?.into_inner())))
+}
+
+/// `planned` (with pins, blockers, readiness and `plan_sha256`) or
+/// `rejected` (with errors): a validation result that records nothing.
+#[utoipa::path(post, path = "/v1/automation-graphs/{id}/plan", tag = "automations", params(("id" = String, Path)), request_body = PlanGraph,
+    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn plan_graph(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
+    let b: PlanGraph = body(&raw)?;
+    writable(&st, &caller, &id).await?;
+    Ok(Json(answer(&st.scheduler.clone().plan_graph(pb::GraphRevisionRequest { id, revision: b.revision }).await?.into_inner())))
+}
+
+/// Writes the planned Automation (`create`, `update` or `unchanged`);
+/// 409 `plan_rejected`, `plan_blocked` or `plan_stale`.
+#[utoipa::path(post, path = "/v1/automation-graphs/{id}/apply", tag = "automations", params(("id" = String, Path)), request_body = ApplyGraph,
+    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn apply_graph(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
+    let b: ApplyGraph = body(&raw)?;
+    writable(&st, &caller, &id).await?;
+    let req = pb::ApplyGraphRequest {
+        id,
+        revision: b.revision,
+        plan_sha256: b.plan_sha256,
+        ingest_secret: b.inputs.and_then(|i| i.ingest_secret),
+        actor_id: caller.principal_id,
+    };
+    Ok(Json(answer(&st.scheduler.clone().apply_graph(req).await?.into_inner())))
+}
+
+/// The apply journal, newest first.
+#[utoipa::path(get, path = "/v1/automation-graphs/{id}/applications", tag = "automations", params(("id" = String, Path), ListQuery),
+    responses((status = 200, description = "Newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_applications(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<ListQuery>) -> J {
+    readable(&st, &caller, &id).await?;
+    let req = pb::ListGraphItemsRequest { id, limit: super::explicit_limit(q.limit), page: q.page.unwrap_or_default() };
+    Ok(Json(list(&st.scheduler.clone().list_graph_applications(req).await?.into_inner())))
+}
+
+/// A prompt preview of a `step_agent` node: no Session, model call or record.
+#[utoipa::path(post, path = "/v1/automation-graphs/{id}/node-tests", tag = "automations", params(("id" = String, Path)), request_body = NodeTest,
+    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn test_node(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
+    let b: NodeTest = body(&raw)?;
+    writable(&st, &caller, &id).await?;
+    let req = pb::GraphNodeTestRequest {
+        id,
+        mode: b.mode,
+        revision: b.revision,
+        node: b.node,
+        event_json: b.event.filter(|e| !e.is_null()).map(|e| e.to_string()).unwrap_or_default(),
+        previous_output_json: b.previous_output.map(|e| e.to_string()).unwrap_or_default(),
+    };
+    Ok(Json(answer(&st.scheduler.clone().test_graph_node(req).await?.into_inner())))
+}

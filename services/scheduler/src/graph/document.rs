@@ -1,0 +1,287 @@
+//! An AutomationGraph document (api.md §12.7): `{name, environment_id,
+//! service_principal_id, nodes, edges}`, node fields in camelCase. Saving
+//! checks only this outline ([`Document::outline`]); planning reads the
+//! rest ([`Node::parse`]) and reports every problem with its code.
+
+use crate::predicates::{self, Predicate, is_pointer};
+use crate::triggers::Trigger;
+use checkfu_core::{Error, Result};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// A plan rejects a document past these.
+pub const MAX_NODES: usize = 100;
+pub const MAX_EDGES: usize = 400;
+/// Node and edge ids, titles: bounded so a document stays small.
+const MAX_ID: usize = 128;
+
+/// The outline every saved document has.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    pub name: String,
+    pub environment_id: String,
+    pub service_principal_id: String,
+    /// Each `{kind, id, ...}` as written.
+    pub nodes: Vec<Map<String, Value>>,
+    pub edges: Vec<Edge>,
+    /// The document as written.
+    pub raw: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Edge {
+    pub kind: String,
+    pub from: String,
+    /// `None`: the edge finishes the program (a Decision arm).
+    pub to: Option<String>,
+}
+
+impl Edge {
+    pub fn to_json(&self, index: usize) -> Value {
+        serde_json::json!({"index": index, "kind": self.kind, "from": self.from, "to": self.to})
+    }
+
+    /// Starts, then and the Decision arms decide what runs; `output` only
+    /// carries data.
+    pub fn is_control(&self) -> bool {
+        matches!(self.kind.as_str(), "starts" | "then" | "continue" | "otherwise" | "uncertain" | "error")
+    }
+}
+
+fn outline_error(why: impl Into<String>) -> Error {
+    Error::invalid_field("document", why).with_reason("document_invalid")
+}
+
+fn text(o: &Map<String, Value>, field: &str, what: &str) -> Result<String> {
+    o.get(field).and_then(Value::as_str).map(String::from).ok_or_else(|| outline_error(format!("{what}.{field} is a string")))
+}
+
+impl Document {
+    /// Checks the outline only: the five fields, nodes as objects with a
+    /// string `kind` and `id`, edges as `{kind, from, to}`.
+    pub fn outline(v: &Value) -> Result<Document> {
+        let Some(o) = v.as_object() else { return Err(outline_error("a document is an object")) };
+        if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "name" | "environment_id" | "service_principal_id" | "nodes" | "edges")) {
+            return Err(outline_error(format!("a document has no field {k:?}")));
+        }
+        let name = text(o, "name", "document")?;
+        crate::model::check_name(&name).map_err(|e| outline_error(e.message))?;
+        let environment_id = text(o, "environment_id", "document")?;
+        let service_principal_id = text(o, "service_principal_id", "document")?;
+        let Some(nodes) = o.get("nodes").and_then(Value::as_array) else { return Err(outline_error("document.nodes is a list")) };
+        let Some(edges) = o.get("edges").and_then(Value::as_array) else { return Err(outline_error("document.edges is a list")) };
+        let mut out_nodes = Vec::with_capacity(nodes.len());
+        for (i, n) in nodes.iter().enumerate() {
+            let Some(n) = n.as_object() else { return Err(outline_error(format!("nodes[{i}] is an object"))) };
+            let id = text(n, "id", &format!("nodes[{i}]"))?;
+            text(n, "kind", &format!("nodes[{i}]"))?;
+            if id.is_empty() || id.len() > MAX_ID {
+                return Err(outline_error(format!("nodes[{i}].id is 1 to {MAX_ID} characters")));
+            }
+            out_nodes.push(n.clone());
+        }
+        let mut out_edges = Vec::with_capacity(edges.len());
+        for (i, e) in edges.iter().enumerate() {
+            let Some(e) = e.as_object() else { return Err(outline_error(format!("edges[{i}] is an object"))) };
+            if let Some(k) = e.keys().find(|k| !matches!(k.as_str(), "kind" | "from" | "to")) {
+                return Err(outline_error(format!("edges[{i}] has no field {k:?}")));
+            }
+            let to = match e.get("to") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                _ => return Err(outline_error(format!("edges[{i}].to is a node id or null"))),
+            };
+            out_edges.push(Edge { kind: text(e, "kind", &format!("edges[{i}]"))?, from: text(e, "from", &format!("edges[{i}]"))?, to });
+        }
+        Ok(Document { name, environment_id, service_principal_id, nodes: out_nodes, edges: out_edges, raw: v.clone() })
+    }
+
+    /// The canonical digest: compact JSON with sorted keys, so the same
+    /// document written in another key order is the same revision.
+    pub fn sha256(&self) -> String {
+        checkfu_core::sha256_hex(self.raw.to_string())
+    }
+}
+
+/// Where a step reads a value: the trigger's event or a control ancestor's
+/// output, at an RFC 6901 pointer (`""` = the whole output).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binding {
+    pub source: String,
+    pub pointer: String,
+}
+
+impl Binding {
+    fn parse(v: &Value) -> std::result::Result<Binding, String> {
+        let o = v.as_object().ok_or("a binding is {sourceNodeId, pointer}")?;
+        let source = o.get("sourceNodeId").and_then(Value::as_str).ok_or("a binding names its sourceNodeId")?;
+        let pointer = o.get("pointer").and_then(Value::as_str).unwrap_or("");
+        if !is_pointer(pointer) {
+            return Err(format!("{pointer:?} is not a JSON Pointer"));
+        }
+        Ok(Binding { source: source.to_string(), pointer: pointer.to_string() })
+    }
+}
+
+/// A `step_agent`'s fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepAgent {
+    /// A `dep_…`, or an `agt_…` with exactly one deployment in the
+    /// Environment.
+    pub agent: String,
+    pub prompt: String,
+    pub include_event: bool,
+    pub budget: Option<Value>,
+    pub session_target: Option<Value>,
+}
+
+/// A node, read for planning.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    Trigger(Trigger),
+    StepAgent(StepAgent),
+    ParseJson {
+        content: Binding,
+        output_schema: Value,
+    },
+    Decision {
+        bindings: BTreeMap<String, Binding>,
+        predicates: Vec<Predicate>,
+    },
+    Approval {
+        title: String,
+        ttl_seconds: i64,
+    },
+    Wait {
+        duration_seconds: i64,
+    },
+    /// Saved and planned but not executable yet (§12.9).
+    Later(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub id: String,
+    pub kind: Kind,
+}
+
+/// A node refused: `(code, detail)`.
+pub type NodeError = (&'static str, String);
+
+fn fields(o: &Map<String, Value>, allowed: &[&str]) -> std::result::Result<(), NodeError> {
+    match o.keys().find(|k| !matches!(k.as_str(), "kind" | "id") && !allowed.contains(&k.as_str())) {
+        Some(k) => Err(("document_invalid", format!("a {} node has no field {k:?}", o["kind"].as_str().unwrap_or_default()))),
+        None => Ok(()),
+    }
+}
+
+fn int_in(o: &Map<String, Value>, field: &str, default: i64, range: std::ops::RangeInclusive<i64>) -> std::result::Result<i64, NodeError> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => v
+            .as_i64()
+            .filter(|n| range.contains(n))
+            .ok_or(("document_invalid", format!("{field} is an integer from {} to {}", range.start(), range.end()))),
+    }
+}
+
+impl Node {
+    pub fn parse(o: &Map<String, Value>) -> std::result::Result<Node, NodeError> {
+        let id = o.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+        let kind = o.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let bad = |why: String| ("document_invalid", why);
+        let kind = match kind {
+            "trigger" => {
+                fields(o, &["trigger"])?;
+                let t = o.get("trigger").ok_or(bad("a trigger node has a trigger".into()))?;
+                match Trigger::parse(0, t) {
+                    Ok(t) => Kind::Trigger(t),
+                    Err(e) => return Err(("invalid_trigger", e.message)),
+                }
+            }
+            "step_agent" => {
+                fields(o, &["agent", "prompt", "includeEvent", "budget", "sessionTarget"])?;
+                let agent = o.get("agent").and_then(Value::as_str).ok_or(bad("a step_agent names its agent (dep_… or agt_…)".into()))?;
+                if !(agent.starts_with("dep_") || agent.starts_with("agt_")) {
+                    return Err(bad("a step_agent's agent is a dep_… or an agt_…".into()));
+                }
+                let prompt = o.get("prompt").and_then(Value::as_str).unwrap_or_default();
+                if prompt.len() > crate::model::MAX_PROMPT_BYTES {
+                    return Err(bad("a prompt is at most 64 KiB".into()));
+                }
+                let include_event = match o.get("includeEvent") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => *b,
+                    _ => return Err(bad("includeEvent is a boolean".into())),
+                };
+                let budget = o.get("budget").filter(|b| !b.is_null()).cloned();
+                if let Some(b) = &budget {
+                    let t = serde_json::json!({"kind": "agent", "agent_deployment_id": "dep_00000000000000000000000000", "prompt": "", "budget": b});
+                    crate::model::AgentTarget::parse(&t).map_err(|e| bad(e.message))?;
+                }
+                let session_target = o.get("sessionTarget").filter(|b| !b.is_null()).cloned();
+                Kind::StepAgent(StepAgent { agent: agent.to_string(), prompt: prompt.to_string(), include_event, budget, session_target })
+            }
+            "step_parse_json" => {
+                fields(o, &["inputBindings", "outputSchema"])?;
+                let content = o
+                    .get("inputBindings")
+                    .and_then(|b| b.get("content"))
+                    .ok_or(bad("a step_parse_json binds inputBindings.content".into()))
+                    .and_then(|b| Binding::parse(b).map_err(bad))?;
+                let schema = o.get("outputSchema").cloned().ok_or(bad("a step_parse_json has an outputSchema".into()))?;
+                if !jsonschema::draft202012::meta::is_valid(&schema) || jsonschema::draft202012::new(&schema).is_err() {
+                    return Err(("invalid_output_schema", "outputSchema is not a JSON Schema (2020-12)".into()));
+                }
+                Kind::ParseJson { content, output_schema: schema }
+            }
+            "decision" => {
+                fields(o, &["inputBindings", "condition"])?;
+                let mut bindings = BTreeMap::new();
+                if let Some(b) = o.get("inputBindings").filter(|b| !b.is_null()) {
+                    let b = b.as_object().ok_or(bad("inputBindings is an object of bindings".into()))?;
+                    for (name, v) in b {
+                        bindings.insert(name.clone(), Binding::parse(v).map_err(bad)?);
+                    }
+                }
+                let condition = o.get("condition").ok_or(bad("a decision has a condition".into()))?;
+                if condition.get("kind").and_then(Value::as_str) == Some("check") {
+                    Kind::Later("check decisions".into())
+                } else {
+                    let predicates = predicates::parse_condition(condition).map_err(|(i, code, why)| {
+                        let code = if code == "invalid_predicate_value" { "invalid_predicate_value" } else { "document_invalid" };
+                        (code, format!("condition.predicates[{i}]: {why}"))
+                    })?;
+                    Kind::Decision { bindings, predicates }
+                }
+            }
+            "step_approval" => {
+                fields(o, &["title", "ttlSeconds"])?;
+                let title = o.get("title").and_then(Value::as_str).ok_or(bad("a step_approval has a title".into()))?;
+                if title.is_empty() || title.len() > 500 {
+                    return Err(bad("a title is 1 to 500 bytes".into()));
+                }
+                Kind::Approval { title: title.to_string(), ttl_seconds: int_in(o, "ttlSeconds", 3_600, 60..=86_400)? }
+            }
+            "step_wait" => {
+                fields(o, &["durationSeconds"])?;
+                if o.get("durationSeconds").is_none_or(Value::is_null) {
+                    return Err(bad("a step_wait has durationSeconds".into()));
+                }
+                Kind::Wait { duration_seconds: int_in(o, "durationSeconds", 1, 1..=2_592_000)? }
+            }
+            "outcome" | "step_connection" | "step_managed_tool" => Kind::Later(kind.to_string()),
+            other => return Err(bad(format!("{other:?} is not a node kind"))),
+        };
+        Ok(Node { id, kind })
+    }
+
+    pub fn kind_name(o: &Map<String, Value>) -> &str {
+        o.get("kind").and_then(Value::as_str).unwrap_or_default()
+    }
+}
+
+/// Whether a node kind is a step (`then` may leave it).
+pub fn is_step(kind: &str) -> bool {
+    kind.starts_with("step_")
+}

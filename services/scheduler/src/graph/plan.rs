@@ -1,0 +1,540 @@
+//! Planning (api.md §12.7): every check a document must pass, as a list of
+//! errors with their codes (a `rejected` plan), and the compilation of one
+//! that passes into an Automation's triggers and target, given the pins
+//! the service resolved.
+//!
+//! The checks run on the control graph (`starts`, `then`, Decision arms):
+//! edge endpoint kinds, cycles (over data edges too), reachability from a
+//! trigger, Decision arms, and bindings — a binding or an `output` edge
+//! reads a trigger or a node that precedes it on every path (a dominator).
+
+use super::document::{Binding, Document, Edge, Kind, MAX_EDGES, MAX_NODES, Node, is_step};
+use crate::triggers::Trigger;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A reason the plan is rejected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanError {
+    pub code: &'static str,
+    pub detail: String,
+    pub node: Option<String>,
+    pub edge: Option<Value>,
+}
+
+impl PlanError {
+    fn new(code: &'static str, detail: impl Into<String>) -> PlanError {
+        PlanError { code, detail: detail.into(), node: None, edge: None }
+    }
+    fn at_node(mut self, node: &str) -> PlanError {
+        self.node = Some(node.to_string());
+        self
+    }
+    fn at_edge(mut self, i: usize, e: &Edge) -> PlanError {
+        self.edge = Some(e.to_json(i));
+        self
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({"code": self.code, "detail": self.detail});
+        if let Some(n) = &self.node {
+            v["node"] = json!(n);
+        }
+        if let Some(e) = &self.edge {
+            v["edge"] = e.clone();
+        }
+        v
+    }
+}
+
+/// A document that passed every check.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub nodes: Vec<Node>,
+    pub edges: Vec<Edge>,
+    /// The trigger nodes' triggers, in node order.
+    pub triggers: Vec<Trigger>,
+}
+
+impl Checked {
+    pub fn node(&self, id: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.id == id)
+    }
+
+    /// `step_agent` nodes, with their fields.
+    pub fn agents(&self) -> impl Iterator<Item = (&str, &super::document::StepAgent)> {
+        self.nodes.iter().filter_map(|n| match &n.kind {
+            Kind::StepAgent(s) => Some((n.id.as_str(), s)),
+            _ => None,
+        })
+    }
+
+    /// Whether the graph is one trigger-started `step_agent` and nothing
+    /// else, which compiles to an Agent target.
+    pub fn is_agent_target(&self) -> bool {
+        let steps: Vec<&Node> = self.nodes.iter().filter(|n| !matches!(n.kind, Kind::Trigger(_))).collect();
+        matches!(steps.as_slice(), [only] if matches!(only.kind, Kind::StepAgent(_)))
+            && self.edges.iter().all(|e| e.kind == "starts" && e.to.as_deref() == Some(steps[0].id.as_str()))
+    }
+
+    /// Incoming control edges of `id`.
+    pub fn incoming_control(&self, id: &str) -> impl Iterator<Item = &Edge> {
+        self.edges.iter().filter(move |e| e.is_control() && e.to.as_deref() == Some(id))
+    }
+
+    /// The node whose output feeds `id` (its one incoming `output` edge).
+    pub fn output_source(&self, id: &str) -> Option<&str> {
+        self.edges.iter().find(|e| e.kind == "output" && e.to.as_deref() == Some(id)).map(|e| e.from.as_str())
+    }
+
+    pub fn has_webhook_trigger(&self) -> bool {
+        self.triggers.iter().any(|t| matches!(t, Trigger::Webhook(_)))
+    }
+
+    /// Whether anything in it is saved and planned but not executable yet.
+    pub fn later(&self) -> Option<String> {
+        let kinds: BTreeSet<String> = self
+            .nodes
+            .iter()
+            .filter_map(|n| match &n.kind {
+                Kind::Later(k) => Some(k.clone()),
+                _ => None,
+            })
+            .chain(
+                self.edges
+                    .iter()
+                    .filter(|e| matches!(e.kind.as_str(), "uncertain" | "error" | "reviews"))
+                    .map(|e| format!("{} edges", e.kind)),
+            )
+            .collect();
+        (!kinds.is_empty()).then(|| kinds.into_iter().collect::<Vec<_>>().join(", "))
+    }
+}
+
+fn endpoint_ok(edge: &str, from: &str, to: Option<&str>) -> bool {
+    let target_ok = |t: Option<&str>| t.is_some_and(|t| t != "trigger" && t != "outcome");
+    match edge {
+        "starts" => from == "trigger" && target_ok(to),
+        "then" => is_step(from) && target_ok(to),
+        "output" => matches!(from, "step_agent" | "step_parse_json") && matches!(to, Some("step_agent" | "step_parse_json" | "decision")),
+        "continue" | "otherwise" | "uncertain" | "error" => from == "decision" && (to.is_none() || target_ok(to)),
+        "reviews" => from == "step_agent" && to == Some("outcome"),
+        _ => false,
+    }
+}
+
+/// Every check of §12.7; the errors, or the checked document.
+pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
+    let mut errors = vec![];
+    if doc.nodes.len() > MAX_NODES || doc.edges.len() > MAX_EDGES {
+        return Err(vec![PlanError::new("document_invalid", format!("a graph has at most {MAX_NODES} nodes and {MAX_EDGES} edges"))]);
+    }
+    // Nodes: each read, ids unique.
+    let mut kinds: BTreeMap<String, String> = BTreeMap::new();
+    let mut nodes = vec![];
+    for raw in &doc.nodes {
+        let id = raw.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+        if kinds.insert(id.clone(), Node::kind_name(raw).to_string()).is_some() {
+            errors.push(PlanError::new("duplicate_node_id", format!("two nodes are named {id:?}")).at_node(&id));
+            continue;
+        }
+        match Node::parse(raw) {
+            Ok(n) => nodes.push(n),
+            Err((code, detail)) => errors.push(PlanError::new(code, detail).at_node(&id)),
+        }
+    }
+    // Edges: known kinds between nodes that exist, of the right kinds.
+    for (i, e) in doc.edges.iter().enumerate() {
+        let from = kinds.get(&e.from);
+        let to = e.to.as_ref().map(|t| kinds.get(t));
+        if from.is_none() || matches!(to, Some(None)) {
+            let missing = if from.is_none() { &e.from } else { e.to.as_ref().unwrap_or(&e.from) };
+            errors.push(PlanError::new("unknown_node", format!("no node is named {missing:?}")).at_edge(i, e));
+            continue;
+        }
+        let known = matches!(e.kind.as_str(), "starts" | "then" | "output" | "continue" | "otherwise" | "uncertain" | "error" | "reviews");
+        if !known {
+            errors.push(PlanError::new("document_invalid", format!("{:?} is not an edge kind", e.kind)).at_edge(i, e));
+            continue;
+        }
+        let (from, to) = (from.map(String::as_str).unwrap_or_default(), to.flatten().map(String::as_str));
+        if !endpoint_ok(&e.kind, from, to) {
+            errors.push(
+                PlanError::new("edge_endpoint_kind", format!("a {} edge cannot go from a {from} to {}", e.kind, to.unwrap_or("null")))
+                    .at_edge(i, e),
+            );
+        }
+    }
+    // Triggers: at least one; at most one schedule-kind and one webhook.
+    let triggers: Vec<Trigger> = nodes
+        .iter()
+        .filter_map(|n| match &n.kind {
+            Kind::Trigger(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
+    if !kinds.values().any(|k| k == "trigger") {
+        errors.push(PlanError::new("trigger_missing", "a graph starts at a trigger node"));
+    }
+    if triggers.iter().filter(|t| t.is_timed()).count() > 1 {
+        errors.push(PlanError::new("multiple_schedule_triggers", "at most one schedule or schedule_once trigger"));
+    }
+    if triggers.iter().filter(|t| matches!(t, Trigger::Webhook(_))).count() > 1 {
+        errors.push(PlanError::new("multiple_webhook_triggers", "at most one webhook trigger"));
+    }
+    // Decision arms: one `continue` and one `otherwise` each.
+    for n in nodes.iter().filter(|n| matches!(n.kind, Kind::Decision { .. })) {
+        for arm in ["continue", "otherwise"] {
+            match doc.edges.iter().filter(|e| e.from == n.id && e.kind == arm).count() {
+                0 => errors.push(PlanError::new("decision_arm_missing", format!("the decision has no {arm} edge")).at_node(&n.id)),
+                1 => {}
+                _ => errors.push(PlanError::new("decision_arm_duplicate", format!("the decision has two {arm} edges")).at_node(&n.id)),
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let checked = Checked { nodes, edges: doc.edges.clone(), triggers };
+    let flow = Flow::new(&checked);
+    if let Some(n) = flow.cycle() {
+        return Err(vec![PlanError::new("cycle", "the graph has a cycle").at_node(&n)]);
+    }
+    let reached = flow.reached();
+    for n in checked.nodes.iter().filter(|n| !matches!(n.kind, Kind::Trigger(_)) && !reached.contains(&n.id)) {
+        errors.push(PlanError::new("unreachable_node", "no trigger reaches it").at_node(&n.id));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let dominators = flow.dominators();
+    let is_trigger = |id: &str| checked.node(id).is_some_and(|n| matches!(n.kind, Kind::Trigger(_)));
+    let readable = |from: &str, to: &str| is_trigger(from) || (from != to && dominators.get(to).is_some_and(|d| d.contains(from)));
+    for n in &checked.nodes {
+        let bindings: Vec<&Binding> = match &n.kind {
+            Kind::ParseJson { content, .. } => vec![content],
+            Kind::Decision { bindings, .. } => bindings.values().collect(),
+            _ => vec![],
+        };
+        for b in bindings {
+            if !readable(&b.source, &n.id) {
+                errors.push(
+                    PlanError::new("binding_source_not_ancestor", format!("{:?} does not precede this node on every path", b.source))
+                        .at_node(&n.id),
+                );
+            }
+        }
+        let outputs: Vec<(usize, &Edge)> =
+            checked.edges.iter().enumerate().filter(|(_, e)| e.kind == "output" && e.to.as_deref() == Some(&n.id)).collect();
+        if outputs.len() > 1 {
+            errors.push(PlanError::new("ambiguous_output_merge", "more than one output edge feeds this node").at_node(&n.id));
+        }
+        for (i, e) in outputs {
+            if !readable(&e.from, &n.id) {
+                errors.push(
+                    PlanError::new("binding_source_not_ancestor", format!("{:?} does not precede this node on every path", e.from))
+                        .at_edge(i, e),
+                );
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(checked)
+}
+
+/// The graph's control flow, for cycles, reachability and dominators.
+struct Flow<'a> {
+    ids: Vec<&'a str>,
+    /// Control successors (with data edges when looking for cycles).
+    control: BTreeMap<&'a str, Vec<&'a str>>,
+    all: BTreeMap<&'a str, Vec<&'a str>>,
+    triggers: Vec<&'a str>,
+}
+
+impl<'a> Flow<'a> {
+    fn new(c: &'a Checked) -> Flow<'a> {
+        let ids: Vec<&str> = c.nodes.iter().map(|n| n.id.as_str()).collect();
+        let mut control: BTreeMap<&str, Vec<&str>> = ids.iter().map(|i| (*i, vec![])).collect();
+        let mut all = control.clone();
+        for e in &c.edges {
+            let Some(to) = e.to.as_deref() else { continue };
+            all.entry(e.from.as_str()).or_default().push(to);
+            if e.is_control() {
+                control.entry(e.from.as_str()).or_default().push(to);
+            }
+        }
+        let triggers = c.nodes.iter().filter(|n| matches!(n.kind, Kind::Trigger(_))).map(|n| n.id.as_str()).collect();
+        Flow { ids, control, all, triggers }
+    }
+
+    /// A node on a cycle, if there is one (depth-first, colouring).
+    fn cycle(&self) -> Option<String> {
+        let mut state: BTreeMap<&str, u8> = BTreeMap::new();
+        for start in &self.ids {
+            if state.contains_key(start) {
+                continue;
+            }
+            let mut stack = vec![(*start, 0usize)];
+            state.insert(start, 1);
+            while let Some((n, i)) = stack.pop() {
+                let next = self.all.get(n).and_then(|v| v.get(i)).copied();
+                match next {
+                    Some(m) => {
+                        stack.push((n, i + 1));
+                        match state.get(m) {
+                            Some(1) => return Some(m.to_string()),
+                            Some(_) => {}
+                            None => {
+                                state.insert(m, 1);
+                                stack.push((m, 0));
+                            }
+                        }
+                    }
+                    None => {
+                        state.insert(n, 2);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn reached(&self) -> BTreeSet<String> {
+        let mut seen: BTreeSet<&str> = self.triggers.iter().copied().collect();
+        let mut todo: Vec<&str> = self.triggers.clone();
+        while let Some(n) = todo.pop() {
+            for m in self.control.get(n).into_iter().flatten() {
+                if seen.insert(m) {
+                    todo.push(m);
+                }
+            }
+        }
+        seen.into_iter().map(String::from).collect()
+    }
+
+    /// For each node, the nodes on every control path to it from any
+    /// trigger (itself included). The graph is acyclic here, so one pass
+    /// in topological order settles it.
+    fn dominators(&self) -> BTreeMap<String, BTreeSet<String>> {
+        let mut preds: BTreeMap<&str, Vec<&str>> = self.ids.iter().map(|i| (*i, vec![])).collect();
+        for (from, tos) in &self.control {
+            for to in tos {
+                preds.entry(to).or_default().push(from);
+            }
+        }
+        let mut indegree: BTreeMap<&str, usize> = preds.iter().map(|(k, v)| (*k, v.len())).collect();
+        let mut order = vec![];
+        let mut ready: Vec<&str> = indegree.iter().filter(|(_, d)| **d == 0).map(|(k, _)| *k).collect();
+        while let Some(n) = ready.pop() {
+            order.push(n);
+            for m in self.control.get(n).into_iter().flatten() {
+                if let Some(d) = indegree.get_mut(m) {
+                    *d -= 1;
+                    if *d == 0 {
+                        ready.push(m);
+                    }
+                }
+            }
+        }
+        let mut dom: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for n in order {
+            let mut set: Option<BTreeSet<String>> = None;
+            for p in preds.get(n).into_iter().flatten() {
+                let pd = dom.get(*p).cloned().unwrap_or_default();
+                set = Some(match set {
+                    None => pd,
+                    Some(s) => s.intersection(&pd).cloned().collect(),
+                });
+            }
+            let mut set = set.unwrap_or_default();
+            set.insert(n.to_string());
+            dom.insert(n.to_string(), set);
+        }
+        dom
+    }
+}
+
+/// One `step_agent`'s resolved deployment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pin {
+    pub node: String,
+    pub agent_id: String,
+    pub agent_version: i64,
+    pub release_sha256: String,
+    pub agent_deployment_id: String,
+    pub deployment_revision: i64,
+}
+
+impl Pin {
+    pub fn to_json(&self) -> Value {
+        json!({"node": self.node, "agent_id": self.agent_id, "agent_version": self.agent_version, "release_sha256": self.release_sha256,
+            "agent_deployment_id": self.agent_deployment_id, "deployment_revision": self.deployment_revision})
+    }
+}
+
+/// The target a checked graph compiles to with its pins: an Agent target
+/// for one trigger-started `step_agent`, else a steps program.
+pub fn compile(c: &Checked, pins: &[Pin]) -> Value {
+    let pin = |node: &str| pins.iter().find(|p| p.node == node);
+    if c.is_agent_target()
+        && let Some((node, s)) = c.agents().next()
+    {
+        let p = pin(node);
+        let mut t = json!({"kind": "agent", "agent_deployment_id": p.map(|p| p.agent_deployment_id.clone()),
+            "deployment_revision": p.map(|p| p.deployment_revision), "prompt": s.prompt});
+        if let Some(b) = &s.budget {
+            t["budget"] = b.clone();
+        }
+        if let Some(st) = &s.session_target {
+            t["session_target"] = st.clone();
+        }
+        return t;
+    }
+    let mut steps = vec![];
+    for n in &c.nodes {
+        let mut raw = json!({"id": n.id});
+        if let (Kind::StepAgent(_), Some(p)) = (&n.kind, pin(&n.id)) {
+            raw["agentId"] = json!(p.agent_id);
+            raw["agentVersion"] = json!(p.agent_version);
+            raw["agentDeploymentId"] = json!(p.agent_deployment_id);
+            raw["deploymentRevision"] = json!(p.deployment_revision);
+        }
+        steps.push(raw);
+    }
+    let edges: Vec<Value> = c.edges.iter().map(|e| json!({"kind": e.kind, "from": e.from, "to": e.to})).collect();
+    let program = json!({"steps": steps, "edges": edges});
+    json!({"kind": "steps", "program_sha256": checkfu_core::sha256_hex(program.to_string()), "steps": steps, "edges": edges})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(nodes: Value, edges: Value) -> Document {
+        Document::outline(
+            &json!({"name": "g", "environment_id": "env_1", "service_principal_id": "prin_1", "nodes": nodes, "edges": edges}),
+        )
+        .expect("outline")
+    }
+
+    fn codes(d: &Document) -> Vec<&'static str> {
+        check(d).err().map(|e| e.into_iter().map(|e| e.code).collect()).unwrap_or_default()
+    }
+
+    const HOOK: &str = r#"{"kind": "trigger", "id": "hook", "trigger": {"kind": "webhook", "dedupe_key": "/id"}}"#;
+
+    fn hook() -> Value {
+        serde_json::from_str(HOOK).expect("json")
+    }
+
+    fn agent(id: &str) -> Value {
+        json!({"kind": "step_agent", "id": id, "agent": "dep_01jx0000000000000000000001", "prompt": "P"})
+    }
+
+    #[test]
+    fn one_started_agent_compiles_to_an_agent_target() {
+        let d = doc(json!([hook(), agent("a")]), json!([{"kind": "starts", "from": "hook", "to": "a"}]));
+        let c = check(&d).expect("planned");
+        assert!(c.is_agent_target());
+        let pin = Pin {
+            node: "a".into(),
+            agent_id: "agt_1".into(),
+            agent_version: 1,
+            release_sha256: "r".into(),
+            agent_deployment_id: "dep_1".into(),
+            deployment_revision: 2,
+        };
+        assert_eq!(compile(&c, &[pin])["deployment_revision"], 2);
+        let two = doc(
+            json!([hook(), agent("a"), agent("b")]),
+            json!([{"kind": "starts", "from": "hook", "to": "a"}, {"kind": "then", "from": "a", "to": "b"}]),
+        );
+        let c = check(&two).expect("planned");
+        assert!(!c.is_agent_target());
+        assert_eq!(compile(&c, &[])["kind"], "steps");
+    }
+
+    #[test]
+    fn plans_reject_with_their_codes() {
+        let e = check(&doc(
+            json!([hook(), agent("a"), agent("b")]),
+            json!([{"kind": "starts", "from": "hook", "to": "a"}, {"kind": "starts", "from": "a", "to": "b"}]),
+        ))
+        .expect_err("rejected");
+        assert_eq!(e[0].code, "edge_endpoint_kind");
+        assert_eq!(e[0].edge, Some(json!({"index": 1, "kind": "starts", "from": "a", "to": "b"})));
+        let cyc = doc(
+            json!([hook(), agent("a"), agent("b")]),
+            json!([{"kind": "starts", "from": "hook", "to": "a"}, {"kind": "then", "from": "a", "to": "b"}, {"kind": "then", "from": "b", "to": "a"}]),
+        );
+        assert_eq!(codes(&cyc), ["cycle"]);
+        let both = doc(
+            json!([{"kind": "trigger", "id": "s", "trigger": {"kind": "schedule", "cron": "* * * * *", "timezone": "UTC"}},
+                   {"kind": "trigger", "id": "o", "trigger": {"kind": "schedule_once", "at": "2030-01-01T00:00:00Z"}}, agent("a")]),
+            json!([{"kind": "starts", "from": "s", "to": "a"}, {"kind": "starts", "from": "o", "to": "a"}]),
+        );
+        assert_eq!(codes(&both), ["multiple_schedule_triggers"]);
+        assert_eq!(codes(&doc(json!([agent("a")]), json!([]))), ["trigger_missing"]);
+        assert_eq!(
+            codes(&doc(json!([hook(), agent("a"), agent("a")]), json!([{"kind": "starts", "from": "hook", "to": "a"}]))),
+            ["duplicate_node_id"]
+        );
+        assert_eq!(codes(&doc(json!([hook(), agent("a")]), json!([{"kind": "starts", "from": "hook", "to": "zz"}]))), ["unknown_node"]);
+        assert_eq!(
+            codes(&doc(json!([hook(), agent("a"), agent("b")]), json!([{"kind": "starts", "from": "hook", "to": "a"}]))),
+            ["unreachable_node"]
+        );
+        let decision = |arms: Value| {
+            let mut edges = vec![json!({"kind": "starts", "from": "hook", "to": "d"})];
+            edges.extend(arms.as_array().cloned().unwrap_or_default());
+            doc(
+                json!([hook(), agent("b"), {"kind": "decision", "id": "d", "inputBindings": {"flag": {"sourceNodeId": "hook", "pointer": "/flag"}},
+                    "condition": {"kind": "predicates", "predicates": [{"kind": "equals", "pointer": "/flag", "value": false}]}}]),
+                Value::Array(edges),
+            )
+        };
+        assert!(
+            check(&decision(json!([{"kind": "continue", "from": "d", "to": "b"}, {"kind": "otherwise", "from": "d", "to": null}]))).is_ok()
+        );
+        assert_eq!(codes(&decision(json!([{"kind": "continue", "from": "d", "to": "b"}]))), ["decision_arm_missing"]);
+        assert_eq!(
+            codes(&decision(
+                json!([{"kind": "continue", "from": "d", "to": "b"}, {"kind": "continue", "from": "d", "to": null}, {"kind": "otherwise", "from": "d", "to": null}])
+            )),
+            ["decision_arm_duplicate"]
+        );
+        let null_value = doc(
+            json!([hook(), {"kind": "decision", "id": "d", "condition": {"kind": "predicates", "predicates": [{"kind": "equals", "pointer": "/x", "value": null}]}}]),
+            json!([{"kind": "starts", "from": "hook", "to": "d"}, {"kind": "continue", "from": "d", "to": null}, {"kind": "otherwise", "from": "d", "to": null}]),
+        );
+        assert_eq!(codes(&null_value), ["invalid_predicate_value"]);
+        let schema = doc(
+            json!([hook(), {"kind": "step_parse_json", "id": "p", "inputBindings": {"content": {"sourceNodeId": "hook", "pointer": "/payload"}}, "outputSchema": {"type": 7}}]),
+            json!([{"kind": "starts", "from": "hook", "to": "p"}]),
+        );
+        assert_eq!(codes(&schema), ["invalid_output_schema"]);
+    }
+
+    #[test]
+    fn bindings_read_only_what_precedes_on_every_path() {
+        // hook → a → c, hook → b → c: `a` does not precede c on every path.
+        let nodes = json!([hook(), agent("a"), agent("b"),
+            {"kind": "step_parse_json", "id": "c", "inputBindings": {"content": {"sourceNodeId": "a", "pointer": ""}}, "outputSchema": {}}]);
+        let edges = json!([{"kind": "starts", "from": "hook", "to": "a"}, {"kind": "starts", "from": "hook", "to": "b"},
+            {"kind": "then", "from": "a", "to": "c"}, {"kind": "then", "from": "b", "to": "c"}]);
+        assert_eq!(codes(&doc(nodes, edges)), ["binding_source_not_ancestor"]);
+        let merge = doc(
+            json!([hook(), agent("a"), agent("b"), agent("c")]),
+            json!([{"kind": "starts", "from": "hook", "to": "a"}, {"kind": "then", "from": "a", "to": "b"}, {"kind": "then", "from": "b", "to": "c"},
+                {"kind": "output", "from": "a", "to": "c"}, {"kind": "output", "from": "b", "to": "c"}]),
+        );
+        assert_eq!(codes(&merge), ["ambiguous_output_merge"]);
+        let chain = doc(
+            json!([hook(), agent("a"), agent("b")]),
+            json!([{"kind": "starts", "from": "hook", "to": "a"}, {"kind": "then", "from": "a", "to": "b"}, {"kind": "output", "from": "a", "to": "b"}]),
+        );
+        assert!(check(&chain).is_ok());
+    }
+}
