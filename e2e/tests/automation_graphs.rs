@@ -302,6 +302,12 @@ async fn a_step_program_applies_paused_until_programs_can_run() {
     let auto = a.get(&format!("/v1/automations/{}", r.1["automation_id"].as_str().unwrap())).await.1;
     assert_eq!(auto["target"]["kind"], "steps");
     assert_eq!(auto["target"]["steps"].as_array().unwrap().len(), 3);
+    let b = &auto["target"]["steps"][2];
+    assert_eq!(
+        (b["kind"].clone(), b["agentDeploymentId"].clone(), b["deploymentRevision"].clone()),
+        (json!("step_agent"), json!(f.d.deployment_id), json!(1))
+    );
+    assert_eq!(check(&auto["readiness"], "target")["status"], "pass", "readiness checks each pinned deployment");
     assert!(auto["target"]["program_sha256"].as_str().unwrap().len() == 64);
     assert_eq!((auto["status"].clone(), auto["pause_reason"]["code"].clone()), (json!("paused"), json!("readiness_blocked")));
     assert_eq!(check(&auto["readiness"], "capabilities")["status"], "unknown");

@@ -163,6 +163,8 @@ pub enum Kind {
 pub struct Node {
     pub id: String,
     pub kind: Kind,
+    /// The node as written (what a steps target carries).
+    pub raw: Map<String, Value>,
 }
 
 /// A node refused: `(code, detail)`.
@@ -273,7 +275,7 @@ impl Node {
             "outcome" | "step_connection" | "step_managed_tool" => Kind::Later(kind.to_string()),
             other => return Err(bad(format!("{other:?} is not a node kind"))),
         };
-        Ok(Node { id, kind })
+        Ok(Node { id, kind, raw: o.clone() })
     }
 
     pub fn kind_name(o: &Map<String, Value>) -> &str {

@@ -394,7 +394,7 @@ pub fn compile(c: &Checked, pins: &[Pin]) -> Value {
     }
     let mut steps = vec![];
     for n in &c.nodes {
-        let mut raw = json!({"id": n.id});
+        let mut raw = Value::Object(n.raw.clone());
         if let (Kind::StepAgent(_), Some(p)) = (&n.kind, pin(&n.id)) {
             raw["agentId"] = json!(p.agent_id);
             raw["agentVersion"] = json!(p.agent_version);
@@ -453,7 +453,13 @@ mod tests {
         );
         let c = check(&two).expect("planned");
         assert!(!c.is_agent_target());
-        assert_eq!(compile(&c, &[])["kind"], "steps");
+        let steps = compile(&c, &[]);
+        assert_eq!(steps["kind"], "steps");
+        assert_eq!(
+            steps["steps"][1],
+            json!({"kind": "step_agent", "id": "a", "agent": "dep_01jx0000000000000000000001", "prompt": "P"}),
+            "nodes as written"
+        );
     }
 
     #[test]
