@@ -279,39 +279,248 @@ async fn the_command_line_creates_plans_applies_and_tests_graphs() {
     f.p.stop().await;
 }
 
-/// Step programs compile to a steps target. Until the interpreter lands,
-/// readiness says so (`capabilities: unknown`), which keeps the Automation
-/// paused — saved and planned, never fired half-way.
+/// Applies a one-revision graph and answers its Automation and ingest secret.
+async fn applied(f: &Fixture, name: &str, nodes: Value, edges: Value) -> (String, String) {
+    let a = &f.p.admin;
+    let g = create_graph(f, document(f, name, nodes, edges)).await;
+    expect(&g, 201, None);
+    let g = id(&g.1);
+    let p = plan(f, &g, 1).await;
+    assert_eq!(p["blockers"], json!([]), "{p}");
+    let r = a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 1, "plan_sha256": p["plan_sha256"]})).await;
+    expect(&r, 200, None);
+    (r.1["automation_id"].as_str().unwrap().to_string(), r.1["ingest_secret"].as_str().unwrap_or_default().to_string())
+}
+
+fn outcome<'a>(firing: &'a Value, step: &str) -> &'a Value {
+    &firing["program"]["steps"].as_array().unwrap().iter().find(|s| s["id"] == step).unwrap()["outcome"]
+}
+
+/// The first user.message text of a Session.
+async fn first_message(a: &Api, session: &str) -> String {
+    let evs = events(a, session).await;
+    evs.iter().find(|e| e["type"] == "user.message").unwrap()["payload"]["content"][0]["text"].as_str().unwrap().to_string()
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn a_step_program_applies_paused_until_programs_can_run() {
+async fn acceptance_16_a_decision_routes_on_typed_values_and_fails_on_a_missing_binding() {
     let f = fixture().await;
     let a = &f.p.admin;
-    let doc = document(
+    let decision = json!({"kind": "decision", "id": "d", "inputBindings": {"flag": {"sourceNodeId": "hook", "pointer": "/flag"}},
+        "condition": {"kind": "predicates", "predicates": [{"kind": "equals", "pointer": "/flag", "value": false}]}});
+    let (auto, secret) = applied(
         &f,
-        "two-steps",
+        "g16",
+        json!([hook(), decision, step(&f, "b", "B ran")]),
+        json!([starts("d"), {"kind": "continue", "from": "d", "to": "b"}, {"kind": "otherwise", "from": "d", "to": null}]),
+    )
+    .await;
+    let am = a.get(&format!("/v1/automations/{auto}")).await.1;
+    assert_eq!((am["status"].clone(), am["target"]["kind"].clone()), (json!("active"), json!("steps")), "{am}");
+    let fire = |body: &'static str| ingest_signed(&f.p.base, &auto, &secret, body);
+    let r = fire(r#"{"id":"1","flag":false}"#).await;
+    expect(&r, 201, None);
+    assert_eq!(r.1["graph"]["revision"], 1);
+    let done = settled(a, &id(&r.1)).await;
+    assert_eq!((done["state"].clone(), done["program"]["result"].clone()), (json!("succeeded"), json!("succeeded")), "{done}");
+    assert_eq!(outcome(&done, "d")["branch"], "continue");
+    assert_eq!(done["child_session_ids"].as_array().unwrap().len(), 1, "b ran");
+    let r = fire(r#"{"id":"2","flag":"false"}"#).await;
+    let done = settled(a, &id(&r.1)).await;
+    assert_eq!((done["state"].clone(), outcome(&done, "d")["branch"].clone()), (json!("succeeded"), json!("otherwise")), "{done}");
+    assert_eq!(outcome(&done, "b")["kind"], "skipped");
+    assert!(done["child_session_ids"].as_array().unwrap().is_empty());
+    let r = fire(r#"{"id":"3"}"#).await;
+    let done = settled(a, &id(&r.1)).await;
+    assert_eq!((done["state"].clone(), done["program"]["result"].clone()), (json!("failed"), json!("failed")));
+    assert_eq!(outcome(&done, "d"), &json!({"kind": "failed", "reason": "binding_unavailable"}));
+    assert_eq!(done["error"]["reason"], "binding_unavailable");
+    assert!(done["child_session_ids"].as_array().unwrap().is_empty(), "no child");
+    let trace = a.get(&format!("/v1/automation-firings/{}/trace", id(&r.1))).await.1;
+    assert_eq!(trace["steps"]["outcomes"][0]["n"], 1);
+    f.p.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_17_parse_json_checks_text_json_and_schema() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let parse = json!({"kind": "step_parse_json", "id": "p", "inputBindings": {"content": {"sourceNodeId": "hook", "pointer": "/payload"}},
+        "outputSchema": {"type": "object", "properties": {"escalate": {"type": "boolean"}}, "required": ["escalate"]}});
+    let decision = json!({"kind": "decision", "id": "d", "condition": {"kind": "predicates", "predicates": [{"kind": "equals", "pointer": "/escalate", "value": true}]}});
+    let (auto, secret) = applied(
+        &f,
+        "g17",
+        json!([hook(), parse, decision, step(&f, "b", "escalated")]),
+        json!([starts("p"), {"kind": "then", "from": "p", "to": "d"}, {"kind": "output", "from": "p", "to": "d"},
+            {"kind": "continue", "from": "d", "to": "b"}, {"kind": "otherwise", "from": "d", "to": null}]),
+    )
+    .await;
+    for (n, payload, reason) in
+        [(1, "not json", Some("invalid_json")), (2, r#"{\"escalate\":1}"#, Some("schema_mismatch")), (3, r#"{\"escalate\":true}"#, None)]
+    {
+        let body = format!(r#"{{"id":"{n}","payload":"{payload}"}}"#);
+        let r = ingest(&f.p.base, &auto, body.as_bytes(), &sig(&secret, now_s(), body.as_bytes())).await;
+        expect(&r, 201, None);
+        let done = settled(a, &id(&r.1)).await;
+        match reason {
+            Some(reason) => {
+                assert_eq!(outcome(&done, "p")["reason"], reason, "{done}");
+                assert_eq!(done["state"], "failed");
+            }
+            None => {
+                assert_eq!(done["state"], "succeeded", "{done}");
+                let child = done["child_session_ids"][0].as_str().unwrap();
+                assert_eq!(first_message(a, child).await, "escalated", "b runs");
+            }
+        }
+    }
+    f.p.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_18_an_output_edge_feeds_the_next_agent() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let (auto, _) = applied(
+        &f,
+        "g18",
         json!([hook(), step(&f, "a", "P"), step(&f, "b", "")]),
         json!([starts("a"), {"kind": "then", "from": "a", "to": "b"}, {"kind": "output", "from": "a", "to": "b"}]),
-    );
-    let g = id(&create_graph(&f, doc).await.1);
+    )
+    .await;
+    let r = a.post(&format!("/v1/automations/{auto}/fire"), json!({})).await;
+    expect(&r, 201, None);
+    assert_eq!(r.1["program"]["state"], "pending");
+    assert_eq!(r.1["program"]["attempt"], 1);
+    let done = settled(a, &id(&r.1)).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    let kids = done["child_session_ids"].as_array().unwrap();
+    assert_eq!(kids.len(), 2);
+    let b = outcome(&done, "b");
+    assert_eq!(b["kind"], "completed");
+    let b_child = done["program"]["steps"].as_array().unwrap().iter().find(|s| s["id"] == "b").unwrap()["child_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(first_message(a, &b_child).await, "echo: P", "b starts with a's whole output");
+    let last = events(a, &b_child).await;
+    let reply = last.iter().rev().find(|e| e["type"] == "agent.message").unwrap();
+    assert_eq!(reply["payload"]["content"][0]["text"], "echo: echo: P");
+    assert!(done["usage"]["input_tokens"].as_i64().unwrap() > 0, "usage sums the children: {}", done["usage"]);
+    let trace = a.get(&format!("/v1/automation-firings/{}/trace", id(&r.1))).await.1;
+    let ns: Vec<i64> = trace["steps"]["outcomes"].as_array().unwrap().iter().map(|o| o["n"].as_i64().unwrap()).collect();
+    assert_eq!(ns, (1..=ns.len() as i64).collect::<Vec<_>>(), "gapless");
+    assert_eq!(trace["receipts"]["sessions"].as_array().unwrap().iter().filter(|s| s["step_id"] == "b").count(), 1);
+    f.p.stop().await;
+}
+
+/// Steps this build cannot run yet (approvals) keep a program's
+/// Automation paused: readiness says `capabilities: unknown`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_program_with_steps_not_runnable_yet_applies_paused() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let wait = json!({"kind": "step_approval", "id": "w", "title": "Ship it?"});
+    let g = id(&create_graph(
+        &f,
+        document(&f, "waits", json!([hook(), wait, step(&f, "a", "P")]), json!([starts("w"), {"kind": "then", "from": "w", "to": "a"}])),
+    )
+    .await
+    .1);
     let p = plan(&f, &g, 1).await;
-    assert_eq!((p["kind"].clone(), p["target_kind"].clone()), (json!("planned"), json!("steps")), "{p}");
-    assert_eq!(p["pins"].as_array().unwrap().len(), 2);
-    assert_eq!(p["readiness"]["state"], "blocked");
+    assert_eq!((p["target_kind"].clone(), p["readiness"]["state"].clone()), (json!("steps"), json!("blocked")), "{p}");
     let r = a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 1, "plan_sha256": p["plan_sha256"]})).await;
     expect(&r, 200, None);
     let auto = a.get(&format!("/v1/automations/{}", r.1["automation_id"].as_str().unwrap())).await.1;
-    assert_eq!(auto["target"]["kind"], "steps");
-    assert_eq!(auto["target"]["steps"].as_array().unwrap().len(), 3);
-    let b = &auto["target"]["steps"][2];
-    assert_eq!(
-        (b["kind"].clone(), b["agentDeploymentId"].clone(), b["deploymentRevision"].clone()),
-        (json!("step_agent"), json!(f.d.deployment_id), json!(1))
-    );
-    assert_eq!(check(&auto["readiness"], "target")["status"], "pass", "readiness checks each pinned deployment");
-    assert!(auto["target"]["program_sha256"].as_str().unwrap().len() == 64);
+    let step_a = auto["target"]["steps"].as_array().unwrap().iter().find(|s| s["id"] == "a").unwrap().clone();
+    assert_eq!((step_a["kind"].clone(), step_a["agentDeploymentId"].clone()), (json!("step_agent"), json!(f.d.deployment_id)));
     assert_eq!((auto["status"].clone(), auto["pause_reason"]["code"].clone()), (json!("paused"), json!("readiness_blocked")));
     assert_eq!(check(&auto["readiness"], "capabilities")["status"], "unknown");
-    let r = a.post(&format!("/v1/automations/{}/resume", auto["id"].as_str().unwrap()), json!({})).await;
-    expect(&r, 409, Some("validation.conflict"));
+    assert_eq!(check(&auto["readiness"], "target")["status"], "pass", "each pinned deployment is checked");
+    expect(&a.post(&format!("/v1/automations/{}/resume", auto["id"].as_str().unwrap()), json!({})).await, 409, Some("validation.conflict"));
     f.p.stop().await;
+}
+
+fn waits_then(f: &Fixture, seconds: i64, prompt: &str) -> (Value, Value) {
+    (
+        json!([hook(), {"kind": "step_wait", "id": "w", "durationSeconds": seconds}, step(f, "r", prompt)]),
+        json!([starts("w"), {"kind": "then", "from": "w", "to": "r"}]),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_15_a_firing_keeps_its_revision_through_a_wait() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let (nodes, edges) = waits_then(&f, 3, "r1");
+    let g = id(&create_graph(&f, document(&f, "g15", nodes, edges)).await.1);
+    let p = plan(&f, &g, 1).await;
+    let r = a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 1, "plan_sha256": p["plan_sha256"]})).await;
+    let auto = r.1["automation_id"].as_str().unwrap().to_string();
+    let first = a.post(&format!("/v1/automations/{auto}/fire"), json!({})).await;
+    expect(&first, 201, None);
+    assert_eq!(outcome(&first.1, "w")["kind"], "waiting");
+    assert!(first.1["program"]["steps"][0]["wait_until"].is_string(), "{}", first.1);
+    // Revision 2 applied during the wait.
+    let (nodes, edges) = waits_then(&f, 3, "r2");
+    let r = a.post(&format!("/v1/automation-graphs/{g}/revisions"), json!({"document": document(&f, "g15", nodes, edges)})).await;
+    expect(&r, 201, None);
+    let p = plan(&f, &g, 2).await;
+    assert_eq!(p["automation"]["action"], "update");
+    expect(&a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 2, "plan_sha256": p["plan_sha256"]})).await, 200, None);
+    let done = settled(a, &id(&first.1)).await;
+    assert_eq!((done["state"].clone(), done["graph"]["revision"].clone()), (json!("succeeded"), json!(1)), "{done}");
+    let child = done["child_session_ids"][0].as_str().unwrap();
+    let reply = events(a, child).await.into_iter().rev().find(|e| e["type"] == "agent.message").unwrap();
+    assert_eq!(reply["payload"]["content"][0]["text"], "echo: r1", "the firing kept revision 1's program");
+    let trace = a.get(&format!("/v1/automation-firings/{}/trace", id(&first.1))).await.1;
+    assert_eq!(trace["receipts"]["waits"][0]["elapsed"], true, "{trace}");
+    let second = a.post(&format!("/v1/automations/{auto}/fire"), json!({})).await;
+    let done = settled(a, &id(&second.1)).await;
+    assert_eq!(done["graph"]["revision"], 2);
+    let child = done["child_session_ids"][0].as_str().unwrap();
+    let reply = events(a, child).await.into_iter().rev().find(|e| e["type"] == "agent.message").unwrap();
+    assert_eq!(reply["payload"]["content"][0]["text"], "echo: r2");
+    f.p.stop().await;
+}
+
+/// Acceptance 20 with a real process: `checkfu up` is killed with SIGKILL
+/// while a firing waits, restarted on the same data directory, and the same
+/// firing settles — recovered (`attempt` ≥ 2), with one child.
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_20_a_sigkill_during_a_wait_loses_nothing() {
+    use checkfu_e2e::procs::up;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut proc, base) = up(dir.path());
+    wait_ready(&base).await;
+    let key = std::fs::read_to_string(dir.path().join("admin.key")).unwrap().trim().to_string();
+    let i = Installation::discover(&base, &key).await;
+    let a = &i.admin;
+    let svc = id(&a.post("/v1/principals", json!({"kind": "service", "name": "svc"})).await.1);
+    let d = deploy(a, &i.env_id, json!({})).await;
+    let g = json!({"subject": {"kind": "principal", "id": svc}, "permission": "invoke", "resource": {"kind": "agent", "id": d.agent_id}});
+    expect(&a.post("/v1/permission-assignments", g).await, 201, None);
+    let doc = json!({"name": "g20", "environment_id": i.env_id, "service_principal_id": svc,
+        "nodes": [hook(), {"kind": "step_wait", "id": "w", "durationSeconds": 5}, {"kind": "step_agent", "id": "r", "agent": d.deployment_id, "prompt": "after"}],
+        "edges": [starts("w"), {"kind": "then", "from": "w", "to": "r"}]});
+    let g = id(&a.post("/v1/automation-graphs", json!({"created_by_principal_id": i.admin_id, "document": doc})).await.1);
+    let p = a.post(&format!("/v1/automation-graphs/{g}/plan"), json!({"revision": 1})).await.1;
+    let r = a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 1, "plan_sha256": p["plan_sha256"]})).await;
+    let auto = r.1["automation_id"].as_str().unwrap().to_string();
+    let fired = a.post(&format!("/v1/automations/{auto}/fire"), json!({})).await;
+    expect(&fired, 201, None);
+    let firing = id(&fired.1);
+    assert_eq!(outcome(&fired.1, "w")["kind"], "waiting");
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    proc.kill_hard();
+
+    let (_proc, base) = up(dir.path());
+    wait_ready(&base).await;
+    let a = Api::new(&base, &key);
+    let done = settled(&a, &firing).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    assert!(done["program"]["attempt"].as_i64().unwrap() >= 2, "recovered: {done}");
+    assert_eq!(done["child_session_ids"].as_array().unwrap().len(), 1, "one child");
+    assert_eq!(firings(&a, &auto).await.len(), 1, "the same firing");
 }

@@ -391,6 +391,9 @@ async fn a_child_left_pending_by_a_crash_is_created_once_by_recovery() {
         error: None,
         created_ms: then,
         settled_ms: 0,
+        program: None,
+        graph: Value::Null,
+        version: 0,
     };
     let child = ChildRequest {
         session_id: session_id.clone(),

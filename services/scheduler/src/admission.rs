@@ -83,6 +83,12 @@ impl SchedulerService {
             error: None,
             created_ms: now,
             settled_ms: 0,
+            program: None,
+            graph: match a.managed_by["kind"].as_str() {
+                Some("graph") => json!({"graph_id": a.managed_by["graph_id"], "revision": a.managed_by["revision"]}),
+                _ => Value::Null,
+            },
+            version: 0,
         };
         let delivery = adm.delivery.map(|d| Delivery { firing_id: f.id.to_string(), ..d });
         let readiness = self.readiness(a).await;
@@ -91,11 +97,20 @@ impl SchedulerService {
             f.settle(FiringState::Skipped, Some(("readiness_blocked", format!("not ready: {}", failing.join(", ")))), now);
             return Ok(self.store.insert_firing(&f, None, delivery.as_ref()).await?.then_some(f));
         }
-        let Some(target) = a.target.agent() else {
-            // Readiness blocks a target this build cannot run; a firing
-            // admitted past it is refused the same way.
-            f.settle(FiringState::Skipped, Some(("readiness_blocked", "not ready: capabilities".into())), now);
-            return Ok(self.store.insert_firing(&f, None, delivery.as_ref()).await?.then_some(f));
+        let target = match &a.target {
+            Target::Agent(t) => t,
+            Target::Steps(steps) => {
+                let Some(entry) = crate::program::entry(steps, f.source.as_str()) else {
+                    f.settle(FiringState::Skipped, Some(("readiness_blocked", "the program has no trigger for this source".into())), now);
+                    return Ok(self.store.insert_firing(&f, None, delivery.as_ref()).await?.then_some(f));
+                };
+                f.program = Some(crate::program::Program::new(steps.clone(), entry));
+                if !self.store.insert_firing(&f, None, delivery.as_ref()).await? {
+                    return Ok(None);
+                }
+                self.advance_program(&f.id, None).await?;
+                return Ok(Some(self.store.get_firing(&f.id).await?.unwrap_or(f)));
+            }
         };
         let prompt = match render_prompt(&target.prompt, &f.event) {
             Ok(p) => p,
@@ -124,9 +139,10 @@ impl SchedulerService {
     }
 
     /// Asks for a recorded child. Created (or found, on a retry): confirmed
-    /// and listed. Refused: the firing fails `child_admission_denied` with
-    /// no Session. Unreachable: left pending for recovery.
-    async fn complete_child(&self, f: &mut Firing, child: &ChildRequest) -> Result<()> {
+    /// and listed. Refused: no Session exists; an Agent target's firing
+    /// fails `child_admission_denied` here, a step's is failed by its
+    /// program (false is returned). Unreachable: left pending for recovery.
+    pub(crate) async fn complete_child(&self, f: &mut Firing, child: &ChildRequest) -> Result<bool> {
         match self.create_child(child).await {
             Ok(session_id) => {
                 self.store.confirm_child(&session_id).await?;
@@ -136,6 +152,9 @@ impl SchedulerService {
             }
             Err(e) if permanent(&e) => {
                 self.store.drop_child(&child.session_id).await?;
+                if !child.step_id.is_empty() {
+                    return Ok(false);
+                }
                 if f.state == FiringState::Running {
                     f.settle(FiringState::Failed, Some(("child_admission_denied", e.message)), now_ms());
                     self.store.update_firing(f).await?;
@@ -145,7 +164,7 @@ impl SchedulerService {
                 tracing::warn!(firing_id = %f.id, error = %e.message, "a child Session could not be created yet; recovery retries it")
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The child: an ordinary Session of the service Principal at the
@@ -183,7 +202,9 @@ impl SchedulerService {
                 self.store.drop_child(&c.session_id).await?;
                 continue;
             };
-            self.complete_child(&mut f, &c).await?;
+            if !self.complete_child(&mut f, &c).await? {
+                self.advance_program(&f.id, Some(crate::steps::deny(vec![c.step_id.clone()]))).await?;
+            }
             self.after_settle(&f).await;
             done += 1;
         }
@@ -202,13 +223,22 @@ impl SchedulerService {
                 Ok(s) => {
                     let s = s.into_inner();
                     let stop: Value = serde_json::from_str(&s.stop_reason_json).unwrap_or(Value::Null);
-                    sessions.push(json!({"step_id": null, "session_id": s.id, "status": s.status, "stop_reason": stop}));
+                    let step = f.program.as_ref().and_then(|p| p.step_of_child(child)).map(|st| st.id.clone());
+                    sessions.push(json!({"step_id": step, "session_id": s.id, "status": s.status, "stop_reason": stop}));
                 }
                 Err(st) if st.code() == tonic::Code::NotFound => missing.push(json!({"kind": "session", "id": child})),
                 Err(st) => return Err(st.into()),
             }
         }
-        let receipts = json!({"sessions": sessions, "approvals": [], "waits": []});
+        let now = now_ms();
+        let waits: Vec<Value> = f
+            .program
+            .iter()
+            .flat_map(|p| p.steps.iter())
+            .filter(|s| s.wait_until_ms > 0)
+            .map(|s| json!({"step_id": s.id, "until": checkfu_core::time::rfc3339(s.wait_until_ms), "elapsed": now >= s.wait_until_ms}))
+            .collect();
+        let receipts = json!({"sessions": sessions, "approvals": [], "waits": waits});
         let evidence = json!({"complete": missing.is_empty(), "missing": missing});
         Ok((f, receipts, evidence))
     }

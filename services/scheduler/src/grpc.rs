@@ -71,6 +71,8 @@ fn firing(f: Firing) -> pb::Firing {
         error_json: f.error.map(|e| e.to_string()).unwrap_or_else(|| "null".into()),
         created_ms: f.created_ms,
         settled_ms: f.settled_ms,
+        program_json: f.program.as_ref().map(|p| p.to_json()).unwrap_or(Value::Null).to_string(),
+        graph_json: f.graph.to_string(),
     }
 }
 
@@ -181,9 +183,10 @@ impl Rpc for SchedulerGrpc {
 
     async fn get_firing_trace(&self, r: Request<pb::GetByIdRequest>) -> R<pb::FiringTrace> {
         let (f, receipts, evidence) = self.svc.trace(&r.into_inner().id).await?;
+        let steps = f.program.as_ref().map(|p| p.trace_json()).unwrap_or(Value::Null);
         ok(pb::FiringTrace {
             firing: Some(firing(f)),
-            steps_json: "null".into(),
+            steps_json: steps.to_string(),
             receipts_json: receipts.to_string(),
             evidence_json: evidence.to_string(),
         })
@@ -207,7 +210,7 @@ impl Rpc for SchedulerGrpc {
         };
         let (result, replayed) = self.svc.ingest(signed).await?;
         let result = match result {
-            Ingested::Fired(f) => pb::ingest_response::Result::Firing(firing(f)),
+            Ingested::Fired(f) => pb::ingest_response::Result::Firing(firing(*f)),
             Ingested::Filtered(d) => {
                 let env = self.svc.automation_environment(&d.automation_id).await?;
                 pb::ingest_response::Result::Filtered(filtered(d, &env))

@@ -39,7 +39,7 @@ pub struct Signed {
 /// What a delivery became.
 #[derive(Debug, Clone)]
 pub enum Ingested {
-    Fired(Firing),
+    Fired(Box<Firing>),
     Filtered(FilteredDelivery),
 }
 
@@ -139,7 +139,7 @@ impl SchedulerService {
                 delivery: Some(delivery),
             };
             if let Some(f) = self.admit(&a, adm).await? {
-                return Ok((Ingested::Fired(f), false));
+                return Ok((Ingested::Fired(Box::new(f)), false));
             }
         }
         Err(Error::conflict("the event is being delivered concurrently; send it again").with_reason("dedupe_key_conflict"))
@@ -152,7 +152,7 @@ impl SchedulerService {
         }
         if !d.firing_id.is_empty() {
             let f = self.store.get_firing(&FiringId::stored(d.firing_id.clone())).await?;
-            return f.map(Ingested::Fired).ok_or_else(|| Error::internal("a delivery's firing is missing"));
+            return f.map(|f| Ingested::Fired(Box::new(f))).ok_or_else(|| Error::internal("a delivery's firing is missing"));
         }
         let f = self.store.get_filtered(&d.filtered_id).await?;
         f.map(Ingested::Filtered).ok_or_else(|| Error::internal("a delivery's filtered record is missing"))

@@ -14,8 +14,10 @@ pub mod ingest;
 pub mod model;
 pub mod occurrences;
 pub mod predicates;
+pub mod program;
 pub mod service;
 pub mod settle;
+pub mod steps;
 pub mod store;
 pub mod triggers;
 

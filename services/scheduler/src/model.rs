@@ -200,7 +200,7 @@ impl Target {
         match self {
             Target::Agent(a) if a.not_executable() => Some("a continue_selected session_target is saved but not yet executable".into()),
             Target::Agent(_) => None,
-            Target::Steps(_) => Some("step programs are saved and planned but not executable on this installation yet".into()),
+            Target::Steps(s) => crate::program::not_executable(s),
         }
     }
 
@@ -326,6 +326,12 @@ pub struct Firing {
     pub error: Option<Value>,
     pub created_ms: i64,
     pub settled_ms: i64,
+    /// A steps target's program and progress (`None`: an Agent target).
+    pub program: Option<crate::program::Program>,
+    /// `{graph_id, revision}` when a graph's Automation fired it, else null.
+    pub graph: Value,
+    /// Bumped by each program write (a compare-and-set).
+    pub version: i64,
 }
 
 impl Firing {

@@ -48,6 +48,11 @@ pub const DEDUPE_KEPT_MS: i64 = 31 * 24 * 3_600_000;
 impl SchedulerService {
     /// Handles one taken timer.
     pub async fn run_timer(&self, t: Timer) -> Result<()> {
+        if t.kind == "wait" {
+            self.wake_step(&t.id).await?;
+            self.store.finish_timer(&t, Arm::Clear).await?;
+            return Ok(());
+        }
         let a = self.store.get_automation(&t.automation_id).await?.filter(|a| a.deleted_ms == 0);
         let Some(a) = a else {
             self.store.finish_timer(&t, Arm::Clear).await?;

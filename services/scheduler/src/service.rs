@@ -496,6 +496,8 @@ impl SchedulerService {
             };
             if let Some(a) = self.commit(&cur, next, &["automation.resumed"], arm).await? {
                 self.audit(actor, "automation.resumed", &a, json!({})).await;
+                // Unfinished step programs continue as the same firings.
+                self.advance_programs(Some(&a.id)).await;
                 return Ok((a, Some(r)));
             }
         }
@@ -519,6 +521,8 @@ impl SchedulerService {
             let next = Automation { deleted_ms: now_ms(), ..cur.clone() };
             if let Some(a) = self.commit(&cur, next, &["automation.deleted"], Arm::Clear).await? {
                 self.audit(actor, "automation.deleted", &a, json!({})).await;
+                // An unfinished step program settles failed (automation_deleted).
+                self.advance_programs(Some(&a.id)).await;
                 return Ok(Automation { deleted_ms: 0, ..a });
             }
         }

@@ -54,6 +54,14 @@ impl SchedulerService {
             }
         };
         let Some((state, error)) = outcome else { return Ok(()) };
+        if f.program.is_some() {
+            let step = match (&state, &error) {
+                (FiringState::Succeeded, _) => crate::program::Outcome::completed(),
+                (_, Some((reason, _))) => crate::program::Outcome::failed(reason),
+                _ => crate::program::Outcome::failed("child_failed"),
+            };
+            return self.settle_step(&f, session_id, step).await;
+        }
         let s = self.sessions.clone().get_session(ss::GetByIdRequest { id: session_id.into() }).await.map_err(Error::from)?.into_inner();
         let u = s.usage.unwrap_or_default();
         f.usage = Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd };

@@ -30,6 +30,9 @@ impl Play for Scheduler {
         node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));
         node.spawn(checkfu_scheduler::consume(svc.clone(), node.bus.clone(), node.shutdown.clone()));
         node.spawn(checkfu_scheduler::occurrences::run(svc.clone(), node.shutdown.clone()));
+        // Step programs left running by the last process continue.
+        let recovering = svc.clone();
+        node.spawn(async move { recovering.recover_programs().await });
         node.ready("scheduler", svc.clone(), |s| async move { s.ready().await });
         node.serve(Role::Scheduler, checkfu_scheduler::server(svc));
         Ok(())

@@ -62,6 +62,9 @@ fn firing(id: &str, automation_id: &str, source: FiringSource) -> Firing {
         error: None,
         created_ms: 2,
         settled_ms: 0,
+        program: None,
+        graph: Value::Null,
+        version: 0,
     }
 }
 

@@ -36,6 +36,13 @@ pub trait SchedulerStore: Send + Sync + 'static {
     /// one transaction; false (nothing written) when its occurrence or its
     /// dedupe identity already has one.
     async fn insert_firing(&self, f: &Firing, child: Option<&ChildRequest>, delivery: Option<&Delivery>) -> Result<bool>;
+    /// Writes a steps firing's program and state if it is at
+    /// `expected_version`, recording the pending children it admits in the
+    /// same transaction; false when it moved.
+    /// `waits` are `(timer id, due ms)` of `step_wait` timers to arm.
+    async fn update_program(&self, f: &Firing, expected_version: i64, children: &[ChildRequest], waits: &[(String, i64)]) -> Result<bool>;
+    /// Running steps firings (of one Automation, or all).
+    async fn running_programs(&self, automation_id: Option<&AutomationId>) -> Result<Vec<FiringId>>;
     /// Marks a pending child as existing.
     async fn confirm_child(&self, session_id: &str) -> Result<()>;
     /// Forgets a pending child that was refused (no Session exists).
@@ -150,7 +157,26 @@ fn firing(r: &AnyRow, children: Vec<String>) -> Result<Firing> {
         error: (!error.is_null()).then_some(error),
         created_ms: i(r, "created_ms")?,
         settled_ms: i(r, "settled_ms")?,
+        program: serde_json::from_value(json(r, "program_json")?)
+            .map_err(|e| Error::internal(format!("a stored program is unreadable: {e}")))?,
+        graph: json(r, "graph_json")?,
+        version: i(r, "version")?,
     })
+}
+
+async fn insert_child(tx: &mut sqlx::Transaction<'_, sqlx::Any>, c: &ChildRequest, created_ms: i64) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO automation_children (session_id, firing_id, step_id, created_ms, confirmed, request_json) VALUES ($1, $2, $3, $4, 0, $5)",
+    )
+    .bind(&c.session_id)
+    .bind(&c.firing_id)
+    .bind(&c.step_id)
+    .bind(created_ms)
+    .bind(to_json(c))
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> String {
@@ -285,8 +311,8 @@ impl SchedulerStore for SqlSchedulerStore {
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         let r = sqlx::query(
             "INSERT INTO automation_firings (id, automation_id, environment_id, source, event_json, scheduled_for_ms, dedupe_value, \
-             actor_principal_id, automation_version, state, usage_json, error_json, created_ms, settled_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+             actor_principal_id, automation_version, state, usage_json, error_json, created_ms, settled_ms, program_json, graph_json, version) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
         )
         .bind(&f.id)
         .bind(&f.automation_id)
@@ -302,6 +328,9 @@ impl SchedulerStore for SqlSchedulerStore {
         .bind(to_json(&f.error))
         .bind(f.created_ms)
         .bind(f.settled_ms)
+        .bind(to_json(&f.program))
+        .bind(f.graph.to_string())
+        .bind(f.version)
         .execute(&mut *tx)
         .await;
         match r {
@@ -310,18 +339,7 @@ impl SchedulerStore for SqlSchedulerStore {
             Err(e) => return Err(db_err(e)),
         }
         if let Some(c) = child {
-            sqlx::query(
-                "INSERT INTO automation_children (session_id, firing_id, step_id, created_ms, confirmed, request_json) \
-                 VALUES ($1, $2, $3, $4, 0, $5)",
-            )
-            .bind(&c.session_id)
-            .bind(&f.id)
-            .bind(&c.step_id)
-            .bind(f.created_ms)
-            .bind(to_json(c))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+            insert_child(&mut tx, c, f.created_ms).await?;
         }
         if let Some(d) = delivery
             && !deliveries::insert(&mut tx, d).await?
@@ -330,6 +348,49 @@ impl SchedulerStore for SqlSchedulerStore {
         }
         tx.commit().await.map_err(db_err)?;
         Ok(true)
+    }
+
+    async fn update_program(&self, f: &Firing, expected_version: i64, children: &[ChildRequest], waits: &[(String, i64)]) -> Result<bool> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        let moved = sqlx::query(
+            "UPDATE automation_firings SET state = $1, usage_json = $2, error_json = $3, settled_ms = $4, program_json = $5, version = $6 \
+             WHERE id = $7 AND version = $8",
+        )
+        .bind(f.state.as_str())
+        .bind(to_json(&f.usage))
+        .bind(to_json(&f.error))
+        .bind(f.settled_ms)
+        .bind(to_json(&f.program))
+        .bind(f.version)
+        .bind(&f.id)
+        .bind(expected_version)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        if moved != 1 {
+            return Ok(false);
+        }
+        for c in children {
+            insert_child(&mut tx, c, checkfu_core::time::now_ms()).await?;
+        }
+        for (id, due) in waits {
+            timers::arm_wait(&mut tx, id, &f.automation_id, *due).await?;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+
+    async fn running_programs(&self, automation_id: Option<&AutomationId>) -> Result<Vec<FiringId>> {
+        let rows = sqlx::query(
+            "SELECT id FROM automation_firings WHERE state = 'running' AND program_json <> 'null' AND ($1 = '' OR automation_id = $1) \
+             ORDER BY id LIMIT 1000",
+        )
+        .bind(automation_id.map(|a| a.as_str()).unwrap_or_default())
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(|r| s(r, "id").map(TypedId::stored)).collect()
     }
 
     async fn confirm_child(&self, session_id: &str) -> Result<()> {

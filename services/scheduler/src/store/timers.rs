@@ -36,6 +36,22 @@ pub(super) async fn arm(tx: &mut Transaction<'_, Any>, automation_id: &Automatio
     Ok(())
 }
 
+/// A `step_wait`'s timer (`{firing}/{step}`), due at `due_ms`; arming it
+/// again changes nothing.
+pub(super) async fn arm_wait(tx: &mut Transaction<'_, Any>, id: &str, automation_id: &AutomationId, due_ms: i64) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO timers (id, kind, automation_id, scheduled_for_ms, due_ms, holder) VALUES ($1, 'wait', $2, $3, $3, '') \
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(id)
+    .bind(automation_id.as_str())
+    .bind(due_ms)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
 pub(super) async fn claim_due(db: &Db, holder: &str, now_ms: i64, lease_until_ms: i64, limit: i64) -> Result<Vec<Timer>> {
     let rows = sqlx::query(
         "UPDATE timers SET holder = $1, due_ms = $2 WHERE due_ms <= $3 AND id IN \

@@ -1,0 +1,222 @@
+//! Running step programs (api.md §12.8) against the store and the other
+//! services: each change to a program — a child settled, a resume, a
+//! deletion — is applied to the stored program with a compare-and-set,
+//! then the program advances; the `step_agent` steps it admits are recorded
+//! (as pending children, with minted Session ids) in that same write, and
+//! only then created. So a step is admitted once, across crashes and
+//! duplicate or late notifications, and recovery rejoins the original
+//! child instead of replacing it.
+
+use crate::model::*;
+use crate::program::{Outcome, Program};
+use crate::service::SchedulerService;
+use checkfu_core::Result;
+use checkfu_core::id::{FiringId, SessionId};
+use checkfu_core::time::now_ms;
+use checkfu_proto::sessions::v1 as ss;
+use serde_json::{Value, json};
+
+/// A change applied to a program before it advances.
+pub type Change = Box<dyn Fn(&mut Firing, &mut Program, i64) + Send + Sync>;
+
+/// Fails running steps whose children were refused (no Session exists).
+pub(crate) fn deny(steps: Vec<String>) -> Change {
+    Box::new(move |_: &mut Firing, p: &mut Program, now: i64| {
+        for step in &steps {
+            if p.step(step).and_then(|s| s.outcome.as_ref()).is_some_and(|o| o.kind == "running") {
+                p.set(step, Outcome::failed("child_admission_denied"), now);
+            }
+        }
+    })
+}
+
+impl SchedulerService {
+    /// Applies `change` (if any) and advances the firing's program, writing
+    /// both with one compare-and-set; then creates the children admitted.
+    pub(crate) async fn advance_program(&self, id: &FiringId, change: Option<Change>) -> Result<()> {
+        let mut change = change;
+        for _ in 0..8 {
+            let Some(mut f) = self.store.get_firing(id).await? else { return Ok(()) };
+            if f.state != FiringState::Running {
+                return Ok(());
+            }
+            let Some(mut p) = f.program.take() else { return Ok(()) };
+            let now = now_ms();
+            if let Some(c) = &change {
+                c(&mut f, &mut p, now);
+            }
+            let a = self.store.get_automation(&f.automation_id).await?;
+            let mut children = vec![];
+            let mut waits: Vec<(String, i64)> = vec![];
+            match a.as_ref().filter(|a| a.deleted_ms == 0) {
+                None => {
+                    // Deleted: an unfinished program settles failed.
+                    p.state = "settled".into();
+                    p.result = Some("failed".into());
+                    f.settle(FiringState::Failed, Some(("automation_deleted", "the Automation was deleted".into())), now);
+                }
+                Some(a) => {
+                    let paused = a.status == AutomationStatus::Paused;
+                    let mut admits = p.advance(&f.event, paused, now);
+                    while !admits.is_empty() {
+                        waits.extend(admits.waits.iter().map(|(step, until)| (format!("{}/{step}", f.id), *until)));
+                        // Authority is re-checked at each admission.
+                        let ready = admits.agents.is_empty() || self.readiness(a).await.ready();
+                        for ad in admits.agents {
+                            let node = p.target.steps.iter().find(|n| n["id"] == ad.step_id.as_str()).cloned().unwrap_or(Value::Null);
+                            if !ready {
+                                p.set(&ad.step_id, Outcome::failed("child_admission_denied"), now);
+                                continue;
+                            }
+                            let child = ChildRequest {
+                                session_id: SessionId::mint().to_string(),
+                                step_id: ad.step_id.clone(),
+                                agent_deployment_id: node["agentDeploymentId"].as_str().unwrap_or_default().to_string(),
+                                deployment_revision: node["deploymentRevision"].as_i64(),
+                                principal_id: a.service_principal_id.to_string(),
+                                title: format!("{} / {}", a.name, ad.step_id).chars().take(200).collect(),
+                                metadata: json!({"automation_id": a.id, "automation_firing_id": f.id, "step_id": ad.step_id}),
+                                prompt: ad.prompt,
+                                budget: serde_json::from_value(node["budget"].clone()).ok(),
+                                firing_id: f.id.to_string(),
+                            };
+                            if let Some(s) = p.steps.iter_mut().find(|s| s.id == ad.step_id) {
+                                s.child_session_id = Some(child.session_id.clone());
+                            }
+                            children.push(child);
+                        }
+                        admits = p.advance(&f.event, paused, now);
+                    }
+                    if p.state == "settled" {
+                        let failed = p.steps.iter().find(|s| s.outcome.as_ref().is_some_and(|o| o.kind == "failed"));
+                        match failed {
+                            Some(s) => {
+                                let reason = s.outcome.as_ref().and_then(|o| o.reason.clone()).unwrap_or_default();
+                                let message = format!("step {} failed ({reason})", s.id);
+                                f.settle(FiringState::Failed, Some((reason.as_str(), message)), now);
+                            }
+                            None => f.settle(FiringState::Succeeded, None, now),
+                        }
+                    }
+                }
+            }
+            f.program = Some(p);
+            let expected = f.version;
+            f.version += 1;
+            if !self.store.update_program(&f, expected, &children, &waits).await? {
+                continue;
+            }
+            let mut denied = vec![];
+            for c in &children {
+                if !self.complete_child(&mut f, c).await? {
+                    denied.push(c.step_id.clone());
+                }
+            }
+            if !waits.is_empty() {
+                self.timer_wake.notify_one();
+            }
+            if !denied.is_empty() {
+                // Refused children fail their steps; the program moves on.
+                change = Some(deny(denied));
+                continue;
+            }
+            if f.state != FiringState::Running {
+                self.after_settle(&f).await;
+            }
+            return Ok(());
+        }
+        Err(checkfu_core::Error::conflict("a step program changed concurrently too often; it advances on its next event"))
+    }
+
+    /// A step's child settled: the step takes its outcome (and, completed,
+    /// the child's last `agent.message` as its output), the firing the
+    /// child's usage; then the program advances.
+    pub(crate) async fn settle_step(&self, f: &Firing, session_id: &str, outcome: Outcome) -> Result<()> {
+        let Some(step) = f.program.as_ref().and_then(|p| p.step_of_child(session_id)).map(|s| s.id.clone()) else { return Ok(()) };
+        let output = if outcome.kind == "completed" { Some(Value::String(self.last_message(session_id).await?)) } else { None };
+        let s = self
+            .sessions
+            .clone()
+            .get_session(ss::GetByIdRequest { id: session_id.into() })
+            .await
+            .map_err(checkfu_core::Error::from)?
+            .into_inner();
+        let u = s.usage.unwrap_or_default();
+        let change = move |f: &mut Firing, p: &mut Program, now: i64| {
+            if p.step(&step).and_then(|s| s.outcome.as_ref()).is_none_or(|o| o.kind != "running") {
+                return;
+            }
+            if let Some(s) = p.steps.iter_mut().find(|s| s.id == step) {
+                s.output = output.clone();
+            }
+            p.set(&step, outcome.clone(), now);
+            f.usage.input_tokens += u.input_tokens;
+            f.usage.output_tokens += u.output_tokens;
+            f.usage.model_spend_micro_usd += u.model_spend_micro_usd;
+        };
+        self.advance_program(&f.id, Some(Box::new(change))).await
+    }
+
+    /// The text of a Session's last `agent.message` (`""` if none).
+    async fn last_message(&self, session_id: &str) -> Result<String> {
+        let mut after = 0;
+        let mut last = None;
+        loop {
+            let req =
+                ss::ListEventsRequest { session_id: session_id.into(), after_seq: after, limit: 1000, types: vec!["agent.message".into()] };
+            let page = self.sessions.clone().list_events(req).await.map_err(checkfu_core::Error::from)?.into_inner().data;
+            let Some(e) = page.last() else { break };
+            after = e.seq;
+            last = Some(e.payload_json.clone());
+            if page.len() < 1000 {
+                break;
+            }
+        }
+        let payload: Value = last.and_then(|p| serde_json::from_str(&p).ok()).unwrap_or(Value::Null);
+        let text: Vec<&str> = payload["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect();
+        Ok(text.join(""))
+    }
+
+    /// A `step_wait`'s timer came due (`{firing}/{step}`): the step
+    /// completes, and the program advances.
+    pub(crate) async fn wake_step(&self, timer_id: &str) -> Result<()> {
+        let Some((firing, step)) = timer_id.split_once('/') else { return Ok(()) };
+        let (firing, step) = (FiringId::parse("timer", firing)?, step.to_string());
+        let change = move |_: &mut Firing, p: &mut Program, now: i64| {
+            if p.step(&step).and_then(|s| s.outcome.as_ref()).is_some_and(|o| o.kind == "waiting") {
+                p.set(&step, Outcome::completed(), now);
+            }
+        };
+        self.advance_program(&firing, Some(Box::new(change))).await
+    }
+
+    /// Advances the running programs of an Automation (after a resume or a
+    /// deletion), or of all Automations.
+    pub(crate) async fn advance_programs(&self, automation_id: Option<&checkfu_core::id::AutomationId>) {
+        let ids = match self.store.running_programs(automation_id).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::warn!(error = %e.message, "could not list running step programs");
+                return;
+            }
+        };
+        for id in ids {
+            if let Err(e) = self.advance_program(&id, None).await {
+                tracing::warn!(firing_id = %id, error = %e.message, "a step program did not advance");
+            }
+        }
+    }
+
+    /// At start: every running program is recovered — its attempt counts
+    /// one more — and advanced; children, approvals and timers it waits on
+    /// are rejoined, never replaced.
+    pub async fn recover_programs(&self) {
+        let ids = self.store.running_programs(None).await.unwrap_or_default();
+        for id in ids {
+            let bump: crate::steps::Change = Box::new(|_: &mut Firing, p: &mut Program, _| p.attempt += 1);
+            if let Err(e) = self.advance_program(&id, Some(bump)).await {
+                tracing::warn!(firing_id = %id, error = %e.message, "a step program could not be recovered");
+            }
+        }
+    }
+}
