@@ -78,6 +78,27 @@ pub fn check<'a>(readiness: &'a Value, name: &str) -> &'a Value {
     readiness["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap()
 }
 
+impl Fixture {
+    /// Runs the built `checkfu` binary against the installation as the
+    /// admin; its stdout (the command must succeed).
+    pub fn cli(&self, args: &[&str]) -> String {
+        let key = std::fs::read_to_string(self.dir.path().join("admin.key")).unwrap().trim().to_string();
+        let out =
+            std::process::Command::new(crate::procs::binary()).args(args).args(["--server", &self.p.base, "--key", &key]).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    /// Publishes version 2 of `a` and moves `dep_a` to it (its revision 2).
+    pub async fn publish_revision_2(&self) {
+        let (a, d) = (&self.p.admin, &self.d);
+        expect(&a.post(&format!("/v1/agents/{}/versions", d.agent_id), json!({})).await, 201, None);
+        let body =
+            json!({"agent_version": 2, "model_routing_profile_id": d.routing_profile_id, "sandbox_profile_id": d.sandbox_profile_id});
+        expect(&a.post(&format!("/v1/agent-deployments/{}/revisions", d.deployment_id), body).await, 201, None);
+    }
+}
+
 /// Creates an Automation with these triggers (and optional secret).
 pub async fn create_with(f: &Fixture, name: &str, triggers: Value, target: Value, secret: Option<&str>) -> Reply {
     let mut body =

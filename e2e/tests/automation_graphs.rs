@@ -175,14 +175,7 @@ async fn acceptance_14_plans_reject_with_their_codes_and_stale_plans_are_refused
     let g = id(&create_graph(&f, document(&f, "p", json!([hook(), step(&f, "a", "x")]), json!([starts("a")]))).await.1);
     let old = plan(&f, &g, 1).await;
     assert_eq!(old["pins"][0]["deployment_revision"], 1);
-    expect(&a.post(&format!("/v1/agents/{}/versions", f.d.agent_id), json!({})).await, 201, None);
-    let rev = a
-        .post(
-            &format!("/v1/agent-deployments/{}/revisions", f.d.deployment_id),
-            json!({"agent_version": 2, "model_routing_profile_id": f.d.routing_profile_id, "sandbox_profile_id": f.d.sandbox_profile_id}),
-        )
-        .await;
-    expect(&rev, 201, None);
+    f.publish_revision_2().await;
     let r = a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 1, "plan_sha256": old["plan_sha256"]})).await;
     assert_eq!((r.0.as_u16(), r.1["error"]["details"]["reason"].clone()), (409, json!("plan_stale")), "{}", r.1);
     let fresh = plan(&f, &g, 1).await;
@@ -246,12 +239,7 @@ async fn acceptance_22_a_node_test_previews_a_prompt_and_records_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_command_line_creates_plans_applies_and_tests_graphs() {
     let f = fixture().await;
-    let key = std::fs::read_to_string(f.dir.path().join("admin.key")).unwrap().trim().to_string();
-    let cli = |args: &[&str]| {
-        let out = std::process::Command::new(procs::binary()).args(args).args(["--server", &f.p.base, "--key", &key]).output().unwrap();
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).to_string()
-    };
+    let cli = |args: &[&str]| f.cli(args);
     let node = json!({"kind": "step_agent", "id": "s1", "agent": f.d.deployment_id, "prompt": "Triage {{event.title}}"});
     let file = f.dir.path().join("graph.json");
     std::fs::write(&file, document(&f, "cli-graph", json!([hook(), node]), json!([starts("s1")])).to_string()).unwrap();
@@ -415,13 +403,13 @@ async fn acceptance_18_an_output_edge_feeds_the_next_agent() {
     f.p.stop().await;
 }
 
-/// Steps this build cannot run yet (approvals) keep a program's
-/// Automation paused: readiness says `capabilities: unknown`.
+/// What §12.9 lists as not executable yet (a `step_connection` here)
+/// keeps a program's Automation paused: readiness says `capabilities: unknown`.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_program_with_steps_not_runnable_yet_applies_paused() {
     let f = fixture().await;
     let a = &f.p.admin;
-    let wait = json!({"kind": "step_approval", "id": "w", "title": "Ship it?"});
+    let wait = json!({"kind": "step_connection", "id": "w"});
     let g = id(&create_graph(
         &f,
         document(&f, "waits", json!([hook(), wait, step(&f, "a", "P")]), json!([starts("w"), {"kind": "then", "from": "w", "to": "a"}])),
@@ -523,4 +511,153 @@ async fn acceptance_20_a_sigkill_during_a_wait_loses_nothing() {
     assert!(done["program"]["attempt"].as_i64().unwrap() >= 2, "recovered: {done}");
     assert_eq!(done["child_session_ids"].as_array().unwrap().len(), 1, "one child");
     assert_eq!(firings(&a, &auto).await.len(), 1, "the same firing");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_21_pause_holds_the_next_step_and_an_archived_child_fails_its_step_once() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let c = deploy(a, &f.p.env_id, json!({"tools": [{"type": "custom", "name": "lookup", "read_only": true}]})).await;
+    grant(&f.p, &f.svc, &c.agent_id).await;
+    let nodes =
+        json!([hook(), {"kind": "step_agent", "id": "c", "agent": c.deployment_id, "prompt": "call lookup {}"}, step(&f, "b", "B")]);
+    let (auto, _) = applied(&f, "g21", nodes, json!([starts("c"), {"kind": "then", "from": "c", "to": "b"}])).await;
+    let child_of = |firing: &Value, step: &str| {
+        firing["program"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == step)
+            .and_then(|s| s["child_session_id"].as_str())
+            .map(String::from)
+    };
+    let fired = a.post(&format!("/v1/automations/{auto}/fire"), json!({})).await;
+    expect(&fired, 201, None);
+    let firing = id(&fired.1);
+    let c_child = child_of(&fired.1, "c").expect("c admitted");
+    assert_eq!(settle(a, &c_child).await["stop_reason"]["type"], "requires_action");
+    expect(&a.post(&format!("/v1/automations/{auto}/pause"), json!({})).await, 200, None);
+    let evs = events(a, &c_child).await;
+    let use_id = evs.iter().find(|e| e["type"] == "agent.custom_tool_use").unwrap()["payload"]["custom_tool_use_id"].clone();
+    let result =
+        input(&f.svc, "user.custom_tool_result", json!({"custom_tool_use_id": use_id, "content": [{"type": "text", "text": "found"}]}));
+    expect(&a.post(&format!("/v1/sessions/{c_child}/events"), result).await, 201, None);
+    assert_eq!(settle(a, &c_child).await["stop_reason"]["type"], "end_turn");
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let held = a.get(&format!("/v1/automation-firings/{firing}")).await.1;
+    assert_eq!(outcome(&held, "c")["kind"], "completed", "{held}");
+    assert!(outcome(&held, "b").is_null(), "b is not admitted while paused: {held}");
+    assert_eq!(held["state"], "running");
+    expect(&a.post(&format!("/v1/automations/{auto}/resume"), json!({})).await, 200, None);
+    let done = settled(a, &firing).await;
+    assert_eq!(done["state"], "succeeded", "the same firing continues: {done}");
+    assert_eq!(done["child_session_ids"].as_array().unwrap().len(), 2);
+
+    // Archiving a waiting child fails its step, once, even after a restart.
+    let fired = a.post(&format!("/v1/automations/{auto}/fire"), json!({})).await;
+    let firing = id(&fired.1);
+    let c_child = child_of(&fired.1, "c").expect("c admitted");
+    assert_eq!(settle(a, &c_child).await["stop_reason"]["type"], "requires_action");
+    expect(&a.post(&format!("/v1/sessions/{c_child}/archive"), json!({})).await, 200, None);
+    let done = settled(a, &firing).await;
+    assert_eq!(outcome(&done, "c"), &json!({"kind": "failed", "reason": "child_terminated"}), "{done}");
+    assert_eq!(outcome(&done, "b")["kind"], "skipped");
+    assert_eq!((done["state"].clone(), done["program"]["result"].clone()), (json!("failed"), json!("failed")));
+    let Fixture { p, dir, .. } = f;
+    p.stop().await;
+    let p = Platform::start_timed(dir.path(), Tuning { allow_private_targets: true, ..Default::default() }).await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let after = p.admin.get(&format!("/v1/automation-firings/{firing}")).await.1;
+    assert_eq!(
+        (after["state"].clone(), after["child_session_ids"].as_array().unwrap().len()),
+        (json!("failed"), 1),
+        "no second child: {after}"
+    );
+    p.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_19_an_approval_step_waits_for_a_real_action_approval() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let (approval_hooks, url) = hook_receiver().await;
+    let ep = json!({"environment_id": f.p.env_id, "url": url, "event_types": ["action_approval.pending", "action_approval.resolved"]});
+    expect(&a.post("/v1/webhook-endpoints", ep).await, 201, None);
+    let gate = json!({"kind": "step_approval", "id": "ok", "title": "Ship it?", "ttlSeconds": 600});
+    let (auto, _) = applied(
+        &f,
+        "g19",
+        json!([hook(), gate, step(&f, "a", "shipping")]),
+        json!([starts("ok"), {"kind": "then", "from": "ok", "to": "a"}]),
+    )
+    .await;
+    let approval_of = |firing: &Value| {
+        firing["program"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == "ok")
+            .and_then(|s| s["action_approval_id"].as_str())
+            .map(String::from)
+    };
+    let awaiting = |firing: String| async move {
+        for _ in 0..100 {
+            let v = a.get(&format!("/v1/automation-firings/{firing}")).await.1;
+            if approval_of(&v).is_some() {
+                return v;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("no approval for {firing}");
+    };
+    let fired = a.post(&format!("/v1/automations/{auto}/fire"), json!({})).await;
+    expect(&fired, 201, None);
+    let firing = id(&fired.1);
+    let v = awaiting(firing.clone()).await;
+    assert_eq!(outcome(&v, "ok")["kind"], "awaiting_approval");
+    assert_eq!((v["state"].clone(), v["program"]["result"].clone()), (json!("running"), Value::Null));
+    let ap_id = approval_of(&v).unwrap();
+    let ap = a.get(&format!("/v1/action-approvals/{ap_id}")).await.1;
+    assert_eq!((ap["automation_firing_id"].clone(), ap["step_id"].clone()), (json!(firing), json!("ok")), "{ap}");
+    assert_eq!((ap["session_id"].clone(), ap["run_id"].clone(), ap["tool_use_id"].clone()), (Value::Null, Value::Null, Value::Null));
+    assert_eq!((ap["frozen"]["principal_id"].clone(), ap["frozen"]["tool"].clone()), (json!(f.svc), json!("automation.approval")));
+    assert_eq!(ap["frozen"]["arguments"], json!({"title": "Ship it?"}));
+    let token = ap["response_token"].as_str().unwrap().to_string();
+    let url = format!("/v1/action-approvals/{ap_id}/responses");
+    let respond = |body: Value| a.post(&url, body);
+    let r = respond(json!({"decision": "approve", "response_token": token, "standing": {"ttl_seconds": 60}})).await;
+    expect(&r, 400, Some("validation.invalid"));
+    expect(&respond(json!({"decision": "approve", "response_token": token})).await, 200, None);
+    expect(&respond(json!({"decision": "approve", "response_token": token})).await, 409, Some("validation.conflict"));
+    let done = settled(a, &firing).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    assert_eq!(outcome(&done, "ok")["kind"], "completed");
+    assert_eq!(done["child_session_ids"].as_array().unwrap().len(), 1, "approve runs a");
+    let trace = a.get(&format!("/v1/automation-firings/{firing}/trace")).await.1;
+    assert_eq!(trace["receipts"]["approvals"], json!([{"step_id": "ok", "action_approval_id": ap_id, "status": "approved"}]));
+    // Delivered as webhooks with the approval as the resource, no Session.
+    wait_for_hook(&approval_hooks, "action_approval.pending", &ap_id).await;
+    wait_for_hook(&approval_hooks, "action_approval.resolved", &ap_id).await;
+
+    // Denied elsewhere: the step is denied, its dependent skipped, and the
+    // program still succeeds (a denial is not a failure).
+    let fired = a.post(&format!("/v1/automations/{auto}/fire"), json!({})).await;
+    let firing = id(&fired.1);
+    let v = awaiting(firing.clone()).await;
+    let ap_id = approval_of(&v).unwrap();
+    let token = a.get(&format!("/v1/action-approvals/{ap_id}")).await.1["response_token"].as_str().unwrap().to_string();
+    expect(
+        &a.post(&format!("/v1/action-approvals/{ap_id}/responses"), json!({"decision": "deny", "response_token": token})).await,
+        200,
+        None,
+    );
+    let done = settled(a, &firing).await;
+    assert_eq!(outcome(&done, "ok")["kind"], "denied", "{done}");
+    assert_eq!(outcome(&done, "a")["kind"], "skipped");
+    assert_eq!((done["state"].clone(), done["program"]["result"].clone()), (json!("succeeded"), json!("succeeded")));
+    assert!(done["child_session_ids"].as_array().unwrap().is_empty());
+    let trace = a.get(&format!("/v1/automation-firings/{firing}/trace")).await.1;
+    let ns: Vec<i64> = trace["steps"]["outcomes"].as_array().unwrap().iter().map(|o| o["n"].as_i64().unwrap()).collect();
+    assert_eq!(ns, (1..=ns.len() as i64).collect::<Vec<_>>(), "gapless: {trace}");
+    f.p.stop().await;
 }

@@ -359,12 +359,7 @@ async fn acceptance_12_an_admission_filter_records_what_it_stops() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_command_line_creates_scheduled_and_webhook_automations() {
     let f = fixture().await;
-    let key = std::fs::read_to_string(f.dir.path().join("admin.key")).unwrap().trim().to_string();
-    let cli = |args: &[&str]| {
-        let out = std::process::Command::new(procs::binary()).args(args).args(["--server", &f.p.base, "--key", &key]).output().unwrap();
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).to_string()
-    };
+    let cli = |args: &[&str]| f.cli(args);
     let common = [
         "--environment",
         &f.p.env_id,

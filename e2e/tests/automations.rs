@@ -199,14 +199,7 @@ async fn acceptance_5_children_run_the_pinned_revision_until_the_target_is_saved
     let a = &f.p.admin;
     let n1 = id(&create(&f, "n1", a0(&f.d.deployment_id)).await.1);
     // Revision 2 of dep_a, on a new version of a.
-    expect(&a.post(&format!("/v1/agents/{}/versions", f.d.agent_id), json!({})).await, 201, None);
-    let rev = a
-        .post(
-            &format!("/v1/agent-deployments/{}/revisions", f.d.deployment_id),
-            json!({"agent_version": 2, "model_routing_profile_id": f.d.routing_profile_id, "sandbox_profile_id": f.d.sandbox_profile_id}),
-        )
-        .await;
-    expect(&rev, 201, None);
+    f.publish_revision_2().await;
     let run_revision = |child: String| async move {
         let evs = events(a, &child).await;
         evs.iter().find(|e| e["type"] == "run.created").unwrap()["payload"]["execution_pins"]["deployment_revision"].clone()

@@ -79,9 +79,12 @@ pub fn allowed(path: &str) -> &'static [Role] {
             // public edge, with the Run's capability token (governance
             // requires it then).
             "RequestApproval" => &[Runner, Gateway],
-            "GetActionApproval" => &[Gateway, Sessions, Runner],
+            "GetActionApproval" => &[Gateway, Sessions, Runner, Scheduler],
             "RespondToApproval" => &[Gateway, Sessions],
-            "ListUnsettledApprovals" | "MarkApprovalSettled" | "WithdrawApproval" => &[Sessions],
+            "ListUnsettledApprovals" | "WithdrawApproval" => &[Sessions],
+            "MarkApprovalSettled" => &[Sessions, Scheduler],
+            // An Automation's approval steps.
+            "RequestStepApproval" | "ListUnsettledStepApprovals" => &[Scheduler],
             // Services that change governed resources record it here.
             "RecordAudit" => &[CapabilityGateway, Scheduler],
             _ => &[Gateway],

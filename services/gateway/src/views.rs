@@ -685,9 +685,13 @@ pub struct ActionApproval {
     pub environment_id: String,
     /// `pending`, `approved`, `denied` or `expired`.
     pub status: String,
-    pub session_id: String,
-    pub run_id: String,
-    pub tool_use_id: String,
+    /// `null` for an Automation's approval step.
+    pub session_id: Option<String>,
+    pub run_id: Option<String>,
+    pub tool_use_id: Option<String>,
+    /// The Automation firing and step an approval step holds up (else null).
+    pub automation_firing_id: Option<String>,
+    pub step_id: Option<String>,
     pub frozen: FrozenAction,
     pub expires_at: String,
     pub responder_principal_id: Option<String>,
@@ -710,9 +714,11 @@ pub fn action_approval(a: &gov::ActionApproval, show_token: bool) -> ActionAppro
         id: a.id.clone(),
         environment_id: a.environment_id.clone(),
         status: a.status.clone(),
-        session_id: a.session_id.clone(),
-        run_id: a.run_id.clone(),
-        tool_use_id: a.tool_use_id.clone(),
+        session_id: opt(&a.session_id),
+        run_id: opt(&a.run_id),
+        tool_use_id: opt(&a.tool_use_id),
+        automation_firing_id: opt(&a.automation_firing_id),
+        step_id: opt(&a.step_id),
         frozen: FrozenAction {
             principal_id: f.principal_id,
             agent_id: f.agent_id,

@@ -70,6 +70,8 @@ impl GovernanceService {
             deny_message: String::new(),
             settled: false,
             created_ms: now,
+            automation_firing_id: String::new(),
+            step_id: String::new(),
         };
         if !self.store.insert_approval(&a).await? {
             // The same call asked concurrently: answer with the first one.
@@ -144,6 +146,12 @@ impl GovernanceService {
             return Err(Error::invalid_field("standing", "a StandingApproval can only come from an approve response"));
         }
         let a = self.approval(&r.id).await?;
+        if a.for_step() && (r.standing_ttl_seconds > 0 || r.in_session) {
+            return Err(Error::invalid_field(
+                "standing",
+                "an Automation's approval step takes a plain approve or deny: no StandingApproval comes from it",
+            ));
+        }
         let (may, _) = self.check(&r.responder_id, "approve", "environment", &a.environment_id, Some(&a.environment_id)).await?;
         if !may {
             return Err(Error::denied(format!("responding to an ActionApproval needs approve on environment {}", a.environment_id)));
@@ -218,10 +226,77 @@ impl GovernanceService {
         Ok(decided)
     }
 
-    /// Decided or expired approvals whose Session has not recorded them.
-    pub async fn unsettled_approvals(&self, limit: u32) -> Result<Vec<ActionApproval>> {
+    /// Decided or expired approvals whose Session (or, `steps`, whose
+    /// Automation firing) has not recorded them.
+    pub async fn unsettled_approvals(&self, steps: bool, limit: u32) -> Result<Vec<ActionApproval>> {
         self.expire_overdue().await?;
-        self.store.unsettled_approvals(i64::from(limit.clamp(1, 500))).await
+        self.store.unsettled_approvals(steps, i64::from(limit.clamp(1, 500))).await
+    }
+
+    /// An Automation's approval step (api.md §12.8 rule 6): a pending
+    /// ActionApproval with no Session, Run or tool use, frozen as
+    /// `{principal_id: the service Principal, tool:"automation.approval",
+    /// arguments:{title}}`; asking again answers the same one. No
+    /// StandingApproval answers it, and none can come from it.
+    pub async fn request_step_approval(&self, ask: &StepAsk) -> Result<ActionApproval> {
+        let environment_id = EnvironmentId::parse("environment_id", &ask.environment_id)?;
+        checkfu_core::id::FiringId::check("automation_firing_id", &ask.automation_firing_id)?;
+        PrincipalId::check("principal_id", &ask.principal_id)?;
+        if ask.step_id.is_empty() || ask.step_id.len() > 128 || ask.title.is_empty() || ask.title.len() > 500 {
+            return Err(Error::invalid("step_id (at most 128 bytes) and title (at most 500 bytes) are required"));
+        }
+        if !(60..=86_400).contains(&ask.ttl_seconds) {
+            return Err(Error::invalid_field("ttl_seconds", "ttl_seconds is 60 to 86,400"));
+        }
+        let key = format!("{}/{}", ask.automation_firing_id, ask.step_id);
+        if let Some(a) = self.store.approval_for("", &key).await? {
+            return Ok(a);
+        }
+        let now = now_ms();
+        let arguments = json!({"title": ask.title});
+        let a = ActionApproval {
+            id: ApprovalId::mint(),
+            environment_id,
+            status: ApprovalStatus::Pending,
+            session_id: checkfu_core::id::TypedId::stored(String::new()),
+            run_id: checkfu_core::id::TypedId::stored(String::new()),
+            tool_use_id: key.clone(),
+            frozen: Frozen {
+                principal_id: ask.principal_id.clone(),
+                agent_id: String::new(),
+                tool: "automation.approval".into(),
+                connection_id: String::new(),
+                arguments_sha256: sha256_hex(arguments.to_string()),
+                arguments,
+            },
+            response_token: new_token(),
+            expires_ms: now + ask.ttl_seconds * 1000,
+            responder_principal_id: String::new(),
+            responded_ms: None,
+            decision: String::new(),
+            standing_approval_id: String::new(),
+            deny_message: String::new(),
+            settled: false,
+            created_ms: now,
+            automation_firing_id: ask.automation_firing_id.clone(),
+            step_id: ask.step_id.clone(),
+        };
+        if !self.store.insert_approval(&a).await? {
+            return self
+                .store
+                .approval_for("", &key)
+                .await?
+                .ok_or_else(|| Error::internal("the approval vanished after a conflicting insert"));
+        }
+        self.audit(
+            "system",
+            "action_approval.requested",
+            "action_approval",
+            &a.id,
+            json!({"automation_firing_id": a.automation_firing_id, "step_id": a.step_id}),
+        )
+        .await?;
+        Ok(a)
     }
 
     /// Ends a pending approval its Session no longer waits for, so no

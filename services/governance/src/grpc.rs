@@ -121,6 +121,7 @@ fn policy(p: crate::policy::ActionPolicy) -> pb::ActionPolicy {
 }
 
 fn approval(a: crate::model::ActionApproval) -> pb::ActionApproval {
+    let step = a.for_step();
     let f = a.frozen;
     pb::ActionApproval {
         id: a.id.into(),
@@ -128,7 +129,10 @@ fn approval(a: crate::model::ActionApproval) -> pb::ActionApproval {
         status: a.status.as_str().into(),
         session_id: a.session_id.into(),
         run_id: a.run_id.into(),
-        tool_use_id: a.tool_use_id,
+        // A step's approval is keyed by its firing and step, not a tool use.
+        tool_use_id: if step { String::new() } else { a.tool_use_id },
+        automation_firing_id: a.automation_firing_id,
+        step_id: a.step_id,
         frozen: Some(pb::FrozenAction {
             principal_id: f.principal_id,
             agent_id: f.agent_id,
@@ -518,12 +522,38 @@ impl Rpc for GovernanceGrpc {
     }
 
     async fn list_unsettled_approvals(&self, r: Request<pb::ListRequest>) -> R<pb::ListActionApprovalsResponse> {
-        let rows = self.svc.unsettled_approvals(r.into_inner().limit).await?;
+        let rows = self.svc.unsettled_approvals(false, r.into_inner().limit).await?;
         ok(pb::ListActionApprovalsResponse { data: rows.into_iter().map(approval).collect(), next_page: String::new() })
     }
 
+    async fn list_unsettled_step_approvals(&self, r: Request<pb::ListRequest>) -> R<pb::ListActionApprovalsResponse> {
+        let rows = self.svc.unsettled_approvals(true, r.into_inner().limit).await?;
+        ok(pb::ListActionApprovalsResponse { data: rows.into_iter().map(approval).collect(), next_page: String::new() })
+    }
+
+    async fn request_step_approval(&self, r: Request<pb::RequestStepApprovalRequest>) -> R<pb::ActionApproval> {
+        let r = r.into_inner();
+        let ask = crate::model::StepAsk {
+            environment_id: r.environment_id,
+            automation_firing_id: r.automation_firing_id,
+            step_id: r.step_id,
+            principal_id: r.principal_id,
+            title: r.title,
+            ttl_seconds: r.ttl_seconds,
+        };
+        ok(approval(self.svc.request_step_approval(&ask).await?))
+    }
+
+    /// Each role settles only its own kind: sessions a Session's approvals,
+    /// the scheduler an Automation step's.
     async fn mark_approval_settled(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ActionApproval> {
-        ok(approval(self.svc.mark_settled(&r.into_inner().id).await?))
+        let caller = checkfu_proto::mesh::caller(&r);
+        let id = r.into_inner().id;
+        let a = self.svc.approval(&id).await?;
+        if caller.is_some_and(|c| c.is(checkfu_core::Role::Scheduler) != a.for_step()) {
+            return Err(Status::permission_denied("this role does not settle that approval"));
+        }
+        ok(approval(self.svc.mark_settled(&id).await?))
     }
 
     async fn withdraw_approval(&self, r: Request<pb::ActorRequest>) -> R<pb::ActionApproval> {

@@ -238,7 +238,16 @@ impl SchedulerService {
             .filter(|s| s.wait_until_ms > 0)
             .map(|s| json!({"step_id": s.id, "until": checkfu_core::time::rfc3339(s.wait_until_ms), "elapsed": now >= s.wait_until_ms}))
             .collect();
-        let receipts = json!({"sessions": sessions, "approvals": [], "waits": waits});
+        let mut approvals = vec![];
+        for s in f.program.iter().flat_map(|p| p.steps.iter()) {
+            let Some(id) = &s.action_approval_id else { continue };
+            match self.governance.clone().get_action_approval(checkfu_proto::governance::v1::GetByIdRequest { id: id.clone() }).await {
+                Ok(a) => approvals.push(json!({"step_id": s.id, "action_approval_id": id, "status": a.into_inner().status})),
+                Err(st) if st.code() == tonic::Code::NotFound => missing.push(json!({"kind": "action_approval", "id": id})),
+                Err(st) => return Err(st.into()),
+            }
+        }
+        let receipts = json!({"sessions": sessions, "approvals": approvals, "waits": waits});
         let evidence = json!({"complete": missing.is_empty(), "missing": missing});
         Ok((f, receipts, evidence))
     }

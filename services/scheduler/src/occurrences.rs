@@ -42,6 +42,8 @@ const IDLE_LOOK: Duration = Duration::from_millis(250);
 /// forgotten.
 const RECOVER_EVERY_MS: i64 = 5_000;
 const SWEEP_EVERY_MS: i64 = 3_600_000;
+/// How often decided approvals of approval steps are looked for.
+const APPROVALS_EVERY_MS: i64 = 500;
 /// Dedupe identities are kept at least 30 days (§12.4).
 pub const DEDUPE_KEPT_MS: i64 = 31 * 24 * 3_600_000;
 
@@ -141,6 +143,7 @@ pub async fn run(svc: SchedulerService, stop: CancellationToken) {
     let replica = checkfu_core::id::FiringId::mint().to_string().replace("afire_", "sched_");
     let mut claims: u64 = 0;
     let mut last_recover = 0;
+    let mut last_approvals = 0;
     let mut last_sweep = 0;
     while !stop.is_cancelled() {
         let now = now_ms();
@@ -167,6 +170,12 @@ pub async fn run(svc: SchedulerService, stop: CancellationToken) {
                 false
             }
         };
+        if now - last_approvals >= APPROVALS_EVERY_MS {
+            last_approvals = now;
+            if let Err(e) = svc.settle_approvals().await {
+                tracing::warn!(error = %e.message, "could not settle approval steps");
+            }
+        }
         if now - last_recover >= RECOVER_EVERY_MS {
             last_recover = now;
             if let Err(e) = svc.recover_children().await {

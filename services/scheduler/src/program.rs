@@ -36,6 +36,10 @@ impl Outcome {
     pub fn completed() -> Outcome {
         Outcome::of("completed")
     }
+    /// A refused or expired approval.
+    pub fn denied(reason: Option<&str>) -> Outcome {
+        Outcome { kind: "denied".into(), reason: reason.map(String::from), branch: None }
+    }
     pub fn settled(&self) -> bool {
         !matches!(self.kind.as_str(), "running" | "waiting" | "awaiting_approval")
     }
@@ -60,6 +64,9 @@ pub struct Step {
     /// A `step_wait`'s end (its timer's due time), once waiting.
     #[serde(default)]
     pub wait_until_ms: i64,
+    /// A `step_approval`'s ActionApproval, once governance made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action_approval_id: Option<String>,
 }
 
 /// One transition, for the trace (`n` gapless from 1).
@@ -99,11 +106,13 @@ pub struct Admitted {
     pub agents: Vec<Admit>,
     /// `(step id, until ms)` of each `step_wait` now waiting.
     pub waits: Vec<(String, i64)>,
+    /// Each `step_approval` now awaiting its approval.
+    pub approvals: Vec<String>,
 }
 
 impl Admitted {
     pub fn is_empty(&self) -> bool {
-        self.agents.is_empty() && self.waits.is_empty()
+        self.agents.is_empty() && self.waits.is_empty() && self.approvals.is_empty()
     }
 }
 
@@ -150,6 +159,7 @@ impl Program {
                 started_ms: 0,
                 settled_ms: 0,
                 wait_until_ms: 0,
+                action_approval_id: None,
             })
             .collect();
         Program { target, entry, state: "pending".into(), result: None, attempt: 1, steps, transitions: vec![] }
@@ -268,6 +278,10 @@ impl Program {
                         let outcome = self.decide(&n, event);
                         self.set(&id, outcome, now);
                     }
+                    "step_approval" => {
+                        self.set(&id, Outcome::of("awaiting_approval"), now);
+                        admit.approvals.push(id);
+                    }
                     "step_wait" => {
                         let until = now.saturating_add(n["durationSeconds"].as_i64().unwrap_or(1).saturating_mul(1000));
                         self.steps[i].wait_until_ms = until;
@@ -372,6 +386,9 @@ impl Program {
                 if s.wait_until_ms > 0 {
                     v["wait_until"] = json!(checkfu_core::time::rfc3339(s.wait_until_ms));
                 }
+                if let Some(a) = &s.action_approval_id {
+                    v["action_approval_id"] = json!(a);
+                }
                 v
             })
             .collect();
@@ -399,7 +416,7 @@ impl Program {
 }
 
 /// Step kinds this build runs (the rest keep readiness `unknown`).
-pub const RUNS: &[&str] = &["trigger", "step_agent", "step_parse_json", "decision", "step_wait"];
+pub const RUNS: &[&str] = &["trigger", "step_agent", "step_parse_json", "decision", "step_wait", "step_approval"];
 
 /// Whether a program uses something this build cannot run yet.
 pub fn not_executable(t: &StepsTarget) -> Option<String> {

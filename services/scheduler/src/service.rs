@@ -136,7 +136,7 @@ impl SchedulerService {
         self
     }
 
-    fn woke(&self) {
+    pub(crate) fn woke(&self) {
         if let Some(w) = &self.outbox_wake {
             w.notify_one();
         }

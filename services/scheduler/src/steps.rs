@@ -11,7 +11,7 @@ use crate::model::*;
 use crate::program::{Outcome, Program};
 use crate::service::SchedulerService;
 use checkfu_core::Result;
-use checkfu_core::id::{FiringId, SessionId};
+use checkfu_core::id::{FiringId, SessionId, TypedId};
 use checkfu_core::time::now_ms;
 use checkfu_proto::sessions::v1 as ss;
 use serde_json::{Value, json};
@@ -115,6 +115,27 @@ impl SchedulerService {
             if !waits.is_empty() {
                 self.timer_wake.notify_one();
             }
+            // Approval steps awaiting an approval governance has not made
+            // yet (just admitted, or before a crash) ask for it; asking
+            // again answers the same one.
+            if let (Some(a), Some(p)) = (a.as_ref().filter(|a| a.deleted_ms == 0), f.program.as_ref()) {
+                let asks: Vec<(String, String, i64)> = p
+                    .steps
+                    .iter()
+                    .filter(|s| s.action_approval_id.is_none() && s.outcome.as_ref().is_some_and(|o| o.kind == "awaiting_approval"))
+                    .map(|s| {
+                        let node = p.target.steps.iter().find(|n| n["id"] == s.id.as_str()).cloned().unwrap_or(Value::Null);
+                        (
+                            s.id.clone(),
+                            node["title"].as_str().unwrap_or("Approve this step").to_string(),
+                            node["ttlSeconds"].as_i64().unwrap_or(3_600),
+                        )
+                    })
+                    .collect();
+                if !asks.is_empty() {
+                    self.request_approvals(a, &f.id, asks).await?;
+                }
+            }
             if !denied.is_empty() {
                 // Refused children fail their steps; the program moves on.
                 change = Some(deny(denied));
@@ -175,6 +196,89 @@ impl SchedulerService {
         let payload: Value = last.and_then(|p| serde_json::from_str(&p).ok()).unwrap_or(Value::Null);
         let text: Vec<&str> = payload["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect();
         Ok(text.join(""))
+    }
+
+    /// Asks governance for each approval step's ActionApproval and records
+    /// its id with the step (and `action_approval.pending` in the outbox).
+    async fn request_approvals(&self, a: &Automation, firing: &FiringId, asks: Vec<(String, String, i64)>) -> Result<()> {
+        let mut made = vec![];
+        for (step, title, ttl) in asks {
+            let req = checkfu_proto::governance::v1::RequestStepApprovalRequest {
+                environment_id: a.environment_id.to_string(),
+                automation_firing_id: firing.to_string(),
+                step_id: step.clone(),
+                principal_id: a.service_principal_id.to_string(),
+                title,
+                ttl_seconds: ttl,
+            };
+            let approval = self.governance.clone().request_step_approval(req).await.map_err(checkfu_core::Error::from)?.into_inner();
+            made.push((step, approval.id));
+        }
+        let records: Vec<_> =
+            made.iter().map(|(_, id)| checkfu_bus::resource_record("action_approval.pending", &a.environment_id, id)).collect();
+        let change = move |_: &mut Firing, p: &mut Program, _: i64| {
+            for (step, id) in &made {
+                if let Some(s) = p.steps.iter_mut().find(|s| &s.id == step) {
+                    s.action_approval_id = Some(id.clone());
+                }
+            }
+        };
+        self.write_program(firing, Box::new(change)).await?;
+        self.store.record_events(&records).await?;
+        self.woke();
+        Ok(())
+    }
+
+    /// Applies `change` to the stored program alone (no advance).
+    async fn write_program(&self, id: &FiringId, change: Change) -> Result<()> {
+        for _ in 0..8 {
+            let Some(mut f) = self.store.get_firing(id).await? else { return Ok(()) };
+            let Some(mut p) = f.program.take() else { return Ok(()) };
+            change(&mut f, &mut p, now_ms());
+            f.program = Some(p);
+            let expected = f.version;
+            f.version += 1;
+            if self.store.update_program(&f, expected, &[], &[]).await? {
+                return Ok(());
+            }
+        }
+        Err(checkfu_core::Error::conflict("a step program changed concurrently too often"))
+    }
+
+    /// Settles approval steps whose approvals were decided or expired:
+    /// approve → `completed`, deny → `denied`, expiry → `denied`
+    /// (`approval_expired`); then tells governance they are recorded.
+    pub async fn settle_approvals(&self) -> Result<usize> {
+        let req = checkfu_proto::governance::v1::ListRequest { limit: 100, page: String::new() };
+        let decided =
+            self.governance.clone().list_unsettled_step_approvals(req).await.map_err(checkfu_core::Error::from)?.into_inner().data;
+        let n = decided.len();
+        for ap in decided {
+            let outcome = match (ap.status.as_str(), ap.decision.as_str()) {
+                ("approved", _) => Outcome::completed(),
+                ("expired", _) => Outcome::denied(Some("approval_expired")),
+                _ => Outcome::denied(None),
+            };
+            let decision = ap.decision.clone();
+            if let Ok(firing) = FiringId::parse("automation_firing_id", &ap.automation_firing_id) {
+                let step = ap.step_id.clone();
+                let change = move |_: &mut Firing, p: &mut Program, now: i64| {
+                    if p.step(&step).and_then(|s| s.outcome.as_ref()).is_some_and(|o| o.kind == "awaiting_approval") {
+                        if let Some(s) = p.steps.iter_mut().find(|s| s.id == step) {
+                            s.output = Some(json!({"decision": decision}));
+                        }
+                        p.set(&step, outcome.clone(), now);
+                    }
+                };
+                self.advance_program(&firing, Some(Box::new(change))).await?;
+            }
+            let settled = checkfu_proto::governance::v1::GetByIdRequest { id: ap.id.clone() };
+            self.governance.clone().mark_approval_settled(settled).await.map_err(checkfu_core::Error::from)?;
+            let env = checkfu_core::id::EnvironmentId::stored(ap.environment_id.clone());
+            self.store.record_events(&[checkfu_bus::resource_record("action_approval.resolved", &env, &ap.id)]).await?;
+            self.woke();
+        }
+        Ok(n)
     }
 
     /// A `step_wait`'s timer came due (`{firing}/{step}`): the step

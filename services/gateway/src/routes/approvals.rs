@@ -114,8 +114,11 @@ pub async fn respond(
     once(&st.idem, &caller.principal_id, &headers, &path, &body, || async {
         let decided = st.gov.clone().respond_to_approval(req).await?.into_inner();
         // The Session records the outcome now; if this fails, the sessions
-        // role's sweeper records it shortly.
-        if let Err(status) = st.sessions.clone().resolve_approval(ss::GetByIdRequest { id: decided.id.clone() }).await {
+        // role's sweeper records it shortly. (An Automation's approval step
+        // has no Session: the scheduler records it.)
+        if decided.automation_firing_id.is_empty()
+            && let Err(status) = st.sessions.clone().resolve_approval(ss::GetByIdRequest { id: decided.id.clone() }).await
+        {
             tracing::warn!(%status, approval_id = %decided.id, "the session will record this approval on its next sweep");
         }
         let v = serde_json::to_value(views::action_approval(&decided, false)).map_err(|e| Error::internal(e.to_string()))?;

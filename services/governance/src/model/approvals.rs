@@ -75,6 +75,29 @@ pub struct ActionApproval {
     pub created_ms: i64,
     /// What a denial given inside the Session tells the agent (at most 4 KiB).
     pub deny_message: String,
+    /// An Automation's approval step: the firing and step it holds up
+    /// (empty for a Session's tool call).
+    pub automation_firing_id: String,
+    pub step_id: String,
+}
+
+impl ActionApproval {
+    /// Whether an Automation's approval step asked for it.
+    pub fn for_step(&self) -> bool {
+        !self.automation_firing_id.is_empty()
+    }
+}
+
+/// What an Automation's approval step asks for.
+#[derive(Debug, Clone)]
+pub struct StepAsk {
+    pub environment_id: String,
+    pub automation_firing_id: String,
+    pub step_id: String,
+    /// The Automation's service Principal.
+    pub principal_id: String,
+    pub title: String,
+    pub ttl_seconds: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,7 +27,8 @@ pub trait ApprovalStore: Send + Sync + 'static {
     async fn decide_approval(&self, a: &ActionApproval) -> Result<bool>;
     async fn overdue_approvals(&self, now_ms: i64, limit: i64) -> Result<Vec<ActionApproval>>;
     /// Decided or expired, not yet recorded by the Session; oldest first.
-    async fn unsettled_approvals(&self, limit: i64) -> Result<Vec<ActionApproval>>;
+    /// An Automation's approval steps' (`steps`), or Sessions'.
+    async fn unsettled_approvals(&self, steps: bool, limit: i64) -> Result<Vec<ActionApproval>>;
     async fn mark_settled(&self, id: &str) -> Result<bool>;
 
     async fn insert_standing(&self, s: &StandingApproval) -> Result<()>;
@@ -67,6 +68,8 @@ fn approval(r: &AnyRow) -> Result<ActionApproval> {
         settled: r.try_get::<i64, _>("settled").map_err(db_err)? != 0,
         created_ms: r.try_get("created_ms").map_err(db_err)?,
         deny_message: s("deny_message")?,
+        automation_firing_id: s("automation_firing_id")?,
+        step_id: s("step_id")?,
     })
 }
 
@@ -105,8 +108,9 @@ impl ApprovalStore for SqlGovernanceStore {
     async fn insert_approval(&self, a: &ActionApproval) -> Result<bool> {
         let r = sqlx::query(
             "INSERT INTO action_approvals (id, environment_id, status, session_id, run_id, tool_use_id, frozen_json, response_token, \
-             expires_ms, responder_principal_id, responded_ms, decision, standing_approval_id, settled, created_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+             expires_ms, responder_principal_id, responded_ms, decision, standing_approval_id, settled, created_ms, \
+             automation_firing_id, step_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
         )
         .bind(&a.id)
         .bind(&a.environment_id)
@@ -123,6 +127,8 @@ impl ApprovalStore for SqlGovernanceStore {
         .bind(&a.standing_approval_id)
         .bind(flag(a.settled))
         .bind(a.created_ms)
+        .bind(&a.automation_firing_id)
+        .bind(&a.step_id)
         .execute(&self.db.pool)
         .await;
         match r {
@@ -177,8 +183,12 @@ impl ApprovalStore for SqlGovernanceStore {
         self.approvals_where(sql, &[], &[now_ms, limit]).await
     }
 
-    async fn unsettled_approvals(&self, limit: i64) -> Result<Vec<ActionApproval>> {
-        let sql = "SELECT * FROM action_approvals WHERE settled = 0 AND status <> 'pending' ORDER BY id LIMIT $1";
+    async fn unsettled_approvals(&self, steps: bool, limit: i64) -> Result<Vec<ActionApproval>> {
+        let sql = if steps {
+            "SELECT * FROM action_approvals WHERE settled = 0 AND status <> 'pending' AND automation_firing_id <> '' ORDER BY id LIMIT $1"
+        } else {
+            "SELECT * FROM action_approvals WHERE settled = 0 AND status <> 'pending' AND automation_firing_id = '' ORDER BY id LIMIT $1"
+        };
         self.approvals_where(sql, &[], &[limit]).await
     }
 

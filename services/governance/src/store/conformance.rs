@@ -256,6 +256,8 @@ fn pending(id: &str, tool_use_id: &str, expires_ms: i64) -> crate::model::Action
         settled: false,
         created_ms: 1,
         deny_message: String::new(),
+        automation_firing_id: String::new(),
+        step_id: String::new(),
     }
 }
 
@@ -271,7 +273,7 @@ async fn approvals_decide_once(s: &dyn GovernanceStore) {
     assert_eq!(s.list_approvals(&["env_a".into()], "", "sess_b", &page).await.expect("list").len(), 0);
     let overdue = s.overdue_approvals(500, 10).await.expect("overdue");
     assert_eq!(overdue.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(), vec!["aapr_1"]);
-    assert!(s.unsettled_approvals(10).await.expect("unsettled").is_empty(), "pending ones are not settled yet");
+    assert!(s.unsettled_approvals(false, 10).await.expect("unsettled").is_empty(), "pending ones are not settled yet");
     assert!(!s.mark_settled("aapr_1").await.expect("mark"), "a pending approval cannot be settled");
     let approved = crate::model::ActionApproval {
         status: ApprovalStatus::Approved,
@@ -295,10 +297,11 @@ async fn approvals_decide_once(s: &dyn GovernanceStore) {
     };
     assert!(s.decide_approval(&with_message).await.expect("decide"));
     assert_eq!(s.get_approval("aapr_3").await.expect("get").expect("kept").deny_message, "not that file");
-    assert_eq!(s.unsettled_approvals(10).await.expect("unsettled").len(), 2);
+    assert_eq!(s.unsettled_approvals(false, 10).await.expect("unsettled").len(), 2);
     assert!(s.mark_settled("aapr_1").await.expect("mark"));
     assert!(s.mark_settled("aapr_3").await.expect("mark"));
-    assert!(s.unsettled_approvals(10).await.expect("unsettled").is_empty());
+    assert!(s.unsettled_approvals(false, 10).await.expect("unsettled").is_empty());
+    assert!(s.unsettled_approvals(true, 10).await.expect("steps").is_empty(), "a Session's approvals are not a step's");
 }
 
 async fn standing_exact_tuple(s: &dyn GovernanceStore) {

@@ -41,6 +41,9 @@ pub trait SchedulerStore: Send + Sync + 'static {
     /// same transaction; false when it moved.
     /// `waits` are `(timer id, due ms)` of `step_wait` timers to arm.
     async fn update_program(&self, f: &Firing, expected_version: i64, children: &[ChildRequest], waits: &[(String, i64)]) -> Result<bool>;
+    /// Stages events in the outbox on their own (for changes that live
+    /// elsewhere, such as an approval step's ActionApproval).
+    async fn record_events(&self, events: &[Record]) -> Result<()>;
     /// Running steps firings (of one Automation, or all).
     async fn running_programs(&self, automation_id: Option<&AutomationId>) -> Result<Vec<FiringId>>;
     /// Marks a pending child as existing.
@@ -379,6 +382,12 @@ impl SchedulerStore for SqlSchedulerStore {
         }
         tx.commit().await.map_err(db_err)?;
         Ok(true)
+    }
+
+    async fn record_events(&self, events: &[Record]) -> Result<()> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        stage(&mut tx, events).await?;
+        tx.commit().await.map_err(db_err)
     }
 
     async fn running_programs(&self, automation_id: Option<&AutomationId>) -> Result<Vec<FiringId>> {
