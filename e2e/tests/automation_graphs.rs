@@ -107,6 +107,14 @@ async fn acceptance_13_a_graph_applies_to_an_automation_it_manages() {
     assert_eq!(p["blockers"][0]["code"], "name_taken", "{p}");
     let r = a.post(&format!("/v1/automation-graphs/{}/apply", id(&other.1)), json!({"revision": 1, "plan_sha256": p["plan_sha256"]})).await;
     assert_eq!((r.0.as_u16(), r.1["error"]["details"]["reason"].clone()), (409, json!("plan_blocked")));
+    // A pinned deployment moving on drifts the applied graph.
+    f.publish_revision_2().await;
+    let graph = a.get(&format!("/v1/automation-graphs/{g}")).await.1;
+    assert_eq!(graph["drift"]["state"], "drifted", "{graph}");
+    assert_eq!(
+        (graph["drift"]["reasons"][0]["code"].clone(), graph["drift"]["reasons"][0]["node"].clone()),
+        (json!("pin_changed"), json!("s1"))
+    );
     // Deleting the graph deletes its Automation.
     expect(&a.delete(&format!("/v1/automation-graphs/{g}")).await, 200, None);
     expect(&a.get(&format!("/v1/automations/{auto}")).await, 404, None);

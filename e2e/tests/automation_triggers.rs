@@ -392,3 +392,55 @@ async fn the_command_line_creates_scheduled_and_webhook_automations() {
     assert!(v.get("ingest_secret").is_none());
     f.p.stop().await;
 }
+
+/// What a scheduler that was down finds (§12.3): a recurring occurrence
+/// long past is skipped and the next one armed; a one-time occurrence
+/// whose `at` passed fires once, with its original `scheduled_for`. The
+/// platform is stopped and its timers set as downtime leaves them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scheduler_that_was_down_skips_missed_recurring_occurrences_and_catches_up_one_time_ones() {
+    use checkfu_store::sqlx;
+    let f = fixture().await;
+    let daily = json!([{"kind": "schedule", "cron": "0 0 * * *", "timezone": "UTC"}]);
+    let s1 = id(&create_with(&f, "daily", daily, a0(&f.d.deployment_id), None).await.1);
+    let o1 = id(&create_with(&f, "once", once(&rfc3339(now_ms() + 3_600_000)), a0(&f.d.deployment_id), None).await.1);
+    let Fixture { p, dir, svc, d, .. } = f;
+    p.stop().await;
+
+    let missed = (now_ms() / 1000 - 120) * 1000;
+    let db = checkfu_store::Db::open(&checkfu_store::Location::SqliteDir(dir.path().into()), "scheduler", &checkfu_scheduler::MIGRATIONS)
+        .await
+        .unwrap();
+    for (auto, at) in [(&s1, missed), (&o1, missed)] {
+        sqlx::query("UPDATE timers SET scheduled_for_ms = $1, due_ms = $1 WHERE id = $2")
+            .bind(at)
+            .bind(auto.as_str())
+            .execute(&db.pool)
+            .await
+            .unwrap();
+    }
+    let triggers = json!([{"kind": "schedule_once", "at": rfc3339(missed)}]).to_string();
+    sqlx::query("UPDATE automations SET triggers_json = $1 WHERE id = $2")
+        .bind(triggers)
+        .bind(o1.as_str())
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    drop(db);
+
+    let p = Platform::start_timed(dir.path(), Tuning { allow_private_targets: true, ..Default::default() }).await;
+    let a = &p.admin;
+    let fired = wait_firings(a, &o1, 1, Duration::from_secs(6)).await;
+    assert_eq!(fired.len(), 1, "the one-time occurrence fires once on return");
+    assert_eq!(fired[0]["scheduled_for"], rfc3339(missed));
+    assert_eq!(fired[0]["child_session_ids"][0].as_str().map(|_| ()), Some(()), "as {svc} on {}", d.deployment_id);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(firings(a, &s1).await.is_empty(), "the missed recurring occurrence is skipped");
+    let next = a.get(&format!("/v1/automations/{s1}")).await.1["triggers"][0]["next_at"]
+        .as_str()
+        .map(|t| checkfu_core::time::parse_rfc3339(t, 3).unwrap());
+    assert!(next.is_some_and(|n| n > now_ms() && n % 86_400_000 == 0), "the next midnight is armed: {next:?}");
+    assert_eq!(a.get(&format!("/v1/automations/{o1}")).await.1["triggers"][0]["next_at"], Value::Null);
+    assert_eq!(firings(a, &o1).await.len(), 1);
+    p.stop().await;
+}

@@ -78,7 +78,34 @@ pub enum AutomationAction {
     Trace { firing_id: String },
 }
 
-/// The trace as a tree for a terminal.
+/// One receipt, in short: a child Session, an approval or a wait.
+fn receipt(t: &Value, step: &str) -> Vec<String> {
+    let of = |kind: &str| {
+        t["receipts"][kind].as_array().into_iter().flatten().filter(move |r| r["step_id"].as_str().unwrap_or_default() == step)
+    };
+    let mut out = vec![];
+    for s in of("sessions") {
+        let stop = s["stop_reason"]["type"].as_str().map(|r| format!(" ({r})")).unwrap_or_default();
+        out.push(format!("session {}  {}{stop}", s["session_id"].as_str().unwrap_or_default(), s["status"].as_str().unwrap_or_default()));
+    }
+    for a in of("approvals") {
+        out.push(format!(
+            "approval {}  {}",
+            a["action_approval_id"].as_str().unwrap_or_default(),
+            a["status"].as_str().unwrap_or_default()
+        ));
+    }
+    for w in of("waits") {
+        let state = if w["elapsed"] == true { "elapsed" } else { "waiting" };
+        out.push(format!("wait until {}  {state}", w["until"].as_str().unwrap_or_default()));
+    }
+    out
+}
+
+/// The trace as a tree for a terminal: the firing; then each step with its
+/// outcome and, under it, what it left (its child Session, approval or
+/// wait) — or, for an Agent target, its child Session; then any missing
+/// evidence.
 fn trace_tree(t: &Value) -> String {
     let f = &t["firing"];
     let error = f["error"]["reason"].as_str().map(|r| format!(" ({r})")).unwrap_or_default();
@@ -90,32 +117,36 @@ fn trace_tree(t: &Value) -> String {
         error,
         f["created_at"].as_str().unwrap_or_default()
     );
-    let mut rows: Vec<String> = t["steps"]["outcomes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|o| {
-            let detail = o["reason"].as_str().or(o["branch"].as_str()).map(|d| format!(" ({d})")).unwrap_or_default();
-            format!("step {}  {}{}", o["step_id"].as_str().unwrap_or_default(), o["kind"].as_str().unwrap_or_default(), detail)
-        })
-        .collect();
-    for s in t["receipts"]["sessions"].as_array().into_iter().flatten() {
-        let stop = s["stop_reason"]["type"].as_str().map(|r| format!(" ({r})")).unwrap_or_default();
-        rows.push(format!(
-            "session {}  {}{}",
-            s["session_id"].as_str().unwrap_or_default(),
-            s["status"].as_str().unwrap_or_default(),
-            stop
-        ));
+    // (line, lines under it)
+    let mut rows: Vec<(String, Vec<String>)> = vec![];
+    match f["program"]["steps"].as_array() {
+        Some(steps) => {
+            for s in steps {
+                let id = s["id"].as_str().unwrap_or_default();
+                let o = &s["outcome"];
+                let detail = o["reason"].as_str().or(o["branch"].as_str()).map(|d| format!(" ({d})")).unwrap_or_default();
+                let kind = o["kind"].as_str().unwrap_or("not reached");
+                rows.push((format!("{id}  {}  {kind}{detail}", s["kind"].as_str().unwrap_or_default()), receipt(t, id)));
+            }
+        }
+        None => rows.extend(receipt(t, "").into_iter().map(|r| (r, vec![]))),
     }
     for m in t["evidence"]["missing"].as_array().into_iter().flatten() {
-        rows.push(format!("missing {} {}", m["kind"].as_str().unwrap_or_default(), m["id"].as_str().unwrap_or_default()));
+        rows.push((format!("missing {} {}", m["kind"].as_str().unwrap_or_default(), m["id"].as_str().unwrap_or_default()), vec![]));
     }
     let n = rows.len();
-    for (i, r) in rows.into_iter().enumerate() {
-        out.push_str(if i + 1 == n { "└─ " } else { "├─ " });
-        out.push_str(&r);
+    for (i, (line, under)) in rows.into_iter().enumerate() {
+        let last = i + 1 == n;
+        out.push_str(if last { "└─ " } else { "├─ " });
+        out.push_str(&line);
         out.push('\n');
+        let m = under.len();
+        for (j, u) in under.into_iter().enumerate() {
+            out.push_str(if last { "   " } else { "│  " });
+            out.push_str(if j + 1 == m { "└─ " } else { "├─ " });
+            out.push_str(&u);
+            out.push('\n');
+        }
     }
     out
 }
@@ -275,5 +306,36 @@ pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut im
             }
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trace_tree;
+    use serde_json::json;
+
+    #[test]
+    fn a_program_trace_draws_each_step_with_what_it_left() {
+        let t = json!({
+            "firing": {"id": "afire_1", "source": "webhook", "state": "succeeded", "created_at": "2026-12-02T08:00:00.000Z",
+                "program": {"steps": [
+                    {"id": "ok", "kind": "step_approval", "outcome": {"kind": "completed"}},
+                    {"id": "a", "kind": "step_agent", "outcome": {"kind": "completed"}},
+                    {"id": "d", "kind": "decision", "outcome": {"kind": "completed", "branch": "otherwise"}},
+                    {"id": "b", "kind": "step_agent", "outcome": {"kind": "skipped"}}]}},
+            "receipts": {"sessions": [{"step_id": "a", "session_id": "sess_1", "status": "idle", "stop_reason": {"type": "end_turn"}}],
+                "approvals": [{"step_id": "ok", "action_approval_id": "apr_1", "status": "approved"}], "waits": []},
+            "evidence": {"complete": true, "missing": []}
+        });
+        assert_eq!(
+            trace_tree(&t),
+            "afire_1  webhook  succeeded  2026-12-02T08:00:00.000Z\n\
+             ├─ ok  step_approval  completed\n\
+             │  └─ approval apr_1  approved\n\
+             ├─ a  step_agent  completed\n\
+             │  └─ session sess_1  idle (end_turn)\n\
+             ├─ d  decision  completed (otherwise)\n\
+             └─ b  step_agent  skipped\n"
+        );
     }
 }
