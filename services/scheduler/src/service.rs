@@ -90,6 +90,16 @@ pub(crate) fn arm_for(a: &Automation, now: i64) -> Arm {
     }
 }
 
+/// The pending occurrence (`next_at`) after `arm` is applied to a timer at
+/// `current`: what the store now holds, without reading it back.
+fn next_after(current: Option<i64>, arm: Arm) -> Option<i64> {
+    match arm {
+        Arm::Keep | Arm::Sleep | Arm::Wake => current,
+        Arm::Set { at, .. } => Some(at),
+        Arm::Clear => None,
+    }
+}
+
 /// A one-time trigger's `at` must be in the future when it is set.
 pub(crate) fn check_future(triggers: &[Trigger], now: i64) -> Result<()> {
     for (i, t) in triggers.iter().enumerate() {
@@ -235,14 +245,20 @@ impl SchedulerService {
     }
 
     pub(crate) async fn audit(&self, actor: &str, action: &str, a: &Automation, details: Value) {
+        self.audit_resource(actor, action, "automation", a.id.as_str(), details).await
+    }
+
+    /// Records a change in governance's audit trail; a failure is logged,
+    /// never the caller's error (the change itself is already written).
+    pub(crate) async fn audit_resource(&self, actor: &str, action: &str, kind: &str, id: &str, details: Value) {
         let req = gov::RecordAuditRequest {
             actor_id: actor.into(),
             action: action.into(),
-            resource: Some(gov::ResourceRef { kind: "automation".into(), id: a.id.to_string() }),
+            resource: Some(gov::ResourceRef { kind: kind.into(), id: id.into() }),
             details_json: details.to_string(),
         };
         if let Err(s) = self.governance.clone().record_audit(req).await {
-            tracing::warn!(%s, automation_id = %a.id, action, "could not audit an Automation change");
+            tracing::warn!(%s, kind, id, action, "could not audit a change");
         }
     }
 
@@ -348,8 +364,8 @@ impl SchedulerService {
         self.store.insert_automation(&a, &events, arm).await?;
         self.woke();
         self.audit(&new.actor_id, "automation.created", &a, json!({"name": a.name, "status": a.status.as_str()})).await;
-        let automation = self.automation(a.id.as_str()).await?;
-        Ok(Written { automation, readiness: Some(readiness), generated_secret })
+        a.next_ms = next_after(None, arm);
+        Ok(Written { automation: a, readiness: Some(readiness), generated_secret })
     }
 
     /// The live Automation, at `expected_version` when one is given.
@@ -373,7 +389,8 @@ impl SchedulerService {
             return Ok(None);
         }
         self.woke();
-        Ok(Some(self.store.get_automation(&next.id).await?.unwrap_or(next)))
+        next.next_ms = next_after(current.next_ms, arm);
+        Ok(Some(next))
     }
 
     pub async fn update(&self, id: &str, ch: AutomationChange) -> Result<Written> {

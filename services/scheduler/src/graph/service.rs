@@ -613,15 +613,7 @@ impl SchedulerService {
     }
 
     async fn audit_graph(&self, actor: &str, action: &str, g: &Graph, details: Value) {
-        let req = checkfu_proto::governance::v1::RecordAuditRequest {
-            actor_id: actor.into(),
-            action: action.into(),
-            resource: Some(checkfu_proto::governance::v1::ResourceRef { kind: "automation_graph".into(), id: g.id.to_string() }),
-            details_json: details.to_string(),
-        };
-        if let Err(s) = self.governance.clone().record_audit(req).await {
-            tracing::warn!(%s, graph_id = %g.id, action, "could not audit a graph change");
-        }
+        self.audit_resource(actor, action, "automation_graph", g.id.as_str(), details).await
     }
 }
 
