@@ -67,13 +67,13 @@ fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
 /// Who calls whom on the mesh: the chart's NetworkPolicies must admit
 /// exactly these, as `checkfu_proto::mesh::allowed` does.
 const MESH_CALLERS: [(&str, &[&str]); 7] = [
-    ("governance", &["gateway", "sessions", "runner", "capability-gateway", "scheduler"]),
-    ("sessions", &["gateway", "capability-gateway", "runner", "scheduler"]),
+    ("governance", &["gateway", "sessions", "runner", "capability-gateway", "scheduler", "memory"]),
+    ("sessions", &["gateway", "capability-gateway", "runner", "scheduler", "memory"]),
     ("model-gateway", &["gateway", "runner"]),
     ("capability-gateway", &["gateway", "runner", "sessions"]),
     ("webhooks", &["gateway"]),
     ("scheduler", &["gateway"]),
-    ("memory", &["gateway"]),
+    ("memory", &["gateway", "sessions"]),
 ];
 
 /// The roles the chart deploys: the role table's, every one.
@@ -217,10 +217,11 @@ fn the_chart_renders_valid_manifests_for_every_role() {
             .filter_map(|e| e["name"].as_str())
             .filter(|n| n.contains("BLOB") || n.starts_with("AWS_"))
             .collect();
-        if role == "sessions" {
+        // Sessions keeps files and snapshots there, memory large documents.
+        if role == "sessions" || role == "memory" {
             assert_eq!(blobs, ["CHECKFU_BLOB_STORE", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]);
         } else {
-            assert!(blobs.is_empty(), "blob store credentials reach only the sessions role ({role}): {blobs:?}");
+            assert!(blobs.is_empty(), "blob store credentials reach only the sessions and memory roles ({role}): {blobs:?}");
         }
         let cg = env.as_array().unwrap().iter().any(|e| e["name"] == "CHECKFU_SANDBOX_CGROUP");
         assert_eq!(cg, role == "runner", "{role}");
@@ -471,6 +472,7 @@ fn the_charts_mesh_callers_are_the_servers_authorization_table() {
             &[
                 "/checkfu.sessions.v1.SessionsService/CreateSession",
                 "/checkfu.sessions.v1.SessionsService/GetSessionSandbox",
+                "/checkfu.sessions.v1.SessionsService/GetSession",
                 "/checkfu.sessions.v1.FilesService/CreateFile",
                 "/checkfu.runner.v1.RunnerService/Claim",
             ],
@@ -489,7 +491,7 @@ fn the_charts_mesh_callers_are_the_servers_authorization_table() {
         ),
         ("webhooks", &["/checkfu.webhooks.v1.WebhooksService/CreateEndpoint"]),
         ("scheduler", &["/checkfu.scheduler.v1.SchedulerService/CreateAutomation"]),
-        ("memory", &["/checkfu.memory.v1.MemoryService/GetServiceInfo"]),
+        ("memory", &["/checkfu.memory.v1.MemoryService/GetServiceInfo", "/checkfu.memory.v1.MemoryService/Mount"]),
     ];
     for (role, paths) in methods {
         let mut callers: Vec<&str> = paths.iter().flat_map(|p| allowed(p).iter().map(|r| r.name())).collect();

@@ -79,7 +79,7 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
     let (_control, control) = serve(
         dir.path(),
         "control",
-        "governance,model-gateway,webhooks,memory",
+        "governance,model-gateway,webhooks",
         &format!("storage = \"{db}\"\nbootstrap_key_file = \"{}\"\n", key_file.display()),
         &base_env,
     );
@@ -93,7 +93,7 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
         replicas.push(serve(
             dir.path(),
             &format!("sessions-{i}"),
-            "sessions,runner,capability-gateway,scheduler",
+            "sessions,runner,capability-gateway,scheduler,memory",
             &format!("storage = \"{db}\"\n[endpoints]\nmodel-gateway = \"{c}\"\ngovernance = \"{c}\"\n", c = control.mesh()),
             &env,
         ));
@@ -101,7 +101,7 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
     let mut gateways = vec![];
     for (i, (_, sessions)) in replicas.iter().enumerate() {
         let cfg = format!(
-            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{c}\"\nmodel-gateway = \"{c}\"\nsessions = \"{s}\"\ncapability-gateway = \"{s}\"\nscheduler = \"{s}\"\nwebhooks = \"{c}\"\n",
+            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{c}\"\nmodel-gateway = \"{c}\"\nsessions = \"{s}\"\ncapability-gateway = \"{s}\"\nscheduler = \"{s}\"\nmemory = \"{s}\"\nwebhooks = \"{c}\"\n",
             s = sessions.mesh(),
             c = control.mesh()
         );

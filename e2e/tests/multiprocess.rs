@@ -19,14 +19,14 @@ async fn separate_serve_processes_on_postgres_pass_the_journey() {
     let (_control, control) = serve(
         dir.path(),
         "control",
-        "governance,model-gateway,webhooks,memory",
+        "governance,model-gateway,webhooks",
         &format!("storage = \"{db}\"\nbootstrap_key_file = \"{}\"\n", key_file.display()),
         &[],
     );
     let (_sessions, sessions) = serve(
         dir.path(),
         "sessions",
-        "sessions,runner,capability-gateway,scheduler",
+        "sessions,runner,capability-gateway,scheduler,memory",
         &format!("storage = \"{db}\"\n[endpoints]\nmodel-gateway = \"{}\"\ngovernance = \"{}\"\n", control.mesh(), control.mesh()),
         &[],
     );
@@ -35,7 +35,7 @@ async fn separate_serve_processes_on_postgres_pass_the_journey() {
         "gateway",
         "gateway",
         &format!(
-            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{c}\"\nmodel-gateway = \"{c}\"\nsessions = \"{s}\"\ncapability-gateway = \"{s}\"\nscheduler = \"{s}\"\nwebhooks = \"{c}\"\n",
+            "storage = \"{db}\"\n[endpoints]\ngovernance = \"{c}\"\nmodel-gateway = \"{c}\"\nsessions = \"{s}\"\ncapability-gateway = \"{s}\"\nscheduler = \"{s}\"\nmemory = \"{s}\"\nwebhooks = \"{c}\"\n",
             s = sessions.mesh(),
             c = control.mesh()
         ),

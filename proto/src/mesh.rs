@@ -53,7 +53,7 @@ pub fn caller<T>(req: &tonic::Request<T>) -> Option<Caller> {
     req.extensions().get::<Caller>().copied()
 }
 
-use Role::{CapabilityGateway, Gateway, Runner, Scheduler, Sessions};
+use Role::{CapabilityGateway, Gateway, Memory, Runner, Scheduler, Sessions};
 
 /// The roles allowed to call the gRPC method at `path`
 /// (`/checkfu.sessions.v1.SessionsService/CreateSession`). Anything not
@@ -71,10 +71,13 @@ pub fn allowed(path: &str) -> &'static [Role] {
         // Session, never for a person they did not authenticate.
         ("checkfu.governance.v1.GovernanceService", m) => match m {
             "Bootstrap" => &[],
-            "Check" | "EvaluateAction" => &[Gateway, Sessions, Runner, Scheduler],
+            // The memory role checks access to its stores itself.
+            "Check" => &[Gateway, Sessions, Runner, Scheduler, Memory],
+            "EvaluateAction" => &[Gateway, Sessions, Runner, Scheduler],
             // An Automation's readiness reads its Environment and service
-            // Principal.
-            "GetEnvironment" | "GetPrincipal" => &[Gateway, Scheduler],
+            // Principal; a store's owner and a proposal's decider are
+            // checked against them.
+            "GetEnvironment" | "GetPrincipal" => &[Gateway, Scheduler, Memory],
             // The gateway forwards a self-hosted Runner's request from the
             // public edge, with the Run's capability token (governance
             // requires it then).
@@ -86,7 +89,7 @@ pub fn allowed(path: &str) -> &'static [Role] {
             // An Automation's approval steps.
             "RequestStepApproval" | "ListUnsettledStepApprovals" => &[Scheduler],
             // Services that change governed resources record it here.
-            "RecordAudit" => &[CapabilityGateway, Scheduler],
+            "RecordAudit" => &[CapabilityGateway, Scheduler, Memory],
             _ => &[Gateway],
         },
         ("checkfu.sessions.v1.SessionsService", m) => match m {
@@ -97,7 +100,10 @@ pub fn allowed(path: &str) -> &'static [Role] {
             "VerifyCapability" => &[Gateway],
             // An Automation's firing starts its child Session as the
             // Automation's service Principal, and settles from it.
-            "CreateSession" | "GetSession" | "GetDeployment" | "GetAgent" | "ListEvents" => &[Gateway, Scheduler],
+            "CreateSession" | "GetDeployment" | "ListEvents" => &[Gateway, Scheduler],
+            // A store's owner is checked against its Agent or Session, and
+            // a store is deleted only when no live Session mounts it.
+            "GetSession" | "GetAgent" => &[Gateway, Scheduler, Memory],
             _ => &[Gateway],
         },
         // The execution plane's protocol. On the mesh the managed runner
@@ -121,6 +127,9 @@ pub fn allowed(path: &str) -> &'static [Role] {
         ("checkfu.sessions.v1.FilesService", _) | ("checkfu.sessions.v1.SkillsService", _) => &[Gateway],
         ("checkfu.webhooks.v1.WebhooksService", _) => &[Gateway],
         ("checkfu.scheduler.v1.SchedulerService", _) => &[Gateway],
+        // A Session's mounts are pinned, materialised and written back by
+        // sessions for the Session's Principal.
+        ("checkfu.memory.v1.MemoryService", "Mount" | "Materialize" | "Writeback" | "GetContent") => &[Sessions],
         ("checkfu.memory.v1.MemoryService", _) => &[Gateway],
         _ => &[],
     }

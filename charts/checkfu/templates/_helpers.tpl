@@ -48,13 +48,13 @@ refuses any other caller); the NetworkPolicies enforce the same at the
 network. The gateway and the runner call others but are called by none.
 */}}
 {{- define "checkfu.meshCallers" -}}
-governance: [gateway, sessions, runner, capability-gateway, scheduler]
-sessions: [gateway, capability-gateway, runner, scheduler]
+governance: [gateway, sessions, runner, capability-gateway, scheduler, memory]
+sessions: [gateway, capability-gateway, runner, scheduler, memory]
 model-gateway: [gateway, runner]
 capability-gateway: [gateway, runner, sessions]
 webhooks: [gateway]
 scheduler: [gateway]
-memory: [gateway]
+memory: [gateway, sessions]
 {{- end -}}
 
 {{- define "checkfu.meshPort" -}}7421{{- end -}}

@@ -267,6 +267,12 @@ typed_ids! {
     GraphId = "agph";
     /// One apply of an AutomationGraph (its journal entry).
     ApplicationId = "agap";
+    /// A MemoryStore: a versioned tree of text documents.
+    MemoryStoreId = "mstr";
+    /// A MemoryProposal: changes to a store awaiting review.
+    ProposalId = "mprop";
+    /// A Dream: a curation pass over a store and Sessions.
+    DreamId = "drm";
 }
 
 #[cfg(test)]

@@ -129,6 +129,12 @@ impl ReachService {
                         true,
                     ),
                     "http_connections" => (true, json!({}), false),
+                    // Served by the memory service (`model.rs` there).
+                    "memory" => (
+                        false,
+                        json!({"max_path_bytes": 1024, "max_document_bytes": 256 * 1024, "max_proposal_changes": 1000}),
+                        true,
+                    ),
                     _ => return None,
                 };
                 let reason = if self.disabled.contains(name) {

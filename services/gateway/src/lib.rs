@@ -29,6 +29,7 @@ use checkfu_proto::capability::v1::connections_service_client::ConnectionsServic
 use checkfu_proto::capability::v1::tool_sources_service_client::ToolSourcesServiceClient;
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
+use checkfu_proto::memory::v1::memory_service_client::MemoryServiceClient;
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
 use checkfu_proto::scheduler::v1::scheduler_service_client::SchedulerServiceClient;
 use checkfu_proto::sessions::v1::files_service_client::FilesServiceClient;
@@ -60,6 +61,7 @@ pub struct AppState {
     pub skills: SkillsServiceClient<Transport>,
     /// Automations and their firings.
     pub scheduler: SchedulerServiceClient<Transport>,
+    pub memory: MemoryServiceClient<Transport>,
     /// Per-principal request limits, shared by every gateway replica.
     pub limits: RateLimits,
     /// One shared live feed per followed Session (see `live.rs`).
@@ -130,6 +132,7 @@ pub struct Upstreams {
     pub webhooks: Transport,
     pub capability_gateway: Transport,
     pub scheduler: Transport,
+    pub memory: Transport,
 }
 
 impl AppState {
@@ -159,6 +162,7 @@ impl AppState {
             files: FilesServiceClient::new(up.sessions.clone()).max_decoding_message_size(MAX),
             skills: SkillsServiceClient::new(up.sessions).max_decoding_message_size(MAX).max_encoding_message_size(MAX),
             scheduler: SchedulerServiceClient::new(up.scheduler).max_decoding_message_size(MAX),
+            memory: MemoryServiceClient::new(up.memory).max_decoding_message_size(MAX),
             models: ModelGatewayServiceClient::new(up.model_gateway).max_decoding_message_size(MAX),
             webhooks: WebhooksServiceClient::new(up.webhooks).max_decoding_message_size(MAX),
             connections: ConnectionsServiceClient::new(up.capability_gateway.clone()).max_decoding_message_size(MAX),
@@ -235,6 +239,7 @@ async fn method_not_allowed(req: Request, next: Next) -> Response {
         (name = "reach", description = "Connections, credentials, ConnectionVaults, ToolSources, capability status"),
         (name = "files", description = "Uploaded Files: given to Sessions as resources and message blocks"),
         (name = "skills", description = "Skills: versioned bundles mounted read-only into Sessions"),
+        (name = "memory", description = "MemoryStores: versioned document trees with compare-and-set writes, reviewed proposals, and mounts into Sessions"),
         (name = "automations", description = "Automations: work started without a person at a keyboard, run as a service Principal"),
     )
 )]
@@ -258,7 +263,8 @@ impl utoipa::Modify for BearerAuth {
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     use routes::{
         approvals as a, automations as au, budgets as b, catalog as c, connections as cn, files as f, governance as g, graphs as gr,
-        identity as i, runners as r, sessions as s, skills as sk, tool_sources as ts, uploads as up, vaults as v, webhooks as w,
+        identity as i, memory as m, runners as r, sessions as s, skills as sk, tool_sources as ts, uploads as up, vaults as v,
+        webhooks as w,
     };
     // Uploads and skill bundles take bodies past the API's 1 MiB default.
     let files = OpenApiRouter::new().routes(routes!(up::upload_file, up::list_files)).layer(DefaultBodyLimit::max(up::MAX_FORM_BYTES + 1));
@@ -365,6 +371,17 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(gr::plan_graph))
         .routes(routes!(gr::apply_graph))
         .routes(routes!(gr::list_applications))
+        .routes(routes!(m::create_store, m::list_stores))
+        .routes(routes!(m::get_store, m::update_store, m::delete_store))
+        .routes(routes!(m::archive_store))
+        .routes(routes!(m::read_document, m::write_document, m::delete_document))
+        .routes(routes!(m::list_documents))
+        .routes(routes!(m::list_versions))
+        .routes(routes!(m::get_version))
+        .routes(routes!(m::create_proposal, m::list_proposals))
+        .routes(routes!(m::get_proposal))
+        .routes(routes!(m::approve_proposal))
+        .routes(routes!(m::reject_proposal))
         .routes(routes!(gr::test_node))
         .with_state(state)
         .split_for_parts()

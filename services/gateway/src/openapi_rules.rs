@@ -52,7 +52,21 @@ const COLLECTIONS: &[(&str, &str)] = &[
     ("automations", "auto"),
     ("automation-firings", "afire"),
     ("automation-graphs", "agph"),
+    ("memory-stores", "mstr"),
+    ("memory-proposals", "mprop"),
 ];
+
+/// A memory document's path (`checkfu_memory::model::check_path`).
+fn memory_path() -> Value {
+    // Stricter than the server (a segment may not start with `.` here), so
+    // that `.` and `..` need no lookahead.
+    json!({"type": "string", "maxLength": 1024, "pattern": "^(/[A-Za-z0-9_-][A-Za-z0-9._-]*)+$"})
+}
+
+/// A lowercase hex SHA-256.
+fn sha256() -> Value {
+    json!({"type": "string", "pattern": "^[0-9a-f]{64}$"})
+}
 
 /// A graph document's outline (what saving checks; planning checks the rest).
 fn graph_document() -> Value {
@@ -85,7 +99,7 @@ fn page_token() -> Value {
     json!({"type": "string", "pattern": "^p1([0-9a-f]{2}){1,64}$"})
 }
 
-const PERMISSIONS: &[&str] = &["admin", "manage", "invoke", "act_as", "use_connection", "use_agent", "approve", "read"];
+const PERMISSIONS: &[&str] = &["admin", "manage", "invoke", "act_as", "use_connection", "use_agent", "approve", "read", "write"];
 
 /// Globs over [`SUBSCRIBABLE`] the document offers (others are accepted too).
 const SUBSCRIBABLE_GLOBS: &[&str] = &["*", "session.*", "session.status_*", "run.*", "action_approval.*", "agent.*"];
@@ -274,6 +288,14 @@ fn query_rule(path: &str, name: &str) -> Option<Value> {
         "source" if path.starts_with("/v1/automations") => one_of(&["manual", "schedule", "webhook"]),
         "state" if path.starts_with("/v1/automations") => one_of(&["running", "succeeded", "failed", "skipped"]),
         "kind" if path.starts_with("/v1/connections") => one_of(&["mcp", "http"]),
+        "status" if path.starts_with("/v1/memory-proposals") => one_of(&["open", "approved", "rejected"]),
+        "memory_store_id" => id("mstr"),
+        "owner_kind" => one_of(&["environment", "agent_definition", "principal", "session"]),
+        "owner_id" => any_id(),
+        "path" if path.starts_with("/v1/memory-stores") => memory_path(),
+        "path_prefix" => json!({"type": "string", "maxLength": 1024, "pattern": "^(/([A-Za-z0-9_-][A-Za-z0-9._-]*/?)*)?$"}),
+        "expected_sha256" => sha256(),
+        "at_version" => json!({"type": "integer", "minimum": 0, "maximum": i64::from(i32::MAX)}),
         "event_deltas" => {
             json!({"type": "string", "pattern": "^(agent\\.message|agent\\.thinking)(,(agent\\.message|agent\\.thinking))*$"})
         }
@@ -379,6 +401,19 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
         }
         ("CredentialInput", "token_endpoint_auth") => one_of(&["client_secret_basic", "client_secret_post", "none"]),
         ("BudgetScope", "id") => id("sess"),
+        ("CreateMemoryStore" | "UpdateMemoryStore", "description") => json!({"type": "string", "maxLength": 1000}),
+        ("CreateMemoryStore" | "UpdateMemoryStore", "metadata") => json!({"type": "object", "maxProperties": 64}),
+        ("MemoryOwner", "kind") => one_of(&["environment", "agent_definition", "principal", "session"]),
+        ("MemoryOwner", "id") => any_id(),
+        ("WriteMemoryDocument", "path") => memory_path(),
+        ("WriteMemoryDocument", "content") => json!({"type": "string", "maxLength": 65_536}),
+        ("WriteMemoryDocument", "expected_sha256") => json!({"oneOf": [{"type": "null"}, sha256()]}),
+        ("CreateMemoryProposal", "memory_store_id") => id("mstr"),
+        ("CreateMemoryProposal", "changes") => json!({"type": "array", "minItems": 1, "maxItems": 20, "items": {"type": "object",
+            "required": ["path", "content", "expected_sha256"], "additionalProperties": false, "properties": {
+            "path": memory_path(), "content": {"type": ["string", "null"], "maxLength": 4096},
+            "expected_sha256": {"oneOf": [{"type": "null"}, sha256()]}}}}),
+        ("CreateMemoryProposal", "rationale") | ("DecideMemoryProposal", "note") => json!({"type": "string", "maxLength": 4096}),
         _ => return None,
     })
 }
@@ -388,6 +423,8 @@ fn required_fields(schema: &str) -> Option<&'static [&'static str]> {
     match schema {
         // Policies apply per Environment: the dry run names one.
         "EvaluateAction" => Some(&["environment_id", "subject", "resource", "permission", "tool"]),
+        // No blind writes: `null` or a sha, never left out.
+        "WriteMemoryDocument" => Some(&["path", "content", "expected_sha256"]),
         _ => None,
     }
 }

@@ -178,7 +178,7 @@ pub fn connection(c: &cap::Connection) -> Connection {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Capability {
     /// `connections`, `credentials`, `tool_sources`, `sandbox_egress`,
-    /// `skills`, `files`, `http_connections`.
+    /// `skills`, `files`, `http_connections`, `memory`.
     pub name: String,
     pub available: bool,
     /// `null` when available; else `feature_disabled`, `rollout_fenced`,

@@ -1,13 +1,43 @@
-//! The `memory` role. Its gRPC service is defined and served so the mesh,
-//! the charts and health checks treat it like every other role; the
-//! behaviour it will own arrives with its own issue (see `DESIGN.md`).
-//! Until then it answers only what it is — it fakes nothing.
+//! The memory service: MemoryStores (versioned trees of text documents),
+//! MemoryProposals and the mounts Sessions make of them (api.md §13,
+//! `docs/memory.md`).
+//!
+//! Read top-down: `model.rs` (domain types and limits), `service.rs`
+//! (stores, documents and versions, with every access checked and audited),
+//! `proposals.rs` (review), `mounts.rs` (what sessions asks for a Session's
+//! mounts), `content.rs` (content by digest, large content in the blob
+//! store), `store/` (storage, with its conformance suite), `view.rs` (API
+//! JSON), `grpc.rs` (the wire).
 
-checkfu_core::placeholder_role! {
-    role: "memory",
-    proto: checkfu_proto::memory::v1,
-    server_mod: memory_service_server,
-    service: MemoryService,
-    server: MemoryServiceServer,
-    owns: ["MemoryStores (versioned file trees)", "MemoryProposals", "Dreams"],
+pub mod content;
+pub mod grpc;
+pub mod model;
+pub mod mounts;
+pub mod proposals;
+pub mod service;
+pub mod store;
+pub mod view;
+
+use checkfu_core::Result;
+use checkfu_proto::memory::v1::memory_service_server::MemoryServiceServer;
+use checkfu_proto::transport::Transport;
+use checkfu_store::{Db, Location, Migrations};
+use std::sync::Arc;
+
+pub use service::MemoryService;
+
+static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/memory");
+static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/memory");
+
+pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+
+/// Opens the store and builds the service; the database handle is for the
+/// outbox relay.
+pub async fn open(location: &Location, governance: Transport, sessions: Transport) -> Result<(MemoryService, Db)> {
+    let db = Db::open(location, "memory", &MIGRATIONS).await?;
+    Ok((MemoryService::new(Arc::new(store::SqlMemoryDb::new(db.clone())), governance, sessions), db))
+}
+
+pub fn server(svc: MemoryService) -> MemoryServiceServer<grpc::MemoryGrpc> {
+    MemoryServiceServer::new(grpc::MemoryGrpc { svc })
 }

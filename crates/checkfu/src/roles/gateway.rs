@@ -31,6 +31,7 @@ impl Play for Gateway {
             webhooks: node.reach(Role::Gateway, Role::Webhooks)?,
             capability_gateway: node.reach(Role::Gateway, Role::CapabilityGateway)?,
             scheduler: node.reach(Role::Gateway, Role::Scheduler)?,
+            memory: node.reach(Role::Gateway, Role::Memory)?,
         };
         let limiter: Arc<dyn checkfu_ephemeral::RateLimiter> = match &node.redis {
             Some(r) => Arc::new(r.clone()),

@@ -1,7 +1,10 @@
-//! Memory stores (a placeholder that answers GetServiceInfo).
+//! Memory: MemoryStores, their documents and versions, proposals, and the
+//! mounts Sessions make of them.
 
-use super::{Assembly, Play};
+use super::{Assembly, Play, Store};
+use anyhow::Context;
 use checkfu_core::Role;
+use std::sync::Arc;
 
 pub struct Memory;
 
@@ -11,8 +14,21 @@ impl Play for Memory {
         Role::Memory
     }
 
+    fn stores(&self) -> &'static [Store] {
+        &[("memory", &checkfu_memory::MIGRATIONS)]
+    }
+
     async fn start(&self, node: &mut Assembly<'_>) -> anyhow::Result<()> {
-        node.serve(Role::Memory, checkfu_memory::server());
+        let opts = node.opts;
+        let governance = node.reach(Role::Memory, Role::Governance)?;
+        let sessions = node.reach(Role::Memory, Role::Sessions)?;
+        let (svc, db) = checkfu_memory::open(&opts.storage, governance, sessions).await.context("opening the memory store")?;
+        let relay = checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "memory");
+        let blobs = checkfu_blobs::ObjectBlobs::open(&opts.blob_store).map_err(|e| anyhow::anyhow!("blob_store: {}", e.message))?;
+        let svc = svc.with_blobs(Arc::new(blobs)).with_disabled(opts.features_disabled.clone()).with_outbox_wake(relay.wake.clone());
+        node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));
+        node.ready("memory", svc.clone(), |s| async move { s.ready().await });
+        node.serve(Role::Memory, checkfu_memory::server(svc));
         Ok(())
     }
 }

@@ -250,7 +250,7 @@ pub async fn update_environment(
 
 /// The Environment holding an assignable resource, or `None` when only an
 /// installation admin may grant on it.
-async fn holding_environment(st: &AppState, kind: &str, id: &str) -> ApiResult<Option<String>> {
+async fn holding_environment(st: &AppState, caller: &Caller, kind: &str, id: &str) -> ApiResult<Option<String>> {
     Ok(match kind {
         "environment" => {
             checkfu_core::id::EnvironmentId::check("resource.id", id)?;
@@ -264,6 +264,11 @@ async fn holding_environment(st: &AppState, kind: &str, id: &str) -> ApiResult<O
             checkfu_core::id::ConnectionId::check("resource.id", id)?;
             let req = checkfu_proto::capability::v1::GetConnectionRequest { id: id.into() };
             Some(st.connections.clone().get_connection(req).await?.into_inner().environment_id)
+        }
+        "memory_store" => {
+            checkfu_core::id::MemoryStoreId::check("resource.id", id)?;
+            let req = checkfu_proto::memory::v1::ActorRequest { id: id.into(), actor_id: caller.principal_id.clone(), note: String::new() };
+            Some(st.memory.clone().get_store(req).await?.into_inner().environment_id)
         }
         _ => None,
     })
@@ -290,7 +295,7 @@ pub async fn create_assignment(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let b: bodies::CreateAssignment = parse(&body)?;
-    let env = holding_environment(&st, &b.resource.kind, &b.resource.id).await?;
+    let env = holding_environment(&st, &caller, &b.resource.kind, &b.resource.id).await?;
     require_grant_right(&st, &caller, &b.permission, env.as_deref()).await?;
     if b.subject.kind == "agent_definition" {
         checkfu_core::id::AgentId::check("subject.id", &b.subject.id)?;
@@ -343,7 +348,7 @@ pub async fn list_assignments(
                 Some("agt") => "agent",
                 _ => "",
             };
-            match holding_environment(&st, kind, &q.resource_id).await? {
+            match holding_environment(&st, &caller, kind, &q.resource_id).await? {
                 Some(env) => st.allowed(&caller.principal_id, "manage", "environment", &env, &env).await?,
                 None => false,
             }

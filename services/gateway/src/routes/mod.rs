@@ -11,6 +11,7 @@ pub mod files;
 pub mod governance;
 pub mod graphs;
 pub mod identity;
+pub mod memory;
 pub mod runners;
 pub mod sessions;
 pub mod skills;

@@ -42,6 +42,9 @@ string_enum!(
         UseAgent = "use_agent",
         Approve = "approve",
         Read = "read",
+        // Changing a MemoryStore's documents (api.md §13.1); implied only
+        // by `admin`, never by `manage`.
+        Write = "write",
     }
 );
 
@@ -176,6 +179,8 @@ mod tests {
     fn manage_grants_read_but_not_invoke() {
         assert!(Permission::Manage.grants(Permission::Read));
         assert!(!Permission::Manage.grants(Permission::Invoke));
+        assert!(!Permission::Manage.grants(Permission::Write), "manage reads a store but does not write it");
+        assert!(Permission::Admin.grants(Permission::Write));
         assert!(Permission::Admin.grants(Permission::ActAs));
         assert!(!Permission::Read.grants(Permission::Manage));
     }

@@ -1,0 +1,270 @@
+//! MemoryStores, documents, versions and proposals through the public API
+//! (api.md §13.1–13.3): the acceptance checks of §13.6 by number, and the
+//! edges around them.
+#![cfg(test)]
+
+use checkfu_e2e::*;
+use serde_json::{Value, json};
+
+/// A Principal of `kind` with its own key.
+async fn someone(p: &Platform, kind: &str, name: &str) -> (String, Api) {
+    let who = id(&p.admin.post("/v1/principals", json!({"kind": kind, "name": name})).await.1);
+    let key = p.admin.post(&format!("/v1/principals/{who}/api-keys"), json!({})).await.1["secret"].as_str().unwrap().to_string();
+    (who.clone(), Api::new(&p.base, &key))
+}
+
+async fn grant(p: &Platform, who: &str, permission: &str, kind: &str, resource: &str) -> String {
+    let r = p
+        .admin
+        .post(
+            "/v1/permission-assignments",
+            json!({"subject": {"kind": "principal", "id": who}, "permission": permission, "resource": {"kind": kind, "id": resource}}),
+        )
+        .await;
+    expect(&r, 201, None);
+    id(&r.1)
+}
+
+async fn store(p: &Platform, owner: Value) -> Value {
+    let r = p.admin.post("/v1/memory-stores", json!({"environment_id": p.env_id, "name": "notes", "owner": owner})).await;
+    expect(&r, 201, None);
+    r.1
+}
+
+fn sha(text: &str) -> String {
+    checkfu_core::sha256_hex(text)
+}
+
+async fn write(api: &Api, store: &str, path: &str, content: &str, expected: Value) -> Reply {
+    api.post(&format!("/v1/memory-stores/{store}/document"), json!({"path": path, "content": content, "expected_sha256": expected})).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_1_a_principal_owned_store_writes_directly_and_surface_scopes_are_reserved() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let s = store(&p, json!({"kind": "principal", "id": p.admin_id})).await;
+    assert!(s["id"].as_str().unwrap().starts_with("mstr_"), "{s}");
+    assert_eq!((s["head_version"].clone(), s["review"].clone(), s["status"].clone()), (json!(0), json!("direct"), json!("active")));
+    assert_eq!(s["created_from"], Value::Null);
+    let r = p
+        .admin
+        .post("/v1/memory-stores", json!({"environment_id": p.env_id, "name": "n", "owner": {"kind": "surface_scope", "id": "x"}}))
+        .await;
+    expect(&r, 400, Some("validation.invalid"));
+    // The owner is in the store's Environment, and exists.
+    for owner in [
+        json!({"kind": "environment", "id": "env_01jx0000000000000000000000"}),
+        json!({"kind": "principal", "id": "prin_01jx0000000000000000000000"}),
+        json!({"kind": "robot", "id": "x"}),
+    ] {
+        let r = p.admin.post("/v1/memory-stores", json!({"environment_id": p.env_id, "name": "n", "owner": owner})).await;
+        expect(&r, 400, Some("validation.invalid"));
+    }
+    let env_owned = store(&p, json!({"kind": "environment", "id": p.env_id})).await;
+    assert_eq!(env_owned["review"], "proposal");
+    // Listed for whoever may read it, filtered by owner.
+    let listed = p.admin.get(&format!("/v1/memory-stores?owner_kind=principal&owner_id={}", p.admin_id)).await;
+    expect(&listed, 200, None);
+    let ids: Vec<&str> = listed.1["data"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [s["id"].as_str().unwrap()]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_2_writes_are_compare_and_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let s = id(&store(&p, json!({"kind": "principal", "id": p.admin_id})).await);
+    let r = write(&p.admin, &s, "/a.md", "hello", Value::Null).await;
+    expect(&r, 200, None);
+    assert_eq!(r.1["store_version"], 1);
+    assert_eq!(r.1["memory_store_id"], s);
+    assert_eq!(r.1["document"]["content_sha256"], sha("hello"));
+    assert_eq!((r.1["document"]["size_bytes"].clone(), r.1["document"]["content"].clone()), (json!(5), json!("hello")));
+    let again = write(&p.admin, &s, "/a.md", "other", Value::Null).await;
+    expect(&again, 409, Some("validation.conflict"));
+    assert_eq!(again.1["error"]["details"]["reason"], "sha_mismatch");
+    assert_eq!(again.1["error"]["details"]["current_sha256"], sha("hello"));
+    assert_eq!(again.1["error"]["details"]["path"], "/a.md");
+    assert_eq!(again.1["error"]["details"]["head_version"], 1);
+    expect(&write(&p.admin, &s, "/a.md", "x", json!(sha("stale"))).await, 409, Some("validation.conflict"));
+    let current = write(&p.admin, &s, "/a.md", "hello again", json!(sha("hello"))).await;
+    expect(&current, 200, None);
+    assert_eq!(current.1["store_version"], 2);
+    let blind = p.admin.post(&format!("/v1/memory-stores/{s}/document"), json!({"path": "/a.md", "content": "x"})).await;
+    expect(&blind, 400, Some("validation.invalid"));
+    let missing = write(&p.admin, &s, "/missing.md", "x", json!(sha("hello again"))).await;
+    expect(&missing, 409, Some("validation.conflict"));
+    assert_eq!(missing.1["error"]["details"]["current_sha256"], Value::Null);
+    // Unchanged content commits nothing.
+    let same = write(&p.admin, &s, "/a.md", "hello again", json!(sha("hello again"))).await;
+    expect(&same, 200, None);
+    assert_eq!(same.1["store_version"], 2);
+    // Limits: paths and content.
+    for path in ["a.md", "/a/../b", "/a b", "/"] {
+        expect(&write(&p.admin, &s, path, "x", Value::Null).await, 400, Some("validation.invalid"));
+    }
+    expect(&write(&p.admin, &s, "/big.md", &"x".repeat(256 * 1024 + 1), Value::Null).await, 400, Some("validation.invalid"));
+    // A large document (over the inline size) round-trips.
+    let big = "y".repeat(200 * 1024);
+    expect(&write(&p.admin, &s, "/big.md", &big, Value::Null).await, 200, None);
+    let read = p.admin.get(&format!("/v1/memory-stores/{s}/document?path=/big.md")).await;
+    assert_eq!(read.1["document"]["content"].as_str().map(str::len), Some(big.len()));
+    // Delete with the current sha.
+    let del = p.admin.delete(&format!("/v1/memory-stores/{s}/document?path=/big.md&expected_sha256={}", sha(&big))).await;
+    expect(&del, 200, None);
+    assert_eq!(del.1["deleted"], json!({"path": "/big.md", "content_sha256": sha(&big)}));
+    expect(&p.admin.get(&format!("/v1/memory-stores/{s}/document?path=/big.md")).await, 404, Some("not_found"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_3_versions_are_immutable_and_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let s = id(&store(&p, json!({"kind": "principal", "id": p.admin_id})).await);
+    expect(&write(&p.admin, &s, "/a.md", "v1", Value::Null).await, 200, None);
+    expect(&write(&p.admin, &s, "/a.md", "v2", json!(sha("v1"))).await, 200, None);
+    let at1 = p.admin.get(&format!("/v1/memory-stores/{s}/document?path=/a.md&at_version=1")).await;
+    expect(&at1, 200, None);
+    assert_eq!((at1.1["store_version"].clone(), at1.1["document"]["content"].clone()), (json!(1), json!("v1")));
+    let versions = p.admin.get(&format!("/v1/memory-stores/{s}/versions")).await;
+    expect(&versions, 200, None);
+    let data = versions.1["data"].as_array().unwrap();
+    assert_eq!(data.len(), 2);
+    assert_eq!((data[0]["store_version"].clone(), data[0]["changes"][0]["operation"].clone()), (json!(2), json!("modified")));
+    assert_eq!((data[1]["store_version"].clone(), data[1]["changes"][0]["operation"].clone()), (json!(1), json!("created")));
+    assert_eq!(data[0]["actor"], json!({"kind": "principal", "id": p.admin_id}));
+    assert_eq!(data[0]["via"], "api");
+    assert_eq!(data[0]["changes"][0]["sha256_before"], sha("v1"));
+    let one = p.admin.get(&format!("/v1/memory-stores/{s}/versions/1")).await;
+    expect(&one, 200, None);
+    assert_eq!(one.1["changes"][0]["sha256_after"], sha("v1"));
+    expect(&p.admin.get(&format!("/v1/memory-stores/{s}/versions/9")).await, 404, Some("not_found"));
+    expect(&p.admin.get(&format!("/v1/memory-stores/{s}/document?path=/a.md&at_version=7")).await, 400, Some("validation.invalid"));
+    // Listing by path, at a version, paged.
+    expect(&write(&p.admin, &s, "/b/x.md", "x", Value::Null).await, 200, None);
+    let docs = p.admin.get(&format!("/v1/memory-stores/{s}/documents?limit=1")).await;
+    expect(&docs, 200, None);
+    assert_eq!(docs.1["store_version"], 3);
+    assert_eq!(docs.1["data"][0]["path"], "/a.md");
+    assert!(docs.1["data"][0].get("content").is_none(), "lists carry no content");
+    let next = docs.1["next_page"].as_str().unwrap();
+    let rest = p.admin.get(&format!("/v1/memory-stores/{s}/documents?limit=1&page={next}")).await;
+    assert_eq!(rest.1["data"][0]["path"], "/b/x.md");
+    let at2 = p.admin.get(&format!("/v1/memory-stores/{s}/documents?at_version=2&path_prefix=/b/")).await;
+    assert_eq!(at2.1["data"], json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_4_access_is_only_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let s = id(&store(&p, json!({"kind": "principal", "id": p.admin_id})).await);
+    expect(&write(&p.admin, &s, "/a.md", "secret", Value::Null).await, 200, None);
+    let (bob, b) = someone(&p, "human", "bob").await;
+    let read = format!("/v1/memory-stores/{s}/document?path=/a.md");
+    expect(&b.get(&read).await, 403, Some("permission.denied"));
+    expect(&b.get(&format!("/v1/memory-stores/{s}")).await, 403, Some("permission.denied"));
+    let row = grant(&p, &bob, "read", "memory_store", &s).await;
+    expect(&b.get(&read).await, 200, None);
+    expect(&write(&b, &s, "/b.md", "x", Value::Null).await, 403, Some("permission.denied"));
+    assert!(b.get("/v1/memory-stores").await.1["data"].as_array().unwrap().iter().any(|x| x["id"] == s), "listed once readable");
+    expect(&p.admin.delete(&format!("/v1/permission-assignments/{row}")).await, 200, None);
+    expect(&b.get(&read).await, 403, Some("permission.denied"));
+    assert!(b.get("/v1/memory-stores").await.1["data"].as_array().unwrap().is_empty(), "not listed once revoked");
+    // `manage` on the Environment reads but does not write.
+    let (carol, c) = someone(&p, "human", "carol").await;
+    grant(&p, &carol, "manage", "environment", &p.env_id).await;
+    expect(&c.get(&read).await, 200, None);
+    expect(&write(&c, &s, "/c.md", "x", Value::Null).await, 403, Some("permission.denied"));
+    // `write` on the store writes.
+    grant(&p, &bob, "write", "memory_store", &s).await;
+    expect(&write(&b, &s, "/b.md", "x", Value::Null).await, 200, None);
+    // Lifecycle needs `manage`; archiving stops writes, keeps reads.
+    expect(&b.post(&format!("/v1/memory-stores/{s}/archive"), json!({})).await, 403, Some("permission.denied"));
+    let archived = p.admin.post(&format!("/v1/memory-stores/{s}/archive"), json!({})).await;
+    expect(&archived, 200, None);
+    assert_eq!(archived.1["status"], "archived");
+    expect(&p.admin.post(&format!("/v1/memory-stores/{s}/archive"), json!({})).await, 200, None);
+    let refused = write(&b, &s, "/d.md", "x", Value::Null).await;
+    expect(&refused, 409, Some("validation.conflict"));
+    assert_eq!(refused.1["error"]["details"]["reason"], "store_archived");
+    expect(&c.get(&read).await, 200, None);
+    let deleted = p.admin.delete(&format!("/v1/memory-stores/{s}")).await;
+    expect(&deleted, 200, None);
+    assert_eq!(deleted.1["id"], s);
+    expect(&p.admin.get(&format!("/v1/memory-stores/{s}")).await, 404, Some("not_found"));
+    // Every API read and write is audited.
+    let audit = p.admin.get(&format!("/v1/audit-events?resource_id={s}&limit=100")).await;
+    let actions: Vec<&str> = audit.1["data"].as_array().unwrap().iter().filter_map(|e| e["action"].as_str()).collect();
+    for a in ["memory_store.created", "memory_document.written", "memory_document.read", "memory_store.archived", "memory_store.deleted"] {
+        assert!(actions.contains(&a), "{a} in {actions:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_5_shared_stores_change_by_reviewed_proposal() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let s = id(&store(&p, json!({"kind": "environment", "id": p.env_id})).await);
+    let direct = write(&p.admin, &s, "/a.md", "x", Value::Null).await;
+    expect(&direct, 409, Some("validation.conflict"));
+    assert_eq!(direct.1["error"]["details"]["reason"], "proposal_required");
+    let proposal = |changes: Value| json!({"memory_store_id": s, "changes": changes, "rationale": "seed"});
+    let r = p.admin.post("/v1/memory-proposals", proposal(json!([{"path": "/a.md", "content": "one", "expected_sha256": null}]))).await;
+    expect(&r, 201, None);
+    assert!(r.1["id"].as_str().unwrap().starts_with("mprop_"));
+    assert_eq!((r.1["status"].clone(), r.1["reason"].clone(), r.1["base_version"].clone()), (json!("open"), json!("requested"), json!(0)));
+    assert_eq!(r.1["changes"][0]["content"], "one");
+    let first = id(&r.1);
+    // A human with `approve` approves: head + 1; again → 409.
+    let (dana, d) = someone(&p, "human", "dana").await;
+    grant(&p, &dana, "approve", "memory_store", &s).await;
+    let approved = d.post(&format!("/v1/memory-proposals/{first}/approve"), json!({"note": "ok"})).await;
+    expect(&approved, 200, None);
+    assert_eq!((approved.1["status"].clone(), approved.1["applied_version"].clone()), (json!("approved"), json!(1)));
+    assert_eq!(approved.1["decided_by"], dana);
+    assert_eq!(p.admin.get(&format!("/v1/memory-stores/{s}")).await.1["head_version"], 1);
+    let v1 = p.admin.get(&format!("/v1/memory-stores/{s}/versions/1")).await;
+    assert_eq!((v1.1["via"].clone(), v1.1["memory_proposal_id"].clone()), (json!("proposal"), json!(first)));
+    expect(&d.post(&format!("/v1/memory-proposals/{first}/approve"), json!({})).await, 409, Some("validation.conflict"));
+    // A service Principal with `approve` → 403.
+    let (svc, sv) = someone(&p, "service", "bot").await;
+    grant(&p, &svc, "approve", "memory_store", &s).await;
+    let second =
+        id(&p.admin.post("/v1/memory-proposals", proposal(json!([{"path": "/b.md", "content": "b", "expected_sha256": null}]))).await.1);
+    expect(&sv.post(&format!("/v1/memory-proposals/{second}/approve"), json!({})).await, 403, Some("permission.denied"));
+    // Without `approve` → 403 too.
+    let (_eve, e) = someone(&p, "human", "eve").await;
+    expect(&e.post(&format!("/v1/memory-proposals/{second}/approve"), json!({})).await, 403, Some("permission.denied"));
+    // A proposal whose sha went stale → approve 409, still open; reject →
+    // head unchanged.
+    let stale = id(&p
+        .admin
+        .post("/v1/memory-proposals", proposal(json!([{"path": "/a.md", "content": "two", "expected_sha256": sha("one")}])))
+        .await
+        .1);
+    let newer = id(&p
+        .admin
+        .post("/v1/memory-proposals", proposal(json!([{"path": "/a.md", "content": "three", "expected_sha256": sha("one")}])))
+        .await
+        .1);
+    expect(&d.post(&format!("/v1/memory-proposals/{newer}/approve"), json!({})).await, 200, None);
+    let late = d.post(&format!("/v1/memory-proposals/{stale}/approve"), json!({})).await;
+    expect(&late, 409, Some("validation.conflict"));
+    assert_eq!(late.1["error"]["details"]["reason"], "sha_mismatch");
+    assert_eq!(p.admin.get(&format!("/v1/memory-proposals/{stale}")).await.1["status"], "open");
+    let head = p.admin.get(&format!("/v1/memory-stores/{s}")).await.1["head_version"].clone();
+    let rejected = d.post(&format!("/v1/memory-proposals/{stale}/reject"), json!({"note": "superseded"})).await;
+    expect(&rejected, 200, None);
+    assert_eq!((rejected.1["status"].clone(), rejected.1["decision_note"].clone()), (json!("rejected"), json!("superseded")));
+    assert_eq!(p.admin.get(&format!("/v1/memory-stores/{s}")).await.1["head_version"], head);
+    let open = p.admin.get(&format!("/v1/memory-proposals?memory_store_id={s}&status=open")).await;
+    expect(&open, 200, None);
+    let ids: Vec<&str> = open.1["data"].as_array().unwrap().iter().map(|x| x["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [second.as_str()]);
+    // Bad proposals.
+    for bad in [json!([]), json!([{"path": "/a.md", "content": "x"}]), json!([{"path": "nope", "content": "x", "expected_sha256": null}])] {
+        expect(&p.admin.post("/v1/memory-proposals", proposal(bad)).await, 400, Some("validation.invalid"));
+    }
+}

@@ -1,0 +1,386 @@
+//! MemoryStores, documents, versions and MemoryProposals (api.md §13.1–13.3).
+//! The memory service checks the caller's `read`, `write`, `approve` or
+//! `manage` itself (403 without a row) and answers each resource as its API
+//! JSON; these handlers shape-check bodies and queries and pass the caller.
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{JsonBody, Query};
+use crate::idempotency::once;
+use crate::views::ErrorEnvelope;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use checkfu_core::Error;
+use checkfu_proto::memory::v1 as pb;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::{IntoParams, ToSchema};
+
+type J = ApiResult<Json<Value>>;
+
+fn body<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
+    Ok(crate::bodies::parse(v)?)
+}
+
+fn answer(a: pb::Answer) -> Value {
+    serde_json::from_str(&a.json).unwrap_or(Value::Null)
+}
+
+fn page_of(l: pb::ListAnswer) -> Value {
+    let data: Vec<Value> = l.json.iter().map(|j| serde_json::from_str(j).unwrap_or(Value::Null)).collect();
+    json!({"data": data, "next_page": if l.next_page.is_empty() { Value::Null } else { Value::String(l.next_page) }})
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryOwner {
+    /// `environment`, `agent_definition`, `principal` or `session` (`surface_scope` is reserved: 400).
+    pub kind: String,
+    pub id: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateMemoryStore {
+    pub environment_id: String,
+    /// 1–200 printable characters.
+    pub name: String,
+    /// At most 4 KiB.
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+    /// Fixes the review mode: `proposal` for `environment` and `agent_definition`, `direct` for `principal` and `session`.
+    pub owner: MemoryOwner,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateMemoryStore {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+    #[serde(default)]
+    pub expected_version: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteMemoryDocument {
+    /// Starts with `/`; segments of `[A-Za-z0-9._-]`, no `.` or `..`; at most 1,024 bytes.
+    pub path: String,
+    /// UTF-8 text, at most 256 KiB.
+    pub content: String,
+    /// Required: `null` to create only, or the path's current `content_sha256` (no blind writes).
+    #[schema(value_type = Option<String>)]
+    pub expected_sha256: Value,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateMemoryProposal {
+    pub memory_store_id: String,
+    /// 1–1,000 of `{path, content|null, expected_sha256}` (`content: null` deletes).
+    #[schema(value_type = Vec<Object>)]
+    pub changes: Value,
+    /// At most 16 KiB.
+    #[serde(default)]
+    pub rationale: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecideMemoryProposal {
+    /// At most 16 KiB.
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// `?environment_id=&owner_kind=&owner_id=&include_archived=&limit=&page=`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StoreQuery {
+    #[serde(default)]
+    pub environment_id: Option<String>,
+    #[serde(default)]
+    pub owner_kind: Option<String>,
+    #[serde(default)]
+    pub owner_id: Option<String>,
+    #[serde(default)]
+    pub include_archived: Option<bool>,
+    /// 1 to 100; default 20.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    #[serde(default)]
+    pub page: Option<String>,
+}
+
+/// `?path=&at_version=`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DocumentQuery {
+    pub path: String,
+    /// A version from 0 to the head; the head when absent.
+    #[serde(default)]
+    pub at_version: Option<i64>,
+}
+
+/// `?path=&expected_sha256=`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeleteDocumentQuery {
+    pub path: String,
+    pub expected_sha256: String,
+}
+
+/// `?path_prefix=&at_version=&limit=&page=`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DocumentsQuery {
+    #[serde(default)]
+    pub path_prefix: Option<String>,
+    #[serde(default)]
+    pub at_version: Option<i64>,
+    /// 1 to 100; default 20.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    #[serde(default)]
+    pub page: Option<String>,
+}
+
+/// `?memory_store_id=&status=&limit=&page=`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ProposalQuery {
+    pub memory_store_id: String,
+    /// `open`, `approved` or `rejected`.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// 1 to 100; default 20.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    #[serde(default)]
+    pub page: Option<String>,
+}
+
+#[utoipa::path(post, path = "/v1/memory-stores", tag = "memory", request_body = CreateMemoryStore,
+    responses((status = 201, description = "The store, at head_version 0", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn create_store(State(st): State<AppState>, caller: Caller, headers: HeaderMap, JsonBody(raw): JsonBody) -> ApiResult<Response> {
+    let b: CreateMemoryStore = body(&raw)?;
+    let req = pb::CreateStoreRequest {
+        environment_id: b.environment_id,
+        name: b.name,
+        description: b.description.unwrap_or_default(),
+        metadata_json: b.metadata.map(|m| m.to_string()).unwrap_or_default(),
+        owner_kind: b.owner.kind,
+        owner_id: b.owner.id,
+        actor_id: caller.principal_id.clone(),
+    };
+    once(&st.idem, &caller.principal_id, &headers, "POST /v1/memory-stores", &raw, || async {
+        super::created(answer(st.memory.clone().create_store(req).await?.into_inner()))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/v1/memory-stores", tag = "memory", params(StoreQuery),
+    responses((status = 200, description = "The stores the caller may read, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_stores(State(st): State<AppState>, caller: Caller, Query(q): Query<StoreQuery>) -> J {
+    let req = pb::ListStoresRequest {
+        environment_id: q.environment_id.unwrap_or_default(),
+        owner_kind: q.owner_kind.unwrap_or_default(),
+        owner_id: q.owner_id.unwrap_or_default(),
+        include_archived: q.include_archived.unwrap_or(false),
+        limit: super::explicit_limit(q.limit),
+        page: q.page.unwrap_or_default(),
+        actor_id: caller.principal_id,
+    };
+    Ok(Json(page_of(st.memory.clone().list_stores(req).await?.into_inner())))
+}
+
+fn actor(id: String, caller: &Caller) -> pb::ActorRequest {
+    pb::ActorRequest { id, actor_id: caller.principal_id.clone(), note: String::new() }
+}
+
+#[utoipa::path(get, path = "/v1/memory-stores/{id}", tag = "memory", params(("id" = String, Path)),
+    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
+    Ok(Json(answer(st.memory.clone().get_store(actor(id, &caller)).await?.into_inner())))
+}
+
+#[utoipa::path(post, path = "/v1/memory-stores/{id}", tag = "memory", params(("id" = String, Path)), request_body = UpdateMemoryStore,
+    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn update_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
+    let b: UpdateMemoryStore = body(&raw)?;
+    let req = pb::UpdateStoreRequest {
+        id,
+        name: b.name,
+        description: b.description,
+        metadata_json: b.metadata.map(|m| m.to_string()),
+        expected_version: b.expected_version,
+        actor_id: caller.principal_id,
+    };
+    Ok(Json(answer(st.memory.clone().update_store(req).await?.into_inner())))
+}
+
+#[utoipa::path(post, path = "/v1/memory-stores/{id}/archive", tag = "memory", params(("id" = String, Path)),
+    responses((status = 200, description = "Archived (idempotent); still readable", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn archive_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
+    Ok(Json(answer(st.memory.clone().archive_store(actor(id, &caller)).await?.into_inner())))
+}
+
+#[utoipa::path(delete, path = "/v1/memory-stores/{id}", tag = "memory", params(("id" = String, Path)),
+    responses((status = 200, description = "The store's last state; only an archived store no live Session mounts", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn delete_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
+    Ok(Json(answer(st.memory.clone().delete_store(actor(id, &caller)).await?.into_inner())))
+}
+
+#[utoipa::path(get, path = "/v1/memory-stores/{id}/document", tag = "memory", params(("id" = String, Path), DocumentQuery),
+    responses((status = 200, description = "{memory_store_id, store_version, document}", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn read_document(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<DocumentQuery>) -> J {
+    let req = pb::ReadDocumentRequest { store_id: id, path: q.path, at_version: q.at_version, actor_id: caller.principal_id };
+    Ok(Json(answer(st.memory.clone().read_document(req).await?.into_inner())))
+}
+
+#[utoipa::path(post, path = "/v1/memory-stores/{id}/document", tag = "memory", params(("id" = String, Path)), request_body = WriteMemoryDocument,
+    responses((status = 200, description = "{memory_store_id, store_version, document}", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn write_document(
+    State(st): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    JsonBody(raw): JsonBody,
+) -> ApiResult<Response> {
+    let b: WriteMemoryDocument = body(&raw)?;
+    // Omitted, null and a string are three different requests.
+    let (expected_sha256, expect_absent) = match (raw.get("expected_sha256"), b.expected_sha256) {
+        (None, _) => (None, false),
+        (Some(_), Value::Null) => (None, true),
+        (Some(_), Value::String(s)) => (Some(s), false),
+        (Some(_), _) => return Err(Error::invalid_field("expected_sha256", "expected_sha256 must be null or a sha256 string").into()),
+    };
+    let req = pb::WriteDocumentRequest {
+        store_id: id.clone(),
+        path: b.path,
+        content: b.content,
+        expected_sha256,
+        expect_absent,
+        actor_id: caller.principal_id.clone(),
+    };
+    once(&st.idem, &caller.principal_id, &headers, &format!("POST /v1/memory-stores/{id}/document"), &raw, || async {
+        Ok((axum::http::StatusCode::OK, answer(st.memory.clone().write_document(req).await?.into_inner())))
+    })
+    .await
+}
+
+#[utoipa::path(delete, path = "/v1/memory-stores/{id}/document", tag = "memory", params(("id" = String, Path), DeleteDocumentQuery),
+    responses((status = 200, description = "{memory_store_id, store_version, deleted:{path, content_sha256}}", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn delete_document(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<DeleteDocumentQuery>,
+) -> J {
+    let req = pb::DeleteDocumentRequest { store_id: id, path: q.path, expected_sha256: q.expected_sha256, actor_id: caller.principal_id };
+    Ok(Json(answer(st.memory.clone().delete_document(req).await?.into_inner())))
+}
+
+#[utoipa::path(get, path = "/v1/memory-stores/{id}/documents", tag = "memory", params(("id" = String, Path), DocumentsQuery),
+    responses((status = 200, description = "{memory_store_id, store_version, data, next_page}: documents without content, by path", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_documents(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<DocumentsQuery>) -> J {
+    let req = pb::ListDocumentsRequest {
+        store_id: id.clone(),
+        path_prefix: q.path_prefix.unwrap_or_default(),
+        at_version: q.at_version,
+        limit: super::explicit_limit(q.limit),
+        page: q.page.unwrap_or_default(),
+        actor_id: caller.principal_id,
+    };
+    let mut l = st.memory.clone().list_documents(req).await?.into_inner();
+    // The service sends the version read first.
+    let head: Value = if l.json.is_empty() { Value::Null } else { serde_json::from_str(&l.json.remove(0)).unwrap_or(Value::Null) };
+    let mut page = page_of(l);
+    page["memory_store_id"] = Value::String(id);
+    page["store_version"] = head["store_version"].clone();
+    Ok(Json(page))
+}
+
+#[utoipa::path(get, path = "/v1/memory-stores/{id}/versions", tag = "memory", params(("id" = String, Path), super::ListQuery),
+    responses((status = 200, description = "Versions, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_versions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<super::ListQuery>) -> J {
+    let req = pb::ListVersionsRequest { store_id: id, limit: q.limit(), page: q.page(), actor_id: caller.principal_id };
+    Ok(Json(page_of(st.memory.clone().list_versions(req).await?.into_inner())))
+}
+
+#[utoipa::path(get, path = "/v1/memory-stores/{id}/versions/{n}", tag = "memory", params(("id" = String, Path), ("n" = i64, Path)),
+    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_version(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, String)>) -> J {
+    let n: i64 = n.parse().ok().filter(|n| *n >= 1).ok_or_else(|| Error::invalid_field("n", "a version number is 1 or more"))?;
+    let req = pb::GetVersionRequest { store_id: id, version: n, actor_id: caller.principal_id };
+    Ok(Json(answer(st.memory.clone().get_version(req).await?.into_inner())))
+}
+
+#[utoipa::path(post, path = "/v1/memory-proposals", tag = "memory", request_body = CreateMemoryProposal,
+    responses((status = 201, description = "The proposal, open", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn create_proposal(
+    State(st): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    JsonBody(raw): JsonBody,
+) -> ApiResult<Response> {
+    let b: CreateMemoryProposal = body(&raw)?;
+    let req = pb::CreateProposalRequest {
+        store_id: b.memory_store_id,
+        changes_json: b.changes.to_string(),
+        rationale: b.rationale.unwrap_or_default(),
+        actor_id: caller.principal_id.clone(),
+    };
+    once(&st.idem, &caller.principal_id, &headers, "POST /v1/memory-proposals", &raw, || async {
+        super::created(answer(st.memory.clone().create_proposal(req).await?.into_inner()))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/v1/memory-proposals", tag = "memory", params(ProposalQuery),
+    responses((status = 200, description = "A store's proposals, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_proposals(State(st): State<AppState>, caller: Caller, Query(q): Query<ProposalQuery>) -> J {
+    let req = pb::ListProposalsRequest {
+        store_id: q.memory_store_id,
+        status: q.status.unwrap_or_default(),
+        limit: super::explicit_limit(q.limit),
+        page: q.page.unwrap_or_default(),
+        actor_id: caller.principal_id,
+    };
+    Ok(Json(page_of(st.memory.clone().list_proposals(req).await?.into_inner())))
+}
+
+#[utoipa::path(get, path = "/v1/memory-proposals/{id}", tag = "memory", params(("id" = String, Path)),
+    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_proposal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
+    Ok(Json(answer(st.memory.clone().get_proposal(actor(id, &caller)).await?.into_inner())))
+}
+
+async fn decide(st: AppState, caller: Caller, id: String, raw: Value, approve: bool) -> J {
+    let b: DecideMemoryProposal = if raw.is_null() { DecideMemoryProposal::default() } else { body(&raw)? };
+    let req = pb::DecideProposalRequest { id, approve, note: b.note.unwrap_or_default(), actor_id: caller.principal_id };
+    Ok(Json(answer(st.memory.clone().decide_proposal(req).await?.into_inner())))
+}
+
+#[utoipa::path(post, path = "/v1/memory-proposals/{id}/approve", tag = "memory", params(("id" = String, Path)), request_body = DecideMemoryProposal,
+    responses((status = 200, description = "Approved: every change applied as one version", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn approve_proposal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
+    decide(st, caller, id, raw, true).await
+}
+
+#[utoipa::path(post, path = "/v1/memory-proposals/{id}/reject", tag = "memory", params(("id" = String, Path)), request_body = DecideMemoryProposal,
+    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn reject_proposal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
+    decide(st, caller, id, raw, false).await
+}

@@ -1,0 +1,228 @@
+//! The wire: thin handlers that convert, call the service and map errors.
+//! Which roles may call which RPC is checked before these run
+//! (`checkfu_proto::mesh`).
+
+use crate::model::{Edit, Expect};
+use crate::mounts::Written;
+use crate::service::{MemoryService, NewStore, StorePatch};
+use crate::store::StoreFilter;
+use crate::view;
+use checkfu_core::Error;
+use checkfu_proto::memory::v1 as pb;
+use serde_json::{Value, json};
+use tonic::{Request, Response, Status};
+
+pub struct MemoryGrpc {
+    pub svc: MemoryService,
+}
+
+type R<T> = Result<Response<T>, Status>;
+
+fn answer(v: Value, environment_id: &str, store_id: &str) -> R<pb::Answer> {
+    Ok(Response::new(pb::Answer { json: v.to_string(), environment_id: environment_id.into(), memory_store_id: store_id.into() }))
+}
+
+fn list(items: impl IntoIterator<Item = Value>, next_page: String) -> R<pb::ListAnswer> {
+    Ok(Response::new(pb::ListAnswer { json: items.into_iter().map(|v| v.to_string()).collect(), next_page }))
+}
+
+fn parse_json(field: &str, s: &str) -> Result<Value, Error> {
+    if s.is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_str(s).map_err(|e| Error::invalid_field(field, format!("{field} is not JSON: {e}")))
+}
+
+fn store(s: &crate::model::Store) -> R<pb::Answer> {
+    answer(view::store(s), &s.environment_id, &s.id)
+}
+
+#[tonic::async_trait]
+impl pb::memory_service_server::MemoryService for MemoryGrpc {
+    async fn get_service_info(&self, _: Request<pb::GetServiceInfoRequest>) -> R<pb::ServiceInfo> {
+        Ok(Response::new(pb::ServiceInfo {
+            role: "memory".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            owns: vec!["MemoryStores (versioned document trees)".into(), "MemoryProposals".into(), "Dreams".into()],
+            serving_behaviour: true,
+        }))
+    }
+
+    async fn create_store(&self, r: Request<pb::CreateStoreRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        let n = NewStore {
+            environment_id: r.environment_id,
+            name: r.name,
+            description: r.description,
+            metadata: parse_json("metadata", &r.metadata_json)?,
+            owner_kind: r.owner_kind,
+            owner_id: r.owner_id,
+        };
+        store(&self.svc.create_store(n, &r.actor_id).await?)
+    }
+
+    async fn get_store(&self, r: Request<pb::ActorRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        store(&self.svc.get_store(&r.id, &r.actor_id).await?)
+    }
+
+    async fn list_stores(&self, r: Request<pb::ListStoresRequest>) -> R<pb::ListAnswer> {
+        let r = r.into_inner();
+        let some = |s: String| (!s.is_empty()).then_some(s);
+        let f = StoreFilter {
+            environment_id: some(r.environment_id),
+            owner_kind: some(r.owner_kind),
+            owner_id: some(r.owner_id),
+            include_archived: r.include_archived,
+        };
+        let (rows, next) = self.svc.list_stores(f, r.limit, &r.page, &r.actor_id).await?;
+        list(rows.iter().map(view::store), next)
+    }
+
+    async fn update_store(&self, r: Request<pb::UpdateStoreRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        let p = StorePatch {
+            name: r.name,
+            description: r.description,
+            metadata: r.metadata_json.as_deref().map(|m| parse_json("metadata", m)).transpose()?,
+            expected_version: r.expected_version,
+        };
+        store(&self.svc.update_store(&r.id, p, &r.actor_id).await?)
+    }
+
+    async fn archive_store(&self, r: Request<pb::ActorRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        store(&self.svc.archive_store(&r.id, &r.actor_id).await?)
+    }
+
+    async fn delete_store(&self, r: Request<pb::ActorRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        store(&self.svc.delete_store(&r.id, &r.actor_id).await?)
+    }
+
+    async fn read_document(&self, r: Request<pb::ReadDocumentRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        let (n, d, text) = self.svc.read_document(&r.store_id, &r.path, r.at_version, &r.actor_id).await?;
+        answer(json!({"memory_store_id": r.store_id, "store_version": n, "document": view::document(&d, Some(&text))}), "", &r.store_id)
+    }
+
+    async fn list_documents(&self, r: Request<pb::ListDocumentsRequest>) -> R<pb::ListAnswer> {
+        let r = r.into_inner();
+        let (n, rows, next) = self.svc.list_documents(&r.store_id, &r.path_prefix, r.at_version, r.limit, &r.page, &r.actor_id).await?;
+        // The version read travels as the first entry.
+        let head = std::iter::once(json!({"store_version": n}));
+        list(head.chain(rows.iter().map(|d| view::document(d, None))), next)
+    }
+
+    async fn write_document(&self, r: Request<pb::WriteDocumentRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        let expected = match (r.expect_absent, r.expected_sha256) {
+            (true, _) => Some(Expect::Absent),
+            (false, Some(s)) => Some(Expect::Sha(s)),
+            (false, None) => None,
+        };
+        let (n, d, text) = self.svc.write_document(&r.store_id, &r.path, &r.content, expected, &r.actor_id).await?;
+        answer(json!({"memory_store_id": r.store_id, "store_version": n, "document": view::document(&d, Some(&text))}), "", &r.store_id)
+    }
+
+    async fn delete_document(&self, r: Request<pb::DeleteDocumentRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        let (n, sha) = self.svc.delete_document(&r.store_id, &r.path, &r.expected_sha256, &r.actor_id).await?;
+        answer(
+            json!({"memory_store_id": r.store_id, "store_version": n, "deleted": {"path": r.path, "content_sha256": sha}}),
+            "",
+            &r.store_id,
+        )
+    }
+
+    async fn list_versions(&self, r: Request<pb::ListVersionsRequest>) -> R<pb::ListAnswer> {
+        let r = r.into_inner();
+        let (rows, next) = self.svc.versions(&r.store_id, r.limit, &r.page, &r.actor_id).await?;
+        list(rows.iter().map(view::version), next)
+    }
+
+    async fn get_version(&self, r: Request<pb::GetVersionRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        let v = self.svc.version(&r.store_id, r.version, &r.actor_id).await?;
+        answer(view::version(&v), "", &r.store_id)
+    }
+
+    async fn create_proposal(&self, r: Request<pb::CreateProposalRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        let changes = parse_json("changes", &r.changes_json)?;
+        let p = self.svc.create_proposal(&r.store_id, &changes, &r.rationale, &r.actor_id).await?;
+        answer(self.svc.proposal_json(&p).await?, "", &p.store_id)
+    }
+
+    async fn get_proposal(&self, r: Request<pb::ActorRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        let p = self.svc.get_proposal(&r.id, &r.actor_id).await?;
+        answer(self.svc.proposal_json(&p).await?, "", &p.store_id)
+    }
+
+    async fn list_proposals(&self, r: Request<pb::ListProposalsRequest>) -> R<pb::ListAnswer> {
+        let r = r.into_inner();
+        let (rows, next) = self.svc.list_proposals(&r.store_id, &r.status, r.limit, &r.page, &r.actor_id).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for p in &rows {
+            out.push(self.svc.proposal_json(p).await?);
+        }
+        list(out, next)
+    }
+
+    async fn decide_proposal(&self, r: Request<pb::DecideProposalRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        let p = self.svc.decide(&r.id, r.approve, &r.note, &r.actor_id).await?;
+        answer(self.svc.proposal_json(&p).await?, "", &p.store_id)
+    }
+
+    async fn mount(&self, r: Request<pb::MountRequest>) -> R<pb::MountResponse> {
+        let r = r.into_inner();
+        let store_version = self.svc.mount(&r.store_id, &r.access, &r.principal_id, &r.environment_id, &r.session_id).await?;
+        Ok(Response::new(pb::MountResponse { store_version }))
+    }
+
+    async fn materialize(&self, r: Request<pb::MaterializeRequest>) -> R<pb::MaterializeResponse> {
+        let r = r.into_inner();
+        Ok(Response::new(match self.svc.materialize(&r.store_id, r.at_version, &r.principal_id, &r.session_id, &r.run_id).await? {
+            Ok(files) => pb::MaterializeResponse {
+                files: files.into_iter().map(|f| pb::MountedFile { path: f.path, sha256: f.sha256, size_bytes: f.size_bytes }).collect(),
+                refused: String::new(),
+            },
+            Err(why) => pb::MaterializeResponse { files: vec![], refused: why.into() },
+        }))
+    }
+
+    async fn writeback(&self, r: Request<pb::WritebackRequest>) -> R<pb::WritebackResponse> {
+        let r = r.into_inner();
+        let edits = r
+            .changes
+            .into_iter()
+            .map(|c| Edit { path: c.path, content: c.content, expected: c.expected_sha256.map(Expect::Sha).unwrap_or(Expect::Absent) })
+            .collect();
+        let w = self.svc.writeback(&r.store_id, &r.principal_id, &r.session_id, &r.run_id, edits).await?;
+        Ok(Response::new(match w {
+            Written::Committed(v) => pb::WritebackResponse {
+                outcome: "committed".into(),
+                store_version: v.store_version,
+                changes_json: serde_json::to_string(&v.changes).unwrap_or_default(),
+                ..Default::default()
+            },
+            Written::Proposed { proposal, reason } => pb::WritebackResponse {
+                outcome: "proposed".into(),
+                store_version: proposal.base_version,
+                memory_proposal_id: proposal.id.to_string(),
+                reason: reason.as_str().into(),
+                base_version: proposal.base_version,
+                changes_json: String::new(),
+            },
+            Written::Unchanged(head) => pb::WritebackResponse { outcome: "unchanged".into(), store_version: head, ..Default::default() },
+            Written::Refused(why) => pb::WritebackResponse { outcome: "refused".into(), reason: why.into(), ..Default::default() },
+        }))
+    }
+
+    async fn get_content(&self, r: Request<pb::GetContentRequest>) -> R<pb::GetContentResponse> {
+        let content = self.svc.content(&r.into_inner().sha256).await?;
+        Ok(Response::new(pb::GetContentResponse { content }))
+    }
+}
