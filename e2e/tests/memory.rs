@@ -268,3 +268,237 @@ async fn acceptance_5_shared_stores_change_by_reviewed_proposal() {
         expect(&p.admin.post("/v1/memory-proposals", proposal(bad)).await, 400, Some("validation.invalid"));
     }
 }
+
+/// A deployment whose Agent has the file tools, all allowed by policy.
+async fn agent_with_file_tools(p: &Platform) -> Deployed {
+    let tools = json!({"tools": [{"type": "builtin", "name": "read"}, {"type": "builtin", "name": "write"}]});
+    deploy_allowing_tools(&p.admin, &p.env_id, tools).await
+}
+
+async fn session_with(p: &Platform, d: &Deployed, resources: Value) -> Reply {
+    p.admin.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "principal_id": p.admin_id, "resources": resources})).await
+}
+
+async fn say(p: &Platform, sid: &str, text: &str) -> Value {
+    expect(&p.admin.post(&format!("/v1/sessions/{sid}/events"), message(&p.admin_id, text)).await, 201, None);
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    settle(&p.admin, sid).await
+}
+
+fn position(events: &[Value], pred: impl Fn(&Value) -> bool) -> usize {
+    events.iter().position(pred).unwrap_or(usize::MAX)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_6_a_read_only_mount_reads_at_its_pinned_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let s = id(&store(&p, json!({"kind": "principal", "id": p.admin_id})).await);
+    expect(&write(&p.admin, &s, "/a.md", "remember the milk", Value::Null).await, 200, None);
+    let d = agent_with_file_tools(&p).await;
+    let created = session_with(&p, &d, json!([{"type": "memory_store", "memory_store_id": s, "access": "read_only"}])).await;
+    expect(&created, 201, None);
+    assert_eq!(
+        created.1["resources"],
+        json!([{"type": "memory_store", "memory_store_id": s, "access": "read_only", "mount_name": s, "store_version": 1}])
+    );
+    let sid = id(&created.1);
+    // A later API write is not what the Session sees.
+    expect(&write(&p.admin, &s, "/a.md", "changed later", json!(sha("remember the milk"))).await, 200, None);
+    say(&p, &sid, &format!("call read {{\"path\": \"memory/{s}/a.md\"}}")).await;
+    let ev = events(&p.admin, &sid).await;
+    let result = ev.iter().find(|e| e["type"] == "agent.tool_result").expect("a tool result");
+    assert!(result["payload"].to_string().contains("remember the milk"), "{result}");
+    let mount = position(&ev, |e| e["type"] == "memory.accessed" && e["payload"]["operation"] == "mount");
+    let first_model = position(&ev, |e| e["type"] == "span.model_request_start");
+    let run_created = position(&ev, |e| e["type"] == "run.created");
+    assert!(run_created < mount && mount < first_model, "run.created, then the mount, then the model: {:?}", types(&ev));
+    let m = &ev[mount];
+    assert_eq!(m["payload"]["memory_store_id"], s);
+    assert_eq!((m["payload"]["access"].clone(), m["payload"]["store_version"].clone()), (json!("read_only"), json!(1)));
+    assert_eq!(m["payload"]["mount_path"], format!("/mnt/memory/{s}"));
+    assert!(m["run_id"].as_str().is_some_and(|r| r.starts_with("run_")), "{m}");
+    // Read-only: the write tool refuses, and nothing reaches the store.
+    say(&p, &sid, &format!("call write {{\"path\": \"memory/{s}/a.md\", \"content\": \"x\"}}")).await;
+    let ev = events(&p.admin, &sid).await;
+    let refused = ev.iter().rev().find(|e| e["type"] == "agent.tool_result").expect("a tool result");
+    assert_eq!(refused["payload"]["is_error"], true, "{refused}");
+    assert_eq!(p.admin.get(&format!("/v1/memory-stores/{s}")).await.1["head_version"], 2);
+    // Mounting needs `read` (403), a store that exists (404), a unique name (400).
+    let (bob, _) = someone(&p, "human", "bob").await;
+    grant(&p, &bob, "invoke", "agent", &d.agent_id).await;
+    let as_bob = p
+        .admin
+        .post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "principal_id": bob, "resources": [{"type": "memory_store", "memory_store_id": s, "access": "read_only"}]}))
+        .await;
+    expect(&as_bob, 403, Some("permission.denied"));
+    let twice = session_with(
+        &p,
+        &d,
+        json!([{"type": "memory_store", "memory_store_id": s, "access": "read_only", "mount_name": "m"},
+        {"type": "memory_store", "memory_store_id": s, "access": "read_only", "mount_name": "m"}]),
+    )
+    .await;
+    expect(&twice, 400, Some("validation.invalid"));
+    for bad in [
+        json!({"type": "memory_store", "memory_store_id": s, "access": "sideways"}),
+        json!({"type": "memory_store", "memory_store_id": s, "access": "read_only", "mount_name": "a/b"}),
+    ] {
+        expect(&session_with(&p, &d, json!([bad])).await, 400, Some("validation.invalid"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_7_a_read_write_mount_writes_back_before_the_run_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let d = agent_with_file_tools(&p).await;
+    // A direct store: one version, attributed to the Session.
+    let s = id(&store(&p, json!({"kind": "principal", "id": p.admin_id})).await);
+    let sid =
+        id(&session_with(&p, &d, json!([{"type": "memory_store", "memory_store_id": s, "access": "read_write", "mount_name": "notes"}]))
+            .await
+            .1);
+    say(&p, &sid, "call write {\"path\": \"memory/notes/b.md\", \"content\": \"x\"}").await;
+    let ev = events(&p.admin, &sid).await;
+    let wrote = position(&ev, |e| e["type"] == "memory.accessed" && e["payload"]["operation"] == "write");
+    let completed = position(&ev, |e| e["type"] == "run.completed");
+    assert!(wrote < completed, "the writeback precedes run.completed: {:?}", types(&ev));
+    let w = &ev[wrote]["payload"];
+    assert_eq!(
+        (w["store_version"].clone(), w["access"].clone(), w["mount_path"].clone()),
+        (json!(1), json!("read_write"), json!("/mnt/memory/notes"))
+    );
+    assert_eq!(w["changes"][0]["path"], "/b.md");
+    assert_eq!(w["changes"][0]["operation"], "created");
+    let st = p.admin.get(&format!("/v1/memory-stores/{s}")).await;
+    assert_eq!(st.1["head_version"], 1);
+    let v = p.admin.get(&format!("/v1/memory-stores/{s}/versions/1")).await;
+    assert_eq!((v.1["actor"].clone(), v.1["via"].clone()), (json!({"kind": "session", "id": sid}), json!("writeback")));
+    let doc = p.admin.get(&format!("/v1/memory-stores/{s}/document?path=/b.md")).await;
+    assert_eq!(doc.1["document"]["content"], "x");
+    // The next Run sees its own change (and a second write commits again).
+    say(&p, &sid, "call read {\"path\": \"memory/notes/b.md\"}").await;
+    let ev = events(&p.admin, &sid).await;
+    assert!(ev.iter().rev().find(|e| e["type"] == "agent.tool_result").unwrap()["payload"].to_string().contains('x'));
+    assert_eq!(p.admin.get(&format!("/v1/memory-stores/{s}")).await.1["head_version"], 1, "reading commits nothing");
+
+    // An environment-owned store: a proposal, the head unchanged.
+    let shared = id(&store(&p, json!({"kind": "environment", "id": p.env_id})).await);
+    let sid2 = id(&session_with(&p, &d, json!([{"type": "memory_store", "memory_store_id": shared, "access": "read_write"}])).await.1);
+    say(&p, &sid2, &format!("call write {{\"path\": \"memory/{shared}/b.md\", \"content\": \"x\"}}")).await;
+    let ev = events(&p.admin, &sid2).await;
+    let proposed = ev.iter().find(|e| e["type"] == "memory.proposal_created").expect("a proposal event");
+    assert_eq!((proposed["payload"]["reason"].clone(), proposed["payload"]["paths"].clone()), (json!("shared_owner"), json!(["/b.md"])));
+    assert_eq!(p.admin.get(&format!("/v1/memory-stores/{shared}")).await.1["head_version"], 0);
+    let prop = p.admin.get(&format!("/v1/memory-proposals/{}", proposed["payload"]["memory_proposal_id"].as_str().unwrap())).await;
+    assert_eq!((prop.1["status"].clone(), prop.1["source"].clone()), (json!("open"), json!({"kind": "session", "id": sid2})));
+    assert!(position(&ev, |e| e["type"] == "memory.proposal_created") < position(&ev, |e| e["type"] == "run.completed"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_8_a_conflicting_writeback_becomes_a_proposal_and_a_revoked_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let d = agent_with_file_tools(&p).await;
+    let s = id(&store(&p, json!({"kind": "principal", "id": p.admin_id})).await);
+    expect(&write(&p.admin, &s, "/a.md", "one", Value::Null).await, 200, None);
+    let sid = id(&session_with(&p, &d, json!([{"type": "memory_store", "memory_store_id": s, "access": "read_write", "mount_name": "m"}]))
+        .await
+        .1);
+    say(&p, &sid, "call read {\"path\": \"memory/m/a.md\"}").await;
+    // Between two Runs, an API write.
+    expect(&write(&p.admin, &s, "/a.md", "from the api", json!(sha("one"))).await, 200, None);
+    say(&p, &sid, "call write {\"path\": \"memory/m/a.md\", \"content\": \"from the session\"}").await;
+    let ev = events(&p.admin, &sid).await;
+    let proposed = ev.iter().find(|e| e["type"] == "memory.proposal_created").expect("a conflict proposal");
+    assert_eq!(proposed["payload"]["reason"], "writeback_conflict");
+    let doc = p.admin.get(&format!("/v1/memory-stores/{s}/document?path=/a.md")).await;
+    assert_eq!(doc.1["document"]["content"], "from the api", "the head keeps the API content");
+    let prop = p.admin.get(&format!("/v1/memory-proposals/{}", proposed["payload"]["memory_proposal_id"].as_str().unwrap())).await;
+    assert_eq!(prop.1["changes"][0], json!({"path": "/a.md", "content": "from the session", "expected_sha256": sha("one")}));
+
+    // `write` revoked: nothing kept, memory.writeback_refused.
+    let (carol, _) = someone(&p, "human", "carol").await;
+    grant(&p, &carol, "invoke", "agent", &d.agent_id).await;
+    let read_row = grant(&p, &carol, "read", "memory_store", &s).await;
+    let write_row = grant(&p, &carol, "write", "memory_store", &s).await;
+    let _ = read_row;
+    let sid2 = id(&p
+        .admin
+        .post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "principal_id": carol, "resources": [{"type": "memory_store", "memory_store_id": s, "access": "read_write", "mount_name": "m"}]}))
+        .await
+        .1);
+    expect(&p.admin.delete(&format!("/v1/permission-assignments/{write_row}")).await, 200, None);
+    let head = p.admin.get(&format!("/v1/memory-stores/{s}")).await.1["head_version"].clone();
+    say(&p, &sid2, "call write {\"path\": \"memory/m/c.md\", \"content\": \"nope\"}").await;
+    let ev = events(&p.admin, &sid2).await;
+    let refused = ev.iter().find(|e| e["type"] == "memory.writeback_refused").expect("refused");
+    assert_eq!(refused["payload"], json!({"memory_store_id": s, "reason": "permission.denied"}));
+    assert_eq!(p.admin.get(&format!("/v1/memory-stores/{s}")).await.1["head_version"], head);
+    // The change is not kept in the mount either.
+    say(&p, &sid2, "call read {\"path\": \"memory/m/c.md\"}").await;
+    let ev = events(&p.admin, &sid2).await;
+    assert_eq!(ev.iter().rev().find(|e| e["type"] == "agent.tool_result").unwrap()["payload"]["is_error"], true);
+}
+
+/// Runs the `checkfu` CLI against the platform as its admin.
+fn cli(p: &Platform, dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> (bool, String, String) {
+    use std::io::Write;
+    let key = std::fs::read_to_string(dir.join("admin.key")).unwrap().trim().to_string();
+    let mut child = std::process::Command::new(checkfu_e2e::procs::binary())
+        .args(args)
+        .args(["--server", &p.base, "--key", &key])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.unwrap_or_default().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cli_lists_reads_writes_and_reviews_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let d = dir.path();
+    let s = id(&store(&p, json!({"kind": "principal", "id": p.admin_id})).await);
+    let (ok, out, err) = cli(&p, d, &["memory", "put", &s, "/a.md"], Some("first"));
+    assert!(ok, "{err}");
+    assert!(out.contains("/a.md at v1"), "{out}");
+    // Without --expect: over what the head holds now; --create refuses a present path.
+    let (ok, out, _) = cli(&p, d, &["memory", "put", &s, "/a.md", "-"], Some("second"));
+    assert!(ok && out.contains("at v2"), "{out}");
+    let (ok, _, err) = cli(&p, d, &["memory", "put", &s, "/a.md", "--create"], Some("third"));
+    assert!(!ok && err.contains("409"), "{err}");
+    let (ok, _, err) = cli(&p, d, &["memory", "put", &s, "/a.md", "--expect", &sha("first")], Some("third"));
+    assert!(!ok && err.contains("sha"), "a stale expectation is refused: {err}");
+    let (_, out, _) = cli(&p, d, &["memory", "cat", &s, "/a.md"], None);
+    assert_eq!(out, "second");
+    let (_, out, _) = cli(&p, d, &["memory", "cat", &s, "/a.md", "--at", "1"], None);
+    assert_eq!(out, "first");
+    let (_, out, _) = cli(&p, d, &["memory", "ls"], None);
+    assert!(out.contains(&s) && out.contains("head 2"), "{out}");
+    let (_, out, _) = cli(&p, d, &["memory", "ls", &s, "--json"], None);
+    let docs: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(docs.len(), 1);
+    assert_eq!(docs[0]["content_sha256"], sha("second"));
+    let (_, out, _) = cli(&p, d, &["memory", "history", &s], None);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("v2") && lines[0].contains("modified /a.md"), "{out}");
+    assert!(lines[1].starts_with("v1") && lines[1].contains("created /a.md"), "{out}");
+    // Proposals: listed, approved, rejected.
+    let shared = id(&store(&p, json!({"kind": "environment", "id": p.env_id})).await);
+    let change = |path: &str| json!({"memory_store_id": shared, "changes": [{"path": path, "content": "x", "expected_sha256": null}]});
+    let one = id(&p.admin.post("/v1/memory-proposals", change("/one.md")).await.1);
+    let two = id(&p.admin.post("/v1/memory-proposals", change("/two.md")).await.1);
+    let (_, out, _) = cli(&p, d, &["memory", "proposals", &shared, "--status", "open"], None);
+    assert!(out.contains(&one) && out.contains(&two), "{out}");
+    let (ok, out, err) = cli(&p, d, &["memory", "approve", &one, "--note", "ok"], None);
+    assert!(ok && out.contains("approved") && out.contains("applied as v1"), "{out}{err}");
+    let (ok, out, _) = cli(&p, d, &["memory", "reject", &two, "--json"], None);
+    let rejected: Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(ok && rejected["status"] == "rejected", "{out}");
+}

@@ -132,6 +132,14 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::graph_cli::GraphAction,
     },
+    /// MemoryStores: list, read and write documents, history, and review
+    /// proposals.
+    Memory {
+        #[command(flatten)]
+        client: crate::client::ClientArgs,
+        #[command(subcommand)]
+        action: crate::memory_cli::MemoryAction,
+    },
     /// Uploaded Files: upload (with progress), list, delete.
     Files {
         #[command(flatten)]
@@ -268,6 +276,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::ToolSources { client, action } => crate::reach_cli::tool_sources(client, action, &mut std::io::stdout()).await,
         Command::Automation { client, action } => crate::automation_cli::automation(client, action, &mut std::io::stdout()).await,
         Command::Graph { client, action } => crate::graph_cli::graph(client, action, &mut std::io::stdout()).await,
+        Command::Memory { client, action } => crate::memory_cli::memory(client, action, &mut std::io::stdout()).await,
         Command::Files { client, action } => crate::uploads_cli::files(client, action, &mut std::io::stdout()).await,
         Command::Skills { client, action } => crate::uploads_cli::skills(client, action, &mut std::io::stdout()).await,
         Command::Credentials { settings, action } => {

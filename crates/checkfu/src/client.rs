@@ -63,15 +63,36 @@ impl Client {
     }
 
     pub(crate) async fn call(&self, rb: reqwest::RequestBuilder) -> anyhow::Result<Value> {
-        let r = rb.bearer_auth(&self.key).send().await.context("the server did not answer")?;
-        let status = r.status();
-        let body: Value = r.json().await.unwrap_or(Value::Null);
+        let (status, body) = self.send(rb).await?;
         if !status.is_success() {
-            let e = &body["error"];
-            bail!("{} {}: {}", status.as_u16(), e["type"].as_str().unwrap_or("error"), e["message"].as_str().unwrap_or("(no message)"));
+            return Err(refusal(status, &body));
         }
         Ok(body)
     }
+
+    /// Like [`Client::call`], but a 404 is `None`.
+    pub(crate) async fn find(&self, rb: reqwest::RequestBuilder) -> anyhow::Result<Option<Value>> {
+        let (status, body) = self.send(rb).await?;
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !status.is_success() {
+            return Err(refusal(status, &body));
+        }
+        Ok(Some(body))
+    }
+
+    async fn send(&self, rb: reqwest::RequestBuilder) -> anyhow::Result<(reqwest::StatusCode, Value)> {
+        let r = rb.bearer_auth(&self.key).send().await.context("the server did not answer")?;
+        let status = r.status();
+        Ok((status, r.json().await.unwrap_or(Value::Null)))
+    }
+}
+
+/// The error envelope of a refused request, as one line.
+fn refusal(status: reqwest::StatusCode, body: &Value) -> anyhow::Error {
+    let e = &body["error"];
+    anyhow::anyhow!("{} {}: {}", status.as_u16(), e["type"].as_str().unwrap_or("error"), e["message"].as_str().unwrap_or("(no message)"))
 }
 
 /// One line for a persisted event.

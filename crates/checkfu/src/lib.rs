@@ -10,6 +10,7 @@ pub mod config;
 pub mod graph_cli;
 pub mod health;
 pub mod key_file;
+pub mod memory_cli;
 pub mod mesh;
 pub mod node;
 pub mod operator;

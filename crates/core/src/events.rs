@@ -33,6 +33,9 @@ crate::string_enum!(
         ActionApprovalResolved = "action_approval.resolved",
         PolicyDenied = "policy.denied",
         EgressDenied = "egress.denied",
+        MemoryAccessed = "memory.accessed",
+        MemoryProposalCreated = "memory.proposal_created",
+        MemoryWritebackRefused = "memory.writeback_refused",
     }
 );
 

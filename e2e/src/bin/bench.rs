@@ -13,7 +13,10 @@
 //! of them (10,000 by default), each on a 6-field cron firing once a minute
 //! at its own second, so the installation fires every second; the lag of
 //! each firing is its child Session's `created_at` minus its
-//! `scheduled_for`, at the 50th and 99th percentile.
+//! `scheduled_for`, at the 50th and 99th percentile; with `--only memory`
+//! the latency of a MemoryStore document read, a compare-and-set write and
+//! a list page (10 documents) in a store of 10 documents and in one of
+//! `--documents` (10,000 by default), at the 50th and 99th percentile.
 //!
 //! By default it boots an embedded installation in this process (every
 //! role, SQLite in a temporary directory, the scripted model). With
@@ -72,6 +75,12 @@ struct Args {
     /// Seconds of firings timed once every Automation exists.
     #[arg(long, default_value_t = 60)]
     firing_seconds: u64,
+    /// Documents in the large store of the memory figure.
+    #[arg(long, default_value_t = 10_000)]
+    documents: usize,
+    /// Calls timed per memory operation and store.
+    #[arg(long, default_value_t = 500)]
+    memory_calls: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -80,6 +89,7 @@ enum Figure {
     Messages,
     Turns,
     Firings,
+    Memory,
 }
 
 /// Calls answered 201 per second, and how many got another answer (a
@@ -236,6 +246,77 @@ where
     futures_util::stream::iter(items).map(|t| (op.clone())(t)).buffer_unordered(clients).collect().await
 }
 
+/// Read, compare-and-set write and list latency in stores of each size in
+/// `sizes` (documents `/d/00000.md`…, filled 16 writes at a time): `calls`
+/// of each, one at a time, on documents spread over the store.
+async fn memory(i: &Installation, sizes: &[usize], calls: usize) {
+    println!("memory store latency ({calls} calls each, one client; ms)");
+    println!(
+        "{:>10}  {:>9} {:>9}  {:>9} {:>9}  {:>9} {:>9}",
+        "documents", "read p50", "read p99", "write p50", "write p99", "list p50", "list p99"
+    );
+    for &n in sizes {
+        let s = i
+            .admin
+            .post(
+                "/v1/memory-stores",
+                json!({"environment_id": i.env_id, "name": format!("bench-{n}"), "owner": {"kind": "principal", "id": i.admin_id}}),
+            )
+            .await;
+        assert_eq!(s.0.as_u16(), 201, "{}", s.1);
+        let store = id(&s.1);
+        let api = Arc::new(i.admin.clone());
+        let path = |k: usize| format!("/d/{k:05}.md");
+        let fill: Vec<usize> = (0..n).collect();
+        let (a, st) = (api.clone(), store.clone());
+        each(fill, 16, move |k| {
+            let (a, st) = (a.clone(), st.clone());
+            async move {
+                let body = json!({"path": format!("/d/{k:05}.md"), "content": format!("document {k}\n"), "expected_sha256": null});
+                let r = a.post(&format!("/v1/memory-stores/{st}/document"), body).await;
+                assert_eq!(r.0.as_u16(), 200, "{}", r.1);
+            }
+        })
+        .await;
+        let (mut reads, mut writes, mut lists) = (vec![], vec![], vec![]);
+        for c in 0..calls {
+            let k = (c * 7919) % n;
+            let t = Instant::now();
+            let r = api.get(&format!("/v1/memory-stores/{store}/document?path={}", path(k))).await;
+            reads.push(t.elapsed());
+            assert_eq!(r.0.as_u16(), 200, "{}", r.1);
+            let sha = r.1["document"]["content_sha256"].as_str().unwrap().to_string();
+            let body = json!({"path": path(k), "content": format!("document {k} call {c}\n"), "expected_sha256": sha});
+            let t = Instant::now();
+            let w = api.post(&format!("/v1/memory-stores/{store}/document"), body).await;
+            writes.push(t.elapsed());
+            assert_eq!(w.0.as_u16(), 200, "{}", w.1);
+            // A full page of 10 in either store: from the start of the
+            // small one, from anywhere in the large one.
+            let at = (c * 7919) % (n.saturating_sub(10) + 1);
+            let page = if at == 0 { String::new() } else { format!("&page={}", checkfu_core::page::encode_token(&path(at - 1))) };
+            let t = Instant::now();
+            let l = api.get(&format!("/v1/memory-stores/{store}/documents?limit=10{page}")).await;
+            lists.push(t.elapsed());
+            assert_eq!(l.0.as_u16(), 200, "{}", l.1);
+            assert_eq!(l.1["data"].as_array().map(Vec::len), Some(10.min(n)), "a full page");
+        }
+        for v in [&mut reads, &mut writes, &mut lists] {
+            v.sort();
+        }
+        let f = |v: &[Duration], p: f64| ms(percentile(v, p));
+        println!(
+            "{n:>10}  {:>9.2} {:>9.2}  {:>9.2} {:>9.2}  {:>9.2} {:>9.2}",
+            f(&reads, 0.5),
+            f(&reads, 0.99),
+            f(&writes, 0.5),
+            f(&writes, 0.99),
+            f(&lists, 0.5),
+            f(&lists, 0.99)
+        );
+    }
+}
+
 /// The firing lag of `n` scheduled Automations (`S * * * * *`, S = i mod
 /// 60: once a minute each, the installation firing every second), timed
 /// over `seconds` once all exist: child Session created minus
@@ -366,6 +447,9 @@ async fn main() {
     }
     if a.only.contains(&Figure::Firings) {
         firings(&installation, &d, a.automations, a.firing_seconds).await;
+    }
+    if a.only.contains(&Figure::Memory) {
+        memory(&installation, &[10, a.documents, 10], a.memory_calls).await;
     }
     if let Some(p) = embedded {
         p.stop().await;

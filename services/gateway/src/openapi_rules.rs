@@ -361,8 +361,12 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
         }
         ("BudgetScope", "kind") => one_of(&["session"]),
         ("CreateSession" | "UpdateSelection", "skills") => json!({"maxItems": 500, "items": id("skl")}),
-        ("CreateSession", "resources") => json!({"maxItems": 20, "items": {"type": "object", "required": ["type", "file_id"],
-            "additionalProperties": false, "properties": {"type": {"type": "string", "enum": ["file"]}, "file_id": id("file")}}}),
+        ("CreateSession", "resources") => json!({"maxItems": 20, "items": {"oneOf": [
+            {"type": "object", "required": ["type", "file_id"], "additionalProperties": false,
+                "properties": {"type": {"type": "string", "enum": ["file"]}, "file_id": id("file")}},
+            {"type": "object", "required": ["type", "memory_store_id", "access"], "additionalProperties": false,
+                "properties": {"type": {"type": "string", "enum": ["memory_store"]}, "memory_store_id": id("mstr"),
+                    "access": one_of(&["read_only", "read_write"]), "mount_name": {"type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$"}}}]}}),
         ("BundleFile", "encoding") => one_of(&["utf8", "base64"]),
         // This build fires Automations manually: `[]` is the one trigger list.
         ("CreateAutomation" | "UpdateAutomation", "triggers") => json!({"type": "array", "maxItems": 0}),

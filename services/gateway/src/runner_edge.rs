@@ -82,6 +82,7 @@ async fn runner_protocol(State(edge): State<RunnerEdge>, Path(method): Path<Stri
         "MissingBlobs",
         "GetBlob",
         "RecordSnapshot",
+        "WritebackMemory",
     ];
     if !METHODS.contains(&method.as_str()) {
         return status(tonic::Status::unimplemented("no such method"));

@@ -418,6 +418,10 @@ pub struct Session {
     pub sandbox: Value,
     /// The Connections its release pins (ids only, never a secret).
     pub connection_ids: Vec<String>,
+    /// MemoryStores it mounts: `{type: "memory_store", memory_store_id,
+    /// access, mount_name, store_version}` (the head when it was created).
+    #[schema(value_type = Vec<Object>)]
+    pub resources: Value,
     pub created_at: String,
     pub updated_at: String,
     pub version: i64,
@@ -458,6 +462,7 @@ pub fn session(s: &ss::Session) -> Session {
         sandbox_expires_at: sandbox.get("expires_at").and_then(Value::as_str).map(str::to_string),
         sandbox,
         connection_ids: s.connection_ids.clone(),
+        resources: if s.resources_json.is_empty() { Value::Array(vec![]) } else { doc(&s.resources_json) },
         created_at: s.created_at.clone(),
         updated_at: s.updated_at.clone(),
         version: s.version,

@@ -140,7 +140,8 @@ impl SandboxAgent for Agent {
             serde_json::from_str(&r.input_json).map_err(|e| Status::invalid_argument(format!("input_json is not JSON: {e}")))?;
         let ws = Workspace::open(&self.root, Isolation::Container, limits(r.limits))
             .map_err(|e| Status::unavailable(format!("the workspace is unavailable: {e}")))?
-            .with_proxy((!r.proxy_url.is_empty()).then_some(r.proxy_url));
+            .with_proxy((!r.proxy_url.is_empty()).then_some(r.proxy_url))
+            .with_writable_mounts(r.writable_mounts);
         let out = ws.run(&r.tool, &input).await;
         Ok(Response::new(pb::RunToolResponse { content: out.content, is_error: out.is_error }))
     }
@@ -235,11 +236,11 @@ impl RemoteSandbox {
 
     /// Runs a sandbox tool in the pod; a failed call is an error result.
     pub async fn run(&self, tool: &str, input: &Value) -> Outcome {
-        self.run_via(tool, input, String::new()).await
+        self.run_via(tool, input, String::new(), vec![]).await
     }
 
     /// Like [`Self::run`], giving `bash` the egress proxy at `proxy_url`.
-    pub async fn run_via(&self, tool: &str, input: &Value, proxy_url: String) -> Outcome {
+    pub async fn run_via(&self, tool: &str, input: &Value, proxy_url: String, writable_mounts: Vec<String>) -> Outcome {
         let l = &self.limits;
         let wire = pb::ToolLimits {
             cpu_seconds: l.cpu_seconds,
@@ -248,7 +249,13 @@ impl RemoteSandbox {
             file_mib: l.file_mib,
             processes: l.processes,
         };
-        let mut req = Request::new(pb::RunToolRequest { tool: tool.into(), input_json: input.to_string(), limits: Some(wire), proxy_url });
+        let mut req = Request::new(pb::RunToolRequest {
+            tool: tool.into(),
+            input_json: input.to_string(),
+            limits: Some(wire),
+            proxy_url,
+            writable_mounts,
+        });
         req.metadata_mut().insert("authorization", self.token.clone());
         // The command's own wall clock, and then some for the channel.
         req.set_timeout(l.wall + Duration::from_secs(30));

@@ -244,6 +244,9 @@ pub struct Workspace {
     /// The egress proxy's URL in a sandbox pod, where the pod's network
     /// policy lets only the capability gateway be reached.
     proxy: Option<String>,
+    /// Mount folders the tools may change (read-write memory mounts,
+    /// `memory/<name>`); every other mount folder is read-only.
+    writable_mounts: Vec<String>,
 }
 
 /// What `bash` needs to reach the egress proxy from inside bubblewrap.
@@ -299,12 +302,27 @@ impl Workspace {
             Isolation::Container | Isolation::Unavailable => PathBuf::new(),
         };
         let files = Arc::new(Root::open(&root, identity)?);
-        Ok(Workspace { root, files, isolation, limits, identity, etc, egress: None, proxy: None })
+        Ok(Workspace { root, files, isolation, limits, identity, etc, egress: None, proxy: None, writable_mounts: vec![] })
     }
 
     /// In a sandbox pod: `bash`'s proxy variables name `proxy_url`.
     pub fn with_proxy(mut self, proxy_url: Option<String>) -> Self {
         self.proxy = proxy_url;
+        self
+    }
+
+    /// Lets the tools change these mount folders (read-write memory mounts).
+    pub fn with_writable_mounts(mut self, folders: Vec<String>) -> Self {
+        self.writable_mounts = folders.into_iter().filter(|f| crate::sync::is_memory_folder(f)).collect();
+        // The runner wrote them; `bash` runs as the workspace's own user.
+        if let Some(owner) = self.identity {
+            for f in &self.writable_mounts {
+                let dir = self.root.join(f);
+                if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+                    chown_tree(&dir, owner);
+                }
+            }
+        }
         self
     }
 
@@ -360,11 +378,16 @@ impl Workspace {
     }
 
     /// A path the agent may change: not in a mount folder (the Session's
-    /// Files and skills are read-only).
-    fn writable(given: &str) -> Result<PathBuf, Outcome> {
+    /// Files, skills and read-only memory are read-only), but for a
+    /// read-write memory mount.
+    fn writable(&self, given: &str) -> Result<PathBuf, Outcome> {
         let rel = Self::relative(given)?;
-        if rel.to_str().is_some_and(crate::sync::in_mount) {
-            return Err(err(format!("{given:?} is read-only: skills/ and uploads/ hold the Session's mounted skills and files")));
+        let text = rel.to_str().unwrap_or_default();
+        let in_writable = self.writable_mounts.iter().any(|f| text.strip_prefix(f.as_str()).is_some_and(|rest| rest.starts_with('/')));
+        if crate::sync::in_mount(text) && !in_writable {
+            return Err(err(format!(
+                "{given:?} is read-only: skills/, uploads/ and memory/ hold the Session's mounted skills, files and memory stores (a read-write memory mount is writable)"
+            )));
         }
         Ok(rel)
     }
@@ -375,7 +398,7 @@ impl Workspace {
         if content.len() as u64 > MAX_FILE_BYTES {
             return Err(err(format!("content is limited to {MAX_FILE_BYTES} bytes")));
         }
-        let rel = Self::writable(&given)?;
+        let rel = self.writable(&given)?;
         let (files, n) = (self.files.clone(), content.len());
         blocking(move || files.write(&rel, content.as_bytes())).await?.map_err(|e| err(format!("cannot write {given:?}: {e}")))?;
         Ok(ok(format!("wrote {n} bytes to {given}")))
@@ -384,7 +407,7 @@ impl Workspace {
     async fn edit(&self, input: &Value) -> Result<Outcome, Outcome> {
         let given = arg(input, "path")?.to_string();
         let (old, new) = (arg(input, "old")?.to_string(), arg(input, "new")?.to_string());
-        let rel = Self::writable(&given)?;
+        let rel = self.writable(&given)?;
         let files = self.files.clone();
         let g = given.clone();
         blocking(move || {
@@ -564,6 +587,13 @@ impl Workspace {
                 cmd.args(["--ro-bind", &host.to_string_lossy(), &format!("/workspace/{d}")]);
             }
         }
+        // A read-write memory mount is bound writable again inside.
+        for f in &self.writable_mounts {
+            let host = self.root.join(f);
+            if std::fs::symlink_metadata(&host).is_ok_and(|m| m.is_dir()) {
+                cmd.args(["--bind", &host.to_string_lossy(), &format!("/workspace/{f}")]);
+            }
+        }
         cmd.args(["--chdir", "/workspace"]);
         cmd.args(["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/workspace"]);
         if let Some(e) = &self.egress {
@@ -709,6 +739,33 @@ mod tests {
         )
         .expect("open");
         (dir, w)
+    }
+
+    /// A read-write memory mount takes the file tools' writes (and, under
+    /// bubblewrap, bash's); every other mount folder stays read-only.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn only_read_write_memory_mounts_are_writable() {
+        let (dir, w) = ws();
+        let root = dir.path().join("ws");
+        for m in ["memory/notes", "memory/facts"] {
+            std::fs::create_dir_all(root.join(m)).expect("mount folder");
+            std::fs::write(root.join(m).join("a.md"), "given").expect("mounted file");
+        }
+        let w = w.with_writable_mounts(vec!["memory/notes".into(), "skills/x".into(), "memory/../outputs".into()]);
+        let ok = w.run("write", &json!({"path": "memory/notes/b.md", "content": "new"})).await;
+        assert!(!ok.is_error, "{ok:?}");
+        let edit = w.run("edit", &json!({"path": "memory/notes/a.md", "old": "given", "new": "edited"})).await;
+        assert!(!edit.is_error, "{edit:?}");
+        let refused = w.run("write", &json!({"path": "memory/facts/a.md", "content": "x"})).await;
+        assert!(refused.is_error && refused.content.contains("read-only"), "{refused:?}");
+        let beside = w.run("write", &json!({"path": "memory/notes-2/a.md", "content": "x"})).await;
+        assert!(beside.is_error, "a folder named like a mount is not it: {beside:?}");
+        assert!(w.run("write", &json!({"path": "skills/x/a.md", "content": "x"})).await.is_error, "only memory folders are ever writable");
+        if isolation_available() {
+            let r = w.run("bash", &json!({"command": "echo hi > memory/notes/c.md && echo no > memory/facts/c.md"})).await;
+            assert!(std::fs::read_to_string(root.join("memory/notes/c.md")).is_ok_and(|t| t == "hi\n"), "{r:?}");
+            assert!(!root.join("memory/facts/c.md").exists(), "{r:?}");
+        }
     }
 
     /// The local plane passes the suite every sandbox passes (or, without

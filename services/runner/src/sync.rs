@@ -24,10 +24,33 @@ use std::path::{Path, PathBuf};
 /// The folder of the workspace whose files are captured.
 pub const OUTPUTS: &str = "outputs";
 /// Folders of the workspace that hold mounts: the Session's Files
-/// (`uploads/<id>/<name>`) and skills (`skills/<name>/`). The runner
-/// writes them before every Run; the agent may read but not change them
-/// (`sandbox.rs`), and they are never snapshotted or captured.
-pub const MOUNT_DIRS: &[&str] = &["skills", "uploads"];
+/// (`uploads/<id>/<name>`), skills (`skills/<name>/`) and MemoryStores
+/// (`memory/<mount_name>/`). The runner writes them before every Run; the
+/// agent may read but not change them (`sandbox.rs`) — but for read-write
+/// memory mounts, whose changes are written back to their stores — and
+/// they are never snapshotted or captured.
+pub const MOUNT_DIRS: &[&str] = &["skills", "uploads", "memory"];
+
+/// The folder that holds memory mounts.
+pub const MEMORY_DIR: &str = "memory";
+
+/// Whether `folder` names one memory mount (`memory/<name>`).
+pub fn is_memory_folder(folder: &str) -> bool {
+    folder.strip_prefix("memory/").is_some_and(|n| !n.is_empty() && n != "." && n != ".." && !n.contains('/'))
+}
+
+/// The read-write memory mounts of a Run's sandbox (`memory/<name>`).
+pub fn writable_mounts(work: &pb::WorkItem) -> Vec<String> {
+    let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
+    serde_json::from_value::<Vec<String>>(sandbox.get("writable_mounts").cloned().unwrap_or(Value::Null))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| is_memory_folder(f))
+        .collect()
+}
+
+/// The largest memory document written back (the store's limit).
+const MAX_MEMORY_DOCUMENT: u64 = 256 * 1024;
 
 /// Whether a workspace path lies in a mount folder.
 pub fn in_mount(rel: &str) -> bool {
@@ -239,6 +262,7 @@ impl Runner {
     async fn mount(&self, tree: &Tree, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<(), Status> {
         let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
         let mounts: Vec<Mount> = serde_json::from_value(sandbox.get("mounts").cloned().unwrap_or(Value::Null)).unwrap_or_default();
+        let writable = writable_mounts(work);
         if let Tree::Local(root) = tree {
             // A mount folder is a real directory: anything else in its
             // place (a link the agent made) goes.
@@ -269,7 +293,9 @@ impl Runner {
             }
             let _ = tree.remove(&m.path).await;
             let chunks = self.download_kind(lease, &m.source, &m.sha256).await?;
-            tree.write(&m.path, 0o444, chunks).await?;
+            let mode =
+                if writable.iter().any(|f| m.path.strip_prefix(f.as_str()).is_some_and(|r| r.starts_with('/'))) { 0o644 } else { 0o444 };
+            tree.write(&m.path, mode, chunks).await?;
         }
         Ok(())
     }
@@ -336,8 +362,10 @@ impl Runner {
             }
             return Ok(());
         };
+        let all = tree.walk(MAX_ENTRIES).await?;
+        self.write_back_memory(work, lease, &tree, &all).await?;
         // Mounts are written again before every Run, never kept.
-        let found: Vec<Found> = tree.walk(MAX_ENTRIES).await?.into_iter().filter(|f| !in_mount(&f.rel)).collect();
+        let found: Vec<Found> = all.into_iter().filter(|f| !in_mount(&f.rel)).collect();
         let mut entries = Vec::with_capacity(found.len());
         let mut seen = BTreeMap::new();
         for f in &found {
@@ -374,6 +402,58 @@ impl Runner {
         local.seen = seen;
         local.unenforced = reported;
         write_local(&self.cfg.workspaces, &work.session_id, &local);
+        Ok(())
+    }
+
+    /// Reports what the Run changed in each read-write memory mount
+    /// against what the mount was given: new and changed files with their
+    /// text, deleted ones, and those left out (not UTF-8 text, past 256
+    /// KiB, or a name a store cannot hold).
+    async fn write_back_memory(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, tree: &Tree, all: &[Found]) -> Result<(), Status> {
+        let writable = writable_mounts(work);
+        if writable.is_empty() {
+            return Ok(());
+        }
+        let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
+        let mounts: Vec<Mount> = serde_json::from_value(sandbox.get("mounts").cloned().unwrap_or(Value::Null)).unwrap_or_default();
+        for folder in &writable {
+            let prefix = format!("{folder}/");
+            let given: BTreeMap<&str, &str> =
+                mounts.iter().filter_map(|m| m.path.strip_prefix(&prefix).map(|rel| (rel, m.sha256.as_str()))).collect();
+            let mut changes = vec![];
+            let mut skipped = vec![];
+            let mut present = std::collections::BTreeSet::new();
+            for f in all.iter().filter(|f| f.rel.starts_with(&prefix)) {
+                let rel = &f.rel[prefix.len()..];
+                present.insert(rel.to_string());
+                if !document_name(rel) || f.size > MAX_MEMORY_DOCUMENT {
+                    skipped.push(rel.to_string());
+                    continue;
+                }
+                let sha = tree.sha256(&f.rel).await?;
+                if given.get(rel) == Some(&sha.as_str()) {
+                    continue;
+                }
+                let mut bytes = vec![];
+                let mut chunks = tree.read(&f.rel).await?;
+                while let Some(c) = chunks.next().await {
+                    bytes.extend(c?);
+                }
+                match String::from_utf8(bytes) {
+                    Ok(text) => changes.push(pb::MemoryFileChange { path: rel.to_string(), content: Some(text) }),
+                    Err(_) => skipped.push(rel.to_string()),
+                }
+            }
+            for rel in given.keys().filter(|p| !present.contains(**p)) {
+                changes.push(pb::MemoryFileChange { path: rel.to_string(), content: None });
+            }
+            if changes.is_empty() && skipped.is_empty() {
+                continue;
+            }
+            let mount_name = folder.trim_start_matches(&format!("{MEMORY_DIR}/")).to_string();
+            let req = pb::WritebackMemoryRequest { lease: Some(lease.clone()), mount_name, changes, skipped };
+            self.runs.clone().writeback_memory(req).await?;
+        }
         Ok(())
     }
 
@@ -429,9 +509,30 @@ impl Runner {
     }
 }
 
+/// Whether a file under a memory mount may be a document: each segment
+/// of `[A-Za-z0-9._-]`, not `.` or `..`, the whole at most 1,023 bytes.
+fn document_name(rel: &str) -> bool {
+    rel.len() < 1024
+        && rel.split('/').all(|s| {
+            !s.is_empty() && s != "." && s != ".." && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::in_mount;
+    use super::{document_name, in_mount, is_memory_folder};
+
+    #[test]
+    fn memory_documents_and_folders_are_named_as_stores_name_them() {
+        assert!(document_name("a.md") && document_name("notes/b-1.txt"));
+        assert!(!document_name("a b.md") && !document_name("é.md") && !document_name(""));
+        assert!(
+            is_memory_folder("memory/notes")
+                && !is_memory_folder("memory/")
+                && !is_memory_folder("memory/a/b")
+                && !is_memory_folder("skills/x")
+        );
+    }
 
     #[test]
     fn mount_folders_are_matched_by_whole_segments() {

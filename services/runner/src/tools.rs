@@ -195,7 +195,7 @@ impl Runner {
                 let out = match pods.open(work, limits).await {
                     Ok(sandbox) => {
                         self.restore_pod_once(work, &sandbox).await;
-                        sandbox.run_via(&d.call.name, &d.input, proxy).await
+                        sandbox.run_via(&d.call.name, &d.input, proxy, crate::sync::writable_mounts(work)).await
                     }
                     Err(e) => crate::sandbox::Outcome { content: format!("the sandbox is unavailable: {e}"), is_error: true },
                 };
@@ -212,7 +212,7 @@ impl Runner {
                 proxy_url: l.proxy_url.clone(),
                 relay: relay.clone(),
             });
-            let out = ws.with_egress(egress).run(&d.call.name, &d.input).await;
+            let out = ws.with_egress(egress).with_writable_mounts(crate::sync::writable_mounts(work)).run(&d.call.name, &d.input).await;
             drop(link);
             return (out.content, out.is_error);
         }

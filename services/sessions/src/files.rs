@@ -287,10 +287,12 @@ impl SessionsService {
     }
 
     /// What a runner is told about the sandbox of a Run it claims.
-    pub(crate) async fn sandbox_for(&self, session: &Session) -> Result<Value> {
+    pub(crate) async fn sandbox_for(&self, session: &Session, run_id: &checkfu_core::id::RunId) -> Result<Value> {
         let rev = self.sandbox_revision(&session.pins.sandbox_profile_id, session.pins.sandbox_profile_revision).await?;
         let m = self.materialise(session, &rev.spec).await?;
-        let (mounts, skills) = self.mounts(session).await?;
+        let (mut mounts, skills) = self.mounts(session).await?;
+        let (memory, writable) = self.memory_mounts(session, run_id, m.fresh).await?;
+        mounts.extend(memory);
         Ok(json!({
             "snapshot_sha256": m.state.snapshot_sha256,
             "fresh": m.fresh,
@@ -298,6 +300,7 @@ impl SessionsService {
             "unenforced": m.state.unenforced,
             "profile": rev.spec,
             "mounts": mounts,
+            "writable_mounts": writable,
             "skills": skills,
         }))
     }

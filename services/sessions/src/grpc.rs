@@ -130,6 +130,7 @@ pub(crate) fn session(s: Session) -> pb::Session {
         queued_for_pool: false,
         sandbox_json: String::new(),
         connection_ids: vec![],
+        resources_json: String::new(),
     }
 }
 
@@ -175,7 +176,9 @@ impl SessionsGrpc {
         let queued = self.svc.queued_for_pool(&s).await?;
         let connection_ids =
             self.svc.pinned_version(&s.agent_id, s.pins.agent_version).await?.map(|v| v.definition.connection_ids()).unwrap_or_default();
-        Ok(pb::Session { queued_for_pool: queued, sandbox_json: sandbox_json(sandbox), connection_ids, ..session(s) })
+        let resources = self.svc.memory_resources(&s.id).await?;
+        let resources_json = if resources.is_empty() { String::new() } else { Value::Array(resources).to_string() };
+        Ok(pb::Session { queued_for_pool: queued, sandbox_json: sandbox_json(sandbox), connection_ids, resources_json, ..session(s) })
     }
 }
 
@@ -345,6 +348,11 @@ impl Rpc for SessionsGrpc {
                 .collect::<Result<_>>()?,
             budget: r.budget.map(|b| (b.limit, metric_or_default(&b.metric))),
             resources: r.resource_file_ids,
+            memory: r
+                .memory_mounts
+                .into_iter()
+                .map(|m| crate::model::MountRequest { store_id: m.memory_store_id, access: m.access, mount_name: m.mount_name })
+                .collect(),
             deployment_revision: r.deployment_revision,
             id: r.session_id,
         };

@@ -210,6 +210,12 @@ impl Rpc for RunnerGrpc {
         self_hosted(&self.svc, &r).await?;
         let r = r.into_inner();
         let l = lease(r.lease)?;
+        if r.kind == "memory" {
+            // A memory document (at most 256 KiB): one chunk, from the
+            // memory service.
+            let data = self.svc.memory_content(&l, &r.sha256).await?.into_bytes();
+            return Ok(Response::new(Box::pin(futures_util::stream::iter([Ok(pb::BlobData { data })]))));
+        }
         let size = self.svc.blob_size(&l, &r.kind, &r.sha256).await?;
         let svc = self.svc.clone();
         let stream = futures_util::stream::unfold(0u64, move |at| {
@@ -227,6 +233,14 @@ impl Rpc for RunnerGrpc {
             }
         });
         Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn writeback_memory(&self, r: Request<pb::WritebackMemoryRequest>) -> R<pb::WritebackMemoryResponse> {
+        self_hosted(&self.svc, &r).await?;
+        let r = r.into_inner();
+        let changes = r.changes.into_iter().map(|c| crate::memory::FileChange { path: c.path, content: c.content }).collect();
+        self.svc.writeback_memory(&lease(r.lease)?, &r.mount_name, changes, r.skipped).await?;
+        Ok(Response::new(pb::WritebackMemoryResponse {}))
     }
 
     async fn record_snapshot(&self, r: Request<pb::RecordSnapshotRequest>) -> R<pb::RecordSnapshotResponse> {

@@ -12,6 +12,7 @@ pub mod grpc_runner;
 mod handoff;
 pub mod input;
 pub mod live;
+pub mod memory;
 pub mod model;
 pub mod runners;
 pub mod runs;

@@ -302,7 +302,7 @@ impl SessionsService {
         let tail = self.store.list_events(&session.id, (session.last_seq - tail).max(0), tail, &[]).await?;
         let tools = self.run_tools(&session).await?;
         let capability = self.mint_capability(&session, &run, &tools)?;
-        let sandbox = self.sandbox_for(&session).await?;
+        let sandbox = self.sandbox_for(&session, &run.id).await?;
         let instructions = with_skills(&session.selection.instructions, &sandbox["skills"]);
         Ok(WorkItem { lease: Lease::of(&run), session, run, tools, tail, capability, sandbox, instructions })
     }

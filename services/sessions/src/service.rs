@@ -45,6 +45,8 @@ pub struct SessionsService {
     /// The capability gateway, which resolves ToolSource declarations at
     /// publication.
     pub(crate) tool_sources: Option<crate::upstream::ToolSources>,
+    /// The memory service, for the Session's mounts of MemoryStores.
+    pub(crate) memory: Option<crate::upstream::Memory>,
     /// Woken after each commit, so the outbox relay publishes at once.
     outbox_wake: Option<Arc<Notify>>,
     /// Signs capability tokens (`capability.rs`); from the installation key.
@@ -73,6 +75,8 @@ pub struct NewSession {
     pub initial_events: Vec<Input>,
     /// Files given to the Session from the start (`resources`).
     pub resources: Vec<String>,
+    /// MemoryStores mounted from the start (`resources`).
+    pub memory: Vec<MountRequest>,
     /// A revision of the deployment to run instead of its current one.
     pub deployment_revision: Option<i64>,
     /// `(limit, metric)` of a session-scoped Budget.
@@ -144,6 +148,7 @@ impl SessionsService {
             snapshots: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
             governance: None,
             tool_sources: None,
+            memory: None,
             outbox_wake: None,
             token_key: None,
             blobs: None,
@@ -188,6 +193,11 @@ impl SessionsService {
 
     pub fn with_tool_sources(mut self, transport: checkfu_proto::transport::Transport) -> Self {
         self.tool_sources = Some(crate::upstream::ToolSources::new(transport));
+        self
+    }
+
+    pub fn with_memory(mut self, transport: checkfu_proto::transport::Transport) -> Self {
+        self.memory = Some(crate::upstream::Memory::new(transport));
         self
     }
 
@@ -322,6 +332,10 @@ impl SessionsService {
         }
         let files = self.files_for(&d.session.environment_id, &blocks).await?;
         self.give_files(&d.session.id, &files).await?;
+        // Mounts are pinned (and their access checked) before the Session
+        // exists, so its first Run always finds them.
+        let mounts = self.pin_mounts(&d.session.id, &d.session.environment_id, &d.session.principal_id, req.memory.clone()).await?;
+        self.store.insert_mounts(&d.session.id, &mounts).await?;
         let events = match self.store.insert_session(&d.session, &d.events, &d.runs).await {
             Ok(events) => events,
             // A create with the caller's id that raced another: the first won.

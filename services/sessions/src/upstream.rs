@@ -8,3 +8,6 @@ pub type Governance = GovernanceServiceClient<Transport>;
 
 /// The capability gateway: resolving a version's ToolSource declarations.
 pub type ToolSources = checkfu_proto::capability::v1::tool_sources_service_client::ToolSourcesServiceClient<Transport>;
+
+/// The memory service: a Session's mounts of MemoryStores.
+pub type Memory = checkfu_proto::memory::v1::memory_service_client::MemoryServiceClient<Transport>;

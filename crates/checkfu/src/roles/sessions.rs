@@ -25,6 +25,8 @@ impl Play for Sessions {
         let governance = node.reach(Role::Sessions, Role::Governance)?;
         // The capability gateway starts after sessions (it calls sessions too).
         let tool_sources = node.reach_later(Role::Sessions, Role::CapabilityGateway)?;
+        // The memory role starts after sessions (it calls sessions too).
+        let memory = node.reach_later(Role::Sessions, Role::Memory)?;
         let (svc, db) = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
         let relay = checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "sessions");
         let tokens = super::installation_key(opts, Role::Sessions)?.token_key();
@@ -32,6 +34,7 @@ impl Play for Sessions {
         let mut svc = svc
             .with_governance(governance)
             .with_tool_sources(tool_sources)
+            .with_memory(memory)
             .with_token_key(tokens)
             .with_blobs(Arc::new(blobs))
             .with_upload_settings(checkfu_sessions::uploads::UploadSettings {

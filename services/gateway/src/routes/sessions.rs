@@ -165,6 +165,7 @@ pub async fn create_session(
         initial_events.push(input_event(&st, &caller, e, &format!("initial_events[{i}]")).await?);
     }
     let resource_file_ids = super::uploads::resource_files(&st, &caller.principal_id, b.resources.as_deref().unwrap_or_default()).await?;
+    let memory_mounts = super::uploads::memory_mounts(b.resources.as_deref().unwrap_or_default())?;
     if b.instructions.as_ref().is_some_and(|i| i.len() > 64 * 1024) {
         return Err(Error::invalid_field("instructions", "instructions are limited to 64 KiB").into());
     }
@@ -182,6 +183,7 @@ pub async fn create_session(
         resource_file_ids,
         deployment_revision: None,
         session_id: None,
+        memory_mounts,
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/sessions", &body, || async {
         created(views::session(&st.sessions.clone().create_session(req).await?.into_inner()))

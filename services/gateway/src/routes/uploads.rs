@@ -78,8 +78,17 @@ pub(crate) async fn resource_files(st: &AppState, author: &str, resources: &[Val
     let mut ids = vec![];
     for (i, r) in resources.iter().enumerate() {
         let field = format!("resources[{i}]");
-        if r.get("type").and_then(Value::as_str) != Some("file") {
-            return Err(Error::invalid_field(&format!("{field}.type"), "a resource is {type:\"file\", file_id}").into());
+        match r.get("type").and_then(Value::as_str) {
+            Some("file") => {}
+            // Mounted by the sessions service (`memory_mounts`).
+            Some("memory_store") => continue,
+            _ => {
+                return Err(Error::invalid_field(
+                    &format!("{field}.type"),
+                    "a resource is {type:\"file\", file_id} or {type:\"memory_store\", memory_store_id, access, mount_name?}",
+                )
+                .into());
+            }
         }
         let id = r.get("file_id").and_then(Value::as_str).unwrap_or_default();
         checkfu_core::id::FileId::check(&format!("{field}.file_id"), id)?;
@@ -87,6 +96,32 @@ pub(crate) async fn resource_files(st: &AppState, author: &str, resources: &[Val
         ids.push(id.to_string());
     }
     Ok(ids)
+}
+
+/// The `memory_store` entries of a new Session's `resources`, shape-checked
+/// (the sessions and memory services check names and access).
+pub(crate) fn memory_mounts(resources: &[Value]) -> ApiResult<Vec<checkfu_proto::sessions::v1::MemoryMount>> {
+    let mut out = vec![];
+    for (i, r) in resources.iter().enumerate().filter(|(_, r)| r.get("type").and_then(Value::as_str) == Some("memory_store")) {
+        let field = format!("resources[{i}]");
+        let known = ["type", "memory_store_id", "access", "mount_name"];
+        if let Some(k) = r.as_object().and_then(|o| o.keys().find(|k| !known.contains(&k.as_str()))) {
+            return Err(Error::invalid_field(&format!("{field}.{k}"), format!("unknown field {k:?}")).into());
+        }
+        let text = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
+        let id = text("memory_store_id").unwrap_or_default();
+        checkfu_core::id::MemoryStoreId::check(&format!("{field}.memory_store_id"), &id)?;
+        let access = text("access").ok_or_else(|| Error::invalid_field(&format!("{field}.access"), "access is read_only or read_write"))?;
+        if r.get("mount_name").is_some_and(|n| !n.is_string() && !n.is_null()) {
+            return Err(Error::invalid_field(&format!("{field}.mount_name"), "mount_name is a string").into());
+        }
+        out.push(checkfu_proto::sessions::v1::MemoryMount {
+            memory_store_id: id,
+            access,
+            mount_name: text("mount_name").unwrap_or_default(),
+        });
+    }
+    Ok(out)
 }
 
 struct Form {

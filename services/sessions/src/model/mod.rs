@@ -4,11 +4,13 @@
 
 mod budget;
 mod files;
+mod memory;
 mod runner;
 mod skills;
 mod uploads;
 pub use budget::{Budget, BudgetChange, BudgetMetric, BudgetStatus};
 pub use files::*;
+pub use memory::*;
 pub use runner::*;
 pub use skills::*;
 pub use uploads::*;

@@ -9,6 +9,7 @@
 
 mod files;
 mod group_commit;
+mod mounts;
 pub mod outbox;
 mod runners;
 mod sql;
@@ -20,6 +21,7 @@ use checkfu_core::id::{AgentId, BudgetId, DeploymentId, RunId, SandboxProfileId,
 use checkfu_core::page::PageRequest;
 
 pub use files::FilesStore;
+pub use mounts::MountsStore;
 pub use runners::RunnersStore;
 pub use sql::SqlSessionsStore;
 pub use uploads::UploadsStore;
@@ -62,7 +64,7 @@ pub struct SessionFilter {
 }
 
 #[async_trait::async_trait]
-pub trait SessionsStore: RunnersStore + FilesStore + UploadsStore {
+pub trait SessionsStore: RunnersStore + FilesStore + UploadsStore + MountsStore {
     async fn insert_agent(&self, a: &Agent) -> Result<()>;
     async fn get_agent(&self, id: &AgentId) -> Result<Option<Agent>>;
     async fn list_agents(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Agent>>;

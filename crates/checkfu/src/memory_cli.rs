@@ -1,0 +1,212 @@
+//! `checkfu memory ...`: MemoryStores from the command line — list stores
+//! and documents, read and write documents (compare-and-set), their
+//! history, and the review of proposals — each command with `--json`.
+
+use crate::client::{Client, ClientArgs};
+use anyhow::Context;
+use clap::Subcommand;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum MemoryAction {
+    /// Without a store: the stores you may read. With one: its documents
+    /// (by path, without content).
+    Ls {
+        store: Option<String>,
+        /// Only paths starting with this (`/guides/`).
+        #[arg(long)]
+        prefix: Option<String>,
+        /// As of this version (default: the head).
+        #[arg(long)]
+        at: Option<i64>,
+        /// Only stores of this Environment.
+        #[arg(long)]
+        environment: Option<String>,
+    },
+    /// Print a document's content.
+    Cat {
+        store: String,
+        path: String,
+        #[arg(long)]
+        at: Option<i64>,
+    },
+    /// Write a document from a file (`-` or nothing: stdin). It is a
+    /// compare-and-set: `--create` only if absent, `--expect SHA` only over
+    /// that content; with neither, over the content the head holds now (read
+    /// first, so a change by someone else in between is refused, not lost).
+    Put {
+        store: String,
+        path: String,
+        file: Option<PathBuf>,
+        #[arg(long, conflicts_with = "expect")]
+        create: bool,
+        #[arg(long)]
+        expect: Option<String>,
+    },
+    /// The store's versions, newest first: who changed which paths, how.
+    History { store: String },
+    /// The store's proposals (`--status open|approved|rejected`).
+    Proposals {
+        store: String,
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// Approve a proposal: every change applied as one version.
+    Approve {
+        proposal: String,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Reject a proposal.
+    Reject {
+        proposal: String,
+        #[arg(long)]
+        note: Option<String>,
+    },
+}
+
+fn store_line(s: &Value) -> String {
+    let t = |k: &str| s[k].as_str().unwrap_or("-").to_string();
+    format!(
+        "{}  {}  {} {}  {}  head {}  {}",
+        t("id"),
+        t("name"),
+        s["owner"]["kind"].as_str().unwrap_or("-"),
+        s["owner"]["id"].as_str().unwrap_or("-"),
+        t("review"),
+        s["head_version"],
+        t("status")
+    )
+}
+
+fn version_line(v: &Value) -> String {
+    let changes: Vec<String> = v["changes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| format!("{} {}", c["operation"].as_str().unwrap_or_default(), c["path"].as_str().unwrap_or_default()))
+        .collect();
+    format!(
+        "v{}  {}  {} {}  via {}  {}",
+        v["store_version"],
+        v["created_at"].as_str().unwrap_or_default(),
+        v["actor"]["kind"].as_str().unwrap_or_default(),
+        v["actor"]["id"].as_str().unwrap_or_default(),
+        v["via"].as_str().unwrap_or_default(),
+        changes.join(", ")
+    )
+}
+
+fn proposal_line(p: &Value) -> String {
+    let paths: Vec<&str> = p["changes"].as_array().into_iter().flatten().filter_map(|c| c["path"].as_str()).collect();
+    format!(
+        "{}  {}  {}  base v{}  from {} {}  {}",
+        p["id"].as_str().unwrap_or_default(),
+        p["status"].as_str().unwrap_or_default(),
+        p["reason"].as_str().unwrap_or_default(),
+        p["base_version"],
+        p["source"]["kind"].as_str().unwrap_or_default(),
+        p["source"]["id"].as_str().unwrap_or_default(),
+        paths.join(", ")
+    )
+}
+
+pub async fn memory(args: ClientArgs, action: MemoryAction, out: &mut impl Write) -> anyhow::Result<()> {
+    let c = Client::new(&args)?;
+    let stores = |rest: &str| format!("{}/v1/memory-stores{rest}", c.base);
+    let show = |out: &mut dyn Write, v: &Value, text: String| -> anyhow::Result<()> {
+        if args.json {
+            writeln!(out, "{v}")?
+        } else {
+            write!(out, "{text}")?
+        }
+        Ok(())
+    };
+    match action {
+        MemoryAction::Ls { store: None, environment, .. } => {
+            for s in crate::reach_cli::every(&c, &stores(""), &[("environment_id", environment)]).await? {
+                show(out, &s, format!("{}\n", store_line(&s)))?;
+            }
+            Ok(())
+        }
+        MemoryAction::Ls { store: Some(id), prefix, at, .. } => {
+            let filters = [("path_prefix", prefix), ("at_version", at.map(|n| n.to_string()))];
+            for d in crate::reach_cli::every(&c, &stores(&format!("/{id}/documents")), &filters).await? {
+                let text = format!(
+                    "{}  {} bytes  v{}  {}\n",
+                    d["path"].as_str().unwrap_or_default(),
+                    d["size_bytes"],
+                    d["updated_in_version"],
+                    d["content_sha256"].as_str().unwrap_or_default()
+                );
+                show(out, &d, text)?;
+            }
+            Ok(())
+        }
+        MemoryAction::Cat { store, path, at } => {
+            let mut url = reqwest::Url::parse(&stores(&format!("/{store}/document")))?;
+            url.query_pairs_mut().append_pair("path", &path);
+            if let Some(n) = at {
+                url.query_pairs_mut().append_pair("at_version", &n.to_string());
+            }
+            let d = c.call(c.http.get(url)).await?;
+            show(out, &d, d["document"]["content"].as_str().unwrap_or_default().to_string())
+        }
+        MemoryAction::Put { store, path, file, create, expect } => {
+            let content = match file.as_deref().filter(|f| f.as_os_str() != "-") {
+                Some(f) => std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
+                None => std::io::read_to_string(std::io::stdin()).context("reading stdin")?,
+            };
+            let expected = if create {
+                Value::Null
+            } else if let Some(sha) = expect {
+                Value::String(sha)
+            } else {
+                let mut url = reqwest::Url::parse(&stores(&format!("/{store}/document")))?;
+                url.query_pairs_mut().append_pair("path", &path);
+                match c.find(c.http.get(url)).await? {
+                    None => Value::Null,
+                    Some(d) => d["document"]["content_sha256"].clone(),
+                }
+            };
+            let body = json!({"path": path, "content": content, "expected_sha256": expected});
+            let w = c.call(c.http.post(stores(&format!("/{store}/document"))).json(&body)).await?;
+            let text = format!(
+                "{} at v{}  sha256 {}\n",
+                w["document"]["path"].as_str().unwrap_or_default(),
+                w["store_version"],
+                w["document"]["content_sha256"].as_str().unwrap_or_default()
+            );
+            show(out, &w, text)
+        }
+        MemoryAction::History { store } => {
+            for v in crate::reach_cli::every(&c, &stores(&format!("/{store}/versions")), &[]).await? {
+                show(out, &v, format!("{}\n", version_line(&v)))?;
+            }
+            Ok(())
+        }
+        MemoryAction::Proposals { store, status } => {
+            let at = format!("{}/v1/memory-proposals", c.base);
+            for p in crate::reach_cli::every(&c, &at, &[("memory_store_id", Some(store)), ("status", status)]).await? {
+                show(out, &p, format!("{}\n", proposal_line(&p)))?;
+            }
+            Ok(())
+        }
+        MemoryAction::Approve { proposal, note } => decide(&c, &proposal, "approve", note, out, &show).await,
+        MemoryAction::Reject { proposal, note } => decide(&c, &proposal, "reject", note, out, &show).await,
+    }
+}
+
+type Show<'a> = dyn Fn(&mut dyn Write, &Value, String) -> anyhow::Result<()> + 'a;
+
+async fn decide(c: &Client, proposal: &str, verb: &str, note: Option<String>, out: &mut impl Write, show: &Show<'_>) -> anyhow::Result<()> {
+    let body = match note {
+        Some(n) => json!({"note": n}),
+        None => json!({}),
+    };
+    let p = c.call(c.http.post(format!("{}/v1/memory-proposals/{proposal}/{verb}", c.base)).json(&body)).await?;
+    let applied = p["applied_version"].as_i64().map(|v| format!("  applied as v{v}")).unwrap_or_default();
+    show(out, &p, format!("{}{applied}\n", proposal_line(&p)))
+}
