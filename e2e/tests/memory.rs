@@ -502,3 +502,67 @@ async fn the_cli_lists_reads_writes_and_reviews_memory() {
     let rejected: Value = serde_json::from_str(out.trim()).unwrap();
     assert!(ok && rejected["status"] == "rejected", "{out}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sessions_own_store_is_archived_with_it_and_then_deletable() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let d = agent_with_file_tools(&p).await;
+    let sid = id(&session_with(&p, &d, json!([])).await.1);
+    let s = id(&store(&p, json!({"kind": "session", "id": sid})).await);
+    assert_eq!(p.admin.get(&format!("/v1/memory-stores/{s}")).await.1["review"], "direct");
+    // A store mounted by a live Session is not deleted.
+    let other = id(&store(&p, json!({"kind": "principal", "id": p.admin_id})).await);
+    let mounting = id(&session_with(&p, &d, json!([{"type": "memory_store", "memory_store_id": other, "access": "read_only"}])).await.1);
+    expect(&p.admin.post(&format!("/v1/memory-stores/{other}/archive"), json!({})).await, 200, None);
+    let refused = p.admin.delete(&format!("/v1/memory-stores/{other}")).await;
+    expect(&refused, 409, Some("validation.conflict"));
+    assert_eq!(refused.1["error"]["details"]["reason"], "store_mounted");
+    // Archiving the Sessions archives the one's own store and frees the other.
+    for x in [&sid, &mounting] {
+        expect(&p.admin.post(&format!("/v1/sessions/{x}/archive"), json!({})).await, 200, None);
+    }
+    let mut status = Value::Null;
+    for _ in 0..200 {
+        status = p.admin.get(&format!("/v1/memory-stores/{s}")).await.1["status"].clone();
+        if status == "archived" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(status, "archived", "the Session's own store is archived with it");
+    expect(&p.admin.delete(&format!("/v1/memory-stores/{s}")).await, 200, None);
+    expect(&p.admin.delete(&format!("/v1/memory-stores/{other}")).await, 200, None);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_installation_without_memory_answers_503() {
+    let dir = tempfile::tempdir().unwrap();
+    let tuning = Tuning { features_disabled: vec!["memory".into()], ..Default::default() };
+    let p = Platform::start_timed(dir.path(), tuning).await;
+    let r = p
+        .admin
+        .post("/v1/memory-stores", json!({"environment_id": p.env_id, "name": "n", "owner": {"kind": "principal", "id": p.admin_id}}))
+        .await;
+    expect(&r, 503, Some("unavailable"));
+    assert_eq!(r.1["error"]["details"], json!({"capability": "memory", "reason": "feature_disabled"}));
+    expect(&p.admin.get("/v1/memory-stores").await, 503, Some("unavailable"));
+    let caps = p.admin.get("/v1/capabilities").await;
+    let memory = caps.1["data"].as_array().unwrap().iter().find(|c| c["name"] == "memory").cloned().unwrap();
+    assert_eq!((memory["available"].clone(), memory["reason"].clone()), (json!(false), json!("feature_disabled")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn store_lifecycle_webhooks_are_delivered() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start_timed(dir.path(), Tuning { allow_private_targets: true, ..Default::default() }).await;
+    let (hooks, url) = hook_receiver().await;
+    let types = ["memory_store.created", "memory_store.archived", "memory_store.deleted"];
+    expect(&p.admin.post("/v1/webhook-endpoints", json!({"environment_id": p.env_id, "url": url, "event_types": types})).await, 201, None);
+    let s = id(&store(&p, json!({"kind": "principal", "id": p.admin_id})).await);
+    expect(&p.admin.post(&format!("/v1/memory-stores/{s}/archive"), json!({})).await, 200, None);
+    expect(&p.admin.delete(&format!("/v1/memory-stores/{s}")).await, 200, None);
+    for t in types {
+        checkfu_e2e::automation::wait_for_hook(&hooks, t, &s).await;
+    }
+}

@@ -89,6 +89,16 @@ impl Client {
     }
 }
 
+/// Prints a result: its JSON on one line with `--json`, else `text`.
+pub(crate) fn show(json: bool, out: &mut dyn std::io::Write, v: &Value, text: String) -> anyhow::Result<()> {
+    if json {
+        writeln!(out, "{v}")?
+    } else {
+        write!(out, "{text}")?
+    }
+    Ok(())
+}
+
 /// The error envelope of a refused request, as one line.
 fn refusal(status: reqwest::StatusCode, body: &Value) -> anyhow::Error {
     let e = &body["error"];

@@ -126,14 +126,7 @@ fn plan_text(p: &Value) -> String {
 pub async fn graph(args: ClientArgs, action: GraphAction, out: &mut impl Write) -> anyhow::Result<()> {
     let c = Client::new(&args)?;
     let at = |rest: &str| format!("{}/v1/automation-graphs{rest}", c.base);
-    let show = |out: &mut dyn Write, v: &Value, text: String| -> anyhow::Result<()> {
-        if args.json {
-            writeln!(out, "{v}")?
-        } else {
-            write!(out, "{text}")?
-        }
-        Ok(())
-    };
+    let show = |out: &mut dyn Write, v: &Value, text: String| crate::client::show(args.json, out, v, text);
     match action {
         GraphAction::List => {
             for g in crate::reach_cli::every(&c, &at(""), &[]).await? {

@@ -116,14 +116,7 @@ fn proposal_line(p: &Value) -> String {
 pub async fn memory(args: ClientArgs, action: MemoryAction, out: &mut impl Write) -> anyhow::Result<()> {
     let c = Client::new(&args)?;
     let stores = |rest: &str| format!("{}/v1/memory-stores{rest}", c.base);
-    let show = |out: &mut dyn Write, v: &Value, text: String| -> anyhow::Result<()> {
-        if args.json {
-            writeln!(out, "{v}")?
-        } else {
-            write!(out, "{text}")?
-        }
-        Ok(())
-    };
+    let show = |out: &mut dyn Write, v: &Value, text: String| crate::client::show(args.json, out, v, text);
     match action {
         MemoryAction::Ls { store: None, environment, .. } => {
             for s in crate::reach_cli::every(&c, &stores(""), &[("environment_id", environment)]).await? {
@@ -194,19 +187,17 @@ pub async fn memory(args: ClientArgs, action: MemoryAction, out: &mut impl Write
             }
             Ok(())
         }
-        MemoryAction::Approve { proposal, note } => decide(&c, &proposal, "approve", note, out, &show).await,
-        MemoryAction::Reject { proposal, note } => decide(&c, &proposal, "reject", note, out, &show).await,
+        MemoryAction::Approve { proposal, note } => decide(&c, &proposal, "approve", note, args.json, out).await,
+        MemoryAction::Reject { proposal, note } => decide(&c, &proposal, "reject", note, args.json, out).await,
     }
 }
 
-type Show<'a> = dyn Fn(&mut dyn Write, &Value, String) -> anyhow::Result<()> + 'a;
-
-async fn decide(c: &Client, proposal: &str, verb: &str, note: Option<String>, out: &mut impl Write, show: &Show<'_>) -> anyhow::Result<()> {
+async fn decide(c: &Client, proposal: &str, verb: &str, note: Option<String>, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
     let body = match note {
         Some(n) => json!({"note": n}),
         None => json!({}),
     };
     let p = c.call(c.http.post(format!("{}/v1/memory-proposals/{proposal}/{verb}", c.base)).json(&body)).await?;
     let applied = p["applied_version"].as_i64().map(|v| format!("  applied as v{v}")).unwrap_or_default();
-    show(out, &p, format!("{}{applied}\n", proposal_line(&p)))
+    crate::client::show(json, out, &p, format!("{}{applied}\n", proposal_line(&p)))
 }

@@ -115,6 +115,9 @@ pub const SUBSCRIBABLE: &[&str] = &[
     "automation.paused",
     "automation.resumed",
     "automation.deleted",
+    "memory_store.created",
+    "memory_store.archived",
+    "memory_store.deleted",
 ];
 
 #[cfg(test)]

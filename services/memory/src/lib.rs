@@ -38,6 +38,19 @@ pub async fn open(location: &Location, governance: Transport, sessions: Transpor
     Ok((MemoryService::new(Arc::new(store::SqlMemoryDb::new(db.clone())), governance, sessions), db))
 }
 
+/// The memory role's consumer group on the session events topic.
+pub const GROUP: &str = "checkfu-memory";
+
+/// Consumes session events until `stop`: a Session's own stores are
+/// archived with it.
+pub async fn consume(svc: MemoryService, bus: Arc<dyn checkfu_bus::Bus>, stop: tokio_util::sync::CancellationToken) {
+    checkfu_bus::consume(bus, checkfu_bus::SESSION_EVENTS, GROUP, stop, |record| {
+        let svc = svc.clone();
+        async move { svc.on_session_event(&record).await }
+    })
+    .await
+}
+
 pub fn server(svc: MemoryService) -> MemoryServiceServer<grpc::MemoryGrpc> {
     MemoryServiceServer::new(grpc::MemoryGrpc { svc })
 }

@@ -407,6 +407,27 @@ impl MemoryService {
         Ok(s)
     }
 
+    /// A Session's own stores are archived with it: on its
+    /// `session.status_terminated`, every active store it owns.
+    pub async fn on_session_event(&self, r: &Record) -> Result<()> {
+        if r.header("type") != Some("session.status_terminated") {
+            return Ok(());
+        }
+        let e: Value = serde_json::from_str(&r.payload).map_err(|e| Error::invalid(format!("unreadable session event: {e}")))?;
+        let Some(session_id) = e.get("session_id").and_then(Value::as_str) else { return Ok(()) };
+        let f =
+            StoreFilter { owner_kind: Some(OwnerKind::Session.as_str().into()), owner_id: Some(session_id.into()), ..Default::default() };
+        let page = PageRequest { limit: 100, before_id: None };
+        for s in self.db.list_stores(&f, &page).await? {
+            let now = now_ms();
+            let next = Store { status: StoreStatus::Archived, archived_ms: now, updated_ms: now, version: s.version + 1, ..s.clone() };
+            // A concurrent change retries with the redelivered event.
+            self.write_store(&s, next, Some("memory_store.archived")).await?;
+            self.audit(session_id, "memory_store.archived", &s.id, json!({"reason": "owner_session_archived"})).await;
+        }
+        Ok(())
+    }
+
     // --- documents ----------------------------------------------------------
 
     /// A version to read at: the head, or an existing one (400 beyond it).
