@@ -27,6 +27,15 @@ pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
     hex::encode(sha2::Sha256::digest(bytes.as_ref()))
 }
 
+/// Names (of Environments, Agents, Connections, stores, ...) are 1 to 200
+/// printable characters, not only spaces; the error names `field`.
+pub fn check_name(field: &str, name: &str) -> Result<()> {
+    if name.trim().is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
+        return Err(Error::invalid_field(field, format!("{field} must be 1 to 200 printable characters")));
+    }
+    Ok(())
+}
+
 /// A new secret: `prefix` and 256 random bits in hex. Stored only as its
 /// SHA-256; a fast hash suffices because the secret itself is high-entropy.
 pub fn new_secret(prefix: &str) -> String {

@@ -184,13 +184,18 @@ impl pb::memory_service_server::MemoryService for MemoryGrpc {
 
     async fn materialize(&self, r: Request<pb::MaterializeRequest>) -> R<pb::MaterializeResponse> {
         let r = r.into_inner();
-        Ok(Response::new(match self.svc.materialize(&r.store_id, r.at_version, &r.principal_id, &r.session_id, &r.run_id).await? {
-            Ok(files) => pb::MaterializeResponse {
-                files: files.into_iter().map(|f| pb::MountedFile { path: f.path, sha256: f.sha256, size_bytes: f.size_bytes }).collect(),
-                refused: String::new(),
+        Ok(Response::new(
+            match self.svc.materialize(&r.store_id, r.at_version, &r.principal_id, &r.session_id, &r.run_id, r.check_only).await? {
+                Ok(files) => pb::MaterializeResponse {
+                    files: files
+                        .into_iter()
+                        .map(|f| pb::MountedFile { path: f.path, sha256: f.sha256, size_bytes: f.size_bytes })
+                        .collect(),
+                    refused: String::new(),
+                },
+                Err(why) => pb::MaterializeResponse { files: vec![], refused: why.into() },
             },
-            Err(why) => pb::MaterializeResponse { files: vec![], refused: why.into() },
-        }))
+        ))
     }
 
     async fn writeback(&self, r: Request<pb::WritebackRequest>) -> R<pb::WritebackResponse> {

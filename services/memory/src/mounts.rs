@@ -57,7 +57,8 @@ impl MemoryService {
         Ok(s.head_version)
     }
 
-    /// The files of a mount at `at` (every path, by path); `Err` with the
+    /// The files of a mount at `at` (every path, by path; none when
+    /// `check_only`, for a mount that already holds them); `Err` with the
     /// refusal when the Principal may no longer read the store or it is
     /// gone.
     pub async fn materialize(
@@ -67,6 +68,7 @@ impl MemoryService {
         principal: &str,
         session_id: &str,
         run_id: &str,
+        check_only: bool,
     ) -> Result<std::result::Result<Vec<Mounted>, &'static str>> {
         self.available()?;
         let Some(s) = self.db.get_store(store_id).await? else { return Ok(Err("store_deleted")) };
@@ -74,18 +76,7 @@ impl MemoryService {
             return Ok(Err("permission.denied"));
         }
         let at = (at != s.head_version).then_some(at.min(s.head_version));
-        let mut out = vec![];
-        let mut after = String::new();
-        loop {
-            let page = self.db.documents(store_id, "", at, &after, 1000).await?;
-            let full = page.len() == 1000;
-            let last = page.last().map(|d| d.path.clone());
-            out.extend(page.into_iter().map(|d| Mounted { path: d.path, sha256: d.sha256, size_bytes: d.size_bytes }));
-            match last {
-                Some(p) if full => after = p,
-                _ => break,
-            }
-        }
+        let out = if check_only { vec![] } else { self.every_document(store_id, at).await? };
         self.audit(
             principal,
             "memory_store.materialized",
@@ -94,6 +85,21 @@ impl MemoryService {
         )
         .await;
         Ok(Ok(out))
+    }
+
+    /// Every document of the store as of `at` (the head when `None`), by path.
+    async fn every_document(&self, store_id: &str, at: Option<i64>) -> Result<Vec<Mounted>> {
+        const PAGE: i64 = 1000;
+        let mut out = vec![];
+        loop {
+            let after = out.last().map(|m: &Mounted| m.path.clone()).unwrap_or_default();
+            let page = self.db.documents(store_id, "", at, &after, PAGE).await?;
+            let full = page.len() as i64 == PAGE;
+            out.extend(page.into_iter().map(|d| Mounted { path: d.path, sha256: d.sha256, size_bytes: d.size_bytes }));
+            if !full {
+                return Ok(out);
+            }
+        }
     }
 
     /// Commits what a read-write mount changed as one version expecting
@@ -122,54 +128,39 @@ impl MemoryService {
             }
         }
         let staged = self.stage_edits(edits).await?;
-        let source = Actor::session(session_id);
-        let rationale = format!("written by session {session_id} in run {run_id}");
-        if s.review == Review::Proposal {
-            let p = self.propose(&s, staged, ProposalReason::SharedOwner, source, &rationale).await?;
-            self.audit(
-                principal,
-                "memory_proposal.created",
-                store_id,
-                json!({"memory_proposal_id": p.id, "session_id": session_id, "reason": "shared_owner"}),
-            )
-            .await;
-            return Ok(Written::Proposed { proposal: p, reason: ProposalReason::SharedOwner });
-        }
-        let c = Commit {
-            store_id: s.id.clone(),
-            changes: staged.clone(),
-            actor: source.clone(),
-            via: Via::Writeback,
-            approves: None,
-            allow_archived: false,
-            now_ms: now_ms(),
+        let reason = if s.review == Review::Proposal {
+            ProposalReason::SharedOwner
+        } else {
+            let c = Commit {
+                store_id: s.id.clone(),
+                changes: staged.clone(),
+                actor: Actor::session(session_id),
+                via: Via::Writeback,
+                approves: None,
+                allow_archived: false,
+                now_ms: now_ms(),
+            };
+            match self.db.commit(&c).await? {
+                Committed::Version(v) => {
+                    let details = json!({"store_version": v.store_version, "session_id": session_id, "run_id": run_id});
+                    self.audit(principal, "memory_document.written", store_id, details).await;
+                    return Ok(Written::Committed(v));
+                }
+                Committed::Unchanged(head) => return Ok(Written::Unchanged(head)),
+                Committed::Archived | Committed::Decided => return Ok(Written::Refused("store_archived")),
+                Committed::Mismatch { .. } => ProposalReason::WritebackConflict,
+            }
         };
-        match self.db.commit(&c).await? {
-            Committed::Version(v) => {
-                self.audit(
-                    principal,
-                    "memory_document.written",
-                    store_id,
-                    json!({"store_version": v.store_version, "session_id": session_id, "run_id": run_id}),
-                )
-                .await;
-                Ok(Written::Committed(v))
-            }
-            Committed::Unchanged(head) => Ok(Written::Unchanged(head)),
-            Committed::Mismatch { .. } => {
-                let now = self.db.get_store(store_id).await?.unwrap_or(s);
-                let p = self.propose(&now, staged, ProposalReason::WritebackConflict, source, &rationale).await?;
-                self.audit(
-                    principal,
-                    "memory_proposal.created",
-                    store_id,
-                    json!({"memory_proposal_id": p.id, "session_id": session_id, "reason": "writeback_conflict"}),
-                )
-                .await;
-                Ok(Written::Proposed { proposal: p, reason: ProposalReason::WritebackConflict })
-            }
-            Committed::Archived | Committed::Decided => Ok(Written::Refused("store_archived")),
-        }
+        // Never dropped: a conflict is proposed against the head that moved.
+        let base = match reason {
+            ProposalReason::WritebackConflict => self.db.get_store(store_id).await?.unwrap_or(s),
+            _ => s,
+        };
+        let rationale = format!("written by session {session_id} in run {run_id}");
+        let p = self.propose(&base, staged, reason, Actor::session(session_id), &rationale).await?;
+        let details = json!({"memory_proposal_id": p.id, "session_id": session_id, "reason": reason.as_str()});
+        self.audit(principal, "memory_proposal.created", store_id, details).await;
+        Ok(Written::Proposed { proposal: p, reason })
     }
 
     /// The text of a digest the store holds.

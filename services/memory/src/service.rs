@@ -11,7 +11,7 @@ use crate::view;
 use checkfu_bus::{Record, resource_record};
 use checkfu_core::features::Disabled;
 use checkfu_core::id::{EnvironmentId, MemoryStoreId};
-use checkfu_core::page::{PageRequest, decode_token, encode_token};
+use checkfu_core::page::{PageRequest, encode_token};
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
 use checkfu_proto::governance::v1 as gov;
@@ -73,13 +73,6 @@ impl Need {
     }
 }
 
-fn check_name(name: &str) -> Result<()> {
-    if name.trim().is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
-        return Err(Error::invalid_field("name", "name must be 1 to 200 printable characters"));
-    }
-    Ok(())
-}
-
 fn check_description(d: &str) -> Result<()> {
     if d.len() > MAX_DESCRIPTION_BYTES {
         return Err(Error::invalid_field("description", format!("description holds at most {MAX_DESCRIPTION_BYTES} bytes")));
@@ -96,11 +89,6 @@ fn check_metadata(m: &Value) -> Result<()> {
 
 pub(crate) fn archived(s: &Store) -> Error {
     Error::conflict(format!("memory store {} is archived", s.id)).with_reason("store_archived")
-}
-
-/// Pages of documents and versions: the last path or version number.
-fn cursor(page: &str) -> Result<String> {
-    if page.is_empty() { Ok(String::new()) } else { decode_token(page) }
 }
 
 impl MemoryService {
@@ -217,7 +205,7 @@ impl MemoryService {
     pub async fn create_store(&self, n: NewStore, actor: &str) -> Result<Store> {
         self.available()?;
         let env = EnvironmentId::parse("environment_id", &n.environment_id)?;
-        check_name(&n.name)?;
+        checkfu_core::check_name("name", &n.name)?;
         check_description(&n.description)?;
         let metadata = if n.metadata.is_null() { json!({}) } else { n.metadata };
         check_metadata(&metadata)?;
@@ -340,7 +328,7 @@ impl MemoryService {
                 .with_reason("version_mismatch"));
         }
         if let Some(n) = &p.name {
-            check_name(n)?;
+            checkfu_core::check_name("name", n)?;
         }
         if let Some(d) = &p.description {
             check_description(d)?;
@@ -469,15 +457,11 @@ impl MemoryService {
         check_prefix(prefix)?;
         let s = self.store_for(id, actor, Need::Read).await?;
         let n = Self::at(&s, at)?;
-        let page_req = PageRequest::standard(limit, "")?;
-        let after = cursor(page)?;
-        let mut rows = self.db.documents(id, prefix, (n != s.head_version).then_some(n), &after, page_req.fetch_limit()).await?;
-        let next = if rows.len() > page_req.limit as usize {
-            rows.truncate(page_req.limit as usize);
-            rows.last().map(|d| encode_token(&d.path)).unwrap_or_default()
-        } else {
-            String::new()
-        };
+        // Paged by path: the token holds the last path of the page.
+        let page = PageRequest::standard(limit, page)?;
+        let after = page.before_id.clone().unwrap_or_default();
+        let rows = self.db.documents(id, prefix, (n != s.head_version).then_some(n), &after, page.fetch_limit()).await?;
+        let (rows, next) = page.finish(rows, |d| d.path.as_str());
         self.audit(actor, "memory_document.listed", id, json!({"path_prefix": prefix, "store_version": n})).await;
         Ok((n, rows, next))
     }
@@ -556,14 +540,15 @@ impl MemoryService {
 
     pub async fn versions(&self, id: &str, limit: u32, page: &str, actor: &str) -> Result<(Vec<Version>, String)> {
         self.store_for(id, actor, Need::Read).await?;
-        let page_req = PageRequest::standard(limit, "")?;
-        let before = match cursor(page)? {
-            c if c.is_empty() => None,
-            c => Some(c.parse::<i64>().map_err(|_| Error::invalid_field("page", "page is not a token this API issued"))?),
+        // Paged by number: the token holds the last version of the page.
+        let page = PageRequest::standard(limit, page)?;
+        let before = match page.before_id.as_deref().filter(|c| !c.is_empty()) {
+            None => None,
+            Some(c) => Some(c.parse::<i64>().map_err(|_| Error::invalid_field("page", "page is not a token this API issued"))?),
         };
-        let mut rows = self.db.versions(id, before, page_req.fetch_limit()).await?;
-        let next = if rows.len() > page_req.limit as usize {
-            rows.truncate(page_req.limit as usize);
+        let mut rows = self.db.versions(id, before, page.fetch_limit()).await?;
+        let next = if rows.len() > page.limit as usize {
+            rows.truncate(page.limit as usize);
             rows.last().map(|v| encode_token(&v.store_version.to_string())).unwrap_or_default()
         } else {
             String::new()

@@ -3,6 +3,7 @@
 
 use crate::model::*;
 use crate::service::SessionsService;
+use checkfu_core::check_name;
 use checkfu_core::id::{AgentId, DeploymentId, EnvironmentId, RoutingProfileId, SandboxProfileId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
@@ -18,13 +19,6 @@ pub struct DeploymentInput {
     pub sandbox_profile_revision: Option<i64>,
     pub harness: String,
     pub execution: Value,
-}
-
-fn check_name(field: &str, name: &str) -> Result<()> {
-    if name.trim().is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
-        return Err(Error::invalid_field(field, format!("{field} must be 1 to 200 printable characters")));
-    }
-    Ok(())
 }
 
 fn check_key(key: &str) -> Result<()> {

@@ -84,8 +84,12 @@ impl SessionsService {
     /// When the sandbox is `fresh` (it materialises now), each mount is
     /// recorded as `memory.accessed {operation:"mount"}`.
     pub(crate) async fn memory_mounts(&self, session: &Session, run_id: &RunId, fresh: bool) -> Result<(Vec<Value>, Vec<String>)> {
+        if self.unmounted.get(&session.id).is_some() {
+            return Ok((vec![], vec![]));
+        }
         let mounts = self.store.mounts(&session.id).await?;
         if mounts.is_empty() {
+            self.unmounted.insert(session.id.clone(), ());
             return Ok((vec![], vec![]));
         }
         let (mut files, mut writable, mut events) = (vec![], vec![], vec![]);
@@ -97,6 +101,7 @@ impl SessionsService {
                 principal_id: session.principal_id.to_string(),
                 session_id: session.id.to_string(),
                 run_id: run_id.to_string(),
+                check_only: m.materialized,
             };
             let got = self.memory()?.materialize(req).await.map_err(Error::from)?.into_inner();
             if !got.refused.is_empty() {
@@ -212,46 +217,41 @@ impl SessionsService {
         } else {
             self.memory()?.writeback(req).await.map_err(Error::from)?.into_inner()
         };
-        let skipped_json = (!skipped.is_empty()).then(|| json!(skipped));
-        let event = match w.outcome.as_str() {
-            "committed" => {
-                for p in &paths {
-                    match next.get(p) {
-                        Some(f) => m.base.insert(p.clone(), f.sha256.clone()),
-                        None => m.base.remove(p),
-                    };
-                }
-                m.files = next;
-                let changes: Value = serde_json::from_str(&w.changes_json).unwrap_or(Value::Null);
-                let mut e = json!({"memory_store_id": m.store_id, "operation": "write", "access": m.access, "mount_path": m.mount_path(),
-                    "store_version": w.store_version, "changes": changes});
-                if let Some(s) = &skipped_json {
-                    e["skipped"] = s.clone();
-                }
-                Some((EventType::MemoryAccessed, e))
-            }
-            "proposed" => {
-                // The Session keeps seeing its changes; the store does not.
-                m.files = next;
-                let mut e = json!({"memory_store_id": m.store_id, "memory_proposal_id": w.memory_proposal_id, "reason": w.reason,
-                    "base_version": w.base_version, "paths": paths});
-                if let Some(s) = &skipped_json {
-                    e["skipped"] = s.clone();
-                }
-                Some((EventType::MemoryProposalCreated, e))
-            }
-            "refused" => Some((EventType::MemoryWritebackRefused, json!({"memory_store_id": m.store_id, "reason": w.reason}))),
-            _ => {
-                m.files = next;
-                skipped_json.map(|s| {
-                    (
-                        EventType::MemoryAccessed,
-                        json!({"memory_store_id": m.store_id, "operation": "write", "access": m.access,
-                        "mount_path": m.mount_path(), "store_version": w.store_version, "changes": [], "skipped": s}),
-                    )
-                })
-            }
+        let written = |store_version: i64, changes: Value| {
+            json!({"memory_store_id": m.store_id, "operation": "write", "access": m.access, "mount_path": m.mount_path(),
+                "store_version": store_version, "changes": changes})
         };
+        let mut event = match w.outcome.as_str() {
+            "committed" => {
+                let changes: Value = serde_json::from_str(&w.changes_json).unwrap_or(Value::Null);
+                Some((EventType::MemoryAccessed, written(w.store_version, changes)))
+            }
+            // The Session keeps seeing its changes; the store does not.
+            "proposed" => Some((
+                EventType::MemoryProposalCreated,
+                json!({"memory_store_id": m.store_id, "memory_proposal_id": w.memory_proposal_id, "reason": w.reason,
+                    "base_version": w.base_version, "paths": paths}),
+            )),
+            "refused" => Some((EventType::MemoryWritebackRefused, json!({"memory_store_id": m.store_id, "reason": w.reason}))),
+            // Nothing to commit: only what was left out is worth saying.
+            _ => (!skipped.is_empty()).then(|| (EventType::MemoryAccessed, written(w.store_version, json!([])))),
+        };
+        // What the store now holds is what the next writeback expects.
+        if w.outcome == "committed" {
+            for p in &paths {
+                match next.get(p) {
+                    Some(f) => m.base.insert(p.clone(), f.sha256.clone()),
+                    None => m.base.remove(p),
+                };
+            }
+        }
+        // A refusal keeps nothing; every other outcome keeps the changes.
+        if w.outcome != "refused" {
+            m.files = next;
+            if let Some((_, e)) = event.as_mut().filter(|_| !skipped.is_empty()) {
+                e["skipped"] = json!(skipped);
+            }
+        }
         self.store.put_mount_state(&sid, &m).await?;
         if let Some((kind, payload)) = event {
             let run_id = lease.run_id.clone();

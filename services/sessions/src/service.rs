@@ -47,6 +47,9 @@ pub struct SessionsService {
     pub(crate) tool_sources: Option<crate::upstream::ToolSources>,
     /// The memory service, for the Session's mounts of MemoryStores.
     pub(crate) memory: Option<crate::upstream::Memory>,
+    /// Sessions known to mount no MemoryStore. Mounts are fixed when a
+    /// Session is created, so a claim asks the store about them once.
+    pub(crate) unmounted: Arc<Bounded<SessionId, ()>>,
     /// Woken after each commit, so the outbox relay publishes at once.
     outbox_wake: Option<Arc<Notify>>,
     /// Signs capability tokens (`capability.rs`); from the installation key.
@@ -146,6 +149,7 @@ impl SessionsService {
             versions: Arc::new(Bounded::new(VERSION_CACHE)),
             revisions: Arc::new(Bounded::new(VERSION_CACHE)),
             snapshots: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
+            unmounted: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
             governance: None,
             tool_sources: None,
             memory: None,

@@ -78,10 +78,7 @@ impl Connection {
 
 /// Names are 1–200 printable characters.
 pub fn check_name(name: &str) -> Result<()> {
-    if name.trim().is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
-        return Err(Error::invalid_field("name", "name must be 1 to 200 printable characters"));
-    }
-    Ok(())
+    checkfu_core::check_name("name", name)
 }
 
 pub fn check_description(d: &str) -> Result<()> {

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use checkfu_core::Error;
 use checkfu_proto::scheduler::v1 as pb;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 type J = ApiResult<Json<Value>>;
@@ -143,8 +143,7 @@ pub async fn list_graphs(State(st): State<AppState>, caller: Caller, Query(q): Q
 }
 
 fn list(r: &pb::ListGraphsResponse) -> Value {
-    let data: Vec<Value> = r.data_json.iter().map(|d| serde_json::from_str(d).unwrap_or(Value::Null)).collect();
-    json!({"data": data, "next_page": (!r.next_page.is_empty()).then(|| r.next_page.clone())})
+    super::json_page(&r.data_json, &r.next_page)
 }
 
 #[utoipa::path(get, path = "/v1/automation-graphs/{id}", tag = "automations", params(("id" = String, Path)),

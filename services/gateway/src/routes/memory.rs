@@ -16,7 +16,7 @@ use axum::response::Response;
 use checkfu_core::Error;
 use checkfu_proto::memory::v1 as pb;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 type J = ApiResult<Json<Value>>;
@@ -30,8 +30,7 @@ fn answer(a: pb::Answer) -> Value {
 }
 
 fn page_of(l: pb::ListAnswer) -> Value {
-    let data: Vec<Value> = l.json.iter().map(|j| serde_json::from_str(j).unwrap_or(Value::Null)).collect();
-    json!({"data": data, "next_page": if l.next_page.is_empty() { Value::Null } else { Value::String(l.next_page) }})
+    super::json_page(&l.json, &l.next_page)
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

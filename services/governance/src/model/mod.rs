@@ -7,7 +7,7 @@ pub use approvals::*;
 pub use vaults::*;
 
 use checkfu_core::id::{AgentId, AssignmentId, AuditId, EnvironmentId, GroupId, KeyId, PrincipalId, TypedId};
-use checkfu_core::{Error, Result, string_enum};
+use checkfu_core::string_enum;
 
 string_enum!(
     /// Who a Principal is.
@@ -161,14 +161,7 @@ pub struct AssignmentFilter {
     pub permission: Option<Permission>,
 }
 
-/// Names are short, printable and non-empty.
-pub fn check_name(field: &str, name: &str) -> Result<()> {
-    let trimmed = name.trim();
-    if trimmed.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
-        return Err(Error::invalid_field(field, format!("{field} must be 1 to 200 printable characters")));
-    }
-    Ok(())
-}
+pub use checkfu_core::check_name;
 
 #[cfg(test)]
 mod tests {
