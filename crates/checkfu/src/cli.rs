@@ -201,40 +201,50 @@ impl Settings {
     }
 }
 
-async fn wait_for_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// Listens for SIGTERM or Ctrl-C. The handlers are installed before this
+/// returns, not when the future is first polled: a signal that arrives right
+/// after start-up (a supervisor stopping a process it just launched) must
+/// take the graceful path, not the default one that kills the process.
+fn signal_received() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(t) => t,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
+        use tokio::signal::unix::{SignalKind, signal};
+        let listeners = signal(SignalKind::terminate()).and_then(|t| Ok((t, signal(SignalKind::interrupt())?)));
+        async move {
+            match listeners {
+                Ok((mut term, mut int)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
-        };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
         }
     }
     #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// A token cancelled on SIGTERM or Ctrl-C (saying `why`).
 fn cancelled_on_signal(why: &'static str) -> tokio_util::sync::CancellationToken {
     let shutdown = tokio_util::sync::CancellationToken::new();
     let stop = shutdown.clone();
+    let signal = signal_received();
     tokio::spawn(async move {
-        wait_for_signal().await;
+        signal.await;
         tracing::info!("{why}");
         stop.cancel();
     });
     shutdown
 }
 
-async fn run_until_signal(node: Node) {
-    wait_for_signal().await;
+async fn run_until_signal(node: Node, signal: impl std::future::Future<Output = ()>) {
+    signal.await;
     tracing::info!("shutting down: draining in-flight requests");
     node.stop().await;
 }
@@ -293,6 +303,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 tracing::warn!("private, loopback and link-local targets are reachable by web_fetch: for local development only");
             }
             let node = Node::start(listener, opts).await?;
+            let signal = signal_received();
             println!("Checkfu is up: API base URL http://{}/v1", node.addr);
             match &node.bootstrap {
                 Some(b) => println!(
@@ -307,7 +318,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     config.bootstrap_key_file().display()
                 ),
             }
-            run_until_signal(node).await;
+            run_until_signal(node, signal).await;
             Ok(())
         }
         Command::Serve { roles, settings, internal_listen } => {
@@ -325,6 +336,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let role_names = roles.iter().map(|r| r.name()).collect::<Vec<_>>().join(",");
             let opts = NodeOptions::from_config(&config, roles, false)?;
             let node = Node::start_with(listener, internal, opts).await?;
+            let signal = signal_received();
             match node.internal_addr {
                 Some(internal) => println!("Checkfu serving {role_names}; mesh (mutual TLS) on {internal}; public on {}", node.addr),
                 None => println!("Checkfu serving {role_names}; public on {}", node.addr),
@@ -332,7 +344,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(b) = &node.bootstrap {
                 println!("Bootstrapped: admin API key written to {}", b.key_file.display());
             }
-            run_until_signal(node).await;
+            run_until_signal(node, signal).await;
             Ok(())
         }
     }
