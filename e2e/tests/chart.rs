@@ -69,7 +69,7 @@ fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
 const MESH_CALLERS: [(&str, &[&str]); 7] = [
     ("governance", &["gateway", "sessions", "runner", "capability-gateway", "scheduler", "memory"]),
     ("sessions", &["gateway", "capability-gateway", "runner", "scheduler", "memory"]),
-    ("model-gateway", &["gateway", "runner"]),
+    ("model-gateway", &["gateway", "runner", "memory", "sessions"]),
     ("capability-gateway", &["gateway", "runner", "sessions"]),
     ("webhooks", &["gateway"]),
     ("scheduler", &["gateway"]),
@@ -479,7 +479,11 @@ fn the_charts_mesh_callers_are_the_servers_authorization_table() {
         ),
         (
             "model-gateway",
-            &["/checkfu.modelgateway.v1.ModelGatewayService/Generate", "/checkfu.modelgateway.v1.ModelGatewayService/CreateRoutingProfile"],
+            &[
+                "/checkfu.modelgateway.v1.ModelGatewayService/Generate",
+                "/checkfu.modelgateway.v1.ModelGatewayService/CreateRoutingProfile",
+                "/checkfu.modelgateway.v1.ModelGatewayService/RunTask",
+            ],
         ),
         (
             "capability-gateway",

@@ -90,6 +90,8 @@ pub fn allowed(path: &str) -> &'static [Role] {
             "RequestStepApproval" | "ListUnsettledStepApprovals" => &[Scheduler],
             // Services that change governed resources record it here.
             "RecordAudit" => &[CapabilityGateway, Scheduler, Memory],
+            // A Dream's output store inherits its input store's rows.
+            "CopyPermissionAssignments" => &[Memory],
             _ => &[Gateway],
         },
         ("checkfu.sessions.v1.SessionsService", m) => match m {
@@ -100,7 +102,9 @@ pub fn allowed(path: &str) -> &'static [Role] {
             "VerifyCapability" => &[Gateway],
             // An Automation's firing starts its child Session as the
             // Automation's service Principal, and settles from it.
-            "CreateSession" | "GetDeployment" | "ListEvents" => &[Gateway, Scheduler],
+            "CreateSession" | "GetDeployment" => &[Gateway, Scheduler],
+            // A model Dream reads its Sessions' user messages.
+            "ListEvents" => &[Gateway, Scheduler, Memory],
             // A store's owner is checked against its Agent or Session, and
             // a store is deleted only when no live Session mounts it.
             "GetSession" | "GetAgent" => &[Gateway, Scheduler, Memory],
@@ -115,6 +119,10 @@ pub fn allowed(path: &str) -> &'static [Role] {
         // Both check the Run's capability token on every call; the gateway
         // forwards a self-hosted Runner's calls from the public edge.
         ("checkfu.modelgateway.v1.ModelGatewayService", "Generate") => &[Runner, Gateway],
+        // Platform tasks: a Dream's curation, an Outcome's grading. A
+        // Dream checks its routing profile's Environment.
+        ("checkfu.modelgateway.v1.ModelGatewayService", "RunTask") => &[Memory, Sessions],
+        ("checkfu.modelgateway.v1.ModelGatewayService", "GetRoutingProfile") => &[Gateway, Memory],
         ("checkfu.modelgateway.v1.ModelGatewayService", _) => &[Gateway],
         ("checkfu.capability.v1.CapabilityGatewayService", _) => &[Runner, Gateway],
         // Connections and their credentials are managed through the public

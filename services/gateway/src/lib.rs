@@ -262,9 +262,9 @@ impl utoipa::Modify for BearerAuth {
 /// handlers (so every route served is described). No fallback: see [`finish`].
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     use routes::{
-        approvals as a, automations as au, budgets as b, catalog as c, connections as cn, files as f, governance as g, graphs as gr,
-        identity as i, memory as m, runners as r, sessions as s, skills as sk, tool_sources as ts, uploads as up, vaults as v,
-        webhooks as w,
+        approvals as a, automations as au, budgets as b, catalog as c, connections as cn, dreams as dr, files as f, governance as g,
+        graphs as gr, identity as i, memory as m, runners as r, sessions as s, skills as sk, tool_sources as ts, uploads as up,
+        vaults as v, webhooks as w,
     };
     // Uploads and skill bundles take bodies past the API's 1 MiB default.
     let files = OpenApiRouter::new().routes(routes!(up::upload_file, up::list_files)).layer(DefaultBodyLimit::max(up::MAX_FORM_BYTES + 1));
@@ -382,6 +382,10 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(m::get_proposal))
         .routes(routes!(m::approve_proposal))
         .routes(routes!(m::reject_proposal))
+        .routes(routes!(dr::create_dream, dr::list_dreams))
+        .routes(routes!(dr::get_dream))
+        .routes(routes!(dr::cancel_dream))
+        .routes(routes!(dr::archive_dream))
         .routes(routes!(gr::test_node))
         .with_state(state)
         .split_for_parts()

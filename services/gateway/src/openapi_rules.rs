@@ -54,6 +54,7 @@ const COLLECTIONS: &[(&str, &str)] = &[
     ("automation-graphs", "agph"),
     ("memory-stores", "mstr"),
     ("memory-proposals", "mprop"),
+    ("dreams", "drm"),
 ];
 
 /// A memory document's path (`checkfu_memory::model::check_path`).
@@ -289,6 +290,7 @@ fn query_rule(path: &str, name: &str) -> Option<Value> {
         "state" if path.starts_with("/v1/automations") => one_of(&["running", "succeeded", "failed", "skipped"]),
         "kind" if path.starts_with("/v1/connections") => one_of(&["mcp", "http"]),
         "status" if path.starts_with("/v1/memory-proposals") => one_of(&["open", "approved", "rejected"]),
+        "status" if path.starts_with("/v1/dreams") => one_of(&["pending", "running", "completed", "failed", "canceled"]),
         "memory_store_id" => id("mstr"),
         "owner_kind" => one_of(&["environment", "agent_definition", "principal", "session"]),
         "owner_id" => any_id(),
@@ -320,6 +322,9 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
         (_, "name") => name(),
         ("CreatePrincipal", "kind") => one_of(&["human", "service"]),
         ("CreateGraph", "created_by_principal_id") => id("prin"),
+        ("CreateDream", "memory_store_id") => id("mstr"),
+        ("CreateDream", "session_ids") => json!({"type": "array", "maxItems": 100, "uniqueItems": true, "items": id("sess")}),
+        ("CreateDream", "instructions") => json!({"type": "string", "maxLength": 16 * 1024}),
         ("CreateGraph" | "ReviseGraph", "document") => graph_document(),
         ("PlanGraph" | "ApplyGraph" | "NodeTest", "revision") => json!({"type": "integer", "minimum": 1, "maximum": i64::from(i32::MAX)}),
         ("NodeTest", "mode") => one_of(&["prompt_preview"]),

@@ -317,6 +317,16 @@ impl Rpc for GovernanceGrpc {
         ok(pb::ListPermissionAssignmentsResponse { data, next_page })
     }
 
+    async fn copy_permission_assignments(
+        &self,
+        r: Request<pb::CopyPermissionAssignmentsRequest>,
+    ) -> R<pb::ListPermissionAssignmentsResponse> {
+        let r = r.into_inner();
+        let rows =
+            self.svc.copy_assignments(&r.resource_kind, &r.from_resource_id, &r.to_resource_id, &r.environment_id, &r.actor_id).await?;
+        ok(pb::ListPermissionAssignmentsResponse { data: rows.into_iter().map(assignment).collect(), next_page: String::new() })
+    }
+
     async fn delete_permission_assignment(&self, r: Request<pb::ActorRequest>) -> R<pb::PermissionAssignment> {
         let r = r.into_inner();
         ok(assignment(self.svc.delete_assignment(&r.id, &r.actor_id).await?))

@@ -444,6 +444,46 @@ impl GovernanceService {
         self.store.get_assignment(&id).await?.ok_or_else(|| Error::not_found("permission_assignment", &id))
     }
 
+    /// Gives `to` copies of `from`'s own (direct) assignments: new rows,
+    /// each audited. Idempotent: a copy made before is kept, not doubled.
+    /// Only for resources inside an Environment (a Dream's output store).
+    pub async fn copy_assignments(&self, kind: &str, from: &str, to: &str, environment_id: &str, actor: &str) -> Result<Vec<Assignment>> {
+        let resource_kind = ResourceKind::parse("resource_kind", kind)?;
+        if matches!(resource_kind, ResourceKind::Installation | ResourceKind::Environment | ResourceKind::Principal | ResourceKind::Group) {
+            return Err(Error::invalid_field("resource_kind", "only an Environment's resources have their assignments copied"));
+        }
+        let filter = AssignmentFilter { resource_id: Some(from.to_string()), ..Default::default() };
+        let mut copied = vec![];
+        let mut page = PageRequest { limit: 100, before_id: None };
+        loop {
+            let mut rows = self.store.list_assignments(&filter, &page).await?;
+            let more = rows.len() > page.limit as usize;
+            rows.truncate(page.limit as usize);
+            for a in &rows {
+                if a.via.is_some() || a.resource_kind != resource_kind {
+                    continue;
+                }
+                let copy = NewAssignment {
+                    subject_kind: a.subject_kind.as_str().into(),
+                    subject_id: a.subject_id.clone(),
+                    permission: a.permission.as_str().into(),
+                    resource_kind: kind.into(),
+                    resource_id: to.into(),
+                    environment_id: environment_id.into(),
+                };
+                match self.create_assignment(&copy, actor).await {
+                    Ok(row) => copied.push(row),
+                    Err(e) if e.code == checkfu_core::Code::Conflict => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            match rows.last() {
+                Some(last) if more => page.before_id = Some(last.id.to_string()),
+                _ => return Ok(copied),
+            }
+        }
+    }
+
     pub async fn list_assignments(&self, filter: &AssignmentFilter, page: &PageRequest) -> Result<Vec<Assignment>> {
         self.store.list_assignments(filter, page).await
     }
@@ -715,5 +755,41 @@ impl GovernanceService {
             "reason": d.reason,
         });
         self.audit(&req.subject_id, "action.denied", "session", session_id, details).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn copied_assignments_are_new_rows_made_once_and_only_direct_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let (svc, _db) = crate::open(&checkfu_store::Location::SqliteDir(dir.path().into())).await.unwrap();
+        let env = svc.create_environment("e", "prin_admin").await.unwrap();
+        let who = svc.create_principal("human", "reader", "prin_admin").await.unwrap();
+        let from = checkfu_core::id::MemoryStoreId::mint().to_string();
+        let to = checkfu_core::id::MemoryStoreId::mint().to_string();
+        for permission in ["read", "write"] {
+            let row = NewAssignment {
+                subject_kind: "principal".into(),
+                subject_id: who.id.to_string(),
+                permission: permission.into(),
+                resource_kind: "memory_store".into(),
+                resource_id: from.clone(),
+                environment_id: env.id.to_string(),
+            };
+            svc.create_assignment(&row, "prin_admin").await.unwrap();
+        }
+        let copied = svc.copy_assignments("memory_store", &from, &to, &env.id, "prin_dreamer").await.unwrap();
+        assert_eq!(copied.len(), 2);
+        assert!(copied.iter().all(|a| a.resource_id == to && a.created_by == "prin_dreamer"));
+        let again = svc.copy_assignments("memory_store", &from, &to, &env.id, "prin_dreamer").await.unwrap();
+        assert!(again.is_empty(), "a copy already made is kept, not doubled");
+        let page = PageRequest { limit: 10, before_id: None };
+        let on_target =
+            svc.list_assignments(&AssignmentFilter { resource_id: Some(to.clone()), ..Default::default() }, &page).await.unwrap();
+        assert_eq!(on_target.len(), 2);
+        assert!(svc.copy_assignments("environment", &env.id, &env.id, &env.id, "prin_dreamer").await.is_err());
     }
 }

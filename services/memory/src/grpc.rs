@@ -2,6 +2,8 @@
 //! Which roles may call which RPC is checked before these run
 //! (`checkfu_proto::mesh`).
 
+use crate::dreams::NewDream;
+use crate::dreams::model::{Dream, DreamFilter, DreamStatus};
 use crate::model::{Edit, Expect};
 use crate::mounts::Written;
 use crate::service::{MemoryService, NewStore, StorePatch};
@@ -230,4 +232,49 @@ impl pb::memory_service_server::MemoryService for MemoryGrpc {
         let content = self.svc.content(&r.into_inner().sha256).await?;
         Ok(Response::new(pb::GetContentResponse { content }))
     }
+
+    async fn create_dream(&self, r: Request<pb::CreateDreamRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        let n = NewDream {
+            memory_store_id: r.memory_store_id,
+            session_ids: r.session_ids,
+            model_routing_profile_id: r.model_routing_profile_id,
+            instructions: r.instructions,
+            review: r.review,
+        };
+        dream(&self.svc.create_dream(n, &r.actor_id).await?)
+    }
+
+    async fn get_dream(&self, r: Request<pb::ActorRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        dream(&self.svc.get_dream(&r.id, &r.actor_id).await?)
+    }
+
+    async fn list_dreams(&self, r: Request<pb::ListDreamsRequest>) -> R<pb::ListAnswer> {
+        let r = r.into_inner();
+        let status = Some(r.status).filter(|s| !s.is_empty()).map(|s| DreamStatus::parse("status", &s)).transpose()?;
+        let environment_ids = if r.environment_id.is_empty() {
+            vec![]
+        } else {
+            checkfu_core::id::EnvironmentId::check("environment_id", &r.environment_id)?;
+            vec![r.environment_id]
+        };
+        let f = DreamFilter { environment_ids, status, include_archived: r.include_archived };
+        let (rows, next) = self.svc.list_dreams(f, r.limit, &r.page, &r.actor_id).await?;
+        list(rows.iter().map(view::dream), next)
+    }
+
+    async fn cancel_dream(&self, r: Request<pb::ActorRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        dream(&self.svc.cancel_dream(&r.id, &r.actor_id).await?)
+    }
+
+    async fn archive_dream(&self, r: Request<pb::ActorRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        dream(&self.svc.archive_dream(&r.id, &r.actor_id).await?)
+    }
+}
+
+fn dream(d: &Dream) -> R<pb::Answer> {
+    answer(view::dream(d), &d.environment_id, &d.input_store_id)
 }

@@ -5,11 +5,12 @@
 //! Read top-down: `model.rs` (domain types and limits), `service.rs`
 //! (stores, documents and versions, with every access checked and audited),
 //! `proposals.rs` (review), `mounts.rs` (what sessions asks for a Session's
-//! mounts), `content.rs` (content by digest, large content in the blob
+//! mounts), `dreams/` (curation passes whose output is a new store), `content.rs` (content by digest, large content in the blob
 //! store), `store/` (storage, with its conformance suite), `view.rs` (API
 //! JSON), `grpc.rs` (the wire).
 
 pub mod content;
+pub mod dreams;
 pub mod grpc;
 pub mod model;
 pub mod mounts;
@@ -33,9 +34,9 @@ pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POST
 
 /// Opens the store and builds the service; the database handle is for the
 /// outbox relay.
-pub async fn open(location: &Location, governance: Transport, sessions: Transport) -> Result<(MemoryService, Db)> {
+pub async fn open(location: &Location, governance: Transport, sessions: Transport, models: Transport) -> Result<(MemoryService, Db)> {
     let db = Db::open(location, "memory", &MIGRATIONS).await?;
-    Ok((MemoryService::new(Arc::new(store::SqlMemoryDb::new(db.clone())), governance, sessions), db))
+    Ok((MemoryService::new(Arc::new(store::SqlMemoryDb::new(db.clone())), governance, sessions, models), db))
 }
 
 /// The memory role's consumer group on the session events topic.
@@ -49,6 +50,11 @@ pub async fn consume(svc: MemoryService, bus: Arc<dyn checkfu_bus::Bus>, stop: t
         async move { svc.on_session_event(&record).await }
     })
     .await
+}
+
+/// Runs Dreams until `stop`.
+pub async fn dream(svc: MemoryService, stop: tokio_util::sync::CancellationToken) {
+    dreams::run::work(svc, stop).await
 }
 
 pub fn server(svc: MemoryService) -> MemoryServiceServer<grpc::MemoryGrpc> {

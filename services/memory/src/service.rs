@@ -16,6 +16,7 @@ use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
+use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
 use checkfu_proto::sessions::v1 as ss;
 use checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient;
 use checkfu_proto::transport::Transport;
@@ -31,7 +32,11 @@ pub struct MemoryService {
     pub(crate) contents: Contents,
     pub(crate) governance: GovernanceServiceClient<Transport>,
     pub(crate) sessions: SessionsServiceClient<Transport>,
+    /// A model Dream's model calls.
+    pub(crate) models: ModelGatewayServiceClient<Transport>,
     pub(crate) disabled: Disabled,
+    /// Wakes the Dream worker when a Dream is created.
+    pub(crate) dreams_wake: Arc<tokio::sync::Notify>,
     outbox_wake: Option<Arc<tokio::sync::Notify>>,
 }
 
@@ -92,13 +97,15 @@ pub(crate) fn archived(s: &Store) -> Error {
 }
 
 impl MemoryService {
-    pub fn new(db: Arc<dyn MemoryDb>, governance: Transport, sessions: Transport) -> Self {
+    pub fn new(db: Arc<dyn MemoryDb>, governance: Transport, sessions: Transport, models: Transport) -> Self {
         MemoryService {
             contents: Contents { db: db.clone(), blobs: None },
             db,
             governance: GovernanceServiceClient::new(governance),
             sessions: SessionsServiceClient::new(sessions),
+            models: ModelGatewayServiceClient::new(models),
             disabled: Disabled::default(),
+            dreams_wake: Arc::new(tokio::sync::Notify::new()),
             outbox_wake: None,
         }
     }
@@ -196,7 +203,7 @@ impl MemoryService {
         }
     }
 
-    fn event(s: &Store, kind: &str) -> Record {
+    pub(crate) fn event(s: &Store, kind: &str) -> Record {
         resource_record(kind, &s.environment_id, &s.id)
     }
 

@@ -78,3 +78,36 @@ pub fn proposal(p: &Proposal, texts: &[Option<String>]) -> Value {
         "applied_version": if p.applied_version == 0 { Value::Null } else { json!(p.applied_version) },
     })
 }
+
+/// A Dream; its output shows once it completed.
+pub fn dream(d: &crate::dreams::model::Dream) -> Value {
+    use crate::dreams::model::DreamStatus;
+    let completed = d.status == DreamStatus::Completed;
+    json!({
+        "id": d.id,
+        "type": "dream",
+        "environment_id": d.environment_id,
+        "status": d.status.as_str(),
+        "mode": d.mode,
+        "inputs": {
+            "memory_store_id": d.input_store_id,
+            "store_version": d.input_store_version,
+            "session_ids": d.session_ids,
+        },
+        "model_routing_profile_id": d.routing_profile_id,
+        "instructions": d.instructions,
+        "review": d.review,
+        "outputs": {
+            "memory_store_id": completed.then_some(&d.output_store_id),
+            "memory_proposal_id": d.output_proposal_id,
+        },
+        "stats": d.stats,
+        "usage": d.usage,
+        "error": d.error,
+        "created_by": d.created_by,
+        "created_at": rfc3339(d.created_ms),
+        "started_at": at(d.started_ms),
+        "ended_at": at(d.ended_ms),
+        "archived_at": at(d.archived_ms),
+    })
+}

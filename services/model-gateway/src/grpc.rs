@@ -237,4 +237,30 @@ impl Rpc for ModelGatewayGrpc {
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(out_rx))))
     }
+
+    async fn run_task(&self, r: Request<pb::TaskRequest>) -> Result<Response<pb::TaskResponse>, Status> {
+        use crate::tasks::{Answer, DreamTask, Task};
+        let r = r.into_inner();
+        let task = match r.task {
+            Some(pb::task_request::Task::Dream(d)) => Task::Dream(DreamTask {
+                instructions: d.instructions,
+                messages: d.messages,
+                documents: d.documents.into_iter().map(|d| (d.path, d.content)).collect(),
+            }),
+            None => return Err(Error::invalid("a task names what to do").into()),
+        };
+        let done = self.svc.run_task(&r.routing_profile_id, &r.environment_id, &task).await?;
+        let answer = match done.answer {
+            Answer::Dream(changes) => pb::task_response::Answer::Dream(pb::DreamAnswer {
+                changes: changes.into_iter().map(|c| pb::DreamChange { path: c.path, content: c.content }).collect(),
+            }),
+        };
+        Ok(Response::new(pb::TaskResponse {
+            usage: Some(pb::Usage { input_tokens: done.usage.input_tokens, output_tokens: done.usage.output_tokens }),
+            cost_micro_usd: done.cost_micro_usd,
+            provider: done.provider.as_str().into(),
+            model: done.model,
+            answer: Some(answer),
+        }))
+    }
 }

@@ -8,6 +8,7 @@ pub mod pricing;
 pub mod providers;
 pub mod service;
 pub mod store;
+pub mod tasks;
 
 use checkfu_core::Result;
 use checkfu_proto::modelgateway::v1::model_gateway_service_server::ModelGatewayServiceServer;

@@ -16,6 +16,16 @@ use tokio::sync::mpsc;
 
 pub const MAX_CANDIDATES: usize = 8;
 
+/// A finished, metered platform task.
+#[derive(Debug, Clone)]
+pub struct TaskDone {
+    pub provider: Provider,
+    pub model: String,
+    pub answer: crate::tasks::Answer,
+    pub usage: Usage,
+    pub cost_micro_usd: i64,
+}
+
 /// A finished, metered turn.
 #[derive(Debug, Clone)]
 pub struct Metered {
@@ -162,6 +172,51 @@ impl ModelGatewayService {
                         0
                     });
                     return Ok(Metered { provider: c.provider, model: c.model.clone(), output, cost_micro_usd: cost });
+                }
+                Err(e) if e.code == checkfu_core::Code::Unavailable || e.code == checkfu_core::Code::RateLimited => last = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+
+    /// Runs a platform task on the profile's candidates in order (as
+    /// [`Self::generate`] falls back); the profile must live in
+    /// `environment_id`.
+    pub async fn run_task(&self, profile_id: &str, environment_id: &str, task: &crate::tasks::Task) -> Result<TaskDone> {
+        task.check()?;
+        let profile = self.profile(profile_id).await?;
+        if profile.environment_id.as_str() != environment_id {
+            return Err(Error::invalid_field(
+                "model_routing_profile_id",
+                format!("model routing profile {profile_id} belongs to another environment"),
+            ));
+        }
+        let mut last = Error::unavailable("no candidate could serve the task");
+        for c in &profile.candidates {
+            let price = |usage: Usage| pricing::cost_micro_usd(c.provider.as_str(), &c.model, usage).unwrap_or(0);
+            if c.provider == Provider::Scripted {
+                let (answer, usage) = task.scripted();
+                return Ok(TaskDone { provider: c.provider, model: c.model.clone(), answer, usage, cost_micro_usd: price(usage) });
+            }
+            let Some(provider) = self.providers.get(c.provider.as_str()) else { continue };
+            let target = match self.target(c).await {
+                Ok(t) => t,
+                Err(e) => {
+                    last = e;
+                    continue;
+                }
+            };
+            // Nobody watches a task's previews.
+            let (deltas, _) = mpsc::channel(1);
+            let answered = provider.generate(c, Some(&target), &task.prompt(), deltas).await.and_then(|out| {
+                let text: String =
+                    out.content.iter().filter_map(|b| if let Block::Text(t) = b { Some(t.as_str()) } else { None }).collect();
+                Ok((task.parse(&text)?, out.usage))
+            });
+            match answered {
+                Ok((answer, usage)) => {
+                    return Ok(TaskDone { provider: c.provider, model: c.model.clone(), answer, usage, cost_micro_usd: price(usage) });
                 }
                 Err(e) if e.code == checkfu_core::Code::Unavailable || e.code == checkfu_core::Code::RateLimited => last = e,
                 Err(e) => return Err(e),

@@ -22,13 +22,15 @@ impl Play for Memory {
         let opts = node.opts;
         let governance = node.reach(Role::Memory, Role::Governance)?;
         let sessions = node.reach(Role::Memory, Role::Sessions)?;
-        let (svc, db) = checkfu_memory::open(&opts.storage, governance, sessions).await.context("opening the memory store")?;
+        let models = node.reach_later(Role::Memory, Role::ModelGateway)?;
+        let (svc, db) = checkfu_memory::open(&opts.storage, governance, sessions, models).await.context("opening the memory store")?;
         let relay = checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "memory");
         let blobs = checkfu_blobs::ObjectBlobs::open(&opts.blob_store).map_err(|e| anyhow::anyhow!("blob_store: {}", e.message))?;
         let svc = svc.with_blobs(Arc::new(blobs)).with_disabled(opts.features_disabled.clone()).with_outbox_wake(relay.wake.clone());
         node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));
         // A Session's own stores are archived with it.
         node.spawn(checkfu_memory::consume(svc.clone(), node.bus.clone(), node.shutdown.clone()));
+        node.spawn(checkfu_memory::dream(svc.clone(), node.shutdown.clone()));
         node.ready("memory", svc.clone(), |s| async move { s.ready().await });
         node.serve(Role::Memory, checkfu_memory::server(svc));
         Ok(())

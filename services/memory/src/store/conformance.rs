@@ -71,6 +71,7 @@ async fn memory_store_conformance() {
         proposals_apply_once(db.as_ref()).await;
         two_concurrent_writers_one_wins(db.clone()).await;
         deleting_a_store_removes_what_it_holds(db.as_ref()).await;
+        dreams_are_claimed_once_and_complete_all_or_nothing(db.as_ref()).await;
     }
 }
 
@@ -234,4 +235,103 @@ async fn deleting_a_store_removes_what_it_holds(db: &dyn MemoryDb) {
     assert!(db.documents("mstr_f", "", None, "", 10).await.expect("docs").is_empty());
     assert!(db.versions("mstr_f", None, 10).await.expect("versions").is_empty());
     assert!(db.mounting_sessions("mstr_f").await.expect("mounts").is_empty());
+}
+
+fn dream(id: &str, output: &str) -> Dream {
+    use crate::dreams::model::*;
+    Dream {
+        id: id.into(),
+        environment_id: "env_1".into(),
+        status: DreamStatus::Pending,
+        mode: DreamMode::Deterministic,
+        input_store_id: "mstr_in".into(),
+        input_store_version: 0,
+        session_ids: vec![],
+        routing_profile_id: None,
+        instructions: String::new(),
+        review: false,
+        output_store_id: output.into(),
+        output_proposal_id: None,
+        stats: DreamStats::default(),
+        usage: DreamUsage::default(),
+        error: None,
+        created_by: "prin_1".into(),
+        created_ms: 1,
+        started_ms: 0,
+        ended_ms: 0,
+        archived_ms: 0,
+        lease_holder: String::new(),
+        lease_expires_ms: 0,
+        version: 1,
+    }
+}
+
+async fn dreams_are_claimed_once_and_complete_all_or_nothing(db: &dyn MemoryDb) {
+    use crate::dreams::model::*;
+    let a = dream("drm_a", "mstr_out_a");
+    let b = dream("drm_b", "mstr_out_b");
+    db.insert_dream(&a).await.unwrap();
+    db.insert_dream(&b).await.unwrap();
+    assert_eq!(db.next_dream(100).await.unwrap().map(|d| d.id), Some("drm_a".into()), "the oldest pending first");
+    // A claim is a compare-and-set: the second claimant loses.
+    let running = Dream { status: DreamStatus::Running, lease_expires_ms: 1_000, version: 2, ..a.clone() };
+    assert!(db.update_dream(&running, 1).await.unwrap());
+    assert!(!db.update_dream(&running, 1).await.unwrap());
+    assert_eq!(db.next_dream(100).await.unwrap().map(|d| d.id), Some("drm_b".into()), "a leased Dream is not offered");
+    assert_eq!(db.next_dream(2_000).await.unwrap().map(|d| d.id), Some("drm_a".into()), "until its lease runs out");
+
+    let output = |d: &Dream, expected_version: i64| {
+        let mut s = store(&d.output_store_id);
+        s.created_from = Some(CreatedFrom { memory_store_id: "mstr_in".into(), store_version: 0, dream_id: d.id.clone() });
+        let mut copy = write(&d.output_store_id, "/a.md", Some("a"), Expect::Absent);
+        copy.via = Via::Copy;
+        let mut change = write(&d.output_store_id, "/a.md", Some("b"), Expect::Sha(sha("a")));
+        change.via = Via::Dream;
+        DreamOutput {
+            dream: Dream { status: DreamStatus::Completed, version: expected_version + 1, ..d.clone() },
+            expected_version,
+            store: s,
+            copy,
+            changes: Some(change),
+            proposal: None,
+            events: vec![],
+        }
+    };
+    // Canceled meanwhile: nothing is written.
+    let canceled = Dream { status: DreamStatus::Canceled, version: 3, ..running.clone() };
+    assert!(db.update_dream(&canceled, 2).await.unwrap());
+    assert!(!db.complete_dream(&output(&running, 2)).await.unwrap());
+    assert!(db.get_store("mstr_out_a").await.unwrap().is_none(), "a canceled Dream leaves no store");
+    assert_eq!(db.get_dream("drm_a").await.unwrap().unwrap().status, DreamStatus::Canceled);
+    // Completed: the store at version 2, both versions readable.
+    assert!(db.complete_dream(&output(&b, 1)).await.unwrap());
+    let out = db.get_store("mstr_out_b").await.unwrap().unwrap();
+    assert_eq!(out.head_version, 2);
+    assert_eq!(db.version("mstr_out_b", 1).await.unwrap().unwrap().via, Via::Copy);
+    assert_eq!(db.document("mstr_out_b", "/a.md", Some(1)).await.unwrap().unwrap().sha256, sha("a"));
+    assert_eq!(db.document("mstr_out_b", "/a.md", None).await.unwrap().unwrap().sha256, sha("b"));
+    assert!(db.next_dream(10_000).await.unwrap().is_none(), "finished Dreams are not offered");
+    // An empty copy is still version 1.
+    let c = dream("drm_c", "mstr_out_c");
+    db.insert_dream(&c).await.unwrap();
+    let mut empty = output(&c, 1);
+    empty.copy.changes.clear();
+    empty.changes = None;
+    assert!(db.complete_dream(&empty).await.unwrap());
+    assert_eq!(db.get_store("mstr_out_c").await.unwrap().unwrap().head_version, 1);
+    // Listing: newest first, by status, archived hidden unless asked.
+    async fn listed(db: &dyn MemoryDb, f: DreamFilter) -> Vec<String> {
+        let page = PageRequest { limit: 10, before_id: None };
+        db.list_dreams(&f, &page).await.unwrap().into_iter().map(|d| d.id).collect()
+    }
+    assert_eq!(listed(db, DreamFilter::default()).await, ["drm_c", "drm_b", "drm_a"]);
+    assert_eq!(listed(db, DreamFilter { status: Some(DreamStatus::Canceled), ..Default::default() }).await, ["drm_a"]);
+    let archived = Dream { archived_ms: 5, version: 4, ..canceled };
+    assert!(db.update_dream(&archived, 3).await.unwrap());
+    assert_eq!(listed(db, DreamFilter::default()).await, ["drm_c", "drm_b"]);
+    assert_eq!(
+        listed(db, DreamFilter { include_archived: true, environment_ids: vec!["env_1".into()], ..Default::default() }).await.len(),
+        3
+    );
+    assert!(listed(db, DreamFilter { environment_ids: vec!["env_2".into()], ..Default::default() }).await.is_empty());
 }

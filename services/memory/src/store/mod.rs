@@ -9,6 +9,7 @@
 //! head it now owns: of two writers expecting the same sha, exactly one
 //! commits and the other sees `sha_mismatch`.
 
+use crate::dreams::model::{Dream, DreamFilter};
 use crate::model::*;
 use checkfu_bus::Record;
 use checkfu_core::Result;
@@ -59,6 +60,21 @@ pub enum Committed {
     Decided,
 }
 
+/// A Dream's end, written in one transaction: the Dream completed (only if
+/// it is still the running one at `expected_version`, so a cancel that got
+/// there first wins), its output store with version 1 (the copy) and
+/// either version 2 or a review proposal, and the store's event.
+#[derive(Debug, Clone)]
+pub struct DreamOutput {
+    pub dream: Dream,
+    pub expected_version: i64,
+    pub store: Store,
+    pub copy: Commit,
+    pub changes: Option<Commit>,
+    pub proposal: Option<Proposal>,
+    pub events: Vec<Record>,
+}
+
 /// Filters for listing stores.
 #[derive(Debug, Clone, Default)]
 pub struct StoreFilter {
@@ -106,4 +122,16 @@ pub trait MemoryDb: Send + Sync + 'static {
     async fn record_mount(&self, store_id: &str, session_id: &str) -> Result<()>;
     /// The Sessions that mounted the store.
     async fn mounting_sessions(&self, store_id: &str) -> Result<Vec<String>>;
+
+    async fn insert_dream(&self, d: &Dream) -> Result<()>;
+    async fn get_dream(&self, id: &str) -> Result<Option<Dream>>;
+    /// Newest first.
+    async fn list_dreams(&self, filter: &DreamFilter, page: &PageRequest) -> Result<Vec<Dream>>;
+    /// Writes `d` if the stored row is at `expected_version`.
+    async fn update_dream(&self, d: &Dream, expected_version: i64) -> Result<bool>;
+    /// A Dream to run: the oldest pending one, or a running one whose
+    /// worker's lease ran out (its worker died); `None` when there is none.
+    async fn next_dream(&self, now_ms: i64) -> Result<Option<Dream>>;
+    /// False (and nothing written) when the Dream moved meanwhile.
+    async fn complete_dream(&self, out: &DreamOutput) -> Result<bool>;
 }

@@ -190,6 +190,180 @@ async fn insert_store_row(tx: &mut Tx<'_>, st: &Store) -> Result<()> {
     Ok(())
 }
 
+/// Commits a change set inside `tx`; the caller commits the transaction
+/// when the answer is a version (dropping it otherwise rolls back).
+async fn commit_in(tx: &mut Tx<'_>, c: &Commit) -> Result<Committed> {
+    // Take the store's row first: a second writer waits here until this
+    // transaction ends, then sees what it committed.
+    let Some(row) = sqlx::query("UPDATE memory_stores SET head_version = head_version WHERE id = $1 RETURNING head_version, status")
+        .bind(&c.store_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_err)?
+    else {
+        return Ok(Committed::Archived);
+    };
+    let head = i(&row, "head_version")?;
+    if s(&row, "status")? != StoreStatus::Active.as_str() && !c.allow_archived {
+        return Ok(Committed::Archived);
+    }
+    let mut changes = vec![];
+    let mut applied: Vec<&Staged> = vec![];
+    for st in &c.changes {
+        let current: Option<String> = sqlx::query("SELECT sha256 FROM memory_documents WHERE store_id = $1 AND path = $2")
+            .bind(&c.store_id)
+            .bind(&st.path)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(db_err)?
+            .map(|r| s(&r, "sha256"))
+            .transpose()?;
+        if !st.expected.matches(current.as_deref()) {
+            return Ok(Committed::Mismatch { path: st.path.clone(), current, head_version: head });
+        }
+        let after = st.content.as_ref().map(|x| x.sha256.clone());
+        if after == current {
+            continue;
+        }
+        let operation = match (&current, &after) {
+            (None, _) => Operation::Created,
+            (Some(_), Some(_)) => Operation::Modified,
+            (Some(_), None) => Operation::Deleted,
+        };
+        changes.push(Change { path: st.path.clone(), operation: operation.as_str().into(), sha256_before: current, sha256_after: after });
+        applied.push(st);
+    }
+    // A Dream's copy is version 1 even of an empty store.
+    if changes.is_empty() && c.approves.is_none() && c.via != Via::Copy {
+        return Ok(Committed::Unchanged(head));
+    }
+    let n = head + 1;
+    if !changes.is_empty() || c.via == Via::Copy {
+        sqlx::query("UPDATE memory_stores SET head_version = $1, updated_ms = $2 WHERE id = $3")
+            .bind(n)
+            .bind(c.now_ms)
+            .bind(&c.store_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_err)?;
+    }
+    put_contents(tx, &applied.iter().filter_map(|st| st.content.as_ref()).collect::<Vec<_>>()).await?;
+    for st in &applied {
+        match &st.content {
+            Some(x) => {
+                sqlx::query(
+                    "INSERT INTO memory_documents (store_id, path, sha256, size_bytes, updated_ms, updated_in_version) \
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (store_id, path) DO UPDATE SET sha256 = excluded.sha256, \
+                     size_bytes = excluded.size_bytes, updated_ms = excluded.updated_ms, updated_in_version = excluded.updated_in_version",
+                )
+                .bind(&c.store_id)
+                .bind(&st.path)
+                .bind(&x.sha256)
+                .bind(x.size_bytes)
+                .bind(c.now_ms)
+                .bind(n)
+                .execute(&mut **tx)
+                .await
+                .map_err(db_err)?;
+            }
+            None => {
+                sqlx::query("DELETE FROM memory_documents WHERE store_id = $1 AND path = $2")
+                    .bind(&c.store_id)
+                    .bind(&st.path)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+        }
+        sqlx::query(
+            "INSERT INTO memory_document_versions (store_id, path, version, sha256, size_bytes, updated_ms) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(&c.store_id)
+        .bind(&st.path)
+        .bind(n)
+        .bind(st.content.as_ref().map(|x| x.sha256.clone()).unwrap_or_default())
+        .bind(st.content.as_ref().map(|x| x.size_bytes).unwrap_or(0))
+        .bind(c.now_ms)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+    }
+    let applied_version = if changes.is_empty() { 0 } else { n };
+    if let Some(d) = &c.approves {
+        let r = sqlx::query(
+            "UPDATE memory_proposals SET status = 'approved', decided_by = $1, decided_ms = $2, decision_note = $3, applied_version = $4 \
+             WHERE id = $5 AND status = 'open'",
+        )
+        .bind(&d.decided_by)
+        .bind(c.now_ms)
+        .bind(&d.note)
+        .bind(applied_version)
+        .bind(&d.proposal_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        if r.rows_affected() == 0 {
+            return Ok(Committed::Decided);
+        }
+    }
+    if changes.is_empty() && c.via != Via::Copy {
+        // An approval whose changes were all already so.
+        return Ok(Committed::Unchanged(head));
+    }
+    let v = Version {
+        store_id: c.store_id.clone(),
+        store_version: n,
+        created_ms: c.now_ms,
+        actor: c.actor.clone(),
+        via: c.via,
+        memory_proposal_id: c.approves.as_ref().map(|d| d.proposal_id.to_string()),
+        changes,
+    };
+    sqlx::query(
+        "INSERT INTO memory_versions (store_id, version, created_ms, actor_kind, actor_id, via, proposal_id, changes_json) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(&v.store_id)
+    .bind(n)
+    .bind(v.created_ms)
+    .bind(&v.actor.kind)
+    .bind(&v.actor.id)
+    .bind(v.via.as_str())
+    .bind(v.memory_proposal_id.clone().unwrap_or_default())
+    .bind(to_json(&v.changes))
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(Committed::Version(v))
+}
+
+async fn insert_proposal_in(tx: &mut Tx<'_>, p: &Proposal) -> Result<()> {
+    put_contents(tx, &p.changes.iter().filter_map(|c| c.content.as_ref()).collect::<Vec<_>>()).await?;
+    sqlx::query(
+        "INSERT INTO memory_proposals (id, store_id, status, base_version, changes_json, reason, source_kind, source_id, rationale, \
+         created_ms, decided_by, decided_ms, decision_note, applied_version) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+    )
+    .bind(&p.id)
+    .bind(&p.store_id)
+    .bind(p.status.as_str())
+    .bind(p.base_version)
+    .bind(stored_edits(&p.changes))
+    .bind(p.reason.as_str())
+    .bind(&p.source.kind)
+    .bind(&p.source.id)
+    .bind(&p.rationale)
+    .bind(p.created_ms)
+    .bind(&p.decided_by)
+    .bind(p.decided_ms)
+    .bind(&p.decision_note)
+    .bind(p.applied_version)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
 #[async_trait::async_trait]
 impl MemoryDb for SqlMemoryDb {
     async fn insert_store(&self, st: &Store, events: &[Record]) -> Result<()> {
@@ -365,154 +539,11 @@ impl MemoryDb for SqlMemoryDb {
 
     async fn commit(&self, c: &Commit) -> Result<Committed> {
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        // Take the store's row first: a second writer waits here until this
-        // transaction ends, then sees what it committed.
-        let Some(row) = sqlx::query("UPDATE memory_stores SET head_version = head_version WHERE id = $1 RETURNING head_version, status")
-            .bind(&c.store_id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?
-        else {
-            return Ok(Committed::Archived);
-        };
-        let head = i(&row, "head_version")?;
-        if s(&row, "status")? != StoreStatus::Active.as_str() && !c.allow_archived {
-            return Ok(Committed::Archived);
-        }
-        let mut changes = vec![];
-        let mut applied: Vec<&Staged> = vec![];
-        for st in &c.changes {
-            let current: Option<String> = sqlx::query("SELECT sha256 FROM memory_documents WHERE store_id = $1 AND path = $2")
-                .bind(&c.store_id)
-                .bind(&st.path)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .map(|r| s(&r, "sha256"))
-                .transpose()?;
-            if !st.expected.matches(current.as_deref()) {
-                return Ok(Committed::Mismatch { path: st.path.clone(), current, head_version: head });
-            }
-            let after = st.content.as_ref().map(|x| x.sha256.clone());
-            if after == current {
-                continue;
-            }
-            let operation = match (&current, &after) {
-                (None, _) => Operation::Created,
-                (Some(_), Some(_)) => Operation::Modified,
-                (Some(_), None) => Operation::Deleted,
-            };
-            changes.push(Change {
-                path: st.path.clone(),
-                operation: operation.as_str().into(),
-                sha256_before: current,
-                sha256_after: after,
-            });
-            applied.push(st);
-        }
-        if changes.is_empty() && c.approves.is_none() {
-            return Ok(Committed::Unchanged(head));
-        }
-        let n = head + 1;
-        if !changes.is_empty() {
-            sqlx::query("UPDATE memory_stores SET head_version = $1, updated_ms = $2 WHERE id = $3")
-                .bind(n)
-                .bind(c.now_ms)
-                .bind(&c.store_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        }
-        put_contents(&mut tx, &applied.iter().filter_map(|st| st.content.as_ref()).collect::<Vec<_>>()).await?;
-        for st in &applied {
-            match &st.content {
-                Some(x) => {
-                    sqlx::query(
-                        "INSERT INTO memory_documents (store_id, path, sha256, size_bytes, updated_ms, updated_in_version) \
-                         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (store_id, path) DO UPDATE SET sha256 = excluded.sha256, \
-                         size_bytes = excluded.size_bytes, updated_ms = excluded.updated_ms, updated_in_version = excluded.updated_in_version",
-                    )
-                    .bind(&c.store_id)
-                    .bind(&st.path)
-                    .bind(&x.sha256)
-                    .bind(x.size_bytes)
-                    .bind(c.now_ms)
-                    .bind(n)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                }
-                None => {
-                    sqlx::query("DELETE FROM memory_documents WHERE store_id = $1 AND path = $2")
-                        .bind(&c.store_id)
-                        .bind(&st.path)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                }
-            }
-            sqlx::query(
-                "INSERT INTO memory_document_versions (store_id, path, version, sha256, size_bytes, updated_ms) VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(&c.store_id)
-            .bind(&st.path)
-            .bind(n)
-            .bind(st.content.as_ref().map(|x| x.sha256.clone()).unwrap_or_default())
-            .bind(st.content.as_ref().map(|x| x.size_bytes).unwrap_or(0))
-            .bind(c.now_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        }
-        let applied_version = if changes.is_empty() { 0 } else { n };
-        if let Some(d) = &c.approves {
-            let r = sqlx::query(
-                "UPDATE memory_proposals SET status = 'approved', decided_by = $1, decided_ms = $2, decision_note = $3, applied_version = $4 \
-                 WHERE id = $5 AND status = 'open'",
-            )
-            .bind(&d.decided_by)
-            .bind(c.now_ms)
-            .bind(&d.note)
-            .bind(applied_version)
-            .bind(&d.proposal_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if r.rows_affected() == 0 {
-                return Ok(Committed::Decided);
-            }
-        }
-        if changes.is_empty() {
-            // An approval whose changes were all already so.
+        let done = commit_in(&mut tx, c).await?;
+        if matches!(done, Committed::Version(_) | Committed::Unchanged(_)) {
             tx.commit().await.map_err(db_err)?;
-            return Ok(Committed::Unchanged(head));
         }
-        let v = Version {
-            store_id: c.store_id.clone(),
-            store_version: n,
-            created_ms: c.now_ms,
-            actor: c.actor.clone(),
-            via: c.via,
-            memory_proposal_id: c.approves.as_ref().map(|d| d.proposal_id.to_string()),
-            changes,
-        };
-        sqlx::query(
-            "INSERT INTO memory_versions (store_id, version, created_ms, actor_kind, actor_id, via, proposal_id, changes_json) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(&v.store_id)
-        .bind(n)
-        .bind(v.created_ms)
-        .bind(&v.actor.kind)
-        .bind(&v.actor.id)
-        .bind(v.via.as_str())
-        .bind(v.memory_proposal_id.clone().unwrap_or_default())
-        .bind(to_json(&v.changes))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(Committed::Version(v))
+        Ok(done)
     }
 
     async fn versions(&self, store_id: &str, before: Option<i64>, limit: i64) -> Result<Vec<Version>> {
@@ -548,29 +579,7 @@ impl MemoryDb for SqlMemoryDb {
 
     async fn insert_proposal(&self, p: &Proposal) -> Result<()> {
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        put_contents(&mut tx, &p.changes.iter().filter_map(|c| c.content.as_ref()).collect::<Vec<_>>()).await?;
-        sqlx::query(
-            "INSERT INTO memory_proposals (id, store_id, status, base_version, changes_json, reason, source_kind, source_id, rationale, \
-             created_ms, decided_by, decided_ms, decision_note, applied_version) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-        )
-        .bind(&p.id)
-        .bind(&p.store_id)
-        .bind(p.status.as_str())
-        .bind(p.base_version)
-        .bind(stored_edits(&p.changes))
-        .bind(p.reason.as_str())
-        .bind(&p.source.kind)
-        .bind(&p.source.id)
-        .bind(&p.rationale)
-        .bind(p.created_ms)
-        .bind(&p.decided_by)
-        .bind(p.decided_ms)
-        .bind(&p.decision_note)
-        .bind(p.applied_version)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
+        insert_proposal_in(&mut tx, p).await?;
         tx.commit().await.map_err(db_err)
     }
 
@@ -633,4 +642,117 @@ impl MemoryDb for SqlMemoryDb {
             .map(|r| s(r, "session_id"))
             .collect()
     }
+
+    async fn insert_dream(&self, d: &Dream) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO memory_dreams (id, environment_id, status, archived_ms, lease_expires_ms, version, dream_json) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(&d.id)
+        .bind(&d.environment_id)
+        .bind(d.status.as_str())
+        .bind(d.archived_ms)
+        .bind(d.lease_expires_ms)
+        .bind(d.version)
+        .bind(to_json(d))
+        .execute(&self.db.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn get_dream(&self, id: &str) -> Result<Option<Dream>> {
+        sqlx::query("SELECT dream_json FROM memory_dreams WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(dream)
+            .transpose()
+    }
+
+    async fn list_dreams(&self, f: &DreamFilter, page: &PageRequest) -> Result<Vec<Dream>> {
+        let mut sql =
+            String::from("SELECT dream_json FROM memory_dreams WHERE id < $1 AND ($2 = '' OR status = $2) AND ($3 = 1 OR archived_ms = 0)");
+        if !f.environment_ids.is_empty() {
+            let ids: Vec<String> = (0..f.environment_ids.len()).map(|i| format!("${}", i + 5)).collect();
+            sql.push_str(&format!(" AND environment_id IN ({})", ids.join(", ")));
+        }
+        sql.push_str(" ORDER BY id DESC LIMIT $4");
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(page.before_id.clone().unwrap_or_else(|| "\u{7f}".into()))
+            .bind(f.status.map_or("", |s| s.as_str()))
+            .bind(i64::from(f.include_archived))
+            .bind(page.fetch_limit());
+        for e in &f.environment_ids {
+            q = q.bind(e);
+        }
+        q.fetch_all(&self.db.pool).await.map_err(db_err)?.iter().map(dream).collect()
+    }
+
+    async fn update_dream(&self, d: &Dream, expected_version: i64) -> Result<bool> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        let moved = !update_dream_in(&mut tx, d, expected_version).await?;
+        if moved {
+            return Ok(false);
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+
+    async fn next_dream(&self, now_ms: i64) -> Result<Option<Dream>> {
+        sqlx::query(
+            "SELECT dream_json FROM memory_dreams WHERE status = 'pending' OR (status = 'running' AND lease_expires_ms < $1) \
+             ORDER BY id LIMIT 1",
+        )
+        .bind(now_ms)
+        .fetch_optional(&self.db.pool)
+        .await
+        .map_err(db_err)?
+        .as_ref()
+        .map(dream)
+        .transpose()
+    }
+
+    async fn complete_dream(&self, out: &DreamOutput) -> Result<bool> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        if !update_dream_in(&mut tx, &out.dream, out.expected_version).await? {
+            return Ok(false);
+        }
+        insert_store_row(&mut tx, &out.store).await?;
+        for c in std::iter::once(&out.copy).chain(out.changes.as_ref()) {
+            if !matches!(commit_in(&mut tx, c).await?, Committed::Version(_)) {
+                return Err(Error::internal("a Dream's output store did not take its version"));
+            }
+        }
+        if let Some(p) = &out.proposal {
+            insert_proposal_in(&mut tx, p).await?;
+        }
+        stage(&mut tx, &out.events).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(true)
+    }
+}
+
+fn dream(r: &AnyRow) -> Result<Dream> {
+    serde_json::from_str(&s(r, "dream_json")?).map_err(|e| Error::internal(format!("an unreadable stored Dream: {e}")))
+}
+
+async fn update_dream_in(tx: &mut Tx<'_>, d: &Dream, expected_version: i64) -> Result<bool> {
+    let r = sqlx::query(
+        "UPDATE memory_dreams SET status = $1, archived_ms = $2, lease_expires_ms = $3, version = $4, dream_json = $5 \
+         WHERE id = $6 AND version = $7",
+    )
+    .bind(d.status.as_str())
+    .bind(d.archived_ms)
+    .bind(d.lease_expires_ms)
+    .bind(d.version)
+    .bind(to_json(d))
+    .bind(&d.id)
+    .bind(expected_version)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_err)?;
+    Ok(r.rows_affected() == 1)
 }

@@ -1,0 +1,117 @@
+//! Dreams (api.md §13.5): curation passes over a memory store whose output
+//! is a new store. The memory service checks `manage` (create, cancel,
+//! archive) and `read` on the input store (reading) itself.
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::ApiResult;
+use crate::extract::{JsonBody, Query};
+use crate::idempotency::once;
+use crate::views::ErrorEnvelope;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use checkfu_proto::memory::v1 as pb;
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+type J = ApiResult<Json<Value>>;
+
+fn answer(a: pb::Answer) -> Value {
+    serde_json::from_str(&a.json).unwrap_or(Value::Null)
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateDream {
+    /// The input store: active, in an Environment where the caller holds `manage`.
+    pub memory_store_id: String,
+    /// 0 to 100 Sessions of the store's Environment, none `running`.
+    #[serde(default)]
+    pub session_ids: Vec<String>,
+    /// Absent: a `deterministic` Dream; present: a `model` Dream on this profile.
+    #[serde(default)]
+    pub model_routing_profile_id: Option<String>,
+    /// For the model; at most 64 KiB.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// True: the output stays at version 1 and the changes become one open `dream_review` proposal.
+    #[serde(default)]
+    pub review: Option<bool>,
+}
+
+/// `?environment_id=&status=&include_archived=&limit=&page=`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DreamQuery {
+    #[serde(default)]
+    pub environment_id: Option<String>,
+    /// `pending`, `running`, `completed`, `failed` or `canceled`.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// Archived Dreams are hidden unless true.
+    #[serde(default)]
+    pub include_archived: Option<bool>,
+    /// 1 to 100; default 20.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    #[serde(default)]
+    pub page: Option<String>,
+}
+
+#[utoipa::path(post, path = "/v1/dreams", tag = "memory", request_body = CreateDream,
+    responses((status = 201, description = "The Dream, pending, with the input's head pinned", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn create_dream(State(st): State<AppState>, caller: Caller, headers: HeaderMap, JsonBody(raw): JsonBody) -> ApiResult<Response> {
+    let b: CreateDream = crate::bodies::parse(&raw)?;
+    let req = pb::CreateDreamRequest {
+        memory_store_id: b.memory_store_id,
+        session_ids: b.session_ids,
+        model_routing_profile_id: b.model_routing_profile_id.unwrap_or_default(),
+        instructions: b.instructions.unwrap_or_default(),
+        review: b.review.unwrap_or(false),
+        actor_id: caller.principal_id.clone(),
+    };
+    once(&st.idem, &caller.principal_id, &headers, "POST /v1/dreams", &raw, || async {
+        super::created(answer(st.memory.clone().create_dream(req).await?.into_inner()))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/v1/dreams", tag = "memory", params(DreamQuery),
+    responses((status = 200, description = "The Dreams whose input store the caller may read, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_dreams(State(st): State<AppState>, caller: Caller, Query(q): Query<DreamQuery>) -> J {
+    let req = pb::ListDreamsRequest {
+        environment_id: q.environment_id.unwrap_or_default(),
+        status: q.status.unwrap_or_default(),
+        include_archived: q.include_archived.unwrap_or(false),
+        limit: super::explicit_limit(q.limit),
+        page: q.page.unwrap_or_default(),
+        actor_id: caller.principal_id,
+    };
+    let l = st.memory.clone().list_dreams(req).await?.into_inner();
+    Ok(Json(super::json_page(&l.json, &l.next_page)))
+}
+
+fn actor(id: String, caller: &Caller) -> pb::ActorRequest {
+    pb::ActorRequest { id, actor_id: caller.principal_id.clone(), note: String::new() }
+}
+
+#[utoipa::path(get, path = "/v1/dreams/{id}", tag = "memory", params(("id" = String, Path)),
+    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_dream(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
+    Ok(Json(answer(st.memory.clone().get_dream(actor(id, &caller)).await?.into_inner())))
+}
+
+#[utoipa::path(post, path = "/v1/dreams/{id}/cancel", tag = "memory", params(("id" = String, Path)),
+    responses((status = 200, description = "Canceled (a repeat answers the same); a finished Dream is 409", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn cancel_dream(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
+    Ok(Json(answer(st.memory.clone().cancel_dream(actor(id, &caller)).await?.into_inner())))
+}
+
+#[utoipa::path(post, path = "/v1/dreams/{id}/archive", tag = "memory", params(("id" = String, Path)),
+    responses((status = 200, description = "Archived (idempotent; only a finished Dream); its output is untouched", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn archive_dream(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
+    Ok(Json(answer(st.memory.clone().archive_dream(actor(id, &caller)).await?.into_inner())))
+}
