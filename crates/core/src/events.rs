@@ -36,6 +36,8 @@ crate::string_enum!(
         MemoryAccessed = "memory.accessed",
         MemoryProposalCreated = "memory.proposal_created",
         MemoryWritebackRefused = "memory.writeback_refused",
+        OutcomeEvaluationStarted = "outcome.evaluation_started",
+        OutcomeEvaluationCompleted = "outcome.evaluation_completed",
     }
 );
 
@@ -118,6 +120,8 @@ pub const SUBSCRIBABLE: &[&str] = &[
     "memory_store.created",
     "memory_store.archived",
     "memory_store.deleted",
+    "outcome.evaluation_started",
+    "outcome.evaluation_completed",
 ];
 
 #[cfg(test)]

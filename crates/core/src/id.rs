@@ -273,6 +273,8 @@ typed_ids! {
     ProposalId = "mprop";
     /// A Dream: a curation pass over a store and Sessions.
     DreamId = "drm";
+    /// An Outcome: a revise-until-done loop inside a Session.
+    OutcomeId = "outc";
 }
 
 #[cfg(test)]

@@ -382,6 +382,8 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(m::get_proposal))
         .routes(routes!(m::approve_proposal))
         .routes(routes!(m::reject_proposal))
+        .routes(routes!(s::list_outcomes))
+        .routes(routes!(s::get_outcome))
         .routes(routes!(dr::create_dream, dr::list_dreams))
         .routes(routes!(dr::get_dream))
         .routes(routes!(dr::cancel_dream))

@@ -55,6 +55,7 @@ const COLLECTIONS: &[(&str, &str)] = &[
     ("memory-stores", "mstr"),
     ("memory-proposals", "mprop"),
     ("dreams", "drm"),
+    ("outcomes", "outc"),
 ];
 
 /// A memory document's path (`checkfu_memory::model::check_path`).

@@ -239,7 +239,8 @@ impl Rpc for ModelGatewayGrpc {
     }
 
     async fn run_task(&self, r: Request<pb::TaskRequest>) -> Result<Response<pb::TaskResponse>, Status> {
-        use crate::tasks::{Answer, DreamTask, Task};
+        use crate::tasks::grade::ReportOutput;
+        use crate::tasks::{Answer, DreamTask, GradeTask, Task};
         let r = r.into_inner();
         let task = match r.task {
             Some(pb::task_request::Task::Dream(d)) => Task::Dream(DreamTask {
@@ -247,12 +248,38 @@ impl Rpc for ModelGatewayGrpc {
                 messages: d.messages,
                 documents: d.documents.into_iter().map(|d| (d.path, d.content)).collect(),
             }),
+            Some(pb::task_request::Task::Grade(g)) => Task::Grade(GradeTask {
+                rubric: g.rubric,
+                criteria: g.criteria.into_iter().map(|c| (c.name, c.question)).collect(),
+                report: g
+                    .report
+                    .into_iter()
+                    .map(|o| ReportOutput {
+                        name: o.name,
+                        kind: o.r#type,
+                        description: o.description,
+                        acceptance: serde_json::from_str(&o.acceptance_json).unwrap_or(serde_json::Value::Null),
+                    })
+                    .collect(),
+                evidence_message: g.evidence_message,
+                evidence_files: g.evidence_files.into_iter().map(|f| (f.path, f.sha256)).collect(),
+            }),
             None => return Err(Error::invalid("a task names what to do").into()),
         };
         let done = self.svc.run_task(&r.routing_profile_id, &r.environment_id, &task).await?;
         let answer = match done.answer {
             Answer::Dream(changes) => pb::task_response::Answer::Dream(pb::DreamAnswer {
                 changes: changes.into_iter().map(|c| pb::DreamChange { path: c.path, content: c.content }).collect(),
+            }),
+            Answer::Grade(g) => pb::task_response::Answer::Grade(pb::GradeAnswer {
+                judgments: g
+                    .judgments
+                    .into_iter()
+                    .map(|j| pb::Judgment { source: j.source, name: j.name, verdict: j.verdict.as_str().into() })
+                    .collect(),
+                report_json: serde_json::Value::Object(g.report).to_string(),
+                explanation: g.explanation,
+                feedback: g.feedback,
             }),
         };
         Ok(Response::new(pb::TaskResponse {

@@ -109,6 +109,14 @@ impl Transcript {
         }
     }
 
+    /// A user turn of plain text the platform wrote.
+    fn user_text(&mut self, text: String, seq: i64) {
+        use mg::content_block::Block as B;
+        self.flush_deferred();
+        self.messages.push(mg::Message { role: "user".into(), content: vec![block(B::Text(text))] });
+        self.recent_user.push(seq);
+    }
+
     /// Adds a tool use's answer; it is no longer outstanding.
     fn answer(&mut self, p: &Value, b: mg::content_block::Block) {
         let id = str_field(p, "tool_use_id");
@@ -134,6 +142,12 @@ impl Transcript {
                     self.flush_deferred();
                     self.messages.push(mg::Message { role: "user".into(), content: user_blocks(&p) });
                     self.recent_user.push(e.seq);
+                }
+                // An Outcome's description is its first Run's user turn, and
+                // a grader's feedback the revision Run's (api.md §14).
+                E::UserDefineOutcome => self.user_text(str_field(&p, "description"), e.seq),
+                E::OutcomeEvaluationCompleted if str_field(&p, "result") == "needs_revision" => {
+                    self.user_text(str_field(&p, "feedback"), e.seq)
                 }
                 // A model call read the log up to `context_seq`: messages
                 // after it that are already here were not in its context.
@@ -303,6 +317,27 @@ mod tests {
 
     fn ev(seq: i64, t: &str, p: &str) -> RunEvent {
         RunEvent { seq, r#type: t.into(), payload_json: p.into(), run_id: String::new() }
+    }
+
+    #[test]
+    fn an_outcomes_description_and_its_feedback_are_user_turns() {
+        let mut t = Transcript::default();
+        t.absorb(&[ev(1, "user.define_outcome", r#"{"description":"say hello","rubric":"r","max_iterations":2}"#)], 1);
+        t.absorb(&[ev(2, "agent.message", r#"{"content":[{"type":"text","text":"hi"}]}"#)], 1);
+        t.absorb(&[ev(3, "outcome.evaluation_completed", r#"{"result":"satisfied","feedback":""}"#)], 1);
+        t.absorb(&[ev(4, "outcome.evaluation_completed", r#"{"result":"needs_revision","feedback":"fail require: x"}"#)], 4);
+        let texts: Vec<(String, String)> = t
+            .messages
+            .iter()
+            .map(|m| match &m.content[0].block {
+                Some(mg::content_block::Block::Text(x)) => (m.role.clone(), x.clone()),
+                _ => (m.role.clone(), String::new()),
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            [("user".to_string(), "say hello".to_string()), ("assistant".into(), "hi".into()), ("user".into(), "fail require: x".into())]
+        );
     }
 
     #[test]

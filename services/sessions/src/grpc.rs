@@ -453,6 +453,18 @@ impl Rpc for SessionsGrpc {
         ok(pb::ListRunsResponse { data: rows.into_iter().map(run).collect(), next_page })
     }
 
+    async fn get_outcome(&self, r: Request<pb::GetByIdRequest>) -> R<pb::OutcomeAnswer> {
+        let o = self.svc.get_outcome(&r.into_inner().id).await?;
+        ok(pb::OutcomeAnswer { json: crate::outcomes::view(&o).to_string(), session_id: o.session_id })
+    }
+
+    async fn list_outcomes(&self, r: Request<pb::ListRunsRequest>) -> R<pb::ListOutcomesResponse> {
+        let r = r.into_inner();
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let (rows, next_page) = p.finish(self.svc.list_outcomes(&r.session_id, &p).await?, |o| o.id.as_str());
+        ok(pb::ListOutcomesResponse { json: rows.iter().map(|o| crate::outcomes::view(o).to_string()).collect(), next_page })
+    }
+
     async fn get_session_sandbox(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxRevision> {
         let s = self.svc.session(&r.into_inner().id).await?;
         ok(sandbox_revision(self.svc.sandbox_revision(&s.pins.sandbox_profile_id, s.pins.sandbox_profile_revision).await?))

@@ -111,17 +111,7 @@ impl Input {
                 }
             }
             EventType::UserDefineOutcome => {
-                let d = field_str(&p, "description", event_type.as_str())?;
-                if d.is_empty() || d.len() > 16 * 1024 {
-                    return Err(Error::invalid_field("payload.description", "description must be 1 byte to 16 KiB"));
-                }
-                if p.get("rubric").is_none_or(Value::is_null) {
-                    return Err(Error::invalid_field("payload.rubric", "user.define_outcome needs a rubric"));
-                }
-                let n = p.get("max_iterations").and_then(Value::as_i64).unwrap_or(0);
-                if !(1..=20).contains(&n) {
-                    return Err(Error::invalid_field("payload.max_iterations", "max_iterations must be 1 to 20"));
-                }
+                crate::model::outcome::Definition::parse(&p)?;
             }
             _ => {}
         }
@@ -397,6 +387,9 @@ impl Draft {
             }
             return Err(Error::conflict(format!("no tool use {id:?} is waiting for this session")));
         }
+        if input.event_type == EventType::UserDefineOutcome {
+            return self.define_outcome(input);
+        }
         let seq = self.next_seq();
         let caused_by = input.caused_by.clone();
         let run_id = self.run.as_ref().map(|r| r.id.clone());
@@ -408,6 +401,10 @@ impl Draft {
             e.thread_id = Some(t.clone());
         }
         let cause = json!({"kind": "event", "id": id});
+        // An interrupt for the primary reaches its Outcome.
+        if input.event_type == EventType::UserInterrupt && input.thread_id.is_none() && self.interrupt_outcome(cause.clone()) {
+            return Ok(id);
+        }
         match input.event_type {
             EventType::UserMessage => {
                 self.session.last_user_message_seq = seq;

@@ -14,6 +14,7 @@ pub mod input;
 pub mod live;
 pub mod memory;
 pub mod model;
+pub mod outcomes;
 pub mod runners;
 pub mod runs;
 pub mod service;

@@ -468,7 +468,13 @@ impl SessionsService {
                     d.admit_run(trigger, cause);
                     return Ok("end_turn");
                 }
+                let input_waiting = d.session.last_user_message_seq > last_seen_seq;
+                // An Outcome's Run is graded before the Session idles.
+                if d.start_grading(&kind, input_waiting, cause.clone()) {
+                    return Ok("end_turn");
+                }
                 d.complete_run(stop, cause.clone());
+                d.outcome_after_run(&kind, cause.clone());
                 if kind == "end_turn" && d.session.last_user_message_seq > last_seen_seq {
                     let trigger = d.session.last_user_message_seq;
                     d.admit_run(trigger, cause);

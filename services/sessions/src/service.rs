@@ -47,6 +47,8 @@ pub struct SessionsService {
     pub(crate) tool_sources: Option<crate::upstream::ToolSources>,
     /// The memory service, for the Session's mounts of MemoryStores.
     pub(crate) memory: Option<crate::upstream::Memory>,
+    /// The model gateway, for Outcomes' graders.
+    pub(crate) models: Option<crate::upstream::Models>,
     /// Sessions known to mount no MemoryStore. Mounts are fixed when a
     /// Session is created, so a claim asks the store about them once.
     pub(crate) unmounted: Arc<Bounded<SessionId, ()>>,
@@ -153,6 +155,7 @@ impl SessionsService {
             governance: None,
             tool_sources: None,
             memory: None,
+            models: None,
             outbox_wake: None,
             token_key: None,
             blobs: None,
@@ -202,6 +205,11 @@ impl SessionsService {
 
     pub fn with_memory(mut self, transport: checkfu_proto::transport::Transport) -> Self {
         self.memory = Some(crate::upstream::Memory::new(transport));
+        self
+    }
+
+    pub fn with_models(mut self, transport: checkfu_proto::transport::Transport) -> Self {
+        self.models = Some(crate::upstream::Models::new(transport));
         self
     }
 
@@ -311,6 +319,7 @@ impl SessionsService {
             pins: dep.pins.clone(),
             last_seq: 0,
             last_user_message_seq: 0,
+            outcome: None,
             created_ms: now,
             updated_ms: now,
             version: 1,
@@ -374,6 +383,9 @@ impl SessionsService {
         for e in events {
             self.hub.publish(session_id, Item::Event(e.clone()));
         }
+        if events.iter().any(|e| e.event_type == EventType::OutcomeEvaluationStarted.as_str()) {
+            self.spawn_grading(session_id);
+        }
         if queued {
             self.work.notify_waiters();
         }
@@ -398,6 +410,7 @@ impl SessionsService {
                 None => (self.session(session_id).await?, self.store.active_run(session_id).await?),
             };
             let expected_version = session.version;
+            let outcome_before = session.outcome.clone();
             let mut d = Draft::new(session, run, now_ms());
             let out = decide(&mut d)?;
             if d.events.is_empty() && d.runs.is_empty() {
@@ -406,8 +419,16 @@ impl SessionsService {
             let handed = self.claim_for_waiting(&mut d, &mut handing);
             d.session.updated_ms = d.now_ms;
             let active = d.run.clone();
-            let change =
-                Change { expected_version, session: d.session, events: d.events, runs: d.runs, claim_guard: d.claim_guard, flush: d.flush };
+            let outcome_changed = d.session.outcome != outcome_before;
+            let change = Change {
+                expected_version,
+                session: d.session,
+                events: d.events,
+                runs: d.runs,
+                claim_guard: d.claim_guard,
+                flush: d.flush,
+                outcome_changed,
+            };
             let queued = queues(&change.runs);
             if let Some((session, events)) = self.store.commit(change).await? {
                 self.remember(session.clone(), active);
@@ -507,6 +528,7 @@ impl SessionsService {
         let ((), s, _) = self
             .transact(&session_id, |d| {
                 if d.session.status != SessionStatus::Terminated {
+                    d.archive_outcome(caused_by.clone());
                     d.terminate(caused_by.clone());
                 }
                 Ok(())

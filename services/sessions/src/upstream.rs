@@ -11,3 +11,6 @@ pub type ToolSources = checkfu_proto::capability::v1::tool_sources_service_clien
 
 /// The memory service: a Session's mounts of MemoryStores.
 pub type Memory = checkfu_proto::memory::v1::memory_service_client::MemoryServiceClient<Transport>;
+
+/// The model gateway: an Outcome's grader.
+pub type Models = checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient<Transport>;

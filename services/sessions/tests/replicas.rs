@@ -41,6 +41,7 @@ fn session(id: &str) -> Session {
         },
         last_seq: 0,
         last_user_message_seq: 0,
+        outcome: None,
         created_ms: 1,
         updated_ms: 1,
         version: 1,

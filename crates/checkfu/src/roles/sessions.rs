@@ -10,6 +10,9 @@ pub struct Sessions;
 /// How often expired sandboxes' snapshots and expired uploads are looked for.
 const SANDBOX_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// How often gradings a dead process left are looked for.
+const GRADING_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
 #[async_trait::async_trait]
 impl Play for Sessions {
     fn role(&self) -> Role {
@@ -27,6 +30,8 @@ impl Play for Sessions {
         let tool_sources = node.reach_later(Role::Sessions, Role::CapabilityGateway)?;
         // The memory role starts after sessions (it calls sessions too).
         let memory = node.reach_later(Role::Sessions, Role::Memory)?;
+        // Outcomes' graders.
+        let models = node.reach_later(Role::Sessions, Role::ModelGateway)?;
         let (svc, db) = checkfu_sessions::open(&opts.storage).await.context("opening the sessions store")?;
         let relay = checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "sessions");
         let tokens = super::installation_key(opts, Role::Sessions)?.token_key();
@@ -35,6 +40,7 @@ impl Play for Sessions {
             .with_governance(governance)
             .with_tool_sources(tool_sources)
             .with_memory(memory)
+            .with_models(models)
             .with_token_key(tokens)
             .with_blobs(Arc::new(blobs))
             .with_upload_settings(checkfu_sessions::uploads::UploadSettings {
@@ -50,6 +56,7 @@ impl Play for Sessions {
         node.spawn(svc.clone().run_approval_sweeper(opts.approvals.sweep_every, node.shutdown.clone()));
         node.spawn(svc.clone().run_sandbox_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
         node.spawn(svc.clone().run_upload_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
+        node.spawn(svc.clone().run_grading_sweeper(GRADING_SWEEP_EVERY, node.shutdown.clone()));
         if opts.embedded {
             // The previous process's runner died with it.
             let n = svc.release_orphaned_leases().await?;

@@ -443,3 +443,25 @@ pub async fn get_run(State(st): State<AppState>, caller: Caller, Path(id): Path<
     facts_for(&st, &caller, &r.session_id, false).await?;
     Ok(Json(views::run(&r)))
 }
+
+#[utoipa::path(get, path = "/v1/sessions/{id}/outcomes", tag = "sessions", params(("id" = String, Path), ListQuery),
+    responses((status = 200, description = "The Session's Outcomes, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_outcomes(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    facts_for(&st, &caller, &id, false).await?;
+    let r = st.sessions.clone().list_outcomes(ss::ListRunsRequest { session_id: id, limit: q.limit(), page: q.page() }).await?.into_inner();
+    Ok(Json(super::json_page(&r.json, &r.next_page)))
+}
+
+#[utoipa::path(get, path = "/v1/outcomes/{id}", tag = "sessions", params(("id" = String, Path)),
+    responses((status = 200, description = "An Outcome, for whoever may read its Session", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_outcome(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    checkfu_core::id::OutcomeId::check("id", &id)?;
+    let r = st.sessions.clone().get_outcome(ss::GetByIdRequest { id }).await?.into_inner();
+    facts_for(&st, &caller, &r.session_id, false).await?;
+    Ok(Json(serde_json::from_str(&r.json).unwrap_or(Value::Null)))
+}

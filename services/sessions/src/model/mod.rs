@@ -5,6 +5,7 @@
 mod budget;
 mod files;
 mod memory;
+pub mod outcome;
 mod runner;
 mod skills;
 mod uploads;
@@ -518,6 +519,8 @@ pub struct Session {
     pub last_seq: i64,
     /// Seq of the newest `user.message`, so "input after X" needs no scan.
     pub last_user_message_seq: i64,
+    /// The Session's newest Outcome, if it defined one (api.md §14).
+    pub outcome: Option<outcome::Outcome>,
     pub created_ms: i64,
     pub updated_ms: i64,
     pub version: i64,

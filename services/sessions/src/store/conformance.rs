@@ -51,6 +51,7 @@ pub(crate) fn session(id: &str) -> Session {
         pins: pins(),
         last_seq: 0,
         last_user_message_seq: 0,
+        outcome: None,
         created_ms: 1,
         updated_ms: 1,
         version: 1,
@@ -191,6 +192,7 @@ async fn session_log_is_gapless(s: &dyn SessionsStore) {
         runs: vec![],
         claim_guard: None,
         flush: true,
+        outcome_changed: false,
     };
     let (after, events) = s.commit(change.clone()).await.expect("commit").expect("applied");
     assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4]);
@@ -220,6 +222,7 @@ async fn concurrent_commits_never_share_a_seq(s: Arc<dyn SessionsStore>) {
                         runs: vec![],
                         claim_guard: None,
                         flush: true,
+                        outcome_changed: false,
                     };
                     if s.commit(c).await.expect("commit").is_some() {
                         break;
@@ -247,8 +250,15 @@ async fn a_failing_change_takes_no_other_down(s: Arc<dyn SessionsStore>) {
         s.insert_session(&session(&sid), &[ev("session.created")], &[]).await.expect("insert");
         let cur = s.get_session(&tid(&sid)).await.expect("get").expect("exists");
         let event = if n == 6 { taken.clone() } else { ev("agent.message") };
-        let change =
-            Change { expected_version: cur.version, session: cur, events: vec![event], runs: vec![], claim_guard: None, flush: n % 2 == 0 };
+        let change = Change {
+            expected_version: cur.version,
+            session: cur,
+            events: vec![event],
+            runs: vec![],
+            claim_guard: None,
+            flush: n % 2 == 0,
+            outcome_changed: false,
+        };
         let s = s.clone();
         tasks.push(tokio::spawn(async move { (sid, s.commit(change).await) }));
     }
@@ -291,13 +301,21 @@ async fn runs_leases(s: &dyn SessionsStore) {
         runs: vec![stolen.clone()],
         claim_guard: Some(guard),
         flush: true,
+        outcome_changed: false,
     };
     assert!(s.commit(attempt).await.expect("commit").is_none(), "the lease was renewed to 5000, so a claim at 2000 fails");
     assert_eq!(s.get_run(&tid("run_r")).await.expect("get").expect("exists").lease_id, "lease_a");
     assert_eq!(s.get_session(&tid("sess_4")).await.expect("get").expect("exists").version, cur.version, "a lost claim moves nothing");
     let guard = ClaimGuard { run_id: tid("run_r"), generation: 1, now_ms: 6_000 };
-    let attempt =
-        Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![stolen], claim_guard: Some(guard), flush: false };
+    let attempt = Change {
+        expected_version: cur.version,
+        session: cur,
+        events: vec![],
+        runs: vec![stolen],
+        claim_guard: Some(guard),
+        flush: false,
+        outcome_changed: false,
+    };
     assert!(s.commit(attempt).await.expect("commit").is_some(), "after expiry the claim succeeds");
     assert_eq!(s.get_run(&tid("run_r")).await.expect("get").expect("exists").generation, 2);
     assert_eq!(s.get_run(&tid("run_r")).await.expect("get").expect("exists").lease_expires_ms, 5_000);
@@ -308,10 +326,18 @@ async fn runs_leases(s: &dyn SessionsStore) {
     done.generation = 2;
     done.completed_ms = Some(9);
     let cur = s.get_session(&tid("sess_4")).await.expect("get").expect("exists");
-    s.commit(Change { expected_version: cur.version, session: cur, events: vec![], runs: vec![done], claim_guard: None, flush: false })
-        .await
-        .expect("commit")
-        .expect("applied");
+    s.commit(Change {
+        expected_version: cur.version,
+        session: cur,
+        events: vec![],
+        runs: vec![done],
+        claim_guard: None,
+        flush: false,
+        outcome_changed: false,
+    })
+    .await
+    .expect("commit")
+    .expect("applied");
     assert!(s.active_run(&tid("sess_4")).await.expect("active").is_none());
     assert_eq!(s.list_runs(&tid("sess_4"), &PageRequest::standard(10, "").expect("page")).await.expect("list").len(), 1);
 }
@@ -334,6 +360,7 @@ async fn budgets_travel_with_their_session(s: &dyn SessionsStore) {
         runs: vec![],
         claim_guard: None,
         flush: true,
+        outcome_changed: false,
     };
     s.commit(change).await.expect("commit").expect("applied");
     let page = PageRequest::standard(10, "").expect("page");

@@ -219,6 +219,7 @@ mod tests {
                         runs: vec![],
                         claim_guard: None,
                         flush,
+                        outcome_changed: false,
                     },
                     traceparent: String::new(),
                 },
@@ -264,6 +265,7 @@ mod tests {
             runs: vec![],
             claim_guard: None,
             flush: false,
+            outcome_changed: false,
         };
         let traced = vec![(Write::Change { change: traced_change, traceparent: trace.into() }, tx)];
         assert!(matches!(commit_group(&db, &traced).await[0], Ok(Done::Changed(Some(_)))));

@@ -42,6 +42,8 @@ pub struct Change {
     /// a 201); otherwise written, and on disk with the next flushed commit
     /// (embedded SQLite only: PostgreSQL flushes every commit).
     pub flush: bool,
+    /// The Session's Outcome changed: its row in `outcomes` follows.
+    pub outcome_changed: bool,
 }
 
 /// A claim's precondition, re-checked inside the commit under a row lock:
@@ -115,6 +117,12 @@ pub trait SessionsStore: RunnersStore + FilesStore + UploadsStore + MountsStore 
     /// Expires every running lease (embedded start-up: the only runner died
     /// with the previous process). Returns how many.
     async fn expire_all_leases(&self) -> Result<u64>;
+
+    async fn get_outcome(&self, id: &str) -> Result<Option<crate::model::outcome::Outcome>>;
+    /// A Session's Outcomes, newest first.
+    async fn list_outcomes(&self, session_id: &SessionId, page: &PageRequest) -> Result<Vec<crate::model::outcome::Outcome>>;
+    /// Sessions with a grading under way (after a crash, nobody may be at it).
+    async fn grading_sessions(&self, limit: i64) -> Result<Vec<SessionId>>;
 }
 
 #[cfg(test)]

@@ -27,6 +27,8 @@ pub fn session_records(session: &Session, events: &[Event], traceparent: &str) -
                 "seq": e.seq,
                 "run_id": e.run_id,
                 "payload": e.payload,
+                // An Outcome's events name it for webhooks.
+                "resource_id": e.payload.get("outcome_id").filter(|_| e.event_type.starts_with("outcome.")),
             })
             .to_string(),
             headers: vec![("type".into(), e.event_type.clone()), ("traceparent".into(), traceparent.to_string())],

@@ -133,6 +133,10 @@ fn deployment(r: &AnyRow) -> Result<Deployment> {
     })
 }
 
+fn outcome(r: &AnyRow) -> Result<crate::model::outcome::Outcome> {
+    serde_json::from_str(&s(r, "outcome_json")?).map_err(|e| Error::internal(format!("stored outcome unreadable: {e}")))
+}
+
 fn session(r: &AnyRow) -> Result<Session> {
     Ok(Session {
         id: id(r, "id")?,
@@ -158,6 +162,10 @@ fn session(r: &AnyRow) -> Result<Session> {
         pins: json(r, "pins_json")?,
         last_seq: i(r, "last_seq")?,
         last_user_message_seq: i(r, "last_user_message_seq")?,
+        outcome: opt_json(r, "outcome_json")?
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| Error::internal(format!("stored outcome unreadable: {e}")))?,
         created_ms: i(r, "created_ms")?,
         updated_ms: i(r, "updated_ms")?,
         version: i(r, "version")?,
@@ -245,7 +253,7 @@ pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order, tr
     let row = sqlx::query(
         "UPDATE sessions SET status = $1, stop_reason_json = $2, title = $3, metadata_json = $4, budget_id = $5, input_tokens = $6, output_tokens = $7, \
          spend_micro_usd = $8, selection_json = $9, last_seq = last_seq + $10, last_user_message_seq = $11, updated_ms = $12, version = version + 1, \
-         budget_json = $15 WHERE id = $13 AND version = $14 RETURNING last_seq, version",
+         budget_json = $15, outcome_json = $16 WHERE id = $13 AND version = $14 RETURNING last_seq, version",
     )
     .bind(se.status.as_str())
     .bind(se.stop_reason.as_ref().map(Value::to_string))
@@ -262,6 +270,7 @@ pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order, tr
     .bind(&se.id)
     .bind(c.expected_version)
     .bind(se.budget.as_ref().map(to_json))
+    .bind(se.outcome.as_ref().map(to_json))
     .fetch_optional(&mut *conn)
     .await
     .map_err(db_err)?;
@@ -277,10 +286,33 @@ pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order, tr
     let events = insert_events(conn, &se.id, first, &c.events).await?;
     stage(conn, &session_records(se, &events, traceparent)).await?;
     upsert_runs(conn, &c.runs).await?;
+    if c.outcome_changed
+        && let Some(o) = &se.outcome
+    {
+        upsert_outcome(conn, o).await?;
+    }
     let mut after = se.clone();
     after.last_seq = last_seq;
     after.version = version;
     Ok(Some((after, events)))
+}
+
+/// Keeps the Outcome readable by id (its state lives on the Session row).
+async fn upsert_outcome(conn: &mut AnyConnection, o: &crate::model::outcome::Outcome) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO outcomes (id, session_id, status, grading, created_ms, outcome_json) VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (id) DO UPDATE SET status = excluded.status, grading = excluded.grading, outcome_json = excluded.outcome_json",
+    )
+    .bind(&o.id)
+    .bind(&o.session_id)
+    .bind(o.status.as_str())
+    .bind(i64::from(o.grading.is_some()))
+    .bind(o.created_ms)
+    .bind(to_json(o))
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
 }
 
 /// A new Session with its first events and Runs, inside the caller's
@@ -294,8 +326,8 @@ pub(super) async fn create(
 ) -> Result<Vec<Event>> {
     sqlx::query(
         "INSERT INTO sessions (id, environment_id, agent_id, deployment_id, deployment_revision, principal_id, status, stop_reason_json, title, metadata_json, budget_id, \
-         input_tokens, output_tokens, spend_micro_usd, selection_json, pins_json, last_seq, last_user_message_seq, created_ms, updated_ms, version, budget_json) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)",
+         input_tokens, output_tokens, spend_micro_usd, selection_json, pins_json, last_seq, last_user_message_seq, created_ms, updated_ms, version, budget_json, \
+         outcome_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)",
     )
     .bind(&se.id)
     .bind(&se.environment_id)
@@ -319,12 +351,16 @@ pub(super) async fn create(
     .bind(se.updated_ms)
     .bind(se.version)
     .bind(se.budget.as_ref().map(to_json))
+    .bind(se.outcome.as_ref().map(to_json))
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
     let out = insert_events(conn, &se.id, 1, events).await?;
     stage(conn, &session_records(se, &out, traceparent)).await?;
     upsert_runs(conn, runs).await?;
+    if let Some(o) = &se.outcome {
+        upsert_outcome(conn, o).await?;
+    }
     Ok(out)
 }
 
@@ -726,6 +762,34 @@ impl SessionsStore for SqlSessionsStore {
 
     async fn get_run(&self, id: &RunId) -> Result<Option<Run>> {
         find_one(&self.db, "SELECT * FROM runs WHERE id = $1", id, run).await
+    }
+
+    async fn get_outcome(&self, id: &str) -> Result<Option<crate::model::outcome::Outcome>> {
+        find_one(&self.db, "SELECT outcome_json FROM outcomes WHERE id = $1", id, outcome).await
+    }
+
+    async fn list_outcomes(&self, session_id: &SessionId, page: &PageRequest) -> Result<Vec<crate::model::outcome::Outcome>> {
+        sqlx::query("SELECT outcome_json FROM outcomes WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
+            .bind(session_id)
+            .bind(page.before_id.clone().unwrap_or_else(|| "\u{7f}".into()))
+            .bind(page.fetch_limit())
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(outcome)
+            .collect()
+    }
+
+    async fn grading_sessions(&self, limit: i64) -> Result<Vec<SessionId>> {
+        sqlx::query("SELECT session_id FROM outcomes WHERE grading = 1 ORDER BY session_id LIMIT $1")
+            .bind(limit)
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?
+            .iter()
+            .map(|r| id(r, "session_id"))
+            .collect()
     }
 
     async fn active_run(&self, session_id: &SessionId) -> Result<Option<Run>> {
