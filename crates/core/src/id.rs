@@ -275,6 +275,8 @@ typed_ids! {
     DreamId = "drm";
     /// An Outcome: a revise-until-done loop inside a Session.
     OutcomeId = "outc";
+    /// A SessionThread: one agent's context inside a Session.
+    SessionThreadId = "sthr";
 }
 
 #[cfg(test)]

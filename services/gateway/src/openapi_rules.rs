@@ -280,6 +280,7 @@ fn query_rule(path: &str, name: &str) -> Option<Value> {
         "environment_id" => id("env"),
         "agent_deployment_id" => id("dep"),
         "session_id" => id("sess"),
+        "thread_id" => id("sthr"),
         "actor_id" | "subject_id" => any_id(),
         "resource_id" => json!({"type": "string", "pattern": "^(\\*|[a-z]{2,5}_[0-9a-z]{26})$"}),
         "permission" => one_of(PERMISSIONS),

@@ -119,6 +119,7 @@ impl SessionsService {
         a.draft.check_publishable()?;
         let definition = self.pin_tool_sources(&a.environment_id, a.draft.clone()).await?;
         let definition = self.pin_skills(&a.environment_id, definition).await?;
+        let definition = self.resolve_roster(&a, a.latest_version + 1, definition).await?;
         let v = AgentVersion {
             agent_id: a.id.clone(),
             environment_id: a.environment_id.clone(),

@@ -453,16 +453,32 @@ impl Rpc for SessionsGrpc {
         ok(pb::ListRunsResponse { data: rows.into_iter().map(run).collect(), next_page })
     }
 
-    async fn get_outcome(&self, r: Request<pb::GetByIdRequest>) -> R<pb::OutcomeAnswer> {
+    async fn get_outcome(&self, r: Request<pb::GetByIdRequest>) -> R<pb::JsonAnswer> {
         let o = self.svc.get_outcome(&r.into_inner().id).await?;
-        ok(pb::OutcomeAnswer { json: crate::outcomes::view(&o).to_string(), session_id: o.session_id })
+        ok(pb::JsonAnswer { json: crate::outcomes::view(&o).to_string(), session_id: o.session_id })
     }
 
-    async fn list_outcomes(&self, r: Request<pb::ListRunsRequest>) -> R<pb::ListOutcomesResponse> {
+    async fn list_outcomes(&self, r: Request<pb::ListRunsRequest>) -> R<pb::JsonList> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
         let (rows, next_page) = p.finish(self.svc.list_outcomes(&r.session_id, &p).await?, |o| o.id.as_str());
-        ok(pb::ListOutcomesResponse { json: rows.iter().map(|o| crate::outcomes::view(o).to_string()).collect(), next_page })
+        ok(pb::JsonList { json: rows.iter().map(|o| crate::outcomes::view(o).to_string()).collect(), next_page })
+    }
+
+    async fn list_threads(&self, r: Request<pb::ListThreadsRequest>) -> R<pb::JsonList> {
+        let r = r.into_inner();
+        let rows = self.svc.threads(&r.session_id, &r.status).await?;
+        ok(pb::JsonList { json: rows.iter().map(Value::to_string).collect(), next_page: String::new() })
+    }
+
+    async fn get_thread(&self, r: Request<pb::ThreadRequest>) -> R<pb::JsonAnswer> {
+        let r = r.into_inner();
+        ok(pb::JsonAnswer { json: self.svc.thread(&r.session_id, &r.thread_id).await?.to_string(), session_id: r.session_id })
+    }
+
+    async fn archive_thread(&self, r: Request<pb::ThreadRequest>) -> R<pb::JsonAnswer> {
+        let r = r.into_inner();
+        ok(pb::JsonAnswer { json: self.svc.archive_thread(&r.session_id, &r.thread_id).await?.to_string(), session_id: r.session_id })
     }
 
     async fn get_session_sandbox(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxRevision> {

@@ -2,6 +2,7 @@
 //! is a new store. The memory service checks `manage` (create, cancel,
 //! archive) and `read` on the input store (reading) itself.
 
+use super::memory::{actor, answer, page_of};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -18,10 +19,6 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 type J = ApiResult<Json<Value>>;
-
-fn answer(a: pb::Answer) -> Value {
-    serde_json::from_str(&a.json).unwrap_or(Value::Null)
-}
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -90,12 +87,7 @@ pub async fn list_dreams(State(st): State<AppState>, caller: Caller, Query(q): Q
         page: q.page.unwrap_or_default(),
         actor_id: caller.principal_id,
     };
-    let l = st.memory.clone().list_dreams(req).await?.into_inner();
-    Ok(Json(super::json_page(&l.json, &l.next_page)))
-}
-
-fn actor(id: String, caller: &Caller) -> pb::ActorRequest {
-    pb::ActorRequest { id, actor_id: caller.principal_id.clone(), note: String::new() }
+    Ok(Json(page_of(st.memory.clone().list_dreams(req).await?.into_inner())))
 }
 
 #[utoipa::path(get, path = "/v1/dreams/{id}", tag = "memory", params(("id" = String, Path)),

@@ -25,11 +25,11 @@ fn body<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
     Ok(crate::bodies::parse(v)?)
 }
 
-fn answer(a: pb::Answer) -> Value {
+pub(super) fn answer(a: pb::Answer) -> Value {
     serde_json::from_str(&a.json).unwrap_or(Value::Null)
 }
 
-fn page_of(l: pb::ListAnswer) -> Value {
+pub(super) fn page_of(l: pb::ListAnswer) -> Value {
     super::json_page(&l.json, &l.next_page)
 }
 
@@ -204,7 +204,7 @@ pub async fn list_stores(State(st): State<AppState>, caller: Caller, Query(q): Q
     Ok(Json(page_of(st.memory.clone().list_stores(req).await?.into_inner())))
 }
 
-fn actor(id: String, caller: &Caller) -> pb::ActorRequest {
+pub(super) fn actor(id: String, caller: &Caller) -> pb::ActorRequest {
     pb::ActorRequest { id, actor_id: caller.principal_id.clone(), note: String::new() }
 }
 

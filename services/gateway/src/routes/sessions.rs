@@ -465,3 +465,90 @@ pub async fn get_outcome(State(st): State<AppState>, caller: Caller, Path(id): P
     facts_for(&st, &caller, &r.session_id, false).await?;
     Ok(Json(serde_json::from_str(&r.json).unwrap_or(Value::Null)))
 }
+
+/// `?status=`.
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ThreadQuery {
+    /// `running`, `idle`, `rescheduling` or `terminated`.
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{id}/threads", tag = "sessions", params(("id" = String, Path), ThreadQuery),
+    responses((status = 200, description = "The Session's threads: the primary first, then children in spawn order", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_threads(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<ThreadQuery>,
+) -> ApiResult<Json<Value>> {
+    facts_for(&st, &caller, &id, false).await?;
+    let r = st
+        .sessions
+        .clone()
+        .list_threads(ss::ListThreadsRequest { session_id: id, status: q.status.unwrap_or_default() })
+        .await?
+        .into_inner();
+    Ok(Json(super::json_page(&r.json, &r.next_page)))
+}
+
+/// Checks the thread is the Session's (404 else).
+async fn thread_of(st: &AppState, caller: &Caller, session_id: &str, thread_id: &str, write: bool) -> ApiResult<Value> {
+    facts_for(st, caller, session_id, write).await?;
+    let req = ss::ThreadRequest { session_id: session_id.into(), thread_id: thread_id.into(), actor_id: caller.principal_id.clone() };
+    let r = st.sessions.clone().get_thread(req).await?.into_inner();
+    Ok(serde_json::from_str(&r.json).unwrap_or(Value::Null))
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}", tag = "sessions", params(("id" = String, Path), ("thread_id" = String, Path)),
+    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn get_thread(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((id, thread_id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(thread_of(&st, &caller, &id, &thread_id, false).await?))
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{id}/threads/{thread_id}/archive", tag = "sessions", params(("id" = String, Path), ("thread_id" = String, Path)),
+    responses((status = 200, description = "An idle, unparked child, terminated; the primary is 409", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn archive_thread(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((id, thread_id)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    facts_for(&st, &caller, &id, true).await?;
+    let req = ss::ThreadRequest { session_id: id, thread_id, actor_id: caller.principal_id };
+    let r = st.sessions.clone().archive_thread(req).await?.into_inner();
+    Ok(Json(serde_json::from_str(&r.json).unwrap_or(Value::Null)))
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}/events", tag = "sessions",
+    params(("id" = String, Path), ("thread_id" = String, Path), ("after_seq" = Option<i64>, Query), ("limit" = Option<u32>, Query), ("types[]" = Option<Vec<String>>, Query)),
+    responses((status = 200, description = "The thread's view of the log (the primary's: the Session's events)", body = Page<views::Event>), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_thread_events(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((id, thread_id)): Path<(String, String)>,
+    raw: RawQuery,
+) -> J<Page<views::Event>> {
+    thread_of(&st, &caller, &id, &thread_id, false).await?;
+    list_events(State(st), caller, Path(id), raw).await
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}/events/stream", tag = "sessions",
+    params(("id" = String, Path), ("thread_id" = String, Path), ("after_seq" = Option<i64>, Query), ("event_deltas" = Option<String>, Query, description = "agent.message,agent.thinking"),
+        ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this seq")),
+    responses((status = 200, description = "text/event-stream of the thread's view, as the Session's stream", content_type = "text/event-stream", body = String),
+        (status = "4XX", body = ErrorEnvelope)))]
+pub async fn stream_thread_events(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path((id, thread_id)): Path<(String, String)>,
+    headers: HeaderMap,
+    raw: RawQuery,
+) -> ApiResult<Response> {
+    thread_of(&st, &caller, &id, &thread_id, false).await?;
+    stream_events(State(st), caller, Path(id), headers, raw).await
+}

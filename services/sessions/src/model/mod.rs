@@ -128,6 +128,9 @@ impl AgentDefinition {
         if let Some(id) = &self.model.routing_profile_id {
             RoutingProfileId::check("draft.model.routing_profile_id", id)?;
         }
+        if let Some(m) = &self.multiagent {
+            crate::roster::parse(m)?;
+        }
         if self.tools.len() > MAX_TOOLS {
             return Err(Error::invalid_field("draft.tools", format!("at most {MAX_TOOLS} tools")));
         }

@@ -1,0 +1,83 @@
+//! SessionThreads (api.md §15.2). Every Session has a primary thread from
+//! creation, the one a single-agent Session runs on: the Session's status,
+//! stop reason and log are the primary's. Its id is derived from the
+//! Session's (`sess_X` → `sthr_X`), so it needs no row of its own and every
+//! Session — also one created before threads existed — has it.
+
+use crate::model::*;
+use crate::service::SessionsService;
+use checkfu_core::id::{SessionId, SessionThreadId};
+use checkfu_core::time::rfc3339;
+use checkfu_core::{Error, Result};
+use serde_json::{Value, json};
+
+/// The primary thread's id of a Session.
+pub fn primary_of(session_id: &SessionId) -> String {
+    format!(
+        "{}_{}",
+        <SessionThreadId as checkfu_core::id::TypedId>::PREFIX,
+        &session_id.as_str()[session_id.find('_').map_or(0, |i| i + 1)..]
+    )
+}
+
+impl SessionsService {
+    /// The thread's API JSON, if it is this Session's (404 else, also for
+    /// another Session's thread).
+    pub async fn thread(&self, session_id: &str, thread_id: &str) -> Result<Value> {
+        SessionThreadId::check("thread_id", thread_id)?;
+        let s = self.session(session_id).await?;
+        if primary_of(&s.id) != thread_id {
+            return Err(Error::not_found("session_thread", thread_id));
+        }
+        self.primary_view(&s).await
+    }
+
+    /// The Session's threads, the primary first; `status` filters.
+    pub async fn threads(&self, session_id: &str, status: &str) -> Result<Vec<Value>> {
+        if !status.is_empty() && !["running", "idle", "rescheduling", "terminated"].contains(&status) {
+            return Err(Error::invalid_field("status", "status must be running, idle, rescheduling or terminated"));
+        }
+        let s = self.session(session_id).await?;
+        if !status.is_empty() && s.status.as_str() != status {
+            return Ok(vec![]);
+        }
+        Ok(vec![self.primary_view(&s).await?])
+    }
+
+    /// Archiving the primary is refused: archive the Session instead.
+    pub async fn archive_thread(&self, session_id: &str, thread_id: &str) -> Result<Value> {
+        self.thread(session_id, thread_id).await?;
+        Err(Error::conflict("the primary thread is archived with its Session (POST /v1/sessions/{id}/archive)")
+            .with_reason("primary_thread"))
+    }
+
+    async fn primary_view(&self, s: &Session) -> Result<Value> {
+        let name = self.agent(s.agent_id.as_str()).await.map(|a| a.name).unwrap_or_default();
+        Ok(json!({
+            "id": primary_of(&s.id),
+            "type": "session_thread",
+            "session_id": s.id,
+            "parent_thread_id": null,
+            "agent": {"agent_id": s.agent_id, "version": s.pins.agent_version, "release_sha256": s.selection.release_sha256, "name": name},
+            "status": s.status.as_str(),
+            "stop_reason": s.stop_reason,
+            "created_at": rfc3339(s.created_ms),
+            "updated_at": rfc3339(s.updated_ms),
+            "archived_at": null,
+            "usage": s.usage,
+            "stats": null,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_primary_thread_id_follows_the_session_id() {
+        let sid = SessionId::parse("id", "sess_01jx0000000000000000000000").unwrap();
+        assert_eq!(primary_of(&sid), "sthr_01jx0000000000000000000000");
+        assert!(SessionThreadId::check("t", &primary_of(&SessionId::mint())).is_ok());
+    }
+}
