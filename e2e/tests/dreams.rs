@@ -228,3 +228,30 @@ async fn dreams_need_manage_to_start_and_read_to_see_and_refuse_an_archived_stor
     expect(&r, 409, Some("validation.conflict"));
     assert_eq!(r.1["error"]["details"]["reason"], "store_archived");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cli_starts_a_dream_and_follows_it_to_its_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let input = store(&p, "notes").await;
+    put(&p, &input, "/a.md", "x\nx\n").await;
+    let key = std::fs::read_to_string(dir.path().join("admin.key")).unwrap().trim().to_string();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(checkfu_e2e::procs::binary())
+            .args(args)
+            .args(["--server", &p.base, "--key", &key])
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (ok, stdout, stderr) = run(&["memory", "dream", &input, "--review"]);
+    assert!(ok, "{stdout}{stderr}");
+    assert!(stdout.contains("completed: output store mstr_") && stdout.contains("proposal mprop_"), "{stdout}");
+    let (ok, json_out, _) = run(&["memory", "dream", &input, "--json"]);
+    assert!(ok);
+    let d: Value = serde_json::from_str(json_out.trim()).unwrap();
+    assert_eq!(d["status"], "completed");
+    assert_eq!(documents(&p, d["outputs"]["memory_store_id"].as_str().unwrap()).await, docs(&[("/a.md", "x\n")]));
+    let (ok, _, stderr) = run(&["memory", "dream", "mstr_01jx0000000000000000000000"]);
+    assert!(!ok && stderr.contains("not_found"), "{stderr}");
+}

@@ -65,6 +65,26 @@ pub enum MemoryAction {
         #[arg(long)]
         note: Option<String>,
     },
+    /// Start a Dream over a store (a new store is its output; the input
+    /// never changes) and follow it until it finishes. With `--profile` the
+    /// model reads the Sessions first; without, the deterministic pass only.
+    Dream {
+        store: String,
+        /// A Session whose user messages the model reads (repeatable).
+        #[arg(long = "session")]
+        sessions: Vec<String>,
+        /// The model routing profile: a `model` Dream.
+        #[arg(long)]
+        profile: Option<String>,
+        #[arg(long)]
+        instructions: Option<String>,
+        /// Leave the changes as one proposal on the output store.
+        #[arg(long)]
+        review: bool,
+        /// Print the Dream as started, without following it.
+        #[arg(long)]
+        no_wait: bool,
+    },
 }
 
 fn store_line(s: &Value) -> String {
@@ -184,6 +204,45 @@ pub async fn memory(args: ClientArgs, action: MemoryAction, out: &mut impl Write
             let at = format!("{}/v1/memory-proposals", c.base);
             for p in crate::reach_cli::every(&c, &at, &[("memory_store_id", Some(store)), ("status", status)]).await? {
                 show(out, &p, format!("{}\n", proposal_line(&p)))?;
+            }
+            Ok(())
+        }
+        MemoryAction::Dream { store, sessions, profile, instructions, review, no_wait } => {
+            let mut body = json!({"memory_store_id": store, "session_ids": sessions, "review": review});
+            if let Some(p) = profile {
+                body["model_routing_profile_id"] = json!(p);
+            }
+            if let Some(i) = instructions {
+                body["instructions"] = json!(i);
+            }
+            let mut d = c.call(c.http.post(format!("{}/v1/dreams", c.base)).json(&body)).await?;
+            let id = d["id"].as_str().unwrap_or_default().to_string();
+            let mut last = String::new();
+            while !no_wait && matches!(d["status"].as_str(), Some("pending" | "running")) {
+                let status = d["status"].as_str().unwrap_or_default().to_string();
+                if status != last && !args.json {
+                    eprintln!("dream {id}: {status}");
+                    last = status;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                d = c.call(c.http.get(format!("{}/v1/dreams/{id}", c.base))).await?;
+            }
+            let text = match d["status"].as_str() {
+                Some("completed") => format!(
+                    "dream {id} completed: output store {}{}  ({} written, {} removed, {} tokens in, {} out)\n",
+                    d["outputs"]["memory_store_id"].as_str().unwrap_or("-"),
+                    d["outputs"]["memory_proposal_id"].as_str().map(|p| format!(", proposal {p} to review")).unwrap_or_default(),
+                    d["stats"]["documents_written"],
+                    d["stats"]["documents_removed"],
+                    d["usage"]["input_tokens"],
+                    d["usage"]["output_tokens"],
+                ),
+                Some("failed") => format!("dream {id} failed: {}\n", d["error"]["message"].as_str().unwrap_or_default()),
+                other => format!("dream {id}: {}\n", other.unwrap_or("-")),
+            };
+            show(out, &d, text)?;
+            if d["status"] == "failed" {
+                anyhow::bail!("the dream failed");
             }
             Ok(())
         }

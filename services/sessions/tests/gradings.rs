@@ -1,0 +1,110 @@
+//! A grading a dead process left is taken up again (docs/outcomes.md,
+//! Durability): the sweeper finds it through the `outcomes` table, grades
+//! it once, and a second sweep finds nothing. The grader here is
+//! unreachable (no model gateway), so the evaluation is `unresolved`.
+#![cfg(test)]
+
+use checkfu_core::testing::tid;
+use checkfu_sessions::SessionsService;
+use checkfu_sessions::model::outcome::*;
+use checkfu_sessions::model::*;
+use checkfu_sessions::store::{SessionsStore, SqlSessionsStore};
+use checkfu_store::{Db, Location};
+use serde_json::json;
+use std::sync::Arc;
+
+fn grading_session(id: &str, started_ms: i64) -> Session {
+    let outcome = Outcome {
+        id: checkfu_core::id::OutcomeId::mint().to_string(),
+        session_id: id.into(),
+        define_event_id: "evt_1".into(),
+        definition: Definition { description: "d".into(), rubric: "require: x".into(), max_iterations: 2, criteria: vec![], report: None },
+        status: OutcomeStatus::Active,
+        reason: None,
+        iterations_used: 0,
+        evaluations: vec![],
+        report: None,
+        usage: OutcomeUsage::default(),
+        created_ms: 1,
+        completed_ms: 0,
+        grading: Some(Grading { iteration: 1, run_id: "run_1".into(), started_seq: 2, started_ms }),
+        last_unavailable_sha256: None,
+        interrupt_requested: false,
+    };
+    Session {
+        id: tid(id),
+        environment_id: tid("env_1"),
+        agent_id: tid("agt_1"),
+        deployment_id: tid("dep_1"),
+        deployment_revision: 1,
+        principal_id: tid("prin_1"),
+        status: SessionStatus::Running,
+        stop_reason: None,
+        title: String::new(),
+        metadata: json!({}),
+        budget: None,
+        usage: Usage::default(),
+        selection: Selection::default(),
+        pins: Pins {
+            agent_version: 1,
+            release_sha256: "r".into(),
+            harness: BUILTIN_HARNESS.into(),
+            model_routing_profile_id: tid("mrp_01jx0000000000000000000001"),
+            sandbox_profile_id: tid("sbp_01jx0000000000000000000001"),
+            sandbox_profile_revision: 1,
+            execution: Execution::Managed,
+        },
+        last_seq: 0,
+        last_user_message_seq: 0,
+        outcome: Some(outcome),
+        created_ms: 1,
+        updated_ms: 1,
+        version: 1,
+    }
+}
+
+fn event(t: &str) -> NewEvent {
+    NewEvent {
+        id: checkfu_core::id::EventId::mint(),
+        event_type: t.into(),
+        run_id: None,
+        thread_id: None,
+        authored_by: json!(null),
+        caused_by: json!({"kind": "principal", "id": "prin_1"}),
+        payload: json!({}),
+        created_ms: 1,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_grading_left_behind_is_finished_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(&Location::SqliteDir(dir.path().into()), "sessions", &checkfu_sessions::MIGRATIONS).await.unwrap();
+    let store: Arc<dyn SessionsStore> = Arc::new(SqlSessionsStore::new(db));
+    let stale = checkfu_core::id::new_id("sess");
+    let fresh = checkfu_core::id::new_id("sess");
+    store.insert_session(&grading_session(&stale, 1), &[event("session.created"), event("outcome.evaluation_started")], &[]).await.unwrap();
+    let now = checkfu_core::time::now_ms();
+    store
+        .insert_session(&grading_session(&fresh, now), &[event("session.created"), event("outcome.evaluation_started")], &[])
+        .await
+        .unwrap();
+    let svc = SessionsService::new(store.clone());
+
+    assert_eq!(svc.resume_gradings().await.unwrap(), 1, "only the stale grading: a live one may still be at work");
+    let s = svc.session(&stale).await.unwrap();
+    assert_eq!((s.status, s.stop_reason.clone()), (SessionStatus::Idle, Some(json!({"type": "end_turn"}))));
+    let o = s.outcome.unwrap();
+    assert_eq!((o.status, o.grading.clone(), o.iterations_used), (OutcomeStatus::Active, None, 0), "undecided: the iteration is not used");
+    let events = store.list_events(&tid(&stale), 0, 100, &[]).await.unwrap();
+    let last: Vec<&str> = events.iter().rev().take(2).map(|e| e.event_type.as_str()).collect();
+    assert_eq!(last, ["session.status_idle", "outcome.evaluation_completed"]);
+    let completed = &events[events.len() - 2].payload;
+    assert_eq!((completed["result"].clone(), completed["reason"].clone()), (json!("interrupted"), json!("outcome.evaluation_unavailable")));
+    assert_eq!(store.get_outcome(&o.id).await.unwrap().unwrap().grading, None, "the readable copy follows");
+
+    assert_eq!(svc.resume_gradings().await.unwrap(), 0, "finished once; the live one is left alone");
+    // A repeat of the finished grading changes nothing.
+    svc.grade(&tid(&stale)).await.unwrap();
+    assert_eq!(store.list_events(&tid(&stale), 0, 100, &[]).await.unwrap().len(), events.len());
+}
