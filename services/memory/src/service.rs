@@ -153,7 +153,7 @@ impl MemoryService {
         Ok(self.governance.clone().check(req).await.map_err(Error::from)?.into_inner().allowed)
     }
 
-    fn denied(principal: &str, permission: &str, kind: &str, id: &str) -> Error {
+    pub(crate) fn denied(principal: &str, permission: &str, kind: &str, id: &str) -> Error {
         Error::denied(format!("{principal} lacks {permission} on {kind} {id}"))
             .with_details(json!({"permission": permission, "resource": {"kind": kind, "id": id}}))
     }

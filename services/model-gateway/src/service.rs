@@ -16,6 +16,20 @@ use tokio::sync::mpsc;
 
 pub const MAX_CANDIDATES: usize = 8;
 
+/// A candidate's usage in integer micro-USD from the price catalog (0, and
+/// a warning, for a model the catalog lacks).
+fn price(c: &Candidate, usage: Usage) -> i64 {
+    pricing::cost_micro_usd(c.provider.as_str(), &c.model, usage).unwrap_or_else(|| {
+        tracing::warn!(provider = c.provider.as_str(), model = %c.model, "model missing from the price catalog");
+        0
+    })
+}
+
+/// Overload and outages move on to the next candidate; anything else is the answer.
+fn falls_back(e: &Error) -> bool {
+    e.code == checkfu_core::Code::Unavailable || e.code == checkfu_core::Code::RateLimited
+}
+
 /// A finished, metered platform task.
 #[derive(Debug, Clone)]
 pub struct TaskDone {
@@ -81,6 +95,27 @@ impl ModelGatewayService {
         })?;
         let client = endpoint.client(self.endpoints.allow_private).await?;
         Ok(Target { endpoint: endpoint.clone(), client })
+    }
+
+    /// A candidate's provider and where its call goes (`None` for the
+    /// scripted model, which calls nothing); `unavailable` when this
+    /// gateway cannot serve it, so the next candidate is tried.
+    async fn resolve(&self, c: &Candidate) -> Result<(Arc<dyn ModelProvider>, Option<Target>)> {
+        let provider = self
+            .providers
+            .get(c.provider.as_str())
+            .cloned()
+            .ok_or_else(|| Error::unavailable(format!("provider {} is not configured on this gateway", c.provider.as_str())))?;
+        if c.provider == Provider::Scripted {
+            return Ok((provider, None));
+        }
+        match self.target(c).await {
+            Ok(t) => Ok((provider, Some(t))),
+            Err(e) => {
+                tracing::warn!(provider = c.provider.as_str(), error = %e.message, "skipping a candidate whose endpoint cannot be used");
+                Err(e)
+            }
+        }
     }
 
     /// Readiness: the store answers.
@@ -149,31 +184,20 @@ impl ModelGatewayService {
         let profile = self.profile(profile_id).await?;
         let mut last = Error::unavailable("no candidate could serve the request");
         for c in &profile.candidates {
-            let Some(provider) = self.providers.get(c.provider.as_str()) else {
-                last = Error::unavailable(format!("provider {} is not configured on this gateway", c.provider.as_str()));
-                continue;
-            };
-            let target = match c.provider {
-                Provider::Scripted => None,
-                _ => match self.target(c).await {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        tracing::warn!(provider = c.provider.as_str(), error = %e.message, "skipping a candidate whose endpoint cannot be used");
-                        last = e;
-                        continue;
-                    }
-                },
+            let (provider, target) = match self.resolve(c).await {
+                Ok(found) => found,
+                Err(e) => {
+                    last = e;
+                    continue;
+                }
             };
             let _ = started.send((c.provider, c.model.clone())).await;
             match provider.generate(c, target.as_ref(), req, deltas.clone()).await {
                 Ok(output) => {
-                    let cost = pricing::cost_micro_usd(c.provider.as_str(), &c.model, output.usage).unwrap_or_else(|| {
-                        tracing::warn!(provider = c.provider.as_str(), model = %c.model, "model missing from the price catalog");
-                        0
-                    });
+                    let cost = price(c, output.usage);
                     return Ok(Metered { provider: c.provider, model: c.model.clone(), output, cost_micro_usd: cost });
                 }
-                Err(e) if e.code == checkfu_core::Code::Unavailable || e.code == checkfu_core::Code::RateLimited => last = e,
+                Err(e) if falls_back(&e) => last = e,
                 Err(e) => return Err(e),
             }
         }
@@ -194,14 +218,12 @@ impl ModelGatewayService {
         }
         let mut last = Error::unavailable("no candidate could serve the task");
         for c in &profile.candidates {
-            let price = |usage: Usage| pricing::cost_micro_usd(c.provider.as_str(), &c.model, usage).unwrap_or(0);
             if c.provider == Provider::Scripted {
                 let (answer, usage) = task.scripted();
-                return Ok(TaskDone { provider: c.provider, model: c.model.clone(), answer, usage, cost_micro_usd: price(usage) });
+                return Ok(TaskDone { provider: c.provider, model: c.model.clone(), answer, usage, cost_micro_usd: price(c, usage) });
             }
-            let Some(provider) = self.providers.get(c.provider.as_str()) else { continue };
-            let target = match self.target(c).await {
-                Ok(t) => t,
+            let (provider, target) = match self.resolve(c).await {
+                Ok(found) => found,
                 Err(e) => {
                     last = e;
                     continue;
@@ -209,16 +231,16 @@ impl ModelGatewayService {
             };
             // Nobody watches a task's previews.
             let (deltas, _) = mpsc::channel(1);
-            let answered = provider.generate(c, Some(&target), &task.prompt(), deltas).await.and_then(|out| {
+            let answered = provider.generate(c, target.as_ref(), &task.prompt(), deltas).await.and_then(|out| {
                 let text: String =
                     out.content.iter().filter_map(|b| if let Block::Text(t) = b { Some(t.as_str()) } else { None }).collect();
                 Ok((task.parse(&text)?, out.usage))
             });
             match answered {
                 Ok((answer, usage)) => {
-                    return Ok(TaskDone { provider: c.provider, model: c.model.clone(), answer, usage, cost_micro_usd: price(usage) });
+                    return Ok(TaskDone { provider: c.provider, model: c.model.clone(), answer, usage, cost_micro_usd: price(c, usage) });
                 }
-                Err(e) if e.code == checkfu_core::Code::Unavailable || e.code == checkfu_core::Code::RateLimited => last = e,
+                Err(e) if falls_back(&e) => last = e,
                 Err(e) => return Err(e),
             }
         }

@@ -271,7 +271,15 @@ impl Draft {
 
     /// Settles the active Run and idles the Session with `stop_reason`.
     pub fn complete_run(&mut self, stop_reason: Value, caused_by: Value) {
-        let Some(mut run) = self.run.clone() else { return };
+        if let Some(run_id) = self.settle_run(stop_reason.clone(), caused_by.clone()) {
+            self.set_status_for(SessionStatus::Idle, Some(stop_reason), caused_by, Some(run_id));
+        }
+    }
+
+    /// Settles the active Run (`run.completed`) without changing the
+    /// Session's status; answers the Run's id, `None` when there is none.
+    pub(crate) fn settle_run(&mut self, stop_reason: Value, caused_by: Value) -> Option<RunId> {
+        let mut run = self.run.clone()?;
         run.status = RunStatus::Completed;
         run.stop_reason = Some(stop_reason.clone());
         run.completed_ms = Some(self.now_ms);
@@ -281,11 +289,11 @@ impl Draft {
             EventType::RunCompleted,
             Some(&run_id),
             system(),
-            caused_by.clone(),
+            caused_by,
             json!({"run_id": run_id, "stop_reason": stop_reason, "usage": usage}),
         );
         self.put_run(run);
-        self.set_status_for(SessionStatus::Idle, Some(stop_reason), caused_by, Some(run_id));
+        Some(run_id)
     }
 
     pub fn terminate(&mut self, caused_by: Value) {

@@ -38,6 +38,37 @@ pub(crate) struct Verdicts {
     pub digest: String,
 }
 
+impl Verdicts {
+    /// No grader's word: nothing judged, nothing spent.
+    fn none(digest: String) -> Verdicts {
+        Verdicts {
+            judgments: vec![],
+            report: Value::Null,
+            explanation: String::new(),
+            feedback: String::new(),
+            usage: OutcomeUsage::default(),
+            digest,
+        }
+    }
+}
+
+/// The `outcome.evaluation_completed` payload, for the Outcome as it now is.
+fn evaluation(o: &Outcome, iteration: i64, result: &str, reason: Option<&str>, v: &Verdicts) -> Value {
+    json!({
+        "outcome_id": o.id,
+        "iteration": iteration,
+        "result": result,
+        "reason": reason,
+        "outcome_status": o.status.as_str(),
+        "explanation": v.explanation,
+        "feedback": v.feedback,
+        "judgments": v.judgments,
+        "report": v.report,
+        "evaluation_input_sha256": (!v.digest.is_empty()).then_some(&v.digest),
+        "usage": v.usage,
+    })
+}
+
 fn verdict_of(j: &Value) -> &str {
     j.get("verdict").and_then(Value::as_str).unwrap_or("unresolved")
 }
@@ -102,19 +133,7 @@ impl Draft {
         o.reason = Some(reason.into());
         o.grading = None;
         o.completed_ms = self.now_ms;
-        let payload = json!({
-            "outcome_id": o.id,
-            "iteration": o.iterations_used + 1,
-            "result": result,
-            "reason": reason,
-            "outcome_status": status.as_str(),
-            "explanation": "",
-            "feedback": "",
-            "judgments": [],
-            "report": null,
-            "evaluation_input_sha256": null,
-            "usage": OutcomeUsage::default(),
-        });
+        let payload = evaluation(o, o.iterations_used + 1, result, Some(reason), &Verdicts::none(String::new()));
         o.record(payload.clone());
         self.push(EventType::OutcomeEvaluationCompleted, None, system(), cause, payload);
     }
@@ -156,19 +175,7 @@ impl Draft {
         if !due || kind != "end_turn" || input_waiting {
             return false;
         }
-        let Some(mut run) = self.run.clone() else { return false };
-        run.status = RunStatus::Completed;
-        run.stop_reason = Some(json!({"type": "end_turn"}));
-        run.completed_ms = Some(self.now_ms);
-        let run_id = run.id.clone();
-        self.push(
-            EventType::RunCompleted,
-            Some(&run_id),
-            system(),
-            cause.clone(),
-            json!({"run_id": run_id, "stop_reason": {"type": "end_turn"}, "usage": run.usage}),
-        );
-        self.put_run(run);
+        let Some(run_id) = self.settle_run(json!({"type": "end_turn"}), cause.clone()) else { return false };
         let started_seq = self.next_seq();
         let Some(o) = self.session.outcome.as_mut() else { return false };
         let iteration = o.iterations_used + 1;
@@ -199,14 +206,7 @@ impl Draft {
         let i = g.iteration;
         let max = o.definition.max_iterations;
         let unchanged = v.is_none();
-        let v = v.unwrap_or_else(|| Verdicts {
-            judgments: vec![],
-            report: Value::Null,
-            explanation: String::new(),
-            feedback: String::new(),
-            usage: OutcomeUsage::default(),
-            digest: o.last_unavailable_sha256.clone().unwrap_or_default(),
-        });
+        let v = v.unwrap_or_else(|| Verdicts::none(o.last_unavailable_sha256.clone().unwrap_or_default()));
         let any = |want: &str| v.judgments.iter().any(|j| verdict_of(j) == want);
         let (result, reason, status) = if unchanged {
             ("interrupted", Some("outcome.evidence_unchanged"), OutcomeStatus::Interrupted)
@@ -237,19 +237,7 @@ impl Draft {
         o.usage.input_tokens += v.usage.input_tokens;
         o.usage.output_tokens += v.usage.output_tokens;
         o.usage.cost_micro_usd += v.usage.cost_micro_usd;
-        let payload = json!({
-            "outcome_id": o.id,
-            "iteration": i,
-            "result": result,
-            "reason": reason,
-            "outcome_status": status.as_str(),
-            "explanation": v.explanation,
-            "feedback": v.feedback,
-            "judgments": v.judgments,
-            "report": v.report,
-            "evaluation_input_sha256": (!v.digest.is_empty()).then_some(&v.digest),
-            "usage": v.usage,
-        });
+        let payload = evaluation(o, i, result, reason, &v);
         o.record(payload.clone());
         let outcome_id = o.id.clone();
         // The grader's cost joins the Session's usage and its Budget.

@@ -475,7 +475,7 @@ impl SessionsService {
                 }
                 d.complete_run(stop, cause.clone());
                 d.outcome_after_run(&kind, cause.clone());
-                if kind == "end_turn" && d.session.last_user_message_seq > last_seen_seq {
+                if kind == "end_turn" && input_waiting {
                     let trigger = d.session.last_user_message_seq;
                     d.admit_run(trigger, cause);
                 }

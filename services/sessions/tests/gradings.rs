@@ -4,6 +4,8 @@
 //! unreachable (no model gateway), so the evaluation is `unresolved`.
 #![cfg(test)]
 
+mod common;
+
 use checkfu_core::testing::tid;
 use checkfu_sessions::SessionsService;
 use checkfu_sessions::model::outcome::*;
@@ -31,36 +33,7 @@ fn grading_session(id: &str, started_ms: i64) -> Session {
         last_unavailable_sha256: None,
         interrupt_requested: false,
     };
-    Session {
-        id: tid(id),
-        environment_id: tid("env_1"),
-        agent_id: tid("agt_1"),
-        deployment_id: tid("dep_1"),
-        deployment_revision: 1,
-        principal_id: tid("prin_1"),
-        status: SessionStatus::Running,
-        stop_reason: None,
-        title: String::new(),
-        metadata: json!({}),
-        budget: None,
-        usage: Usage::default(),
-        selection: Selection::default(),
-        pins: Pins {
-            agent_version: 1,
-            release_sha256: "r".into(),
-            harness: BUILTIN_HARNESS.into(),
-            model_routing_profile_id: tid("mrp_01jx0000000000000000000001"),
-            sandbox_profile_id: tid("sbp_01jx0000000000000000000001"),
-            sandbox_profile_revision: 1,
-            execution: Execution::Managed,
-        },
-        last_seq: 0,
-        last_user_message_seq: 0,
-        outcome: Some(outcome),
-        created_ms: 1,
-        updated_ms: 1,
-        version: 1,
-    }
+    Session { status: SessionStatus::Running, outcome: Some(outcome), ..common::session(id) }
 }
 
 fn event(t: &str) -> NewEvent {

@@ -3,7 +3,6 @@
 //! always, Redis when `CHECKFU_TEST_REDIS_URL` is set).
 #![cfg(test)]
 
-use checkfu_core::testing::tid;
 use checkfu_ephemeral::Fanout;
 use checkfu_sessions::SessionsService;
 use checkfu_sessions::input::Input;
@@ -15,38 +14,8 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn session(id: &str) -> Session {
-    Session {
-        id: tid(id),
-        environment_id: tid("env_1"),
-        agent_id: tid("agt_1"),
-        deployment_id: tid("dep_1"),
-        deployment_revision: 1,
-        principal_id: tid("prin_1"),
-        status: SessionStatus::Idle,
-        stop_reason: None,
-        title: String::new(),
-        metadata: json!({}),
-        budget: None,
-        usage: Usage::default(),
-        selection: Selection::default(),
-        pins: Pins {
-            agent_version: 1,
-            release_sha256: "r".into(),
-            harness: BUILTIN_HARNESS.into(),
-            model_routing_profile_id: tid("mrp_01jx0000000000000000000001"),
-            sandbox_profile_id: tid("sbp_01jx0000000000000000000001"),
-            sandbox_profile_revision: 1,
-            execution: Execution::Managed,
-        },
-        last_seq: 0,
-        last_user_message_seq: 0,
-        outcome: None,
-        created_ms: 1,
-        updated_ms: 1,
-        version: 1,
-    }
-}
+mod common;
+use common::session;
 
 async fn replicas_see_each_other(fanout: Arc<dyn Fanout>) {
     let dir = tempfile::tempdir().unwrap();

@@ -136,8 +136,7 @@ impl MemoryService {
         self.available()?;
         let d = self.dream(id).await?;
         if !self.may_read(&d, actor).await? {
-            return Err(Error::denied(format!("{actor} lacks read on memory_store {}", d.input_store_id))
-                .with_details(json!({"permission": "read", "resource": {"kind": "memory_store", "id": d.input_store_id}})));
+            return Err(Self::denied(actor, "read", "memory_store", &d.input_store_id));
         }
         Ok(d)
     }
