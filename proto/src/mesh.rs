@@ -81,7 +81,10 @@ pub fn allowed(path: &str) -> &'static [Role] {
             // The gateway forwards a self-hosted Runner's request from the
             // public edge, with the Run's capability token (governance
             // requires it then).
-            "RequestApproval" => &[Runner, Gateway],
+            // Sessions asks for a multiagent spawn or message that needs
+            // approval (the platform's own tools, api.md §15.3).
+            "RequestApproval" => &[Runner, Gateway, Sessions],
+            "GetStandingApproval" => &[Gateway, Sessions],
             "GetActionApproval" => &[Gateway, Sessions, Runner, Scheduler],
             "RespondToApproval" => &[Gateway, Sessions],
             "ListUnsettledApprovals" | "WithdrawApproval" => &[Sessions],
@@ -233,7 +236,9 @@ mod tests {
         assert!(decide(Some(Caller::of([Runner])), &format!("{GOV}/RespondToApproval")).is_err());
         assert!(decide(Some(Caller::of([Gateway])), &format!("{GOV}/WithdrawApproval")).is_err());
         assert!(decide(Some(Caller::of([Runner])), &format!("{GOV}/RequestApproval")).is_ok());
-        assert!(decide(Some(Caller::of([Sessions])), &format!("{GOV}/RequestApproval")).is_err());
+        // Sessions asks only for the platform's own multiagent tools.
+        assert!(decide(Some(Caller::of([Sessions])), &format!("{GOV}/RequestApproval")).is_ok());
+        assert!(decide(Some(Caller::of([Role::Scheduler])), &format!("{GOV}/RequestApproval")).is_err());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! `approvals_cli.rs`, `checkfu approvals`). It speaks only the public HTTP
 //! API, like any other client.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use checkfu_core::events::EventType;
 use clap::{Args, Subcommand};
 use futures_util::StreamExt;
@@ -38,12 +38,14 @@ pub enum SessionAction {
         /// Start after this seq (default: from the beginning).
         #[arg(long, default_value_t = 0)]
         after_seq: i64,
-        /// Stop once the Session is idle or terminated.
+        /// Stop once the Session is idle or terminated (with child threads:
+        /// once every thread is).
         #[arg(long)]
         exit_on_idle: bool,
     },
 }
 
+#[derive(Clone)]
 pub(crate) struct Client {
     pub(crate) base: String,
     key: String,
@@ -150,18 +152,202 @@ pub async fn session(args: ClientArgs, action: SessionAction, out: &mut impl Wri
 /// The largest event frame the CLI reads (an event is at most a few MiB).
 const MAX_FRAME: usize = 16 * 1024 * 1024;
 
-/// Streams events, reconnecting with `Last-Event-ID` after a drop so no
-/// event is missed or printed twice.
-async fn follow(c: &Client, id: &str, mut last: i64, exit_on_idle: bool, json_out: bool, out: &mut impl Write) -> anyhow::Result<()> {
+/// Prints a Session's events as they happen: the primary view, and each
+/// child thread's own view (api.md §15) as soon as the thread exists. With
+/// child threads, each line starts with its thread's prefix (the Agent's
+/// name, numbered when a name repeats); cross-posts are left out, their
+/// originals print from the child's stream. Each view resumes after a
+/// dropped connection from its last event seen.
+async fn follow(c: &Client, id: &str, after: i64, exit_on_idle: bool, json_out: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<anyhow::Result<Value>>(256);
+    // History first, in seq order across the views, so "every thread idle"
+    // is judged in the order things happened. It ends where the primary
+    // view's did: every event up to there was committed before it was read,
+    // so each view is read up to there, then streamed on.
+    let mut past = history(c, &format!("/v1/sessions/{id}/events"), after, i64::MAX).await?;
+    let end = past.last().and_then(|e| e["seq"].as_i64()).unwrap_or(after).max(after);
+    let mut f = Follower { c: c.clone(), id: id.to_string(), views: Views::default(), tasks: vec![], tx, end, json_out };
+    let listed = c.call(c.http.get(format!("{}/v1/sessions/{id}/threads", c.base))).await?;
+    for t in listed["data"].as_array().into_iter().flatten() {
+        let thread = t["id"].as_str().unwrap_or_default();
+        f.views.add(thread, t["agent"]["name"].as_str().unwrap_or_default());
+        f.views.initially(thread, t["status"].as_str().unwrap_or_default());
+    }
+    for child in f.views.children() {
+        past.extend(history(c, &format!("/v1/sessions/{id}/threads/{child}/events"), after, end).await?);
+    }
+    past.sort_by_key(|e| e["seq"].as_i64().unwrap_or(0));
+    f.stream(format!("/v1/sessions/{id}/events/stream"), end);
+    for child in f.views.children() {
+        f.stream(format!("/v1/sessions/{id}/threads/{child}/events/stream"), end);
+    }
+    let result = async {
+        for e in past {
+            if f.show(&e, out)? && exit_on_idle {
+                return Ok(());
+            }
+        }
+        while let Some(e) = rx.recv().await {
+            if f.show(&e?, out)? && exit_on_idle {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+    .await;
+    for t in &f.tasks {
+        t.abort();
+    }
+    result
+}
+
+/// `checkfu session follow`'s state: the views it follows and their
+/// streams, all feeding one channel.
+struct Follower {
+    c: Client,
+    id: String,
+    views: Views,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    tx: tokio::sync::mpsc::Sender<anyhow::Result<Value>>,
+    /// Where history ended and the streams began.
+    end: i64,
+    json_out: bool,
+}
+
+impl Follower {
+    fn stream(&mut self, path: String, after: i64) {
+        self.tasks.push(tokio::spawn(follow_view(self.c.clone(), path, after, self.tx.clone())));
+    }
+
+    /// Prints one event (a cross-post is skipped: its original prints from
+    /// the child's view) and follows a thread it announces. Answers whether
+    /// every thread has now settled.
+    fn show(&mut self, e: &Value, out: &mut impl Write) -> anyhow::Result<bool> {
+        if e["origin_event_id"].is_string() {
+            return Ok(false);
+        }
+        let t = e["type"].as_str().unwrap_or_default();
+        if t == EventType::SessionThreadCreated.as_str() {
+            let child = e["payload"]["session_thread_id"].as_str().unwrap_or_default().to_string();
+            if self.views.add(&child, e["payload"]["agent_name"].as_str().unwrap_or_default()) {
+                // Announced in history or live: its view from there on.
+                let from = e["seq"].as_i64().unwrap_or(self.end).min(self.end);
+                self.stream(format!("/v1/sessions/{}/threads/{child}/events/stream", self.id), from);
+            }
+        }
+        if self.json_out {
+            writeln!(out, "{e}")?
+        } else {
+            writeln!(out, "{}{}", self.views.prefix(e["session_thread_id"].as_str()), summary(e))?
+        }
+        out.flush()?;
+        Ok(self.views.settle(e["session_thread_id"].as_str(), t))
+    }
+}
+
+/// A view's events after `after`, up to `end`.
+async fn history(c: &Client, path: &str, mut after: i64, end: i64) -> anyhow::Result<Vec<Value>> {
+    let mut out = vec![];
+    while after < end {
+        let page = c.call(c.http.get(format!("{}{path}?after_seq={after}&limit=1000", c.base))).await?;
+        let batch: Vec<Value> = page["data"].as_array().cloned().unwrap_or_default();
+        let Some(last) = batch.last().and_then(|e| e["seq"].as_i64()) else { break };
+        out.extend(batch.into_iter().filter(|e| e["seq"].as_i64().unwrap_or(0) <= end));
+        after = last;
+    }
+    Ok(out)
+}
+
+/// The threads followed, their prefixes, and which have settled.
+#[derive(Default)]
+struct Views {
+    /// `(thread id, prefix)`; the primary first.
+    threads: Vec<(String, String)>,
+    /// Threads whose last status event seen is idle or terminated.
+    settled: std::collections::BTreeSet<String>,
+}
+
+impl Views {
+    /// Records a thread; false when it is already known.
+    fn add(&mut self, id: &str, name: &str) -> bool {
+        if id.is_empty() || self.threads.iter().any(|(t, _)| t == id) {
+            return false;
+        }
+        let same = self.threads.iter().filter(|(_, p)| p == name || p.starts_with(&format!("{name}#"))).count();
+        let prefix = if same == 0 { name.to_string() } else { format!("{name}#{}", same + 1) };
+        self.threads.push((id.to_string(), prefix));
+        true
+    }
+
+    /// A thread's state when following began (from its listing).
+    fn initially(&mut self, id: &str, status: &str) {
+        if status == "idle" || status == "terminated" {
+            self.settled.insert(id.to_string());
+        }
+    }
+
+    /// Notes a status event of `thread` (`None`: the primary); answers
+    /// whether every thread followed is now idle or terminated.
+    fn settle(&mut self, thread: Option<&str>, event_type: &str) -> bool {
+        let id = match thread {
+            None => self.threads.first().map(|(t, _)| t.clone()).unwrap_or_default(),
+            Some(t) => t.to_string(),
+        };
+        let (idle, terminated, running, rescheduled) = match thread {
+            None => (
+                EventType::SessionStatusIdle,
+                EventType::SessionStatusTerminated,
+                EventType::SessionStatusRunning,
+                EventType::SessionStatusRescheduled,
+            ),
+            Some(_) => (
+                EventType::SessionThreadStatusIdle,
+                EventType::SessionThreadStatusTerminated,
+                EventType::SessionThreadStatusRunning,
+                EventType::SessionThreadStatusRescheduled,
+            ),
+        };
+        if [idle, terminated].iter().any(|x| x.as_str() == event_type) {
+            self.settled.insert(id);
+        } else if [running, rescheduled].iter().any(|x| x.as_str() == event_type) {
+            self.settled.remove(&id);
+        } else {
+            return false;
+        }
+        self.threads.iter().all(|(t, _)| self.settled.contains(t))
+    }
+
+    fn children(&self) -> Vec<String> {
+        self.threads.iter().skip(1).map(|(t, _)| t.clone()).collect()
+    }
+
+    /// The line prefix of an event of `thread` (`None`: the primary); none
+    /// while the Session has a single thread.
+    fn prefix(&self, thread: Option<&str>) -> String {
+        if self.threads.len() < 2 {
+            return String::new();
+        }
+        let name = match thread {
+            None => self.threads.first().map_or("", |(_, p)| p.as_str()),
+            Some(t) => self.threads.iter().find(|(id, _)| id == t).map_or(t, |(_, p)| p.as_str()),
+        };
+        format!("[{name}] ")
+    }
+}
+
+/// Streams one view's events into `tx`, reconnecting with `Last-Event-ID`
+/// after a drop so no event is missed or sent twice.
+async fn follow_view(c: Client, path: String, mut last: i64, tx: tokio::sync::mpsc::Sender<anyhow::Result<Value>>) {
     let mut backoff = Duration::from_millis(200);
     loop {
-        let rb =
-            c.http.get(format!("{}/v1/sessions/{id}/events/stream", c.base)).bearer_auth(&c.key).header("Last-Event-ID", last.to_string());
+        let rb = c.http.get(format!("{}{path}", c.base)).bearer_auth(&c.key).header("Last-Event-ID", last.to_string());
         let resp = match rb.send().await {
             Ok(r) if r.status().is_success() => r,
             Ok(r) if r.status().is_client_error() => {
                 let body: Value = r.json().await.unwrap_or(Value::Null);
-                bail!("{}", body["error"]["message"].as_str().unwrap_or("the stream was refused"));
+                let why = body["error"]["message"].as_str().unwrap_or("the stream was refused").to_string();
+                let _ = tx.send(Err(anyhow::anyhow!(why))).await;
+                return;
             }
             _ => {
                 tokio::time::sleep(backoff).await;
@@ -192,20 +378,12 @@ async fn follow(c: &Client, id: &str, mut last: i64, exit_on_idle: bool, json_ou
                     continue;
                 }
                 last = seq;
-                if json_out {
-                    writeln!(out, "{e}")?
-                } else {
-                    writeln!(out, "{}", summary(&e))?
-                }
-                out.flush()?;
-                let t = e["type"].as_str().unwrap_or_default();
-                let settled = [EventType::SessionStatusIdle, EventType::SessionStatusTerminated];
-                if exit_on_idle && settled.iter().any(|s| s.as_str() == t) {
-                    return Ok(());
+                if tx.send(Ok(e)).await.is_err() {
+                    return;
                 }
             }
         }
-        // The connection dropped: resume after the last event printed.
+        // The connection dropped: resume after the last event sent.
         tokio::time::sleep(backoff).await;
     }
 }

@@ -38,6 +38,13 @@ crate::string_enum!(
         MemoryWritebackRefused = "memory.writeback_refused",
         OutcomeEvaluationStarted = "outcome.evaluation_started",
         OutcomeEvaluationCompleted = "outcome.evaluation_completed",
+        SessionThreadCreated = "session.thread_created",
+        SessionThreadStatusRunning = "session.thread_status_running",
+        SessionThreadStatusIdle = "session.thread_status_idle",
+        SessionThreadStatusRescheduled = "session.thread_status_rescheduled",
+        SessionThreadStatusTerminated = "session.thread_status_terminated",
+        AgentThreadMessageSent = "agent.thread_message_sent",
+        AgentThreadMessageReceived = "agent.thread_message_received",
     }
 );
 
@@ -122,6 +129,9 @@ pub const SUBSCRIBABLE: &[&str] = &[
     "memory_store.deleted",
     "outcome.evaluation_started",
     "outcome.evaluation_completed",
+    "session.thread_created",
+    "session.thread_idled",
+    "session.thread_terminated",
 ];
 
 #[cfg(test)]

@@ -73,5 +73,20 @@ macro_rules! string_enum {
                 }
             }
         }
+        /// Serialized as its string form.
+        impl $crate::__serde::Serialize for $name {
+            fn serialize<S: $crate::__serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+        impl<'de> $crate::__serde::Deserialize<'de> for $name {
+            fn deserialize<D: $crate::__serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                let s = <String as $crate::__serde::Deserialize>::deserialize(d)?;
+                $name::parse(stringify!($name), &s).map_err(|e| <D::Error as $crate::__serde::de::Error>::custom(e.message))
+            }
+        }
     };
 }
+
+#[doc(hidden)]
+pub use serde as __serde;

@@ -15,6 +15,7 @@ impl AppState {
             permission: permission.into(),
             resource: Some(gov::ResourceRef { kind: kind.into(), id: id.into() }),
             environment_id: environment_id.into(),
+            subject: None,
         };
         Ok(self.gov.clone().check(req).await?.into_inner().allowed)
     }

@@ -27,6 +27,9 @@ pub struct Frame {
     pub preview_of: Option<Arc<str>>,
     /// `id: <seq>` (persisted events only), `event: <name>`, `data: <json>`.
     pub wire: Bytes,
+    /// The child thread whose view it is in; `None`: the primary view
+    /// (api.md §15.2).
+    pub thread: Option<Arc<str>>,
 }
 
 fn render(seq: Option<i64>, event: &str, data: &str) -> Bytes {
@@ -37,7 +40,9 @@ fn render(seq: Option<i64>, event: &str, data: &str) -> Bytes {
 
 fn event_frame(e: &ss::Event) -> Frame {
     let data = serde_json::to_string(&views::event(e)).unwrap_or_default();
-    Frame { seq: Some(e.seq), preview_of: None, wire: render(Some(e.seq), &e.r#type, &data) }
+    // A cross-post is in the primary view, although it names its child.
+    let thread = (!e.session_thread_id.is_empty() && e.origin_event_id.is_empty()).then(|| Arc::from(e.session_thread_id.as_str()));
+    Frame { seq: Some(e.seq), preview_of: None, wire: render(Some(e.seq), &e.r#type, &data), thread }
 }
 
 fn delta_frame(d: &ss::Delta) -> Frame {
@@ -45,7 +50,8 @@ fn delta_frame(d: &ss::Delta) -> Frame {
     if d.kind == "event_delta" {
         data["delta"] = json!({"text": d.text});
     }
-    Frame { seq: None, preview_of: Some(d.event_type.as_str().into()), wire: render(None, &d.kind, &data.to_string()) }
+    let thread = (!d.session_thread_id.is_empty()).then(|| Arc::from(d.session_thread_id.as_str()));
+    Frame { seq: None, preview_of: Some(d.event_type.as_str().into()), wire: render(None, &d.kind, &data.to_string()), thread }
 }
 
 /// Frames written in one go when several are ready.
@@ -115,7 +121,9 @@ struct Frames {
 impl Frames {
     fn new(frames: Vec<Frame>) -> Self {
         let mut persisted = frames.iter().filter_map(|f| f.seq.map(|s| (s, &f.wire)));
-        let run = persisted.next().and_then(|(first, wire)| {
+        // Only a batch of one view is shared whole.
+        let one_view = frames.iter().all(|f| f.thread == frames[0].thread);
+        let run = persisted.next().filter(|_| one_view).and_then(|(first, wire)| {
             let mut buf = BytesMut::from(&wire[..]);
             let mut last = first;
             for (seq, wire) in persisted {
@@ -125,7 +133,7 @@ impl Frames {
                 buf.extend_from_slice(wire);
                 last = seq;
             }
-            Some((first, Frame { seq: Some(last), preview_of: None, wire: buf.freeze() }))
+            Some((first, Frame { seq: Some(last), preview_of: None, wire: buf.freeze(), thread: frames[0].thread.clone() }))
         });
         Frames { frames, run }
     }
@@ -133,10 +141,10 @@ impl Frames {
     /// The batch's persisted events as one frame, when that is exactly what
     /// a client at `cursor` sends next: they follow the cursor and none of
     /// the batch's previews is of a type in `delta_types`.
-    fn whole_after(&self, cursor: i64, delta_types: &[String]) -> Option<Frame> {
+    fn whole_after(&self, cursor: i64, delta_types: &[String], view: Option<&str>) -> Option<Frame> {
         let (first, run) = self.run.as_ref()?;
         let wanted = |f: &Frame| f.preview_of.as_deref().is_some_and(|t| delta_types.iter().any(|d| d == t));
-        (*first == cursor + 1 && !self.frames.iter().any(wanted)).then(|| run.clone())
+        (*first == cursor + 1 && run.thread.as_deref() == view && !self.frames.iter().any(wanted)).then(|| run.clone())
     }
 }
 
@@ -259,6 +267,7 @@ impl Feeds {
         self: &Arc<Self>,
         sessions: SessionsServiceClient<Transport>,
         session_id: String,
+        view: Option<String>,
         after_seq: i64,
         delta_types: Vec<String>,
     ) -> Result<impl futures_util::Stream<Item = Frame> + Send + 'static, tonic::Status> {
@@ -266,6 +275,7 @@ impl Feeds {
         let state = Follower {
             sessions,
             session_id,
+            view,
             cursor: after_seq.max(0),
             delta_types,
             rx,
@@ -281,6 +291,9 @@ impl Feeds {
 struct Follower {
     sessions: SessionsServiceClient<Transport>,
     session_id: String,
+    /// The child thread whose view it streams; `None`: the primary view.
+    /// Other views' events only move the cursor.
+    view: Option<String>,
     /// The last seq sent.
     cursor: i64,
     delta_types: Vec<String>,
@@ -300,7 +313,10 @@ impl Follower {
         loop {
             if let Some(f) = self.backlog.pop_front() {
                 self.cursor = f.seq.unwrap_or(self.cursor);
-                return Some(f);
+                if self.mine(&f) {
+                    return Some(f);
+                }
+                continue;
             }
             if !self.caught_up {
                 self.caught_up = self.read_log().await?;
@@ -310,7 +326,7 @@ impl Follower {
                 Some(f) => f,
                 None => match self.rx.recv().await {
                     Ok(batch) => {
-                        if let Some(run) = batch.whole_after(self.cursor, &self.delta_types) {
+                        if let Some(run) = batch.whole_after(self.cursor, &self.delta_types, self.view.as_deref()) {
                             self.cursor = run.seq.unwrap_or(self.cursor);
                             return Some(run);
                         }
@@ -328,7 +344,9 @@ impl Follower {
                 Some(seq) if seq <= self.cursor => {}
                 Some(seq) if seq == self.cursor + 1 => {
                     self.cursor = seq;
-                    return Some(f);
+                    if self.mine(&f) {
+                        return Some(f);
+                    }
                 }
                 // A gap: fill it from the log (the rest of the batch is
                 // then behind the cursor or fills in after it).
@@ -337,7 +355,7 @@ impl Follower {
                     self.caught_up = false;
                 }
                 None => {
-                    if f.preview_of.as_deref().is_some_and(|t| self.delta_types.iter().any(|d| d == t)) {
+                    if self.mine(&f) && f.preview_of.as_deref().is_some_and(|t| self.delta_types.iter().any(|d| d == t)) {
                         return Some(f);
                     }
                 }
@@ -345,11 +363,18 @@ impl Follower {
         }
     }
 
-    /// Reads one page of the log after the cursor into the backlog; returns
+    /// Whether a frame is in this follower's view.
+    fn mine(&self, f: &Frame) -> bool {
+        f.thread.as_deref() == self.view.as_deref()
+    }
+
+    /// Reads one page of the log after the cursor into the backlog (the
+    /// whole log: other views' events move the cursor too); returns
     /// whether the log is exhausted (`None` when it cannot be read).
     async fn read_log(&mut self) -> Option<bool> {
         let after = self.backlog.back().and_then(|f| f.seq).unwrap_or(self.cursor);
-        let req = ss::ListEventsRequest { session_id: self.session_id.clone(), after_seq: after, limit: PAGE, types: vec![] };
+        let req =
+            ss::ListEventsRequest { session_id: self.session_id.clone(), after_seq: after, limit: PAGE, types: vec![], view: "all".into() };
         let page = self.sessions.clone().list_events(req).await.ok()?.into_inner();
         self.backlog.extend(page.data.iter().map(event_frame));
         Some(!page.has_more)
@@ -361,27 +386,27 @@ mod tests {
     use super::*;
 
     fn persisted(seq: i64) -> Frame {
-        Frame { seq: Some(seq), preview_of: None, wire: render(Some(seq), "agent.message", "{}") }
+        Frame { seq: Some(seq), preview_of: None, wire: render(Some(seq), "agent.message", "{}"), thread: None }
     }
 
     fn preview(of: &str) -> Frame {
-        Frame { seq: None, preview_of: Some(of.into()), wire: render(None, "event_delta", "{}") }
+        Frame { seq: None, preview_of: Some(of.into()), wire: render(None, "event_delta", "{}"), thread: None }
     }
 
     #[test]
     fn a_batch_of_consecutive_events_is_one_shared_frame_for_a_client_right_behind_it() {
         let batch = Frames::new(vec![persisted(5), preview("agent.thinking"), persisted(6), persisted(7)]);
-        let run = batch.whole_after(4, &[]).expect("a client at seq 4 takes 5..=7 at once");
+        let run = batch.whole_after(4, &[], None).expect("a client at seq 4 takes 5..=7 at once");
         assert_eq!(run.seq, Some(7));
         let expected: Vec<u8> = [5, 6, 7].iter().flat_map(|s| persisted(*s).wire.to_vec()).collect();
         assert_eq!(&run.wire[..], &expected[..], "the persisted frames, in order, without the preview");
-        assert!(batch.whole_after(3, &[]).is_none(), "a client behind the batch fills its gap first");
-        assert!(batch.whole_after(5, &[]).is_none(), "a client inside the batch takes frames one by one");
+        assert!(batch.whole_after(3, &[], None).is_none(), "a client behind the batch fills its gap first");
+        assert!(batch.whole_after(5, &[], None).is_none(), "a client inside the batch takes frames one by one");
         assert!(
-            batch.whole_after(4, &["agent.thinking".into()]).is_none(),
+            batch.whole_after(4, &["agent.thinking".into()], None).is_none(),
             "a client that asked for the batch's preview type gets it interleaved"
         );
-        assert!(batch.whole_after(4, &["agent.message".into()]).is_some(), "previews of other types do not matter");
+        assert!(batch.whole_after(4, &["agent.message".into()], None).is_some(), "previews of other types do not matter");
     }
 
     #[test]

@@ -83,6 +83,8 @@ async fn runner_protocol(State(edge): State<RunnerEdge>, Path(method): Path<Stri
         "GetBlob",
         "RecordSnapshot",
         "WritebackMemory",
+        "DecideThreadTool",
+        "CallThreadTool",
     ];
     if !METHODS.contains(&method.as_str()) {
         return status(tonic::Status::unimplemented("no such method"));

@@ -556,13 +556,18 @@ pub fn runner(r: &ss::Runner) -> Runner {
 pub struct Event {
     pub id: String,
     pub session_id: String,
-    /// Starts at 1 and grows by exactly 1 per event of the Session.
+    /// Starts at 1 and grows by exactly 1 per event of the Session (a
+    /// thread's view skips the other threads' seqs).
     pub seq: i64,
     #[serde(rename = "type")]
     pub kind: String,
     pub created_at: String,
     pub run_id: Option<String>,
+    /// The child thread the event belongs to; null for the primary.
     pub session_thread_id: Option<String>,
+    /// A cross-post's original event (the copy in the primary view of a
+    /// child's event); null elsewhere.
+    pub origin_event_id: Option<String>,
     /// The input's `authored_by`, `{kind: "agent", id}` for agent output, null for system events.
     #[schema(value_type = Object)]
     pub authored_by: Value,
@@ -581,6 +586,7 @@ pub fn event(e: &ss::Event) -> Event {
         created_at: e.created_at.clone(),
         run_id: opt(&e.run_id),
         session_thread_id: opt(&e.session_thread_id),
+        origin_event_id: opt(&e.origin_event_id),
         authored_by: doc(&e.authored_by_json),
         caused_by: doc(&e.caused_by_json),
         payload: doc(&e.payload_json),

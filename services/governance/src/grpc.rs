@@ -33,7 +33,10 @@ impl GovernanceGrpc {
     /// managed runner makes the call.
     fn claims<T>(&self, r: &Request<T>, required: bool) -> Result<Option<checkfu_core::capability::Claims>, Status> {
         if checkfu_proto::token::token_of(r).is_empty() {
-            let managed = checkfu_proto::mesh::caller(r).is_some_and(|c| c.is(checkfu_core::Role::Runner));
+            // The managed runner, and sessions asking for the platform's
+            // own tools (multiagent), act inside the mesh without a token.
+            let managed =
+                checkfu_proto::mesh::caller(r).is_some_and(|c| c.is(checkfu_core::Role::Runner) || c.is(checkfu_core::Role::Sessions));
             return if required && !managed {
                 Err(Status::permission_denied("a capability token for the Run is required"))
             } else {
@@ -368,6 +371,17 @@ impl Rpc for GovernanceGrpc {
     async fn check(&self, r: Request<pb::CheckRequest>) -> R<pb::CheckResponse> {
         let r = r.into_inner();
         let res = r.resource.unwrap_or_default();
+        if let Some(subject) = r.subject.filter(|s| !s.kind.is_empty()) {
+            if subject.kind != "agent_definition" {
+                return Err(checkfu_core::Error::invalid_field(
+                    "subject.kind",
+                    "a check's subject is a principal_id or an agent_definition",
+                )
+                .into());
+            }
+            let allowed = self.svc.agent_check(&subject.id, &r.permission, &res.kind, &res.id, &r.environment_id).await?;
+            return ok(pb::CheckResponse { allowed, matched_assignment_ids: vec![] });
+        }
         let (allowed, matched_assignment_ids) = self
             .svc
             .check(&r.principal_id, &r.permission, &res.kind, &res.id, Some(r.environment_id.as_str()).filter(|e| !e.is_empty()))

@@ -110,6 +110,8 @@ pub enum ToolClass {
     Write,
     Destructive,
     Mcp,
+    /// The platform's own multiagent tools.
+    Platform,
 }
 
 /// Classifies a tool declaration (`{"type":"builtin","name"}`,
@@ -134,6 +136,10 @@ pub fn classify(tool: &Value) -> Result<ToolClass> {
             })
         }
         Some("tool_source" | "mcp") => Ok(ToolClass::Mcp),
+        // Multiagent's spawn_agent and send_message (`use_agent`): with no
+        // matching rule they are allowed; the roster and the coordinator's
+        // use_agent rows already bound them (api.md §15.3).
+        Some("platform") => Ok(ToolClass::Platform),
         _ => Err(Error::invalid_field("tool.type", "tool.type must be builtin, custom or tool_source")),
     }
 }
@@ -172,6 +178,7 @@ pub fn evaluate(policies: &[ActionPolicy], actor: &Actor, resources: &[(&str, &s
         ToolClass::Write => (Disposition::RequireApproval, "no rule matched; a tool that writes asks for approval by default"),
         ToolClass::Destructive => (Disposition::RequireApproval, "no rule matched; a destructive tool asks for approval by default"),
         ToolClass::Mcp => (Disposition::RequireApproval, "no rule matched; an MCP-bound tool is never allowed automatically"),
+        ToolClass::Platform => (Disposition::Allow, "no rule matched; use_agent is allowed by default"),
     };
     Decision { disposition, matched_rule_ids: vec![], reason: reason.into() }
 }

@@ -724,7 +724,34 @@ impl GovernanceService {
 
     /// Whether an agent definition holds `permission` on a Connection (rows
     /// granted to the agent itself; agents hold nothing through groups).
+    /// Whether an Agent's own rows (`agent_definition` subject) grant
+    /// `permission` on the resource: the coordinator → member check of
+    /// `use_agent` (api.md §15.3). No admin lends an Agent anything.
+    pub async fn agent_check(
+        &self,
+        agent_id: &str,
+        permission: &str,
+        resource_kind: &str,
+        resource_id: &str,
+        environment_id: &str,
+    ) -> Result<bool> {
+        let permission = Permission::parse("permission", permission)?;
+        let kind = ResourceKind::parse("resource.kind", resource_kind)?;
+        self.agent_holds_on(agent_id, permission, kind, resource_id, environment_id).await
+    }
+
     async fn agent_holds(&self, agent_id: &str, permission: Permission, connection_id: &str, environment_id: &str) -> Result<bool> {
+        self.agent_holds_on(agent_id, permission, ResourceKind::Connection, connection_id, environment_id).await
+    }
+
+    async fn agent_holds_on(
+        &self,
+        agent_id: &str,
+        permission: Permission,
+        kind: ResourceKind,
+        resource_id: &str,
+        environment_id: &str,
+    ) -> Result<bool> {
         let filter = AssignmentFilter { subject_id: Some(agent_id.to_string()), resource_id: None, permission: None };
         let mut page = PageRequest::standard(100, "")?;
         loop {
@@ -733,7 +760,7 @@ impl GovernanceService {
             if rows.iter().take(page.limit as usize).any(|a| {
                 a.subject_kind == SubjectKind::AgentDefinition
                     && a.permission.grants(permission)
-                    && a.covers(ResourceKind::Connection, connection_id, Some(environment_id))
+                    && a.covers(kind, resource_id, Some(environment_id))
             }) {
                 return Ok(true);
             }

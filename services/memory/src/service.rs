@@ -149,6 +149,7 @@ impl MemoryService {
             permission: permission.into(),
             resource: Some(gov::ResourceRef { kind: kind.into(), id: id.into() }),
             environment_id: environment_id.into(),
+            subject: None,
         };
         Ok(self.governance.clone().check(req).await.map_err(Error::from)?.into_inner().allowed)
     }

@@ -112,10 +112,12 @@ impl Runner {
     /// Returns the last log position read and the final turn's events,
     /// which the completion appends in the same commit that settles the Run.
     async fn drive(&self, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<Settle, Stop> {
-        let mut t = self.transcripts.take(&work.session_id);
+        // Each thread has its own context (api.md §15).
+        let key = if work.session_thread_id.is_empty() { &work.session_id } else { &work.session_thread_id };
+        let mut t = self.transcripts.take(key);
         let outcome = self.drive_from(work, lease, &mut t).await;
         if outcome.is_ok() {
-            self.transcripts.put(&work.session_id, t);
+            self.transcripts.put(key, t);
         }
         outcome
     }

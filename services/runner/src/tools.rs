@@ -36,6 +36,9 @@ pub struct Decided {
     pub pending_approval: Option<(String, String)>,
     /// A gated call from an earlier Run whose approval was decided.
     pub resumed: Option<Resumed>,
+    /// A platform tool call the control plane refused: the result's
+    /// `{error:{type, message}}` (api.md §15.3).
+    pub refusal: Option<Value>,
 }
 
 /// How a call from before this Run (gated, or left unanswered by a runner
@@ -56,6 +59,10 @@ impl Decided {
 
     fn is_custom(&self) -> bool {
         self.declaration.as_ref().and_then(|x| x.get("type")).and_then(Value::as_str) == Some("custom")
+    }
+
+    fn is_platform(&self) -> bool {
+        is_platform(self.declaration.as_ref())
     }
 
     /// Whether the Session must wait before this call is answered: the host
@@ -86,6 +93,12 @@ pub(crate) fn tool_source_of(decl: Option<&Value>) -> Option<(String, String)> {
     Some((s("tool_source_id"), s("connection_id")))
 }
 
+/// Multiagent's `spawn_agent` and `send_message`, answered by the control
+/// plane.
+fn is_platform(decl: Option<&Value>) -> bool {
+    decl.and_then(|x| x.get("type")).and_then(Value::as_str) == Some("platform")
+}
+
 pub(crate) fn declaration<'a>(tools: &'a [Value], name: &str) -> Option<&'a Value> {
     tools.iter().find(|d| match d.get("type").and_then(Value::as_str) {
         Some("tool_source") => d.get("tools").and_then(Value::as_array).is_some_and(|t| t.iter().any(|n| n == name)),
@@ -113,9 +126,14 @@ impl Runner {
                     standing_approval_id: None,
                     pending_approval: None,
                     resumed: None,
+                    refusal: None,
                 });
                 continue;
             };
+            if is_platform(Some(&decl)) {
+                out.push(self.decide_platform(work, call, input, decl).await?);
+                continue;
+            }
             let source = tool_source_of(Some(&decl));
             let connection_status = match &source {
                 Some((_, connection_id)) => self.connection_status(work, connection_id).await?,
@@ -150,6 +168,7 @@ impl Runner {
                 standing_approval_id: None,
                 pending_approval: None,
                 resumed: None,
+                refusal: None,
             };
             if decided.disposition == Disposition::RequireApproval {
                 self.ask_approval(work, &agent_id, &mut decided).await?;
@@ -157,6 +176,52 @@ impl Runner {
             out.push(decided);
         }
         Ok(out)
+    }
+
+    /// A platform tool call, decided by the control plane: roster,
+    /// capacity, `use_agent` and ActionPolicy, and the approval it opened.
+    async fn decide_platform(&self, work: &pb::WorkItem, call: mg::ToolUse, input: Value, decl: Value) -> Result<Decided, tonic::Status> {
+        let req = pb::ThreadToolRequest {
+            lease: work.lease.clone(),
+            tool_use_id: call.id.clone(),
+            name: call.name.clone(),
+            input_json: input.to_string(),
+            ..Default::default()
+        };
+        let d = self.runs.clone().decide_thread_tool(req).await?.into_inner();
+        let refusal = (!d.error_type.is_empty()).then(|| json!({"error": {"type": d.error_type, "message": d.reason}}));
+        Ok(Decided {
+            call,
+            input,
+            declaration: Some(decl),
+            disposition: Disposition::from_wire(&d.disposition),
+            matched_rule_id: Some(d.matched_rule_id).filter(|m| !m.is_empty()),
+            reason: d.reason,
+            standing_approval_id: Some(d.standing_approval_id).filter(|s| !s.is_empty()),
+            pending_approval: (!d.action_approval_id.is_empty()).then_some((d.action_approval_id, d.approval_expires_at)),
+            resumed: None,
+            refusal,
+        })
+    }
+
+    /// Runs an allowed platform tool call in the control plane: the
+    /// result's content and whether it is an error.
+    async fn call_platform(&self, work: &pb::WorkItem, d: &Decided) -> (Value, bool) {
+        let req = pb::ThreadToolRequest {
+            lease: work.lease.clone(),
+            tool_use_id: d.call.id.clone(),
+            name: d.call.name.clone(),
+            input_json: d.input.to_string(),
+            action_approval_id: d.resumed.as_ref().and_then(|r| r.approval_id.clone()).unwrap_or_default(),
+            standing_approval_id: d.standing_approval_id.clone().unwrap_or_default(),
+        };
+        match self.runs.clone().call_thread_tool(req).await {
+            Ok(r) => {
+                let r = r.into_inner();
+                (serde_json::from_str(&r.content_json).unwrap_or(Value::Null), r.is_error)
+            }
+            Err(status) => (json!({"error": {"type": "unavailable", "message": status.message()}}), true),
+        }
     }
 
     /// A gated call: covered by a StandingApproval on the exact tuple, or
@@ -405,6 +470,16 @@ impl Runner {
         if d.waits() {
             return vec![];
         }
+        if d.is_platform() {
+            // Its result is JSON, a refusal included (never policy.denied).
+            let (content, is_error) = match &d.refusal {
+                Some(r) => (r.clone(), true),
+                None if d.runs() => self.call_platform(work, d).await,
+                None => (json!({"error": {"type": "policy.denied", "message": d.reason}}), true),
+            };
+            let result = json!({"tool_use_id": d.call.id, "content": content, "is_error": is_error});
+            return vec![(E::AgentToolResult, result.to_string())];
+        }
         if d.runs() {
             let (text, is_error) = self.execute_tool(work, d).await;
             let mut out = if d.call.name == "bash" { self.egress_denials(work).await } else { vec![] };
@@ -447,6 +522,7 @@ impl Runner {
                     standing_approval_id: None,
                     pending_approval: None,
                     resumed: Some(Resumed { approved, approval_id: o.approval_id.clone(), authorized: o.authorized }),
+                    refusal: None,
                 }
             })
             .collect()
@@ -471,6 +547,7 @@ mod tests {
             standing_approval_id: None,
             pending_approval: None,
             resumed: None,
+            refusal: None,
         }
     }
 

@@ -66,6 +66,8 @@ fn result_text(content: Option<&Value>) -> String {
             v.get("preview").and_then(Value::as_str).unwrap_or_default(),
             v.get("original_chars").and_then(Value::as_u64).unwrap_or_default()
         ),
+        // A platform tool's result (multiagent) is JSON.
+        Some(v @ Value::Object(_)) => v.to_string(),
         _ => String::new(),
     }
 }
@@ -146,6 +148,9 @@ impl Transcript {
                 // An Outcome's description is its first Run's user turn, and
                 // a grader's feedback the revision Run's (api.md §14).
                 E::UserDefineOutcome => self.user_text(str_field(&p, "description"), e.seq),
+                // A message from another thread is this thread's newest user
+                // turn (api.md §15.3).
+                E::AgentThreadMessageReceived => self.user_text(text_of(&p, "content"), e.seq),
                 E::OutcomeEvaluationCompleted if str_field(&p, "result") == "needs_revision" => {
                     self.user_text(str_field(&p, "feedback"), e.seq)
                 }
@@ -317,6 +322,16 @@ mod tests {
 
     fn ev(seq: i64, t: &str, p: &str) -> RunEvent {
         RunEvent { seq, r#type: t.into(), payload_json: p.into(), run_id: String::new() }
+    }
+
+    #[test]
+    fn a_message_from_another_thread_is_the_newest_user_turn() {
+        let mut t = Transcript::default();
+        let p = r#"{"from_session_thread_id":"sthr_1","content":[{"type":"text","text":"report back"}]}"#;
+        t.absorb(&[ev(1, "agent.thread_message_received", p)], 1);
+        assert!(t.needs_turn());
+        assert_eq!(t.messages.len(), 1);
+        assert_eq!(t.messages[0].role, "user");
     }
 
     #[test]

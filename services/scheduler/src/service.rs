@@ -222,6 +222,7 @@ impl SchedulerService {
                 permission: "invoke".into(),
                 resource: Some(gov::ResourceRef { kind: "agent".into(), id: agent.clone() }),
                 environment_id: a.environment_id.to_string(),
+                subject: None,
             };
             let check = match gov.check(req).await {
                 Ok(r) if r.get_ref().allowed => continue,

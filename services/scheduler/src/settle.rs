@@ -73,7 +73,13 @@ impl SchedulerService {
 
     /// Whether the child's log holds a `user.interrupt` before `seq`.
     async fn interrupted(&self, session_id: &str, seq: i64) -> Result<bool> {
-        let req = ss::ListEventsRequest { session_id: session_id.into(), after_seq: 0, limit: 1, types: vec!["user.interrupt".into()] };
+        let req = ss::ListEventsRequest {
+            session_id: session_id.into(),
+            after_seq: 0,
+            limit: 1,
+            types: vec!["user.interrupt".into()],
+            view: String::new(),
+        };
         let found = self.sessions.clone().list_events(req).await.map_err(Error::from)?.into_inner().data;
         Ok(found.first().is_some_and(|e| e.seq < seq))
     }

@@ -183,8 +183,13 @@ impl SchedulerService {
         let mut after = 0;
         let mut last = None;
         loop {
-            let req =
-                ss::ListEventsRequest { session_id: session_id.into(), after_seq: after, limit: 1000, types: vec!["agent.message".into()] };
+            let req = ss::ListEventsRequest {
+                session_id: session_id.into(),
+                after_seq: after,
+                limit: 1000,
+                types: vec!["agent.message".into()],
+                view: String::new(),
+            };
             let page = self.sessions.clone().list_events(req).await.map_err(checkfu_core::Error::from)?.into_inner().data;
             let Some(e) = page.last() else { break };
             after = e.seq;

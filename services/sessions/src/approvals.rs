@@ -39,7 +39,7 @@ impl SessionsService {
     /// that tool use, so the ordinary rules answer.
     pub(crate) async fn confirm_in_session(&self, session_id: &SessionId, input: &Input) -> Result<Option<Event>> {
         let tool_use_id = input.payload.get("tool_use_id").and_then(Value::as_str).unwrap_or_default();
-        let Some(approval_id) = self.session(session_id).await?.waiting_approval(tool_use_id) else {
+        let Some(approval_id) = self.session(session_id).await?.any_waiting_approval(tool_use_id) else {
             return Ok(None);
         };
         let decision = if input.payload.get("result").and_then(Value::as_str) == Some("allow") { "approve" } else { "deny" };
@@ -82,9 +82,10 @@ impl SessionsService {
         let outcome = self
             .transact(&SessionId::parse("session_id", &a.session_id)?, |d| {
                 let recorded = d.resolve_approval(&r, cause.clone()).is_some();
+                d.unfocus();
                 // The Run that asked may not have settled into its wait yet:
                 // then the outcome must be delivered again later.
-                let may_wait_later = !recorded && d.run.as_ref().is_some_and(|run| run.id == a.run_id);
+                let may_wait_later = !recorded && d.run.iter().chain(&d.child_runs).any(|run| run.id == a.run_id);
                 Ok((recorded, may_wait_later))
             })
             .await;

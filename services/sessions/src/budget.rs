@@ -74,6 +74,24 @@ impl Draft {
             let trigger = self.session.last_seq + self.events.len() as i64;
             self.admit_run(trigger, json!({"kind": "budget", "id": b.id}));
         }
+        // Child threads paused at the cap restart with the primary.
+        if b.open() {
+            let paused: Vec<String> = self
+                .session
+                .threads
+                .iter()
+                .filter(|t| !t.archived() && t.status == SessionStatus::Idle)
+                .filter(|t| t.stop_reason.as_ref().and_then(|r| r.get("type")).and_then(Value::as_str) == Some("budget_reached"))
+                .map(|t| t.id.clone())
+                .collect();
+            for id in paused {
+                if self.focus(Some(&id)).is_ok() {
+                    let trigger = self.next_seq() - 1;
+                    self.admit_run(trigger, json!({"kind": "budget", "id": b.id}));
+                }
+            }
+            self.unfocus();
+        }
         Ok(b)
     }
 }

@@ -69,7 +69,8 @@ impl SessionsService {
             Some((s, _)) => s,
             None => self.session(&run.session_id).await?,
         };
-        self.mint_capability(&session, &run, &self.run_tools(&session).await?)
+        let (tools, _) = self.thread_tools(&session, &run).await?;
+        self.mint_capability(&session, &run, &tools)
     }
 
     /// The claims of a token whose lease is still held now.

@@ -191,6 +191,7 @@ pub(crate) fn event(e: Event) -> pb::Event {
         created_at: rfc3339(e.created_ms),
         run_id: e.run_id.map(String::from).unwrap_or_default(),
         session_thread_id: e.thread_id.unwrap_or_default(),
+        origin_event_id: e.origin_event_id.map(String::from).unwrap_or_default(),
         authored_by_json: e.authored_by.to_string(),
         caused_by_json: e.caused_by.to_string(),
         payload_json: e.payload.to_string(),
@@ -401,7 +402,7 @@ impl Rpc for SessionsGrpc {
     }
     async fn list_events(&self, r: Request<pb::ListEventsRequest>) -> R<pb::ListEventsResponse> {
         let r = r.into_inner();
-        let (rows, has_more) = self.svc.list_events(&r.session_id, r.after_seq, r.limit, &r.types).await?;
+        let (rows, has_more) = self.svc.list_events(&r.session_id, &r.view, r.after_seq, r.limit, &r.types).await?;
         ok(pb::ListEventsResponse { data: rows.into_iter().map(event).collect(), has_more })
     }
 
@@ -433,6 +434,7 @@ impl Rpc for SessionsGrpc {
                         preview_id: d.preview_id,
                         text: d.text,
                         run_id: d.run_id,
+                        session_thread_id: d.thread_id,
                     }),
                 };
                 if out_tx.send(Ok(pb::StreamItem { item: Some(item) })).await.is_err() {
@@ -478,7 +480,10 @@ impl Rpc for SessionsGrpc {
 
     async fn archive_thread(&self, r: Request<pb::ThreadRequest>) -> R<pb::JsonAnswer> {
         let r = r.into_inner();
-        ok(pb::JsonAnswer { json: self.svc.archive_thread(&r.session_id, &r.thread_id).await?.to_string(), session_id: r.session_id })
+        ok(pb::JsonAnswer {
+            json: self.svc.archive_thread(&r.session_id, &r.thread_id, &r.actor_id).await?.to_string(),
+            session_id: r.session_id,
+        })
     }
 
     async fn get_session_sandbox(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxRevision> {

@@ -32,6 +32,20 @@ fn lease(l: Option<pb::LeaseRef>) -> Result<Lease, Error> {
     Ok(Lease { run_id: RunId::parse("lease.run_id", &l.run_id)?, lease_id: l.lease_id, generation: l.generation, session_id })
 }
 
+fn thread_call(r: pb::ThreadToolRequest) -> Result<crate::thread_tools::ThreadCall, Error> {
+    if r.input_json.len() > 256 * 1024 {
+        return Err(Error::invalid_field("input_json", "a platform tool's input is limited to 256 KiB"));
+    }
+    Ok(crate::thread_tools::ThreadCall {
+        lease: lease(r.lease)?,
+        tool_use_id: r.tool_use_id,
+        name: r.name,
+        input: json_or_null("input", &r.input_json)?,
+        approval_id: r.action_approval_id,
+        standing_approval_id: r.standing_approval_id,
+    })
+}
+
 /// The self-hosted Runner a call through the public edge comes from (its
 /// credential in `authorization`), or `None` for the managed runner inside
 /// the mesh. Any other caller was refused by the mesh already.
@@ -89,6 +103,7 @@ impl Rpc for RunnerGrpc {
             budget_reached: w.session.budget.as_ref().is_some_and(|b| !b.open()),
             traceparent: w.run.traceparent.clone(),
             tail: w.tail.into_iter().map(run_event).collect(),
+            session_thread_id: w.run.thread_id.clone().unwrap_or_default(),
         });
         Ok(Response::new(pb::ClaimResponse { work }))
     }
@@ -149,6 +164,26 @@ impl Rpc for RunnerGrpc {
             r.events.into_iter().map(|e| Ok((e.r#type, json_or_null("payload", &e.payload_json)?))).collect::<Result<Vec<_>, Error>>()?;
         self.svc.complete(&lease(r.lease)?, stop, r.last_seen_seq, events).await?;
         Ok(Response::new(pb::CompleteResponse {}))
+    }
+
+    async fn decide_thread_tool(&self, r: Request<pb::ThreadToolRequest>) -> R<pb::ThreadToolDecision> {
+        self_hosted(&self.svc, &r).await?;
+        let d = self.svc.decide_thread_tool(&thread_call(r.into_inner())?).await?;
+        Ok(Response::new(pb::ThreadToolDecision {
+            disposition: d.disposition,
+            error_type: d.error_type,
+            reason: d.reason,
+            matched_rule_id: d.matched_rule_id,
+            action_approval_id: d.approval_id,
+            approval_expires_at: d.approval_expires_at,
+            standing_approval_id: d.standing_approval_id,
+        }))
+    }
+
+    async fn call_thread_tool(&self, r: Request<pb::ThreadToolRequest>) -> R<pb::ThreadToolResult> {
+        self_hosted(&self.svc, &r).await?;
+        let (content, is_error) = self.svc.call_thread_tool(&thread_call(r.into_inner())?).await?;
+        Ok(Response::new(pb::ThreadToolResult { content_json: content.to_string(), is_error }))
     }
 
     async fn release(&self, r: Request<pb::LeaseRef>) -> R<pb::ReleaseResponse> {

@@ -82,15 +82,15 @@ impl Input {
             return Err(Error::invalid_field("payload", "payload must be an object"));
         }
         let mut thread_id = None;
+        if matches!(event_type, EventType::UserInterrupt | EventType::UserToolConfirmation | EventType::UserCustomToolResult)
+            && let Some(t) = p.get("session_thread_id").filter(|v| !v.is_null())
+        {
+            let t = t.as_str().ok_or_else(|| Error::invalid_field("payload.session_thread_id", "must be a string"))?;
+            checkfu_core::id::check("payload.session_thread_id", "sthr", t)?;
+            thread_id = Some(t.to_string());
+        }
         match event_type {
             EventType::UserMessage => check_content(&p, "content", true)?,
-            EventType::UserInterrupt => {
-                if let Some(t) = p.get("session_thread_id").filter(|v| !v.is_null()) {
-                    let t = t.as_str().ok_or_else(|| Error::invalid_field("payload.session_thread_id", "must be a string"))?;
-                    checkfu_core::id::check("payload.session_thread_id", "sthr", t)?;
-                    thread_id = Some(t.to_string());
-                }
-            }
             EventType::UserToolConfirmation => {
                 field_str(&p, "tool_use_id", event_type.as_str())?;
                 let r = field_str(&p, "result", event_type.as_str())?;
@@ -139,6 +139,10 @@ pub struct Draft {
     pub flush: bool,
     /// The Run this change admits, if any.
     pub admitted: Option<RunId>,
+    /// The child threads' active Runs (the one in focus is `run`).
+    pub child_runs: Vec<Run>,
+    /// The child thread decided for, if not the primary (`focus.rs`).
+    pub(crate) focus: Option<crate::focus::Focus>,
 }
 
 /// An ActionApproval's outcome, as governance recorded it.
@@ -162,7 +166,18 @@ pub fn system() -> Value {
 
 impl Draft {
     pub fn new(session: Session, run: Option<Run>, now_ms: i64) -> Draft {
-        Draft { session, run, events: vec![], runs: vec![], now_ms, claim_guard: None, flush: false, admitted: None }
+        Draft {
+            session,
+            run,
+            events: vec![],
+            runs: vec![],
+            now_ms,
+            claim_guard: None,
+            flush: false,
+            admitted: None,
+            child_runs: vec![],
+            focus: None,
+        }
     }
 
     /// The seq the next pushed event will get.
@@ -172,11 +187,13 @@ impl Draft {
 
     pub fn push(&mut self, event_type: EventType, run_id: Option<&RunId>, authored_by: Value, caused_by: Value, payload: Value) -> EventId {
         let id = EventId::mint();
+        let thread_id = self.focused().map(|t| t.id.clone());
         self.events.push(NewEvent {
             id: id.clone(),
             event_type: event_type.as_str().to_string(),
             run_id: run_id.cloned(),
-            thread_id: None,
+            thread_id,
+            origin_event_id: None,
             authored_by,
             caused_by,
             payload,
@@ -204,6 +221,9 @@ impl Draft {
     fn set_status_for(&mut self, status: SessionStatus, stop_reason: Option<Value>, caused_by: Value, run_id: Option<RunId>) {
         self.session.status = status;
         self.session.stop_reason = stop_reason.clone();
+        if self.focused().is_some() {
+            return self.thread_status(status, stop_reason, caused_by, run_id);
+        }
         let (ty, payload) = match status {
             SessionStatus::Idle => (EventType::SessionStatusIdle, json!({"stop_reason": stop_reason})),
             SessionStatus::Running => (EventType::SessionStatusRunning, json!({})),
@@ -217,10 +237,11 @@ impl Draft {
     /// execution pins, then `session.status_running`.
     pub fn admit_run(&mut self, trigger_seq: i64, caused_by: Value) {
         let s = &self.session;
+        let child = self.focused();
         let pins = json!({
-            "agent_id": s.agent_id,
-            "agent_version": s.pins.agent_version,
-            "release_sha256": s.selection.release_sha256,
+            "agent_id": child.map_or(s.agent_id.as_str(), |t| t.agent.agent_id.as_str()),
+            "agent_version": child.map_or(s.pins.agent_version, |t| t.agent.version),
+            "release_sha256": child.and_then(|t| t.agent.release_sha256.as_deref()).unwrap_or(&s.selection.release_sha256),
             "deployment_id": s.deployment_id,
             "deployment_revision": s.deployment_revision,
             "harness": s.pins.harness,
@@ -228,6 +249,10 @@ impl Draft {
             "sandbox_profile_revision": s.pins.sandbox_profile_revision,
             "instructions_sha256": s.selection.instructions_sha256,
         });
+        let mut pins = pins;
+        if let Some(t) = child {
+            pins["session_thread_id"] = json!(t.id);
+        }
         let run = Run {
             id: RunId::mint(),
             session_id: s.id.clone(),
@@ -244,6 +269,7 @@ impl Draft {
             completed_ms: None,
             traceparent: checkfu_telemetry::current_traceparent(),
             placement: placement_of(&s.environment_id, &s.pins.execution),
+            thread_id: child.map(|t| t.id.clone()),
         };
         let run_id = run.id.clone();
         self.admitted = Some(run_id.clone());
@@ -330,6 +356,8 @@ impl Draft {
     /// it, ends that wait. Returns the `action_approval.resolved` event id,
     /// or `None` when the Session no longer waits on it.
     pub fn resolve_approval(&mut self, r: &Resolved, cause: Value) -> Option<EventId> {
+        // The thread whose wait holds it (a child's, possibly).
+        self.focus_waiter(None, &r.tool_use_id).ok()?;
         if self.session.waiting_approval(&r.tool_use_id).as_deref() != Some(r.approval_id.as_str()) {
             return None;
         }
@@ -355,10 +383,27 @@ impl Draft {
         if self.session.status == SessionStatus::Terminated {
             return Err(Error::conflict("the session is terminated and accepts no events"));
         }
+        self.focus_waiter(input.thread_id.as_deref(), &r.tool_use_id)?;
         let echo =
             self.push(input.event_type, None, Value::String(input.authored_by.clone()), input.caused_by.clone(), input.payload.clone());
         self.resolve_approval(r, json!({"kind": "event", "id": echo}));
         Ok(echo)
+    }
+
+    /// A `user.interrupt` naming a child: recorded in its view; it stops.
+    /// A thread not of this Session is refused (400), an archived one 409.
+    fn interrupt_one(&mut self, input: &Input, thread_id: &str) -> Result<EventId> {
+        let Some(t) = self.session.threads.iter().find(|t| t.id == thread_id) else {
+            return Err(Error::invalid_field("payload.session_thread_id", format!("{thread_id} is not a thread of this Session")));
+        };
+        if t.archived() {
+            return Err(Error::conflict(format!("thread {thread_id} is archived")).with_reason("thread_archived"));
+        }
+        self.focus(Some(thread_id))?;
+        let id =
+            self.push(input.event_type, None, Value::String(input.authored_by.clone()), input.caused_by.clone(), input.payload.clone());
+        self.interrupt_child(json!({"kind": "event", "id": id}));
+        Ok(id)
     }
 
     fn waiting_on_action(&self) -> bool {
@@ -378,22 +423,31 @@ impl Draft {
         if self.session.status == SessionStatus::Terminated {
             return Err(Error::conflict("the session is terminated and accepts no events"));
         }
-        if self.waiting_on_action() && !input.is_settle() {
-            return Err(Error::conflict(
-                "the session is waiting for a settle event (user.tool_confirmation, user.custom_tool_result or user.interrupt)",
-            )
-            .with_details(json!({"stop_reason": self.session.stop_reason})));
-        }
         if matches!(input.event_type, EventType::UserToolConfirmation | EventType::UserCustomToolResult) {
             let key = if input.event_type == EventType::UserToolConfirmation { "tool_use_id" } else { "custom_tool_use_id" };
             let id = input.payload.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+            // The thread whose wait it answers (api.md §15.4).
+            self.focus_waiter(input.thread_id.as_deref(), &id)?;
             if input.event_type == EventType::UserCustomToolResult
                 && self.session.waiting_ids().contains(&id)
                 && self.session.waiting_approval(&id).is_none()
             {
                 return Ok(self.settle_custom_result(input, &id));
             }
-            return Err(Error::conflict(format!("no tool use {id:?} is waiting for this session")));
+            return Err(Error::conflict(format!("no tool use {id:?} is waiting for this session")).with_reason("no_such_wait"));
+        }
+        let primary = crate::threads::primary_of(&self.session.id);
+        let child = input.thread_id.as_deref().filter(|t| *t != primary);
+        if input.event_type == EventType::UserInterrupt
+            && let Some(t) = child
+        {
+            return self.interrupt_one(input, t);
+        }
+        if self.waiting_on_action() && !input.is_settle() {
+            return Err(Error::conflict(
+                "the session is waiting for a settle event (user.tool_confirmation, user.custom_tool_result or user.interrupt)",
+            )
+            .with_details(json!({"stop_reason": self.session.stop_reason})));
         }
         if input.event_type == EventType::UserDefineOutcome {
             return self.define_outcome(input);
@@ -403,14 +457,13 @@ impl Draft {
         let run_id = self.run.as_ref().map(|r| r.id.clone());
         let echo_run = if input.event_type == EventType::UserMessage { None } else { run_id.clone() };
         let id = self.push(input.event_type, echo_run.as_ref(), Value::String(input.authored_by.clone()), caused_by, input.payload.clone());
-        if let Some(t) = &input.thread_id
-            && let Some(e) = self.events.last_mut()
-        {
-            e.thread_id = Some(t.clone());
-        }
         let cause = json!({"kind": "event", "id": id});
+        // An interrupt naming no thread reaches every child too.
+        if input.event_type == EventType::UserInterrupt && input.thread_id.is_none() {
+            self.interrupt_children(cause.clone());
+        }
         // An interrupt for the primary reaches its Outcome.
-        if input.event_type == EventType::UserInterrupt && input.thread_id.is_none() && self.interrupt_outcome(cause.clone()) {
+        if input.event_type == EventType::UserInterrupt && self.interrupt_outcome(cause.clone()) {
             return Ok(id);
         }
         match input.event_type {

@@ -24,6 +24,8 @@ pub struct Delta {
     pub preview_id: String,
     pub text: String,
     pub run_id: String,
+    /// The child thread previewing, empty for the primary.
+    pub thread_id: String,
 }
 
 #[derive(Debug, Clone)]
@@ -51,10 +53,10 @@ fn encode(origin: &str, item: &Item) -> Vec<u8> {
     let body = match item {
         Item::Event(e) => json!({"o": origin, "e": {
             "id": e.id, "session_id": e.session_id, "seq": e.seq, "type": e.event_type, "run_id": e.run_id,
-            "thread_id": e.thread_id, "authored_by": e.authored_by, "caused_by": e.caused_by, "payload": e.payload, "created_ms": e.created_ms,
+            "thread_id": e.thread_id, "origin_event_id": e.origin_event_id, "authored_by": e.authored_by, "caused_by": e.caused_by, "payload": e.payload, "created_ms": e.created_ms,
         }}),
         Item::Delta(d) => json!({"o": origin, "d": {
-            "kind": d.kind, "event_type": d.event_type, "preview_id": d.preview_id, "text": d.text, "run_id": d.run_id,
+            "kind": d.kind, "event_type": d.event_type, "preview_id": d.preview_id, "text": d.text, "run_id": d.run_id, "thread_id": d.thread_id,
         }}),
     };
     body.to_string().into_bytes()
@@ -76,6 +78,7 @@ fn decode(origin: &str, bytes: &[u8]) -> Option<Item> {
             event_type: s(e, "type")?,
             run_id: s(e, "run_id").and_then(|r| RunId::parse("run_id", &r).ok()),
             thread_id: s(e, "thread_id"),
+            origin_event_id: s(e, "origin_event_id").and_then(|r| EventId::parse("origin_event_id", &r).ok()),
             authored_by: e.get("authored_by").cloned().unwrap_or(Value::Null),
             caused_by: e.get("caused_by").cloned().unwrap_or(Value::Null),
             payload: e.get("payload").cloned().unwrap_or(Value::Null),
@@ -93,6 +96,7 @@ fn decode(origin: &str, bytes: &[u8]) -> Option<Item> {
         preview_id: s(d, "preview_id")?,
         text: s(d, "text")?,
         run_id: s(d, "run_id")?,
+        thread_id: s(d, "thread_id").unwrap_or_default(),
     }))
 }
 
@@ -166,6 +170,7 @@ mod tests {
             event_type: "agent.message".into(),
             run_id: Some(RunId::mint()),
             thread_id: None,
+            origin_event_id: None,
             authored_by: json!({"kind": "agent", "id": "agt_1"}),
             caused_by: json!({"kind": "run", "id": "run_1"}),
             payload: json!({"content": [{"type": "text", "text": "hi"}]}),
@@ -187,6 +192,7 @@ mod tests {
             preview_id: "prv_1".into(),
             text: "h".into(),
             run_id: "run_1".into(),
+            thread_id: "sthr_1".into(),
         };
         match decode("hub_b", &encode("hub_a", &Item::Delta(d.clone()))) {
             Some(Item::Delta(got)) => assert_eq!(got, d),
@@ -207,6 +213,7 @@ mod tests {
             preview_id: "prv_1".into(),
             text: "h".into(),
             run_id: "run_1".into(),
+            thread_id: String::new(),
         };
         svc.hub.publish(SID, Item::Delta(delta.clone()));
         let (tx, mut rx) = tokio::sync::mpsc::channel(8);

@@ -15,6 +15,7 @@ use crate::input::{Draft, Input, system};
 use crate::model::outcome::*;
 use crate::model::*;
 use crate::service::SessionsService;
+use crate::store::View;
 use checkfu_core::events::EventType;
 use checkfu_core::id::{EventId, OutcomeId, SessionId};
 use checkfu_core::page::PageRequest;
@@ -306,7 +307,7 @@ impl SessionsService {
         let mut message = String::new();
         let mut after = 0;
         loop {
-            let page = self.store.list_events(&session.id, after, 1000, &["agent.message".to_string()]).await?;
+            let page = self.store.list_events(&session.id, &View::PrimaryOwn, after, 1000, &["agent.message".to_string()]).await?;
             for e in &page {
                 if e.seq >= g.started_seq {
                     break;

@@ -8,9 +8,9 @@ use crate::input::{Draft, system};
 use crate::live::{Delta, Item};
 use crate::model::*;
 use crate::service::SessionsService;
-use crate::store::ClaimGuard;
+use crate::store::{ClaimGuard, View};
 use checkfu_core::events::EventType;
-use checkfu_core::id::{RunId, SessionId};
+use checkfu_core::id::{AgentId, RunId, SessionId};
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
 use serde_json::{Value, json};
@@ -123,7 +123,8 @@ fn check_run_events(events: Vec<(String, Value)>) -> Result<Vec<(EventType, Valu
 /// Run and the Session. Returns the seqs they will get.
 fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(EventType, Value)]) -> Result<Vec<i64>> {
     let mut run = held(d, lease)?.clone();
-    let agent = json!({"kind": "agent", "id": d.session.agent_id});
+    let agent_id = d.focused().map_or_else(|| d.session.agent_id.to_string(), |t| t.agent.agent_id.clone());
+    let agent = json!({"kind": "agent", "id": agent_id});
     let cause = json!({"kind": "run", "id": run.id});
     let mut seqs = Vec::with_capacity(events.len());
     for &(t, ref p) in events {
@@ -136,6 +137,7 @@ fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(EventType, Value)]
             };
             run.usage.add(add);
             d.session.usage.add(add);
+            d.charge_thread(add);
             if let Some(b) = d.session.budget.as_mut() {
                 b.charge(add);
             }
@@ -206,8 +208,12 @@ fn lease_lost() -> Error {
     Error::new(Code::PreconditionFailed, "the lease on this run is no longer held").with_details(json!({"reason": "lease_lost"}))
 }
 
-/// Checks inside a draft that `lease` still holds the Session's active Run.
-fn held<'a>(d: &'a Draft, lease: &Lease) -> Result<&'a Run> {
+/// Checks inside a draft that `lease` still holds one of the Session's
+/// active Runs, and puts that Run's thread in focus.
+fn held<'a>(d: &'a mut Draft, lease: &Lease) -> Result<&'a Run> {
+    if !d.focus_run(&lease.run_id) {
+        return Err(lease_lost());
+    }
     match &d.run {
         Some(r) if lease.holds(r) => Ok(r),
         _ => Err(lease_lost()),
@@ -276,6 +282,7 @@ impl SessionsService {
             let claimed = self
                 .transact(&candidate.session_id, |d| {
                     let now = d.now_ms;
+                    d.focus_run(&candidate.id);
                     let Some(run) = d.run.clone().filter(|r| r.id == candidate.id) else { return Ok(None) };
                     let claimable = run.status == RunStatus::Queued || (run.status == RunStatus::Running && run.lease_expires_ms < now);
                     if !claimable || d.session.status == SessionStatus::Terminated {
@@ -298,13 +305,43 @@ impl SessionsService {
 
     /// What a runner needs for a Run just claimed for it: the tools its
     /// Session may use, its lease, and the `tail` newest events of the log.
+    ///
+    /// A child thread's Run gets its own view of the log, its member's
+    /// tools and instructions, and `send_message`; a coordinator's primary
+    /// also `spawn_agent` (`thread_tools.rs`).
     pub(crate) async fn work_item(&self, session: Session, run: Run, tail: i64) -> Result<WorkItem> {
-        let tail = self.store.list_events(&session.id, (session.last_seq - tail).max(0), tail, &[]).await?;
-        let tools = self.run_tools(&session).await?;
+        let child = run.thread_id.as_ref().and_then(|t| session.threads.iter().find(|c| &c.id == t)).cloned();
+        let view = child.as_ref().map_or(View::PrimaryOwn, |c| View::Child(c.id.clone()));
+        // A view skips other threads' seqs: a wider window finds the tail.
+        let window = if session.threads.is_empty() { tail } else { tail * 4 };
+        let mut tail = self.store.list_events(&session.id, &view, (session.last_seq - window).max(0), window, &[]).await?;
+        let keep = tail.len().saturating_sub(CLAIM_TAIL as usize);
+        tail.drain(..keep);
+        let (tools, own_instructions) = self.thread_tools(&session, &run).await?;
         let capability = self.mint_capability(&session, &run, &tools)?;
         let sandbox = self.sandbox_for(&session, &run.id).await?;
-        let instructions = with_skills(&session.selection.instructions, &sandbox["skills"]);
+        let instructions = with_skills(&own_instructions, &sandbox["skills"]);
         Ok(WorkItem { lease: Lease::of(&run), session, run, tools, tail, capability, sandbox, instructions })
+    }
+
+    /// The tools and instructions of `run`'s thread: the primary's are the
+    /// Session's (and, for a coordinator, both platform tools); a child's
+    /// its own AgentVersion's — a `self` child narrowed as the Session is —
+    /// and `send_message` (`thread_tools.rs`).
+    pub(crate) async fn thread_tools(&self, session: &Session, run: &Run) -> Result<(Vec<ToolDecl>, String)> {
+        let child = run.thread_id.as_ref().and_then(|t| session.threads.iter().find(|c| &c.id == t));
+        let itself = child.is_some_and(|c| c.agent.agent_id == session.agent_id.as_str() && c.agent.version == session.pins.agent_version);
+        let (mut tools, instructions) = match child {
+            Some(c) if !itself => {
+                let v = self.pinned_version(&AgentId::parse("agent_id", &c.agent.agent_id)?, c.agent.version).await?;
+                v.map(|v| (v.definition.tools, v.definition.instructions)).unwrap_or_default()
+            }
+            _ => (self.run_tools(session).await?, session.selection.instructions.clone()),
+        };
+        let coordinator =
+            self.pinned_version(&session.agent_id, session.pins.agent_version).await?.is_some_and(|v| v.definition.multiagent.is_some());
+        tools.extend(crate::thread_tools::platform_tools(coordinator, child.is_some()));
+        Ok((tools, instructions))
     }
 
     /// The tools a Session's Runs may use: its pinned version's, less those
@@ -381,7 +418,7 @@ impl SessionsService {
     }
 
     pub(crate) async fn session_of(&self, lease: &Lease) -> Result<SessionId> {
-        if let Some(run) = lease.session_id.as_ref().and_then(|s| self.cached_active_run(s)).filter(|r| lease.holds(r)) {
+        if let Some(run) = lease.session_id.as_ref().and_then(|s| self.cached_run(s, &lease.run_id)).filter(|r| lease.holds(r)) {
             return Ok(run.session_id);
         }
         let run = self.run(&lease.run_id).await?;
@@ -391,10 +428,22 @@ impl SessionsService {
         Ok(run.session_id)
     }
 
+    /// Reads the log as the lease's thread sees it: a child its own view,
+    /// the primary its own events (not the cross-posts).
     pub async fn read_for_run(&self, lease: &Lease, after_seq: i64, limit: u32) -> Result<Vec<Event>> {
-        let session_id = self.session_of(lease).await?;
+        let (session_id, view) = self.view_of(lease).await?;
         let limit = i64::from(limit.clamp(1, 1000));
-        self.store.list_events(&session_id, after_seq, limit, &[]).await
+        self.store.list_events(&session_id, &view, after_seq, limit, &[]).await
+    }
+
+    /// The lease's Session and the view of its Run's thread.
+    async fn view_of(&self, lease: &Lease) -> Result<(SessionId, View)> {
+        let session_id = self.session_of(lease).await?;
+        let thread = match self.cached_run(session_id.as_str(), &lease.run_id) {
+            Some(r) => r.thread_id,
+            None => self.run(lease.run_id.as_str()).await?.thread_id,
+        };
+        Ok((session_id, thread.map_or(View::PrimaryOwn, View::Child)))
     }
 
     /// Appends the Run's own events (model spans, agent output, ...). Usage
@@ -417,13 +466,18 @@ impl SessionsService {
         if chunks.len() > 1024 || chunks.iter().map(String::len).sum::<usize>() > 64 * 1024 {
             return Err(Error::invalid_field("chunks", "at most 1024 chunks and 64 KiB per call"));
         }
-        let session_id = self.session_of(lease).await?;
+        let (session_id, view) = self.view_of(lease).await?;
+        let thread_id = match view {
+            View::Child(t) => t,
+            _ => String::new(),
+        };
         let delta = |kind: &'static str, text: &str| Delta {
             kind,
             event_type: event_type.into(),
             preview_id: preview_id.into(),
             text: text.into(),
             run_id: lease.run_id.to_string(),
+            thread_id: thread_id.clone(),
         };
         if start {
             self.hub.publish(&session_id, Item::Delta(delta("event_start", "")));

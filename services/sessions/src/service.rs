@@ -6,7 +6,7 @@ use crate::handoff::{Parked, Waiting};
 use crate::input::{Draft, Input};
 use crate::live::{Hub, Item};
 use crate::model::*;
-use crate::store::{Change, SessionFilter, SessionsStore};
+use crate::store::{Change, SessionFilter, SessionsStore, View};
 use checkfu_core::cache::Bounded;
 use checkfu_core::events::EventType;
 use checkfu_core::id::{AgentId, DeploymentId, PrincipalId, RunId, SessionId};
@@ -35,7 +35,7 @@ pub struct SessionsService {
     /// The last committed state of recently changed Sessions. A change is
     /// decided from it and committed with a compare-and-set on `version`,
     /// so a stale entry only costs a retry from a fresh read.
-    snapshots: Arc<Bounded<SessionId, (Session, Option<Run>)>>,
+    snapshots: Arc<Bounded<SessionId, Snapshot>>,
     /// Published versions are immutable, so they are cached once read.
     versions: Arc<Bounded<(String, i64), AgentVersion>>,
     /// SandboxProfile revisions are immutable too.
@@ -61,6 +61,10 @@ pub struct SessionsService {
     /// Files and skills: switched off or not, and how long Files live.
     pub(crate) uploads: crate::uploads::UploadSettings,
 }
+
+/// A Session as last committed here: its primary's active Run and its
+/// child threads' active Runs.
+type Snapshot = (Session, Option<Run>, Vec<Run>);
 
 /// Versions kept in memory; beyond this the cache starts over.
 const VERSION_CACHE: usize = 4096;
@@ -320,6 +324,7 @@ impl SessionsService {
             last_seq: 0,
             last_user_message_seq: 0,
             outcome: None,
+            threads: vec![],
             created_ms: now,
             updated_ms: now,
             version: 1,
@@ -360,7 +365,7 @@ impl SessionsService {
         };
         let mut session = d.session;
         session.last_seq = events.len() as i64;
-        self.remember(session.clone(), d.run.clone());
+        self.remember(session.clone(), d.run.clone(), vec![]);
         self.after_commit(&session.id, &events, queues(&d.runs));
         Ok((session, events))
     }
@@ -405,20 +410,27 @@ impl SessionsService {
         let mut handing: Option<Waiting> = None;
         for attempt in 0..COMMIT_ATTEMPTS {
             let cached = if attempt == 0 { self.snapshots.get(session_id) } else { None };
-            let (session, run) = match cached {
+            let (session, run, child_runs) = match cached {
                 Some(snapshot) => snapshot,
-                None => (self.session(session_id).await?, self.store.active_run(session_id).await?),
+                None => {
+                    let session = self.session(session_id).await?;
+                    let children = if session.threads.is_empty() { vec![] } else { self.store.child_runs(session_id).await? };
+                    (session, self.store.active_run(session_id).await?, children)
+                }
             };
             let expected_version = session.version;
             let outcome_before = session.outcome.clone();
             let mut d = Draft::new(session, run, now_ms());
-            let out = decide(&mut d)?;
+            d.child_runs = child_runs;
+            let out = decide(&mut d);
+            d.unfocus();
+            let out = out?;
             if d.events.is_empty() && d.runs.is_empty() {
                 return Ok((out, d.session, vec![]));
             }
             let handed = self.claim_for_waiting(&mut d, &mut handing);
             d.session.updated_ms = d.now_ms;
-            let active = d.run.clone();
+            let active = (d.run.clone(), d.child_runs.clone());
             let outcome_changed = d.session.outcome != outcome_before;
             let change = Change {
                 expected_version,
@@ -431,7 +443,7 @@ impl SessionsService {
             };
             let queued = queues(&change.runs);
             if let Some((session, events)) = self.store.commit(change).await? {
-                self.remember(session.clone(), active);
+                self.remember(session.clone(), active.0, active.1);
                 self.after_commit(session_id, &events, queued);
                 if let (Some(to), Some(run)) = (handing.take(), handed) {
                     self.deliver(to, session.clone(), run);
@@ -446,27 +458,38 @@ impl SessionsService {
 
     /// Claims a Run the draft admits for the oldest claim waiting here.
     fn claim_for_waiting(&self, d: &mut Draft, handing: &mut Option<Waiting>) -> Option<Run> {
-        let admitted = d.admitted.as_ref()?;
-        let run = d.run.as_ref().filter(|r| &r.id == admitted && r.status == RunStatus::Queued)?;
+        let admitted = d.admitted.clone()?;
+        let placement = d.run.iter().chain(&d.child_runs).find(|r| r.id == admitted && r.status == RunStatus::Queued)?.placement.clone();
         if handing.is_none() {
-            *handing = self.parked.take(&run.placement);
+            *handing = self.parked.take(&placement);
         }
         let runner_id = handing.as_ref()?.runner_id.clone();
-        d.claim_run(&runner_id, self.lease_ms)
+        d.focus_run(&admitted);
+        let run = d.claim_run(&runner_id, self.lease_ms);
+        d.unfocus();
+        run
     }
 
     /// The active Run of a recently changed Session, as last committed here.
     pub(crate) fn cached_active_run(&self, session_id: &str) -> Option<Run> {
-        self.snapshots.get(session_id).and_then(|(_, run)| run)
+        self.snapshots.get(session_id).and_then(|(_, run, _)| run)
     }
 
-    /// A recently changed Session and its active Run, as last committed here.
+    /// A recently changed Session's active Run `run_id` (of any thread), as
+    /// last committed here.
+    pub(crate) fn cached_run(&self, session_id: &str, run_id: &RunId) -> Option<Run> {
+        let (_, run, children) = self.snapshots.get(session_id)?;
+        run.into_iter().chain(children).find(|r| &r.id == run_id)
+    }
+
+    /// A recently changed Session and its primary's active Run, as last
+    /// committed here.
     pub(crate) fn cached_state(&self, session_id: &str) -> Option<(Session, Option<Run>)> {
-        self.snapshots.get(session_id)
+        self.snapshots.get(session_id).map(|(s, run, _)| (s, run))
     }
 
-    fn remember(&self, session: Session, run: Option<Run>) {
-        self.snapshots.insert(session.id.clone(), (session, run));
+    fn remember(&self, session: Session, run: Option<Run>, child_runs: Vec<Run>) {
+        self.snapshots.insert(session.id.clone(), (session, run, child_runs));
     }
 
     /// Appends one user event. Returns the persisted event and whether it
@@ -491,9 +514,10 @@ impl SessionsService {
         }
         let ((id, dropped), _, events) = self
             .transact(session_id, |d| {
-                let before = d.session.waiting_approvals();
+                let before = d.session.all_waiting_approvals();
                 let id = d.apply(&input)?;
-                let after = d.session.waiting_approvals();
+                d.unfocus();
+                let after = d.session.all_waiting_approvals();
                 Ok((id, before.into_iter().filter(|a| !after.contains(a)).collect::<Vec<_>>()))
             })
             .await?;
@@ -511,7 +535,7 @@ impl SessionsService {
             _ => return Ok(None),
         };
         let id = input.payload.get(key).cloned().unwrap_or(Value::Null);
-        let earlier = self.store.list_events(session_id, 0, i64::MAX, &[input.event_type.as_str().to_string()]).await?;
+        let earlier = self.store.list_events(session_id, &View::All, 0, i64::MAX, &[input.event_type.as_str().to_string()]).await?;
         if let Some(e) = earlier.into_iter().find(|e| e.payload.get(key) == Some(&id)) {
             if e.payload == input.payload {
                 return Ok(Some(e));
@@ -529,6 +553,7 @@ impl SessionsService {
             .transact(&session_id, |d| {
                 if d.session.status != SessionStatus::Terminated {
                     d.archive_outcome(caused_by.clone());
+                    d.terminate_children(caused_by.clone());
                     d.terminate(caused_by.clone());
                 }
                 Ok(())
@@ -581,8 +606,25 @@ impl SessionsService {
         Ok(s)
     }
 
-    pub async fn list_events(&self, session_id: &str, after_seq: i64, limit: u32, types: &[String]) -> Result<(Vec<Event>, bool)> {
-        let session_id = self.session(session_id).await?.id;
+    /// A page of one view of the log: `view` is `""` (the primary view),
+    /// `"all"` or a thread's id (api.md §15.2).
+    pub async fn list_events(
+        &self,
+        session_id: &str,
+        view: &str,
+        after_seq: i64,
+        limit: u32,
+        types: &[String],
+    ) -> Result<(Vec<Event>, bool)> {
+        let s = self.session(session_id).await?;
+        let view = match view {
+            "" => View::Primary,
+            "all" => View::All,
+            t if t == crate::threads::primary_of(&s.id) => View::Primary,
+            t if s.threads.iter().any(|c| c.id == t) => View::Child(t.to_string()),
+            t => return Err(Error::not_found("session_thread", t)),
+        };
+        let session_id = s.id;
         if !(0..=1000).contains(&limit) {
             return Err(Error::invalid_field("limit", "limit must be between 1 and 1000"));
         }
@@ -590,7 +632,7 @@ impl SessionsService {
             return Err(Error::invalid_field("after_seq", "after_seq must not be negative"));
         }
         let limit = if limit == 0 { 100 } else { i64::from(limit) };
-        let mut rows = self.store.list_events(&session_id, after_seq, limit + 1, types).await?;
+        let mut rows = self.store.list_events(&session_id, &view, after_seq, limit + 1, types).await?;
         let more = rows.len() as i64 > limit;
         rows.truncate(limit as usize);
         Ok((rows, more))
@@ -660,7 +702,7 @@ impl SessionsService {
 
     async fn replay(&self, session_id: &SessionId, mut cursor: i64, out: &mpsc::Sender<Item>) -> Result<i64> {
         loop {
-            let batch = self.store.list_events(session_id, cursor, 500, &[]).await?;
+            let batch = self.store.list_events(session_id, &View::All, cursor, 500, &[]).await?;
             let n = batch.len();
             for e in batch {
                 cursor = e.seq;

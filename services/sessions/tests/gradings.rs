@@ -10,7 +10,7 @@ use checkfu_core::testing::tid;
 use checkfu_sessions::SessionsService;
 use checkfu_sessions::model::outcome::*;
 use checkfu_sessions::model::*;
-use checkfu_sessions::store::{SessionsStore, SqlSessionsStore};
+use checkfu_sessions::store::{SessionsStore, SqlSessionsStore, View};
 use checkfu_store::{Db, Location};
 use serde_json::json;
 use std::sync::Arc;
@@ -42,6 +42,7 @@ fn event(t: &str) -> NewEvent {
         event_type: t.into(),
         run_id: None,
         thread_id: None,
+        origin_event_id: None,
         authored_by: json!(null),
         caused_by: json!({"kind": "principal", "id": "prin_1"}),
         payload: json!({}),
@@ -69,7 +70,7 @@ async fn a_grading_left_behind_is_finished_once() {
     assert_eq!((s.status, s.stop_reason.clone()), (SessionStatus::Idle, Some(json!({"type": "end_turn"}))));
     let o = s.outcome.unwrap();
     assert_eq!((o.status, o.grading.clone(), o.iterations_used), (OutcomeStatus::Active, None, 0), "undecided: the iteration is not used");
-    let events = store.list_events(&tid(&stale), 0, 100, &[]).await.unwrap();
+    let events = store.list_events(&tid(&stale), &View::All, 0, 100, &[]).await.unwrap();
     let last: Vec<&str> = events.iter().rev().take(2).map(|e| e.event_type.as_str()).collect();
     assert_eq!(last, ["session.status_idle", "outcome.evaluation_completed"]);
     let completed = &events[events.len() - 2].payload;
@@ -79,5 +80,5 @@ async fn a_grading_left_behind_is_finished_once() {
     assert_eq!(svc.resume_gradings().await.unwrap(), 0, "finished once; the live one is left alone");
     // A repeat of the finished grading changes nothing.
     svc.grade(&tid(&stale)).await.unwrap();
-    assert_eq!(store.list_events(&tid(&stale), 0, 100, &[]).await.unwrap().len(), events.len());
+    assert_eq!(store.list_events(&tid(&stale), &View::All, 0, 100, &[]).await.unwrap().len(), events.len());
 }

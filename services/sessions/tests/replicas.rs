@@ -27,6 +27,7 @@ async fn replicas_see_each_other(fanout: Arc<dyn Fanout>) {
         event_type: "session.created".into(),
         run_id: None,
         thread_id: None,
+        origin_event_id: None,
         authored_by: json!(null),
         caused_by: json!({"kind": "principal", "id": "prin_1"}),
         payload: json!({}),

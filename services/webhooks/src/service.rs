@@ -167,7 +167,7 @@ impl WebhooksService {
     /// it. Idempotent: a record seen twice adds nothing.
     pub async fn ingest(&self, r: &Record) -> Result<usize> {
         let p: Value = serde_json::from_str(&r.payload).map_err(|e| Error::invalid(format!("unreadable event: {e}")))?;
-        let ty = p["type"].as_str().unwrap_or_default();
+        let ty = lifecycle_type(&p);
         if !SUBSCRIBABLE.contains(&ty) {
             return Ok(0);
         }
@@ -177,6 +177,12 @@ impl WebhooksService {
             if let Some(v) = p.get(k).filter(|v| v.is_string()) {
                 data[k] = v.clone();
             }
+        }
+        // A thread's lifecycle names the thread it is about.
+        if ty.starts_with("session.thread_")
+            && let Some(t) = p.get("resource_id").filter(|v| v.is_string())
+        {
+            data["session_thread_id"] = t.clone();
         }
         let created_at = p["created_at"].clone();
         let now = self.clock.now_ms();
@@ -294,5 +300,36 @@ impl WebhooksService {
     /// When the next attempt of a pending delivery is due, for views.
     pub fn next_attempt_at(d: &Delivery) -> String {
         if d.status == DeliveryStatus::Pending { rfc3339(d.next_attempt_ms) } else { String::new() }
+    }
+}
+
+/// The webhook type of a platform event: a child thread's own (not
+/// cross-posted) idle and terminated statuses keep the lifecycle spelling
+/// `session.thread_idled` / `session.thread_terminated` (api.md §15.5).
+fn lifecycle_type(p: &Value) -> &str {
+    let ty = p["type"].as_str().unwrap_or_default();
+    let own = p.get("origin_event_id").is_none_or(Value::is_null);
+    match ty {
+        "session.thread_status_idle" if own => "session.thread_idled",
+        "session.thread_status_terminated" if own => "session.thread_terminated",
+        _ => ty,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lifecycle_type;
+    use serde_json::json;
+
+    #[test]
+    fn a_childs_own_idle_and_termination_keep_the_lifecycle_spelling() {
+        assert_eq!(lifecycle_type(&json!({"type": "session.thread_status_idle", "origin_event_id": null})), "session.thread_idled");
+        assert_eq!(lifecycle_type(&json!({"type": "session.thread_status_terminated"})), "session.thread_terminated");
+        assert_eq!(
+            lifecycle_type(&json!({"type": "session.thread_status_idle", "origin_event_id": "evt_1"})),
+            "session.thread_status_idle",
+            "a cross-post is not delivered again"
+        );
+        assert_eq!(lifecycle_type(&json!({"type": "session.thread_created"})), "session.thread_created");
     }
 }

@@ -350,8 +350,13 @@ pub async fn list_events(
     RawQuery(raw): RawQuery,
 ) -> J<Page<views::Event>> {
     facts_for(&st, &caller, &id, false).await?;
+    list_view(&st, id, String::new(), raw).await
+}
+
+/// A page of one view of the log: `""` the primary view, else a thread's.
+async fn list_view(st: &AppState, id: String, view: String, raw: Option<String>) -> J<Page<views::Event>> {
     let (after_seq, limit, types) = event_query(raw)?;
-    let r = st.sessions.clone().list_events(ss::ListEventsRequest { session_id: id, after_seq, limit, types }).await?.into_inner();
+    let r = st.sessions.clone().list_events(ss::ListEventsRequest { session_id: id, after_seq, limit, types, view }).await?.into_inner();
     let next = if r.has_more { r.data.last().map(|e| encode_token(&e.seq.to_string())).unwrap_or_default() } else { String::new() };
     Ok(Json(views::page(&r.data, &next, views::event)))
 }
@@ -372,6 +377,18 @@ pub async fn stream_events(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Response> {
     facts_for(&st, &caller, &id, false).await?;
+    stream_view(st, caller, id, None, headers, raw).await
+}
+
+/// The SSE stream of one view: `None` the primary view, else a child's.
+async fn stream_view(
+    st: AppState,
+    caller: Caller,
+    id: String,
+    view: Option<String>,
+    headers: HeaderMap,
+    raw: Option<String>,
+) -> ApiResult<Response> {
     let pairs: Vec<(String, String)> =
         serde_urlencoded::from_str(raw.as_deref().unwrap_or_default()).map_err(|e| Error::invalid(format!("invalid query string: {e}")))?;
     let mut after_seq = 0i64;
@@ -408,7 +425,7 @@ pub async fn stream_events(
     }
     let slot = st.streams.admit(&caller.principal_id)?;
     // Followers of one Session share this gateway's one feed of rendered frames.
-    let feed = st.feeds.follow(st.sessions.clone(), id.clone(), after_seq, delta_types).await?;
+    let feed = st.feeds.follow(st.sessions.clone(), id.clone(), view, after_seq, delta_types).await?;
     // The stream ends when the node drains or the caller's access is revoked.
     let (stop, gone) = (st.shutdown.child_token(), tokio_util::sync::CancellationToken::new());
     let secret = crate::auth::bearer(&headers).to_string();
@@ -531,10 +548,10 @@ pub async fn list_thread_events(
     State(st): State<AppState>,
     caller: Caller,
     Path((id, thread_id)): Path<(String, String)>,
-    raw: RawQuery,
+    RawQuery(raw): RawQuery,
 ) -> J<Page<views::Event>> {
     thread_of(&st, &caller, &id, &thread_id, false).await?;
-    list_events(State(st), caller, Path(id), raw).await
+    list_view(&st, id, thread_id, raw).await
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}/events/stream", tag = "sessions",
@@ -547,8 +564,10 @@ pub async fn stream_thread_events(
     caller: Caller,
     Path((id, thread_id)): Path<(String, String)>,
     headers: HeaderMap,
-    raw: RawQuery,
+    RawQuery(raw): RawQuery,
 ) -> ApiResult<Response> {
-    thread_of(&st, &caller, &id, &thread_id, false).await?;
-    stream_events(State(st), caller, Path(id), headers, raw).await
+    let thread = thread_of(&st, &caller, &id, &thread_id, false).await?;
+    // The primary's view is the Session's.
+    let view = thread.get("parent_thread_id").and_then(Value::as_str).is_some().then_some(thread_id);
+    stream_view(st, caller, id, view, headers, raw).await
 }

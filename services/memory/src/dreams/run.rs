@@ -290,7 +290,13 @@ impl MemoryService {
         for id in session_ids {
             let mut after_seq = 0;
             loop {
-                let req = ss::ListEventsRequest { session_id: id.clone(), after_seq, limit: 500, types: vec!["user.message".into()] };
+                let req = ss::ListEventsRequest {
+                    session_id: id.clone(),
+                    after_seq,
+                    limit: 500,
+                    types: vec!["user.message".into()],
+                    view: String::new(),
+                };
                 let page = self.sessions.clone().list_events(req).await.map_err(Error::from)?.into_inner();
                 for e in &page.data {
                     after_seq = e.seq;

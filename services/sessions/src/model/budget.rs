@@ -11,14 +11,10 @@ use serde_json::{Value, json};
 string_enum!(
     /// What a Budget counts: integer micro-USD from the price catalog, or
     /// provider tokens (input + output).
-    #[derive(Serialize, Deserialize)]
-    #[serde(rename_all = "snake_case")]
     BudgetMetric { ModelSpend = "model_spend", ModelTokens = "model_tokens" }
 );
 string_enum!(
     /// Whether a Budget admits work (a paused one admits nothing).
-    #[derive(Serialize, Deserialize)]
-    #[serde(rename_all = "snake_case")]
     BudgetStatus { Active = "active", Paused = "paused" }
 );
 

@@ -8,12 +8,14 @@ mod memory;
 pub mod outcome;
 mod runner;
 mod skills;
+mod thread;
 mod uploads;
 pub use budget::{Budget, BudgetChange, BudgetMetric, BudgetStatus};
 pub use files::*;
 pub use memory::*;
 pub use runner::*;
 pub use skills::*;
+pub use thread::*;
 pub use uploads::*;
 
 use checkfu_core::id::{AgentId, DeploymentId, EnvironmentId, EventId, PrincipalId, RoutingProfileId, RunId, SandboxProfileId, SessionId};
@@ -54,6 +56,13 @@ pub enum ToolDecl {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         connection_id: Option<String>,
     },
+    /// A tool the platform itself answers (multiagent's `spawn_agent` and
+    /// `send_message`): given to a Run, never declared in a draft.
+    Platform {
+        name: String,
+        description: String,
+        input_schema: Value,
+    },
 }
 
 fn empty_object() -> Value {
@@ -64,7 +73,7 @@ impl ToolDecl {
     /// The names this declaration makes callable.
     pub fn names(&self) -> Vec<String> {
         match self {
-            ToolDecl::Builtin { name } | ToolDecl::Custom { name, .. } => vec![name.clone()],
+            ToolDecl::Builtin { name } | ToolDecl::Custom { name, .. } | ToolDecl::Platform { name, .. } => vec![name.clone()],
             ToolDecl::ToolSource { tools, .. } => tools.clone(),
         }
     }
@@ -164,6 +173,9 @@ impl AgentDefinition {
                     for n in tools {
                         check_tool_name(&field, n)?;
                     }
+                }
+                ToolDecl::Platform { .. } => {
+                    return Err(Error::invalid_field(&field, "platform tools are given by the platform, not declared"));
                 }
                 ToolDecl::Builtin { .. } => {}
             }
@@ -469,15 +481,7 @@ impl Session {
     /// The tool uses (custom ones awaiting results, gated ones awaiting
     /// approval) a `requires_action` wait is still waiting on.
     pub fn waiting_ids(&self) -> Vec<String> {
-        let Some(reason) = self.stop_reason.as_ref().filter(|_| self.status == SessionStatus::Idle) else { return vec![] };
-        if reason.get("type").and_then(Value::as_str) != Some("requires_action") {
-            return vec![];
-        }
-        reason
-            .get("waiting_on")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-            .unwrap_or_default()
+        waiting_ids(self.status, &self.stop_reason)
     }
 
     /// Every ActionApproval the Session's `requires_action` wait holds.
@@ -487,12 +491,57 @@ impl Session {
 
     /// The ActionApproval a `requires_action` wait holds for `tool_use_id`.
     pub fn waiting_approval(&self, tool_use_id: &str) -> Option<String> {
-        if !self.waiting_ids().iter().any(|w| w == tool_use_id) {
-            return None;
-        }
-        let approvals = self.stop_reason.as_ref()?.get("approvals")?;
-        approvals.get(tool_use_id).and_then(Value::as_str).map(str::to_string)
+        waiting_approval(self.status, &self.stop_reason, tool_use_id)
     }
+
+    /// Every thread's waits: `(None` for the primary, else the child's id,
+    /// the tool use ids it waits on)`, only threads that wait.
+    pub fn thread_waits(&self) -> Vec<(Option<String>, Vec<String>)> {
+        let mut out = vec![];
+        let primary = self.waiting_ids();
+        if !primary.is_empty() {
+            out.push((None, primary));
+        }
+        for t in self.threads.iter().filter(|t| !t.archived()) {
+            let w = waiting_ids(t.status, &t.stop_reason);
+            if !w.is_empty() {
+                out.push((Some(t.id.clone()), w));
+            }
+        }
+        out
+    }
+
+    /// The ActionApproval any thread's wait holds for `tool_use_id`.
+    pub fn any_waiting_approval(&self, tool_use_id: &str) -> Option<String> {
+        self.waiting_approval(tool_use_id)
+            .or_else(|| self.threads.iter().find_map(|t| waiting_approval(t.status, &t.stop_reason, tool_use_id)))
+    }
+
+    /// Every ActionApproval any thread's wait holds.
+    pub fn all_waiting_approvals(&self) -> Vec<String> {
+        self.thread_waits().into_iter().flat_map(|(_, ids)| ids).filter_map(|id| self.any_waiting_approval(&id)).collect()
+    }
+}
+
+/// The tool use ids a thread in `status` with `stop_reason` waits on.
+pub fn waiting_ids(status: SessionStatus, stop_reason: &Option<Value>) -> Vec<String> {
+    let Some(reason) = stop_reason.as_ref().filter(|_| status == SessionStatus::Idle) else { return vec![] };
+    if reason.get("type").and_then(Value::as_str) != Some("requires_action") {
+        return vec![];
+    }
+    reason
+        .get("waiting_on")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+fn waiting_approval(status: SessionStatus, stop_reason: &Option<Value>, tool_use_id: &str) -> Option<String> {
+    if !waiting_ids(status, stop_reason).iter().any(|w| w == tool_use_id) {
+        return None;
+    }
+    let approvals = stop_reason.as_ref()?.get("approvals")?;
+    approvals.get(tool_use_id).and_then(Value::as_str).map(str::to_string)
 }
 
 impl Usage {
@@ -524,6 +573,9 @@ pub struct Session {
     pub last_user_message_seq: i64,
     /// The Session's newest Outcome, if it defined one (api.md §14).
     pub outcome: Option<outcome::Outcome>,
+    /// Its child threads in spawn order (api.md §15); the primary is the
+    /// Session itself.
+    pub threads: Vec<SessionThread>,
     pub created_ms: i64,
     pub updated_ms: i64,
     pub version: i64,
@@ -550,6 +602,8 @@ pub struct Run {
     /// Where it may execute: `""` on the managed plane, else a Runner
     /// pool's placement (`runner::placement`).
     pub placement: String,
+    /// The child thread it runs, `None` for the primary.
+    pub thread_id: Option<String>,
 }
 
 /// An event about to be appended; the store assigns `seq`.
@@ -559,6 +613,8 @@ pub struct NewEvent {
     pub event_type: String,
     pub run_id: Option<RunId>,
     pub thread_id: Option<String>,
+    /// A cross-post's original event (api.md §15.2), else `None`.
+    pub origin_event_id: Option<EventId>,
     pub authored_by: Value,
     pub caused_by: Value,
     pub payload: Value,
@@ -573,6 +629,8 @@ pub struct Event {
     pub event_type: String,
     pub run_id: Option<RunId>,
     pub thread_id: Option<String>,
+    /// A cross-post's original event (api.md §15.2), else `None`.
+    pub origin_event_id: Option<EventId>,
     pub authored_by: Value,
     pub caused_by: Value,
     pub payload: Value,

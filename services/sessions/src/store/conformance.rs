@@ -52,6 +52,7 @@ pub(crate) fn session(id: &str) -> Session {
         last_seq: 0,
         last_user_message_seq: 0,
         outcome: None,
+        threads: vec![],
         created_ms: 1,
         updated_ms: 1,
         version: 1,
@@ -64,6 +65,7 @@ pub(crate) fn ev(t: &str) -> NewEvent {
         event_type: t.into(),
         run_id: None,
         thread_id: None,
+        origin_event_id: None,
         authored_by: json!(null),
         caused_by: json!({"kind": "principal", "id": "prin_1"}),
         payload: json!({"n": t}),
@@ -88,6 +90,7 @@ pub(crate) fn run(id: &str, session: &str, status: RunStatus, expires: i64) -> R
         completed_ms: None,
         traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
         placement: String::new(),
+        thread_id: None,
     }
 }
 
@@ -104,6 +107,7 @@ async fn sessions_store_conformance() {
         files_replace_by_path_and_sandboxes_expire(&*s).await;
         uploads_expire_and_sessions_keep_their_copies(&*s).await;
         skills_keep_one_active_name_and_immutable_versions(s.clone()).await;
+        threads_travel_with_their_session_and_views_filter_the_log(&*s).await;
         eprintln!("sessions store conformance passed on {name}");
     }
 }
@@ -198,12 +202,51 @@ async fn session_log_is_gapless(s: &dyn SessionsStore) {
     assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4]);
     assert_eq!((after.last_seq, after.version, after.status), (4, stored.version + 1, SessionStatus::Running));
     assert!(s.commit(change).await.expect("commit").is_none(), "a change decided from a stale read is refused");
-    let all = s.list_events(&tid("sess_1"), 0, 100, &[]).await.expect("list");
+    let all = s.list_events(&tid("sess_1"), &View::All, 0, 100, &[]).await.expect("list");
     assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
-    let typed = s.list_events(&tid("sess_1"), 0, 100, &["user.message".into(), "run.created".into()]).await.expect("list");
+    let typed = s.list_events(&tid("sess_1"), &View::All, 0, 100, &["user.message".into(), "run.created".into()]).await.expect("list");
     assert_eq!(typed.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2, 3]);
-    assert_eq!(s.list_events(&tid("sess_1"), 2, 1, &[]).await.expect("list")[0].seq, 3);
+    assert_eq!(s.list_events(&tid("sess_1"), &View::All, 2, 1, &[]).await.expect("list")[0].seq, 3);
     assert_eq!(all[1].payload, json!({"n": "user.message"}));
+}
+
+/// Child threads live on the Session's row; each Run names its thread; a
+/// view returns its thread's events (the primary's adds the cross-posts).
+async fn threads_travel_with_their_session_and_views_filter_the_log(s: &dyn SessionsStore) {
+    let child = "sthr_01jx00000000000000000000c1".to_string();
+    let mut se = session("sess_t");
+    se.threads = vec![SessionThread {
+        id: child.clone(),
+        agent: ThreadAgent { agent_id: "agt_b".into(), version: 1, release_sha256: None, name: "B".into() },
+        status: SessionStatus::Running,
+        stop_reason: None,
+        usage: Usage { input_tokens: 1, output_tokens: 2, model_spend_micro_usd: 3 },
+        last_user_message_seq: 2,
+        queued: 0,
+        spawned_by_tool_use_id: "toolu_1".into(),
+        created_ms: 1,
+        updated_ms: 2,
+        archived_ms: None,
+    }];
+    let primary_run = run("run_tp", "sess_t", RunStatus::Queued, 0);
+    let child_run = Run { thread_id: Some(child.clone()), ..run("run_tc", "sess_t", RunStatus::Queued, 0) };
+    let own = ev("agent.message");
+    let in_child = NewEvent { thread_id: Some(child.clone()), ..ev("agent.message") };
+    let posted =
+        NewEvent { thread_id: Some(child.clone()), origin_event_id: Some(in_child.id.clone()), ..ev("session.thread_status_idle") };
+    s.insert_session(&se, &[own, in_child, posted], &[primary_run, child_run]).await.expect("insert");
+    assert_eq!(s.get_session(&tid("sess_t")).await.expect("get").expect("exists").threads, se.threads);
+    assert_eq!(s.active_run(&tid("sess_t")).await.expect("active").map(|r| r.id), Some(tid("run_tp")), "the primary's");
+    let children = s.child_runs(&tid("sess_t")).await.expect("children");
+    assert_eq!(children.iter().map(|r| (r.id.as_str(), r.thread_id.clone())).collect::<Vec<_>>(), vec![("run_tc", Some(child.clone()))]);
+    let seqs = |v: Vec<Event>| v.iter().map(|e| e.seq).collect::<Vec<_>>();
+    let view = |v: View| async move { seqs(s.list_events(&tid("sess_t"), &v, 0, 100, &[]).await.expect("list")) };
+    assert_eq!(view(View::All).await, vec![1, 2, 3]);
+    assert_eq!(view(View::Primary).await, vec![1, 3], "the primary's own and the cross-post");
+    assert_eq!(view(View::PrimaryOwn).await, vec![1]);
+    assert_eq!(view(View::Child(child.clone())).await, vec![2]);
+    let typed = s.list_events(&tid("sess_t"), &View::Primary, 0, 100, &["session.thread_status_idle".into()]).await.expect("list");
+    assert_eq!((typed.len(), typed[0].origin_event_id.is_some()), (1, true));
 }
 
 async fn concurrent_commits_never_share_a_seq(s: Arc<dyn SessionsStore>) {
@@ -234,7 +277,7 @@ async fn concurrent_commits_never_share_a_seq(s: Arc<dyn SessionsStore>) {
     for t in tasks {
         t.await.expect("task");
     }
-    let seqs: Vec<i64> = s.list_events(&tid("sess_2"), 0, 1000, &[]).await.expect("list").iter().map(|e| e.seq).collect();
+    let seqs: Vec<i64> = s.list_events(&tid("sess_2"), &View::All, 0, 1000, &[]).await.expect("list").iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=41).collect::<Vec<i64>>(), "41 events, seq 1..41, no gap or duplicate");
 }
 
@@ -264,7 +307,7 @@ async fn a_failing_change_takes_no_other_down(s: Arc<dyn SessionsStore>) {
     }
     for t in tasks {
         let (sid, outcome) = t.await.expect("task");
-        let logged = s.list_events(&tid(&sid), 0, 10, &[]).await.expect("list").len();
+        let logged = s.list_events(&tid(&sid), &View::All, 0, 10, &[]).await.expect("list").len();
         if sid == "sess_f6" {
             assert!(outcome.is_err(), "a taken event id fails its change");
             assert_eq!(logged, 1, "and writes nothing");

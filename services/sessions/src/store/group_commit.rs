@@ -250,7 +250,7 @@ mod tests {
         assert!(matches!(&outcomes[4], Ok(Done::Created(events)) if events.len() == 1), "{:?}", outcomes[4]);
         let logged = |id: &'static str| {
             let store = store.clone();
-            async move { store.list_events(&tid(id), 0, 10, &[]).await.expect("list").len() }
+            async move { store.list_events(&tid(id), &crate::store::View::All, 0, 10, &[]).await.expect("list").len() }
         };
         assert_eq!((logged("sess_1").await, logged("sess_2").await, logged("sess_3").await, logged("sess_new").await), (2, 1, 2, 1));
         // Each write's events carry the trace of the request that made it,

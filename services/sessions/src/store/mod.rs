@@ -56,6 +56,19 @@ pub struct ClaimGuard {
     pub now_ms: i64,
 }
 
+/// Which of a Session's events a read returns (api.md §15.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum View {
+    /// The whole log.
+    All,
+    /// The primary view: the primary's events and the cross-posts.
+    Primary,
+    /// The primary's own events, without cross-posts (what its Runs read).
+    PrimaryOwn,
+    /// A child thread's own events.
+    Child(String),
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct SessionFilter {
     pub environment_ids: Vec<String>,
@@ -102,11 +115,14 @@ pub trait SessionsStore: RunnersStore + FilesStore + UploadsStore + MountsStore 
     async fn list_budget_sessions(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Session>>;
     /// Applies a change; `None` when the session moved since it was read.
     async fn commit(&self, change: Change) -> Result<Option<(Session, Vec<Event>)>>;
-    async fn list_events(&self, session_id: &SessionId, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>>;
+    async fn list_events(&self, session_id: &SessionId, view: &View, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>>;
 
     async fn get_run(&self, id: &RunId) -> Result<Option<Run>>;
-    /// The Session's queued or running Run, if any (at most one exists).
+    /// The primary thread's queued or running Run, if any (at most one
+    /// exists).
     async fn active_run(&self, session_id: &SessionId) -> Result<Option<Run>>;
+    /// The child threads' queued or running Runs (at most one each).
+    async fn child_runs(&self, session_id: &SessionId) -> Result<Vec<Run>>;
     async fn list_runs(&self, session_id: &SessionId, page: &PageRequest) -> Result<Vec<Run>>;
     /// Runs of `placement` waiting for an execution plane: queued, or
     /// running on a lease that expired before `now_ms`. Oldest first.

@@ -2,7 +2,7 @@
 
 use super::group_commit::GroupCommit;
 use super::outbox::session_records;
-use super::{Change, SessionFilter, SessionsStore};
+use super::{Change, SessionFilter, SessionsStore, View};
 use crate::model::*;
 use checkfu_bus::Record;
 use checkfu_bus::outbox::stage;
@@ -166,6 +166,7 @@ fn session(r: &AnyRow) -> Result<Session> {
             .map(serde_json::from_value)
             .transpose()
             .map_err(|e| Error::internal(format!("stored outcome unreadable: {e}")))?,
+        threads: json(r, "threads_json")?,
         created_ms: i(r, "created_ms")?,
         updated_ms: i(r, "updated_ms")?,
         version: i(r, "version")?,
@@ -180,6 +181,7 @@ fn event(r: &AnyRow) -> Result<Event> {
         event_type: s(r, "type")?,
         run_id: opt_id(r, "run_id")?,
         thread_id: r.try_get("thread_id").map_err(db_err)?,
+        origin_event_id: opt_id(r, "origin_event_id")?,
         authored_by: json(r, "authored_by_json")?,
         caused_by: json(r, "caused_by_json")?,
         payload: json(r, "payload_json")?,
@@ -208,6 +210,7 @@ fn run(r: &AnyRow) -> Result<Run> {
         completed_ms: r.try_get("completed_ms").map_err(db_err)?,
         placement: s(r, "placement")?,
         traceparent: s(r, "traceparent")?,
+        thread_id: Some(s(r, "thread_id")?).filter(|t| !t.is_empty()),
     })
 }
 
@@ -253,7 +256,7 @@ pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order, tr
     let row = sqlx::query(
         "UPDATE sessions SET status = $1, stop_reason_json = $2, title = $3, metadata_json = $4, budget_id = $5, input_tokens = $6, output_tokens = $7, \
          spend_micro_usd = $8, selection_json = $9, last_seq = last_seq + $10, last_user_message_seq = $11, updated_ms = $12, version = version + 1, \
-         budget_json = $15, outcome_json = $16 WHERE id = $13 AND version = $14 RETURNING last_seq, version",
+         budget_json = $15, outcome_json = $16, threads_json = $17 WHERE id = $13 AND version = $14 RETURNING last_seq, version",
     )
     .bind(se.status.as_str())
     .bind(se.stop_reason.as_ref().map(Value::to_string))
@@ -271,6 +274,7 @@ pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order, tr
     .bind(c.expected_version)
     .bind(se.budget.as_ref().map(to_json))
     .bind(se.outcome.as_ref().map(to_json))
+    .bind(to_json(&se.threads))
     .fetch_optional(&mut *conn)
     .await
     .map_err(db_err)?;
@@ -327,7 +331,7 @@ pub(super) async fn create(
     sqlx::query(
         "INSERT INTO sessions (id, environment_id, agent_id, deployment_id, deployment_revision, principal_id, status, stop_reason_json, title, metadata_json, budget_id, \
          input_tokens, output_tokens, spend_micro_usd, selection_json, pins_json, last_seq, last_user_message_seq, created_ms, updated_ms, version, budget_json, \
-         outcome_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)",
+         outcome_json, threads_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
     )
     .bind(&se.id)
     .bind(&se.environment_id)
@@ -352,6 +356,7 @@ pub(super) async fn create(
     .bind(se.version)
     .bind(se.budget.as_ref().map(to_json))
     .bind(se.outcome.as_ref().map(to_json))
+    .bind(to_json(&se.threads))
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
@@ -369,9 +374,9 @@ async fn insert_events(conn: &mut AnyConnection, session_id: &SessionId, first_s
     if events.is_empty() {
         return Ok(vec![]);
     }
-    const COLS: usize = 10;
+    const COLS: usize = 11;
     let sql = format!(
-        "INSERT INTO events (session_id, seq, id, type, run_id, thread_id, authored_by_json, caused_by_json, payload_json, created_ms) VALUES {}",
+        "INSERT INTO events (session_id, seq, id, type, run_id, thread_id, origin_event_id, authored_by_json, caused_by_json, payload_json, created_ms) VALUES {}",
         checkfu_store::value_rows(events.len(), COLS)
     );
     let mut q = sqlx::query(AssertSqlSafe(sql));
@@ -385,6 +390,7 @@ async fn insert_events(conn: &mut AnyConnection, session_id: &SessionId, first_s
             .bind(e.event_type.clone())
             .bind(e.run_id.clone())
             .bind(e.thread_id.clone())
+            .bind(e.origin_event_id.clone())
             .bind(e.authored_by.to_string())
             .bind(e.caused_by.to_string())
             .bind(e.payload.to_string())
@@ -396,6 +402,7 @@ async fn insert_events(conn: &mut AnyConnection, session_id: &SessionId, first_s
             event_type: e.event_type.clone(),
             run_id: e.run_id.clone(),
             thread_id: e.thread_id.clone(),
+            origin_event_id: e.origin_event_id.clone(),
             authored_by: e.authored_by.clone(),
             caused_by: e.caused_by.clone(),
             payload: e.payload.clone(),
@@ -409,8 +416,8 @@ async fn insert_events(conn: &mut AnyConnection, session_id: &SessionId, first_s
 async fn upsert_runs(conn: &mut AnyConnection, runs: &[Run]) -> Result<()> {
     for r in runs {
         sqlx::query(
-            "INSERT INTO runs (id, session_id, status, stop_reason_json, pins_json, input_tokens, output_tokens, spend_micro_usd, start_seq, lease_id, generation, lease_expires_ms, runner_id, created_ms, completed_ms, traceparent, placement) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+            "INSERT INTO runs (id, session_id, status, stop_reason_json, pins_json, input_tokens, output_tokens, spend_micro_usd, start_seq, lease_id, generation, lease_expires_ms, runner_id, created_ms, completed_ms, traceparent, placement, thread_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
              ON CONFLICT (id) DO UPDATE SET status = excluded.status, stop_reason_json = excluded.stop_reason_json, \
              input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, spend_micro_usd = excluded.spend_micro_usd, \
              lease_id = excluded.lease_id, generation = excluded.generation, lease_expires_ms = excluded.lease_expires_ms, \
@@ -433,6 +440,7 @@ async fn upsert_runs(conn: &mut AnyConnection, runs: &[Run]) -> Result<()> {
         .bind(r.completed_ms)
         .bind(&r.traceparent)
         .bind(&r.placement)
+        .bind(r.thread_id.clone().unwrap_or_default())
         .execute(&mut *conn)
         .await
         .map_err(db_err)?;
@@ -737,26 +745,23 @@ impl SessionsStore for SqlSessionsStore {
         Ok(Some(done))
     }
 
-    async fn list_events(&self, session_id: &SessionId, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>> {
-        let rows = if types.is_empty() {
-            sqlx::query("SELECT * FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
-                .bind(session_id)
-                .bind(after_seq)
-                .bind(limit)
-                .fetch_all(&self.db.pool)
-                .await
-        } else {
-            let sql = format!(
-                "SELECT * FROM events WHERE session_id = $1 AND seq > $2 AND type IN ({}) ORDER BY seq LIMIT $3",
-                checkfu_store::marks(4, types.len())
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(session_id).bind(after_seq).bind(limit);
-            for t in types {
-                q = q.bind(t);
-            }
-            q.fetch_all(&self.db.pool).await
+    async fn list_events(&self, session_id: &SessionId, view: &View, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>> {
+        // $4 is the thread of a child view (unused elsewhere, but bound so
+        // the type marks always start at $5).
+        let (thread, of_view) = match view {
+            View::All => ("", ""),
+            View::Primary => ("", " AND (thread_id IS NULL OR origin_event_id IS NOT NULL) AND $4 = ''"),
+            View::PrimaryOwn => ("", " AND thread_id IS NULL AND $4 = ''"),
+            View::Child(t) => (t.as_str(), " AND thread_id = $4 AND origin_event_id IS NULL"),
+        };
+        let of_types = if types.is_empty() { String::new() } else { format!(" AND type IN ({})", checkfu_store::marks(5, types.len())) };
+        let all = if matches!(view, View::All) { " AND $4 = ''" } else { "" };
+        let sql = format!("SELECT * FROM events WHERE session_id = $1 AND seq > $2{of_view}{all}{of_types} ORDER BY seq LIMIT $3");
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(session_id).bind(after_seq).bind(limit).bind(thread.to_string());
+        for t in types {
+            q = q.bind(t);
         }
-        .map_err(db_err)?;
+        let rows = q.fetch_all(&self.db.pool).await.map_err(db_err)?;
         rows.iter().map(event).collect()
     }
 
@@ -793,8 +798,24 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn active_run(&self, session_id: &SessionId) -> Result<Option<Run>> {
-        find_one(&self.db, "SELECT * FROM runs WHERE session_id = $1 AND status <> 'completed' ORDER BY id DESC LIMIT 1", session_id, run)
+        find_one(
+            &self.db,
+            "SELECT * FROM runs WHERE session_id = $1 AND status <> 'completed' AND thread_id = '' ORDER BY id DESC LIMIT 1",
+            session_id,
+            run,
+        )
+        .await
+    }
+
+    async fn child_runs(&self, session_id: &SessionId) -> Result<Vec<Run>> {
+        sqlx::query("SELECT * FROM runs WHERE session_id = $1 AND status <> 'completed' AND thread_id <> '' ORDER BY id")
+            .bind(session_id)
+            .fetch_all(&self.db.pool)
             .await
+            .map_err(db_err)?
+            .iter()
+            .map(run)
+            .collect()
     }
 
     async fn list_runs(&self, session_id: &SessionId, page: &PageRequest) -> Result<Vec<Run>> {

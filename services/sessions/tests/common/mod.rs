@@ -32,6 +32,7 @@ pub fn session(id: &str) -> Session {
         last_seq: 0,
         last_user_message_seq: 0,
         outcome: None,
+        threads: vec![],
         created_ms: 1,
         updated_ms: 1,
         version: 1,
