@@ -708,3 +708,48 @@ async fn at_the_budgets_cap_every_thread_pauses_and_raising_it_restarts_them_all
     }
     panic!("the primary never restarted");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_use_id_two_threads_wait_on_must_name_its_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Team::start(dir.path()).await;
+    let sid = t.session().await;
+    // The scripted model numbers tool uses by conversation length: the
+    // primary's `ask` and the child's `lookup` get the same id.
+    t.say(&sid, &format!("call ask {{}}\ncall spawn_agent {}", json!({"agent_id": t.b, "message": "call lookup {}"}))).await;
+    settle(&t.p.admin, &sid).await;
+    let child = t.threads(&sid).await[1]["id"].as_str().unwrap().to_string();
+    t.idle(&sid, &child, "session.thread_status_idle").await;
+    let primary = t.threads(&sid).await[0]["id"].as_str().unwrap().to_string();
+    let asked = of_type(&events(&t.p.admin, &sid).await, "agent.custom_tool_use")
+        .iter()
+        .find(|e| e["session_thread_id"].is_null())
+        .map(|e| e["payload"]["custom_tool_use_id"].as_str().unwrap().to_string())
+        .unwrap();
+    let looked =
+        of_type(&t.view(&sid, &child).await, "agent.custom_tool_use")[0]["payload"]["custom_tool_use_id"].as_str().unwrap().to_string();
+    assert_eq!(asked, looked, "one id, two waits");
+    let answer = |thread: Option<&str>, text: &str| {
+        let mut p = json!({"custom_tool_use_id": asked, "content": [{"type": "text", "text": text}]});
+        if let Some(t) = thread {
+            p["session_thread_id"] = json!(t);
+        }
+        input(&t.p.admin_id, "user.custom_tool_result", p)
+    };
+    let r = t.p.admin.post(&format!("/v1/sessions/{sid}/events"), answer(None, "?")).await;
+    expect(&r, 409, Some("validation.conflict"));
+    assert_eq!(r.1["error"]["details"]["reason"], "ambiguous_origin", "{}", r.1);
+    let to_child = t.p.admin.post(&format!("/v1/sessions/{sid}/events"), answer(Some(&child), "for B")).await;
+    expect(&to_child, 201, None);
+    // Only the primary waits on it now: a different answer naming it is its own.
+    let to_primary = t.p.admin.post(&format!("/v1/sessions/{sid}/events"), answer(Some(&primary), "for A")).await;
+    expect(&to_primary, 201, None);
+    assert_eq!(to_primary.1["session_thread_id"], Value::Null);
+    t.idle(&sid, &child, "agent.message").await;
+    assert!(texts(&t.view(&sid, &child).await).iter().any(|x| x.contains("for B")));
+    // A replay of the child's answer is the same event; a changed one conflicts.
+    let again = t.p.admin.post(&format!("/v1/sessions/{sid}/events"), answer(Some(&child), "for B")).await;
+    expect(&again, 200, None);
+    assert_eq!(again.1["id"], to_child.1["id"]);
+    expect(&t.p.admin.post(&format!("/v1/sessions/{sid}/events"), answer(Some(&child), "changed")).await, 409, Some("validation.conflict"));
+}

@@ -89,6 +89,13 @@ impl EventType {
     }
 }
 
+/// The text of an event payload's content blocks (`payload[field]`), the
+/// text blocks joined by newlines; other blocks are skipped.
+pub fn text_of(payload: &serde_json::Value, field: &str) -> String {
+    let blocks = payload.get(field).and_then(serde_json::Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    blocks.iter().filter_map(|b| b.get("text").and_then(serde_json::Value::as_str)).collect::<Vec<_>>().join("\n")
+}
+
 impl std::fmt::Display for EventType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

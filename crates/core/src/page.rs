@@ -28,6 +28,12 @@ impl PageRequest {
         Self::parse(limit, page, MAX_LIMIT, DEFAULT_LIMIT)
     }
 
+    /// The id a page's rows sort before: the token's, or past every id (ids
+    /// are ASCII letters, digits and `_`).
+    pub fn before(&self) -> String {
+        self.before_id.clone().unwrap_or_else(|| "\u{7f}".into())
+    }
+
     /// Fetch one more than asked to learn whether another page exists.
     pub fn fetch_limit(&self) -> i64 {
         i64::from(self.limit) + 1

@@ -207,7 +207,7 @@ pub async fn list_in_envs_with<T>(
     map: fn(&sqlx::any::AnyRow) -> Result<T, Error>,
     id: fn(&T) -> &str,
 ) -> Result<Vec<T>, Error> {
-    let before = page.before_id.clone().unwrap_or_else(|| "~".into());
+    let before = page.before();
     let mut out = Vec::new();
     for env in environment_ids {
         let mut q = sqlx::query(sql).bind(env).bind(&before).bind(page.fetch_limit());

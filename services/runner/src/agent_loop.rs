@@ -98,12 +98,21 @@ impl Runner {
 
     /// Restores the Session's workspace, runs the turn, then captures what
     /// it left (`sync.rs`) before the Run settles.
+    ///
+    /// A Session's threads running here at once share its workspace: only
+    /// the first to start restores it, and only the last to settle captures
+    /// it — one checkpoint once every thread here is done.
     async fn run_in_sandbox(&self, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<Settle, Stop> {
-        if let Err(status) = self.restore(work, lease).await {
+        let here = InFlight::enter(&self.in_flight, &work.session_id);
+        if here.first
+            && let Err(status) = self.restore(work, lease).await
+        {
             tracing::warn!(%status, session_id = %work.session_id, "restoring the workspace failed; the turn runs with what is here");
         }
-        let settled = self.drive(work, lease).await?;
-        if let Err(status) = self.capture(work, lease).await {
+        let settled = self.drive(work, lease).await;
+        let last = here.leave();
+        let settled = settled?;
+        if last && let Err(status) = self.capture(work, lease).await {
             tracing::warn!(%status, session_id = %work.session_id, "capturing the workspace failed; the Run settles without it");
         }
         Ok(settled)
@@ -489,5 +498,73 @@ async fn heartbeat(runner: Runner, lease: pb::LeaseRef, lost: CancellationToken)
             }
             Err(status) => tracing::warn!(%status, "heartbeat failed; will retry"),
         }
+    }
+}
+
+type Counts = std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>;
+
+/// One Run of a Session in progress on this runner; counted out when it
+/// ends, however it ends (a lost lease drops it mid-turn).
+struct InFlight {
+    counts: Counts,
+    session_id: String,
+    /// No other Run of the Session was in progress here when it began.
+    first: bool,
+    left: bool,
+}
+
+impl InFlight {
+    fn enter(counts: &Counts, session_id: &str) -> InFlight {
+        let mut m = counts.lock().unwrap_or_else(|p| p.into_inner());
+        let n = m.entry(session_id.to_string()).or_default();
+        *n += 1;
+        InFlight { counts: counts.clone(), session_id: session_id.to_string(), first: *n == 1, left: false }
+    }
+
+    /// Counts the Run out; true when no other Run of the Session is left.
+    fn leave(mut self) -> bool {
+        self.left = true;
+        self.count_out()
+    }
+
+    fn count_out(&self) -> bool {
+        let mut m = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(n) = m.get_mut(&self.session_id) else { return true };
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            m.remove(&self.session_id);
+            return true;
+        }
+        false
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if !self.left {
+            self.count_out();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Counts, InFlight};
+
+    #[test]
+    fn the_first_run_of_a_session_materializes_and_the_last_writes_back() {
+        let counts = Counts::default();
+        let a = InFlight::enter(&counts, "sess_1");
+        let b = InFlight::enter(&counts, "sess_1");
+        let other = InFlight::enter(&counts, "sess_2");
+        assert!(a.first && !b.first && other.first);
+        assert!(!a.leave(), "b is still running");
+        assert!(b.leave(), "the last one writes back");
+        // A Run dropped mid-turn (its lease lost) still counts out.
+        let c = InFlight::enter(&counts, "sess_1");
+        assert!(c.first);
+        drop(c);
+        assert!(InFlight::enter(&counts, "sess_1").first);
+        assert!(other.leave());
     }
 }

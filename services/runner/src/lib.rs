@@ -132,6 +132,10 @@ pub struct Runner {
     /// Runs whose sandbox pod was used (and restored) here, with the pod as
     /// last opened: captured from it when they settle.
     pub(crate) pods_opened: Arc<std::sync::Mutex<std::collections::HashMap<String, agent::RemoteSandbox>>>,
+    /// Runs in progress here per Session: a coordinator's threads share one
+    /// sandbox, which the first to start materializes and the last to
+    /// settle writes back (api.md §15.5).
+    pub(crate) in_flight: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
 }
 
 impl Runner {
@@ -151,6 +155,7 @@ impl Runner {
             tokens: Arc::default(),
             kubernetes: None,
             pods_opened: Arc::default(),
+            in_flight: Arc::default(),
         }
     }
 

@@ -48,13 +48,7 @@ fn str_field(p: &Value, k: &str) -> String {
     p.get(k).and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
-fn text_of(payload: &Value, field: &str) -> String {
-    payload
-        .get(field)
-        .and_then(Value::as_array)
-        .map(|blocks| blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
-        .unwrap_or_default()
-}
+use checkfu_core::events::text_of;
 
 /// The text the model sees for a tool result's `content`.
 fn result_text(content: Option<&Value>) -> String {

@@ -105,6 +105,17 @@ impl Draft {
         }
     }
 
+    /// Whether another runner than `runner_id` holds a live lease on one of
+    /// the Session's other threads' Runs: it owns the Session's one sandbox
+    /// while they run, so their Runs go to it (api.md §15.5). Asked with
+    /// the primary in focus.
+    pub(crate) fn owner_other_than(&self, runner_id: &str, except: &RunId) -> bool {
+        self.run
+            .iter()
+            .chain(&self.child_runs)
+            .any(|r| &r.id != except && r.status == RunStatus::Running && r.lease_expires_ms >= self.now_ms && r.runner_id != runner_id)
+    }
+
     /// Charges usage to the thread in focus (the Session's total and its
     /// Budget are charged by the caller).
     pub(crate) fn charge_thread(&mut self, add: Usage) {
@@ -314,6 +325,21 @@ mod tests {
         assert_eq!(d.events[2].origin_event_id.as_ref(), Some(&d.events[1].id));
         assert_eq!(d.events[1].payload["agent_name"], "B");
         assert!(!d.events.iter().any(|e| e.event_type.starts_with("session.status_")), "the Session's own status is the primary's");
+    }
+
+    #[test]
+    fn a_runner_holding_one_threads_lease_owns_the_sessions_sandbox() {
+        let mut d = with_child();
+        d.focus(Some(CHILD)).expect("a child");
+        d.admit_run(1, json!({"kind": "event", "id": "evt_1"}));
+        let held = d.claim_run("rnr_a", 15_000).expect("claimed");
+        d.unfocus();
+        let next = RunId::mint();
+        assert!(d.owner_other_than("rnr_b", &next), "another runner waits for the owner");
+        assert!(!d.owner_other_than("rnr_a", &next), "the owner takes it");
+        assert!(!d.owner_other_than("rnr_b", &held.id), "a Run is not its own owner");
+        d.now_ms += 60_000;
+        assert!(!d.owner_other_than("rnr_b", &next), "an expired lease owns nothing");
     }
 
     #[test]

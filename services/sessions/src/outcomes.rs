@@ -313,7 +313,7 @@ impl SessionsService {
                     break;
                 }
                 if e.run_id.as_ref().is_some_and(|r| r.as_str() == g.run_id) && e.thread_id.is_none() {
-                    message = crate::outcomes::text_of(&e.payload);
+                    message = checkfu_core::events::text_of(&e.payload, "content");
                 }
             }
             match page.last() {
@@ -445,15 +445,6 @@ impl SessionsService {
         let s = self.session(session_id).await?;
         self.store.list_outcomes(&s.id, page).await
     }
-}
-
-/// A content array's text blocks, joined.
-pub(crate) fn text_of(payload: &Value) -> String {
-    payload
-        .get("content")
-        .and_then(Value::as_array)
-        .map(|blocks| blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
-        .unwrap_or_default()
 }
 
 /// The API JSON of an Outcome.

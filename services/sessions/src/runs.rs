@@ -282,6 +282,10 @@ impl SessionsService {
             let claimed = self
                 .transact(&candidate.session_id, |d| {
                     let now = d.now_ms;
+                    // The Session's sandbox has one owner while any thread runs.
+                    if d.owner_other_than(runner_id, &candidate.id) {
+                        return Ok(None);
+                    }
                     d.focus_run(&candidate.id);
                     let Some(run) = d.run.clone().filter(|r| r.id == candidate.id) else { return Ok(None) };
                     let claimable = run.status == RunStatus::Queued || (run.status == RunStatus::Running && run.lease_expires_ms < now);

@@ -464,6 +464,9 @@ impl SessionsService {
             *handing = self.parked.take(&placement);
         }
         let runner_id = handing.as_ref()?.runner_id.clone();
+        if d.owner_other_than(&runner_id, &admitted) {
+            return None;
+        }
         d.focus_run(&admitted);
         let run = d.claim_run(&runner_id, self.lease_ms);
         d.unfocus();
@@ -535,15 +538,31 @@ impl SessionsService {
             _ => return Ok(None),
         };
         let id = input.payload.get(key).cloned().unwrap_or(Value::Null);
-        let earlier = self.store.list_events(session_id, &View::All, 0, i64::MAX, &[input.event_type.as_str().to_string()]).await?;
-        if let Some(e) = earlier.into_iter().find(|e| e.payload.get(key) == Some(&id)) {
-            if e.payload == input.payload {
-                return Ok(Some(e));
-            }
-            return Err(Error::conflict(format!("a different {} for {id} was already accepted", input.event_type))
-                .with_details(json!({"event_id": e.id})));
+        // Threads may reuse a tool use id: only answers in the thread the
+        // input names (any, when it names none) are its replays.
+        let primary = crate::threads::primary_of(session_id);
+        let named = input.thread_id.as_deref().map(|t| (t != primary).then(|| t.to_string()));
+        // An accepted answer ends its wait: while one is open, this answers it.
+        let waiting = self
+            .session(session_id.as_str())
+            .await?
+            .thread_waits()
+            .into_iter()
+            .any(|(t, ids)| named.as_ref().is_none_or(|n| n == &t) && ids.iter().any(|w| Some(w.as_str()) == id.as_str()));
+        if waiting {
+            return Ok(None);
         }
-        Ok(None)
+        let earlier = self.store.list_events(session_id, &View::All, 0, i64::MAX, &[input.event_type.as_str().to_string()]).await?;
+        let mut same: Vec<Event> =
+            earlier.into_iter().filter(|e| e.payload.get(key) == Some(&id) && named.as_ref().is_none_or(|t| &e.thread_id == t)).collect();
+        if let Some(i) = same.iter().position(|e| e.payload == input.payload) {
+            return Ok(Some(same.swap_remove(i)));
+        }
+        match same.first() {
+            Some(first) => Err(Error::conflict(format!("a different {} for {id} was already accepted", input.event_type))
+                .with_details(json!({"event_id": first.id}))),
+            None => Ok(None),
+        }
     }
 
     pub async fn archive(&self, session_id: &str, actor: &str) -> Result<Session> {

@@ -250,7 +250,7 @@ impl WebhooksStore for SqlWebhooksStore {
     }
 
     async fn list_deliveries(&self, endpoint_id: &EndpointId, page: &PageRequest) -> Result<Vec<Delivery>> {
-        let before = page.before_id.clone().unwrap_or_else(|| "~".into());
+        let before = page.before();
         sqlx::query("SELECT * FROM deliveries WHERE endpoint_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
             .bind(endpoint_id)
             .bind(before)

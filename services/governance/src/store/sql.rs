@@ -110,10 +110,6 @@ fn audit(r: &AnyRow) -> Result<AuditRecord> {
 }
 
 /// `before` is the page cursor: rows with a smaller id, newest first.
-fn before(page: &PageRequest) -> String {
-    page.before_id.clone().unwrap_or_else(|| "~".to_string())
-}
-
 const INSERT_PRINCIPAL: &str = "INSERT INTO principals (id, kind, name, disabled, created_ms) VALUES ($1, $2, $3, $4, $5)";
 const INSERT_KEY: &str =
     "INSERT INTO api_keys (id, principal_id, name, secret_sha256, created_ms, revoked_ms) VALUES ($1, $2, $3, $4, $5, NULL)";
@@ -200,7 +196,7 @@ impl GovernanceStore for SqlGovernanceStore {
 
     async fn list_principals(&self, page: &PageRequest) -> Result<Vec<Principal>> {
         sqlx::query("SELECT * FROM principals WHERE id < $1 ORDER BY id DESC LIMIT $2")
-            .bind(before(page))
+            .bind(page.before())
             .bind(page.fetch_limit())
             .fetch_all(&self.db.pool)
             .await
@@ -240,7 +236,7 @@ impl GovernanceStore for SqlGovernanceStore {
     async fn list_api_keys(&self, principal_id: &PrincipalId, page: &PageRequest) -> Result<Vec<ApiKey>> {
         sqlx::query("SELECT * FROM api_keys WHERE principal_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
             .bind(principal_id)
-            .bind(before(page))
+            .bind(page.before())
             .bind(page.fetch_limit())
             .fetch_all(&self.db.pool)
             .await
@@ -294,7 +290,7 @@ impl GovernanceStore for SqlGovernanceStore {
 
     async fn list_groups(&self, page: &PageRequest) -> Result<Vec<Group>> {
         let ids: Vec<GroupId> = sqlx::query("SELECT id FROM groups_ WHERE id < $1 ORDER BY id DESC LIMIT $2")
-            .bind(before(page))
+            .bind(page.before())
             .bind(page.fetch_limit())
             .fetch_all(&self.db.pool)
             .await
@@ -352,7 +348,7 @@ impl GovernanceStore for SqlGovernanceStore {
 
     async fn list_environments(&self, page: &PageRequest) -> Result<Vec<Environment>> {
         sqlx::query("SELECT * FROM environments WHERE id < $1 ORDER BY id DESC LIMIT $2")
-            .bind(before(page))
+            .bind(page.before())
             .bind(page.fetch_limit())
             .fetch_all(&self.db.pool)
             .await
@@ -395,7 +391,7 @@ impl GovernanceStore for SqlGovernanceStore {
              AND ($2 = '' OR subject_id = $2) AND ($3 = '' OR resource_id = $3) AND ($4 = '' OR permission = $4) \
              ORDER BY id DESC LIMIT $5",
         )
-        .bind(before(page))
+        .bind(page.before())
         // Stored and matched as text: '' stands for "any" in the query.
         .bind(f.subject_id.as_deref().unwrap_or(""))
         .bind(f.resource_id.as_deref().unwrap_or(""))
@@ -516,7 +512,7 @@ impl GovernanceStore for SqlGovernanceStore {
             "SELECT * FROM audit_events WHERE id < $1 AND ($2 = '' OR resource_id = $2) AND ($3 = '' OR actor_id = $3) \
              ORDER BY id DESC LIMIT $4",
         )
-        .bind(before(page))
+        .bind(page.before())
         .bind(resource_id)
         .bind(actor_id)
         .bind(page.fetch_limit())

@@ -10,52 +10,25 @@ pub const MAX_INSTRUCTIONS_BYTES: usize = 64 * 1024;
 /// (a worker that died mid-run).
 pub const LEASE_MS: i64 = 5 * 60 * 1000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DreamStatus {
-    Pending,
-    Running,
-    Completed,
-    Failed,
-    Canceled,
-}
+checkfu_core::string_enum!(DreamStatus {
+    Pending = "pending",
+    Running = "running",
+    Completed = "completed",
+    Failed = "failed",
+    Canceled = "canceled",
+});
 
 impl DreamStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DreamStatus::Pending => "pending",
-            DreamStatus::Running => "running",
-            DreamStatus::Completed => "completed",
-            DreamStatus::Failed => "failed",
-            DreamStatus::Canceled => "canceled",
-        }
-    }
-
-    pub fn parse(field: &str, s: &str) -> checkfu_core::Result<Self> {
-        [DreamStatus::Pending, DreamStatus::Running, DreamStatus::Completed, DreamStatus::Failed, DreamStatus::Canceled]
-            .into_iter()
-            .find(|x| x.as_str() == s)
-            .ok_or_else(|| {
-                checkfu_core::Error::invalid_field(
-                    field,
-                    format!("{field} must be pending, running, completed, failed or canceled, got {s:?}"),
-                )
-            })
-    }
-
     pub fn terminal(self) -> bool {
         matches!(self, DreamStatus::Completed | DreamStatus::Failed | DreamStatus::Canceled)
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DreamMode {
-    /// No model: collapse equal documents and repeated lines.
-    Deterministic,
-    /// The profile's model reads the Sessions first.
-    Model,
-}
+checkfu_core::string_enum!(
+    /// `deterministic`: no model, equal documents and repeated lines
+    /// collapse; `model`: the profile's model reads the Sessions first.
+    DreamMode { Deterministic = "deterministic", Model = "model" }
+);
 
 /// What a Dream did, in counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -301,11 +301,7 @@ impl MemoryService {
                 for e in &page.data {
                     after_seq = e.seq;
                     let payload: Value = serde_json::from_str(&e.payload_json).unwrap_or_default();
-                    let text: Vec<&str> = payload["content"]
-                        .as_array()
-                        .map(|blocks| blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect())
-                        .unwrap_or_default();
-                    let text = text.join("\n");
+                    let text = checkfu_core::events::text_of(&payload, "content");
                     chars += text.len();
                     if chars > MAX_MESSAGE_CHARS {
                         return Err(Error::invalid(format!(

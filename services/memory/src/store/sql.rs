@@ -412,7 +412,7 @@ impl MemoryDb for SqlMemoryDb {
 
     async fn list_stores(&self, f: &StoreFilter, page: &PageRequest) -> Result<Vec<Store>> {
         let mut sql = format!("SELECT {STORE_COLUMNS} FROM memory_stores WHERE id < $1");
-        let mut binds: Vec<String> = vec![page.before_id.clone().unwrap_or_else(|| "\u{7f}".into())];
+        let mut binds: Vec<String> = vec![page.before()];
         for (col, v) in [("environment_id", &f.environment_id), ("owner_kind", &f.owner_kind), ("owner_id", &f.owner_id)] {
             if let Some(v) = v {
                 binds.push(v.clone());
@@ -598,7 +598,7 @@ impl MemoryDb for SqlMemoryDb {
         sqlx::query("SELECT * FROM memory_proposals WHERE store_id = $1 AND ($2 = '' OR status = $2) AND id < $3 ORDER BY id DESC LIMIT $4")
             .bind(store_id)
             .bind(status)
-            .bind(page.before_id.clone().unwrap_or_else(|| "\u{7f}".into()))
+            .bind(page.before())
             .bind(page.fetch_limit())
             .fetch_all(&self.db.pool)
             .await
@@ -681,7 +681,7 @@ impl MemoryDb for SqlMemoryDb {
         }
         sql.push_str(" ORDER BY id DESC LIMIT $4");
         let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(page.before_id.clone().unwrap_or_else(|| "\u{7f}".into()))
+            .bind(page.before())
             .bind(f.status.map_or("", |s| s.as_str()))
             .bind(i64::from(f.include_archived))
             .bind(page.fetch_limit());

@@ -90,7 +90,7 @@ pub(super) async fn get_filtered(db: &Db, id: &str) -> Result<Option<FilteredDel
 }
 
 pub(super) async fn list_filtered(db: &Db, automation_id: &AutomationId, page: &PageRequest) -> Result<Vec<FilteredDelivery>> {
-    let before = page.before_id.clone().unwrap_or_else(|| "~".into());
+    let before = page.before();
     let rows = sqlx::query("SELECT * FROM filtered_deliveries WHERE automation_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
         .bind(automation_id)
         .bind(before)

@@ -192,7 +192,7 @@ pub(super) async fn list_revisions(db: &Db, id: &GraphId, before: i64, limit: i6
 }
 
 pub(super) async fn list_applications(db: &Db, id: &GraphId, page: &PageRequest) -> Result<Vec<Application>> {
-    let before = page.before_id.clone().unwrap_or_else(|| "~".into());
+    let before = page.before();
     let rows = sqlx::query("SELECT * FROM graph_applications WHERE graph_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
         .bind(id)
         .bind(before)

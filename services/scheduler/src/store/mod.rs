@@ -466,7 +466,7 @@ impl SchedulerStore for SqlSchedulerStore {
     }
 
     async fn list_firings(&self, automation_id: &AutomationId, source: &str, state: &str, page: &PageRequest) -> Result<Vec<Firing>> {
-        let before = page.before_id.clone().unwrap_or_else(|| "~".into());
+        let before = page.before();
         let rows = sqlx::query(
             "SELECT * FROM automation_firings WHERE automation_id = $1 AND id < $2 AND ($3 = '' OR source = $3) \
              AND ($4 = '' OR state = $4) ORDER BY id DESC LIMIT $5",

@@ -20,27 +20,13 @@ pub const MAX_REPORT_OUTPUTS: usize = 32;
 /// iteration, so they are bounded here instead).
 pub const MAX_EVALUATIONS: usize = 64;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OutcomeStatus {
-    Active,
-    Satisfied,
-    MaxIterationsReached,
-    Interrupted,
-    Failed,
-}
-
-impl OutcomeStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OutcomeStatus::Active => "active",
-            OutcomeStatus::Satisfied => "satisfied",
-            OutcomeStatus::MaxIterationsReached => "max_iterations_reached",
-            OutcomeStatus::Interrupted => "interrupted",
-            OutcomeStatus::Failed => "failed",
-        }
-    }
-}
+checkfu_core::string_enum!(OutcomeStatus {
+    Active = "active",
+    Satisfied = "satisfied",
+    MaxIterationsReached = "max_iterations_reached",
+    Interrupted = "interrupted",
+    Failed = "failed",
+});
 
 /// A criterion: a question the grader answers about the evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

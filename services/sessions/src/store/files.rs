@@ -55,7 +55,7 @@ fn sandbox(r: &AnyRow) -> Result<SandboxState> {
 #[async_trait::async_trait]
 impl FilesStore for SqlSessionsStore {
     async fn list_files(&self, session_id: &SessionId, page: &PageRequest) -> Result<Vec<SessionFile>> {
-        let before = page.before_id.clone().unwrap_or_else(|| "~".into());
+        let before = page.before();
         let rows = sqlx::query("SELECT * FROM session_files WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
             .bind(session_id)
             .bind(before)

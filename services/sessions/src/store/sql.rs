@@ -71,10 +71,6 @@ fn opt_json(r: &AnyRow, c: &str) -> Result<Option<Value>> {
 fn to_json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "null".into())
 }
-fn before(page: &PageRequest) -> String {
-    page.before_id.clone().unwrap_or_else(|| "~".into())
-}
-
 fn agent(r: &AnyRow) -> Result<Agent> {
     Ok(Agent {
         id: id(r, "id")?,
@@ -716,7 +712,7 @@ impl SessionsStore for SqlSessionsStore {
                 "SELECT * FROM sessions WHERE environment_id = $1 AND id < $2 AND ($3 = '' OR status = $3) AND ($4 = '' OR deployment_id = $4) AND ($6 = '' OR principal_id = $6) ORDER BY id DESC LIMIT $5",
             )
             .bind(env)
-            .bind(before(page))
+            .bind(page.before())
             .bind(&f.status)
             .bind(&f.deployment_id)
             .bind(page.fetch_limit())
@@ -776,7 +772,7 @@ impl SessionsStore for SqlSessionsStore {
     async fn list_outcomes(&self, session_id: &SessionId, page: &PageRequest) -> Result<Vec<crate::model::outcome::Outcome>> {
         sqlx::query("SELECT outcome_json FROM outcomes WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
             .bind(session_id)
-            .bind(page.before_id.clone().unwrap_or_else(|| "\u{7f}".into()))
+            .bind(page.before())
             .bind(page.fetch_limit())
             .fetch_all(&self.db.pool)
             .await
@@ -821,7 +817,7 @@ impl SessionsStore for SqlSessionsStore {
     async fn list_runs(&self, session_id: &SessionId, page: &PageRequest) -> Result<Vec<Run>> {
         sqlx::query("SELECT * FROM runs WHERE session_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
             .bind(session_id)
-            .bind(before(page))
+            .bind(page.before())
             .bind(page.fetch_limit())
             .fetch_all(&self.db.pool)
             .await
