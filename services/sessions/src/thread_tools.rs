@@ -330,6 +330,17 @@ impl SessionsService {
         Ok(live && sa.principal_id == s.principal_id.as_str() && sa.agent_id == s.agent_id.as_str() && sa.tool == call.name)
     }
 
+    /// The result of a `send_message` this thread already made for the tool
+    /// use (a runner that died before recording the result runs the call
+    /// again): the same message is not delivered twice.
+    async fn sent_before(&self, s: &Session, from: Option<&str>, tool_use_id: &str) -> Result<Option<Value>> {
+        let sent =
+            self.store.list_events(&s.id, &View::All, 0, i64::MAX, &[EventType::AgentThreadMessageSent.as_str().to_string()]).await?;
+        Ok(sent.iter().find(|e| e.thread_id.as_deref() == from && e.caused_by.get("id").and_then(Value::as_str) == Some(tool_use_id)).map(
+            |e| json!({"event_id": e.id, "to_session_thread_id": e.payload["to_session_thread_id"], "delivery": e.payload["delivery"]}),
+        ))
+    }
+
     /// Runs a platform tool call: re-checks it, then spawns or delivers in
     /// one commit. Answers the tool result's content and whether it is an
     /// error.
@@ -347,6 +358,11 @@ impl SessionsService {
             if d.disposition == "require_approval" && !self.gate_passed(&s, call).await? {
                 return Ok((refusal_content("policy.denied", "this call needs an approval it does not have"), true));
             }
+        }
+        if !matches!(target, Target::Spawn(_))
+            && let Some(done) = self.sent_before(&s, from.as_deref(), &call.tool_use_id).await?
+        {
+            return Ok((done, false));
         }
         let content = content_of(&call.input).map_err(|m| Error::invalid_field("input.message", m))?;
         let (answer, _, _) = self
@@ -432,7 +448,7 @@ fn send(d: &mut Draft, to: Option<&str>, call: &ThreadCall, content: &Value) -> 
     }
     let delivery = deliver(d, sender.as_deref().unwrap_or(&primary), from.as_ref().map(|(_, n)| n.as_str()), content, cause.clone());
     d.focus(sender.as_deref()).ok();
-    let mut payload = json!({"to_session_thread_id": to.unwrap_or(&primary), "content": content});
+    let mut payload = json!({"to_session_thread_id": to.unwrap_or(&primary), "content": content, "delivery": delivery});
     if let Some(n) = to_name {
         payload["to_agent_name"] = json!(n);
     }
