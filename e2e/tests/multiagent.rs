@@ -753,3 +753,29 @@ async fn a_tool_use_id_two_threads_wait_on_must_name_its_thread() {
     assert_eq!(again.1["id"], to_child.1["id"]);
     expect(&t.p.admin.post(&format!("/v1/sessions/{sid}/events"), answer(Some(&child), "changed")).await, 409, Some("validation.conflict"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn archiving_the_session_terminates_its_threads_and_withdraws_their_approvals() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = Team::start(dir.path()).await;
+    // B's write asks for approval (only this Session's policy allows it).
+    let ask = json!({"environment_id": t.p.env_id, "name": "ask-b", "rules": [
+        {"subject": {"kind": "agent_definition", "id_glob": t.b}, "resource": {"kind": "tool", "id_glob": "write"}, "permission_glob": "invoke", "disposition": "require_approval"}
+    ]});
+    expect(&t.p.admin.post("/v1/action-policies", ask).await, 201, None);
+    let sid = t.session().await;
+    let child = t.spawned(&sid, r#"call write {"path":"x.txt","content":"x"}"#).await;
+    let parked = t.idle(&sid, &child, "").await;
+    assert_eq!(parked["stop_reason"]["type"], "requires_action", "{parked}");
+    let pending = t.p.admin.get(&format!("/v1/action-approvals?status=pending&session_id={sid}")).await;
+    let approval = pending.1["data"][0].clone();
+    assert_eq!(approval["frozen"]["agent_id"], json!(t.b), "{approval}");
+
+    expect(&t.p.admin.post(&format!("/v1/sessions/{sid}/archive"), json!({})).await, 200, None);
+    let c = t.p.admin.get(&format!("/v1/sessions/{sid}/threads/{child}")).await.1;
+    assert_eq!(c["status"], "terminated", "{c}");
+    let record = t.p.admin.get(&format!("/v1/action-approvals/{}", id(&approval))).await.1;
+    assert_eq!(record["status"], "expired", "nobody approves a call of an archived Session: {record}");
+    let terminated = of_type(&events(&t.p.admin, &sid).await, "session.thread_status_terminated").len();
+    assert_eq!(terminated, 1, "cross-posted");
+}

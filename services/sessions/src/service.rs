@@ -568,16 +568,20 @@ impl SessionsService {
     pub async fn archive(&self, session_id: &str, actor: &str) -> Result<Session> {
         let session_id = SessionId::parse("id", session_id)?;
         let caused_by = json!({"kind": "principal", "id": actor});
-        let ((), s, _) = self
+        let (pending, s, _) = self
             .transact(&session_id, |d| {
-                if d.session.status != SessionStatus::Terminated {
-                    d.archive_outcome(caused_by.clone());
-                    d.terminate_children(caused_by.clone());
-                    d.terminate(caused_by.clone());
+                if d.session.status == SessionStatus::Terminated {
+                    return Ok(vec![]);
                 }
-                Ok(())
+                let pending = d.session.all_waiting_approvals();
+                d.archive_outcome(caused_by.clone());
+                d.terminate_children(caused_by.clone());
+                d.terminate(caused_by.clone());
+                Ok(pending)
             })
             .await?;
+        // Nobody should approve calls of a Session that is gone.
+        self.withdraw_approvals(&pending, actor).await;
         Ok(s)
     }
 

@@ -245,7 +245,13 @@ impl AgentDefinition {
     }
 }
 
+/// Names the platform gives a coordinator's threads (api.md §15.3).
+const PLATFORM_TOOLS: &[&str] = &["spawn_agent", "send_message"];
+
 fn check_tool_name(field: &str, name: &str) -> Result<()> {
+    if PLATFORM_TOOLS.contains(&name) {
+        return Err(Error::invalid_field(field, format!("{name:?} is reserved for the platform's multiagent tools")));
+    }
     let ok = !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if ok { Ok(()) } else { Err(Error::invalid_field(field, format!("{name:?} is not a valid name (1-64 of a-z, 0-9, _ and -)"))) }
 }
@@ -635,4 +641,21 @@ pub struct Event {
     pub caused_by: Value,
     pub payload: Value,
     pub created_ms: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_platforms_tool_names_and_kind_are_not_declared() {
+        for name in ["spawn_agent", "send_message"] {
+            let e = AgentDefinition::parse(json!({"tools": [{"type": "custom", "name": name}]})).expect_err(name);
+            assert!(e.message.contains("reserved"), "{}", e.message);
+        }
+        let platform = json!({"tools": [{"type": "platform", "name": "x", "description": "", "input_schema": {}}]});
+        assert!(AgentDefinition::parse(platform).is_err(), "platform tools are given, not declared");
+        assert!(AgentDefinition::parse(json!({"tools": [{"type": "custom", "name": "spawn"}]})).is_ok());
+    }
 }
