@@ -383,7 +383,12 @@ impl Draft {
         if self.session.status == SessionStatus::Terminated {
             return Err(Error::conflict("the session is terminated and accepts no events"));
         }
-        self.focus_waiter(input.thread_id.as_deref(), &r.tool_use_id)?;
+        // Governance took the decision already; if its outcome reached the
+        // Session first (the sweeper raced this call), the echo is still
+        // recorded, in the thread named.
+        if self.focus_waiter(input.thread_id.as_deref(), &r.tool_use_id).is_err() {
+            let _ = self.focus(input.thread_id.as_deref());
+        }
         let echo =
             self.push(input.event_type, None, Value::String(input.authored_by.clone()), input.caused_by.clone(), input.payload.clone());
         self.resolve_approval(r, json!({"kind": "event", "id": echo}));
