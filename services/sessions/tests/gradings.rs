@@ -36,19 +36,7 @@ fn grading_session(id: &str, started_ms: i64) -> Session {
     Session { status: SessionStatus::Running, outcome: Some(outcome), ..common::session(id) }
 }
 
-fn event(t: &str) -> NewEvent {
-    NewEvent {
-        id: checkfu_core::id::EventId::mint(),
-        event_type: t.into(),
-        run_id: None,
-        thread_id: None,
-        origin_event_id: None,
-        authored_by: json!(null),
-        caused_by: json!({"kind": "principal", "id": "prin_1"}),
-        payload: json!({}),
-        created_ms: 1,
-    }
-}
+use common::event;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_grading_left_behind_is_finished_once() {

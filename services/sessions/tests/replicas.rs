@@ -7,7 +7,6 @@ use checkfu_ephemeral::Fanout;
 use checkfu_sessions::SessionsService;
 use checkfu_sessions::input::Input;
 use checkfu_sessions::live::Item;
-use checkfu_sessions::model::*;
 use checkfu_sessions::store::{SessionsStore, SqlSessionsStore};
 use checkfu_store::{Db, Location};
 use serde_json::json;
@@ -22,17 +21,7 @@ async fn replicas_see_each_other(fanout: Arc<dyn Fanout>) {
     let db = Db::open(&Location::SqliteDir(dir.path().into()), "sessions", &checkfu_sessions::MIGRATIONS).await.unwrap();
     let store: Arc<dyn SessionsStore> = Arc::new(SqlSessionsStore::new(db));
     let sid = checkfu_core::id::new_id("sess");
-    let created = NewEvent {
-        id: checkfu_core::id::EventId::mint(),
-        event_type: "session.created".into(),
-        run_id: None,
-        thread_id: None,
-        origin_event_id: None,
-        authored_by: json!(null),
-        caused_by: json!({"kind": "principal", "id": "prin_1"}),
-        payload: json!({}),
-        created_ms: 1,
-    };
+    let created = common::event("session.created");
     store.insert_session(&session(&sid), &[created], &[]).await.unwrap();
     let a = SessionsService::new(store.clone()).with_fanout(fanout.clone()).await.unwrap();
     let b = SessionsService::new(store).with_fanout(fanout).await.unwrap();

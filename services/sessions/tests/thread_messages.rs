@@ -56,7 +56,7 @@ async fn a_message_sent_again_for_the_same_tool_use_is_delivered_once() {
         placement: String::new(),
         thread_id: Some(CHILD.into()),
     };
-    store.insert_session(&s, &[], std::slice::from_ref(&run)).await.unwrap();
+    store.insert_session(&s, &[common::event("session.created")], std::slice::from_ref(&run)).await.unwrap();
     let svc = SessionsService::new(store.clone());
     let call = ThreadCall {
         lease: Lease { run_id: run.id.clone(), lease_id: "lease_1".into(), generation: 1, session_id: Some(tid(&sid)) },

@@ -38,3 +38,19 @@ pub fn session(id: &str) -> Session {
         version: 1,
     }
 }
+
+/// A principal's event of type `t` with an empty payload, about to be
+/// appended.
+pub fn event(t: &str) -> NewEvent {
+    NewEvent {
+        id: checkfu_core::id::EventId::mint(),
+        event_type: t.into(),
+        run_id: None,
+        thread_id: None,
+        origin_event_id: None,
+        authored_by: json!(null),
+        caused_by: json!({"kind": "principal", "id": "prin_1"}),
+        payload: json!({}),
+        created_ms: 1,
+    }
+}
