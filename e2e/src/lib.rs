@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub mod automation;
+pub mod cma;
 pub mod mcp;
 pub mod procs;
 pub mod sse;
@@ -90,6 +91,8 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
         approvals: checkfu::ApprovalTiming { ttl: tuning.approval_ttl, sweep_every: tuning.approval_sweep },
         run_lease: Duration::from_millis(checkfu::config::Config::defaults(checkfu::config::Mode::Up).timing.run_lease_ms),
         allow_private_targets: tuning.allow_private_targets,
+        allow_unrestricted_network: true,
+        cma_prefix: "/cma".into(),
         kafka_brokers: None,
         redis_url: None,
         blob_store: dir.join("blobs").display().to_string(),

@@ -71,7 +71,10 @@ async fn capabilities_report_what_is_offered_and_a_disabled_feature_answers_503(
     let by_name = |n: &str| caps.1["data"].as_array().unwrap().iter().find(|c| c["name"] == n).cloned().unwrap();
     assert_eq!(caps.1["next_page"], Value::Null);
     let names: Vec<&str> = caps.1["data"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["connections", "credentials", "tool_sources", "sandbox_egress", "skills", "files", "http_connections", "memory"]);
+    assert_eq!(
+        names,
+        ["connections", "credentials", "tool_sources", "sandbox_egress", "skills", "files", "http_connections", "memory", "cma_projection"]
+    );
     assert_eq!(by_name("connections")["reason"], "feature_disabled");
     assert_eq!(by_name("connections")["available"], false);
     assert_eq!(by_name("credentials")["available"], true, "{}", caps.1);
@@ -79,7 +82,7 @@ async fn capabilities_report_what_is_offered_and_a_disabled_feature_answers_503(
     assert_eq!(by_name("http_connections")["available"], false);
     assert_eq!(by_name("http_connections")["reason"], "not_built");
     // Acceptance 1: six available (connections is switched off here), http_connections not.
-    for n in ["credentials", "tool_sources", "sandbox_egress", "skills", "files", "memory"] {
+    for n in ["credentials", "tool_sources", "sandbox_egress", "skills", "files", "memory", "cma_projection"] {
         assert_eq!((by_name(n)["available"].clone(), by_name(n)["reason"].clone()), (json!(true), Value::Null), "{n}: {}", caps.1);
     }
     assert_eq!(by_name("files")["limits"]["max_bytes"], 64 << 20);

@@ -67,8 +67,8 @@ async fn quick_start_journey_with_a_service_principal() {
             "run.created",
             "session.status_running",
             "span.model_request_start",
-            "span.model_request_end",
             "agent.message",
+            "span.model_request_end",
             "run.completed",
             "session.status_idle"
         ]

@@ -92,7 +92,7 @@ pub fn allowed(path: &str) -> &'static [Role] {
             // An Automation's approval steps.
             "RequestStepApproval" | "ListUnsettledStepApprovals" => &[Scheduler],
             // Services that change governed resources record it here.
-            "RecordAudit" => &[CapabilityGateway, Scheduler, Memory],
+            "RecordAudit" => &[CapabilityGateway, Scheduler, Memory, Gateway],
             // A Dream's output store inherits its input store's rows.
             "CopyPermissionAssignments" => &[Memory],
             _ => &[Gateway],

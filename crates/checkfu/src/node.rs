@@ -50,6 +50,10 @@ pub struct NodeOptions {
     /// Outbound fetches may reach private, loopback and link-local
     /// addresses (local development and tests; production refuses them).
     pub allow_private_targets: bool,
+    /// SandboxProfiles may allow every public host (`allowed_hosts:["*"]`).
+    pub allow_unrestricted_network: bool,
+    /// Where the CMA-compatible projection is mounted (`/cma`).
+    pub cma_prefix: String,
     /// Kafka bootstrap servers; `None` keeps durable events on the
     /// in-process bus (the embedded installation).
     pub kafka_brokers: Option<String>,
@@ -134,6 +138,8 @@ impl NodeOptions {
             approvals: ApprovalTiming { ttl: std::time::Duration::from_secs(c.timing.approval_ttl_seconds), ..Default::default() },
             run_lease: std::time::Duration::from_millis(c.timing.run_lease_ms),
             allow_private_targets: c.allow_private_targets,
+            allow_unrestricted_network: c.allow_unrestricted_network,
+            cma_prefix: c.cma_prefix.clone(),
             kafka_brokers: c.kafka_brokers.clone(),
             redis_url: c.redis_url.clone(),
             blob_store: c.blob_store.clone().unwrap_or_else(|| c.data_dir.join("blobs").display().to_string()),
@@ -242,6 +248,12 @@ impl Node {
         for task in background {
             tasks.push(tokio::spawn(task));
         }
+        if opts.embedded
+            && let Some(b) = &bootstrap
+            && let Some(t) = local.get(&Role::ModelGateway)
+        {
+            cma_default_route(transport::acting_as(t.clone(), Role::Gateway), &b.environment_id).await?;
+        }
         Ok(Node { addr, internal_addr, bootstrap, local, shutdown, tasks })
     }
 
@@ -271,4 +283,18 @@ impl Node {
             let _ = t.await;
         }
     }
+}
+
+/// The embedded installation routes every CMA model name to the scripted
+/// model (`cma:*`, docs/cma.md), so an SDK client's first agent runs.
+async fn cma_default_route(t: Transport, environment_id: &str) -> anyhow::Result<()> {
+    use checkfu_proto::modelgateway::v1 as mg;
+    let candidates =
+        vec![mg::Candidate { provider: "scripted".into(), model: "scripted-1".into(), effort: "medium".into(), ..Default::default() }];
+    let req = mg::CreateRoutingProfileRequest { environment_id: environment_id.into(), name: "cma:*".into(), candidates };
+    mg::model_gateway_service_client::ModelGatewayServiceClient::new(t)
+        .create_routing_profile(req)
+        .await
+        .context("routing cma:* to the scripted model")?;
+    Ok(())
 }

@@ -135,6 +135,8 @@ impl ReachService {
                         json!({"max_path_bytes": 1024, "max_document_bytes": 256 * 1024, "max_proposal_changes": 1000}),
                         true,
                     ),
+                    // Served by the gateway under `/cma` (docs/cma.md).
+                    "cma_projection" => (false, json!({"sdk": "anthropic 2.14", "max_events_per_send": 50, "max_initial_events": 50}), true),
                     _ => return None,
                 };
                 let reason = if self.disabled.contains(name) {

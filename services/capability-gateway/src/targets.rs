@@ -10,11 +10,13 @@ pub fn pinned_client(host: &str, addr: std::net::SocketAddr) -> reqwest::ClientB
     reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).no_proxy().resolve(host, addr)
 }
 
-/// Whether `host` is on the allowlist: an exact entry, or a `*.suffix`
-/// entry covering a subdomain (not the bare suffix itself).
+/// Whether `host` is on the allowlist: an exact entry, a `*.suffix`
+/// entry covering a subdomain (not the bare suffix itself), or `*`, every
+/// host (whose addresses must still be public).
 pub fn host_allowed(allowed: &[String], host: &str) -> bool {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
     allowed.iter().any(|a| match a.strip_prefix("*.") {
+        None if a == "*" => true,
         Some(suffix) => host.len() > suffix.len() + 1 && host.ends_with(suffix) && host.as_bytes()[host.len() - suffix.len() - 1] == b'.',
         None => *a == host,
     })
@@ -35,5 +37,6 @@ mod tests {
         assert!(!host_allowed(&allowed, "docs.rs"), "a wildcard covers subdomains only");
         assert!(!host_allowed(&allowed, "evildocs.rs"));
         assert!(!host_allowed(&[], "example.com"));
+        assert!(host_allowed(&["*".to_string()], "anything.example"), "* is every host");
     }
 }

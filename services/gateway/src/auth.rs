@@ -43,6 +43,12 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        // A request the gateway makes of itself on an authenticated
+        // caller's behalf (the CMA projection, `cma/native.rs`) carries that
+        // caller; extensions cannot come off the wire.
+        if let Some(c) = parts.extensions.get::<Caller>() {
+            return Ok(c.clone());
+        }
         let client = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
         let secret = bearer(&parts.headers);
         if secret.is_empty() {

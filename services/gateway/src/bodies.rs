@@ -135,6 +135,11 @@ pub struct CreateSandboxProfile {
     #[schema(value_type = Option<Object>)]
     pub resources: Option<Value>,
     pub retention_days: Option<i64>,
+    /// What the profile is for (≤ 2,048 characters); revised with it.
+    pub description: Option<String>,
+    /// Caller-defined labels: ≤ 16 pairs, keys ≤ 64, values ≤ 512 characters.
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -147,17 +152,43 @@ pub struct PublishSandboxRevision {
     #[schema(value_type = Option<Object>)]
     pub resources: Option<Value>,
     pub retention_days: Option<i64>,
+    /// What the profile is for (≤ 2,048 characters); revised with it.
+    pub description: Option<String>,
+    /// Caller-defined labels: ≤ 16 pairs, keys ≤ 64, values ≤ 512 characters.
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+}
+
+impl CreateSandboxProfile {
+    /// The revision document it describes.
+    pub fn spec(&self) -> Value {
+        sandbox_spec(&self.image, &self.packages, &self.network, &self.resources, self.retention_days, (&self.description, &self.metadata))
+    }
+}
+
+impl PublishSandboxRevision {
+    /// The revision document it describes.
+    pub fn spec(&self) -> Value {
+        sandbox_spec(&self.image, &self.packages, &self.network, &self.resources, self.retention_days, (&self.description, &self.metadata))
+    }
 }
 
 /// The revision document a sandbox body describes.
-pub fn sandbox_spec(
+fn sandbox_spec(
     image: &str,
     packages: &Option<Vec<String>>,
     network: &Option<Value>,
     resources: &Option<Value>,
     retention_days: Option<i64>,
+    (description, metadata): (&Option<String>, &Option<Value>),
 ) -> Value {
     let mut spec = serde_json::json!({"image": image});
+    if let Some(d) = description {
+        spec["description"] = serde_json::json!(d);
+    }
+    if let Some(m) = metadata {
+        spec["metadata"] = m.clone();
+    }
     if let Some(p) = packages {
         spec["packages"] = serde_json::json!(p);
     }

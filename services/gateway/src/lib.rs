@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod authz;
 pub mod bodies;
+pub mod cma;
 pub mod error;
 pub mod extract;
 pub mod idempotency;

@@ -190,6 +190,12 @@ fn tool_name() -> Value {
     json!({"type": "string", "pattern": "^[a-z0-9_-]{1,64}$"})
 }
 
+/// Caller-defined labels (`sessions::model::check_metadata`).
+fn metadata() -> Value {
+    json!({"type": "object", "maxProperties": 16, "propertyNames": {"minLength": 1, "maxLength": 64},
+        "additionalProperties": {"type": "string", "maxLength": 512}})
+}
+
 /// An agent's draft definition (`sessions::model::AgentDefinition`).
 fn draft() -> Value {
     let allowed = json!({"type": "object", "additionalProperties": false,
@@ -201,7 +207,10 @@ fn draft() -> Value {
         "properties": {"skill_id": id("skl"), "version": {"type": "integer", "minimum": 1}}}]});
     json!({"type": "object", "additionalProperties": false, "properties": {
         "instructions": {"type": "string", "maxLength": 65536},
-        "model": {"type": "object", "additionalProperties": false, "properties": {"routing_profile_id": id("mrp")}},
+        "model": {"type": "object", "additionalProperties": false, "properties": {"routing_profile_id": id("mrp"),
+            "label": {"type": "string", "minLength": 1, "maxLength": 256, "description": "The model as its author named it; the route decides what runs."}}},
+        "description": {"type": "string", "maxLength": 2048},
+        "metadata": metadata(),
         "tools": {"type": "array", "maxItems": 128, "items": tool()},
         "skills": {"type": "array", "maxItems": 500, "items": skill},
         "session_variable": {"type": "object", "additionalProperties": false, "properties": {"tools": allowed, "skills": allowed_skills}},
@@ -213,7 +222,8 @@ fn draft() -> Value {
 fn network() -> Value {
     let host = "^(\\*\\.)?[A-Za-z0-9]([A-Za-z0-9-]{0,61})?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61})?){0,8}$";
     json!({"type": "object", "additionalProperties": false, "properties": {
-        "allowed_hosts": {"type": "array", "maxItems": 200, "items": {"type": "string", "pattern": host, "maxLength": 253}},
+        "allowed_hosts": {"type": "array", "maxItems": 200, "items": {"type": "string", "pattern": host, "maxLength": 253},
+            "description": "Host names, or `*.suffix` for subdomains. `[\"*\"]` alone allows every public host where the installation allows it (`allow_unrestricted_network`)."},
         "allow_package_managers": {"type": "boolean"},
         "allow_mcp_servers": {"type": "boolean", "description": "Adds no host: needs allowed hosts (or package managers) too."},
     },
@@ -330,7 +340,7 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
         ("CreateGraph" | "ReviseGraph", "document") => graph_document(),
         ("PlanGraph" | "ApplyGraph" | "NodeTest", "revision") => json!({"type": "integer", "minimum": 1, "maximum": i64::from(i32::MAX)}),
         ("NodeTest", "mode") => one_of(&["prompt_preview"]),
-        ("CreateRunnerPairing", "pool") => json!({"type": "string", "pattern": "^[a-z0-9._-]{1,100}$"}),
+        ("CreateRunnerPairing", "pool") => json!({"type": "string", "pattern": "^[a-z0-9._:-]{1,100}$"}),
         ("CreateRunnerPairing", "ttl_seconds") => json!({"type": "integer", "minimum": 1, "maximum": 900}),
         ("EvaluateAction", "subject") => reference(SUBJECTS_POLICY, any_id()),
         ("CreateAssignment", "subject") => by_kind(&[("principal", "prin"), ("group", "grp"), ("agent_definition", "agt")]),
@@ -348,6 +358,8 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
         }
         ("CreateSandboxProfile" | "PublishSandboxRevision", "retention_days") => json!({"type": "integer", "minimum": 1, "maximum": 30}),
         ("CreateSandboxProfile" | "PublishSandboxRevision", "network") => network(),
+        ("CreateSandboxProfile" | "PublishSandboxRevision", "description") => json!({"type": "string", "maxLength": 2048}),
+        ("CreateSandboxProfile" | "PublishSandboxRevision", "metadata") => metadata(),
         ("CreateSandboxProfile" | "PublishSandboxRevision", "resources") => resources(),
         ("CreateAgent" | "UpdateAgent", "draft") => draft(),
         ("CreateWebhookEndpoint" | "UpdateWebhookEndpoint", "url") => json!({"type": "string", "format": "uri", "maxLength": 2048,

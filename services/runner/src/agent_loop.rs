@@ -254,10 +254,6 @@ impl Runner {
             Start::Written(seq, p) => (vec![], Some((seq, p))),
             Start::None => (vec![], None),
         };
-        events.push((
-            E::SpanModelRequestEnd,
-            json!({"model_usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}, "cost_micro_usd": completed.cost_micro_usd, "is_error": false}).to_string(),
-        ));
         let mut text = String::new();
         let mut uses = vec![];
         for b in completed.content {
@@ -267,9 +263,15 @@ impl Runner {
                 _ => {}
             }
         }
+        // The message is the request's output, so it sits inside its span
+        // (as CMA clients read it too, api.md §17.8).
         if !text.is_empty() {
             events.push((E::AgentMessage, text_payload(&text)));
         }
+        events.push((
+            E::SpanModelRequestEnd,
+            json!({"model_usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}, "cost_micro_usd": completed.cost_micro_usd, "is_error": false}).to_string(),
+        ));
         if uses.is_empty() {
             return Ok(Turn::Final(events));
         }

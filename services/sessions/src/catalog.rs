@@ -24,8 +24,8 @@ pub struct DeploymentInput {
 fn check_key(key: &str) -> Result<()> {
     let ok = !key.is_empty()
         && key.len() <= 100
-        && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
-    if ok { Ok(()) } else { Err(Error::invalid_field("key", "key must be 1 to 100 of a-z, 0-9, '-', '_' and '.'")) }
+        && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    if ok { Ok(()) } else { Err(Error::invalid_field("key", "key must be 1 to 100 of a-z, 0-9, '-', '_', '.' and ':'")) }
 }
 
 fn renamed_conflict(what: &'static str) -> impl Fn(Error) -> Error {
@@ -182,7 +182,7 @@ impl SessionsService {
     pub async fn create_sandbox_profile(&self, environment_id: &str, name: &str, spec: Value) -> Result<(SandboxProfile, SandboxRevision)> {
         let environment_id = EnvironmentId::parse("environment_id", environment_id)?;
         check_name("name", name)?;
-        let spec = SandboxSpec::compile(spec)?;
+        let spec = SandboxSpec::compile_with(spec, self.unrestricted_network)?;
         let now = now_ms();
         let p = SandboxProfile { id: SandboxProfileId::mint(), environment_id, name: name.into(), latest_revision: 1, created_ms: now };
         let r = SandboxRevision { profile_id: p.id.clone(), revision: 1, spec, created_ms: now };
@@ -195,7 +195,7 @@ impl SessionsService {
 
     pub async fn publish_sandbox_revision(&self, profile_id: &str, spec: Value) -> Result<SandboxRevision> {
         let p = self.sandbox_profile(profile_id).await?;
-        let spec = SandboxSpec::compile(spec)?;
+        let spec = SandboxSpec::compile_with(spec, self.unrestricted_network)?;
         let r = SandboxRevision { profile_id: p.id.clone(), revision: p.latest_revision + 1, spec, created_ms: now_ms() };
         if !self.store.insert_sandbox_revision(&r).await? {
             return Err(Error::conflict("another revision was published concurrently; read the profile again"));

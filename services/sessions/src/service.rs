@@ -60,6 +60,8 @@ pub struct SessionsService {
     pub(crate) blobs: Option<Arc<dyn checkfu_blobs::BlobStore>>,
     /// Files and skills: switched off or not, and how long Files live.
     pub(crate) uploads: crate::uploads::UploadSettings,
+    /// SandboxProfiles may allow every public host (`allowed_hosts:["*"]`).
+    pub(crate) unrestricted_network: bool,
 }
 
 /// A Session as last committed here: its primary's active Run and its
@@ -164,6 +166,7 @@ impl SessionsService {
             token_key: None,
             blobs: None,
             uploads: crate::uploads::UploadSettings::default(),
+            unrestricted_network: false,
         }
     }
 
@@ -174,6 +177,12 @@ impl SessionsService {
     }
 
     /// Keeps session files and workspace snapshots in `blobs`.
+    /// Lets SandboxProfiles allow every public host (an installation setting).
+    pub fn with_unrestricted_network(mut self, allowed: bool) -> Self {
+        self.unrestricted_network = allowed;
+        self
+    }
+
     pub fn with_blobs(mut self, blobs: Arc<dyn checkfu_blobs::BlobStore>) -> Self {
         self.blobs = Some(blobs);
         self

@@ -36,6 +36,8 @@ pub const VARIABLES: &[Variable] = &[
     var("CHECKFU_KAFKA_BROKERS", "kafka_brokers", Kind::Text),
     var("CHECKFU_REDIS_URL", "redis_url", Kind::Text),
     var("CHECKFU_ALLOW_PRIVATE_TARGETS", "allow_private_targets", Kind::Boolean),
+    var("CHECKFU_ALLOW_UNRESTRICTED_NETWORK", "allow_unrestricted_network", Kind::Boolean),
+    var("CHECKFU_CMA_PREFIX", "cma_prefix", Kind::Text),
     var("CHECKFU_SECRETS_KEY", "secrets_key", Kind::Text),
     var("CHECKFU_CREDENTIAL_KEY_FILE", "credential_key_file", Kind::Text),
     var("CHECKFU_FEATURES_DISABLED", "features_disabled", Kind::Text),

@@ -94,6 +94,11 @@ pub struct Config {
     /// Outbound fetches (web_fetch, webhooks, model endpoints) may reach
     /// private, loopback and link-local addresses: development only.
     pub allow_private_targets: bool,
+    /// SandboxProfiles may allow every public host (`allowed_hosts:["*"]`,
+    /// still through the egress proxy): on under `up`, off under `serve`.
+    pub allow_unrestricted_network: bool,
+    /// Where the CMA-compatible projection is mounted (docs/cma.md).
+    pub cma_prefix: String,
     /// The installation key sealing stored secrets (32+ characters); on
     /// SQLite a key is kept in `data_dir/secrets.key` when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,6 +237,8 @@ impl Config {
             kafka_brokers: None,
             redis_url: None,
             allow_private_targets: false,
+            allow_unrestricted_network: matches!(mode, Mode::Up),
+            cma_prefix: "/cma".into(),
             secrets_key: None,
             credential_key_file: None,
             egress_listen: match mode {
@@ -342,6 +349,13 @@ fn validate(c: &Config, sources: &BTreeMap<String, Source>, env: &Env) -> Result
         && !matches!(scheme, "postgres" | "postgresql" | "sqlite")
     {
         return Err(fail("storage", "must be a postgres:// URL, or sqlite://DIR (unset: SQLite in data_dir)".into()));
+    }
+    let prefix = &c.cma_prefix;
+    let segments_ok = prefix.strip_prefix('/').is_some_and(|p| {
+        !p.is_empty() && p.split('/').all(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')))
+    });
+    if !segments_ok || prefix.len() > 100 || ["/v1", "/healthz", "/readyz", "/metrics"].iter().any(|t| prefix == t || prefix.starts_with(&format!("{t}/"))) {
+        return Err(fail("cma_prefix", format!("must be a path such as /cma, apart from the native API's, got {prefix:?}")));
     }
     if let Some(url) = &c.redis_url
         && !(url.starts_with("redis://") || url.starts_with("rediss://"))

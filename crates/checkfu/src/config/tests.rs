@@ -132,3 +132,13 @@ fn docs_list_every_key_and_variable() {
         assert!(doc.contains(&format!("`{key}`")), "docs/configuration.md does not mention {key}");
     }
 }
+
+#[test]
+fn the_cma_prefix_is_a_path_apart_from_the_native_api() {
+    let c = load("", Env::from([("CHECKFU_CMA_PREFIX", "/compat/cma")])).expect("a nested path");
+    assert_eq!(c.config.cma_prefix, "/compat/cma");
+    for bad in ["cma", "/", "/v1", "/v1/cma", "/cma/", "/a b"] {
+        let e = load("", Env::from([("CHECKFU_CMA_PREFIX", bad)])).expect_err(bad);
+        assert_eq!(e.key, "cma_prefix", "{bad}: {e}");
+    }
+}

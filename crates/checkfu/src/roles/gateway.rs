@@ -53,7 +53,10 @@ impl Play for Gateway {
             governance: node.reach(Role::Gateway, Role::Governance)?,
             capabilities: node.reach(Role::Gateway, Role::CapabilityGateway)?,
         };
-        node.api = Some(checkfu_gateway::router(state).merge(checkfu_gateway::runner_edge::routes(edge)));
+        let native = checkfu_gateway::router(state.clone());
+        let cma_on = !opts.features_disabled.contains("cma_projection");
+        let cma = checkfu_gateway::cma::router(state, native.clone(), &opts.cma_prefix, cma_on);
+        node.api = Some(native.merge(cma).merge(checkfu_gateway::runner_edge::routes(edge)));
         Ok(())
     }
 }

@@ -47,6 +47,7 @@ impl Play for Sessions {
                 disabled: opts.features_disabled.clone(),
                 retention_days: opts.files_retention_days,
             })
+            .with_unrestricted_network(opts.allow_unrestricted_network)
             .with_outbox_wake(relay.wake.clone())
             .with_lease_ms(opts.run_lease.as_millis() as i64);
         if let Some(r) = &node.redis {

@@ -145,7 +145,7 @@ async fn profile_for(st: &AppState, id: &str) -> ApiResult<ss::SandboxProfile> {
     Ok(st.sessions.clone().get_sandbox_profile(ss::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
-async fn profile_view(st: &AppState, p: &ss::SandboxProfile) -> ApiResult<views::SandboxProfile> {
+pub(crate) async fn profile_view(st: &AppState, p: &ss::SandboxProfile) -> ApiResult<views::SandboxProfile> {
     let rev = st
         .sessions
         .clone()
@@ -167,7 +167,7 @@ pub async fn create_sandbox_profile(
 ) -> ApiResult<Response> {
     let b: bodies::CreateSandboxProfile = parse(&body)?;
     st.require_manage(&caller, &b.environment_id).await?;
-    let spec = bodies::sandbox_spec(&b.image, &b.packages, &b.network, &b.resources, b.retention_days);
+    let spec = b.spec();
     let req = ss::CreateSandboxProfileRequest { environment_id: b.environment_id, name: b.name, spec_json: spec.to_string() };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/sandbox-profiles", &body, || async {
         let p = st.sessions.clone().create_sandbox_profile(req).await?.into_inner();
@@ -213,7 +213,7 @@ pub async fn publish_sandbox_revision(
     let p = profile_for(&st, &id).await?;
     st.require_manage(&caller, &p.environment_id).await?;
     let b: bodies::PublishSandboxRevision = parse(&body)?;
-    let spec = bodies::sandbox_spec(&b.image, &b.packages, &b.network, &b.resources, b.retention_days);
+    let spec = b.spec();
     let req = ss::PublishSandboxRevisionRequest { profile_id: id.clone(), spec_json: spec.to_string() };
     let route = format!("POST /v1/sandbox-profiles/{id}/revisions");
     once(&st.idem, &caller.principal_id, &headers, &route, &body, || async {
@@ -371,9 +371,27 @@ pub async fn create_deployment(
     let input = pins(&st, &b.environment_id, revision).await?;
     let req = ss::CreateDeploymentRequest { environment_id: b.environment_id, key: b.key, agent_id: b.agent_id, input: Some(input) };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/agent-deployments", &body, || async {
-        created(views::deployment(&st.sessions.clone().create_deployment(req).await?.into_inner()))
+        let d = st.sessions.clone().create_deployment(req).await?.into_inner();
+        audit_deployment(&st, &caller, "agent_deployment.created", &d).await;
+        created(views::deployment(&d))
     })
     .await
+}
+
+/// Deployments decide what runs for whoever invokes them, so creating or
+/// revising one is audited, with the caller as actor. A failure to record
+/// is logged: the change itself is committed.
+async fn audit_deployment(st: &AppState, caller: &Caller, action: &str, d: &ss::Deployment) {
+    let details = serde_json::json!({"key": d.key, "revision": d.revision, "agent_version": d.pins.as_ref().map(|p| p.agent_version)});
+    let req = checkfu_proto::governance::v1::RecordAuditRequest {
+        actor_id: caller.principal_id.clone(),
+        action: action.into(),
+        resource: Some(checkfu_proto::governance::v1::ResourceRef { kind: "agent_deployment".into(), id: d.id.clone() }),
+        details_json: details.to_string(),
+    };
+    if let Err(s) = st.gov.clone().record_audit(req).await {
+        tracing::warn!(status = %s, deployment = %d.id, "recording a deployment change in the audit trail failed");
+    }
 }
 
 async fn deployment_for(st: &AppState, id: &str) -> ApiResult<ss::Deployment> {
@@ -395,13 +413,14 @@ pub async fn create_deployment_revision(
     let input = pins(&st, &d.environment_id, parse(&body)?).await?;
     let route = format!("POST /v1/agent-deployments/{id}/revisions");
     once(&st.idem, &caller.principal_id, &headers, &route, &body, || async {
-        created(views::deployment(
-            &st.sessions
-                .clone()
-                .create_deployment_revision(ss::CreateDeploymentRevisionRequest { id, input: Some(input) })
-                .await?
-                .into_inner(),
-        ))
+        let d = st
+            .sessions
+            .clone()
+            .create_deployment_revision(ss::CreateDeploymentRevisionRequest { id, input: Some(input) })
+            .await?
+            .into_inner();
+        audit_deployment(&st, &caller, "agent_deployment.revised", &d).await;
+        created(views::deployment(&d))
     })
     .await
 }

@@ -22,6 +22,7 @@ use checkfu_core::id::{AgentId, DeploymentId, EnvironmentId, EventId, PrincipalI
 use checkfu_core::{Error, Result, string_enum};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 pub const MAX_INSTRUCTIONS_BYTES: usize = 64 * 1024;
 pub const MAX_INITIAL_EVENTS: usize = 50;
@@ -84,6 +85,10 @@ impl ToolDecl {
 pub struct ModelRef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub routing_profile_id: Option<String>,
+    /// The model as its author named it (a CMA client's `model.id`, say):
+    /// shown back to them; the routing profile decides what runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -102,12 +107,44 @@ pub struct SessionVariable {
     pub skills: Allowed,
 }
 
+/// Longest agent or sandbox profile `description`, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 2048;
+
+/// Checks caller-defined `metadata`: at most 16 pairs, keys 1 to 64 and
+/// values at most 512 characters (400 `invalid_metadata`).
+pub fn check_metadata(field: &str, m: &BTreeMap<String, String>) -> Result<()> {
+    let bad = if m.len() > 16 {
+        Some("at most 16 metadata pairs".to_string())
+    } else {
+        m.iter().find_map(|(k, v)| {
+            if k.is_empty() || k.chars().count() > 64 {
+                Some(format!("metadata key {k:?} must be 1 to 64 characters"))
+            } else if v.chars().count() > 512 {
+                Some(format!("the value of metadata key {k:?} is longer than 512 characters"))
+            } else {
+                None
+            }
+        })
+    };
+    match bad {
+        Some(m) => Err(Error::invalid_field(field, m).with_reason("invalid_metadata")),
+        None => Ok(()),
+    }
+}
+
 /// An Agent's definition: the draft, and (frozen) every published version.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentDefinition {
     #[serde(default)]
     pub instructions: String,
+    /// What the agent is for, for people choosing one (≤ 2,048 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Caller-defined labels: ≤ 16 pairs, keys ≤ 64 and values ≤ 512
+    /// characters. Versioned with the rest of the definition.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
     #[serde(default)]
     pub model: ModelRef,
     #[serde(default)]
@@ -133,6 +170,13 @@ impl AgentDefinition {
     pub fn validate(&self) -> Result<()> {
         if self.instructions.len() > MAX_INSTRUCTIONS_BYTES {
             return Err(Error::invalid_field("draft.instructions", "instructions are limited to 64 KiB"));
+        }
+        if self.description.as_ref().is_some_and(|d| d.chars().count() > MAX_DESCRIPTION_CHARS) {
+            return Err(Error::invalid_field("draft.description", format!("description is limited to {MAX_DESCRIPTION_CHARS} characters")));
+        }
+        check_metadata("draft.metadata", &self.metadata)?;
+        if self.model.label.as_ref().is_some_and(|l| l.is_empty() || l.len() > 256) {
+            return Err(Error::invalid_field("draft.model.label", "model.label must be 1 to 256 bytes"));
         }
         if let Some(id) = &self.model.routing_profile_id {
             RoutingProfileId::check("draft.model.routing_profile_id", id)?;
@@ -340,6 +384,12 @@ impl Default for Resources {
 #[serde(deny_unknown_fields)]
 pub struct SandboxSpec {
     pub image: String,
+    /// What the profile is for (≤ 2,048 characters); revised with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Caller-defined labels, as an Agent's (`check_metadata`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
     #[serde(default)]
     pub packages: Vec<String>,
     #[serde(default)]
@@ -354,17 +404,41 @@ impl SandboxSpec {
     /// Validates a requested revision and compiles it into the stored form:
     /// package-manager reach becomes explicit hosts, sorted and deduplicated.
     pub fn compile(v: Value) -> Result<SandboxSpec> {
+        Self::compile_with(v, false)
+    }
+
+    /// As [`SandboxSpec::compile`]; `any_host` lets `allowed_hosts` be
+    /// `["*"]`, every public host (an installation setting: the egress proxy
+    /// still carries and records the traffic, and private addresses stay
+    /// refused).
+    pub fn compile_with(v: Value, any_host: bool) -> Result<SandboxSpec> {
         let mut s: SandboxSpec = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid sandbox profile: {e}")))?;
         if s.image.trim().is_empty() || s.image.chars().count() > 512 {
             return Err(Error::invalid_field("image", "image must be 1 to 512 characters"));
         }
+        if s.description.as_ref().is_some_and(|d| d.chars().count() > MAX_DESCRIPTION_CHARS) {
+            return Err(Error::invalid_field("description", format!("description is limited to {MAX_DESCRIPTION_CHARS} characters")));
+        }
+        check_metadata("metadata", &s.metadata)?;
         if s.packages.len() > 256 || s.packages.iter().any(|p| p.is_empty() || p.len() > 200) {
             return Err(Error::invalid_field("packages", "at most 256 packages of 1 to 200 characters"));
         }
         let mut hosts = std::collections::BTreeSet::new();
+        if s.network.allowed_hosts.iter().any(|h| h == "*") {
+            if !any_host {
+                return Err(Error::new(
+                    checkfu_core::Code::PermissionDenied,
+                    "this installation does not allow unrestricted sandbox networking",
+                )
+                .with_reason("environment_create_disabled"));
+            }
+            if s.network.allowed_hosts.len() > 1 {
+                return Err(Error::invalid_field("network.allowed_hosts", "\"*\" allows every public host and stands alone"));
+            }
+        }
         for h in &s.network.allowed_hosts {
             let h = h.to_ascii_lowercase();
-            if !valid_host(&h) {
+            if h != "*" && !valid_host(&h) {
                 return Err(Error::invalid_field("network.allowed_hosts", format!("{h:?} is not a host name")));
             }
             hosts.insert(h);

@@ -53,8 +53,8 @@ impl Runner {
 pub fn check_pool(field: &str, pool: &str) -> Result<()> {
     let ok = !pool.is_empty()
         && pool.len() <= 100
-        && pool.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.'));
-    if ok { Ok(()) } else { Err(Error::invalid_field(field, "pool must be 1 to 100 of a-z, 0-9, '-', '_' and '.'")) }
+        && pool.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'_' | b'.' | b':'));
+    if ok { Ok(()) } else { Err(Error::invalid_field(field, "pool must be 1 to 100 of a-z, 0-9, '-', '_', '.' and ':'")) }
 }
 
 /// The placement of Runs that may execute only on Runners of `pool` in

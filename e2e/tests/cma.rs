@@ -1,0 +1,82 @@
+//! The CMA-compatible projection (api.md §17) driven by the official
+//! Anthropic Python SDK: one acceptance check of §17.15 per test, each on
+//! its own embedded installation (`e2e/fixtures/cma/contract.py` holds the
+//! checks; `checkfu_e2e::cma` runs them).
+#![cfg(test)]
+
+use checkfu_e2e::*;
+
+/// Starts an installation and runs contract check `name` against it.
+async fn contract(name: &'static str) {
+    if !cma::sdk_present(&format!("the CMA contract check {name}")) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let (base, key) = (p.base.clone(), p.admin.key.clone());
+    tokio::task::spawn_blocking(move || cma::check(name, &base, &key)).await.expect("the check ran");
+    p.stop().await;
+}
+
+#[tokio::test]
+async fn acceptance_1_a_turn_through_the_sdk() {
+    contract("turn").await;
+}
+
+#[tokio::test]
+async fn acceptance_3_transport_keys_betas_and_envelopes() {
+    contract("transport").await;
+}
+
+#[tokio::test]
+async fn acceptance_4_a_stale_version_is_one_unretried_409() {
+    contract("conflict").await;
+}
+
+#[tokio::test]
+async fn acceptance_5_models_tools_and_networking_map_or_refuse() {
+    contract("mapping").await;
+}
+
+#[tokio::test]
+async fn acceptance_6_grants_decide_who_runs_what() {
+    contract("grants").await;
+}
+
+#[tokio::test]
+async fn acceptance_16_refusals_are_400s_with_their_codes() {
+    contract("refusals").await;
+}
+
+#[tokio::test]
+async fn the_sdk_is_the_pinned_one_and_its_surface_unchanged() {
+    contract("surface").await;
+}
+
+/// Switched off (`features_disabled = cma_projection`), every CMA route is
+/// 503 `api_error` with `capability_unavailable`, told not to retry.
+#[tokio::test]
+async fn a_disabled_projection_answers_503_without_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let tuning = Tuning { features_disabled: vec!["cma_projection".into()], ..Default::default() };
+    let p = Platform::start_timed(dir.path(), tuning).await;
+    let r = reqwest::Client::new()
+        .get(format!("{}/cma/v1/agents", p.base))
+        .header("x-api-key", &p.admin.key)
+        .header("anthropic-beta", "managed-agents-2026-04-01")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["x-should-retry"], "false");
+    let request_id = r.headers()["request-id"].to_str().unwrap().to_string();
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["type"], "error");
+    assert_eq!(body["error"]["type"], "api_error");
+    assert_eq!(body["error"]["details"]["error_code"], "capability_unavailable");
+    assert_eq!(body["request_id"], request_id.as_str());
+    let caps = p.admin.get("/v1/capabilities").await;
+    let cma = caps.1["data"].as_array().unwrap().iter().find(|c| c["name"] == "cma_projection").cloned().unwrap();
+    assert_eq!((cma["available"].as_bool(), cma["reason"].as_str()), (Some(false), Some("feature_disabled")));
+    p.stop().await;
+}

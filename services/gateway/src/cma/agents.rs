@@ -1,0 +1,473 @@
+//! CMA agents (api.md §17.5) ↔ native Agents, versions and the
+//! ActionPolicy `cma:<agt>` their permission policies compile into.
+
+use super::cx::{Cx, Native, encode};
+use super::facts;
+use super::wire::{self, CmaResult, refuse};
+use crate::AppState;
+use axum::Json;
+use axum::extract::{Path, RawQuery};
+use checkfu_core::Error;
+use serde_json::{Value, json};
+
+/// The builtins CMA's `agent_toolset_20260401` names, in its order.
+pub const TOOLSET: &[&str] = &["bash", "read", "write", "edit", "glob", "grep", "web_fetch"];
+const TOOLSET_TYPE: &str = "agent_toolset_20260401";
+
+/// `POST /v1/agents`: a native Agent, its version 1 and its rules.
+pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
+    let name = body["name"].as_str().ok_or_else(|| Error::invalid_field("name", "name is required"))?;
+    let compiled = compile(&cx, &body, None).await?;
+    let created = cx.native.post("/v1/agents", &json!({"environment_id": cx.env_id, "name": name, "draft": compiled.draft})).await?;
+    let id = created["id"].as_str().unwrap_or_default().to_string();
+    cx.native.post(&format!("/v1/agents/{id}/versions"), &json!({})).await?;
+    replace_rules(&cx, &id, &compiled.rules).await?;
+    Ok(Json(render_latest(&cx, &id, None).await?))
+}
+
+/// `GET /v1/agents/{id}?version=n`.
+pub async fn retrieve(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
+    let q = wire::query_pairs(raw.as_deref())?;
+    let version = match wire::param(&q, "version") {
+        Some(v) => Some(v.parse::<i64>().map_err(|_| Error::invalid_field("version", "version must be an integer"))?),
+        None => None,
+    };
+    Ok(Json(render_latest(&cx, &checked(&id)?, version).await?))
+}
+
+/// `GET /v1/agents`: the workspace's agents, newest first.
+pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
+    let q = wire::query_pairs(raw.as_deref())?;
+    let limit = wire::limit(&q, 20, 100)?;
+    let include_archived = wire::param(&q, "include_archived") == Some("true");
+    let mut url = format!("/v1/agents?environment_id={}&limit={limit}", cx.env_id);
+    if let Some(p) = wire::param(&q, "page") {
+        url.push_str(&format!("&page={}", encode(p)));
+    }
+    let r = cx.native.get(&url).await?;
+    let mut data = vec![];
+    for a in r["data"].as_array().cloned().unwrap_or_default() {
+        if a["latest_version"].is_null() || (a["archived"] == true && !include_archived) {
+            continue;
+        }
+        let id = a["id"].as_str().unwrap_or_default();
+        data.push(render(&cx.state, &a, &version_of(&cx.native, id, None, &a).await?).await?);
+    }
+    Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
+}
+
+/// `GET /v1/agents/{id}/versions`: newest first.
+pub async fn versions(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
+    let id = checked(&id)?;
+    let q = wire::query_pairs(raw.as_deref())?;
+    let limit = wire::limit(&q, 20, 100)?;
+    let agent = cx.native.get(&format!("/v1/agents/{id}")).await?;
+    let latest = agent["latest_version"].as_i64().unwrap_or(0);
+    let top = match wire::param(&q, "page") {
+        Some(p) => p.parse::<i64>().map_err(|_| Error::invalid_field("page", "page is not a token this list gave"))?,
+        None => latest,
+    };
+    let mut data = vec![];
+    let mut n = top;
+    while n >= 1 && data.len() < limit as usize {
+        let v = cx.native.get(&format!("/v1/agents/{id}/versions/{n}")).await?;
+        data.push(render(&cx.state, &agent, &v).await?);
+        n -= 1;
+    }
+    Ok(Json(wire::page(data, (n >= 1).then(|| n.to_string()))))
+}
+
+/// `POST /v1/agents/{id}`: CMA's merge, a new version only if the
+/// definition changed; `version` must be the latest (409 else).
+pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
+    let id = checked(&id)?;
+    let agent = cx.native.get(&format!("/v1/agents/{id}")).await?;
+    let latest = agent["latest_version"].as_i64().unwrap_or(0);
+    let expected =
+        body["version"].as_i64().ok_or_else(|| Error::invalid_field("version", "version is required: the version you updated from"))?;
+    if expected != latest {
+        return Err(Error::conflict(format!("version {expected} is not the latest ({latest}); retrieve the agent and retry"))
+            .with_reason("version_mismatch")
+            .into());
+    }
+    let current = cx.native.get(&format!("/v1/agents/{id}/versions/{latest}")).await?;
+    let current_view = render(&cx.state, &agent, &current).await?;
+    // CMA's merge: omitted keeps, arrays replace, metadata is a patch.
+    let mut merged = current_view.clone();
+    for k in ["name", "description", "system", "model", "tools", "mcp_servers", "skills", "multiagent", "execution_identity"] {
+        if let Some(v) = body.get(k) {
+            merged[k] = v.clone();
+        }
+    }
+    if let Some(m) = body.get("metadata") {
+        merged["metadata"] = wire::patch_metadata(&current_view["metadata"], m)?;
+    }
+    let compiled = compile(&cx, &merged, Some(&current["definition"])).await?;
+    let name_changed = merged["name"] != agent["name"];
+    let rules_changed = compiled.rules != current_rules(&cx.state, &cx.env_id, &id).await?;
+    if compiled.draft == current["definition"] && !name_changed && !rules_changed {
+        return Ok(Json(current_view));
+    }
+    let mut change = json!({"draft": compiled.draft, "expected_version": agent["version"]});
+    if name_changed {
+        change["name"] = merged["name"].clone();
+    }
+    cx.native.post(&format!("/v1/agents/{id}"), &change).await?;
+    cx.native.post(&format!("/v1/agents/{id}/versions"), &json!({})).await?;
+    replace_rules(&cx, &id, &compiled.rules).await?;
+    super::sessions::advance_deployments(&cx, &id).await?;
+    Ok(Json(render_latest(&cx, &id, None).await?))
+}
+
+/// `POST /v1/agents/{id}/archive`.
+pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
+    let id = checked(&id)?;
+    cx.native.post(&format!("/v1/agents/{id}/archive"), &json!({})).await?;
+    Ok(Json(render_latest(&cx, &id, None).await?))
+}
+
+/// An id of the kind a path names: anything else is not found (§17.1).
+pub fn checked(id: &str) -> CmaResult<String> {
+    if checkfu_core::id::AgentId::check("id", id).is_err() {
+        return Err(Error::not_found("agent", id).into());
+    }
+    Ok(id.to_string())
+}
+
+/// One rule of an agent's ActionPolicy: `(tool name, disposition)`.
+pub type Rule = (String, String);
+
+/// A CMA agent body compiled: the native draft and its policy's rules.
+struct Compiled {
+    draft: Value,
+    rules: Vec<Rule>,
+}
+
+/// Compiles a CMA agent body into a native draft. `previous` is the
+/// current definition on update (its route is kept when the model is).
+async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<Compiled> {
+    let (route, label) = resolve_model(&cx.native, &cx.env_id, &body["model"], previous).await?;
+    if let Some(e) = body.get("execution_identity").filter(|e| !e.is_null())
+        && e["type"] != "service_account"
+    {
+        return Err(refuse(
+            "execution_identity_unsupported",
+            "execution_identity: only service_account is served (the Session's Principal acts)",
+        ));
+    }
+    for (k, code) in [("mcp_servers", "mcp_servers_unsupported"), ("skills", "skills_unsupported")] {
+        if body[k].as_array().is_some_and(|a| !a.is_empty()) {
+            return Err(refuse(code, format!("{k} are not yet served by this projection; declare them natively (docs/cma.md)")));
+        }
+    }
+    if body.get("multiagent").is_some_and(|m| !m.is_null()) {
+        return Err(refuse(
+            "multiagent_unsupported",
+            "multiagent is not yet served by this projection; declare the roster natively (docs/cma.md)",
+        ));
+    }
+    let (tools, rules) = compile_tools(&body["tools"])?;
+    let mut draft = json!({
+        "instructions": body["system"].as_str().unwrap_or_default(),
+        "model": {"routing_profile_id": route, "label": label},
+        "tools": tools,
+        "session_variable": {"tools": {"allowed": []}, "skills": {"allowed": []}},
+        "skills": [],
+    });
+    if let Some(d) = body["description"].as_str() {
+        draft["description"] = json!(d);
+    }
+    let metadata = wire::metadata(&body["metadata"])?;
+    if metadata.as_object().is_some_and(|m| !m.is_empty()) {
+        draft["metadata"] = metadata;
+    }
+    Ok(Compiled { draft, rules })
+}
+
+/// CMA tools → native declarations and per-tool dispositions.
+/// Omitted permission policies are `auto`: Checkfu's defaults decide
+/// (read-only tools run; `write`, `edit`, `bash` ask) — not CMA's
+/// `always_allow`.
+fn compile_tools(tools: &Value) -> CmaResult<(Vec<Value>, Vec<Rule>)> {
+    let mut decls = vec![];
+    let mut rules = vec![];
+    let list = match tools {
+        Value::Null => vec![],
+        Value::Array(a) => a.clone(),
+        _ => return Err(Error::invalid_field("tools", "tools must be an array").into()),
+    };
+    for (i, t) in list.iter().enumerate() {
+        match t["type"].as_str().unwrap_or_default() {
+            TOOLSET_TYPE => {
+                let default_on = t["default_config"]["enabled"].as_bool().unwrap_or(true);
+                let default_policy = policy(&t["default_config"]["permission_policy"])?;
+                let configs = t["configs"].as_array().cloned().unwrap_or_default();
+                for c in &configs {
+                    let name = c["name"].as_str().or(c["type"].as_str()).unwrap_or_default();
+                    if name == "web_search" {
+                        if c["enabled"].as_bool() == Some(true) {
+                            return Err(refuse(
+                                "tool_unsupported",
+                                "web_search is not offered: use web_fetch through the egress allowlist",
+                            ));
+                        }
+                        continue;
+                    }
+                    if !TOOLSET.contains(&name) {
+                        return Err(Error::invalid_field(&format!("tools[{i}].configs"), format!("unknown tool {name:?}")).into());
+                    }
+                    if name == "web_fetch" && c.as_object().is_some_and(|o| o.keys().any(|k| k.contains("domain"))) {
+                        return Err(refuse(
+                            "tool_unsupported",
+                            "web_fetch domain options are not served; the SandboxProfile's allowlist decides",
+                        ));
+                    }
+                }
+                for name in TOOLSET {
+                    let config = configs.iter().find(|c| c["name"].as_str().or(c["type"].as_str()) == Some(name));
+                    let on = config.and_then(|c| c["enabled"].as_bool()).unwrap_or(default_on);
+                    if !on {
+                        continue;
+                    }
+                    decls.push(json!({"type": "builtin", "name": name}));
+                    let p = match config {
+                        Some(c) if !c["permission_policy"].is_null() => policy(&c["permission_policy"])?,
+                        _ => default_policy.clone(),
+                    };
+                    if let Some(d) = p {
+                        rules.push((name.to_string(), d));
+                    }
+                }
+            }
+            "custom" => {
+                let name =
+                    t["name"].as_str().ok_or_else(|| Error::invalid_field(&format!("tools[{i}].name"), "a custom tool needs a name"))?;
+                decls.push(json!({
+                    "type": "custom", "name": name,
+                    "description": t["description"].as_str().unwrap_or_default(),
+                    "input_schema": t.get("input_schema").cloned().unwrap_or(json!({"type": "object"})),
+                    "read_only": false, "destructive": false,
+                }));
+                // CMA's client decides custom tools: the call is allowed.
+                rules.push((name.to_string(), "allow".into()));
+            }
+            "mcp_toolset" => {
+                return Err(refuse("mcp_servers_unsupported", "mcp_toolset is not yet served by this projection (docs/cma.md)"));
+            }
+            other => return Err(refuse("tool_unsupported", format!("tool type {other:?} is not served"))),
+        }
+    }
+    Ok((decls, rules))
+}
+
+/// A CMA permission policy → a native disposition; `auto` (or none) → no
+/// rule, so Checkfu's defaults decide.
+fn policy(p: &Value) -> CmaResult<Option<String>> {
+    match p["type"].as_str() {
+        None | Some("auto") => Ok(None),
+        Some("always_allow") => Ok(Some("allow".into())),
+        Some("always_ask") => Ok(Some("require_approval".into())),
+        Some(other) => Err(Error::invalid_field("permission_policy", format!("unknown permission policy {other:?}")).into()),
+    }
+}
+
+/// The routing profile a CMA model names: `cma:<id>`, else `cma:*`, in the
+/// workspace; options the route cannot honour are refused.
+async fn resolve_model(native: &Native, env_id: &str, model: &Value, previous: Option<&Value>) -> CmaResult<(String, String)> {
+    let (id, effort, speed) = match model {
+        Value::String(s) => (s.clone(), None, None),
+        Value::Object(o) => (
+            o.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
+            o.get("effort").and_then(Value::as_str).map(String::from),
+            o.get("speed").and_then(Value::as_str).map(String::from),
+        ),
+        Value::Null if previous.is_some() => {
+            let p = previous.map(|p| p["model"].clone()).unwrap_or_default();
+            return Ok((p["routing_profile_id"].as_str().unwrap_or_default().into(), p["label"].as_str().unwrap_or_default().into()));
+        }
+        _ => return Err(Error::invalid_field("model", "model is required: a model id or {id, effort?, speed?}").into()),
+    };
+    if id.is_empty() || id.len() > 200 {
+        return Err(Error::invalid_field("model", "model id must be 1 to 200 characters").into());
+    }
+    if model.get("inference_geo").is_some_and(|g| !g.is_null()) || speed.as_deref().is_some_and(|s| s != "standard") {
+        return Err(refuse("model_option_unsupported", "speed \"fast\" and inference_geo are not served"));
+    }
+    let profiles = native.all(&format!("/v1/model-routing-profiles?environment_id={env_id}"), 1000).await?;
+    let find = |n: &str| profiles.iter().find(|p| p["name"] == n).cloned();
+    let route = find(&format!("cma:{id}"))
+        .or_else(|| find("cma:*"))
+        .ok_or_else(|| refuse("model_not_routable", format!("no routing profile cma:{id} (or cma:*) in this workspace routes {id:?}")))?;
+    let route_effort = route["candidates"][0]["effort"].as_str().unwrap_or_default();
+    if let Some(e) = effort
+        && e != route_effort
+    {
+        return Err(refuse("model_option_unsupported", format!("effort {e:?} is not this route's ({route_effort:?})")));
+    }
+    Ok((route["id"].as_str().unwrap_or_default().into(), id))
+}
+
+/// The ActionPolicy holding an agent's compiled rules.
+fn policy_name(agent_id: &str) -> String {
+    format!("cma:{agent_id}")
+}
+
+/// The rules now in force for an agent, as `(tool, disposition)`.
+pub async fn current_rules(st: &AppState, env_id: &str, agent_id: &str) -> CmaResult<Vec<Rule>> {
+    let Some(p) = facts::policy_named(st, env_id, &policy_name(agent_id)).await? else { return Ok(vec![]) };
+    Ok(p["rules"]
+        .as_array()
+        .map(|rs| {
+            rs.iter()
+                .map(|r| {
+                    (
+                        r["resource"]["id_glob"].as_str().unwrap_or_default().to_string(),
+                        r["disposition"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// Replaces the agent's ActionPolicy whole (api.md §17.5): rules are live,
+/// so they govern older versions' Sessions too. No rules: no policy.
+async fn replace_rules(cx: &Cx, agent_id: &str, rules: &[Rule]) -> CmaResult<()> {
+    let (native, env_id) = (&cx.native, cx.env_id.as_str());
+    let rules: Vec<Value> = rules
+        .iter()
+        .map(|(tool, d)| {
+            json!({"subject": {"kind": "agent_definition", "id_glob": agent_id}, "resource": {"kind": "tool", "id_glob": tool},
+                "permission_glob": "invoke", "disposition": d})
+        })
+        .collect();
+    match (facts::policy_named(&cx.state, env_id, &policy_name(agent_id)).await?, rules.is_empty()) {
+        (None, true) => {}
+        (None, false) => {
+            native.post("/v1/action-policies", &json!({"environment_id": env_id, "name": policy_name(agent_id), "rules": rules})).await?;
+        }
+        (Some(p), true) => {
+            native.delete(&format!("/v1/action-policies/{}", p["id"].as_str().unwrap_or_default())).await?;
+        }
+        (Some(p), false) => {
+            let change = json!({"rules": rules, "expected_version": p["version"]});
+            native.post(&format!("/v1/action-policies/{}", p["id"].as_str().unwrap_or_default()), &change).await?;
+        }
+    }
+    Ok(())
+}
+
+/// A native version (`None`: the latest) of an agent already read.
+async fn version_of(native: &Native, id: &str, version: Option<i64>, agent: &Value) -> CmaResult<Value> {
+    let n = version.or(agent["latest_version"].as_i64()).ok_or_else(|| Error::not_found("agent version", id))?;
+    native.get(&format!("/v1/agents/{id}/versions/{n}")).await
+}
+
+async fn render_latest(cx: &Cx, id: &str, version: Option<i64>) -> CmaResult<Value> {
+    let agent = cx.native.get(&format!("/v1/agents/{id}")).await?;
+    let v = version_of(&cx.native, id, version, &agent).await?;
+    render(&cx.state, &agent, &v).await
+}
+
+/// A native Agent and one of its versions, as a CMA agent.
+pub async fn render(st: &AppState, agent: &Value, version: &Value) -> CmaResult<Value> {
+    let def = &version["definition"];
+    let env_id = agent["environment_id"].as_str().unwrap_or_default();
+    let id = agent["id"].as_str().unwrap_or_default();
+    let rules = current_rules(st, env_id, id).await?;
+    let effort = match def["model"]["routing_profile_id"].as_str() {
+        Some(r) => facts::route(st, r).await.ok().and_then(|p| p["candidates"][0]["effort"].as_str().map(String::from)),
+        None => None,
+    };
+    let mut v = snapshot(def, &rules, effort);
+    v["id"] = json!(id);
+    v["version"] = version["version"].clone();
+    v["name"] = agent["name"].clone();
+    v["created_at"] = wire::time(&agent["created_at"]);
+    v["updated_at"] = wire::time(&version["published_at"]);
+    v["archived_at"] = if agent["archived"] == true { wire::time(&agent["updated_at"]) } else { Value::Null };
+    Ok(v)
+}
+
+/// The CMA view of a definition (a Session's pinned `agent` too).
+pub fn snapshot(def: &Value, rules: &[Rule], effort: Option<String>) -> Value {
+    let rule_of = |n: &str| rules.iter().find(|(t, _)| t == n).map(|(_, d)| d.as_str());
+    let show = |d: Option<&str>| match d {
+        Some("allow") => json!({"type": "always_allow"}),
+        Some("require_approval") => json!({"type": "always_ask"}),
+        _ => json!({"type": "auto"}),
+    };
+    let decls = def["tools"].as_array().cloned().unwrap_or_default();
+    let builtins: Vec<&str> = decls.iter().filter(|t| t["type"] == "builtin").filter_map(|t| t["name"].as_str()).collect();
+    let mut tools = vec![];
+    if !builtins.is_empty() {
+        let mut configs: Vec<Value> = TOOLSET
+            .iter()
+            .map(|n| json!({"name": n, "type": n, "enabled": builtins.contains(n), "permission_policy": show(rule_of(n))}))
+            .collect();
+        configs.push(json!({"name": "web_search", "type": "web_search", "enabled": false, "permission_policy": show(None)}));
+        tools
+            .push(json!({"type": TOOLSET_TYPE, "default_config": {"enabled": false, "permission_policy": show(None)}, "configs": configs}));
+    }
+    for t in decls.iter().filter(|t| t["type"] == "custom") {
+        tools.push(json!({"type": "custom", "name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}));
+    }
+    json!({
+        "type": "agent",
+        "description": def["description"],
+        "system": def["instructions"].as_str().filter(|s| !s.is_empty()),
+        "model": {"id": def["model"]["label"], "speed": "standard", "effort": effort},
+        "tools": tools,
+        "mcp_servers": [],
+        "skills": [],
+        "multiagent": Value::Null,
+        "metadata": def.get("metadata").cloned().filter(|m| m.is_object()).unwrap_or(json!({})),
+        "execution_identity": {"type": "service_account"},
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_toolset_compiles_to_builtins_and_rules() {
+        let tools = json!([{"type": "agent_toolset_20260401",
+            "default_config": {"permission_policy": {"type": "always_allow"}},
+            "configs": [{"name": "bash", "permission_policy": {"type": "always_ask"}}, {"name": "web_fetch", "enabled": false},
+                        {"name": "web_search", "enabled": false}]}]);
+        let (decls, rules) = compile_tools(&tools).expect("compiles");
+        let names: Vec<&str> = decls.iter().filter_map(|d| d["name"].as_str()).collect();
+        assert_eq!(names, ["bash", "read", "write", "edit", "glob", "grep"]);
+        assert!(rules.contains(&("bash".into(), "require_approval".into())));
+        assert!(rules.contains(&("read".into(), "allow".into())));
+        assert_eq!(rules.len(), 6);
+    }
+
+    #[test]
+    fn omitted_policies_leave_checkfu_defaults() {
+        let (decls, rules) = compile_tools(&json!([{"type": "agent_toolset_20260401"}])).expect("compiles");
+        assert_eq!(decls.len(), 7);
+        assert!(rules.is_empty(), "auto writes no rule: read-only tools run, write/edit/bash ask");
+    }
+
+    #[test]
+    fn unsupported_tools_are_refused_not_dropped() {
+        let web_search = json!([{"type": "agent_toolset_20260401", "configs": [{"name": "web_search", "enabled": true}]}]);
+        assert_eq!(compile_tools(&web_search).map(|_| ()).expect_err("refused").0.details["reason"], "tool_unsupported");
+        let custom = json!([{"type": "custom", "name": "lookup", "description": "d", "input_schema": {"type": "object"}}]);
+        let (decls, rules) = compile_tools(&custom).expect("custom");
+        assert_eq!((decls[0]["type"].as_str(), rules[0].1.as_str()), (Some("custom"), "allow"));
+    }
+
+    #[test]
+    fn a_snapshot_reads_back_policies() {
+        let def = json!({"instructions": "Be brief.", "model": {"label": "claude-sonnet-4-6"},
+            "tools": [{"type": "builtin", "name": "bash"}]});
+        let v = snapshot(&def, &[("bash".into(), "allow".into())], Some("medium".into()));
+        assert_eq!(v["model"], json!({"id": "claude-sonnet-4-6", "speed": "standard", "effort": "medium"}));
+        let bash = v["tools"][0]["configs"].as_array().and_then(|c| c.iter().find(|c| c["name"] == "bash").cloned()).expect("bash");
+        assert_eq!(bash["permission_policy"]["type"], "always_allow");
+        assert_eq!(v["system"], "Be brief.");
+    }
+}

@@ -1,0 +1,282 @@
+//! Who is calling a CMA route, in which Environment, with which betas —
+//! and the native API, called in process as that caller.
+
+use super::wire::{CmaError, CmaResult};
+use crate::AppState;
+use crate::auth::Caller;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode};
+use checkfu_core::{Code, Error};
+use serde_json::Value;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+/// The projection's shared state: the gateway's, and the native router it
+/// translates onto.
+#[derive(Clone)]
+pub struct Cma {
+    pub state: AppState,
+    pub native: Router,
+    /// Whether `cma_projection` is offered here (api.md §16.8).
+    pub enabled: bool,
+    /// The installation's CMA default workspace (the `default`
+    /// Environment), found once.
+    pub default_env: Arc<tokio::sync::OnceCell<String>>,
+}
+
+pub const BETA_AGENTS: &str = "managed-agents-2026-04-01";
+pub const BETA_MEMORY: &str = "agent-memory-2026-07-22";
+pub const BETA_DREAMS: &str = "dreaming-2026-04-21";
+
+/// A CMA request's caller, Environment and native handle.
+pub struct Cx {
+    pub caller: Caller,
+    /// The Environment the `anthropic-workspace-id` header picked.
+    pub env_id: String,
+    pub native: Native,
+    pub state: AppState,
+}
+
+/// The beta a path's family needs (§17.2); files, skills and models none.
+/// `path` is seen inside the nested router (`/agents/…`) or whole.
+fn required_beta(path: &str) -> Option<&'static str> {
+    let rest = path.split_once("/v1/").map(|(_, r)| r).unwrap_or(path.trim_start_matches('/'));
+    let family = rest.split('/').next().unwrap_or_default();
+    match family {
+        "agents" | "sessions" | "environments" | "vaults" => Some(BETA_AGENTS),
+        "memory_stores" => Some(BETA_MEMORY),
+        "dreams" => Some(BETA_DREAMS),
+        _ => None,
+    }
+}
+
+/// The API key: `x-api-key` or `Authorization: Bearer`; two different
+/// keys are refused, not chosen between.
+fn api_key(headers: &HeaderMap) -> CmaResult<String> {
+    let x = headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::trim).filter(|k| !k.is_empty());
+    let bearer = Some(crate::auth::bearer(headers)).filter(|k| !k.is_empty());
+    match (x, bearer) {
+        (Some(a), Some(b)) if a != b => {
+            Err(Error::new(Code::InvalidKey, "two different API keys were sent (x-api-key and Authorization)").into())
+        }
+        (Some(k), _) | (None, Some(k)) => Ok(k.to_string()),
+        (None, None) => Err(Error::new(Code::MissingKey, "an API key is required: send x-api-key or Authorization: Bearer").into()),
+    }
+}
+
+impl FromRequestParts<Cma> for Cx {
+    type Rejection = CmaError;
+
+    async fn from_request_parts(parts: &mut Parts, cma: &Cma) -> Result<Self, Self::Rejection> {
+        if !cma.enabled {
+            return Err(checkfu_core::features::unavailable("cma_projection", checkfu_core::features::FEATURE_DISABLED)
+                .with_reason("capability_unavailable")
+                .into());
+        }
+        let key = api_key(&parts.headers)?;
+        let bearer =
+            HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| Error::new(Code::InvalidKey, "the API key is malformed"))?;
+        parts.headers.insert(axum::http::header::AUTHORIZATION, bearer);
+        let caller = Caller::from_request_parts(parts, &cma.state).await?;
+        if let Some(beta) = required_beta(parts.uri.path()) {
+            let sent = parts
+                .headers
+                .get_all("anthropic-beta")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','))
+                .any(|b| b.trim() == beta);
+            if !sent {
+                return Err(Error::invalid(format!("this endpoint is in beta: send anthropic-beta: {beta}"))
+                    .with_reason("missing_beta")
+                    .into());
+            }
+        }
+        let native = Native { router: cma.native.clone(), caller: caller.clone(), key };
+        let env_id = match parts.headers.get("anthropic-workspace-id").and_then(|v| v.to_str().ok()).map(str::trim) {
+            Some(id) => {
+                // Unreadable or malformed: not found, as any other id.
+                native.get(&format!("/v1/environments/{}", encode(id))).await.map_err(|_| Error::not_found("workspace", id))?;
+                id.to_string()
+            }
+            None => cma.default_env().await?,
+        };
+        Ok(Cx { caller, env_id, native, state: cma.state.clone() })
+    }
+}
+
+impl Cma {
+    /// The `default` Environment, looked up once.
+    async fn default_env(&self) -> CmaResult<String> {
+        let st = &self.state;
+        let found = self
+            .default_env
+            .get_or_try_init(|| async {
+                let mut page = String::new();
+                loop {
+                    let req = checkfu_proto::governance::v1::ListRequest { limit: 100, page: page.clone() };
+                    let r = st.gov.clone().list_environments(req).await.map_err(Error::from)?.into_inner();
+                    if let Some(e) = r.data.iter().find(|e| e.name == "default") {
+                        return Ok::<_, Error>(e.id.clone());
+                    }
+                    if r.next_page.is_empty() {
+                        return Err(Error::new(Code::NotFound, "this installation has no default workspace; send anthropic-workspace-id"));
+                    }
+                    page = r.next_page;
+                }
+            })
+            .await?;
+        Ok(found.clone())
+    }
+}
+
+/// Percent-encodes a path segment taken from a client (ids are plain, but
+/// a malformed one must stay one segment and end in a 404).
+pub fn encode(segment: &str) -> String {
+    let mut out = String::with_capacity(segment.len());
+    for b in segment.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The native `/v1` API, called in process as the CMA caller: every
+/// permission check, ActionPolicy, audit row and limit of the native route
+/// holds, and the projection keeps nothing of its own.
+#[derive(Clone)]
+pub struct Native {
+    router: Router,
+    pub caller: Caller,
+    key: String,
+}
+
+impl Native {
+    /// The native response, whole (streams, bytes).
+    pub async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        headers: &[(&str, String)],
+    ) -> CmaResult<axum::response::Response> {
+        let mut b = Request::builder().method(method).uri(path).header("authorization", format!("Bearer {}", self.key));
+        for (k, v) in headers {
+            b = b.header(*k, v.as_str());
+        }
+        let body = match body {
+            Some(v) => {
+                b = b.header("content-type", "application/json");
+                Body::from(v.to_string())
+            }
+            None => Body::empty(),
+        };
+        let mut req = b.body(body).map_err(|e| Error::internal(format!("building a native request: {e}")))?;
+        req.extensions_mut().insert(self.caller.clone());
+        let resp = self.router.clone().oneshot(req).await.map_err(|e| Error::internal(format!("native call: {e}")))?;
+        if resp.status().is_success() {
+            return Ok(resp);
+        }
+        Err(native_error(resp).await.into())
+    }
+
+    /// A JSON call; a native error comes back as its [`Error`].
+    pub async fn call(&self, method: Method, path: &str, body: Option<&Value>, headers: &[(&str, String)]) -> CmaResult<Value> {
+        let resp = self.raw(method, path, body, headers).await?;
+        let bytes = axum::body::to_bytes(resp.into_body(), 64 << 20)
+            .await
+            .map_err(|e| Error::internal(format!("reading a native response: {e}")))?;
+        if bytes.is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&bytes).map_err(|e| Error::internal(format!("a native response is not JSON: {e}")).into())
+    }
+
+    pub async fn get(&self, path: &str) -> CmaResult<Value> {
+        self.call(Method::GET, path, None, &[]).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> CmaResult<Value> {
+        self.call(Method::POST, path, Some(body), &[]).await
+    }
+
+    pub async fn delete(&self, path: &str) -> CmaResult<Value> {
+        self.call(Method::DELETE, path, None, &[]).await
+    }
+
+    /// Every item of a native list, following `next_page` (at most
+    /// `max` items: the projection's own reads stay bounded).
+    pub async fn all(&self, path: &str, max: usize) -> CmaResult<Vec<Value>> {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let mut out = vec![];
+        let mut page = String::new();
+        loop {
+            let url =
+                if page.is_empty() { format!("{path}{sep}limit=100") } else { format!("{path}{sep}limit=100&page={}", encode(&page)) };
+            let r = self.get(&url).await?;
+            out.extend(r["data"].as_array().cloned().unwrap_or_default());
+            match r["next_page"].as_str() {
+                Some(p) if !p.is_empty() && out.len() < max => page = p.to_string(),
+                _ => return Ok(out),
+            }
+        }
+    }
+}
+
+/// The native envelope of a failed call, as the [`Error`] it carried.
+async fn native_error(resp: axum::response::Response) -> Error {
+    let status = resp.status();
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_default();
+    let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let code = v["error"]["type"].as_str().and_then(Code::from_type).unwrap_or(match status {
+        StatusCode::NOT_FOUND => Code::NotFound,
+        StatusCode::METHOD_NOT_ALLOWED => Code::Invalid,
+        _ => Code::Internal,
+    });
+    let message = v["error"]["message"].as_str().unwrap_or("the request failed").to_string();
+    let mut e = Error::new(code, message);
+    if !v["error"]["details"].is_null() {
+        e = e.with_details(v["error"]["details"].clone());
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn betas_follow_the_path_family() {
+        assert_eq!(required_beta("/cma/v1/sessions/sess_1/events"), Some(BETA_AGENTS));
+        assert_eq!(required_beta("/cma/v1/memory_stores"), Some(BETA_MEMORY));
+        assert_eq!(required_beta("/cma/v1/dreams"), Some(BETA_DREAMS));
+        assert_eq!(required_beta("/cma/v1/files"), None);
+        assert_eq!(required_beta("/cma/v1/models"), None);
+        assert_eq!(required_beta("/agents"), Some(BETA_AGENTS), "as the nested router sees it");
+        assert_eq!(required_beta("/files/file_1"), None);
+    }
+
+    #[test]
+    fn keys_come_from_either_header_but_never_two() {
+        let mut h = HeaderMap::new();
+        assert_eq!(api_key(&h).expect_err("none").0.code, Code::MissingKey);
+        h.insert("x-api-key", HeaderValue::from_static("ck_a"));
+        assert_eq!(api_key(&h).expect("x-api-key"), "ck_a");
+        h.insert("authorization", HeaderValue::from_static("Bearer ck_a"));
+        assert_eq!(api_key(&h).expect("the same twice"), "ck_a");
+        h.insert("authorization", HeaderValue::from_static("Bearer ck_b"));
+        assert_eq!(api_key(&h).expect_err("two").0.code, Code::InvalidKey);
+    }
+
+    #[test]
+    fn path_segments_are_encoded() {
+        assert_eq!(encode("sess_01abc"), "sess_01abc");
+        assert_eq!(encode("a/b?c"), "a%2Fb%3Fc");
+    }
+}

@@ -1,0 +1,202 @@
+//! CMA environments (api.md §17.6) ↔ SandboxProfiles: a CMA environment
+//! is where tools run, so its id is the profile's `sbp_…`; an update is
+//! the profile's next revision (running Sessions keep theirs).
+
+use super::cx::{Cx, encode};
+use super::wire::{self, CmaResult, refuse};
+use axum::Json;
+use axum::extract::{Path, RawQuery};
+use checkfu_core::Error;
+use serde_json::{Value, json};
+
+/// The image a CMA cloud environment runs (CMA names none).
+const IMAGE: &str = "debian:12";
+/// CMA's package managers, in its order; native keeps `mgr:name` (apt bare).
+const MANAGERS: &[&str] = &["apt", "cargo", "gem", "go", "npm", "pip"];
+
+/// `POST /v1/environments`.
+pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
+    let name = body["name"].as_str().ok_or_else(|| Error::invalid_field("name", "name is required"))?;
+    if body.get("scope").is_some_and(|s| !s.is_null()) {
+        return Err(refuse("scope_unsupported", "scope is not served: an environment belongs to its workspace"));
+    }
+    let mut spec = compile(&body["config"])?;
+    spec["environment_id"] = json!(cx.env_id);
+    spec["name"] = json!(name);
+    describe(&mut spec, &body, &json!({}))?;
+    let p = cx.native.post("/v1/sandbox-profiles", &spec).await?;
+    Ok(Json(render(&p)))
+}
+
+/// `GET /v1/environments/{id}`.
+pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
+    Ok(Json(render(&cx.native.get(&format!("/v1/sandbox-profiles/{}", checked(&id)?)).await?)))
+}
+
+/// `GET /v1/environments`.
+pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
+    let q = wire::query_pairs(raw.as_deref())?;
+    let limit = wire::limit(&q, 20, 100)?;
+    let mut url = format!("/v1/sandbox-profiles?environment_id={}&limit={limit}", cx.env_id);
+    if let Some(p) = wire::param(&q, "page") {
+        url.push_str(&format!("&page={}", encode(p)));
+    }
+    let r = cx.native.get(&url).await?;
+    let data = r["data"].as_array().map(|a| a.iter().map(render).collect()).unwrap_or_default();
+    Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
+}
+
+/// `POST /v1/environments/{id}`: the profile's next revision.
+pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
+    let id = checked(&id)?;
+    let current = cx.native.get(&format!("/v1/sandbox-profiles/{id}")).await?;
+    let latest = &current["latest"];
+    let current_kind = "cloud";
+    let config = match body.get("config").filter(|c| !c.is_null()) {
+        Some(c) => {
+            if c["type"].as_str().is_some_and(|t| t != current_kind) {
+                return Err(refuse("invalid_config_type_change", "an environment's config type (cloud or self_hosted) cannot change"));
+            }
+            c.clone()
+        }
+        None => render(&current)["config"].clone(),
+    };
+    let mut spec = compile(&config)?;
+    spec["resources"] = latest["resources"].clone();
+    spec["retention_days"] = latest["retention_days"].clone();
+    let mut merged = json!({"description": latest["description"], "metadata": latest.get("metadata").cloned().unwrap_or(json!({}))});
+    if let Some(d) = body.get("description") {
+        merged["description"] = d.clone();
+    }
+    describe(&mut spec, &merged, &body["metadata"])?;
+    cx.native.post(&format!("/v1/sandbox-profiles/{id}/revisions"), &spec).await?;
+    let p = cx.native.get(&format!("/v1/sandbox-profiles/{id}")).await?;
+    super::sessions::advance_environment(&cx, &id).await?;
+    Ok(Json(render(&p)))
+}
+
+/// `DELETE /v1/environments/{id}`: a SandboxProfile's revisions are the
+/// record of what Sessions ran in, so it is archived, never deleted.
+pub async fn delete(_cx: Cx, Path(_id): Path<String>) -> CmaResult<Json<Value>> {
+    Err(refuse("environment_delete_unsupported", "environments are not deleted (their revisions record what Sessions ran in); archive it"))
+}
+
+/// An id of the kind a path names, else not found (§17.1).
+pub fn checked(id: &str) -> CmaResult<String> {
+    if checkfu_core::id::SandboxProfileId::check("id", id).is_err() {
+        return Err(Error::not_found("environment", id).into());
+    }
+    Ok(id.to_string())
+}
+
+/// Sets `description` and `metadata` (patched onto `body["metadata"]`
+/// with `patch`) on a native revision body.
+fn describe(spec: &mut Value, body: &Value, patch: &Value) -> CmaResult<()> {
+    if let Some(d) = body["description"].as_str() {
+        spec["description"] = json!(d);
+    }
+    let mut m = wire::metadata(&body["metadata"])?;
+    if !patch.is_null() {
+        m = wire::patch_metadata(&m, patch)?;
+    }
+    if m.as_object().is_some_and(|o| !o.is_empty()) {
+        spec["metadata"] = m;
+    }
+    Ok(())
+}
+
+/// A CMA `config` → a native revision body (image, packages, network).
+fn compile(config: &Value) -> CmaResult<Value> {
+    match config["type"].as_str() {
+        None | Some("cloud") => {}
+        Some("self_hosted") => {
+            return Err(refuse("self_hosted_unsupported", "self_hosted environments are not yet served by this projection (docs/cma.md)"));
+        }
+        Some(other) => return Err(Error::invalid_field("config.type", format!("unknown config type {other:?}")).into()),
+    }
+    let mut packages = vec![];
+    if let Some(p) = config["packages"].as_object() {
+        for (mgr, names) in p {
+            if mgr == "type" {
+                continue;
+            }
+            if !MANAGERS.contains(&mgr.as_str()) {
+                return Err(Error::invalid_field("config.packages", format!("unknown package manager {mgr:?}")).into());
+            }
+            for n in names.as_array().into_iter().flatten() {
+                let n = n.as_str().ok_or_else(|| Error::invalid_field("config.packages", "package names are strings"))?;
+                packages.push(if mgr == "apt" { n.to_string() } else { format!("{mgr}:{n}") });
+            }
+        }
+    }
+    let net = &config["networking"];
+    let network = match net["type"].as_str() {
+        // Checkfu's default: no host until one is allowed.
+        None => json!({"allowed_hosts": []}),
+        Some("unrestricted") => json!({"allowed_hosts": ["*"]}),
+        Some("limited") => json!({
+            "allowed_hosts": net["allowed_hosts"].as_array().cloned().unwrap_or_default(),
+            "allow_package_managers": net["allow_package_managers"].as_bool().unwrap_or(false),
+            "allow_mcp_servers": net["allow_mcp_servers"].as_bool().unwrap_or(false),
+        }),
+        Some(other) => return Err(Error::invalid_field("config.networking.type", format!("unknown networking type {other:?}")).into()),
+    };
+    Ok(json!({"image": IMAGE, "packages": packages, "network": network}))
+}
+
+/// A native SandboxProfile as a CMA environment.
+pub fn render(p: &Value) -> Value {
+    let latest = &p["latest"];
+    let mut packages = json!({"type": "packages"});
+    for m in MANAGERS {
+        packages[*m] = json!([]);
+    }
+    for pkg in latest["packages"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        let (mgr, name) = match pkg.split_once(':') {
+            Some((m, n)) if MANAGERS.contains(&m) => (m, n),
+            _ => ("apt", pkg),
+        };
+        if let Some(a) = packages[mgr].as_array_mut() {
+            a.push(json!(name));
+        }
+    }
+    let net = &latest["network"];
+    let hosts = net["allowed_hosts"].as_array().cloned().unwrap_or_default();
+    let networking = if hosts.len() == 1 && hosts[0] == "*" {
+        json!({"type": "unrestricted"})
+    } else {
+        json!({"type": "limited", "allowed_hosts": hosts, "allow_package_managers": net["allow_package_managers"], "allow_mcp_servers": net["allow_mcp_servers"]})
+    };
+    json!({
+        "type": "environment",
+        "id": p["id"],
+        "name": p["name"],
+        "description": latest["description"],
+        "metadata": latest.get("metadata").cloned().filter(Value::is_object).unwrap_or(json!({})),
+        "config": {"type": "cloud", "packages": packages, "networking": networking},
+        "created_at": p["created_at"],
+        "updated_at": latest["created_at"],
+        "archived_at": Value::Null,
+        "scope": Value::Null,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configs_round_trip_through_native_revisions() {
+        let config = json!({"type": "cloud", "packages": {"apt": ["curl"], "pip": ["requests"]},
+            "networking": {"type": "limited", "allowed_hosts": ["example.com"], "allow_package_managers": true}});
+        let spec = compile(&config).expect("compiles");
+        assert_eq!(spec["packages"], json!(["curl", "pip:requests"]));
+        let p = json!({"id": "sbp_1", "name": "e", "latest": {"packages": spec["packages"], "network": {"allowed_hosts": ["example.com", "pypi.org"], "allow_package_managers": true, "allow_mcp_servers": false}}});
+        let v = render(&p);
+        assert_eq!(v["config"]["packages"]["pip"], json!(["requests"]));
+        assert_eq!(v["config"]["packages"]["apt"], json!(["curl"]));
+        assert_eq!(v["config"]["networking"]["allowed_hosts"], json!(["example.com", "pypi.org"]), "compiled hosts read back");
+        let open = compile(&json!({"type": "cloud", "networking": {"type": "unrestricted"}})).expect("compiles");
+        assert_eq!(open["network"]["allowed_hosts"], json!(["*"]));
+    }
+}

@@ -1,0 +1,71 @@
+//! Facts the projection reads for itself, over the services' clients:
+//! what a Session the caller may read was pinned to, what a deployment key
+//! names, which rules an agent's policy holds. Never an authorization
+//! decision: the native call that follows (or came first) makes that.
+
+use super::wire::CmaResult;
+use crate::{AppState, views};
+use checkfu_proto::governance::v1 as gov;
+use checkfu_proto::modelgateway::v1 as mg;
+use checkfu_proto::sessions::v1 as ss;
+use serde_json::Value;
+
+fn json<T: serde::Serialize>(v: T) -> Value {
+    serde_json::to_value(v).unwrap_or_default()
+}
+
+pub async fn agent(st: &AppState, id: &str) -> CmaResult<Value> {
+    Ok(json(views::agent(&st.sessions.clone().get_agent(ss::GetByIdRequest { id: id.into() }).await?.into_inner())))
+}
+
+pub async fn version(st: &AppState, agent_id: &str, version: i64) -> CmaResult<Value> {
+    let req = ss::GetAgentVersionRequest { agent_id: agent_id.into(), version };
+    Ok(json(views::agent_version(&st.sessions.clone().get_agent_version(req).await?.into_inner())))
+}
+
+/// A SandboxProfile with its latest revision, as the native route shows it.
+pub async fn profile(st: &AppState, id: &str) -> CmaResult<Value> {
+    let p = st.sessions.clone().get_sandbox_profile(ss::GetByIdRequest { id: id.into() }).await?.into_inner();
+    Ok(json(crate::routes::catalog::profile_view(st, &p).await?))
+}
+
+pub async fn deployment(st: &AppState, id: &str) -> CmaResult<Value> {
+    Ok(json(views::deployment(&st.sessions.clone().get_deployment(ss::GetByIdRequest { id: id.into() }).await?.into_inner())))
+}
+
+pub async fn route(st: &AppState, id: &str) -> CmaResult<Value> {
+    Ok(json(views::routing_profile(
+        &st.models.clone().get_routing_profile(mg::GetRoutingProfileRequest { id: id.into() }).await?.into_inner(),
+    )))
+}
+
+/// The ActionPolicy named `name` in `env_id`, if any.
+pub async fn policy_named(st: &AppState, env_id: &str, name: &str) -> CmaResult<Option<Value>> {
+    let mut page = String::new();
+    loop {
+        let req = gov::ListActionPoliciesRequest { environment_ids: vec![env_id.into()], limit: 100, page: page.clone() };
+        let r = st.gov.clone().list_action_policies(req).await?.into_inner();
+        if let Some(p) = r.data.iter().find(|p| p.name == name) {
+            return Ok(Some(json(views::action_policy(p))));
+        }
+        if r.next_page.is_empty() {
+            return Ok(None);
+        }
+        page = r.next_page;
+    }
+}
+
+/// The workspace's deployments the projection made (`cma:` keys).
+pub async fn cma_deployments(st: &AppState, env_id: &str) -> CmaResult<Vec<Value>> {
+    let mut out = vec![];
+    let mut page = String::new();
+    loop {
+        let req = ss::ListInEnvironmentsRequest { environment_ids: vec![env_id.into()], limit: 100, page: page.clone() };
+        let r = st.sessions.clone().list_deployments(req).await?.into_inner();
+        out.extend(r.data.iter().filter(|d| d.key.starts_with("cma:")).map(|d| json(views::deployment(d))));
+        if r.next_page.is_empty() || out.len() > 10_000 {
+            return Ok(out);
+        }
+        page = r.next_page;
+    }
+}

@@ -1,0 +1,127 @@
+//! The CMA-compatible projection (api.md §17, docs/cma.md): a second public
+//! surface, under `/cma`, that speaks Claude Managed Agents' wire protocol
+//! so the official Anthropic SDK drives Checkfu unchanged.
+//!
+//! It holds no state and no authority. Every route authenticates the
+//! caller once, then calls the native `/v1` API in process as that caller
+//! (`cx::Native`), so PermissionAssignments, ActionPolicies, approvals,
+//! Budgets, audit and limits are the native ones; it translates shapes both
+//! ways and refuses, in CMA's envelope, what it cannot honour (never faking
+//! a success, a stop reason or a secret).
+
+pub mod agents;
+pub mod cx;
+pub mod environments;
+pub mod events;
+pub mod facts;
+pub mod sessions;
+pub mod wire;
+
+use crate::AppState;
+use axum::Router;
+use axum::extract::{Path, Request};
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use checkfu_core::Error;
+use cx::{Cma, Cx};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use wire::{CmaError, CmaResult, refuse};
+
+/// The projection's routes under `prefix` (`/cma`); `native` is the `/v1`
+/// router it translates onto. Off (`cma_projection` disabled), every
+/// route answers 503 `capability_unavailable`.
+pub fn router(state: AppState, native: Router, prefix: &str, enabled: bool) -> Router {
+    let cma = Cma { state, native, enabled, default_env: Arc::default() };
+    let v1 = Router::new()
+        .route("/agents", get(agents::list).post(agents::create))
+        .route("/agents/{id}", get(agents::retrieve).post(agents::update))
+        .route("/agents/{id}/archive", post(agents::archive))
+        .route("/agents/{id}/versions", get(agents::versions))
+        .route("/environments", get(environments::list).post(environments::create))
+        .route("/environments/{id}", get(environments::retrieve).post(environments::update).delete(environments::delete))
+        .route("/sessions", get(sessions::list).post(sessions::create))
+        .route("/sessions/{id}", get(sessions::retrieve).delete(sessions::delete))
+        .route("/sessions/{id}/archive", post(sessions::archive))
+        .route("/sessions/{id}/events", get(events::list).post(events::send))
+        .route("/sessions/{id}/events/stream", get(events::stream))
+        .route("/models", get(models))
+        .route("/models/{id}", get(model))
+        .route("/{family}", any(unsupported))
+        .route("/{family}/{*rest}", any(unsupported))
+        .fallback(not_found)
+        .with_state(cma);
+    Router::new().nest(&format!("{}/v1", prefix.trim_end_matches('/')), v1).layer(axum::middleware::from_fn(echo_workspace))
+}
+
+/// Families CMA has and Checkfu serves natively instead (§17.1).
+const NATIVE_INSTEAD: &[&str] = &["deployments", "deployment_runs", "tunnels", "user_profiles"];
+
+/// `deployments`, `deployment_runs`, `tunnels`, `user_profiles` → 400
+/// `unsupported`; any other unknown path → 404.
+async fn unsupported(_cx: Cx, Path(params): Path<Vec<(String, String)>>) -> CmaError {
+    let family = params.first().map(|(_, v)| v.as_str()).unwrap_or_default();
+    if NATIVE_INSTEAD.contains(&family) {
+        let why = if family.starts_with("deployment") {
+            "CMA deployments are not served: Checkfu's Automations are the native kind (docs/automations.md)"
+        } else {
+            "this CMA family is not served by Checkfu"
+        };
+        return refuse("unsupported", why);
+    }
+    CmaError(Error::new(checkfu_core::Code::NotFound, "no such endpoint"))
+}
+
+async fn not_found() -> CmaError {
+    CmaError(Error::new(checkfu_core::Code::NotFound, "no such endpoint"))
+}
+
+/// Echoes the workspace a request named (CMA clients read it back).
+async fn echo_workspace(req: Request, next: Next) -> Response {
+    let ws = req.headers().get("anthropic-workspace-id").cloned();
+    let mut resp = next.run(req).await;
+    if let Some(ws) = ws.filter(|v| HeaderValue::to_str(v).is_ok()) {
+        resp.headers_mut().insert("anthropic-workspace-id", ws);
+    }
+    resp
+}
+
+/// `GET /v1/models`: the model names the workspace routes (`cma:<id>`
+/// routing profiles), paged by `after_id`/`before_id` as CMA does.
+async fn models(cx: Cx, axum::extract::RawQuery(raw): axum::extract::RawQuery) -> CmaResult<Response> {
+    let q = wire::query_pairs(raw.as_deref())?;
+    let limit = wire::limit(&q, 20, 1000)? as usize;
+    let mut all: Vec<Value> = routed(&cx).await?;
+    all.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    let start = match wire::param(&q, "after_id") {
+        Some(a) => all.iter().position(|m| m["id"] == a).map(|i| i + 1).unwrap_or(all.len()),
+        None => 0,
+    };
+    let end = match wire::param(&q, "before_id") {
+        Some(b) => all.iter().position(|m| m["id"] == b).unwrap_or(0),
+        None => all.len(),
+    };
+    let slice: Vec<Value> = all.get(start..end.max(start)).unwrap_or_default().iter().take(limit).cloned().collect();
+    let has_more = start + slice.len() < end;
+    let body = json!({"data": slice, "has_more": has_more, "first_id": slice.first().map(|m| m["id"].clone()), "last_id": slice.last().map(|m| m["id"].clone())});
+    Ok(axum::Json(body).into_response())
+}
+
+/// `GET /v1/models/{id}`.
+async fn model(cx: Cx, Path(id): Path<String>) -> CmaResult<axum::Json<Value>> {
+    routed(&cx).await?.into_iter().find(|m| m["id"] == id.as_str()).map(axum::Json).ok_or_else(|| CmaError(Error::not_found("model", &id)))
+}
+
+/// The models named by `cma:<id>` routing profiles (`cma:*` names none).
+async fn routed(cx: &Cx) -> CmaResult<Vec<Value>> {
+    let profiles = cx.native.all(&format!("/v1/model-routing-profiles?environment_id={}", cx.env_id), 1000).await?;
+    Ok(profiles
+        .iter()
+        .filter_map(|p| {
+            let name = p["name"].as_str()?.strip_prefix("cma:")?;
+            (name != "*").then(|| json!({"type": "model", "id": name, "display_name": name, "created_at": p["created_at"]}))
+        })
+        .collect())
+}

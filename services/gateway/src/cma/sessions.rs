@@ -1,0 +1,315 @@
+//! CMA sessions (api.md §17.7) ↔ native Sessions on Deployments keyed
+//! `cma:<sbp>:<agt>:v<n>`, created as the caller's Principal.
+
+use super::cx::{Cx, Native, encode};
+use super::events;
+use super::facts;
+use super::wire::{self, CmaResult, refuse};
+use crate::AppState;
+use axum::Json;
+use axum::extract::{Path, RawQuery};
+use checkfu_core::{Code, Error};
+use serde_json::{Value, json};
+
+/// `POST /v1/sessions`.
+pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
+    let sbp = super::environments::checked(body["environment_id"].as_str().unwrap_or_default())
+        .map_err(|_| Error::invalid_field("environment_id", "environment_id must name an environment (sbp_…)"))?;
+    let (agent_id, version, overrides) = agent_ref(&body["agent"])?;
+    // A fact, not a permission: the native create checks `invoke`.
+    let agent = facts::agent(&cx.state, &agent_id).await.map_err(|e| match e.0.code {
+        Code::NotFound => Error::invalid_field("agent", format!("no such agent {agent_id}")).into(),
+        _ => e,
+    })?;
+    if agent["environment_id"] != cx.env_id.as_str() {
+        return Err(Error::invalid_field("agent", format!("no such agent {agent_id} in this workspace")).into());
+    }
+    if agent["archived"] == true {
+        return Err(refuse("agent_archived", "the agent is archived"));
+    }
+    let version = match version {
+        Some(v) => v,
+        None => agent["latest_version"].as_i64().ok_or_else(|| refuse("agent_unpublished", "the agent has no published version"))?,
+    };
+    if body["resources"].as_array().is_some_and(|rs| rs.iter().any(|r| r["type"] == "github_repository")) {
+        return Err(refuse(
+            "github_repository_unsupported",
+            "github_repository resources are not served: give the agent a Connection, or the files",
+        ));
+    }
+    for k in ["resources", "vault_ids"] {
+        if body[k].as_array().is_some_and(|a| !a.is_empty()) {
+            return Err(refuse(&format!("{k}_unsupported"), format!("{k} are not yet served by this projection (docs/cma.md)")));
+        }
+    }
+    if body.get("budget").is_some_and(|b| !b.is_null()) {
+        return Err(refuse("budget_unsupported", "budget is not yet served by this projection; attach a native Budget (docs/cma.md)"));
+    }
+    let deployment = deployment_for(&cx, &agent, version, &sbp).await?;
+    let initial = body["initial_events"].as_array().cloned().unwrap_or_default();
+    if initial.len() > 50 {
+        return Err(Error::invalid_field("initial_events", "at most 50 initial events").into());
+    }
+    let mut inputs = vec![];
+    for (i, e) in initial.iter().enumerate() {
+        if !matches!(e["type"].as_str(), Some("user.message")) {
+            return Err(Error::invalid_field(&format!("initial_events[{i}].type"), "initial events are user.message").into());
+        }
+        inputs.push(events::native_input(&cx.caller.principal_id, e)?);
+    }
+    let mut native = json!({
+        "agent_deployment_id": deployment,
+        "principal_id": cx.caller.principal_id,
+        "metadata": wire::metadata(&body["metadata"])?,
+        "initial_events": inputs,
+    });
+    if let Some(t) = body["title"].as_str() {
+        native["title"] = json!(t);
+    }
+    if let Some(system) = overrides.get("system").and_then(Value::as_str) {
+        native["instructions"] = json!(system);
+    }
+    // A sent Idempotency-Key reaches the native create.
+    let idem: Vec<(&str, String)> =
+        headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(|k| ("idempotency-key", k.to_string())).into_iter().collect();
+    let s = cx.native.call(axum::http::Method::POST, "/v1/sessions", Some(&native), &idem).await?;
+    Ok(Json(render(&cx.state, &s).await?))
+}
+
+/// `GET /v1/sessions/{id}`.
+pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
+    let s = cx.native.get(&format!("/v1/sessions/{}", checked(&id)?)).await?;
+    Ok(Json(render(&cx.state, &s).await?))
+}
+
+/// `GET /v1/sessions`: newest first, `{data, next_page, prev_page}`.
+pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
+    let q = wire::query_pairs(raw.as_deref())?;
+    let limit = wire::limit(&q, 20, 100)?;
+    if wire::param(&q, "deployment_id").is_some() {
+        return Err(refuse("unsupported", "deployment_id is not a filter here: CMA deployments are not served"));
+    }
+    let statuses = wire::params(&q, "statuses");
+    let agent_filter = wire::param(&q, "agent_id");
+    let mut url = format!("/v1/sessions?environment_id={}&limit={limit}", cx.env_id);
+    let page = wire::param(&q, "page");
+    if let Some(p) = page {
+        url.push_str(&format!("&page={}", encode(p)));
+    }
+    let r = cx.native.get(&url).await?;
+    let mut data = vec![];
+    for s in r["data"].as_array().cloned().unwrap_or_default() {
+        if !statuses.is_empty() && !statuses.contains(&s["status"].as_str().unwrap_or_default()) {
+            continue;
+        }
+        let v = render(&cx.state, &s).await?;
+        if agent_filter.is_some_and(|a| v["agent"]["id"] != a) {
+            continue;
+        }
+        data.push(v);
+    }
+    let mut out = wire::page(data, r["next_page"].as_str().map(String::from));
+    out["prev_page"] = Value::Null;
+    Ok(Json(out))
+}
+
+/// `POST /v1/sessions/{id}/archive`.
+pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
+    let id = checked(&id)?;
+    let s = cx.native.post(&format!("/v1/sessions/{id}/archive"), &json!({})).await?;
+    Ok(Json(render(&cx.state, &s).await?))
+}
+
+/// `DELETE /v1/sessions/{id}`: the log is append-only.
+pub async fn delete(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
+    cx.native.get(&format!("/v1/sessions/{}", checked(&id)?)).await?;
+    Err(refuse("session_delete_unsupported", "sessions are not deleted: their event log is the audit record; archive it"))
+}
+
+/// An id of the kind a path names, else not found (§17.1).
+pub fn checked(id: &str) -> CmaResult<String> {
+    if checkfu_core::id::SessionId::check("id", id).is_err() {
+        return Err(Error::not_found("session", id).into());
+    }
+    Ok(id.to_string())
+}
+
+/// `agent`: `"agt_…"`, `{type:"agent", id, version?}` or
+/// `{type:"agent_with_overrides", …}` → (id, version, overrides).
+fn agent_ref(v: &Value) -> CmaResult<(String, Option<i64>, Value)> {
+    let (id, version, overrides) = match v {
+        Value::String(s) => (s.clone(), None, json!({})),
+        Value::Object(o) => {
+            let id = o.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+            let version = o.get("version").and_then(Value::as_i64);
+            if o.get("type").and_then(Value::as_str) == Some("agent_with_overrides") {
+                for k in ["model", "mcp_servers", "tools", "skills"] {
+                    if o.get(k).is_some_and(|x| !x.is_null()) {
+                        return Err(refuse("override_unsupported", format!("{k} cannot be overridden per session here")));
+                    }
+                }
+            }
+            (id, version, v.clone())
+        }
+        _ => return Err(Error::invalid_field("agent", "agent is an agent id or {type:\"agent\", id, version}").into()),
+    };
+    if checkfu_core::id::AgentId::check("agent", &id).is_err() {
+        return Err(Error::invalid_field("agent", format!("no such agent {id:?}")).into());
+    }
+    Ok((id, version, overrides))
+}
+
+/// The deployment key of (environment, agent, version).
+fn key(sbp: &str, agent_id: &str, version: i64) -> String {
+    format!("cma:{sbp}:{agent_id}:v{version}")
+}
+
+/// The deployment a CMA session runs on: found by key, created or
+/// advanced to the profile's latest revision by a `manage` holder; anyone
+/// else runs on what exists, or gets 403 `deployment_missing`.
+async fn deployment_for(cx: &Cx, agent: &Value, version: i64, sbp: &str) -> CmaResult<String> {
+    let agent_id = agent["id"].as_str().unwrap_or_default();
+    let k = key(sbp, agent_id, version);
+    let existing = facts::cma_deployments(&cx.state, &cx.env_id).await?.into_iter().find(|d| d["key"] == k.as_str());
+    let profile = facts::profile(&cx.state, sbp).await.map_err(|e| match e.0.code {
+        Code::NotFound => Error::invalid_field("environment_id", format!("no such environment {sbp}")).into(),
+        _ => e,
+    })?;
+    if profile["environment_id"] != cx.env_id.as_str() {
+        return Err(Error::invalid_field("environment_id", format!("no such environment {sbp} in this workspace")).into());
+    }
+    let latest = profile["latest_revision"].as_i64().unwrap_or(1);
+    let missing = |e: super::wire::CmaError| match e.0.code {
+        Code::PermissionDenied => {
+            Error::new(Code::PermissionDenied, format!("no deployment {k} exists and only a manager of the workspace may create it"))
+                .with_reason("deployment_missing")
+                .into()
+        }
+        _ => e,
+    };
+    match existing {
+        Some(d) if d["pins"]["sandbox_profile_revision"].as_i64() == Some(latest) => Ok(d["id"].as_str().unwrap_or_default().into()),
+        Some(d) => {
+            let id = d["id"].as_str().unwrap_or_default().to_string();
+            match advance(&cx.native, &d, latest).await {
+                // Not a manager: run on its head.
+                Err(e) if e.0.code == Code::PermissionDenied => Ok(id),
+                other => other.map(|()| id),
+            }
+        }
+        None => {
+            let v = facts::version(&cx.state, agent_id, version).await?;
+            let route = v["definition"]["model"]["routing_profile_id"]
+                .as_str()
+                .ok_or_else(|| refuse("model_not_routable", "the agent's version names no model route"))?;
+            let body = json!({"environment_id": cx.env_id, "key": k, "agent_id": agent_id, "agent_version": version,
+                "model_routing_profile_id": route, "sandbox_profile_id": sbp, "sandbox_profile_revision": latest});
+            let d = cx.native.post("/v1/agent-deployments", &body).await.map_err(missing)?;
+            Ok(d["id"].as_str().unwrap_or_default().into())
+        }
+    }
+}
+
+/// Moves a deployment onto the profile's `revision`, other pins kept.
+async fn advance(native: &Native, d: &Value, revision: i64) -> CmaResult<()> {
+    let p = &d["pins"];
+    let body = json!({"agent_version": p["agent_version"], "model_routing_profile_id": p["model_routing_profile_id"],
+        "sandbox_profile_id": p["sandbox_profile_id"], "sandbox_profile_revision": revision, "harness": p["harness"], "execution": d["execution"]});
+    native.post(&format!("/v1/agent-deployments/{}/revisions", d["id"].as_str().unwrap_or_default()), &body).await?;
+    Ok(())
+}
+
+/// After a manager's `agents.update`: every environment the agent's
+/// older versions were deployed to gets a deployment of the new one.
+pub async fn advance_deployments(cx: &Cx, agent_id: &str) -> CmaResult<()> {
+    let agent = facts::agent(&cx.state, agent_id).await?;
+    let Some(latest) = agent["latest_version"].as_i64() else { return Ok(()) };
+    let all = facts::cma_deployments(&cx.state, &cx.env_id).await?;
+    let mut profiles: Vec<String> = all
+        .iter()
+        .filter(|d| d["agent_id"] == agent_id)
+        .filter_map(|d| d["pins"]["sandbox_profile_id"].as_str().map(String::from))
+        .collect();
+    profiles.sort();
+    profiles.dedup();
+    for sbp in profiles {
+        deployment_for(cx, &agent, latest, &sbp).await?;
+    }
+    Ok(())
+}
+
+/// After a manager's `environments.update`: the deployments on it move to
+/// its new revision.
+pub async fn advance_environment(cx: &Cx, sbp: &str) -> CmaResult<()> {
+    let profile = facts::profile(&cx.state, sbp).await?;
+    let latest = profile["latest_revision"].as_i64().unwrap_or(1);
+    for d in facts::cma_deployments(&cx.state, &cx.env_id).await? {
+        if d["pins"]["sandbox_profile_id"] == sbp && d["pins"]["sandbox_profile_revision"].as_i64() != Some(latest) {
+            advance(&cx.native, &d, latest).await?;
+        }
+    }
+    Ok(())
+}
+
+/// A native Session (which the caller was allowed to read) as a CMA
+/// session; what it was pinned to is read as facts.
+pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
+    let d = facts::deployment(st, s["agent_deployment_id"].as_str().unwrap_or_default()).await?;
+    let agent_id = d["agent_id"].as_str().unwrap_or_default();
+    let version = d["pins"]["agent_version"].as_i64().unwrap_or(1);
+    let agent = facts::agent(st, agent_id).await?;
+    let v = facts::version(st, agent_id, version).await?;
+    let mut pinned = super::agents::render(st, &agent, &v).await?;
+    if let Some(o) = pinned.as_object_mut() {
+        for k in ["created_at", "updated_at", "archived_at", "metadata"] {
+            o.remove(k);
+        }
+    }
+    let micro = s["usage"]["model_spend_micro_usd"].as_u64().unwrap_or(0);
+    let status = s["status"].as_str().unwrap_or_default();
+    Ok(json!({
+        "type": "session",
+        "id": s["id"],
+        "status": status,
+        "title": s["title"],
+        "metadata": s.get("metadata").cloned().filter(Value::is_object).unwrap_or(json!({})),
+        "agent": pinned,
+        "environment_id": d["pins"]["sandbox_profile_id"],
+        "usage": {
+            "input_tokens": s["usage"]["input_tokens"],
+            "output_tokens": s["usage"]["output_tokens"],
+            "cache_read_input_tokens": 0,
+            "list_cost": {"amount": micro.div_ceil(10_000).to_string(), "currency": "USD"},
+        },
+        "stats": {},
+        "resources": [],
+        "vault_ids": [],
+        "outcome_evaluations": [],
+        "budget": Value::Null,
+        "deployment_id": Value::Null,
+        "created_at": s["created_at"],
+        "updated_at": s["updated_at"],
+        "archived_at": if status == "terminated" { s["updated_at"].clone() } else { Value::Null },
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_references_take_every_cma_form() {
+        let id = "agt_01m8w32jy9rqjgj5trhpwws2p7";
+        assert_eq!(agent_ref(&json!(id)).expect("string").0, id);
+        let (_, v, _) = agent_ref(&json!({"type": "agent", "id": id, "version": 2})).expect("pinned");
+        assert_eq!(v, Some(2));
+        let e = agent_ref(&json!({"type": "agent_with_overrides", "id": id, "model": "x"})).expect_err("model override");
+        assert_eq!(e.0.details["reason"], "override_unsupported");
+        assert!(agent_ref(&json!("nope")).is_err());
+    }
+
+    #[test]
+    fn deployment_keys_name_environment_agent_and_version() {
+        assert_eq!(key("sbp_1", "agt_2", 3), "cma:sbp_1:agt_2:v3");
+    }
+}
