@@ -80,3 +80,18 @@ async fn a_disabled_projection_answers_503_without_retry() {
     assert_eq!((cma["available"].as_bool(), cma["reason"].as_str()), (Some(false), Some("feature_disabled")));
     p.stop().await;
 }
+
+#[tokio::test]
+async fn acceptance_7_require_approval_is_a_permission_confirmation() {
+    contract("confirmation").await;
+}
+
+#[tokio::test]
+async fn acceptance_8_the_agents_policy_and_the_environments_rules_decide() {
+    contract("policy").await;
+}
+
+#[tokio::test]
+async fn acceptance_9_custom_tools_resume_and_settle_once() {
+    contract("custom_tool").await;
+}

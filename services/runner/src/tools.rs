@@ -426,16 +426,19 @@ impl Runner {
     pub(crate) fn call_events(d: &Decided) -> Vec<(E, String)> {
         let id = &d.call.id;
         if d.runs() && d.is_custom() && d.resumed.is_none() {
-            let payload =
-                json!({"custom_tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition.as_str()});
+            let payload = json!({"custom_tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition.as_str(),
+                "matched_rule_id": d.matched_rule_id});
             return vec![(E::AgentCustomToolUse, payload.to_string())];
         }
         let mut ev = vec![];
         if d.resumed.is_none() {
             let source = tool_source_of(d.declaration.as_ref());
+            // Which ActionPolicy rule decided (null: the defaults), so a
+            // reader can tell a rule's decision from the built-in one.
             ev.push((
                 E::AgentToolUse,
                 json!({"tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition.as_str(),
+                    "matched_rule_id": d.matched_rule_id,
                     "tool_source_id": source.as_ref().map(|s| &s.0), "connection_id": source.as_ref().map(|s| &s.1)})
                 .to_string(),
             ));

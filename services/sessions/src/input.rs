@@ -452,7 +452,8 @@ impl Draft {
             return Err(Error::conflict(
                 "the session is waiting for a settle event (user.tool_confirmation, user.custom_tool_result or user.interrupt)",
             )
-            .with_details(json!({"stop_reason": self.session.stop_reason})));
+            .with_details(json!({"stop_reason": self.session.stop_reason}))
+            .with_reason("settle_only"));
         }
         if input.event_type == EventType::UserDefineOutcome {
             return self.define_outcome(input);

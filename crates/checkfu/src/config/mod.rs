@@ -352,9 +352,13 @@ fn validate(c: &Config, sources: &BTreeMap<String, Source>, env: &Env) -> Result
     }
     let prefix = &c.cma_prefix;
     let segments_ok = prefix.strip_prefix('/').is_some_and(|p| {
-        !p.is_empty() && p.split('/').all(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')))
+        !p.is_empty()
+            && p.split('/').all(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')))
     });
-    if !segments_ok || prefix.len() > 100 || ["/v1", "/healthz", "/readyz", "/metrics"].iter().any(|t| prefix == t || prefix.starts_with(&format!("{t}/"))) {
+    if !segments_ok
+        || prefix.len() > 100
+        || ["/v1", "/healthz", "/readyz", "/metrics"].iter().any(|t| prefix == t || prefix.starts_with(&format!("{t}/")))
+    {
         return Err(fail("cma_prefix", format!("must be a path such as /cma, apart from the native API's, got {prefix:?}")));
     }
     if let Some(url) = &c.redis_url

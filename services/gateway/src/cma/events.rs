@@ -2,6 +2,8 @@
 //! reading the native log through the mapping table, and the live stream.
 
 use super::cx::{Cx, Native, encode};
+use super::facts;
+use super::mapping::{self, Mapper, hidden, native_input};
 use super::wire::{self, CmaResult, refuse};
 use axum::Json;
 use axum::extract::{Path, RawQuery};
@@ -10,84 +12,40 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use checkfu_core::Error;
 use futures_util::StreamExt;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-/// CMA event types a client may send (others → 400).
-const SENDABLE: &[&str] = &["user.message", "user.interrupt", "user.tool_confirmation", "user.custom_tool_result"];
+/// At most this many events are read to map one Session's log.
+const MAX_LOG: usize = 200_000;
 
-/// Native types never shown to a CMA client (§17.8).
-fn hidden(t: &str) -> bool {
-    t == "session.created" || t.starts_with("run.") || t == "action_approval.pending" || t.starts_with("memory.") || t == "egress.denied"
+/// The Session's whole log (native view), oldest first.
+async fn log(native: &Native, id: &str) -> CmaResult<Vec<Value>> {
+    let mut out: Vec<Value> = vec![];
+    loop {
+        let after = out.last().and_then(|e| e["seq"].as_i64()).unwrap_or(0);
+        let r = native.get(&format!("/v1/sessions/{id}/events?after_seq={after}&limit=1000")).await?;
+        let batch = r["data"].as_array().cloned().unwrap_or_default();
+        let done = batch.is_empty() || r["next_page"].is_null();
+        out.extend(batch);
+        if done || out.len() >= MAX_LOG {
+            return Ok(out);
+        }
+    }
 }
 
-/// A CMA input event → a native input authored by (and caused by) the caller.
-pub fn native_input(principal_id: &str, e: &Value) -> CmaResult<Value> {
-    let t = e["type"].as_str().unwrap_or_default();
-    if t == "system.message" {
-        return Err(refuse("model_does_not_support_mid_conversation_system", "system messages cannot be sent mid-conversation"));
-    }
-    if !SENDABLE.contains(&t) {
-        return Err(Error::invalid_field("type", format!("unknown event type {t:?}; accepted: {}", SENDABLE.join(", "))).into());
-    }
-    let mut payload = e.as_object().cloned().unwrap_or_default();
-    payload.remove("type");
-    if t == "user.message"
-        && let Some(blocks) = payload.get("content").and_then(Value::as_array)
-    {
-        for b in blocks {
-            if matches!(b["type"].as_str(), Some("image" | "document")) && b["source"]["type"] != "file" {
-                return Err(refuse("source_unsupported", "image and document blocks take source {type:\"file\", file_id}"));
-            }
+/// A mapper for the Session: the rules the projection compiled for its
+/// agent, and its ToolSources' names.
+async fn mapper_for(cx: &Cx, id: &str) -> CmaResult<Mapper> {
+    let s = cx.native.get(&format!("/v1/sessions/{id}")).await?;
+    let d = facts::deployment(&cx.state, s["agent_deployment_id"].as_str().unwrap_or_default()).await?;
+    let agent = d["agent_id"].as_str().unwrap_or_default();
+    let env = d["environment_id"].as_str().unwrap_or_default();
+    let rules = match facts::policy_named(&cx.state, env, &format!("cma:{agent}")).await? {
+        Some(p) => {
+            p["rules"].as_array().map(|rs| rs.iter().filter_map(|r| r["id"].as_str().map(String::from)).collect()).unwrap_or_default()
         }
-    }
-    Ok(json!({"type": t, "payload": Value::Object(payload), "authored_by": principal_id,
-        "caused_by": {"kind": "principal", "id": principal_id}}))
-}
-
-/// A native event as CMA shows it; `None` for what CMA leaves out.
-/// `start_ids` remembers each thread's open model request, so an `_end`
-/// names its `_start`.
-pub fn to_cma(e: &Value, start_ids: &mut Map<String, Value>) -> Option<Value> {
-    let t = e["type"].as_str().unwrap_or_default();
-    if hidden(t) {
-        return None;
-    }
-    let thread = e["session_thread_id"].as_str().unwrap_or_default().to_string();
-    let mut out = Map::new();
-    out.insert("id".into(), e["id"].clone());
-    out.insert("type".into(), json!(t));
-    out.insert("processed_at".into(), e["created_at"].clone());
-    if let Some(p) = e["payload"].as_object() {
-        for (k, v) in p {
-            out.insert(k.clone(), v.clone());
-        }
-    }
-    out.insert("session_thread_id".into(), e["session_thread_id"].clone());
-    match t {
-        "span.model_request_start" => {
-            start_ids.insert(thread, e["id"].clone());
-        }
-        "span.model_request_end" => {
-            out.insert("model_request_start_id".into(), start_ids.remove(&thread).unwrap_or(Value::Null));
-        }
-        "session.error" => {
-            let kind = out.get("error").and_then(|x| x["type"].as_str()).unwrap_or_default().to_string();
-            let mapped = match kind.as_str() {
-                "model_overloaded"
-                | "model_rate_limited"
-                | "model_request_failed"
-                | "mcp_connection_failed"
-                | "mcp_authentication_failed" => kind,
-                _ => "unknown_error".into(),
-            };
-            if let Some(err) = out.get_mut("error").and_then(Value::as_object_mut) {
-                err.insert("type".into(), json!(mapped));
-                err.entry("retry_status").or_insert(json!({"type": "exhausted"}));
-            }
-        }
-        _ => {}
-    }
-    Some(Value::Object(out))
+        None => vec![],
+    };
+    Ok(Mapper::new(rules, facts::tool_source_names(&cx.state, env).await.unwrap_or_default()))
 }
 
 /// `GET /v1/sessions/{id}/events`: ascending `seq`, CMA types only.
@@ -102,40 +60,31 @@ pub async fn list(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Cm
     if let Some(t) = types.iter().find(|t| hidden(t) || t.is_empty()) {
         return Err(Error::invalid_field("types", format!("{t:?} is not a CMA event type")).into());
     }
-    // The page token is the last seq read.
-    let mut after: i64 = match wire::param(&q, "page") {
+    // The page token is the last seq listed.
+    let after: i64 = match wire::param(&q, "page") {
         Some(p) => p.parse().map_err(|_| Error::invalid_field("page", "page is not a token this list gave"))?,
         None => 0,
     };
+    let mut mapper = mapper_for(&cx, &id).await?;
     let mut data = vec![];
-    let mut starts = Map::new();
-    let more = loop {
-        let r = cx.native.get(&format!("/v1/sessions/{id}/events?after_seq={after}&limit=1000")).await?;
-        let batch = r["data"].as_array().cloned().unwrap_or_default();
-        if batch.is_empty() {
-            break false;
+    let mut last = after;
+    let mut more = false;
+    // The whole log is read in order: a page's calls and results name the
+    // events that made them, however far back.
+    for e in log(&cx.native, &id).await? {
+        let Some(c) = mapper.map(&e) else { continue };
+        let seq = e["seq"].as_i64().unwrap_or(0);
+        if seq <= after || !(types.is_empty() || types.contains(&c["type"].as_str().unwrap_or_default())) {
+            continue;
         }
-        let mut full = false;
-        for e in &batch {
-            after = e["seq"].as_i64().unwrap_or(after);
-            if let Some(c) = to_cma(e, &mut starts)
-                && (types.is_empty() || types.contains(&c["type"].as_str().unwrap_or_default()))
-            {
-                data.push(c);
-                if data.len() == limit {
-                    full = true;
-                    break;
-                }
-            }
+        if data.len() == limit {
+            more = true;
+            break;
         }
-        if full {
-            break true;
-        }
-        if r["next_page"].is_null() {
-            break false;
-        }
-    };
-    Ok(Json(wire::page(data, more.then(|| after.to_string()))))
+        data.push(c);
+        last = seq;
+    }
+    Ok(Json(wire::page(data, more.then(|| last.to_string()))))
 }
 
 /// `POST /v1/sessions/{id}/events`: validated whole, then appended in
@@ -146,14 +95,23 @@ pub async fn send(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> Cm
     if events.is_empty() || events.len() > 50 {
         return Err(Error::invalid_field("events", "send 1 to 50 events").into());
     }
-    let inputs: Vec<Value> = events.iter().map(|e| native_input(&cx.caller.principal_id, e)).collect::<CmaResult<_>>()?;
+    let settles = events.iter().any(|e| matches!(e["type"].as_str(), Some("user.tool_confirmation" | "user.custom_tool_result")));
+    let uses = if settles { mapping::uses_of(&log(&cx.native, &id).await?) } else { Default::default() };
+    let inputs: Vec<Value> = events.iter().map(|e| native_input(&cx.caller.principal_id, e, &uses)).collect::<CmaResult<_>>()?;
     let mut echoes = vec![];
     let mut accepted: Vec<Value> = vec![];
-    for input in inputs {
-        match cx.native.post(&format!("/v1/sessions/{id}/events"), &input).await {
+    for (input, sent) in inputs.iter().zip(&events) {
+        match cx.native.post(&format!("/v1/sessions/{id}/events"), input).await {
             Ok(e) => {
                 accepted.push(e["id"].clone());
-                echoes.push(to_cma(&e, &mut Map::new()).unwrap_or(e));
+                // The echo names calls as the client did.
+                let mut echo = Mapper::default().map(&e).unwrap_or(e);
+                for k in ["tool_use_id", "custom_tool_use_id"] {
+                    if let Some(v) = sent.get(k) {
+                        echo[k] = v.clone();
+                    }
+                }
+                echoes.push(echo);
             }
             Err(mut err) if !accepted.is_empty() => {
                 let mut details = err.0.details.as_object().cloned().unwrap_or_default();
@@ -177,16 +135,25 @@ pub async fn stream(cx: Cx, Path(id): Path<String>, headers: HeaderMap, RawQuery
     if deltas.len() > 100 || deltas.iter().any(|d| !matches!(*d, "agent.message" | "agent.thinking")) {
         return Err(Error::invalid_field("event_deltas", "event_deltas are agent.message and agent.thinking").into());
     }
-    let after = match headers.get("last-event-id").and_then(|v| v.to_str().ok()) {
-        Some(v) => v.trim().parse::<i64>().map_err(|_| Error::invalid_field("Last-Event-ID", "Last-Event-ID must be a seq"))?,
-        None => head(&cx.native, &id).await?,
+    let resume = match headers.get("last-event-id").and_then(|v| v.to_str().ok()) {
+        Some(v) => Some(v.trim().parse::<i64>().map_err(|_| Error::invalid_field("Last-Event-ID", "Last-Event-ID must be a seq"))?),
+        None => None,
     };
+    // The mapper reads the log up to where the stream starts, so calls
+    // made before it are named by their events.
+    let mut mapper = mapper_for(&cx, &id).await?;
+    let history = log(&cx.native, &id).await?;
+    let head = history.last().and_then(|e| e["seq"].as_i64()).unwrap_or(0);
+    let after = resume.unwrap_or(head).min(head);
+    for e in history.iter().take_while(|e| e["seq"].as_i64().unwrap_or(0) <= after) {
+        mapper.map(e);
+    }
     let mut url = format!("/v1/sessions/{id}/events/stream?after_seq={after}");
     if !deltas.is_empty() {
         url.push_str(&format!("&event_deltas={}", encode(&deltas.join(","))));
     }
     let native = cx.native.raw(Method::GET, &url, None, &[]).await?;
-    let body = translate(native.into_body().into_data_stream());
+    let body = translate(native.into_body().into_data_stream(), mapper);
     let mut resp = axum::body::Body::from_stream(body).into_response();
     let h = resp.headers_mut();
     h.insert("content-type", axum::http::HeaderValue::from_static("text/event-stream"));
@@ -194,35 +161,20 @@ pub async fn stream(cx: Cx, Path(id): Path<String>, headers: HeaderMap, RawQuery
     Ok(resp)
 }
 
-/// The last seq of the Session's log (the stream's head).
-async fn head(native: &Native, id: &str) -> CmaResult<i64> {
-    let mut after = 0;
-    loop {
-        let r = native.get(&format!("/v1/sessions/{id}/events?after_seq={after}&limit=1000")).await?;
-        let batch = r["data"].as_array().cloned().unwrap_or_default();
-        match batch.last() {
-            Some(e) => after = e["seq"].as_i64().unwrap_or(after),
-            None => return Ok(after),
-        }
-        if r["next_page"].is_null() {
-            return Ok(after);
-        }
-    }
-}
-
 /// Native SSE frames → CMA frames: events through the mapping table,
 /// previews in CMA's `event_start`/`event_delta` shape, pings kept; the
 /// stream ends after `session.status_terminated`.
 fn translate(
     native: impl futures_util::Stream<Item = Result<Bytes, axum::Error>> + Send + 'static,
+    mapper: Mapper,
 ) -> impl futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static {
     struct St<S> {
         native: std::pin::Pin<Box<S>>,
         buf: String,
-        starts: Map<String, Value>,
+        mapper: Mapper,
         done: bool,
     }
-    let st = St { native: Box::pin(native), buf: String::new(), starts: Map::new(), done: false };
+    let st = St { native: Box::pin(native), buf: String::new(), mapper, done: false };
     futures_util::stream::unfold(st, |mut st| async move {
         loop {
             if st.done {
@@ -230,7 +182,7 @@ fn translate(
             }
             if let Some(end) = st.buf.find("\n\n") {
                 let frame: String = st.buf.drain(..end + 2).collect();
-                let (out, last) = frame_to_cma(&frame, &mut st.starts);
+                let (out, last) = frame_to_cma(&frame, &mut st.mapper);
                 st.done = last;
                 if out.is_empty() {
                     continue;
@@ -253,7 +205,7 @@ fn translate(
 
 /// One native frame's CMA text (empty: nothing to send) and whether the
 /// stream ends after it.
-fn frame_to_cma(frame: &str, starts: &mut Map<String, Value>) -> (String, bool) {
+fn frame_to_cma(frame: &str, mapper: &mut Mapper) -> (String, bool) {
     let (mut id, mut event, mut data) = (None, None, None);
     for line in frame.lines() {
         if let Some(v) = line.strip_prefix("id: ") {
@@ -282,7 +234,7 @@ fn frame_to_cma(frame: &str, starts: &mut Map<String, Value>) -> (String, bool) 
             (format!("event: {event}\ndata: {v}\n\n"), false)
         }
         "error" => (format!("event: error\ndata: {}\n\n", json!({"type": "error", "error": data["error"]})), true),
-        _ => match to_cma(&data, starts) {
+        _ => match mapper.map(&data) {
             Some(v) => {
                 let t = v["type"].as_str().unwrap_or_default().to_string();
                 let id = id.map(|i| format!("id: {i}\n")).unwrap_or_default();
@@ -297,46 +249,20 @@ fn frame_to_cma(frame: &str, starts: &mut Map<String, Value>) -> (String, bool) 
 mod tests {
     use super::*;
 
-    fn native(seq: i64, t: &str, payload: Value) -> Value {
-        json!({"id": format!("evt_{seq}"), "seq": seq, "type": t, "created_at": "2026-12-02T00:00:00.000Z", "session_thread_id": null,
-            "run_id": "run_1", "authored_by": null, "caused_by": {"kind": "run", "id": "run_1"}, "payload": payload})
-    }
-
-    #[test]
-    fn the_log_reads_through_the_mapping_table() {
-        let mut starts = Map::new();
-        assert!(to_cma(&native(1, "session.created", json!({})), &mut starts).is_none());
-        assert!(to_cma(&native(2, "run.created", json!({})), &mut starts).is_none());
-        let start = to_cma(&native(3, "span.model_request_start", json!({"model": "m"})), &mut starts).expect("shown");
-        let end = to_cma(&native(4, "span.model_request_end", json!({"model_usage": {}})), &mut starts).expect("shown");
-        assert_eq!(end["model_request_start_id"], start["id"]);
-        let msg = to_cma(&native(5, "agent.message", json!({"content": [{"type": "text", "text": "hi"}]})), &mut starts).expect("shown");
-        assert_eq!(msg["content"][0]["text"], "hi");
-        assert_eq!(msg["processed_at"], "2026-12-02T00:00:00.000Z");
-        for k in ["seq", "run_id", "authored_by", "caused_by", "payload"] {
-            assert!(msg.get(k).is_none(), "{k} is left out");
-        }
-    }
-
-    #[test]
-    fn inputs_are_authored_by_the_caller_and_system_messages_refused() {
-        let e = native_input("prin_1", &json!({"type": "user.message", "content": [{"type": "text", "text": "hi"}]})).expect("ok");
-        assert_eq!((e["authored_by"].as_str(), e["payload"]["content"][0]["text"].as_str()), (Some("prin_1"), Some("hi")));
-        let refused = native_input("prin_1", &json!({"type": "system.message"})).expect_err("refused");
-        assert_eq!(refused.0.details["reason"], "model_does_not_support_mid_conversation_system");
-        assert!(native_input("prin_1", &json!({"type": "session.created"})).is_err());
+    fn native(seq: i64, t: &str) -> Value {
+        json!({"id": format!("evt_{seq}"), "seq": seq, "type": t, "created_at": "2026-12-02T00:00:00.000Z", "session_thread_id": null, "payload": {}})
     }
 
     #[test]
     fn frames_carry_an_event_line_and_end_after_termination() {
-        let mut starts = Map::new();
-        let f = format!("id: 7\nevent: agent.message\ndata: {}\n\n", native(7, "agent.message", json!({"content": []})));
-        let (out, last) = frame_to_cma(&f, &mut starts);
+        let mut m = Mapper::default();
+        let f = format!("id: 7\nevent: agent.message\ndata: {}\n\n", native(7, "agent.message"));
+        let (out, last) = frame_to_cma(&f, &mut m);
         assert!(out.starts_with("id: 7\nevent: agent.message\ndata: {") && !last, "{out}");
-        let f = format!("id: 8\nevent: run.completed\ndata: {}\n\n", native(8, "run.completed", json!({})));
-        assert_eq!(frame_to_cma(&f, &mut starts), (String::new(), false));
-        let f = format!("id: 9\nevent: session.status_terminated\ndata: {}\n\n", native(9, "session.status_terminated", json!({})));
-        assert!(frame_to_cma(&f, &mut starts).1);
-        assert_eq!(frame_to_cma(": ping\n\n", &mut starts).0, ": ping\n\n");
+        let f = format!("id: 8\nevent: run.completed\ndata: {}\n\n", native(8, "run.completed"));
+        assert_eq!(frame_to_cma(&f, &mut m), (String::new(), false));
+        let f = format!("id: 9\nevent: session.status_terminated\ndata: {}\n\n", native(9, "session.status_terminated"));
+        assert!(frame_to_cma(&f, &mut m).1);
+        assert_eq!(frame_to_cma(": ping\n\n", &mut m).0, ": ping\n\n");
     }
 }

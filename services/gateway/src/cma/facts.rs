@@ -69,3 +69,19 @@ pub async fn cma_deployments(st: &AppState, env_id: &str) -> CmaResult<Vec<Value
         page = r.next_page;
     }
 }
+
+/// The Environment's ToolSources: id → name (`mcp_server_name`).
+pub async fn tool_source_names(st: &AppState, env_id: &str) -> CmaResult<std::collections::HashMap<String, String>> {
+    use checkfu_proto::capability::v1 as cap;
+    let mut out = std::collections::HashMap::new();
+    let mut page = String::new();
+    loop {
+        let req = cap::ListToolSourcesRequest { environment_ids: vec![env_id.into()], limit: 100, page: page.clone() };
+        let r = st.tool_sources.clone().list_tool_sources(req).await?.into_inner();
+        out.extend(r.data.into_iter().map(|t| (t.id, t.name)));
+        if r.next_page.is_empty() || out.len() > 10_000 {
+            return Ok(out);
+        }
+        page = r.next_page;
+    }
+}

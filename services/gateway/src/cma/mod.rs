@@ -14,6 +14,7 @@ pub mod cx;
 pub mod environments;
 pub mod events;
 pub mod facts;
+pub mod mapping;
 pub mod sessions;
 pub mod wire;
 

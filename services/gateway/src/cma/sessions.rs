@@ -2,8 +2,8 @@
 //! `cma:<sbp>:<agt>:v<n>`, created as the caller's Principal.
 
 use super::cx::{Cx, Native, encode};
-use super::events;
 use super::facts;
+use super::mapping;
 use super::wire::{self, CmaResult, refuse};
 use crate::AppState;
 use axum::Json;
@@ -55,7 +55,7 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
         if !matches!(e["type"].as_str(), Some("user.message")) {
             return Err(Error::invalid_field(&format!("initial_events[{i}].type"), "initial events are user.message").into());
         }
-        inputs.push(events::native_input(&cx.caller.principal_id, e)?);
+        inputs.push(mapping::native_input(&cx.caller.principal_id, e, &Default::default())?);
     }
     let mut native = json!({
         "agent_deployment_id": deployment,
