@@ -338,7 +338,7 @@ async fn a_response_before_the_run_settles_is_still_delivered() {
     // Approved before the Run has settled into its wait.
     let ok = respond(a, &ap.id, json!({"decision": "approve", "response_token": ap.response_token})).await;
     expect(&ok, 200, None);
-    let events_for = |t: &str, p: &str| rp::NewEvent { r#type: t.into(), payload_json: p.into() };
+    let events_for = |t: &str, p: &str| rp::NewEvent { r#type: t.into(), payload_json: p.into(), id: String::new() };
     runner
         .complete(rp::CompleteRequest {
             lease: work.lease.clone(),

@@ -95,3 +95,18 @@ async fn acceptance_8_the_agents_policy_and_the_environments_rules_decide() {
 async fn acceptance_9_custom_tools_resume_and_settle_once() {
     contract("custom_tool").await;
 }
+
+#[tokio::test]
+async fn acceptance_10_budgets_bind_cma_sessions() {
+    contract("budget").await;
+}
+
+#[tokio::test]
+async fn acceptance_2_previews_name_the_message_they_become() {
+    contract("previews").await;
+}
+
+#[tokio::test]
+async fn acceptance_14_threads_and_outcomes_show_through() {
+    contract("threads_outcome").await;
+}

@@ -84,6 +84,7 @@ async fn a_run_whose_runner_died_is_resumed_and_the_stale_lease_is_fenced() {
             events: vec![rp::NewEvent {
                 r#type: "span.model_request_start".into(),
                 payload_json: json!({"provider": "scripted", "model": "scripted-1"}).to_string(),
+                id: String::new(),
             }],
         })
         .await
@@ -93,7 +94,7 @@ async fn a_run_whose_runner_died_is_resumed_and_the_stale_lease_is_fenced() {
     let forged = client
         .append_events(rp::AppendEventsRequest {
             lease: Some(stale.clone()),
-            events: vec![rp::NewEvent { r#type: "session.status_idle".into(), payload_json: "{}".into() }],
+            events: vec![rp::NewEvent { r#type: "session.status_idle".into(), payload_json: "{}".into(), id: String::new() }],
         })
         .await;
     assert_eq!(forged.unwrap_err().code(), tonic::Code::InvalidArgument);
@@ -117,6 +118,7 @@ async fn a_run_whose_runner_died_is_resumed_and_the_stale_lease_is_fenced() {
             events: vec![rp::NewEvent {
                 r#type: "agent.message".into(),
                 payload_json: json!({"content": [{"type": "text", "text": "zombie"}]}).to_string(),
+                id: String::new(),
             }],
         })
         .await;
@@ -208,7 +210,7 @@ async fn a_tool_call_left_unanswered_by_a_dead_runner_is_answered_on_resume() {
     let mut client = runner_client(&p).await;
     let work = claim(&mut client).await;
     let lease = work.lease.clone().unwrap();
-    let ev = |t: &str, p: serde_json::Value| rp::NewEvent { r#type: t.into(), payload_json: p.to_string() };
+    let ev = |t: &str, p: serde_json::Value| rp::NewEvent { r#type: t.into(), payload_json: p.to_string(), id: String::new() };
     client
         .append_events(rp::AppendEventsRequest {
             lease: Some(lease),

@@ -191,6 +191,7 @@ async fn the_runner_protocol_on_the_public_port_is_fenced_by_credential_lease_an
         events: vec![rp::NewEvent {
             r#type: "agent.message".into(),
             payload_json: json!({"content": [{"type": "text", "text": "late"}]}).to_string(),
+            id: String::new(),
         }],
     };
     let refused = c.append_events(call(stale, &x.credential, None)).await.unwrap_err();

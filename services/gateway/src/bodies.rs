@@ -302,6 +302,16 @@ pub struct CreateSession {
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+pub struct UpdateSession {
+    /// At most 500 bytes; omitted keeps it.
+    pub title: Option<String>,
+    /// An object of at most 16 KiB, replacing the current one; omitted keeps it.
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Value>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct UpdateSelection {
     #[schema(value_type = Option<Vec<Object>>)]
     pub tools: Option<Vec<Value>>,

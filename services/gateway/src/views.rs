@@ -804,7 +804,7 @@ pub struct Budget {
     pub metric: String,
     pub limit: i64,
     pub consumed: i64,
-    /// `active` or `paused`.
+    /// `active` or `paused`; `detached` in the answer to its detachment.
     pub status: String,
     pub version: i64,
     pub created_at: String,

@@ -47,8 +47,21 @@ impl From<tonic::Status> for Stop {
     }
 }
 
-fn text_payload(text: &str) -> String {
-    json!({"content": [{"type": "text", "text": text}]}).to_string()
+/// Key under which a turn's `agent.message` carries the id its preview used
+/// until it goes on the wire as `NewEvent.id` (see [`new_event`]).
+const PROPOSED_ID: &str = "__event_id";
+
+/// An event for the sessions service; a proposed id moves out of the
+/// payload into `id`.
+fn new_event(t: E, payload: String) -> pb::NewEvent {
+    if t == E::AgentMessage
+        && payload.contains(PROPOSED_ID)
+        && let Ok(Value::Object(mut p)) = serde_json::from_str::<Value>(&payload)
+        && let Some(Value::String(id)) = p.remove(PROPOSED_ID)
+    {
+        return pb::NewEvent { r#type: t.as_str().into(), payload_json: Value::Object(p).to_string(), id };
+    }
+    pb::NewEvent { r#type: t.as_str().into(), payload_json: payload, id: String::new() }
 }
 
 impl Runner {
@@ -76,7 +89,7 @@ impl Runner {
             }
             return;
         };
-        let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.as_str().into(), payload_json: p }).collect();
+        let events = events.into_iter().map(|(t, p)| new_event(t, p)).collect();
         let req = pb::CompleteRequest { lease: Some(lease), stop_reason_json: reason.to_string(), last_seen_seq: cursor, events };
         let r = self.runs.clone().complete(req).instrument(span).await;
         if let Err(status) = r {
@@ -179,7 +192,7 @@ impl Runner {
     /// Appends events; the answer also says whether the Budget now stops
     /// admission.
     async fn append_checked(&self, lease: &pb::LeaseRef, events: Vec<(E, String)>) -> Result<pb::AppendEventsResponse, Stop> {
-        let events = events.into_iter().map(|(t, p)| pb::NewEvent { r#type: t.as_str().into(), payload_json: p }).collect();
+        let events = events.into_iter().map(|(t, p)| new_event(t, p)).collect();
         Ok(self.runs.clone().append_events(pb::AppendEventsRequest { lease: Some(lease.clone()), events }).await?.into_inner())
     }
 
@@ -214,9 +227,14 @@ impl Runner {
             hold.wait().await;
         }
         let mut attempt = 0;
+        // The answer's agent.message takes the id its preview carries.
+        let mut message_id = checkfu_core::id::EventId::mint().to_string();
         let (completed, started) = loop {
             attempt += 1;
-            match self.generate_once(&self.token(work), lease, req.clone(), context_seq).await {
+            if attempt > 1 {
+                message_id = checkfu_core::id::EventId::mint().to_string();
+            }
+            match self.generate_once(&self.token(work), lease, req.clone(), context_seq, &message_id).await {
                 Ok(c) => break c,
                 Err(GenErr::Stop(s)) => return Err(s),
                 Err(GenErr::Model(e)) => {
@@ -266,7 +284,9 @@ impl Runner {
         // The message is the request's output, so it sits inside its span
         // (as CMA clients read it too, api.md §17.8).
         if !text.is_empty() {
-            events.push((E::AgentMessage, text_payload(&text)));
+            let mut payload: Value = json!({"content": [{"type": "text", "text": text}]});
+            payload[PROPOSED_ID] = json!(message_id);
+            events.push((E::AgentMessage, payload.to_string()));
         }
         events.push((
             E::SpanModelRequestEnd,
@@ -339,10 +359,11 @@ impl Runner {
         lease: &pb::LeaseRef,
         req: mg::GenerateRequest,
         context_seq: i64,
+        message_id: &str,
     ) -> Result<(mg::Completed, Start), GenErr> {
         let req = checkfu_proto::token::with_token(req, token);
         let mut stream = self.models.clone().generate(req).await.map_err(|s| GenErr::Model(s.into()))?.into_inner();
-        let (previews, publisher) = self.preview_publisher(lease.clone());
+        let (previews, publisher) = self.preview_publisher(lease.clone(), message_id.to_string());
         let mut result = Err(GenErr::Model(checkfu_core::Error::unavailable("the model stream ended without a result")));
         // A start span written (its payload and the append), and one not yet.
         let mut started: Option<(String, PendingAppend)> = None;
@@ -425,11 +446,15 @@ impl Runner {
     /// Publishes preview chunks in order, batching those that queue up while
     /// a call is in flight. Previews are best effort: a dropped one never
     /// affects the log.
-    fn preview_publisher(&self, lease: pb::LeaseRef) -> (tokio::sync::mpsc::UnboundedSender<String>, tokio::task::JoinHandle<()>) {
+    /// `preview_id` is the id the final `agent.message` will have.
+    fn preview_publisher(
+        &self,
+        lease: pb::LeaseRef,
+        preview_id: String,
+    ) -> (tokio::sync::mpsc::UnboundedSender<String>, tokio::task::JoinHandle<()>) {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
         let mut client = self.runs.clone();
         let task = tokio::spawn(async move {
-            let preview_id = checkfu_core::id::new_id("prv");
             let mut start = true;
             while let Some(first) = rx.recv().await {
                 let mut chunks = vec![first];

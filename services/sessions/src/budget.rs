@@ -64,18 +64,22 @@ impl Draft {
             }
             BudgetChange::Pause => b.status = BudgetStatus::Paused,
             BudgetChange::Resume => b.status = BudgetStatus::Active,
+            BudgetChange::Detach => {}
         }
         b.version += 1;
         b.updated_ms = self.now_ms;
-        self.session.budget = Some(b.clone());
+        let detached = matches!(change, BudgetChange::Detach);
+        self.session.budget = (!detached).then(|| b.clone());
         let cause = json!({"kind": "principal", "id": actor});
-        self.push(EventType::SessionUpdated, None, Value::String(actor.to_string()), cause.clone(), json!({"budget": b.summary()}));
-        if self.budget_reached() && b.open() {
+        let summary = if detached { Value::Null } else { b.summary() };
+        self.push(EventType::SessionUpdated, None, Value::String(actor.to_string()), cause.clone(), json!({"budget": summary}));
+        let open = detached || b.open();
+        if self.budget_reached() && open {
             let trigger = self.session.last_seq + self.events.len() as i64;
             self.admit_run(trigger, json!({"kind": "budget", "id": b.id}));
         }
         // Child threads paused at the cap restart with the primary.
-        if b.open() {
+        if open {
             let paused: Vec<String> = self
                 .session
                 .threads

@@ -522,12 +522,27 @@ impl Rpc for SessionsGrpc {
         let change = match (r.action.as_str(), r.limit) {
             ("pause", _) => BudgetChange::Pause,
             ("resume", _) => BudgetChange::Resume,
+            ("detach", _) => BudgetChange::Detach,
             ("", Some(limit)) => BudgetChange::Limit { limit, expected_version: r.expected_version },
             ("", None) => return Err(Error::invalid_field("limit", "limit is required").into()),
             (other, _) => return Err(Error::invalid_field("action", format!("unknown budget action {other:?}")).into()),
         };
+        let detached = matches!(change, BudgetChange::Detach);
         let (b, s) = self.svc.change_budget(&r.id, change, &r.actor_id).await?;
-        ok(budget(b, &s))
+        let mut out = budget(b, &s);
+        if detached {
+            out.status = "detached".into();
+        }
+        ok(out)
+    }
+
+    async fn update_session(&self, r: Request<pb::UpdateSessionRequest>) -> R<pb::Session> {
+        let r = r.into_inner();
+        let metadata = match r.metadata_json.as_deref() {
+            Some(m) => Some(serde_json::from_str(m).map_err(|_| Error::invalid_field("metadata", "metadata must be a JSON object"))?),
+            None => None,
+        };
+        ok(session(self.svc.update_session(&r.id, r.title, metadata, &r.actor_id).await?))
     }
 
     async fn list_session_files(&self, r: Request<pb::ListRunsRequest>) -> R<pb::ListSessionFilesResponse> {

@@ -139,8 +139,11 @@ impl Rpc for RunnerGrpc {
     async fn append_events(&self, r: Request<pb::AppendEventsRequest>) -> R<pb::AppendEventsResponse> {
         self_hosted(&self.svc, &r).await?;
         let r = r.into_inner();
-        let events =
-            r.events.into_iter().map(|e| Ok((e.r#type, json_or_null("payload", &e.payload_json)?))).collect::<Result<Vec<_>, Error>>()?;
+        let events = r
+            .events
+            .into_iter()
+            .map(|e| Ok((e.r#type, json_or_null("payload", &e.payload_json)?, e.id)))
+            .collect::<Result<Vec<_>, Error>>()?;
         let a = self.svc.append_for_run(&lease(r.lease)?, events).await?;
         Ok(Response::new(pb::AppendEventsResponse { seqs: a.seqs, budget_reached: a.budget_reached }))
     }
@@ -160,8 +163,11 @@ impl Rpc for RunnerGrpc {
         self_hosted(&self.svc, &r).await?;
         let r = r.into_inner();
         let stop = json_or_null("stop_reason", &r.stop_reason_json)?;
-        let events =
-            r.events.into_iter().map(|e| Ok((e.r#type, json_or_null("payload", &e.payload_json)?))).collect::<Result<Vec<_>, Error>>()?;
+        let events = r
+            .events
+            .into_iter()
+            .map(|e| Ok((e.r#type, json_or_null("payload", &e.payload_json)?, e.id)))
+            .collect::<Result<Vec<_>, Error>>()?;
         self.svc.complete(&lease(r.lease)?, stop, r.last_seen_seq, events).await?;
         Ok(Response::new(pb::CompleteResponse {}))
     }

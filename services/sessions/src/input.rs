@@ -186,7 +186,19 @@ impl Draft {
     }
 
     pub fn push(&mut self, event_type: EventType, run_id: Option<&RunId>, authored_by: Value, caused_by: Value, payload: Value) -> EventId {
-        let id = EventId::mint();
+        self.push_as(EventId::mint(), event_type, run_id, authored_by, caused_by, payload)
+    }
+
+    /// As [`Draft::push`], with the event's id chosen (a Run's proposed one).
+    pub fn push_as(
+        &mut self,
+        id: EventId,
+        event_type: EventType,
+        run_id: Option<&RunId>,
+        authored_by: Value,
+        caused_by: Value,
+        payload: Value,
+    ) -> EventId {
         let thread_id = self.focused().map(|t| t.id.clone());
         self.events.push(NewEvent {
             id: id.clone(),

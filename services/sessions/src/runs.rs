@@ -10,7 +10,7 @@ use crate::model::*;
 use crate::service::SessionsService;
 use crate::store::{ClaimGuard, View};
 use checkfu_core::events::EventType;
-use checkfu_core::id::{AgentId, RunId, SessionId};
+use checkfu_core::id::{AgentId, EventId, RunId, SessionId};
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
 use serde_json::{Value, json};
@@ -101,33 +101,43 @@ const MAX_APPEND: usize = 100;
 
 /// The events an execution plane sent, typed: only [`EventType::RUNNER`]
 /// types, each with an object payload.
-fn check_run_events(events: Vec<(String, Value)>) -> Result<Vec<(EventType, Value)>> {
+/// An event a Run appends: its type, payload, and the id it proposes (an
+/// `agent.message` takes its preview's id, api.md §17.14).
+pub type RunEvent = (String, Value, String);
+
+fn check_run_events(events: Vec<RunEvent>) -> Result<Vec<(EventType, Value, Option<EventId>)>> {
     if events.len() > MAX_APPEND {
         return Err(Error::invalid_field("events", format!("append at most {MAX_APPEND} events at a time")));
     }
     events
         .into_iter()
-        .map(|(t, p)| {
+        .map(|(t, p, id)| {
             let Some(t) = EventType::parse("events.type", &t).ok().filter(|t| EventType::RUNNER.contains(t)) else {
                 return Err(Error::invalid_field("events.type", format!("an execution plane cannot append {t:?}")));
             };
             if !p.is_object() {
                 return Err(Error::invalid_field("events.payload", "payload must be an object"));
             }
-            Ok((t, p))
+            let id = match id.as_str() {
+                "" => None,
+                _ if t == EventType::AgentMessage => Some(EventId::parse("events.id", &id)?),
+                _ => return Err(Error::invalid_field("events.id", "only an agent.message takes a proposed id (its preview's)")),
+            };
+            Ok((t, p, id))
         })
         .collect()
 }
 
 /// Appends a held Run's events to a draft, projecting model usage onto the
 /// Run and the Session. Returns the seqs they will get.
-fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(EventType, Value)]) -> Result<Vec<i64>> {
+fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(EventType, Value, Option<EventId>)]) -> Result<Vec<i64>> {
     let mut run = held(d, lease)?.clone();
     let agent_id = d.focused().map_or_else(|| d.session.agent_id.to_string(), |t| t.agent.agent_id.clone());
     let agent = json!({"kind": "agent", "id": agent_id});
     let cause = json!({"kind": "run", "id": run.id});
     let mut seqs = Vec::with_capacity(events.len());
-    for &(t, ref p) in events {
+    for (t, p, proposed) in events {
+        let t = *t;
         if t == EventType::SpanModelRequestEnd {
             let u = p.get("model_usage").cloned().unwrap_or(Value::Null);
             let add = Usage {
@@ -148,7 +158,7 @@ fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(EventType, Value)]
         }
         seqs.push(d.next_seq());
         let author = if t.by_agent() { agent.clone() } else { system() };
-        d.push(t, Some(&run.id), author, cause.clone(), p.clone());
+        d.push_as(proposed.clone().unwrap_or_else(EventId::mint), t, Some(&run.id), author, cause.clone(), p.clone());
         // The runner will retry the model: the Session is rescheduling.
         let retrying = p.get("error").and_then(|e| e.get("retry_status")).and_then(Value::as_str) == Some("retrying");
         if t == EventType::SessionError && retrying && d.session.status == SessionStatus::Running {
@@ -452,7 +462,7 @@ impl SessionsService {
 
     /// Appends the Run's own events (model spans, agent output, ...). Usage
     /// in `span.model_request_end` is projected onto the Run and Session.
-    pub async fn append_for_run(&self, lease: &Lease, events: Vec<(String, Value)>) -> Result<Appended> {
+    pub async fn append_for_run(&self, lease: &Lease, events: Vec<RunEvent>) -> Result<Appended> {
         if events.is_empty() {
             return Err(Error::invalid_field("events", format!("append 1 to {MAX_APPEND} events at a time")));
         }
@@ -494,7 +504,7 @@ impl SessionsService {
 
     /// Settles the Run. Input the runner never saw (a `user.message` after
     /// `last_seen_seq`) starts the next Run at once, so nothing is dropped.
-    pub async fn complete(&self, lease: &Lease, stop_reason: Value, last_seen_seq: i64, events: Vec<(String, Value)>) -> Result<()> {
+    pub async fn complete(&self, lease: &Lease, stop_reason: Value, last_seen_seq: i64, events: Vec<RunEvent>) -> Result<()> {
         let events = check_run_events(events)?;
         let kind = stop_reason.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
         if !matches!(kind.as_str(), "end_turn" | "requires_action" | "retries_exhausted" | "budget_reached") {

@@ -284,13 +284,9 @@ impl SessionsService {
             }
             None => SessionId::mint(),
         };
-        if req.title.len() > MAX_TITLE {
-            return Err(Error::invalid_field("title", "title is limited to 500 bytes"));
-        }
+        check_title(&req.title)?;
         let metadata = if req.metadata.is_null() { json!({}) } else { req.metadata.clone() };
-        if !metadata.is_object() || metadata.to_string().len() > MAX_METADATA_BYTES {
-            return Err(Error::invalid_field("metadata", "metadata must be an object of at most 16 KiB"));
-        }
+        check_session_metadata(&metadata)?;
         if req.initial_events.len() > MAX_INITIAL_EVENTS {
             return Err(Error::invalid_field("initial_events", "at most 50 initial events"));
         }
@@ -638,6 +634,38 @@ impl SessionsService {
         Ok(s)
     }
 
+    /// Changes a Session's title or metadata (each kept when `None`),
+    /// recorded as `session.updated` by `actor`.
+    pub async fn update_session(&self, session_id: &str, title: Option<String>, metadata: Option<Value>, actor: &str) -> Result<Session> {
+        let id = SessionId::parse("id", session_id)?;
+        if let Some(t) = &title {
+            check_title(t)?;
+        }
+        if let Some(m) = &metadata {
+            check_session_metadata(m)?;
+        }
+        let caused_by = json!({"kind": "principal", "id": actor});
+        let ((), s, _) = self
+            .transact(&id, |d| {
+                if d.session.status == SessionStatus::Terminated {
+                    return Err(Error::conflict("the session is terminated"));
+                }
+                let mut payload = json!({});
+                if let Some(t) = &title {
+                    d.session.title = t.clone();
+                    payload["title"] = json!(t);
+                }
+                if let Some(m) = &metadata {
+                    d.session.metadata = m.clone();
+                    payload["metadata"] = m.clone();
+                }
+                d.push(EventType::SessionUpdated, None, Value::String(actor.to_string()), caused_by.clone(), payload);
+                Ok(())
+            })
+            .await?;
+        Ok(s)
+    }
+
     /// A page of one view of the log: `view` is `""` (the primary view),
     /// `"all"` or a thread's id (api.md §15.2).
     pub async fn list_events(
@@ -787,4 +815,18 @@ where
 
 fn queues(runs: &[Run]) -> bool {
     runs.iter().any(|r| r.status == RunStatus::Queued)
+}
+
+fn check_title(title: &str) -> Result<()> {
+    if title.len() > MAX_TITLE {
+        return Err(Error::invalid_field("title", "title is limited to 500 bytes"));
+    }
+    Ok(())
+}
+
+fn check_session_metadata(metadata: &Value) -> Result<()> {
+    if !metadata.is_object() || metadata.to_string().len() > MAX_METADATA_BYTES {
+        return Err(Error::invalid_field("metadata", "metadata must be an object of at most 16 KiB"));
+    }
+    Ok(())
 }

@@ -22,6 +22,7 @@ pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     let id = created["id"].as_str().unwrap_or_default().to_string();
     cx.native.post(&format!("/v1/agents/{id}/versions"), &json!({})).await?;
     replace_rules(&cx, &id, &compiled.rules).await?;
+    mint_use_agent(&cx, &id).await?;
     Ok(Json(render_latest(&cx, &id, None).await?))
 }
 
@@ -115,6 +116,7 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     cx.native.post(&format!("/v1/agents/{id}"), &change).await?;
     cx.native.post(&format!("/v1/agents/{id}/versions"), &json!({})).await?;
     replace_rules(&cx, &id, &compiled.rules).await?;
+    mint_use_agent(&cx, &id).await?;
     super::sessions::advance_deployments(&cx, &id).await?;
     Ok(Json(render_latest(&cx, &id, None).await?))
 }
@@ -160,12 +162,7 @@ async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<C
             return Err(refuse(code, format!("{k} are not yet served by this projection; declare them natively (docs/cma.md)")));
         }
     }
-    if body.get("multiagent").is_some_and(|m| !m.is_null()) {
-        return Err(refuse(
-            "multiagent_unsupported",
-            "multiagent is not yet served by this projection; declare the roster natively (docs/cma.md)",
-        ));
-    }
+    let multiagent = roster(&body["multiagent"])?;
     let (tools, rules) = compile_tools(&body["tools"])?;
     let mut draft = json!({
         "instructions": body["system"].as_str().unwrap_or_default(),
@@ -177,11 +174,60 @@ async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<C
     if let Some(d) = body["description"].as_str() {
         draft["description"] = json!(d);
     }
+    if let Some(m) = multiagent {
+        draft["multiagent"] = m;
+    }
     let metadata = wire::metadata(&body["metadata"])?;
     if metadata.as_object().is_some_and(|m| !m.is_empty()) {
         draft["metadata"] = metadata;
     }
     Ok(Compiled { draft, rules })
+}
+
+/// CMA `multiagent` → the §15.1 roster: `coordinator` only (advisors and
+/// `multiagent_20261001` are refused); an `{type:"agent", id}` without a
+/// version is the member's latest at publication.
+fn roster(m: &Value) -> CmaResult<Option<Value>> {
+    if m.is_null() {
+        return Ok(None);
+    }
+    if m["type"] != "coordinator" {
+        return Err(refuse(
+            "multiagent_unsupported",
+            "multiagent is {type:\"coordinator\", agents}: advisors and multiagent_20261001 are not served",
+        ));
+    }
+    let mut agents = vec![];
+    for a in m["agents"].as_array().into_iter().flatten() {
+        agents.push(match a {
+            Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("agent") && o.get("version").is_none_or(Value::is_null) => {
+                o.get("id").cloned().unwrap_or_default()
+            }
+            Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("advisor") => {
+                return Err(refuse("multiagent_unsupported", "advisors are not served"));
+            }
+            other => other.clone(),
+        });
+    }
+    Ok(Some(json!({"type": "coordinator", "agents": agents})))
+}
+
+/// The publisher mints the coordinator's `use_agent` rows on its roster's
+/// members (api.md §17.5); a row that exists already is kept.
+async fn mint_use_agent(cx: &Cx, coordinator: &str) -> CmaResult<()> {
+    let agent = cx.native.get(&format!("/v1/agents/{coordinator}")).await?;
+    let Some(latest) = agent["latest_version"].as_i64() else { return Ok(()) };
+    let v = cx.native.get(&format!("/v1/agents/{coordinator}/versions/{latest}")).await?;
+    for member in v["definition"]["multiagent"]["resolved_agents"].as_array().into_iter().flatten() {
+        let Some(id) = member["agent_id"].as_str() else { continue };
+        let row = json!({"subject": {"kind": "agent_definition", "id": coordinator}, "permission": "use_agent", "resource": {"kind": "agent", "id": id}});
+        match cx.native.post("/v1/permission-assignments", &row).await {
+            Ok(_) => {}
+            Err(e) if e.0.code == checkfu_core::Code::Conflict => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// CMA tools → native declarations and per-tool dispositions.
@@ -420,7 +466,7 @@ pub fn snapshot(def: &Value, rules: &[Rule], effort: Option<String>) -> Value {
         "tools": tools,
         "mcp_servers": [],
         "skills": [],
-        "multiagent": Value::Null,
+        "multiagent": def.get("multiagent").filter(|m| m.is_object()).map(|m| json!({"type": "coordinator", "agents": m["agents"]})),
         "metadata": def.get("metadata").cloned().filter(|m| m.is_object()).unwrap_or(json!({})),
         "execution_identity": {"type": "service_account"},
     })

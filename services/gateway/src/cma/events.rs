@@ -17,12 +17,22 @@ use serde_json::{Value, json};
 /// At most this many events are read to map one Session's log.
 const MAX_LOG: usize = 200_000;
 
-/// The Session's whole log (native view), oldest first.
-async fn log(native: &Native, id: &str) -> CmaResult<Vec<Value>> {
+/// The native events path of a Session's view: its own (the primary's),
+/// or `threads/<tid>`'s.
+fn events_path(id: &str, view: &Option<String>) -> String {
+    match view {
+        Some(v) => format!("/v1/sessions/{id}/{v}/events"),
+        None => format!("/v1/sessions/{id}/events"),
+    }
+}
+
+/// One view of the Session's log, whole, oldest first.
+async fn log(native: &Native, id: &str, view: &Option<String>) -> CmaResult<Vec<Value>> {
+    let path = events_path(id, view);
     let mut out: Vec<Value> = vec![];
     loop {
         let after = out.last().and_then(|e| e["seq"].as_i64()).unwrap_or(0);
-        let r = native.get(&format!("/v1/sessions/{id}/events?after_seq={after}&limit=1000")).await?;
+        let r = native.get(&format!("{path}?after_seq={after}&limit=1000")).await?;
         let batch = r["data"].as_array().cloned().unwrap_or_default();
         let done = batch.is_empty() || r["next_page"].is_null();
         out.extend(batch);
@@ -50,7 +60,11 @@ async fn mapper_for(cx: &Cx, id: &str) -> CmaResult<Mapper> {
 
 /// `GET /v1/sessions/{id}/events`: ascending `seq`, CMA types only.
 pub async fn list(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
-    let id = super::sessions::checked(&id)?;
+    list_view(cx, super::sessions::checked(&id)?, None, raw).await
+}
+
+/// A page of one view of the log (`None`: the Session's own).
+pub async fn list_view(cx: Cx, id: String, view: Option<String>, raw: Option<String>) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
     let limit = wire::limit(&q, 1000, 1000)? as usize;
     if wire::param(&q, "order").is_some_and(|o| o != "asc") {
@@ -71,7 +85,7 @@ pub async fn list(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Cm
     let mut more = false;
     // The whole log is read in order: a page's calls and results name the
     // events that made them, however far back.
-    for e in log(&cx.native, &id).await? {
+    for e in log(&cx.native, &id, &view).await? {
         let Some(c) = mapper.map(&e) else { continue };
         let seq = e["seq"].as_i64().unwrap_or(0);
         if seq <= after || !(types.is_empty() || types.contains(&c["type"].as_str().unwrap_or_default())) {
@@ -96,8 +110,13 @@ pub async fn send(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> Cm
         return Err(Error::invalid_field("events", "send 1 to 50 events").into());
     }
     let settles = events.iter().any(|e| matches!(e["type"].as_str(), Some("user.tool_confirmation" | "user.custom_tool_result")));
-    let uses = if settles { mapping::uses_of(&log(&cx.native, &id).await?) } else { Default::default() };
-    let inputs: Vec<Value> = events.iter().map(|e| native_input(&cx.caller.principal_id, e, &uses)).collect::<CmaResult<_>>()?;
+    // The Session's view holds every wait: a child's as cross-posts.
+    let uses = if settles { mapping::uses_of(&log(&cx.native, &id, &None).await?) } else { Default::default() };
+    let mut read = vec![];
+    for e in &events {
+        read.push(read_rubric(&cx, e).await?);
+    }
+    let inputs: Vec<Value> = read.iter().map(|e| native_input(&cx.caller.principal_id, e, &uses)).collect::<CmaResult<_>>()?;
     let mut echoes = vec![];
     let mut accepted: Vec<Value> = vec![];
     for (input, sent) in inputs.iter().zip(&events) {
@@ -125,11 +144,36 @@ pub async fn send(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> Cm
     Ok(Json(json!({"data": echoes})))
 }
 
+/// A `user.define_outcome` whose rubric is a File gets the File's text
+/// (a text File the caller may read; at most the native rubric's 64 KiB).
+pub async fn read_rubric(cx: &Cx, e: &Value) -> CmaResult<Value> {
+    if e["type"] != "user.define_outcome" || e["rubric"]["type"] != "file" {
+        return Ok(e.clone());
+    }
+    let file = e["rubric"]["file_id"].as_str().unwrap_or_default();
+    if checkfu_core::id::FileId::check("rubric.file_id", file).is_err() {
+        return Err(Error::invalid_field("rubric.file_id", "rubric.file_id must name a File (file_…)").into());
+    }
+    let resp = cx.native.raw(Method::GET, &format!("/v1/files/{file}/content"), None, &[]).await?;
+    let bytes = axum::body::to_bytes(resp.into_body(), 64 * 1024 + 1)
+        .await
+        .map_err(|_| refuse("rubric_too_large", "a rubric File holds at most 64 KiB of text"))?;
+    let text = String::from_utf8(bytes.to_vec()).map_err(|_| refuse("rubric_not_text", "a rubric File must be UTF-8 text"))?;
+    let mut out = e.clone();
+    out["rubric"] = json!({"type": "text", "content": text});
+    Ok(out)
+}
+
 /// `GET /v1/sessions/{id}/events/stream`: from the head (CMA has no
 /// replay) or after `Last-Event-ID`; one frame per persisted event with an
 /// `event:` line; it ends after `session.status_terminated`.
 pub async fn stream(cx: Cx, Path(id): Path<String>, headers: HeaderMap, RawQuery(raw): RawQuery) -> CmaResult<Response> {
-    let id = super::sessions::checked(&id)?;
+    stream_view(cx, super::sessions::checked(&id)?, None, headers, raw).await
+}
+
+/// The live stream of one view (`None`: the Session's own; previews are
+/// the primary's only).
+pub async fn stream_view(cx: Cx, id: String, view: Option<String>, headers: HeaderMap, raw: Option<String>) -> CmaResult<Response> {
     let q = wire::query_pairs(raw.as_deref())?;
     let deltas = wire::params(&q, "event_deltas");
     if deltas.len() > 100 || deltas.iter().any(|d| !matches!(*d, "agent.message" | "agent.thinking")) {
@@ -142,14 +186,14 @@ pub async fn stream(cx: Cx, Path(id): Path<String>, headers: HeaderMap, RawQuery
     // The mapper reads the log up to where the stream starts, so calls
     // made before it are named by their events.
     let mut mapper = mapper_for(&cx, &id).await?;
-    let history = log(&cx.native, &id).await?;
+    let history = log(&cx.native, &id, &view).await?;
     let head = history.last().and_then(|e| e["seq"].as_i64()).unwrap_or(0);
     let after = resume.unwrap_or(head).min(head);
     for e in history.iter().take_while(|e| e["seq"].as_i64().unwrap_or(0) <= after) {
         mapper.map(e);
     }
-    let mut url = format!("/v1/sessions/{id}/events/stream?after_seq={after}");
-    if !deltas.is_empty() {
+    let mut url = format!("{}/stream?after_seq={after}", events_path(&id, &view));
+    if !deltas.is_empty() && view.is_none() {
         url.push_str(&format!("&event_deltas={}", encode(&deltas.join(","))));
     }
     let native = cx.native.raw(Method::GET, &url, None, &[]).await?;

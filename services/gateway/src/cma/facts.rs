@@ -85,3 +85,13 @@ pub async fn tool_source_names(st: &AppState, env_id: &str) -> CmaResult<std::co
         page = r.next_page;
     }
 }
+
+pub async fn budget(st: &AppState, id: &str) -> CmaResult<Value> {
+    Ok(json(views::budget(&st.sessions.clone().get_budget(ss::GetByIdRequest { id: id.into() }).await?.into_inner())))
+}
+
+/// The priced (provider, model) pairs; model `*` prices a whole provider.
+pub async fn prices(st: &AppState) -> CmaResult<Vec<(String, String)>> {
+    let c = st.models.clone().get_price_catalog(mg::GetPriceCatalogRequest {}).await?.into_inner();
+    Ok(c.entries.into_iter().map(|p| (p.provider, p.model)).collect())
+}

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
 
 /// CMA event types a client may send (others → 400).
-const SENDABLE: &[&str] = &["user.message", "user.interrupt", "user.tool_confirmation", "user.custom_tool_result"];
+const SENDABLE: &[&str] = &["user.message", "user.interrupt", "user.tool_confirmation", "user.custom_tool_result", "user.define_outcome"];
 
 /// Native types never shown to a CMA client (§17.8).
 pub fn hidden(t: &str) -> bool {
@@ -56,6 +56,22 @@ pub fn native_input(principal_id: &str, e: &Value, uses: &HashMap<String, (Strin
                 payload.remove("is_error");
             }
         }
+        "user.define_outcome" => {
+            // A text rubric is the native one; a File's text was read in
+            // by the caller (`events::read_rubric`).
+            let rubric = match payload.get("rubric") {
+                Some(Value::Object(r)) if r.get("type").and_then(Value::as_str) == Some("text") => {
+                    r.get("content").cloned().unwrap_or_default()
+                }
+                Some(Value::String(s)) => json!(s),
+                _ => return Err(Error::invalid_field("rubric", "rubric is {type:\"text\", content} or {type:\"file\", file_id}").into()),
+            };
+            payload.insert("rubric".into(), rubric);
+            payload.entry("max_iterations").or_insert(json!(3));
+            if payload.get("max_iterations").is_some_and(Value::is_null) {
+                payload.insert("max_iterations".into(), json!(3));
+            }
+        }
         _ => {}
     }
     Ok(json!({"type": t, "payload": Value::Object(payload), "authored_by": principal_id,
@@ -72,8 +88,11 @@ pub fn uses_of(events: &[Value]) -> HashMap<String, (String, Option<String>)> {
             Some("agent.custom_tool_use") => p["custom_tool_use_id"].as_str(),
             _ => None,
         };
-        if let (Some(n), Some(id)) = (native, e["id"].as_str()) {
-            out.insert(id.to_string(), (n.to_string(), e["session_thread_id"].as_str().map(String::from)));
+        let Some(n) = native else { continue };
+        let thread = e["session_thread_id"].as_str().map(String::from);
+        // A cross-post answers for the child's own event too.
+        for id in [e["id"].as_str(), e["origin_event_id"].as_str()].into_iter().flatten() {
+            out.insert(id.to_string(), (n.to_string(), thread.clone()));
         }
     }
     out
@@ -97,6 +116,8 @@ pub struct Mapper {
     agent_rules: Vec<String>,
     /// ToolSource id → name, for `mcp_server_name`.
     tool_sources: HashMap<String, String>,
+    /// (outcome, iteration) → its evaluation's start event.
+    evaluations: HashMap<(String, i64), Value>,
 }
 
 impl Mapper {
@@ -206,7 +227,25 @@ impl Mapper {
                 }
                 (t.to_string(), Value::Object(b))
             }
-            "outcome.evaluation_started" | "outcome.evaluation_completed" => return None,
+            "outcome.evaluation_started" => {
+                let key = (native_use("outcome_id"), p.get("iteration").and_then(Value::as_i64).unwrap_or(0));
+                self.evaluations.insert(key, e["id"].clone());
+                ("span.outcome_evaluation_start".to_string(), json!({"outcome_id": p.get("outcome_id"), "iteration": p.get("iteration")}))
+            }
+            "outcome.evaluation_completed" => {
+                let key = (native_use("outcome_id"), p.get("iteration").and_then(Value::as_i64).unwrap_or(0));
+                let start = self.evaluations.remove(&key).unwrap_or(Value::Null);
+                let b = json!({"outcome_evaluation_start_id": start, "outcome_id": p.get("outcome_id"), "iteration": p.get("iteration"),
+                    "result": p.get("result"), "explanation": p.get("explanation").cloned().unwrap_or(json!("")), "usage": p.get("usage")});
+                ("span.outcome_evaluation_end".to_string(), b)
+            }
+            "user.define_outcome" => {
+                let mut b = p;
+                if let Some(Value::String(r)) = b.get("rubric").cloned() {
+                    b.insert("rubric".into(), json!({"type": "text", "content": r}));
+                }
+                (t.to_string(), Value::Object(b))
+            }
             _ => (t.to_string(), Value::Object(p)),
         };
         let mut out = Map::new();
@@ -282,6 +321,20 @@ mod tests {
         for k in ["seq", "run_id", "authored_by", "caused_by", "payload"] {
             assert!(msg.get(k).is_none(), "{k} is left out");
         }
+    }
+
+    #[test]
+    fn outcome_evaluations_are_spans() {
+        let mut m = Mapper::default();
+        let start = m.map(&native(1, "outcome.evaluation_started", json!({"outcome_id": "outc_1", "iteration": 1}))).expect("shown");
+        assert_eq!(start["type"], "span.outcome_evaluation_start");
+        let done = json!({"outcome_id": "outc_1", "iteration": 1, "result": "satisfied", "explanation": "ok", "usage": {}});
+        let end = m.map(&native(2, "outcome.evaluation_completed", done)).expect("shown");
+        assert_eq!((end["type"].as_str(), end["result"].as_str()), (Some("span.outcome_evaluation_end"), Some("satisfied")));
+        assert_eq!(end["outcome_evaluation_start_id"], start["id"]);
+        let input = json!({"type": "user.define_outcome", "description": "d", "rubric": {"type": "text", "content": "require: hello"}});
+        let n = native_input("prin_1", &input, &HashMap::new()).expect("ok");
+        assert_eq!((n["payload"]["rubric"].as_str(), n["payload"]["max_iterations"].as_i64()), (Some("require: hello"), Some(3)));
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod events;
 pub mod facts;
 pub mod mapping;
 pub mod sessions;
+pub mod threads;
 pub mod wire;
 
 use crate::AppState;
@@ -44,10 +45,15 @@ pub fn router(state: AppState, native: Router, prefix: &str, enabled: bool) -> R
         .route("/environments", get(environments::list).post(environments::create))
         .route("/environments/{id}", get(environments::retrieve).post(environments::update).delete(environments::delete))
         .route("/sessions", get(sessions::list).post(sessions::create))
-        .route("/sessions/{id}", get(sessions::retrieve).delete(sessions::delete))
+        .route("/sessions/{id}", get(sessions::retrieve).post(sessions::update).delete(sessions::delete))
         .route("/sessions/{id}/archive", post(sessions::archive))
         .route("/sessions/{id}/events", get(events::list).post(events::send))
         .route("/sessions/{id}/events/stream", get(events::stream))
+        .route("/sessions/{id}/threads", get(threads::list))
+        .route("/sessions/{id}/threads/{tid}", get(threads::retrieve))
+        .route("/sessions/{id}/threads/{tid}/archive", post(threads::archive))
+        .route("/sessions/{id}/threads/{tid}/events", get(threads::list_events))
+        .route("/sessions/{id}/threads/{tid}/stream", get(threads::stream))
         .route("/models", get(models))
         .route("/models/{id}", get(model))
         .route("/{family}", any(unsupported))

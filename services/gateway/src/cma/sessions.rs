@@ -42,20 +42,30 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
             return Err(refuse(&format!("{k}_unsupported"), format!("{k} are not yet served by this projection (docs/cma.md)")));
         }
     }
-    if body.get("budget").is_some_and(|b| !b.is_null()) {
-        return Err(refuse("budget_unsupported", "budget is not yet served by this projection; attach a native Budget (docs/cma.md)"));
-    }
+    let budget = match body.get("budget").filter(|b| !b.is_null()) {
+        Some(b) => Some(budget_limit(b)?),
+        None => None,
+    };
     let deployment = deployment_for(&cx, &agent, version, &sbp).await?;
+    if budget.is_some() {
+        require_priced(&cx, &deployment).await?;
+    }
     let initial = body["initial_events"].as_array().cloned().unwrap_or_default();
     if initial.len() > 50 {
         return Err(Error::invalid_field("initial_events", "at most 50 initial events").into());
     }
     let mut inputs = vec![];
     for (i, e) in initial.iter().enumerate() {
-        if !matches!(e["type"].as_str(), Some("user.message")) {
-            return Err(Error::invalid_field(&format!("initial_events[{i}].type"), "initial events are user.message").into());
+        match e["type"].as_str() {
+            Some("user.message") => {}
+            Some("user.define_outcome") if i == 0 => {}
+            _ => {
+                let why = "initial events are user.message, and user.define_outcome first";
+                return Err(Error::invalid_field(&format!("initial_events[{i}].type"), why).into());
+            }
         }
-        inputs.push(mapping::native_input(&cx.caller.principal_id, e, &Default::default())?);
+        let e = super::events::read_rubric(&cx, e).await?;
+        inputs.push(mapping::native_input(&cx.caller.principal_id, &e, &Default::default())?);
     }
     let mut native = json!({
         "agent_deployment_id": deployment,
@@ -65,6 +75,9 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
     });
     if let Some(t) = body["title"].as_str() {
         native["title"] = json!(t);
+    }
+    if let Some(limit) = budget {
+        native["budget"] = json!({"limit": limit, "metric": "model_spend"});
     }
     if let Some(system) = overrides.get("system").and_then(Value::as_str) {
         native["instructions"] = json!(system);
@@ -111,6 +124,95 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let mut out = wire::page(data, r["next_page"].as_str().map(String::from));
     out["prev_page"] = Value::Null;
     Ok(Json(out))
+}
+
+/// `POST /v1/sessions/{id}`: title and metadata natively; `budget` raised
+/// (work stopped at the cap restarts), attached, or detached with `null`.
+pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
+    let id = checked(&id)?;
+    for (k, code) in [("vault_ids", "vault_ids_fixed_at_creation"), ("agent", "agent_update_unsupported")] {
+        if body.get(k).is_some_and(|v| !v.is_null()) {
+            return Err(refuse(code, format!("{k} cannot be changed on a session here")));
+        }
+    }
+    let current = cx.native.get(&format!("/v1/sessions/{id}")).await?;
+    let mut change = json!({});
+    if let Some(t) = body.get("title") {
+        change["title"] = json!(t.as_str().unwrap_or_default());
+    }
+    if let Some(m) = body.get("metadata") {
+        change["metadata"] = if m.is_null() { json!({}) } else { wire::patch_metadata(&current["metadata"], m)? };
+    }
+    if change.as_object().is_some_and(|c| !c.is_empty()) {
+        cx.native.post(&format!("/v1/sessions/{id}"), &change).await?;
+    }
+    if let Some(b) = body.get("budget") {
+        let existing = current["budget_id"].as_str().filter(|b| !b.is_empty());
+        match (b.is_null(), existing) {
+            (true, Some(budget)) => {
+                cx.native.delete(&format!("/v1/budgets/{budget}")).await?;
+            }
+            (true, None) => {}
+            (false, Some(budget)) => {
+                let limit = budget_limit(b)?;
+                let now = cx.native.get(&format!("/v1/budgets/{budget}")).await?;
+                if limit <= now["consumed"].as_i64().unwrap_or(0) {
+                    return Err(refuse(
+                        "budget_not_raised",
+                        "the new budget is not above what the session has consumed; raise it or detach it",
+                    ));
+                }
+                cx.native.post(&format!("/v1/budgets/{budget}"), &json!({"limit": limit})).await?;
+            }
+            (false, None) => {
+                require_priced(&cx, current["agent_deployment_id"].as_str().unwrap_or_default()).await?;
+                let attach = json!({"scope": {"kind": "session", "id": id}, "limit": budget_limit(b)?, "metric": "model_spend"});
+                cx.native.post("/v1/budgets", &attach).await?;
+            }
+        }
+    }
+    let s = cx.native.get(&format!("/v1/sessions/{id}")).await?;
+    Ok(Json(render(&cx.state, &s).await?))
+}
+
+/// CMA's `{type:"limit", max_list_cost:{amount:"<cents>", currency:"USD"}}`
+/// → a `model_spend` limit in micro-USD.
+fn budget_limit(b: &Value) -> CmaResult<i64> {
+    if b["type"] != "limit" {
+        return Err(Error::invalid_field("budget.type", "budget.type must be \"limit\"").into());
+    }
+    let cost = &b["max_list_cost"];
+    if cost["currency"].as_str().is_some_and(|c| c != "USD") {
+        return Err(refuse("currency_unsupported", "budgets are in USD"));
+    }
+    let cents: i64 = match &cost["amount"] {
+        Value::String(a) => {
+            a.trim().parse().map_err(|_| Error::invalid_field("budget.max_list_cost.amount", "amount is a whole number of cents"))?
+        }
+        Value::Number(n) => {
+            n.as_i64().ok_or_else(|| Error::invalid_field("budget.max_list_cost.amount", "amount is a whole number of cents"))?
+        }
+        _ => return Err(Error::invalid_field("budget.max_list_cost.amount", "amount is required").into()),
+    };
+    if !(1..=1_000_000_000).contains(&cents) {
+        return Err(Error::invalid_field("budget.max_list_cost.amount", "amount is 1 to 1,000,000,000 cents").into());
+    }
+    Ok(cents * 10_000)
+}
+
+/// A Budget on spend needs every candidate of the deployment's route to
+/// have a price (else 400 `model_not_budgetable`).
+async fn require_priced(cx: &Cx, deployment_id: &str) -> CmaResult<()> {
+    let d = facts::deployment(&cx.state, deployment_id).await?;
+    let route = facts::route(&cx.state, d["pins"]["model_routing_profile_id"].as_str().unwrap_or_default()).await?;
+    let prices = facts::prices(&cx.state).await?;
+    for c in route["candidates"].as_array().into_iter().flatten() {
+        let (p, m) = (c["provider"].as_str().unwrap_or_default(), c["model"].as_str().unwrap_or_default());
+        if !prices.iter().any(|(pp, pm)| pp == p && (pm == m || pm == "*")) {
+            return Err(refuse("model_not_budgetable", format!("{p}/{m} has no price, so spend on it cannot be capped")));
+        }
+    }
+    Ok(())
 }
 
 /// `POST /v1/sessions/{id}/archive`.
@@ -266,6 +368,14 @@ pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
         }
     }
     let micro = s["usage"]["model_spend_micro_usd"].as_u64().unwrap_or(0);
+    let budget = match s["budget_id"].as_str().filter(|b| !b.is_empty()) {
+        Some(b) => {
+            let b = facts::budget(st, b).await?;
+            let cents = b["limit"].as_i64().unwrap_or(0) / 10_000;
+            json!({"type": "limit", "max_list_cost": {"amount": cents.to_string(), "currency": "USD"}})
+        }
+        None => Value::Null,
+    };
     let status = s["status"].as_str().unwrap_or_default();
     Ok(json!({
         "type": "session",
@@ -285,7 +395,7 @@ pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
         "resources": [],
         "vault_ids": [],
         "outcome_evaluations": [],
-        "budget": Value::Null,
+        "budget": budget,
         "deployment_id": Value::Null,
         "created_at": s["created_at"],
         "updated_at": s["updated_at"],

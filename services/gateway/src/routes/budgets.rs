@@ -95,6 +95,27 @@ pub async fn update_budget(
     change(&st, &caller, &id, req).await
 }
 
+/// Detaches the Budget from its Session: nothing caps the Session any
+/// more, and work stopped at the cap restarts. Audited. Answers the Budget
+/// as it was, `status: "detached"`.
+#[utoipa::path(delete, path = "/v1/budgets/{id}", tag = "budgets", params(("id" = String, Path)),
+    responses((status = 200, body = views::Budget), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn detach_budget(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Budget> {
+    let req =
+        ss::UpdateBudgetRequest { id: id.clone(), action: "detach".into(), actor_id: caller.principal_id.clone(), ..Default::default() };
+    let out = change(&st, &caller, &id, req).await?;
+    let audit = checkfu_proto::governance::v1::RecordAuditRequest {
+        actor_id: caller.principal_id.clone(),
+        action: "budget.detached".into(),
+        resource: Some(checkfu_proto::governance::v1::ResourceRef { kind: "budget".into(), id: id.clone() }),
+        details_json: serde_json::json!({"scope": out.0.scope, "limit": out.0.limit, "consumed": out.0.consumed}).to_string(),
+    };
+    if let Err(s) = st.gov.clone().record_audit(audit).await {
+        tracing::warn!(status = %s, budget = %id, "recording a budget's detachment in the audit trail failed");
+    }
+    Ok(out)
+}
+
 /// Stops admission until resumed (reversible; the Session is never terminated).
 #[utoipa::path(post, path = "/v1/budgets/{id}/pause", tag = "budgets", params(("id" = String, Path)),
     responses((status = 200, body = views::Budget), (status = "4XX", body = ErrorEnvelope)))]

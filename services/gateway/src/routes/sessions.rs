@@ -247,6 +247,27 @@ pub async fn archive_session(State(st): State<AppState>, caller: Caller, Path(id
     )))
 }
 
+/// Changes the title or metadata (`session.updated`); whoever may write
+/// to the Session may.
+#[utoipa::path(post, path = "/v1/sessions/{id}", tag = "sessions", params(("id" = String, Path)), request_body = bodies::UpdateSession,
+    responses((status = 200, body = views::Session), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn update_session(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> J<views::Session> {
+    session_for(&st, &caller, &id, true).await?;
+    let b: bodies::UpdateSession = parse(&body)?;
+    let req = ss::UpdateSessionRequest {
+        id,
+        title: b.title,
+        metadata_json: b.metadata.as_ref().map(Value::to_string),
+        actor_id: caller.principal_id,
+    };
+    Ok(Json(views::session(&st.sessions.clone().update_session(req).await?.into_inner())))
+}
+
 #[utoipa::path(post, path = "/v1/sessions/{id}/selection", tag = "sessions", params(("id" = String, Path)), request_body = bodies::UpdateSelection,
     responses((status = 200, body = views::Session), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_selection(

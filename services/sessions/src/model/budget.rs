@@ -84,9 +84,15 @@ fn check_limit(limit: i64, prefix: &str) -> Result<()> {
 /// A change to a Budget.
 #[derive(Debug, Clone)]
 pub enum BudgetChange {
-    Limit { limit: i64, expected_version: Option<i64> },
+    Limit {
+        limit: i64,
+        expected_version: Option<i64>,
+    },
     Pause,
     Resume,
+    /// Takes the Budget off its Session: nothing caps it any more, and
+    /// work stopped at the cap restarts.
+    Detach,
 }
 
 #[cfg(test)]
