@@ -110,3 +110,18 @@ async fn acceptance_2_previews_name_the_message_they_become() {
 async fn acceptance_14_threads_and_outcomes_show_through() {
     contract("threads_outcome").await;
 }
+
+#[tokio::test]
+async fn acceptance_12_memory_stores_compare_and_set_and_mount() {
+    contract("memory").await;
+}
+
+#[tokio::test]
+async fn acceptance_13_files_reach_the_sandbox_and_outputs_come_back() {
+    contract("files").await;
+}
+
+#[tokio::test]
+async fn acceptance_13_a_skills_agent_reads_its_skill() {
+    contract("skills").await;
+}

@@ -157,7 +157,8 @@ async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<C
             "execution_identity: only service_account is served (the Session's Principal acts)",
         ));
     }
-    for (k, code) in [("mcp_servers", "mcp_servers_unsupported"), ("skills", "skills_unsupported")] {
+    let skills = skill_refs(&body["skills"])?;
+    for (k, code) in [("mcp_servers", "mcp_servers_unsupported")] {
         if body[k].as_array().is_some_and(|a| !a.is_empty()) {
             return Err(refuse(code, format!("{k} are not yet served by this projection; declare them natively (docs/cma.md)")));
         }
@@ -169,7 +170,7 @@ async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<C
         "model": {"routing_profile_id": route, "label": label},
         "tools": tools,
         "session_variable": {"tools": {"allowed": []}, "skills": {"allowed": []}},
-        "skills": [],
+        "skills": skills,
     });
     if let Some(d) = body["description"].as_str() {
         draft["description"] = json!(d);
@@ -182,6 +183,37 @@ async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<C
         draft["metadata"] = metadata;
     }
     Ok(Compiled { draft, rules })
+}
+
+/// CMA agent `skills` → native references: `custom` skills of the
+/// workspace (`version` omitted: the latest at publication); Anthropic's
+/// own skills are not here.
+fn skill_refs(v: &Value) -> CmaResult<Vec<Value>> {
+    let mut out = vec![];
+    for (i, s) in v.as_array().into_iter().flatten().enumerate() {
+        match s["type"].as_str() {
+            Some("custom") => {
+                let mut r = json!({"skill_id": s["skill_id"]});
+                match &s["version"] {
+                    Value::Null => {}
+                    Value::String(v) => {
+                        r["version"] =
+                            json!(v.parse::<i64>().map_err(|_| Error::invalid_field(&format!("skills[{i}].version"), "a version number"))?)
+                    }
+                    v => r["version"] = v.clone(),
+                }
+                out.push(r);
+            }
+            Some("anthropic") => {
+                return Err(refuse(
+                    "skill_unavailable",
+                    "Anthropic's skills are not available here: upload the skill and name it as custom",
+                ));
+            }
+            other => return Err(Error::invalid_field(&format!("skills[{i}].type"), format!("unknown skill type {other:?}")).into()),
+        }
+    }
+    Ok(out)
 }
 
 /// CMA `multiagent` → the §15.1 roster: `coordinator` only (advisors and
@@ -465,7 +497,7 @@ pub fn snapshot(def: &Value, rules: &[Rule], effort: Option<String>) -> Value {
         "model": {"id": def["model"]["label"], "speed": "standard", "effort": effort},
         "tools": tools,
         "mcp_servers": [],
-        "skills": [],
+        "skills": def["skills"].as_array().map(|a| a.iter().map(|r| json!({"type": "custom", "skill_id": r["skill_id"], "version": r["version"]})).collect::<Vec<_>>()).unwrap_or_default(),
         "multiagent": def.get("multiagent").filter(|m| m.is_object()).map(|m| json!({"type": "coordinator", "agents": m["agents"]})),
         "metadata": def.get("metadata").cloned().filter(|m| m.is_object()).unwrap_or(json!({})),
         "execution_identity": {"type": "service_account"},

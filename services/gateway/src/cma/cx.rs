@@ -166,17 +166,27 @@ impl Native {
         body: Option<&Value>,
         headers: &[(&str, String)],
     ) -> CmaResult<axum::response::Response> {
-        let mut b = Request::builder().method(method).uri(path).header("authorization", format!("Bearer {}", self.key));
-        for (k, v) in headers {
-            b = b.header(*k, v.as_str());
-        }
+        let mut all: Vec<(&str, String)> = headers.to_vec();
         let body = match body {
             Some(v) => {
-                b = b.header("content-type", "application/json");
+                all.push(("content-type", "application/json".into()));
                 Body::from(v.to_string())
             }
             None => Body::empty(),
         };
+        self.send(method, path, body, &all).await
+    }
+
+    /// A request with a body of its own type (a multipart upload).
+    pub async fn raw_bytes(&self, method: Method, path: &str, body: Vec<u8>, content_type: &str) -> CmaResult<axum::response::Response> {
+        self.send(method, path, Body::from(body), &[("content-type", content_type.to_string())]).await
+    }
+
+    async fn send(&self, method: Method, path: &str, body: Body, headers: &[(&str, String)]) -> CmaResult<axum::response::Response> {
+        let mut b = Request::builder().method(method).uri(path).header("authorization", format!("Bearer {}", self.key));
+        for (k, v) in headers {
+            b = b.header(*k, v.as_str());
+        }
         let mut req = b.body(body).map_err(|e| Error::internal(format!("building a native request: {e}")))?;
         req.extensions_mut().insert(self.caller.clone());
         let resp = self.router.clone().oneshot(req).await.map_err(|e| Error::internal(format!("native call: {e}")))?;

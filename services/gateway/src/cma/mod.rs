@@ -14,8 +14,11 @@ pub mod cx;
 pub mod environments;
 pub mod events;
 pub mod facts;
+pub mod files;
 pub mod mapping;
+pub mod memory;
 pub mod sessions;
+pub mod skills;
 pub mod threads;
 pub mod wire;
 
@@ -54,6 +57,32 @@ pub fn router(state: AppState, native: Router, prefix: &str, enabled: bool) -> R
         .route("/sessions/{id}/threads/{tid}/archive", post(threads::archive))
         .route("/sessions/{id}/threads/{tid}/events", get(threads::list_events))
         .route("/sessions/{id}/threads/{tid}/stream", get(threads::stream))
+        .route("/sessions/{id}/resources", get(sessions::list_resources).post(sessions::fixed_resources))
+        .route(
+            "/sessions/{id}/resources/{rid}",
+            get(sessions::retrieve_resource).post(sessions::fixed_resources).delete(sessions::fixed_resources),
+        )
+        .route("/memory_stores", get(memory::list).post(memory::create))
+        .route("/memory_stores/{id}", get(memory::retrieve).post(memory::update).delete(memory::delete))
+        .route("/memory_stores/{id}/archive", post(memory::archive))
+        .route("/memory_stores/{id}/memories", get(memory::list_memories).post(memory::create_memory))
+        .route("/memory_stores/{id}/memories/{mid}", get(memory::retrieve_memory).post(memory::update_memory).delete(memory::delete_memory))
+        .route("/memory_stores/{id}/memory_versions", get(memory::list_versions))
+        .route("/memory_stores/{id}/memory_versions/{vid}", get(memory::retrieve_version))
+        .route("/memory_stores/{id}/memory_versions/{vid}/redact", post(memory::redact))
+        .route(
+            "/files",
+            get(files::list).post(files::upload).layer(axum::extract::DefaultBodyLimit::max(crate::routes::uploads::MAX_FORM_BYTES + 1)),
+        )
+        .route("/files/{id}", get(files::retrieve).delete(files::delete))
+        .route("/files/{id}/content", get(files::download))
+        .route("/skills", get(skills::list).post(skills::create).layer(axum::extract::DefaultBodyLimit::max(12 << 20)))
+        .route("/skills/{id}", get(skills::retrieve).delete(skills::delete))
+        .route(
+            "/skills/{id}/versions",
+            get(skills::list_versions).post(skills::create_version).layer(axum::extract::DefaultBodyLimit::max(12 << 20)),
+        )
+        .route("/skills/{id}/versions/{n}", get(skills::retrieve_version).delete(skills::delete_version))
         .route("/models", get(models))
         .route("/models/{id}", get(model))
         .route("/{family}", any(unsupported))

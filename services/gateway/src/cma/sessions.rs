@@ -31,13 +31,8 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
         Some(v) => v,
         None => agent["latest_version"].as_i64().ok_or_else(|| refuse("agent_unpublished", "the agent has no published version"))?,
     };
-    if body["resources"].as_array().is_some_and(|rs| rs.iter().any(|r| r["type"] == "github_repository")) {
-        return Err(refuse(
-            "github_repository_unsupported",
-            "github_repository resources are not served: give the agent a Connection, or the files",
-        ));
-    }
-    for k in ["resources", "vault_ids"] {
+    let resources = resources(&body["resources"])?;
+    for k in ["vault_ids"] {
         if body[k].as_array().is_some_and(|a| !a.is_empty()) {
             return Err(refuse(&format!("{k}_unsupported"), format!("{k} are not yet served by this projection (docs/cma.md)")));
         }
@@ -78,6 +73,9 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
     }
     if let Some(limit) = budget {
         native["budget"] = json!({"limit": limit, "metric": "model_spend"});
+    }
+    if !resources.is_empty() {
+        native["resources"] = json!(resources);
     }
     if let Some(system) = overrides.get("system").and_then(Value::as_str) {
         native["instructions"] = json!(system);
@@ -124,6 +122,84 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let mut out = wire::page(data, r["next_page"].as_str().map(String::from));
     out["prev_page"] = Value::Null;
     Ok(Json(out))
+}
+
+/// CMA session resources → native ones: a File at its upload path, a
+/// MemoryStore mounted at `/mnt/memory/<id>` (`read_write` unless said).
+fn resources(v: &Value) -> CmaResult<Vec<Value>> {
+    let mut out = vec![];
+    for (i, r) in v.as_array().into_iter().flatten().enumerate() {
+        let field = format!("resources[{i}]");
+        match r["type"].as_str() {
+            Some("file") => {
+                let file = r["file_id"].as_str().unwrap_or_default();
+                if let Some(m) = r["mount_path"].as_str()
+                    && !m.starts_with(&format!("/mnt/session/uploads/{file}/"))
+                {
+                    return Err(refuse(
+                        "mount_path_unsupported",
+                        format!("{field}: a File is mounted at /mnt/session/uploads/{file}/<filename>"),
+                    ));
+                }
+                out.push(json!({"type": "file", "file_id": file}));
+            }
+            Some("memory_store") => {
+                if r.get("instructions").is_some_and(|x| !x.is_null()) {
+                    return Err(refuse(
+                        "memory_instructions_unsupported",
+                        format!("{field}: per-session memory instructions are not served"),
+                    ));
+                }
+                let access = r["access"].as_str().unwrap_or("read_write");
+                out.push(json!({"type": "memory_store", "memory_store_id": r["memory_store_id"], "access": access}));
+            }
+            Some("github_repository") => {
+                return Err(refuse(
+                    "github_repository_unsupported",
+                    "github_repository resources are not served: give the agent a Connection, or the files",
+                ));
+            }
+            other => return Err(Error::invalid_field(&format!("{field}.type"), format!("unknown resource type {other:?}")).into()),
+        }
+    }
+    Ok(out)
+}
+
+/// A native Session resource as CMA shows it (its id is the File's or
+/// the store's).
+fn resource(r: &Value) -> Value {
+    let mut out = r.clone();
+    match r["type"].as_str() {
+        Some("file") => {
+            out["id"] = r["file_id"].clone();
+        }
+        Some("memory_store") => {
+            out["id"] = r["memory_store_id"].clone();
+            let mount = r["mount_name"].as_str().or(r["memory_store_id"].as_str()).unwrap_or_default();
+            out["mount_path"] = json!(format!("/mnt/memory/{mount}"));
+        }
+        _ => {}
+    }
+    out
+}
+
+/// `GET /v1/sessions/{id}/resources`.
+pub async fn list_resources(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
+    let s = cx.native.get(&format!("/v1/sessions/{}", checked(&id)?)).await?;
+    let data = s["resources"].as_array().map(|a| a.iter().map(resource).collect()).unwrap_or_default();
+    Ok(Json(wire::page(data, None)))
+}
+
+/// `GET /v1/sessions/{id}/resources/{rid}`.
+pub async fn retrieve_resource(cx: Cx, Path((id, rid)): Path<(String, String)>) -> CmaResult<Json<Value>> {
+    let s = cx.native.get(&format!("/v1/sessions/{}", checked(&id)?)).await?;
+    let found = s["resources"].as_array().into_iter().flatten().map(resource).find(|r| r["id"] == rid.as_str());
+    found.map(Json).ok_or_else(|| Error::not_found("session resource", &rid).into())
+}
+
+/// Adding, changing or removing a resource: fixed at creation.
+pub async fn fixed_resources(_cx: Cx) -> super::wire::CmaError {
+    refuse("resources_fixed_at_creation", "a session's resources are fixed when it is created (its mounts are recorded then)")
 }
 
 /// `POST /v1/sessions/{id}`: title and metadata natively; `budget` raised
@@ -392,7 +468,7 @@ pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
             "list_cost": {"amount": micro.div_ceil(10_000).to_string(), "currency": "USD"},
         },
         "stats": {},
-        "resources": [],
+        "resources": s["resources"].as_array().map(|a| a.iter().map(resource).collect::<Vec<_>>()).unwrap_or_default(),
         "vault_ids": [],
         "outcome_evaluations": [],
         "budget": budget,

@@ -1,0 +1,128 @@
+//! CMA skills (api.md §17.12) ↔ §16.6's Skills: versioned bundles, their
+//! `display_name` the front matter's `name`.
+
+use super::cx::{Cx, encode};
+use super::wire::{self, CmaError, CmaResult, refuse};
+use axum::Json;
+use axum::extract::{Path, RawQuery, Request};
+use base64::Engine;
+use checkfu_core::Error;
+use serde_json::{Value, json};
+
+/// A bundle's form, read whole (the native limit).
+const MAX_BODY: usize = 12 << 20;
+
+/// `POST /v1/skills` (multipart `files[]`, `display_name?`).
+pub async fn create(cx: Cx, req: Request) -> CmaResult<Json<Value>> {
+    let files = bundle(req).await?;
+    let s = cx.native.post("/v1/skills", &json!({"environment_id": cx.env_id, "files": files})).await?;
+    Ok(Json(skill(&s)))
+}
+
+pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
+    let q = wire::query_pairs(raw.as_deref())?;
+    let limit = wire::limit(&q, 20, 100)?;
+    let page = wire::param(&q, "page").map(|p| format!("&page={}", encode(p))).unwrap_or_default();
+    let r = cx.native.get(&format!("/v1/skills?environment_id={}&limit={limit}{page}", cx.env_id)).await?;
+    let data = r["data"].as_array().map(|a| a.iter().filter(|s| s["status"] != "archived").map(skill).collect()).unwrap_or_default();
+    Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
+}
+
+pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
+    Ok(Json(skill(&live(&cx, &id).await?)))
+}
+
+/// `DELETE`: archived natively (published releases keep it), then gone
+/// from this surface.
+pub async fn delete(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
+    let id = checked(&id)?;
+    live(&cx, &id).await?;
+    cx.native.post(&format!("/v1/skills/{id}/archive"), &json!({})).await?;
+    Ok(Json(json!({"id": id, "type": "skill_deleted"})))
+}
+
+/// `POST /v1/skills/{id}/versions`.
+pub async fn create_version(cx: Cx, Path(id): Path<String>, req: Request) -> CmaResult<Json<Value>> {
+    let id = checked(&id)?;
+    let files = bundle(req).await?;
+    let v = cx.native.post(&format!("/v1/skills/{id}/versions"), &json!({"files": files})).await?;
+    Ok(Json(version(&v)))
+}
+
+/// `GET /v1/skills/{id}/versions`: newest first.
+pub async fn list_versions(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
+    let id = checked(&id)?;
+    let q = wire::query_pairs(raw.as_deref())?;
+    let limit = wire::limit(&q, 20, 100)?;
+    let page = wire::param(&q, "page").map(|p| format!("&page={}", encode(p))).unwrap_or_default();
+    let r = cx.native.get(&format!("/v1/skills/{id}/versions?limit={limit}{page}")).await?;
+    let data = r["data"].as_array().map(|a| a.iter().map(version).collect()).unwrap_or_default();
+    Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
+}
+
+pub async fn retrieve_version(cx: Cx, Path((id, n)): Path<(String, String)>) -> CmaResult<Json<Value>> {
+    let id = checked(&id)?;
+    let n: i64 = n.parse().map_err(|_| Error::not_found("skill version", &n))?;
+    Ok(Json(version(&cx.native.get(&format!("/v1/skills/{id}/versions/{n}")).await?)))
+}
+
+/// Versions are what published agents pinned: never deleted.
+pub async fn delete_version(_cx: Cx, Path(_ids): Path<(String, String)>) -> CmaError {
+    refuse("skill_version_delete_unsupported", "skill versions are immutable: agents' releases pin them; delete the skill to retire it")
+}
+
+fn checked(id: &str) -> CmaResult<String> {
+    if checkfu_core::id::SkillId::check("skill_id", id).is_err() {
+        return Err(Error::not_found("skill", id).into());
+    }
+    Ok(id.to_string())
+}
+
+/// A skill not deleted through this surface (archived ones are gone).
+async fn live(cx: &Cx, id: &str) -> CmaResult<Value> {
+    let id = checked(id)?;
+    let s = cx.native.get(&format!("/v1/skills/{id}")).await?;
+    if s["status"] == "archived" {
+        return Err(Error::not_found("skill", &id).into());
+    }
+    Ok(s)
+}
+
+/// A CMA bundle (`files[]` parts named by path, all under one top-level
+/// folder) as the native bundle: paths relative to that folder.
+async fn bundle(req: Request) -> CmaResult<Vec<Value>> {
+    let parts = crate::multipart::read(req, MAX_BODY, 513).await?;
+    let mut files: Vec<(String, Vec<u8>)> = vec![];
+    for p in parts {
+        match p.name.as_str() {
+            "files" | "files[]" => {
+                let path = p.filename.clone().ok_or_else(|| Error::invalid_field("files", "each file part needs its path as filename"))?;
+                files.push((path, p.bytes.to_vec()));
+            }
+            "display_name" => {}
+            other => return Err(Error::invalid_field(other, format!("{other} is not a field of a skill upload")).into()),
+        }
+    }
+    let top: Option<String> = files.first().and_then(|(p, _)| p.split_once('/').map(|(t, _)| t.to_string()));
+    let shared = top.filter(|t| files.iter().all(|(p, _)| p.starts_with(&format!("{t}/"))));
+    Ok(files
+        .into_iter()
+        .map(|(p, bytes)| {
+            let rel = match &shared {
+                Some(t) => p[t.len() + 1..].to_string(),
+                None => p,
+            };
+            json!({"path": rel, "content": base64::engine::general_purpose::STANDARD.encode(bytes), "encoding": "base64"})
+        })
+        .collect())
+}
+
+fn skill(s: &Value) -> Value {
+    json!({"type": "skill", "id": s["id"], "display_name": s["name"], "description": s["description"], "source": "custom",
+        "latest_version": s["latest_version"].as_i64().map(|v| v.to_string()), "created_at": s["created_at"], "updated_at": s["updated_at"]})
+}
+
+fn version(v: &Value) -> Value {
+    json!({"type": "skill_version", "id": format!("{}", v["version"]), "skill_id": v["skill_id"], "version": v["version"].as_i64().map(|n| n.to_string()),
+        "name": v["name"], "description": v["description"], "directory": v["name"], "created_at": v["created_at"]})
+}
