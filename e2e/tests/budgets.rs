@@ -1,7 +1,8 @@
 //! Budgets through the public API: a session budget compiles into a real
 //! Budget; at the cap the in-flight call is billed, then `session.usage` and
 //! an idle `budget_reached`; raising strictly above `consumed` restarts the
-//! queued work without a new message; pause and resume.
+//! queued work without a new message; pause and resume; detaching; a
+//! Session's title and metadata.
 #![cfg(test)]
 
 use checkfu_e2e::*;
@@ -156,5 +157,82 @@ async fn budgets_attach_later_pause_and_resume() {
     let s = a.get(&format!("/v1/sessions/{sid}")).await.1;
     let b = a.get(&format!("/v1/budgets/{bid}")).await.1;
     assert_eq!(b["consumed"].as_i64(), Some(s["usage"]["input_tokens"].as_i64().unwrap() + s["usage"]["output_tokens"].as_i64().unwrap()));
+    p.stop().await;
+}
+
+/// `DELETE /v1/budgets/{id}` detaches the Budget: the Session is no longer
+/// capped, the work stopped at the cap restarts, the detachment is audited
+/// and recorded as `session.updated {budget: null}`; the Budget is gone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_detached_budget_stops_capping_and_restarts_the_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let a = &p.admin;
+    let me = p.admin_id.clone();
+    let d = deploy(a, &p.env_id, json!({})).await;
+    let s = a
+        .post(
+            "/v1/sessions",
+            json!({"agent_deployment_id": d.deployment_id, "budget": {"limit": 1, "metric": "model_spend"},
+            "initial_events": [message(&me, "hi")]}),
+        )
+        .await;
+    expect(&s, 201, None);
+    let sid = id(&s.1);
+    let budget = s.1["budget_id"].as_str().unwrap().to_string();
+    assert_eq!(settle(a, &sid).await["stop_reason"]["type"], "budget_reached");
+    expect(&a.post(&format!("/v1/sessions/{sid}/events"), message(&me, "more")).await, 409, Some("validation.conflict"));
+
+    let gone = a.delete(&format!("/v1/budgets/{budget}")).await;
+    expect(&gone, 200, None);
+    assert_eq!((gone.1["id"].as_str(), gone.1["status"].as_str()), (Some(budget.as_str()), Some("detached")));
+    let after = settle(a, &sid).await;
+    assert_eq!((after["stop_reason"]["type"].as_str(), after["budget_id"].clone()), (Some("end_turn"), Value::Null), "{after}");
+    expect(&a.get(&format!("/v1/budgets/{budget}")).await, 404, Some("not_found"));
+    expect(&a.delete(&format!("/v1/budgets/{budget}")).await, 404, Some("not_found"));
+    let evs = events(a, &sid).await;
+    let updated: Vec<&Value> = evs.iter().filter(|e| e["type"] == "session.updated").collect();
+    assert_eq!(updated.last().map(|e| e["payload"]["budget"].clone()), Some(Value::Null), "{updated:?}");
+    // Uncapped: the next message runs.
+    expect(&a.post(&format!("/v1/sessions/{sid}/events"), message(&me, "more")).await, 201, None);
+    assert_eq!(settle(a, &sid).await["stop_reason"]["type"], "end_turn");
+    let audit = a.get(&format!("/v1/audit-events?resource_id={budget}")).await;
+    expect(&audit, 200, None);
+    assert_eq!(audit.1["data"][0]["action"], "budget.detached", "{}", audit.1);
+    p.stop().await;
+}
+
+/// `POST /v1/sessions/{id}` changes the title and metadata (each kept when
+/// omitted), recorded as `session.updated`; bad input is refused, and so is
+/// a terminated Session or someone who may not write to it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sessions_title_and_metadata_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let a = &p.admin;
+    let d = deploy(a, &p.env_id, json!({})).await;
+    let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "title": "first", "metadata": {"k": "v"}})).await;
+    expect(&s, 201, None);
+    let sid = id(&s.1);
+    let r = a.post(&format!("/v1/sessions/{sid}"), json!({"title": "second"})).await;
+    expect(&r, 200, None);
+    assert_eq!((r.1["title"].as_str(), r.1["metadata"].clone()), (Some("second"), json!({"k": "v"})));
+    let r = a.post(&format!("/v1/sessions/{sid}"), json!({"metadata": {"team": "blue"}})).await;
+    expect(&r, 200, None);
+    assert_eq!((r.1["title"].as_str(), r.1["metadata"].clone()), (Some("second"), json!({"team": "blue"})));
+    let evs = events(a, &sid).await;
+    let updated: Vec<Value> = evs.iter().filter(|e| e["type"] == "session.updated").map(|e| e["payload"].clone()).collect();
+    assert_eq!(updated, vec![json!({"title": "second"}), json!({"metadata": {"team": "blue"}})]);
+    expect(&a.post(&format!("/v1/sessions/{sid}"), json!({"title": "x".repeat(501)})).await, 400, Some("validation.invalid"));
+    expect(&a.post(&format!("/v1/sessions/{sid}"), json!({"metadata": "nope"})).await, 400, Some("validation.invalid"));
+    expect(&a.post(&format!("/v1/sessions/{sid}"), json!({"color": "red"})).await, 400, Some("validation.invalid"));
+    // Someone who may not write to the Session.
+    let other = a.post("/v1/principals", json!({"kind": "human", "name": "stranger"})).await;
+    let key = a.post(&format!("/v1/principals/{}/api-keys", id(&other.1)), json!({})).await;
+    let stranger = Api::new(&p.base, key.1["secret"].as_str().unwrap());
+    let refused = stranger.post(&format!("/v1/sessions/{sid}"), json!({"title": "mine"})).await;
+    assert!(matches!(refused.0.as_u16(), 403 | 404), "{:?}", refused);
+    expect(&a.post(&format!("/v1/sessions/{sid}/archive"), json!({})).await, 200, None);
+    expect(&a.post(&format!("/v1/sessions/{sid}"), json!({"title": "late"})).await, 409, Some("validation.conflict"));
     p.stop().await;
 }

@@ -125,3 +125,13 @@ async fn acceptance_13_files_reach_the_sandbox_and_outputs_come_back() {
 async fn acceptance_13_a_skills_agent_reads_its_skill() {
     contract("skills").await;
 }
+
+#[tokio::test]
+async fn overrides_and_session_updates_only_narrow() {
+    contract("narrowing").await;
+}
+
+#[tokio::test]
+async fn dreams_read_a_store_and_sessions_into_a_new_store() {
+    contract("dreams").await;
+}

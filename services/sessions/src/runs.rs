@@ -573,4 +573,17 @@ mod tests {
         assert!(told.ends_with("\n- greeting (skills/greeting/SKILL.md): Says hello"), "{told}");
         assert!(with_skills("", &json!([{"name": "a", "description": "d", "path": "p"}])).starts_with("Skills are mounted"));
     }
+    #[test]
+    fn only_an_agent_message_proposes_its_id() {
+        let id = checkfu_core::id::EventId::mint().to_string();
+        let msg = ("agent.message".to_string(), json!({"content": []}), id.clone());
+        let checked = super::check_run_events(vec![msg]).expect("an agent.message may");
+        assert_eq!(checked[0].2.as_ref().map(|e| e.to_string()), Some(id.clone()));
+        let other = ("span.model_request_end".to_string(), json!({}), id);
+        assert!(super::check_run_events(vec![other]).is_err(), "nothing else names its id");
+        let bad = ("agent.message".to_string(), json!({}), "prv_1".to_string());
+        assert!(super::check_run_events(vec![bad]).is_err(), "an evt_ id");
+        let none = ("agent.message".to_string(), json!({}), String::new());
+        assert!(super::check_run_events(vec![none]).expect("minted by the service")[0].2.is_none());
+    }
 }

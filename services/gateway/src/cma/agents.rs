@@ -165,11 +165,14 @@ async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<C
     }
     let multiagent = roster(&body["multiagent"])?;
     let (tools, rules) = compile_tools(&body["tools"])?;
+    let allowed_tools: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    let allowed_skills: Vec<&str> = skills.iter().filter_map(|r| r["skill_id"].as_str()).collect();
     let mut draft = json!({
         "instructions": body["system"].as_str().unwrap_or_default(),
         "model": {"routing_profile_id": route, "label": label},
         "tools": tools,
-        "session_variable": {"tools": {"allowed": []}, "skills": {"allowed": []}},
+        // Sessions may narrow to any declared tool or skill (api.md §17.5).
+        "session_variable": {"tools": {"allowed": allowed_tools}, "skills": {"allowed": allowed_skills}},
         "skills": skills,
     });
     if let Some(d) = body["description"].as_str() {
@@ -183,6 +186,16 @@ async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<C
         draft["metadata"] = metadata;
     }
     Ok(Compiled { draft, rules })
+}
+
+/// The tool names a CMA `tools` list declares.
+pub fn tool_names(tools: &Value) -> CmaResult<Vec<String>> {
+    Ok(compile_tools(tools)?.0.iter().filter_map(|d| d["name"].as_str().map(String::from)).collect())
+}
+
+/// The skill ids a CMA `skills` list names.
+pub fn skill_ids(skills: &Value) -> CmaResult<Vec<String>> {
+    Ok(skill_refs(skills)?.iter().filter_map(|r| r["skill_id"].as_str().map(String::from)).collect())
 }
 
 /// CMA agent `skills` → native references: `custom` skills of the
@@ -383,6 +396,12 @@ async fn resolve_model(native: &Native, env_id: &str, model: &Value, previous: O
         return Err(refuse("model_option_unsupported", format!("effort {e:?} is not this route's ({route_effort:?})")));
     }
     Ok((route["id"].as_str().unwrap_or_default().into(), id))
+}
+
+/// The routing profile a CMA `model` names in the caller's workspace
+/// (for a Dream, say), with its options checked as an agent's are.
+pub async fn route_for(cx: &Cx, model: &Value) -> CmaResult<String> {
+    Ok(resolve_model(&cx.native, &cx.env_id, model, None).await?.0)
 }
 
 /// The ActionPolicy holding an agent's compiled rules.

@@ -71,6 +71,7 @@ pub async fn list_view(cx: Cx, id: String, view: Option<String>, raw: Option<Str
         return Err(refuse("unsupported", "events are listed in ascending order"));
     }
     let types = wire::params(&q, "types");
+    let created = wire::created_at_filter(&q)?;
     if let Some(t) = types.iter().find(|t| hidden(t) || t.is_empty()) {
         return Err(Error::invalid_field("types", format!("{t:?} is not a CMA event type")).into());
     }
@@ -88,7 +89,7 @@ pub async fn list_view(cx: Cx, id: String, view: Option<String>, raw: Option<Str
     for e in log(&cx.native, &id, &view).await? {
         let Some(c) = mapper.map(&e) else { continue };
         let seq = e["seq"].as_i64().unwrap_or(0);
-        if seq <= after || !(types.is_empty() || types.contains(&c["type"].as_str().unwrap_or_default())) {
+        if seq <= after || !(types.is_empty() || types.contains(&c["type"].as_str().unwrap_or_default())) || !created(&c["processed_at"]) {
             continue;
         }
         if data.len() == limit {

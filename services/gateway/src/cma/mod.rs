@@ -11,6 +11,7 @@
 
 pub mod agents;
 pub mod cx;
+pub mod dreams;
 pub mod environments;
 pub mod events;
 pub mod facts;
@@ -83,6 +84,10 @@ pub fn router(state: AppState, native: Router, prefix: &str, enabled: bool) -> R
             get(skills::list_versions).post(skills::create_version).layer(axum::extract::DefaultBodyLimit::max(12 << 20)),
         )
         .route("/skills/{id}/versions/{n}", get(skills::retrieve_version).delete(skills::delete_version))
+        .route("/dreams", get(dreams::list).post(dreams::create))
+        .route("/dreams/{id}", get(dreams::retrieve))
+        .route("/dreams/{id}/cancel", post(dreams::cancel))
+        .route("/dreams/{id}/archive", post(dreams::archive))
         .route("/models", get(models))
         .route("/models/{id}", get(model))
         .route("/{family}", any(unsupported))

@@ -62,6 +62,7 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
         let e = super::events::read_rubric(&cx, e).await?;
         inputs.push(mapping::native_input(&cx.caller.principal_id, &e, &Default::default())?);
     }
+    let several = inputs.len() > 1;
     let mut native = json!({
         "agent_deployment_id": deployment,
         "principal_id": cx.caller.principal_id,
@@ -77,12 +78,15 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
     if !resources.is_empty() {
         native["resources"] = json!(resources);
     }
+    narrow(&cx, &agent_id, version, &overrides, &mut native).await?;
     if let Some(system) = overrides.get("system").and_then(Value::as_str) {
         native["instructions"] = json!(system);
     }
-    // A sent Idempotency-Key reaches the native create.
-    let idem: Vec<(&str, String)> =
-        headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(|k| ("idempotency-key", k.to_string())).into_iter().collect();
+    // A sent Idempotency-Key reaches the native create; several initial
+    // events need one natively, so the projection mints one if none came.
+    let sent = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(String::from);
+    let key = sent.or_else(|| (several).then(|| checkfu_core::id::new_id("cma")));
+    let idem: Vec<(&str, String)> = key.map(|k| ("idempotency-key", k)).into_iter().collect();
     let s = cx.native.call(axum::http::Method::POST, "/v1/sessions", Some(&native), &idem).await?;
     Ok(Json(render(&cx.state, &s).await?))
 }
@@ -100,8 +104,18 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     if wire::param(&q, "deployment_id").is_some() {
         return Err(refuse("unsupported", "deployment_id is not a filter here: CMA deployments are not served"));
     }
+    if wire::param(&q, "order").is_some_and(|o| o != "desc") {
+        return Err(refuse("unsupported", "sessions are listed newest first (order=desc)"));
+    }
     let statuses = wire::params(&q, "statuses");
     let agent_filter = wire::param(&q, "agent_id");
+    let version_filter = match wire::param(&q, "agent_version") {
+        Some(v) => Some(v.parse::<i64>().map_err(|_| Error::invalid_field("agent_version", "agent_version is a version number"))?),
+        None => None,
+    };
+    let store_filter = wire::param(&q, "memory_store_id");
+    let created = wire::created_at_filter(&q)?;
+    let include_archived = wire::param(&q, "include_archived") == Some("true");
     let mut url = format!("/v1/sessions?environment_id={}&limit={limit}", cx.env_id);
     let page = wire::param(&q, "page");
     if let Some(p) = page {
@@ -110,16 +124,26 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let r = cx.native.get(&url).await?;
     let mut data = vec![];
     for s in r["data"].as_array().cloned().unwrap_or_default() {
-        if !statuses.is_empty() && !statuses.contains(&s["status"].as_str().unwrap_or_default()) {
+        let status = s["status"].as_str().unwrap_or_default();
+        if (!statuses.is_empty() && !statuses.contains(&status))
+            || (status == "terminated" && !include_archived && !statuses.contains(&"terminated"))
+        {
+            continue;
+        }
+        if !created(&s["created_at"]) {
+            continue;
+        }
+        if store_filter.is_some_and(|m| !s["resources"].as_array().into_iter().flatten().any(|r| r["memory_store_id"] == m)) {
             continue;
         }
         let v = render(&cx.state, &s).await?;
-        if agent_filter.is_some_and(|a| v["agent"]["id"] != a) {
+        if agent_filter.is_some_and(|a| v["agent"]["id"] != a) || version_filter.is_some_and(|n| v["agent"]["version"] != n) {
             continue;
         }
         data.push(v);
     }
     let mut out = wire::page(data, r["next_page"].as_str().map(String::from));
+    // Native pages run forward only: there is no token back (docs/cma.md).
     out["prev_page"] = Value::Null;
     Ok(Json(out))
 }
@@ -206,12 +230,21 @@ pub async fn fixed_resources(_cx: Cx) -> super::wire::CmaError {
 /// (work stopped at the cap restarts), attached, or detached with `null`.
 pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
-    for (k, code) in [("vault_ids", "vault_ids_fixed_at_creation"), ("agent", "agent_update_unsupported")] {
-        if body.get(k).is_some_and(|v| !v.is_null()) {
-            return Err(refuse(code, format!("{k} cannot be changed on a session here")));
-        }
+    if body.get("vault_ids").is_some_and(|v| !v.is_null()) {
+        return Err(refuse("vault_ids_fixed_at_creation", "vault_ids cannot be changed on a session"));
+    }
+    if body["agent"].get("mcp_servers").is_some_and(|v| !v.is_null()) {
+        return Err(refuse("mcp_servers_fixed", "a session's MCP servers are its release's: they cannot be changed"));
     }
     let current = cx.native.get(&format!("/v1/sessions/{id}")).await?;
+    // `agent.tools` narrows the selection (while idle, natively checked).
+    if let Some(t) = body["agent"].get("tools").filter(|t| !t.is_null()) {
+        let names = super::agents::tool_names(t)?;
+        cx.native.post(&format!("/v1/sessions/{id}/selection"), &json!({"tools": names})).await.map_err(|e| match e.0.code {
+            Code::Invalid => refuse("override_widens", e.0.message),
+            _ => e,
+        })?;
+    }
     let mut change = json!({});
     if let Some(t) = body.get("title") {
         change["title"] = json!(t.as_str().unwrap_or_default());
@@ -321,7 +354,7 @@ fn agent_ref(v: &Value) -> CmaResult<(String, Option<i64>, Value)> {
             let id = o.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
             let version = o.get("version").and_then(Value::as_i64);
             if o.get("type").and_then(Value::as_str) == Some("agent_with_overrides") {
-                for k in ["model", "mcp_servers", "tools", "skills"] {
+                for k in ["model", "mcp_servers"] {
                     if o.get(k).is_some_and(|x| !x.is_null()) {
                         return Err(refuse("override_unsupported", format!("{k} cannot be overridden per session here")));
                     }
@@ -335,6 +368,45 @@ fn agent_ref(v: &Value) -> CmaResult<(String, Option<i64>, Value)> {
         return Err(Error::invalid_field("agent", format!("no such agent {id:?}")).into());
     }
     Ok((id, version, overrides))
+}
+
+/// `agent_with_overrides` `tools` and `skills` narrow the Session's
+/// selection (§6); naming more than the version declares → 400
+/// `override_widens`.
+async fn narrow(cx: &Cx, agent_id: &str, version: i64, overrides: &Value, native: &mut Value) -> CmaResult<()> {
+    let tools = overrides.get("tools").filter(|t| !t.is_null());
+    let skills = overrides.get("skills").filter(|t| !t.is_null());
+    if tools.is_none() && skills.is_none() {
+        return Ok(());
+    }
+    let def = facts::version(&cx.state, agent_id, version).await?["definition"].clone();
+    let declared: Vec<String> = def["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| match t["type"].as_str() {
+            Some("tool_source") => {
+                t["tools"].as_array().map(|a| a.iter().filter_map(|n| n.as_str().map(String::from)).collect()).unwrap_or_default()
+            }
+            _ => t["name"].as_str().map(String::from).into_iter().collect::<Vec<_>>(),
+        })
+        .collect();
+    if let Some(t) = tools {
+        let names = super::agents::tool_names(t)?;
+        if let Some(extra) = names.iter().find(|n| !declared.contains(n)) {
+            return Err(refuse("override_widens", format!("{extra:?} is not a tool of the agent's version: overrides only narrow")));
+        }
+        native["tools"] = json!(names);
+    }
+    if let Some(sk) = skills {
+        let ids: Vec<String> = super::agents::skill_ids(sk)?;
+        let have: Vec<&str> = def["skills"].as_array().into_iter().flatten().filter_map(|r| r["skill_id"].as_str()).collect();
+        if let Some(extra) = ids.iter().find(|i| !have.contains(&i.as_str())) {
+            return Err(refuse("override_widens", format!("{extra} is not a skill of the agent's version: overrides only narrow")));
+        }
+        native["skills"] = json!(ids);
+    }
+    Ok(())
 }
 
 /// The deployment key of (environment, agent, version).
@@ -490,6 +562,7 @@ mod tests {
         let (_, v, _) = agent_ref(&json!({"type": "agent", "id": id, "version": 2})).expect("pinned");
         assert_eq!(v, Some(2));
         let e = agent_ref(&json!({"type": "agent_with_overrides", "id": id, "model": "x"})).expect_err("model override");
+        assert!(agent_ref(&json!({"type": "agent_with_overrides", "id": id, "tools": []})).is_ok(), "tools narrow");
         assert_eq!(e.0.details["reason"], "override_unsupported");
         assert!(agent_ref(&json!("nope")).is_err());
     }

@@ -144,6 +144,29 @@ pub fn limit(pairs: &[(String, String)], default: u32, max: u32) -> CmaResult<u3
     }
 }
 
+/// `created_at[gt|gte|lt|lte]` bounds (RFC 3339 with an offset), as a
+/// test on a native timestamp.
+pub fn created_at_filter(pairs: &[(String, String)]) -> CmaResult<impl Fn(&Value) -> bool + use<>> {
+    let mut bounds: Vec<(String, i64)> = vec![];
+    for op in ["gt", "gte", "lt", "lte"] {
+        let key = format!("created_at[{op}]");
+        if let Some(v) = param(pairs, &key) {
+            let ms = checkfu_core::time::parse_rfc3339(v, 9)
+                .ok_or_else(|| Error::invalid_field(&key, format!("{key} must be an RFC 3339 time with an offset")))?;
+            bounds.push((op.to_string(), ms));
+        }
+    }
+    Ok(move |t: &Value| {
+        let Some(at) = t.as_str().and_then(|s| checkfu_core::time::parse_rfc3339(s, 9)) else { return bounds.is_empty() };
+        bounds.iter().all(|(op, b)| match op.as_str() {
+            "gt" => at > *b,
+            "gte" => at >= *b,
+            "lt" => at < *b,
+            _ => at <= *b,
+        })
+    })
+}
+
 /// A CMA page: `{data, next_page}` (null at the end).
 pub fn page(data: Vec<Value>, next_page: Option<String>) -> Value {
     json!({"data": data, "next_page": next_page.filter(|p| !p.is_empty())})

@@ -732,4 +732,30 @@ mod tests {
         assert!(AgentDefinition::parse(platform).is_err(), "platform tools are given, not declared");
         assert!(AgentDefinition::parse(json!({"tools": [{"type": "custom", "name": "spawn"}]})).is_ok());
     }
+    #[test]
+    fn descriptions_metadata_and_labels_are_bounded() {
+        let ok = json!({"description": "d", "metadata": {"team": "blue"}, "model": {"label": "claude-sonnet-4-6"}});
+        let d = AgentDefinition::parse(ok).expect("valid");
+        assert_eq!((d.description.as_deref(), d.model.label.as_deref()), (Some("d"), Some("claude-sonnet-4-6")));
+        let many: serde_json::Map<String, Value> = (0..17).map(|i| (format!("k{i}"), json!("v"))).collect();
+        let e = AgentDefinition::parse(json!({"metadata": many})).expect_err("17 pairs");
+        assert_eq!(e.details["reason"], "invalid_metadata");
+        assert!(AgentDefinition::parse(json!({"metadata": {"k": "v".repeat(513)}})).is_err());
+        assert!(AgentDefinition::parse(json!({"description": "d".repeat(2049)})).is_err());
+        // Definitions without them serialize as before (release digests stay).
+        let plain = serde_json::to_value(AgentDefinition::parse(json!({"instructions": "x"})).expect("valid")).expect("json");
+        assert!(plain.get("description").is_none() && plain.get("metadata").is_none() && plain["model"].get("label").is_none());
+    }
+
+    #[test]
+    fn every_public_host_is_an_installation_setting_and_stands_alone() {
+        let open = json!({"image": "debian:12", "network": {"allowed_hosts": ["*"]}});
+        let e = SandboxSpec::compile(open.clone()).expect_err("off by default");
+        assert_eq!((e.code, e.details["reason"].as_str()), (checkfu_core::Code::PermissionDenied, Some("environment_create_disabled")));
+        assert_eq!(SandboxSpec::compile_with(open, true).expect("allowed").network.allowed_hosts, ["*"]);
+        let mixed = json!({"image": "debian:12", "network": {"allowed_hosts": ["*", "example.com"]}});
+        assert!(SandboxSpec::compile_with(mixed, true).is_err(), "* stands alone");
+        let described = json!({"image": "debian:12", "description": "work", "metadata": {"k": "v"}});
+        assert_eq!(SandboxSpec::compile(described).expect("valid").description.as_deref(), Some("work"));
+    }
 }
