@@ -220,6 +220,21 @@ impl Native {
         self.call(Method::DELETE, path, None, &[]).await
     }
 
+    /// One page of the native list at `path` (its own filters in a
+    /// `?query`), as a CMA page of `map`ped items: CMA's `limit` (default
+    /// 20, at most 100) and `page` token go through unchanged.
+    pub async fn page(&self, path: &str, q: &[(String, String)], map: impl Fn(&Value) -> Value) -> CmaResult<Value> {
+        let limit = super::wire::limit(q, 20, 100)?;
+        let sep = if path.contains('?') { '&' } else { '?' };
+        let mut url = format!("{path}{sep}limit={limit}");
+        if let Some(p) = super::wire::param(q, "page") {
+            url.push_str(&format!("&page={}", encode(p)));
+        }
+        let r = self.get(&url).await?;
+        let data = r["data"].as_array().map(|a| a.iter().map(map).collect()).unwrap_or_default();
+        Ok(super::wire::page(data, r["next_page"].as_str().map(String::from)))
+    }
+
     /// Every item of a native list, following `next_page` (at most
     /// `max` items: the projection's own reads stay bounded).
     pub async fn all(&self, path: &str, max: usize) -> CmaResult<Vec<Value>> {

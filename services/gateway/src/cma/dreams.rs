@@ -1,7 +1,7 @@
 //! CMA dreams (api.md §17.12) ↔ §13.5's Dreams: one input store plus
 //! Sessions, the model routed as an agent's (§17.5), `create_new` output.
 
-use super::cx::{Cx, encode};
+use super::cx::Cx;
 use super::wire::{self, CmaResult, refuse};
 use axum::Json;
 use axum::extract::{Path, RawQuery};
@@ -44,17 +44,8 @@ pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> 
 
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
-    let limit = wire::limit(&q, 20, 100)?;
-    let mut url = format!("/v1/dreams?environment_id={}&limit={limit}", cx.env_id);
-    if wire::param(&q, "include_archived") == Some("true") {
-        url.push_str("&include_archived=true");
-    }
-    if let Some(p) = wire::param(&q, "page") {
-        url.push_str(&format!("&page={}", encode(p)));
-    }
-    let r = cx.native.get(&url).await?;
-    let data = r["data"].as_array().map(|a| a.iter().map(|d| dream(d, &Value::Null)).collect()).unwrap_or_default();
-    Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
+    let archived = if wire::param(&q, "include_archived") == Some("true") { "&include_archived=true" } else { "" };
+    Ok(Json(cx.native.page(&format!("/v1/dreams?environment_id={}{archived}", cx.env_id), &q, |d| dream(d, &Value::Null)).await?))
 }
 
 pub async fn cancel(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {

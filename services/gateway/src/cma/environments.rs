@@ -2,7 +2,7 @@
 //! is where tools run, so its id is the profile's `sbp_…`; an update is
 //! the profile's next revision (running Sessions keep theirs).
 
-use super::cx::{Cx, encode};
+use super::cx::Cx;
 use super::wire::{self, CmaResult, refuse};
 use axum::Json;
 use axum::extract::{Path, RawQuery};
@@ -36,14 +36,7 @@ pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> 
 /// `GET /v1/environments`.
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
-    let limit = wire::limit(&q, 20, 100)?;
-    let mut url = format!("/v1/sandbox-profiles?environment_id={}&limit={limit}", cx.env_id);
-    if let Some(p) = wire::param(&q, "page") {
-        url.push_str(&format!("&page={}", encode(p)));
-    }
-    let r = cx.native.get(&url).await?;
-    let data = r["data"].as_array().map(|a| a.iter().map(render).collect()).unwrap_or_default();
-    Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
+    Ok(Json(cx.native.page(&format!("/v1/sandbox-profiles?environment_id={}", cx.env_id), &q, render).await?))
 }
 
 /// `POST /v1/environments/{id}`: the profile's next revision.

@@ -1,7 +1,7 @@
 //! CMA files (api.md §17.12) ↔ §16.7's uploaded Files in the workspace;
 //! `list(scope_id=sess_…)` lists what a Session captured from `outputs/`.
 
-use super::cx::{Cx, encode};
+use super::cx::Cx;
 use super::wire::{self, CmaResult};
 use axum::Json;
 use axum::extract::{Path, RawQuery, Request};
@@ -54,17 +54,11 @@ pub async fn upload(cx: Cx, req: Request) -> CmaResult<Json<Value>> {
 /// files that Session captured.
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
-    let limit = wire::limit(&q, 20, 100)?;
-    let page = wire::param(&q, "page").map(|p| format!("&page={}", encode(p))).unwrap_or_default();
     if let Some(scope) = wire::param(&q, "scope_id") {
         let sid = super::sessions::checked(scope).map_err(|_| Error::invalid_field("scope_id", "scope_id names a session (sess_…)"))?;
-        let r = cx.native.get(&format!("/v1/sessions/{sid}/files?limit={limit}{page}")).await?;
-        let data = r["data"].as_array().map(|a| a.iter().map(|f| output(&sid, f)).collect()).unwrap_or_default();
-        return Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))));
+        return Ok(Json(cx.native.page(&format!("/v1/sessions/{sid}/files"), &q, |f| output(&sid, f)).await?));
     }
-    let r = cx.native.get(&format!("/v1/files?environment_id={}&limit={limit}{page}", cx.env_id)).await?;
-    let data = r["data"].as_array().map(|a| a.iter().map(file).collect()).unwrap_or_default();
-    Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
+    Ok(Json(cx.native.page(&format!("/v1/files?environment_id={}", cx.env_id), &q, file).await?))
 }
 
 pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {

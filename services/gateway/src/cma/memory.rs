@@ -43,17 +43,8 @@ pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> 
 
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
-    let limit = wire::limit(&q, 20, 100)?;
-    let mut url = format!("/v1/memory-stores?environment_id={}&limit={limit}", cx.env_id);
-    if wire::param(&q, "include_archived") == Some("true") {
-        url.push_str("&include_archived=true");
-    }
-    if let Some(p) = wire::param(&q, "page") {
-        url.push_str(&format!("&page={}", encode(p)));
-    }
-    let r = cx.native.get(&url).await?;
-    let data = r["data"].as_array().map(|a| a.iter().map(store).collect()).unwrap_or_default();
-    Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
+    let archived = if wire::param(&q, "include_archived") == Some("true") { "&include_archived=true" } else { "" };
+    Ok(Json(cx.native.page(&format!("/v1/memory-stores?environment_id={}{archived}", cx.env_id), &q, store).await?))
 }
 
 pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {

@@ -1,7 +1,7 @@
 //! CMA skills (api.md §17.12) ↔ §16.6's Skills: versioned bundles, their
 //! `display_name` the front matter's `name`.
 
-use super::cx::{Cx, encode};
+use super::cx::Cx;
 use super::wire::{self, CmaError, CmaResult, refuse};
 use axum::Json;
 use axum::extract::{Path, RawQuery, Request};
@@ -21,11 +21,15 @@ pub async fn create(cx: Cx, req: Request) -> CmaResult<Json<Value>> {
 
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
-    let limit = wire::limit(&q, 20, 100)?;
-    let page = wire::param(&q, "page").map(|p| format!("&page={}", encode(p))).unwrap_or_default();
-    let r = cx.native.get(&format!("/v1/skills?environment_id={}&limit={limit}{page}", cx.env_id)).await?;
-    let data = r["data"].as_array().map(|a| a.iter().filter(|s| s["status"] != "archived").map(skill).collect()).unwrap_or_default();
-    Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
+    let mut page = cx
+        .native
+        .page(&format!("/v1/skills?environment_id={}", cx.env_id), &q, |s| if s["status"] != "archived" { skill(s) } else { Value::Null })
+        .await?;
+    // Skills deleted here (archived natively) are gone from this surface.
+    if let Some(data) = page["data"].as_array_mut() {
+        data.retain(|s| !s.is_null());
+    }
+    Ok(Json(page))
 }
 
 pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
@@ -53,11 +57,7 @@ pub async fn create_version(cx: Cx, Path(id): Path<String>, req: Request) -> Cma
 pub async fn list_versions(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
     let q = wire::query_pairs(raw.as_deref())?;
-    let limit = wire::limit(&q, 20, 100)?;
-    let page = wire::param(&q, "page").map(|p| format!("&page={}", encode(p))).unwrap_or_default();
-    let r = cx.native.get(&format!("/v1/skills/{id}/versions?limit={limit}{page}")).await?;
-    let data = r["data"].as_array().map(|a| a.iter().map(version).collect()).unwrap_or_default();
-    Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
+    Ok(Json(cx.native.page(&format!("/v1/skills/{id}/versions"), &q, version).await?))
 }
 
 pub async fn retrieve_version(cx: Cx, Path((id, n)): Path<(String, String)>) -> CmaResult<Json<Value>> {
