@@ -325,6 +325,7 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(c::create_sandbox_profile, c::list_sandbox_profiles))
         .routes(routes!(c::get_sandbox_profile))
         .routes(routes!(c::publish_sandbox_revision))
+        .routes(routes!(c::archive_sandbox_profile))
         .routes(routes!(c::get_sandbox_revision))
         .routes(routes!(c::create_routing_profile, c::list_routing_profiles))
         .routes(routes!(c::get_routing_profile))

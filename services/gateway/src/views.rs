@@ -241,6 +241,8 @@ pub struct SandboxProfile {
     pub name: String,
     pub latest_revision: i64,
     pub created_at: String,
+    /// When it was archived (nothing new pins it); `null` while active.
+    pub archived_at: Option<String>,
     /// The latest revision, when the response includes it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latest: Option<SandboxRevision>,
@@ -253,6 +255,7 @@ pub fn sandbox_profile(p: &ss::SandboxProfile) -> SandboxProfile {
         name: p.name.clone(),
         latest_revision: p.latest_revision,
         created_at: p.created_at.clone(),
+        archived_at: opt(&p.archived_at),
         latest: None,
     }
 }

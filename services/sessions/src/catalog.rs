@@ -184,7 +184,14 @@ impl SessionsService {
         check_name("name", name)?;
         let spec = SandboxSpec::compile_with(spec, self.unrestricted_network)?;
         let now = now_ms();
-        let p = SandboxProfile { id: SandboxProfileId::mint(), environment_id, name: name.into(), latest_revision: 1, created_ms: now };
+        let p = SandboxProfile {
+            id: SandboxProfileId::mint(),
+            environment_id,
+            name: name.into(),
+            latest_revision: 1,
+            created_ms: now,
+            archived_ms: None,
+        };
         let r = SandboxRevision { profile_id: p.id.clone(), revision: 1, spec, created_ms: now };
         self.store
             .insert_sandbox_profile(&p, &r)
@@ -193,8 +200,16 @@ impl SessionsService {
         Ok((p, r))
     }
 
+    /// Archives a SandboxProfile: no new revision or deployment pins it;
+    /// Sessions already running keep theirs.
+    pub async fn archive_sandbox_profile(&self, profile_id: &str) -> Result<SandboxProfile> {
+        let id = SandboxProfileId::parse("id", profile_id)?;
+        self.store.archive_sandbox_profile(&id, now_ms()).await?.ok_or_else(|| Error::not_found("sandbox_profile", profile_id))
+    }
+
     pub async fn publish_sandbox_revision(&self, profile_id: &str, spec: Value) -> Result<SandboxRevision> {
         let p = self.sandbox_profile(profile_id).await?;
+        refuse_archived(&p)?;
         let spec = SandboxSpec::compile_with(spec, self.unrestricted_network)?;
         let r = SandboxRevision { profile_id: p.id.clone(), revision: p.latest_revision + 1, spec, created_ms: now_ms() };
         if !self.store.insert_sandbox_revision(&r).await? {
@@ -253,6 +268,7 @@ impl SessionsService {
         if profile.environment_id != environment_id {
             return Err(Error::invalid_field("sandbox_profile_id", "the sandbox profile belongs to another environment"));
         }
+        refuse_archived(&profile)?;
         let revision = input.sandbox_profile_revision.unwrap_or(profile.latest_revision);
         self.sandbox_revision(&profile.id, revision).await.map_err(|_| {
             Error::invalid_field("sandbox_profile_revision", format!("sandbox profile {} has no revision {revision}", profile.id))
@@ -321,5 +337,13 @@ impl SessionsService {
 
     pub async fn list_deployments(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Deployment>> {
         self.store.list_deployments(environment_ids, page).await
+    }
+}
+
+/// Nothing new pins an archived SandboxProfile (409 `archived`).
+fn refuse_archived(p: &SandboxProfile) -> Result<()> {
+    match p.archived_ms {
+        Some(_) => Err(Error::conflict(format!("sandbox profile {} is archived", p.id)).with_reason("archived")),
+        None => Ok(()),
     }
 }

@@ -72,6 +72,7 @@ fn sandbox_profile(p: SandboxProfile) -> pb::SandboxProfile {
         name: p.name,
         latest_revision: p.latest_revision,
         created_at: rfc3339(p.created_ms),
+        archived_at: p.archived_ms.map(rfc3339).unwrap_or_default(),
     }
 }
 
@@ -296,6 +297,9 @@ impl Rpc for SessionsGrpc {
     async fn publish_sandbox_revision(&self, r: Request<pb::PublishSandboxRevisionRequest>) -> R<pb::SandboxRevision> {
         let r = r.into_inner();
         ok(sandbox_revision(self.svc.publish_sandbox_revision(&r.profile_id, json_or_null("spec", &r.spec_json)?).await?))
+    }
+    async fn archive_sandbox_profile(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxProfile> {
+        ok(sandbox_profile(self.svc.archive_sandbox_profile(&r.into_inner().id).await?))
     }
     async fn get_sandbox_profile(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxProfile> {
         ok(sandbox_profile(self.svc.sandbox_profile(&r.into_inner().id).await?))

@@ -68,6 +68,13 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     Ok(Json(render(&p)))
 }
 
+/// `POST /v1/environments/{id}/archive`: the profile natively; Sessions
+/// then cannot start in it (400 `environment_archived`).
+pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
+    let id = checked(&id)?;
+    Ok(Json(render(&cx.native.post(&format!("/v1/sandbox-profiles/{id}/archive"), &json!({})).await?)))
+}
+
 /// `DELETE /v1/environments/{id}`: a SandboxProfile's revisions are the
 /// record of what Sessions ran in, so it is archived, never deleted.
 pub async fn delete(_cx: Cx, Path(_id): Path<String>) -> CmaResult<Json<Value>> {
@@ -169,7 +176,7 @@ pub fn render(p: &Value) -> Value {
         "config": {"type": "cloud", "packages": packages, "networking": networking},
         "created_at": p["created_at"],
         "updated_at": latest["created_at"],
-        "archived_at": Value::Null,
+        "archived_at": p["archived_at"],
         "scope": Value::Null,
     })
 }

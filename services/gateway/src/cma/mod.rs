@@ -48,6 +48,7 @@ pub fn router(state: AppState, native: Router, prefix: &str, enabled: bool) -> R
         .route("/agents/{id}/versions", get(agents::versions))
         .route("/environments", get(environments::list).post(environments::create))
         .route("/environments/{id}", get(environments::retrieve).post(environments::update).delete(environments::delete))
+        .route("/environments/{id}/archive", post(environments::archive))
         .route("/sessions", get(sessions::list).post(sessions::create))
         .route("/sessions/{id}", get(sessions::retrieve).post(sessions::update).delete(sessions::delete))
         .route("/sessions/{id}/archive", post(sessions::archive))

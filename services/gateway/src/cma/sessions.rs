@@ -428,6 +428,9 @@ async fn deployment_for(cx: &Cx, agent: &Value, version: i64, sbp: &str) -> CmaR
     if profile["environment_id"] != cx.env_id.as_str() {
         return Err(Error::invalid_field("environment_id", format!("no such environment {sbp} in this workspace")).into());
     }
+    if !profile["archived_at"].is_null() {
+        return Err(refuse("environment_archived", format!("environment {sbp} is archived: no new session starts in it")));
+    }
     let latest = profile["latest_revision"].as_i64().unwrap_or(1);
     let missing = |e: super::wire::CmaError| match e.0.code {
         Code::PermissionDenied => {

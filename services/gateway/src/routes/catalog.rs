@@ -201,6 +201,17 @@ pub async fn get_sandbox_profile(State(st): State<AppState>, caller: Caller, Pat
     Ok(Json(profile_view(&st, &p).await?))
 }
 
+/// Archives the profile: no new revision or deployment pins it (409
+/// `archived`); Sessions already running keep theirs. Idempotent.
+#[utoipa::path(post, path = "/v1/sandbox-profiles/{id}/archive", tag = "sandboxes", params(("id" = String, Path)),
+    responses((status = 200, body = views::SandboxProfile), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn archive_sandbox_profile(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::SandboxProfile> {
+    let p = profile_for(&st, &id).await?;
+    st.require_manage(&caller, &p.environment_id).await?;
+    let p = st.sessions.clone().archive_sandbox_profile(ss::GetByIdRequest { id }).await?.into_inner();
+    Ok(Json(profile_view(&st, &p).await?))
+}
+
 #[utoipa::path(post, path = "/v1/sandbox-profiles/{id}/revisions", tag = "sandboxes", params(("id" = String, Path)), request_body = bodies::PublishSandboxRevision,
     responses((status = 201, body = views::SandboxRevision), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn publish_sandbox_revision(

@@ -485,6 +485,9 @@ pub struct SandboxProfile {
     pub name: String,
     pub latest_revision: i64,
     pub created_ms: i64,
+    /// Archived: nothing new pins it (revisions, deployments); Sessions
+    /// already running keep theirs.
+    pub archived_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -150,6 +150,7 @@ async fn catalog_compare_and_set(s: &dyn SessionsStore) {
         name: "default".into(),
         latest_revision: 1,
         created_ms: 1,
+        archived_ms: None,
     };
     let spec = SandboxSpec::compile(json!({"image": "debian"})).expect("spec");
     s.insert_sandbox_profile(
@@ -162,6 +163,11 @@ async fn catalog_compare_and_set(s: &dyn SessionsStore) {
     assert!(s.insert_sandbox_revision(&r2).await.expect("rev"));
     assert!(!s.insert_sandbox_revision(&r2).await.expect("rev"), "revisions are immutable");
     assert_eq!(s.get_sandbox_profile(&tid("sbp_01jx0000000000000000000001")).await.expect("get").expect("exists").latest_revision, 2);
+    let archived = s.archive_sandbox_profile(&tid("sbp_01jx0000000000000000000001"), 5).await.expect("archive").expect("exists");
+    assert_eq!(archived.archived_ms, Some(5));
+    let again = s.archive_sandbox_profile(&tid("sbp_01jx0000000000000000000001"), 9).await.expect("archive").expect("exists");
+    assert_eq!(again.archived_ms, Some(5), "archiving twice keeps the first time");
+    assert!(s.archive_sandbox_profile(&tid("sbp_01jx0000000000000000000009"), 9).await.expect("archive").is_none());
 
     let d = Deployment {
         id: tid("dep_1"),
@@ -428,6 +434,7 @@ pub(crate) async fn service() -> (crate::SessionsService, Arc<dyn SessionsStore>
         name: "sbp".into(),
         latest_revision: 1,
         created_ms: 1,
+        archived_ms: None,
     };
     let spec = SandboxSpec::compile(json!({"image": "debian:12"})).expect("spec");
     let rev = SandboxRevision { profile_id: profile.id.clone(), revision: 1, spec, created_ms: 1 };

@@ -95,6 +95,9 @@ pub trait SessionsStore: RunnersStore + FilesStore + UploadsStore + MountsStore 
     /// Appends the next revision if the profile is still at `revision - 1`.
     async fn insert_sandbox_revision(&self, rev: &SandboxRevision) -> Result<bool>;
     async fn get_sandbox_profile(&self, id: &SandboxProfileId) -> Result<Option<SandboxProfile>>;
+    /// Archives a profile (once: a second archive keeps the first time);
+    /// `None` when there is no such profile.
+    async fn archive_sandbox_profile(&self, id: &SandboxProfileId, at_ms: i64) -> Result<Option<SandboxProfile>>;
     async fn get_sandbox_revision(&self, profile_id: &SandboxProfileId, revision: i64) -> Result<Option<SandboxRevision>>;
     async fn list_sandbox_profiles(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<SandboxProfile>>;
 

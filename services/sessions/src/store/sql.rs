@@ -104,6 +104,7 @@ fn sandbox_profile(r: &AnyRow) -> Result<SandboxProfile> {
         name: s(r, "name")?,
         latest_revision: i(r, "latest_revision")?,
         created_ms: i(r, "created_ms")?,
+        archived_ms: r.try_get("archived_ms").map_err(db_err)?,
     })
 }
 
@@ -594,6 +595,15 @@ impl SessionsStore for SqlSessionsStore {
             .bind(to_json(&rev.spec))
             .bind(rev.created_ms);
         self.bump_then_insert(bump, insert, resource_record("sandbox_profile.updated", &env, &rev.profile_id)).await
+    }
+    async fn archive_sandbox_profile(&self, id: &SandboxProfileId, at_ms: i64) -> Result<Option<SandboxProfile>> {
+        sqlx::query("UPDATE sandbox_profiles SET archived_ms = COALESCE(archived_ms, $1) WHERE id = $2")
+            .bind(at_ms)
+            .bind(id.clone())
+            .execute(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        self.get_sandbox_profile(id).await
     }
     async fn get_sandbox_profile(&self, id: &SandboxProfileId) -> Result<Option<SandboxProfile>> {
         find_one(&self.db, "SELECT * FROM sandbox_profiles WHERE id = $1", id, sandbox_profile).await
