@@ -39,7 +39,19 @@ pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
 }
 
 pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    Ok(Json(dream(&cx.native.get(&format!("/v1/dreams/{}", checked(&id)?)).await?, &Value::Null)))
+    let d = cx.native.get(&format!("/v1/dreams/{}", checked(&id)?)).await?;
+    let model = model_of(&cx, &d).await;
+    Ok(Json(dream(&d, &model)))
+}
+
+/// The model a Dream ran, as CMA names it: its route's `cma:<id>` (the
+/// catch-all `cma:*` names none).
+async fn model_of(cx: &Cx, d: &Value) -> Value {
+    let Some(route) = d["model_routing_profile_id"].as_str() else { return Value::Null };
+    match super::facts::route(&cx.state, route).await {
+        Ok(r) => r["name"].as_str().and_then(|n| n.strip_prefix("cma:")).filter(|n| *n != "*").map(|n| json!(n)).unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    }
 }
 
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
@@ -49,11 +61,15 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
 }
 
 pub async fn cancel(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    Ok(Json(dream(&cx.native.post(&format!("/v1/dreams/{}/cancel", checked(&id)?), &json!({})).await?, &Value::Null)))
+    let d = cx.native.post(&format!("/v1/dreams/{}/cancel", checked(&id)?), &json!({})).await?;
+    let model = model_of(&cx, &d).await;
+    Ok(Json(dream(&d, &model)))
 }
 
 pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    Ok(Json(dream(&cx.native.post(&format!("/v1/dreams/{}/archive", checked(&id)?), &json!({})).await?, &Value::Null)))
+    let d = cx.native.post(&format!("/v1/dreams/{}/archive", checked(&id)?), &json!({})).await?;
+    let model = model_of(&cx, &d).await;
+    Ok(Json(dream(&d, &model)))
 }
 
 fn checked(id: &str) -> CmaResult<String> {
