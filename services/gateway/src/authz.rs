@@ -31,6 +31,21 @@ impl AppState {
         }
     }
 
+    /// Records a change the gateway made on the caller's behalf in the
+    /// audit trail. The change is already committed, so a failure to
+    /// record is logged, not returned.
+    pub async fn audit(&self, caller: &Caller, action: &str, kind: &str, id: &str, details: serde_json::Value) {
+        let req = checkfu_proto::governance::v1::RecordAuditRequest {
+            actor_id: caller.principal_id.clone(),
+            action: action.into(),
+            resource: Some(checkfu_proto::governance::v1::ResourceRef { kind: kind.into(), id: id.into() }),
+            details_json: details.to_string(),
+        };
+        if let Err(s) = self.gov.clone().record_audit(req).await {
+            tracing::warn!(status = %s, action, resource = id, "recording a change in the audit trail failed");
+        }
+    }
+
     pub async fn require_admin(&self, caller: &Caller) -> ApiResult<()> {
         self.require(caller, "admin", "installation", "*", "").await
     }

@@ -158,10 +158,11 @@ async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<C
         ));
     }
     let skills = skill_refs(&body["skills"])?;
-    for (k, code) in [("mcp_servers", "mcp_servers_unsupported")] {
-        if body[k].as_array().is_some_and(|a| !a.is_empty()) {
-            return Err(refuse(code, format!("{k} are not yet served by this projection; declare them natively (docs/cma.md)")));
-        }
+    if body["mcp_servers"].as_array().is_some_and(|a| !a.is_empty()) {
+        return Err(refuse(
+            "mcp_servers_unsupported",
+            "mcp_servers are not yet served by this projection; declare them natively (docs/cma.md)",
+        ));
     }
     let multiagent = roster(&body["multiagent"])?;
     let (tools, rules) = compile_tools(&body["tools"])?;

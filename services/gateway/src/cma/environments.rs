@@ -44,10 +44,10 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     let id = checked(&id)?;
     let current = cx.native.get(&format!("/v1/sandbox-profiles/{id}")).await?;
     let latest = &current["latest"];
-    let current_kind = "cloud";
     let config = match body.get("config").filter(|c| !c.is_null()) {
         Some(c) => {
-            if c["type"].as_str().is_some_and(|t| t != current_kind) {
+            // Only cloud environments are served so far.
+            if c["type"].as_str().is_some_and(|t| t != "cloud") {
                 return Err(refuse("invalid_config_type_change", "an environment's config type (cloud or self_hosted) cannot change"));
             }
             c.clone()

@@ -67,8 +67,7 @@ pub fn native_input(principal_id: &str, e: &Value, uses: &HashMap<String, (Strin
                 _ => return Err(Error::invalid_field("rubric", "rubric is {type:\"text\", content} or {type:\"file\", file_id}").into()),
             };
             payload.insert("rubric".into(), rubric);
-            payload.entry("max_iterations").or_insert(json!(3));
-            if payload.get("max_iterations").is_some_and(Value::is_null) {
+            if payload.get("max_iterations").is_none_or(Value::is_null) {
                 payload.insert("max_iterations".into(), json!(3));
             }
         }

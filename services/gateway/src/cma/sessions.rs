@@ -32,10 +32,8 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
         None => agent["latest_version"].as_i64().ok_or_else(|| refuse("agent_unpublished", "the agent has no published version"))?,
     };
     let resources = resources(&body["resources"])?;
-    for k in ["vault_ids"] {
-        if body[k].as_array().is_some_and(|a| !a.is_empty()) {
-            return Err(refuse(&format!("{k}_unsupported"), format!("{k} are not yet served by this projection (docs/cma.md)")));
-        }
+    if body["vault_ids"].as_array().is_some_and(|a| !a.is_empty()) {
+        return Err(refuse("vault_ids_unsupported", "vault_ids are not yet served by this projection (docs/cma.md)"));
     }
     let budget = match body.get("budget").filter(|b| !b.is_null()) {
         Some(b) => Some(budget_limit(b)?),

@@ -47,9 +47,7 @@ fn classify(e: &Error) -> (StatusCode, &'static str) {
         Code::PermissionDenied => (StatusCode::FORBIDDEN, "permission_error"),
         Code::NotFound => (StatusCode::NOT_FOUND, "not_found_error"),
         Code::Invalid => (StatusCode::BAD_REQUEST, "invalid_request_error"),
-        Code::Conflict if matches!(reason, "settle_only" | "requires_action" | "budget_reached") => {
-            (StatusCode::BAD_REQUEST, "invalid_request_error")
-        }
+        Code::Conflict if reason == "settle_only" => (StatusCode::BAD_REQUEST, "invalid_request_error"),
         Code::Conflict | Code::IdempotencyKeyReused => (StatusCode::CONFLICT, "invalid_request_error"),
         Code::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "request_too_large"),
         Code::PreconditionFailed => (StatusCode::PRECONDITION_FAILED, "invalid_request_error"),
@@ -222,7 +220,7 @@ mod tests {
             (Error::not_found("session", "x"), 404, "not_found_error"),
             (Error::invalid("x"), 400, "invalid_request_error"),
             (Error::conflict("x"), 409, "invalid_request_error"),
-            (Error::conflict("x").with_reason("requires_action"), 400, "invalid_request_error"),
+            (Error::conflict("x").with_reason("settle_only"), 400, "invalid_request_error"),
             (Error::new(Code::PayloadTooLarge, "x"), 413, "request_too_large"),
             (Error::new(Code::PreconditionFailed, "x"), 412, "invalid_request_error"),
             (Error::new(Code::RateLimited, "x"), 429, "rate_limit_error"),

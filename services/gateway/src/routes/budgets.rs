@@ -104,15 +104,8 @@ pub async fn detach_budget(State(st): State<AppState>, caller: Caller, Path(id):
     let req =
         ss::UpdateBudgetRequest { id: id.clone(), action: "detach".into(), actor_id: caller.principal_id.clone(), ..Default::default() };
     let out = change(&st, &caller, &id, req).await?;
-    let audit = checkfu_proto::governance::v1::RecordAuditRequest {
-        actor_id: caller.principal_id.clone(),
-        action: "budget.detached".into(),
-        resource: Some(checkfu_proto::governance::v1::ResourceRef { kind: "budget".into(), id: id.clone() }),
-        details_json: serde_json::json!({"scope": out.0.scope, "limit": out.0.limit, "consumed": out.0.consumed}).to_string(),
-    };
-    if let Err(s) = st.gov.clone().record_audit(audit).await {
-        tracing::warn!(status = %s, budget = %id, "recording a budget's detachment in the audit trail failed");
-    }
+    let details = serde_json::json!({"scope": out.0.scope, "limit": out.0.limit, "consumed": out.0.consumed});
+    st.audit(&caller, "budget.detached", "budget", &id, details).await;
     Ok(out)
 }
 

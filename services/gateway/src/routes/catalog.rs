@@ -390,19 +390,10 @@ pub async fn create_deployment(
 }
 
 /// Deployments decide what runs for whoever invokes them, so creating or
-/// revising one is audited, with the caller as actor. A failure to record
-/// is logged: the change itself is committed.
+/// revising one is audited, with the caller as actor.
 async fn audit_deployment(st: &AppState, caller: &Caller, action: &str, d: &ss::Deployment) {
     let details = serde_json::json!({"key": d.key, "revision": d.revision, "agent_version": d.pins.as_ref().map(|p| p.agent_version)});
-    let req = checkfu_proto::governance::v1::RecordAuditRequest {
-        actor_id: caller.principal_id.clone(),
-        action: action.into(),
-        resource: Some(checkfu_proto::governance::v1::ResourceRef { kind: "agent_deployment".into(), id: d.id.clone() }),
-        details_json: details.to_string(),
-    };
-    if let Err(s) = st.gov.clone().record_audit(req).await {
-        tracing::warn!(status = %s, deployment = %d.id, "recording a deployment change in the audit trail failed");
-    }
+    st.audit(caller, action, "agent_deployment", &d.id, details).await;
 }
 
 async fn deployment_for(st: &AppState, id: &str) -> ApiResult<ss::Deployment> {
