@@ -22,8 +22,18 @@ pub fn sdk_present(what: &str) -> bool {
 /// (`http://host:port`) as the holder of `key`; panics with the script's
 /// output when it fails.
 pub fn check(name: &str, base: &str, key: &str) {
+    check_with(name, base, key, &[]);
+}
+
+/// [`check`] with more arguments (`--mcp URL` for the vault check).
+pub fn check_with(name: &str, base: &str, key: &str, extra: &[&str]) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/cma/contract.py");
-    let out = Command::new("python3").arg(script).args([name, "--base", base, "--key", key]).output().expect("python3 runs the contract");
+    let out = Command::new("python3")
+        .arg(script)
+        .args([name, "--base", base, "--key", key])
+        .args(extra)
+        .output()
+        .expect("python3 runs the contract");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "the CMA contract check {name} failed:\n{text}");
     assert!(text.contains(&format!("ok {name}")), "the check {name} reported nothing:\n{text}");

@@ -101,6 +101,44 @@ async fn acceptance_10_budgets_bind_cma_sessions() {
     contract("budget").await;
 }
 
+/// Vaults, credentials and MCP servers, on `checkfu up
+/// --allow-private-targets` (a process, logging at debug) against the real
+/// MCP fixture: the contract asserts the calls and that the token is in no
+/// response or event; here the log and every file of the data directory
+/// are searched for it too.
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_11_vault_credentials_reach_an_mcp_server() {
+    const TOKEN: &str = "s3cret-XYZ";
+    if !cma::sdk_present("the CMA contract check vault") {
+        return;
+    }
+    let Some(mcp) = checkfu_e2e::mcp::McpFixture::start("the CMA contract check vault", TOKEN, &[]).await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (mut proc, base) = procs::up_with(dir.path(), &["--allow-private-targets"], &[("RUST_LOG", "debug")]);
+    wait_ready(&base).await;
+    let key = std::fs::read_to_string(dir.path().join("admin.key")).unwrap().trim().to_string();
+    let url = mcp.url.clone();
+    let run = tokio::task::spawn_blocking(move || cma::check_with("vault", &base, &key, &["--mcp", &url])).await;
+    proc.signal("TERM");
+    let _ = proc.0.wait();
+    run.expect("the check ran");
+    let b64 = |s: &str| base64::Engine::encode(&base64::engine::general_purpose::STANDARD, s);
+    let forms = [TOKEN.to_string(), b64(TOKEN), b64(&format!("Bearer {TOKEN}"))];
+    let mut files = vec![dir.path().to_path_buf()];
+    while let Some(p) = files.pop() {
+        if p.is_dir() {
+            files.extend(std::fs::read_dir(&p).unwrap().flatten().map(|e| e.path()));
+            continue;
+        }
+        let bytes = std::fs::read(&p).unwrap_or_default();
+        for f in &forms {
+            assert!(!bytes.windows(f.len()).any(|w| w == f.as_bytes()), "{} holds the token (as {f:?})", p.display());
+        }
+    }
+    let log = std::fs::read_to_string(dir.path().join("up.log")).unwrap();
+    assert!(log.contains("DEBUG"), "the log was written at debug level");
+}
+
 #[tokio::test]
 async fn acceptance_2_previews_name_the_message_they_become() {
     contract("previews").await;

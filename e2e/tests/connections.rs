@@ -450,3 +450,64 @@ async fn a_vault_compiles_use_connection_rows_and_owns_them() {
     assert_eq!(listed.1["data"], json!([]));
     p.stop().await;
 }
+
+/// A vault carries metadata (CMA's limits) and can be archived: the record
+/// stays readable, its compiled rows go (audited) and it takes no edits.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_archived_vault_keeps_its_record_and_drops_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start_timed(dir.path(), Tuning { allow_private_targets: true, ..Default::default() }).await;
+    let a = &p.admin;
+    let env = p.env_id.clone();
+    let c1 = id(&a.post("/v1/connections", mcp_connection(&env, "one")).await.1);
+    let (r, rid) = principal(&p, "r", &[("read", "environment", &env)]).await;
+    let body = json!({"environment_id": env, "name": "platform", "connection_ids": [c1], "grantees": [{"kind": "principal", "id": rid}],
+        "metadata": {"team": "core"}});
+    let v = a.post("/v1/connection-vaults", body).await;
+    expect(&v, 201, None);
+    let vid = id(&v.1);
+    assert_eq!(
+        (v.1["metadata"].clone(), v.1["status"].as_str(), v.1["archived_at"].clone()),
+        (json!({"team": "core"}), Some("active"), json!(null))
+    );
+    let many: serde_json::Map<String, serde_json::Value> = (0..17).map(|i| (format!("k{i}"), json!("v"))).collect();
+    let bad = a.post(&format!("/v1/connection-vaults/{vid}"), json!({"metadata": many})).await;
+    expect(&bad, 400, Some("validation.invalid"));
+    assert_eq!(bad.1["error"]["details"]["reason"], "invalid_metadata");
+    let relabel = a.post(&format!("/v1/connection-vaults/{vid}"), json!({"metadata": {"team": "infra"}})).await;
+    expect(&relabel, 200, None);
+    assert_eq!(relabel.1["metadata"], json!({"team": "infra"}));
+    expect(&r.get(&format!("/v1/connections/{c1}")).await, 200, None);
+
+    // A Session records the vaults it was created with; only readable,
+    // live vaults of its Environment are accepted.
+    let d = deploy(a, &env, json!({})).await;
+    let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "connection_vault_ids": [vid]})).await;
+    expect(&s, 201, None);
+    assert_eq!(s.1["connection_vault_ids"], json!([vid]));
+    assert_eq!(a.get(&format!("/v1/sessions/{}", id(&s.1))).await.1["connection_vault_ids"], json!([vid]));
+    let unknown = json!({"agent_deployment_id": d.deployment_id, "connection_vault_ids": ["cvlt_01m8n5w2381sjtydkyxnv11e90"]});
+    expect(&a.post("/v1/sessions", unknown).await, 404, Some("not_found"));
+
+    let archived = a.post(&format!("/v1/connection-vaults/{vid}/archive"), json!({})).await;
+    expect(&archived, 200, None);
+    assert_eq!(archived.1["status"], "archived");
+    assert!(archived.1["archived_at"].is_string());
+    expect(&r.get(&format!("/v1/connections/{c1}")).await, 404, Some("not_found"));
+    let rows = a.get(&format!("/v1/permission-assignments?resource_id={c1}")).await.1["data"].as_array().unwrap().clone();
+    assert!(rows.iter().all(|r| r["via"].is_null()), "the vault's rows are gone: {rows:?}");
+    let again = a.post(&format!("/v1/connection-vaults/{vid}/archive"), json!({})).await;
+    expect(&again, 200, None);
+    assert_eq!(again.1["version"], archived.1["version"], "archiving again changes nothing");
+    let edit = a.post(&format!("/v1/connection-vaults/{vid}"), json!({"name": "renamed"})).await;
+    expect(&edit, 409, Some("validation.conflict"));
+    assert_eq!(edit.1["error"]["details"]["reason"], "vault_archived");
+    let late = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "connection_vault_ids": [vid]})).await;
+    expect(&late, 400, Some("validation.invalid"));
+    assert_eq!(late.1["error"]["details"]["reason"], "vault_archived");
+    let got = a.get(&format!("/v1/connection-vaults/{vid}")).await;
+    assert_eq!((got.1["name"].as_str(), got.1["metadata"]["team"].as_str()), (Some("platform"), Some("infra")));
+    let audit = a.get(&format!("/v1/audit-events?resource_id={vid}")).await.1["data"].as_array().unwrap().clone();
+    assert!(audit.iter().any(|e| e["action"] == "connection_vault.archived"), "{audit:?}");
+    p.stop().await;
+}

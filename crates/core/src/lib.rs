@@ -9,6 +9,7 @@ pub mod events;
 pub mod features;
 pub mod glob;
 pub mod id;
+pub mod metadata;
 pub mod net;
 pub mod page;
 pub mod plane;

@@ -298,6 +298,10 @@ pub struct CreateSession {
     /// each visible to the caller and in the Session's Environment (at most 20).
     #[schema(value_type = Option<Vec<Object>>)]
     pub resources: Option<Vec<Value>>,
+    /// ConnectionVaults of the Session's Environment the caller may read
+    /// (`manage`; 404 otherwise), not archived (400 `vault_archived`); at
+    /// most 20. Recorded on the Session; calls use the pinned Connections.
+    pub connection_vault_ids: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -312,6 +312,7 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(cn::list_capabilities))
         .routes(routes!(v::create_vault, v::list_vaults))
         .routes(routes!(v::get_vault, v::update_vault, v::delete_vault))
+        .routes(routes!(v::archive_vault))
         .routes(routes!(ts::create_tool_source, ts::list_tool_sources))
         .routes(routes!(ts::get_tool_source, ts::update_tool_source))
         .routes(routes!(ts::archive_tool_source))

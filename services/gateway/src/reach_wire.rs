@@ -8,6 +8,7 @@ use checkfu_proto::capability::v1 as cap;
 use checkfu_proto::governance::v1 as gov;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use utoipa::ToSchema;
 
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
@@ -210,6 +211,10 @@ pub struct CreateConnectionVault {
     pub connection_ids: Vec<String>,
     /// At most 100; agents of the same Environment.
     pub grantees: Vec<VaultGrantee>,
+    /// Caller-defined labels: at most 16 pairs, keys 1–64 and values ≤ 512
+    /// characters (400 `invalid_metadata`).
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -223,6 +228,9 @@ pub struct UpdateConnectionVault {
     /// Replaces the list.
     #[serde(default)]
     pub grantees: Option<Vec<VaultGrantee>>,
+    /// Replaces the labels whole.
+    #[serde(default)]
+    pub metadata: Option<BTreeMap<String, String>>,
     #[serde(default)]
     pub expected_version: Option<i64>,
 }
@@ -237,6 +245,10 @@ pub struct ConnectionVault {
     pub name: String,
     pub connection_ids: Vec<String>,
     pub grantees: Vec<VaultGrantee>,
+    pub metadata: BTreeMap<String, String>,
+    /// `active`, or `archived`: no rows, no edits.
+    pub status: String,
+    pub archived_at: Option<String>,
     pub created_by: String,
     pub created_at: String,
     pub updated_at: String,
@@ -250,6 +262,9 @@ pub fn vault(v: &gov::ConnectionVault) -> ConnectionVault {
         name: v.name.clone(),
         connection_ids: v.connection_ids.clone(),
         grantees: v.grantees.iter().map(|g| VaultGrantee { kind: g.kind.clone(), id: g.id.clone() }).collect(),
+        metadata: v.metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        status: if v.archived_at.is_empty() { "active" } else { "archived" }.into(),
+        archived_at: (!v.archived_at.is_empty()).then(|| v.archived_at.clone()),
         created_by: v.created_by.clone(),
         created_at: v.created_at.clone(),
         updated_at: v.updated_at.clone(),

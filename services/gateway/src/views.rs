@@ -421,6 +421,9 @@ pub struct Session {
     pub sandbox: Value,
     /// The Connections its release pins (ids only, never a secret).
     pub connection_ids: Vec<String>,
+    /// The ConnectionVaults it was created with: recorded, never a source of
+    /// credentials (calls use `connection_ids`).
+    pub connection_vault_ids: Vec<String>,
     /// MemoryStores it mounts: `{type: "memory_store", memory_store_id,
     /// access, mount_name, store_version}` (the head when it was created).
     #[schema(value_type = Vec<Object>)]
@@ -465,6 +468,7 @@ pub fn session(s: &ss::Session) -> Session {
         sandbox_expires_at: sandbox.get("expires_at").and_then(Value::as_str).map(str::to_string),
         sandbox,
         connection_ids: s.connection_ids.clone(),
+        connection_vault_ids: s.connection_vault_ids.clone(),
         resources: if s.resources_json.is_empty() { Value::Array(vec![]) } else { doc(&s.resources_json) },
         created_at: s.created_at.clone(),
         updated_at: s.updated_at.clone(),

@@ -104,6 +104,8 @@ fn vault(v: ConnectionVault) -> pb::ConnectionVault {
         created_at: rfc3339(v.created_ms),
         updated_at: rfc3339(v.updated_ms),
         version: v.version,
+        metadata: v.metadata.into_iter().collect(),
+        archived_at: v.archived_ms.map(rfc3339).unwrap_or_default(),
     }
 }
 
@@ -337,7 +339,8 @@ impl Rpc for GovernanceGrpc {
 
     async fn create_connection_vault(&self, r: Request<pb::CreateConnectionVaultRequest>) -> R<pb::ConnectionVault> {
         let r = r.into_inner();
-        ok(vault(self.svc.create_vault(&r.environment_id, &r.name, &r.connection_ids, &grantees(r.grantees), &r.actor_id).await?))
+        let metadata = r.metadata.into_iter().collect();
+        ok(vault(self.svc.create_vault(&r.environment_id, &r.name, &r.connection_ids, &grantees(r.grantees), metadata, &r.actor_id).await?))
     }
 
     async fn get_connection_vault(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ConnectionVault> {
@@ -358,6 +361,7 @@ impl Rpc for GovernanceGrpc {
             name: r.name,
             connection_ids: r.set_connection_ids.then_some(r.connection_ids),
             grantees: r.set_grantees.then(|| grantees(r.grantees)),
+            metadata: r.set_metadata.then(|| r.metadata.into_iter().collect()),
             expected_version: r.expected_version,
         };
         ok(vault(self.svc.update_vault(&r.id, ch, &r.actor_id).await?))
@@ -366,6 +370,11 @@ impl Rpc for GovernanceGrpc {
     async fn delete_connection_vault(&self, r: Request<pb::ActorRequest>) -> R<pb::ConnectionVault> {
         let r = r.into_inner();
         ok(vault(self.svc.delete_vault(&r.id, &r.actor_id).await?))
+    }
+
+    async fn archive_connection_vault(&self, r: Request<pb::ArchiveConnectionVaultRequest>) -> R<pb::ConnectionVault> {
+        let r = r.into_inner();
+        ok(vault(self.svc.archive_vault(&r.id, r.expected_version, &r.actor_id).await?))
     }
 
     async fn check(&self, r: Request<pb::CheckRequest>) -> R<pb::CheckResponse> {

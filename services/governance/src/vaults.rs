@@ -1,7 +1,9 @@
 //! ConnectionVaults: saving one compiles its `use_connection` rows, and an
 //! edit adds and deletes exactly the difference, in the same transaction as
 //! the vault, each row audited. A compiled row cannot be deleted directly
-//! (409 `managed_by_vault`); direct rows are never touched.
+//! (409 `managed_by_vault`); direct rows are never touched. Archiving keeps
+//! the record (and its metadata) readable and deletes its rows; an archived
+//! vault takes no edits (409 `vault_archived`).
 //!
 //! The caller (the gateway) has checked `manage` on the Environment and
 //! that every Connection and agent named belongs to it; Principals and
@@ -14,6 +16,7 @@ use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
 use serde_json::json;
+use std::collections::BTreeMap;
 
 /// A vault's edit: lists replace.
 #[derive(Debug, Clone, Default)]
@@ -21,6 +24,8 @@ pub struct VaultChange {
     pub name: Option<String>,
     pub connection_ids: Option<Vec<String>>,
     pub grantees: Option<Vec<Grantee>>,
+    /// Replaces the labels whole.
+    pub metadata: Option<BTreeMap<String, String>>,
     pub expected_version: Option<i64>,
 }
 
@@ -76,11 +81,13 @@ impl GovernanceService {
         name: &str,
         connection_ids: &[String],
         grantees: &[Grantee],
+        metadata: BTreeMap<String, String>,
         actor: &str,
     ) -> Result<ConnectionVault> {
         let environment_id = EnvironmentId::parse("environment_id", environment_id)?;
         self.environment(&environment_id).await?;
         check_name("name", name)?;
+        checkfu_core::metadata::check("metadata", &metadata)?;
         let (connection_ids, grantees) = check_lists(connection_ids, grantees)?;
         self.check_grantees(&grantees).await?;
         let now = now_ms();
@@ -90,6 +97,8 @@ impl GovernanceService {
             name: name.into(),
             connection_ids,
             grantees,
+            metadata,
+            archived_ms: None,
             created_by: actor.into(),
             created_ms: now,
             updated_ms: now,
@@ -118,13 +127,14 @@ impl GovernanceService {
         if let Some(n) = &ch.name {
             check_name("name", n)?;
         }
+        if let Some(m) = &ch.metadata {
+            checkfu_core::metadata::check("metadata", m)?;
+        }
         for _ in 0..3 {
             let current = self.vault(id).await?;
-            if let Some(v) = ch.expected_version
-                && v != current.version
-            {
-                return Err(Error::conflict(format!("connection vault is at version {}, not {v}", current.version))
-                    .with_details(json!({"current_version": current.version})));
+            check_version(&current, ch.expected_version)?;
+            if current.archived_ms.is_some() {
+                return Err(archived(&current));
             }
             let (connection_ids, grantees) = check_lists(
                 ch.connection_ids.as_deref().unwrap_or(&current.connection_ids),
@@ -135,6 +145,7 @@ impl GovernanceService {
                 name: ch.name.clone().unwrap_or_else(|| current.name.clone()),
                 connection_ids,
                 grantees,
+                metadata: ch.metadata.clone().unwrap_or_else(|| current.metadata.clone()),
                 updated_ms: now_ms(),
                 version: current.version + 1,
                 ..current.clone()
@@ -151,11 +162,35 @@ impl GovernanceService {
                 continue;
             }
             self.wrote();
-            let details = json!({"before": {"name": current.name, "connection_ids": current.connection_ids, "grantees": current.grantees},
-                "after": {"name": next.name, "connection_ids": next.connection_ids, "grantees": next.grantees}});
+            let details = json!({"before": {"name": current.name, "connection_ids": current.connection_ids, "grantees": current.grantees, "metadata": current.metadata},
+                "after": {"name": next.name, "connection_ids": next.connection_ids, "grantees": next.grantees, "metadata": next.metadata}});
             self.audit(actor, "connection_vault.updated", "connection_vault", &next.id, details).await?;
             self.audit_rows(actor, "permission_assignment.created", &add).await?;
             self.audit_rows(actor, "permission_assignment.deleted", &remove).await?;
+            return Ok(next);
+        }
+        Err(Error::conflict("the connection vault changed concurrently; read it again"))
+    }
+
+    /// Archives the vault: its rows go (audited), the record stays. Again
+    /// → the archived vault, unchanged.
+    pub async fn archive_vault(&self, id: &str, expected_version: Option<i64>, actor: &str) -> Result<ConnectionVault> {
+        for _ in 0..3 {
+            let current = self.vault(id).await?;
+            check_version(&current, expected_version)?;
+            if current.archived_ms.is_some() {
+                return Ok(current);
+            }
+            let now = now_ms();
+            let next = ConnectionVault { archived_ms: Some(now), updated_ms: now, version: current.version + 1, ..current.clone() };
+            let rows = self.store.rows_via(id).await?;
+            let ids: Vec<AssignmentId> = rows.iter().map(|a| a.id.clone()).collect();
+            if !self.store.update_vault(&next, current.version, &[], &ids).await? {
+                continue;
+            }
+            self.wrote();
+            self.audit(actor, "connection_vault.archived", "connection_vault", &next.id, json!({"name": next.name})).await?;
+            self.audit_rows(actor, "permission_assignment.deleted", &rows).await?;
             return Ok(next);
         }
         Err(Error::conflict("the connection vault changed concurrently; read it again"))
@@ -173,4 +208,16 @@ impl GovernanceService {
         self.audit_rows(actor, "permission_assignment.deleted", &rows).await?;
         Ok(v)
     }
+}
+
+fn check_version(current: &ConnectionVault, expected: Option<i64>) -> Result<()> {
+    match expected {
+        Some(v) if v != current.version => Err(Error::conflict(format!("connection vault is at version {}, not {v}", current.version))
+            .with_details(json!({"current_version": current.version}))),
+        _ => Ok(()),
+    }
+}
+
+fn archived(v: &ConnectionVault) -> Error {
+    Error::conflict(format!("connection vault {} is archived", v.id)).with_reason("vault_archived")
 }

@@ -132,6 +132,7 @@ pub(crate) fn session(s: Session) -> pb::Session {
         sandbox_json: String::new(),
         connection_ids: vec![],
         resources_json: String::new(),
+        connection_vault_ids: s.connection_vault_ids,
     }
 }
 
@@ -360,6 +361,7 @@ impl Rpc for SessionsGrpc {
                 .collect(),
             deployment_revision: r.deployment_revision,
             id: r.session_id,
+            connection_vault_ids: r.connection_vault_ids,
         };
         let (s, _) = self.svc.create_session(req).await?;
         ok(self.view(s).await?)

@@ -95,6 +95,9 @@ pub struct NewSession {
     /// A caller-minted id: creating it again answers the Session made the
     /// first time (for the same Principal) instead of a second one.
     pub id: Option<String>,
+    /// ConnectionVaults named at creation (the gateway checked the caller
+    /// may read each and that none is archived).
+    pub connection_vault_ids: Vec<String>,
 }
 
 /// Narrows `allowed` (the release's variable set) to `requested`, refusing
@@ -285,6 +288,7 @@ impl SessionsService {
             None => SessionId::mint(),
         };
         check_title(&req.title)?;
+        check_vault_ids(&req.connection_vault_ids)?;
         let metadata = if req.metadata.is_null() { json!({}) } else { req.metadata.clone() };
         check_session_metadata(&metadata)?;
         if req.initial_events.len() > MAX_INITIAL_EVENTS {
@@ -330,6 +334,7 @@ impl SessionsService {
             last_user_message_seq: 0,
             outcome: None,
             threads: vec![],
+            connection_vault_ids: req.connection_vault_ids.clone(),
             created_ms: now,
             updated_ms: now,
             version: 1,
@@ -815,6 +820,19 @@ where
 
 fn queues(runs: &[Run]) -> bool {
     runs.iter().any(|r| r.status == RunStatus::Queued)
+}
+
+/// Vaults one Session may name.
+const MAX_SESSION_VAULTS: usize = 20;
+
+fn check_vault_ids(ids: &[String]) -> Result<()> {
+    if ids.len() > MAX_SESSION_VAULTS {
+        return Err(Error::invalid_field("connection_vault_ids", format!("at most {MAX_SESSION_VAULTS} connection vaults")));
+    }
+    for (i, id) in ids.iter().enumerate() {
+        checkfu_core::id::VaultId::check(&format!("connection_vault_ids[{i}]"), id)?;
+    }
+    Ok(())
 }
 
 fn check_title(title: &str) -> Result<()> {

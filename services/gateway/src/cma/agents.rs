@@ -1,5 +1,6 @@
 //! CMA agents (api.md §17.5) ↔ native Agents, versions and the
-//! ActionPolicy `cma:<agt>` their permission policies compile into.
+//! ActionPolicy `cma:<agt>` their permission policies compile into; MCP
+//! servers (§17.10) ↔ ToolSources over Connections the publisher may use.
 
 use super::cx::{Cx, Native, encode};
 use super::facts;
@@ -23,6 +24,7 @@ pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     cx.native.post(&format!("/v1/agents/{id}/versions"), &json!({})).await?;
     replace_rules(&cx, &id, &compiled.rules).await?;
     mint_use_agent(&cx, &id).await?;
+    mint_use_connection(&cx, &id, &compiled.connections).await?;
     Ok(Json(render_latest(&cx, &id, None).await?))
 }
 
@@ -117,6 +119,7 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     cx.native.post(&format!("/v1/agents/{id}/versions"), &json!({})).await?;
     replace_rules(&cx, &id, &compiled.rules).await?;
     mint_use_agent(&cx, &id).await?;
+    mint_use_connection(&cx, &id, &compiled.connections).await?;
     super::sessions::advance_deployments(&cx, &id).await?;
     Ok(Json(render_latest(&cx, &id, None).await?))
 }
@@ -139,10 +142,12 @@ pub fn checked(id: &str) -> CmaResult<String> {
 /// One rule of an agent's ActionPolicy: `(tool name, disposition)`.
 pub type Rule = (String, String);
 
-/// A CMA agent body compiled: the native draft and its policy's rules.
+/// A CMA agent body compiled: the native draft, its policy's rules and
+/// the Connections its MCP servers resolved to.
 struct Compiled {
     draft: Value,
     rules: Vec<Rule>,
+    connections: Vec<String>,
 }
 
 /// Compiles a CMA agent body into a native draft. `previous` is the
@@ -158,15 +163,26 @@ async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<C
         ));
     }
     let skills = skill_refs(&body["skills"])?;
-    if body["mcp_servers"].as_array().is_some_and(|a| !a.is_empty()) {
-        return Err(refuse(
-            "mcp_servers_unsupported",
-            "mcp_servers are not yet served by this projection; declare them natively (docs/cma.md)",
-        ));
-    }
     let multiagent = roster(&body["multiagent"])?;
-    let (tools, rules) = compile_tools(&body["tools"])?;
-    let allowed_tools: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    let (mut tools, mut rules, toolsets) = compile_tools(&body["tools"])?;
+    let servers = super::mcp::declared(&body["mcp_servers"])?;
+    let mut connections = vec![];
+    for (server, toolset) in super::mcp::pair(&servers, &toolsets)? {
+        let source = super::mcp::resolve(cx, &server.name, &server.url).await?;
+        let (decl, toolset_rules) = super::mcp::declaration(&source, toolset)?;
+        if let Some(d) = decl {
+            tools.push(d);
+        }
+        rules.extend(toolset_rules);
+        connections.push(source.connection_id);
+    }
+    let allowed_tools: Vec<&str> = tools
+        .iter()
+        .flat_map(|t| match t["tools"].as_array() {
+            Some(names) => names.iter().filter_map(Value::as_str).collect(),
+            None => t["name"].as_str().into_iter().collect::<Vec<_>>(),
+        })
+        .collect();
     let allowed_skills: Vec<&str> = skills.iter().filter_map(|r| r["skill_id"].as_str()).collect();
     let mut draft = json!({
         "instructions": body["system"].as_str().unwrap_or_default(),
@@ -186,12 +202,36 @@ async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<C
     if metadata.as_object().is_some_and(|m| !m.is_empty()) {
         draft["metadata"] = metadata;
     }
-    Ok(Compiled { draft, rules })
+    Ok(Compiled { draft, rules, connections })
 }
 
-/// The tool names a CMA `tools` list declares.
-pub fn tool_names(tools: &Value) -> CmaResult<Vec<String>> {
-    Ok(compile_tools(tools)?.0.iter().filter_map(|d| d["name"].as_str().map(String::from)).collect())
+/// The tool names a CMA `tools` list declares; an `mcp_toolset` names the
+/// tools of its server in `mcp` (server name → its declared tools).
+pub fn tool_names(tools: &Value, mcp: &[super::mcp::Server]) -> CmaResult<Vec<String>> {
+    let (decls, _, toolsets) = compile_tools(tools)?;
+    let mut names: Vec<String> = decls.iter().filter_map(|d| d["name"].as_str().map(String::from)).collect();
+    for t in toolsets {
+        let server = t["mcp_server_name"].as_str().unwrap_or_default();
+        let s = mcp.iter().find(|s| s.name == server).ok_or_else(|| {
+            Error::invalid_field("tools", format!("mcp_toolset names server {server:?}, which the agent does not declare"))
+        })?;
+        names.extend(super::mcp::selected(&s.tools, &t)?.into_iter().map(|(n, _)| n));
+    }
+    Ok(names)
+}
+
+/// The publisher mints the agent's `use_connection` row on each Connection
+/// its MCP servers resolved to (api.md §17.10); a row that exists is kept.
+async fn mint_use_connection(cx: &Cx, agent: &str, connections: &[String]) -> CmaResult<()> {
+    for c in connections {
+        let row = json!({"subject": {"kind": "agent_definition", "id": agent}, "permission": "use_connection", "resource": {"kind": "connection", "id": c}});
+        match cx.native.post("/v1/permission-assignments", &row).await {
+            Ok(_) => {}
+            Err(e) if e.0.code == checkfu_core::Code::Conflict => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// The skill ids a CMA `skills` list names.
@@ -276,13 +316,14 @@ async fn mint_use_agent(cx: &Cx, coordinator: &str) -> CmaResult<()> {
     Ok(())
 }
 
-/// CMA tools → native declarations and per-tool dispositions.
-/// Omitted permission policies are `auto`: Checkfu's defaults decide
-/// (read-only tools run; `write`, `edit`, `bash` ask) — not CMA's
-/// `always_allow`.
-fn compile_tools(tools: &Value) -> CmaResult<(Vec<Value>, Vec<Rule>)> {
+/// CMA tools → native declarations and per-tool dispositions, and the
+/// `mcp_toolset`s left for [`super::mcp`] to resolve. Omitted permission
+/// policies are `auto`: Checkfu's defaults decide (read-only tools run;
+/// `write`, `edit`, `bash` and MCP ask) — not CMA's `always_allow`.
+fn compile_tools(tools: &Value) -> CmaResult<(Vec<Value>, Vec<Rule>, Vec<Value>)> {
     let mut decls = vec![];
     let mut rules = vec![];
+    let mut toolsets = vec![];
     let list = match tools {
         Value::Null => vec![],
         Value::Array(a) => a.clone(),
@@ -343,18 +384,16 @@ fn compile_tools(tools: &Value) -> CmaResult<(Vec<Value>, Vec<Rule>)> {
                 // CMA's client decides custom tools: the call is allowed.
                 rules.push((name.to_string(), "allow".into()));
             }
-            "mcp_toolset" => {
-                return Err(refuse("mcp_servers_unsupported", "mcp_toolset is not yet served by this projection (docs/cma.md)"));
-            }
+            "mcp_toolset" => toolsets.push(t.clone()),
             other => return Err(refuse("tool_unsupported", format!("tool type {other:?} is not served"))),
         }
     }
-    Ok((decls, rules))
+    Ok((decls, rules, toolsets))
 }
 
 /// A CMA permission policy → a native disposition; `auto` (or none) → no
 /// rule, so Checkfu's defaults decide.
-fn policy(p: &Value) -> CmaResult<Option<String>> {
+pub fn policy(p: &Value) -> CmaResult<Option<String>> {
     match p["type"].as_str() {
         None | Some("auto") => Ok(None),
         Some("always_allow") => Ok(Some("allow".into())),
@@ -477,7 +516,8 @@ pub async fn render(st: &AppState, agent: &Value, version: &Value) -> CmaResult<
         Some(r) => facts::route(st, r).await.ok().and_then(|p| p["candidates"][0]["effort"].as_str().map(String::from)),
         None => None,
     };
-    let mut v = snapshot(def, &rules, effort);
+    let servers = super::mcp::servers_of(st, def).await?;
+    let mut v = snapshot(def, &rules, effort, &servers);
     v["id"] = json!(id);
     v["version"] = version["version"].clone();
     v["name"] = agent["name"].clone();
@@ -487,8 +527,9 @@ pub async fn render(st: &AppState, agent: &Value, version: &Value) -> CmaResult<
     Ok(v)
 }
 
-/// The CMA view of a definition (a Session's pinned `agent` too).
-pub fn snapshot(def: &Value, rules: &[Rule], effort: Option<String>) -> Value {
+/// The CMA view of a definition (a Session's pinned `agent` too); its
+/// ToolSource declarations read back as `servers` name them.
+pub fn snapshot(def: &Value, rules: &[Rule], effort: Option<String>, servers: &[super::mcp::Server]) -> Value {
     let rule_of = |n: &str| rules.iter().find(|(t, _)| t == n).map(|(_, d)| d.as_str());
     let show = |d: Option<&str>| match d {
         Some("allow") => json!({"type": "always_allow"}),
@@ -510,13 +551,19 @@ pub fn snapshot(def: &Value, rules: &[Rule], effort: Option<String>) -> Value {
     for t in decls.iter().filter(|t| t["type"] == "custom") {
         tools.push(json!({"type": "custom", "name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}));
     }
+    for s in servers {
+        let configs: Vec<Value> =
+            s.tools.iter().map(|n| json!({"name": n, "enabled": true, "permission_policy": show(rule_of(n))})).collect();
+        tools.push(json!({"type": "mcp_toolset", "mcp_server_name": s.name,
+            "default_config": {"enabled": false, "permission_policy": show(None)}, "configs": configs}));
+    }
     json!({
         "type": "agent",
         "description": def["description"],
         "system": def["instructions"].as_str().filter(|s| !s.is_empty()),
         "model": {"id": def["model"]["label"], "speed": "standard", "effort": effort},
         "tools": tools,
-        "mcp_servers": [],
+        "mcp_servers": servers.iter().map(|s| json!({"type": "url", "name": s.name, "url": s.url})).collect::<Vec<_>>(),
         "skills": def["skills"].as_array().map(|a| a.iter().map(|r| json!({"type": "custom", "skill_id": r["skill_id"], "version": r["version"]})).collect::<Vec<_>>()).unwrap_or_default(),
         "multiagent": def.get("multiagent").filter(|m| m.is_object()).map(|m| json!({"type": "coordinator", "agents": m["agents"]})),
         "metadata": def.get("metadata").cloned().filter(|m| m.is_object()).unwrap_or(json!({})),
@@ -534,7 +581,7 @@ mod tests {
             "default_config": {"permission_policy": {"type": "always_allow"}},
             "configs": [{"name": "bash", "permission_policy": {"type": "always_ask"}}, {"name": "web_fetch", "enabled": false},
                         {"name": "web_search", "enabled": false}]}]);
-        let (decls, rules) = compile_tools(&tools).expect("compiles");
+        let (decls, rules, _) = compile_tools(&tools).expect("compiles");
         let names: Vec<&str> = decls.iter().filter_map(|d| d["name"].as_str()).collect();
         assert_eq!(names, ["bash", "read", "write", "edit", "glob", "grep"]);
         assert!(rules.contains(&("bash".into(), "require_approval".into())));
@@ -544,7 +591,7 @@ mod tests {
 
     #[test]
     fn omitted_policies_leave_checkfu_defaults() {
-        let (decls, rules) = compile_tools(&json!([{"type": "agent_toolset_20260401"}])).expect("compiles");
+        let (decls, rules, _) = compile_tools(&json!([{"type": "agent_toolset_20260401"}])).expect("compiles");
         assert_eq!(decls.len(), 7);
         assert!(rules.is_empty(), "auto writes no rule: read-only tools run, write/edit/bash ask");
     }
@@ -554,15 +601,31 @@ mod tests {
         let web_search = json!([{"type": "agent_toolset_20260401", "configs": [{"name": "web_search", "enabled": true}]}]);
         assert_eq!(compile_tools(&web_search).map(|_| ()).expect_err("refused").0.details["reason"], "tool_unsupported");
         let custom = json!([{"type": "custom", "name": "lookup", "description": "d", "input_schema": {"type": "object"}}]);
-        let (decls, rules) = compile_tools(&custom).expect("custom");
+        let (decls, rules, _) = compile_tools(&custom).expect("custom");
         assert_eq!((decls[0]["type"].as_str(), rules[0].1.as_str()), (Some("custom"), "allow"));
+    }
+
+    #[test]
+    fn an_mcp_toolset_names_its_servers_declared_tools() {
+        let servers =
+            [super::super::mcp::Server { name: "fx".into(), url: "http://m/mcp".into(), tools: vec!["add".into(), "leak".into()] }];
+        let narrowed = json!([{"type": "agent_toolset_20260401", "default_config": {"enabled": false}, "configs": [{"name": "read", "enabled": true}]},
+            {"type": "mcp_toolset", "mcp_server_name": "fx", "default_config": {"enabled": false}, "configs": [{"name": "add", "enabled": true}]}]);
+        assert_eq!(tool_names(&narrowed, &servers).expect("names"), ["read", "add"]);
+        let unknown = json!([{"type": "mcp_toolset", "mcp_server_name": "other"}]);
+        assert!(tool_names(&unknown, &servers).is_err(), "a server the agent does not declare");
+        let def = json!({"model": {"label": "m"}, "tools": [{"type": "tool_source", "tool_source_id": "tsrc_1", "tools": ["add"]}]});
+        let v = snapshot(&def, &[("add".into(), "allow".into())], None, &servers);
+        assert_eq!(v["mcp_servers"], json!([{"type": "url", "name": "fx", "url": "http://m/mcp"}]));
+        let toolset = v["tools"].as_array().and_then(|t| t.iter().find(|t| t["type"] == "mcp_toolset").cloned()).expect("toolset");
+        assert_eq!(toolset["configs"][0]["permission_policy"]["type"], "always_allow");
     }
 
     #[test]
     fn a_snapshot_reads_back_policies() {
         let def = json!({"instructions": "Be brief.", "model": {"label": "claude-sonnet-4-6"},
             "tools": [{"type": "builtin", "name": "bash"}]});
-        let v = snapshot(&def, &[("bash".into(), "allow".into())], Some("medium".into()));
+        let v = snapshot(&def, &[("bash".into(), "allow".into())], Some("medium".into()), &[]);
         assert_eq!(v["model"], json!({"id": "claude-sonnet-4-6", "speed": "standard", "effort": "medium"}));
         let bash = v["tools"][0]["configs"].as_array().and_then(|c| c.iter().find(|c| c["name"] == "bash").cloned()).expect("bash");
         assert_eq!(bash["permission_policy"]["type"], "always_allow");

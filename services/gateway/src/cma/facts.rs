@@ -86,6 +86,13 @@ pub async fn tool_source_names(st: &AppState, env_id: &str) -> CmaResult<std::co
     }
 }
 
+/// A Connection's secret-free record: `{id, kind, url, status, ...}`.
+pub async fn connection(st: &AppState, id: &str) -> CmaResult<Value> {
+    use checkfu_proto::capability::v1 as cap;
+    let c = st.connections.clone().get_connection(cap::GetConnectionRequest { id: id.into() }).await?.into_inner();
+    Ok(serde_json::json!({"id": c.id, "kind": c.kind, "url": c.url, "status": c.status, "environment_id": c.environment_id}))
+}
+
 pub async fn budget(st: &AppState, id: &str) -> CmaResult<Value> {
     Ok(json(views::budget(&st.sessions.clone().get_budget(ss::GetByIdRequest { id: id.into() }).await?.into_inner())))
 }

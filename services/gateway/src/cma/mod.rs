@@ -17,10 +17,12 @@ pub mod events;
 pub mod facts;
 pub mod files;
 pub mod mapping;
+pub mod mcp;
 pub mod memory;
 pub mod sessions;
 pub mod skills;
 pub mod threads;
+pub mod vaults;
 pub mod wire;
 
 use crate::AppState;
@@ -89,6 +91,16 @@ pub fn router(state: AppState, native: Router, prefix: &str, enabled: bool) -> R
         .route("/dreams/{id}", get(dreams::retrieve))
         .route("/dreams/{id}/cancel", post(dreams::cancel))
         .route("/dreams/{id}/archive", post(dreams::archive))
+        .route("/vaults", get(vaults::list).post(vaults::create))
+        .route("/vaults/{id}", get(vaults::retrieve).post(vaults::update).delete(vaults::delete))
+        .route("/vaults/{id}/archive", post(vaults::archive))
+        .route("/vaults/{id}/credentials", get(vaults::list_credentials).post(vaults::create_credential))
+        .route(
+            "/vaults/{id}/credentials/{cid}",
+            get(vaults::retrieve_credential).post(vaults::update_credential).delete(vaults::delete_credential),
+        )
+        .route("/vaults/{id}/credentials/{cid}/archive", post(vaults::archive_credential))
+        .route("/vaults/{id}/credentials/{cid}/mcp_oauth_validate", post(vaults::validate_credential))
         .route("/models", get(models))
         .route("/models/{id}", get(model))
         .route("/{family}", any(unsupported))

@@ -32,9 +32,7 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
         None => agent["latest_version"].as_i64().ok_or_else(|| refuse("agent_unpublished", "the agent has no published version"))?,
     };
     let resources = resources(&body["resources"])?;
-    if body["vault_ids"].as_array().is_some_and(|a| !a.is_empty()) {
-        return Err(refuse("vault_ids_unsupported", "vault_ids are not yet served by this projection (docs/cma.md)"));
-    }
+    let vault_ids = vaults_for(&cx, &agent_id, version, &body["vault_ids"]).await?;
     let budget = match body.get("budget").filter(|b| !b.is_null()) {
         Some(b) => Some(budget_limit(b)?),
         None => None,
@@ -75,6 +73,9 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
     }
     if !resources.is_empty() {
         native["resources"] = json!(resources);
+    }
+    if !vault_ids.is_empty() {
+        native["connection_vault_ids"] = json!(vault_ids);
     }
     narrow(&cx, &agent_id, version, &overrides, &mut native).await?;
     if let Some(system) = overrides.get("system").and_then(Value::as_str) {
@@ -237,7 +238,10 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     let current = cx.native.get(&format!("/v1/sessions/{id}")).await?;
     // `agent.tools` narrows the selection (while idle, natively checked).
     if let Some(t) = body["agent"].get("tools").filter(|t| !t.is_null()) {
-        let names = super::agents::tool_names(t)?;
+        let d = facts::deployment(&cx.state, current["agent_deployment_id"].as_str().unwrap_or_default()).await?;
+        let (agent_id, version) = (d["agent_id"].as_str().unwrap_or_default(), d["pins"]["agent_version"].as_i64().unwrap_or(1));
+        let def = facts::version(&cx.state, agent_id, version).await?["definition"].clone();
+        let names = super::agents::tool_names(t, &super::mcp::servers_of(&cx.state, &def).await?)?;
         cx.native.post(&format!("/v1/sessions/{id}/selection"), &json!({"tools": names})).await.map_err(|e| match e.0.code {
             Code::Invalid => refuse("override_widens", e.0.message),
             _ => e,
@@ -368,6 +372,61 @@ fn agent_ref(v: &Value) -> CmaResult<(String, Option<i64>, Value)> {
     Ok((id, version, overrides))
 }
 
+/// A session's `vault_ids` (§17.10): vaults the caller can read (404), not
+/// archived (400). Checkfu picks no credential per Session (calls use the
+/// Connections the release pins), so a vault holding a credential for one
+/// of the agent's MCP URLs other than the pinned one is refused
+/// (`vault_credential_not_pinned`), never silently ignored.
+async fn vaults_for(cx: &Cx, agent_id: &str, version: i64, v: &Value) -> CmaResult<Vec<String>> {
+    let ids: Vec<String> = match v {
+        Value::Null => return Ok(vec![]),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x.as_str().map(String::from).ok_or_else(|| Error::invalid_field(&format!("vault_ids[{i}]"), "a vault id").into()))
+            .collect::<CmaResult<_>>()?,
+        _ => return Err(Error::invalid_field("vault_ids", "vault_ids must be an array of vault ids").into()),
+    };
+    if ids.is_empty() {
+        return Ok(ids);
+    }
+    let def = facts::version(&cx.state, agent_id, version).await?["definition"].clone();
+    let pinned: Vec<String> = def["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["type"] == "tool_source")
+        .filter_map(|t| t["connection_id"].as_str().map(String::from))
+        .collect();
+    let mut pinned_urls = vec![];
+    for c in &pinned {
+        pinned_urls.push((c.clone(), facts::connection(&cx.state, c).await?["url"].as_str().unwrap_or_default().to_string()));
+    }
+    for id in &ids {
+        let vault = super::vaults::read(cx, id).await?;
+        if vault["status"] == "archived" {
+            return Err(refuse("vault_archived", format!("vault {id} is archived")));
+        }
+        for cid in vault["connection_ids"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            let c = facts::connection(&cx.state, cid).await?;
+            let url = c["url"].as_str().unwrap_or_default().trim_end_matches('/');
+            let live = c["status"] != "revoked";
+            let competes = pinned_urls.iter().any(|(p, u)| u.trim_end_matches('/') == url && p != cid);
+            let is_pinned = pinned_urls.iter().any(|(p, _)| p == cid);
+            if live && competes && !is_pinned {
+                return Err(refuse(
+                    "vault_credential_not_pinned",
+                    format!(
+                        "vault {id} holds credential {cid} for {url}, but the agent's version pins another Connection there; \
+                         Checkfu picks no credential per session (publish the agent over this one instead)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(ids)
+}
+
 /// `agent_with_overrides` `tools` and `skills` narrow the Session's
 /// selection (§6); naming more than the version declares → 400
 /// `override_widens`.
@@ -390,7 +449,7 @@ async fn narrow(cx: &Cx, agent_id: &str, version: i64, overrides: &Value, native
         })
         .collect();
     if let Some(t) = tools {
-        let names = super::agents::tool_names(t)?;
+        let names = super::agents::tool_names(t, &super::mcp::servers_of(&cx.state, &def).await?)?;
         if let Some(extra) = names.iter().find(|n| !declared.contains(n)) {
             return Err(refuse("override_widens", format!("{extra:?} is not a tool of the agent's version: overrides only narrow")));
         }
@@ -542,7 +601,7 @@ pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
         },
         "stats": {},
         "resources": s["resources"].as_array().map(|a| a.iter().map(resource).collect::<Vec<_>>()).unwrap_or_default(),
-        "vault_ids": [],
+        "vault_ids": s.get("connection_vault_ids").cloned().filter(Value::is_array).unwrap_or(json!([])),
         "outcome_evaluations": [],
         "budget": budget,
         "deployment_id": Value::Null,

@@ -169,6 +169,8 @@ pub async fn create_session(
     if b.instructions.as_ref().is_some_and(|i| i.len() > 64 * 1024) {
         return Err(Error::invalid_field("instructions", "instructions are limited to 64 KiB").into());
     }
+    let connection_vault_ids = b.connection_vault_ids.unwrap_or_default();
+    super::vaults::check_session_vaults(&st, &caller, &dep.environment_id, &connection_vault_ids).await?;
     let req = ss::CreateSessionRequest {
         agent_deployment_id: b.agent_deployment_id,
         principal_id,
@@ -184,6 +186,7 @@ pub async fn create_session(
         deployment_revision: None,
         session_id: None,
         memory_mounts,
+        connection_vault_ids,
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/sessions", &body, || async {
         created(views::session(&st.sessions.clone().create_session(req).await?.into_inner()))

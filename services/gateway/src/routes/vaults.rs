@@ -61,6 +61,34 @@ fn grantees(g: &[wire::VaultGrantee]) -> Vec<gov::Grantee> {
     g.iter().map(|g| gov::Grantee { kind: g.kind.clone(), id: g.id.clone() }).collect()
 }
 
+/// The vaults a Session is created with: each readable by the caller
+/// (else 404, as if absent), of its Environment and not archived (400).
+pub async fn check_session_vaults(st: &AppState, caller: &Caller, environment_id: &str, ids: &[String]) -> ApiResult<()> {
+    if ids.len() > 20 {
+        return Err(Error::invalid_field("connection_vault_ids", "at most 20 connection vaults").into());
+    }
+    for (i, id) in ids.iter().enumerate() {
+        let field = format!("connection_vault_ids[{i}]");
+        checkfu_core::id::VaultId::check(&field, id)?;
+        let v = match st.gov.clone().get_connection_vault(gov::GetByIdRequest { id: id.clone() }).await {
+            Ok(v) => v.into_inner(),
+            Err(s) => return Err(Error::from(s).into()),
+        };
+        if !st.allowed(&caller.principal_id, "manage", "environment", &v.environment_id, &v.environment_id).await? {
+            return Err(Error::not_found("connection_vault", id).into());
+        }
+        if v.environment_id != environment_id {
+            return Err(Error::invalid_field(&field, format!("connection vault {id} is not in environment {environment_id}"))
+                .with_reason("other_environment")
+                .into());
+        }
+        if !v.archived_at.is_empty() {
+            return Err(Error::invalid_field(&field, format!("connection vault {id} is archived")).with_reason("vault_archived").into());
+        }
+    }
+    Ok(())
+}
+
 async fn vault_for(st: &AppState, caller: &Caller, id: &str) -> ApiResult<gov::ConnectionVault> {
     checkfu_core::id::VaultId::check("id", id)?;
     let v = st.gov.clone().get_connection_vault(gov::GetByIdRequest { id: id.into() }).await?.into_inner();
@@ -80,6 +108,7 @@ pub async fn create_vault(State(st): State<AppState>, caller: Caller, headers: H
         connection_ids: b.connection_ids,
         grantees: grantees(&b.grantees),
         actor_id: caller.principal_id.clone(),
+        metadata: b.metadata.into_iter().collect(),
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/connection-vaults", &body, || async {
         created(wire::vault(&st.gov.clone().create_connection_vault(req).await?.into_inner()))
@@ -126,6 +155,8 @@ pub async fn update_vault(
         connection_ids: b.connection_ids.unwrap_or_default(),
         set_grantees: b.grantees.is_some(),
         grantees: grantees(b.grantees.as_deref().unwrap_or(&[])),
+        set_metadata: b.metadata.is_some(),
+        metadata: b.metadata.unwrap_or_default().into_iter().collect(),
         expected_version: b.expected_version,
         actor_id: caller.principal_id,
     };
@@ -139,4 +170,14 @@ pub async fn delete_vault(State(st): State<AppState>, caller: Caller, Path(id): 
     vault_for(&st, &caller, &id).await?;
     let req = gov::ActorRequest { id, actor_id: caller.principal_id };
     Ok(Json(wire::vault(&st.gov.clone().delete_connection_vault(req).await?.into_inner())))
+}
+
+/// Keeps the record and deletes its rows; later edits → 409
+/// `vault_archived`. Again → the archived vault.
+#[utoipa::path(post, path = "/v1/connection-vaults/{id}/archive", tag = "reach", params(("id" = String, Path)),
+    responses((status = 200, body = wire::ConnectionVault), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn archive_vault(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<wire::ConnectionVault> {
+    vault_for(&st, &caller, &id).await?;
+    let req = gov::ArchiveConnectionVaultRequest { id, expected_version: None, actor_id: caller.principal_id };
+    Ok(Json(wire::vault(&st.gov.clone().archive_connection_vault(req).await?.into_inner())))
 }

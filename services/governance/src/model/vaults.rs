@@ -7,6 +7,7 @@ use super::SubjectKind;
 use checkfu_core::id::{EnvironmentId, VaultId};
 use checkfu_core::{Error, Result};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// What a compiled row's `via.kind` says.
 pub const VAULT_KIND: &str = "connection_vault";
@@ -26,6 +27,11 @@ pub struct ConnectionVault {
     pub name: String,
     pub connection_ids: Vec<String>,
     pub grantees: Vec<Grantee>,
+    /// Caller-defined labels (`checkfu_core::metadata` limits).
+    pub metadata: BTreeMap<String, String>,
+    /// Set once archived: the record stays readable, its rows are gone and
+    /// it takes no edits.
+    pub archived_ms: Option<i64>,
     pub created_by: String,
     pub created_ms: i64,
     pub updated_ms: i64,
@@ -92,6 +98,8 @@ mod tests {
             name: "v".into(),
             connection_ids: vec!["conn_a".into(), "conn_b".into()],
             grantees: vec![g],
+            metadata: BTreeMap::new(),
+            archived_ms: None,
             created_by: "prin_a".into(),
             created_ms: 0,
             updated_ms: 0,

@@ -345,6 +345,8 @@ async fn vault_rows_change_with_their_vault_only() {
             name: "platform".into(),
             connection_ids: vec!["conn_1".into()],
             grantees: vec![Grantee { kind: "principal".into(), id: "prin_r".into() }],
+            metadata: [("team".to_string(), "core".to_string())].into(),
+            archived_ms: None,
             created_by: "prin_admin".into(),
             created_ms: 1,
             updated_ms: 1,
@@ -372,8 +374,14 @@ async fn vault_rows_change_with_their_vault_only() {
             s.update_vault(&next, 1, std::slice::from_ref(&added), &[compiled.id.clone(), direct.id.clone()]).await.expect("update"),
             "{name}"
         );
-        assert_eq!(s.rows_via("cvlt_1").await.expect("rows"), vec![added], "{name}");
+        assert_eq!(s.rows_via("cvlt_1").await.expect("rows"), vec![added.clone()], "{name}");
         assert!(s.get_assignment(&direct.id).await.expect("direct").is_some(), "{name}: only the vault's own rows go");
+
+        // Archiving is an edit: the record stays, with its metadata; the rows go.
+        let archived = ConnectionVault { archived_ms: Some(5), version: 3, ..next.clone() };
+        assert!(s.update_vault(&archived, 2, &[], std::slice::from_ref(&added.id)).await.expect("archive"), "{name}");
+        assert_eq!(s.get_vault("cvlt_1").await.expect("get"), Some(archived), "{name}");
+        assert!(s.rows_via("cvlt_1").await.expect("rows").is_empty(), "{name}");
 
         assert!(s.delete_vault("cvlt_1").await.expect("delete"), "{name}");
         assert!(s.rows_via("cvlt_1").await.expect("rows").is_empty(), "{name}");

@@ -16,8 +16,9 @@ pub trait VaultStore: Send + Sync + 'static {
     async fn insert_vault(&self, v: &ConnectionVault, rows: &[Assignment]) -> Result<()>;
     async fn get_vault(&self, id: &str) -> Result<Option<ConnectionVault>>;
     async fn list_vaults(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<ConnectionVault>>;
-    /// Compare-and-set on `version`, adding and removing exactly these rows
-    /// with it; false when the vault moved.
+    /// Compare-and-set on `version` (every field, `archived_ms` too),
+    /// adding and removing exactly these rows with it; false when the vault
+    /// moved.
     async fn update_vault(&self, v: &ConnectionVault, expected_version: i64, add: &[Assignment], remove: &[AssignmentId]) -> Result<bool>;
     /// The vault and every row it compiled; false when it was gone.
     async fn delete_vault(&self, id: &str) -> Result<bool>;
@@ -34,6 +35,8 @@ fn vault(r: &AnyRow) -> Result<ConnectionVault> {
         name: s("name")?,
         connection_ids: serde_json::from_str(&s("connection_ids_json")?).map_err(unreadable)?,
         grantees: serde_json::from_str(&s("grantees_json")?).map_err(unreadable)?,
+        metadata: serde_json::from_str(&s("metadata_json")?).map_err(unreadable)?,
+        archived_ms: r.try_get("archived_ms").map_err(db_err)?,
         created_by: s("created_by")?,
         created_ms: r.try_get("created_ms").map_err(db_err)?,
         updated_ms: r.try_get("updated_ms").map_err(db_err)?,
@@ -41,9 +44,14 @@ fn vault(r: &AnyRow) -> Result<ConnectionVault> {
     })
 }
 
-fn lists(v: &ConnectionVault) -> Result<(String, String)> {
+/// The JSON columns: connection ids, grantees, metadata.
+fn lists(v: &ConnectionVault) -> Result<(String, String, String)> {
     let enc = |_| Error::internal("a vault could not be encoded");
-    Ok((serde_json::to_string(&v.connection_ids).map_err(enc)?, serde_json::to_string(&v.grantees).map_err(enc)?))
+    Ok((
+        serde_json::to_string(&v.connection_ids).map_err(enc)?,
+        serde_json::to_string(&v.grantees).map_err(enc)?,
+        serde_json::to_string(&v.metadata).map_err(enc)?,
+    ))
 }
 
 fn name_taken(e: Error, name: &str) -> Error {
@@ -64,11 +72,11 @@ async fn insert_rows(tx: &mut sqlx::AnyConnection, rows: &[Assignment]) -> Resul
 #[async_trait::async_trait]
 impl VaultStore for SqlGovernanceStore {
     async fn insert_vault(&self, v: &ConnectionVault, rows: &[Assignment]) -> Result<()> {
-        let (conns, grantees) = lists(v)?;
+        let (conns, grantees, metadata) = lists(v)?;
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         sqlx::query(
             "INSERT INTO connection_vaults (id, environment_id, name, connection_ids_json, grantees_json, created_by, created_ms, \
-             updated_ms, version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             updated_ms, version, metadata_json, archived_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(v.id.to_string())
         .bind(v.environment_id.to_string())
@@ -79,6 +87,8 @@ impl VaultStore for SqlGovernanceStore {
         .bind(v.created_ms)
         .bind(v.updated_ms)
         .bind(v.version)
+        .bind(metadata)
+        .bind(v.archived_ms)
         .execute(&mut *tx)
         .await
         .map_err(|e| name_taken(db_err(e), &v.name))?;
@@ -96,17 +106,19 @@ impl VaultStore for SqlGovernanceStore {
     }
 
     async fn update_vault(&self, v: &ConnectionVault, expected_version: i64, add: &[Assignment], remove: &[AssignmentId]) -> Result<bool> {
-        let (conns, grantees) = lists(v)?;
+        let (conns, grantees, metadata) = lists(v)?;
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         let moved = sqlx::query(
-            "UPDATE connection_vaults SET name = $1, connection_ids_json = $2, grantees_json = $3, updated_ms = $4, version = $5 \
-             WHERE id = $6 AND version = $7",
+            "UPDATE connection_vaults SET name = $1, connection_ids_json = $2, grantees_json = $3, updated_ms = $4, version = $5, \
+             metadata_json = $6, archived_ms = $7 WHERE id = $8 AND version = $9",
         )
         .bind(&v.name)
         .bind(conns)
         .bind(grantees)
         .bind(v.updated_ms)
         .bind(v.version)
+        .bind(metadata)
+        .bind(v.archived_ms)
         .bind(v.id.to_string())
         .bind(expected_version)
         .execute(&mut *tx)

@@ -110,27 +110,7 @@ pub struct SessionVariable {
 /// Longest agent or sandbox profile `description`, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 2048;
 
-/// Checks caller-defined `metadata`: at most 16 pairs, keys 1 to 64 and
-/// values at most 512 characters (400 `invalid_metadata`).
-pub fn check_metadata(field: &str, m: &BTreeMap<String, String>) -> Result<()> {
-    let bad = if m.len() > 16 {
-        Some("at most 16 metadata pairs".to_string())
-    } else {
-        m.iter().find_map(|(k, v)| {
-            if k.is_empty() || k.chars().count() > 64 {
-                Some(format!("metadata key {k:?} must be 1 to 64 characters"))
-            } else if v.chars().count() > 512 {
-                Some(format!("the value of metadata key {k:?} is longer than 512 characters"))
-            } else {
-                None
-            }
-        })
-    };
-    match bad {
-        Some(m) => Err(Error::invalid_field(field, m).with_reason("invalid_metadata")),
-        None => Ok(()),
-    }
-}
+pub use checkfu_core::metadata::check as check_metadata;
 
 /// An Agent's definition: the draft, and (frozen) every published version.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -659,6 +639,9 @@ pub struct Session {
     /// Its child threads in spawn order (api.md §15); the primary is the
     /// Session itself.
     pub threads: Vec<SessionThread>,
+    /// The ConnectionVaults it was created with (api.md §6, §17.10): shown,
+    /// never consulted for credentials (calls use the pinned Connections).
+    pub connection_vault_ids: Vec<String>,
     pub created_ms: i64,
     pub updated_ms: i64,
     pub version: i64,

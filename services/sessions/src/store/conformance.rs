@@ -53,6 +53,7 @@ pub(crate) fn session(id: &str) -> Session {
         last_user_message_seq: 0,
         outcome: None,
         threads: vec![],
+        connection_vault_ids: vec!["cvlt_1".into()],
         created_ms: 1,
         updated_ms: 1,
         version: 1,

@@ -33,6 +33,7 @@ pub fn session(id: &str) -> Session {
         last_user_message_seq: 0,
         outcome: None,
         threads: vec![],
+        connection_vault_ids: vec![],
         created_ms: 1,
         updated_ms: 1,
         version: 1,
