@@ -224,12 +224,7 @@ pub fn tool_names(tools: &Value, mcp: &[super::mcp::Server]) -> CmaResult<Vec<St
 /// its MCP servers resolved to (api.md §17.10); a row that exists is kept.
 async fn mint_use_connection(cx: &Cx, agent: &str, connections: &[String]) -> CmaResult<()> {
     for c in connections {
-        let row = json!({"subject": {"kind": "agent_definition", "id": agent}, "permission": "use_connection", "resource": {"kind": "connection", "id": c}});
-        match cx.native.post("/v1/permission-assignments", &row).await {
-            Ok(_) => {}
-            Err(e) if e.0.code == checkfu_core::Code::Conflict => {}
-            Err(e) => return Err(e),
-        }
+        cx.native.grant(json!({"kind": "agent_definition", "id": agent}), "use_connection", json!({"kind": "connection", "id": c})).await?;
     }
     Ok(())
 }
@@ -306,12 +301,7 @@ async fn mint_use_agent(cx: &Cx, coordinator: &str) -> CmaResult<()> {
     let v = cx.native.get(&format!("/v1/agents/{coordinator}/versions/{latest}")).await?;
     for member in v["definition"]["multiagent"]["resolved_agents"].as_array().into_iter().flatten() {
         let Some(id) = member["agent_id"].as_str() else { continue };
-        let row = json!({"subject": {"kind": "agent_definition", "id": coordinator}, "permission": "use_agent", "resource": {"kind": "agent", "id": id}});
-        match cx.native.post("/v1/permission-assignments", &row).await {
-            Ok(_) => {}
-            Err(e) if e.0.code == checkfu_core::Code::Conflict => {}
-            Err(e) => return Err(e),
-        }
+        cx.native.grant(json!({"kind": "agent_definition", "id": coordinator}), "use_agent", json!({"kind": "agent", "id": id})).await?;
     }
     Ok(())
 }

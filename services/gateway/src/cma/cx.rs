@@ -25,6 +25,8 @@ pub struct Cma {
     /// The installation's CMA default workspace (the `default`
     /// Environment), found once.
     pub default_env: Arc<tokio::sync::OnceCell<String>>,
+    /// Sessions' mapped logs (`logcache`).
+    pub logs: Arc<super::logcache::LogCache>,
 }
 
 pub const BETA_AGENTS: &str = "managed-agents-2026-04-01";
@@ -38,6 +40,7 @@ pub struct Cx {
     pub env_id: String,
     pub native: Native,
     pub state: AppState,
+    pub logs: Arc<super::logcache::LogCache>,
 }
 
 /// The beta a path's family needs (§17.2); files, skills and models none.
@@ -104,7 +107,7 @@ impl FromRequestParts<Cma> for Cx {
             }
             None => cma.default_env().await?,
         };
-        Ok(Cx { caller, env_id, native, state: cma.state.clone() })
+        Ok(Cx { caller, env_id, native, state: cma.state.clone(), logs: cma.logs.clone() })
     }
 }
 
@@ -194,6 +197,16 @@ impl Native {
             return Ok(resp);
         }
         Err(native_error(resp).await.into())
+    }
+
+    /// Creates a PermissionAssignment `{subject, permission, resource}`
+    /// as the caller; one that exists already is kept (not an error).
+    pub async fn grant(&self, subject: Value, permission: &str, resource: Value) -> CmaResult<()> {
+        let row = serde_json::json!({"subject": subject, "permission": permission, "resource": resource});
+        match self.post("/v1/permission-assignments", &row).await {
+            Err(e) if e.0.code != Code::Conflict => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// A JSON call; a native error comes back as its [`Error`].

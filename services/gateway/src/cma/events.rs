@@ -28,10 +28,15 @@ fn events_path(id: &str, view: &Option<String>) -> String {
 
 /// One view of the Session's log, whole, oldest first.
 async fn log(native: &Native, id: &str, view: &Option<String>) -> CmaResult<Vec<Value>> {
+    log_after(native, id, view, 0).await
+}
+
+/// One view of the Session's log after `seq`, oldest first.
+async fn log_after(native: &Native, id: &str, view: &Option<String>, seq: i64) -> CmaResult<Vec<Value>> {
     let path = events_path(id, view);
     let mut out: Vec<Value> = vec![];
     loop {
-        let after = out.last().and_then(|e| e["seq"].as_i64()).unwrap_or(0);
+        let after = out.last().and_then(|e| e["seq"].as_i64()).unwrap_or(seq);
         let r = native.get(&format!("{path}?after_seq={after}&limit=1000")).await?;
         let batch = r["data"].as_array().cloned().unwrap_or_default();
         let done = batch.is_empty() || r["next_page"].is_null();
@@ -43,7 +48,8 @@ async fn log(native: &Native, id: &str, view: &Option<String>) -> CmaResult<Vec<
 }
 
 /// A mapper for the Session: the rules the projection compiled for its
-/// agent, and its ToolSources' names.
+/// agent, and its ToolSources' names (read as the caller: a Session the
+/// caller may not read is an error here, before anything is shown).
 async fn mapper_for(cx: &Cx, id: &str) -> CmaResult<Mapper> {
     let s = cx.native.get(&format!("/v1/sessions/{id}")).await?;
     let d = facts::deployment(&cx.state, s["agent_deployment_id"].as_str().unwrap_or_default()).await?;
@@ -80,25 +86,35 @@ pub async fn list_view(cx: Cx, id: String, view: Option<String>, raw: Option<Str
         Some(p) => p.parse().map_err(|_| Error::invalid_field("page", "page is not a token this list gave"))?,
         None => 0,
     };
-    let mut mapper = mapper_for(&cx, &id).await?;
+    let fresh = mapper_for(&cx, &id).await?;
+    // The log is mapped in order from its start (a page's calls and
+    // results name the events that made them, however far back); the memo
+    // keeps what earlier reads mapped, so only newer events are read.
+    let key = format!("{id}/{}", view.as_deref().unwrap_or_default());
+    let mut memo = cx.logs.take(&key).unwrap_or_default();
+    memo.mapper.refresh(fresh);
+    for e in log_after(&cx.native, &id, &view, memo.last_seq).await? {
+        let seq = e["seq"].as_i64().unwrap_or(0);
+        if let Some(c) = memo.mapper.map(&e) {
+            memo.mapped.push((seq, c));
+        }
+        memo.last_seq = seq;
+    }
     let mut data = vec![];
     let mut last = after;
     let mut more = false;
-    // The whole log is read in order: a page's calls and results name the
-    // events that made them, however far back.
-    for e in log(&cx.native, &id, &view).await? {
-        let Some(c) = mapper.map(&e) else { continue };
-        let seq = e["seq"].as_i64().unwrap_or(0);
-        if seq <= after || !(types.is_empty() || types.contains(&c["type"].as_str().unwrap_or_default())) || !created(&c["processed_at"]) {
+    for (seq, c) in memo.mapped.iter().filter(|(seq, _)| *seq > after) {
+        if !(types.is_empty() || types.contains(&c["type"].as_str().unwrap_or_default())) || !created(&c["processed_at"]) {
             continue;
         }
         if data.len() == limit {
             more = true;
             break;
         }
-        data.push(c);
-        last = seq;
+        data.push(c.clone());
+        last = *seq;
     }
+    cx.logs.put(key, memo);
     Ok(Json(wire::page(data, more.then(|| last.to_string()))))
 }
 

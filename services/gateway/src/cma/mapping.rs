@@ -124,6 +124,13 @@ impl Mapper {
         Mapper { agent_rules, tool_sources, ..Default::default() }
     }
 
+    /// Takes `fresh`'s facts (the agent's rules now, the ToolSources'
+    /// names) for the events still to map, keeping what was read so far.
+    pub fn refresh(&mut self, fresh: Mapper) {
+        self.agent_rules = fresh.agent_rules;
+        self.tool_sources = fresh.tool_sources;
+    }
+
     /// A native event as CMA shows it; `None` for what CMA leaves out.
     pub fn map(&mut self, e: &Value) -> Option<Value> {
         let t = e["type"].as_str().unwrap_or_default();

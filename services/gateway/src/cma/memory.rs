@@ -26,13 +26,7 @@ pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     let s = cx.native.post("/v1/memory-stores", &native).await?;
     let id = s["id"].as_str().unwrap_or_default();
     for permission in ["read", "write"] {
-        let row =
-            json!({"subject": {"kind": "principal", "id": me}, "permission": permission, "resource": {"kind": "memory_store", "id": id}});
-        match cx.native.post("/v1/permission-assignments", &row).await {
-            Ok(_) => {}
-            Err(e) if e.0.code == Code::Conflict => {}
-            Err(e) => return Err(e),
-        }
+        cx.native.grant(json!({"kind": "principal", "id": me}), permission, json!({"kind": "memory_store", "id": id})).await?;
     }
     Ok(Json(store(&s)))
 }

@@ -16,6 +16,7 @@ pub mod environments;
 pub mod events;
 pub mod facts;
 pub mod files;
+pub mod logcache;
 pub mod mapping;
 pub mod mcp;
 pub mod memory;
@@ -42,7 +43,7 @@ use wire::{CmaError, CmaResult, refuse};
 /// router it translates onto. Off (`cma_projection` disabled), every
 /// route answers 503 `capability_unavailable`.
 pub fn router(state: AppState, native: Router, prefix: &str, enabled: bool) -> Router {
-    let cma = Cma { state, native, enabled, default_env: Arc::default() };
+    let cma = Cma { state, native, enabled, default_env: Arc::default(), logs: Arc::default() };
     let v1 = Router::new()
         .route("/agents", get(agents::list).post(agents::create))
         .route("/agents/{id}", get(agents::retrieve).post(agents::update))
@@ -87,6 +88,7 @@ pub fn router(state: AppState, native: Router, prefix: &str, enabled: bool) -> R
             get(skills::list_versions).post(skills::create_version).layer(axum::extract::DefaultBodyLimit::max(12 << 20)),
         )
         .route("/skills/{id}/versions/{n}", get(skills::retrieve_version).delete(skills::delete_version))
+        .route("/skills/{id}/versions/{n}/content", get(skills::download_version))
         .route("/dreams", get(dreams::list).post(dreams::create))
         .route("/dreams/{id}", get(dreams::retrieve))
         .route("/dreams/{id}/cancel", post(dreams::cancel))

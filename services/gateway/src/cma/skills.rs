@@ -1,10 +1,12 @@
 //! CMA skills (api.md §17.12) ↔ §16.6's Skills: versioned bundles, their
 //! `display_name` the front matter's `name`.
 
-use super::cx::Cx;
+use super::cx::{Cx, encode};
 use super::wire::{self, CmaError, CmaResult, refuse};
 use axum::Json;
 use axum::extract::{Path, RawQuery, Request};
+use axum::http::{Method, header};
+use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use checkfu_core::Error;
 use serde_json::{Value, json};
@@ -71,6 +73,40 @@ pub async fn delete_version(_cx: Cx, Path(_ids): Path<(String, String)>) -> CmaE
     refuse("skill_version_delete_unsupported", "skill versions are immutable: agents' releases pin them; delete the skill to retire it")
 }
 
+/// `GET /v1/skills/{id}/versions/{n}/content`: the version's bundle as a
+/// zip archive under one top-level folder (the skill's name), as CMA
+/// uploads take it. Entries are stored: the bundle is small (≤ 8 MiB) and
+/// mostly text already compressed in transit.
+pub async fn download_version(cx: Cx, Path((id, n)): Path<(String, String)>) -> CmaResult<Response> {
+    let id = live(&cx, &id).await?["id"].as_str().unwrap_or_default().to_string();
+    let n: i64 = n.parse().map_err(|_| Error::not_found("skill_version", &n))?;
+    let v = cx.native.get(&format!("/v1/skills/{id}/versions/{n}")).await?;
+    let top = v["name"].as_str().filter(|t| !t.is_empty()).unwrap_or("skill").to_string();
+    let mut files = vec![];
+    for f in v["files"].as_array().into_iter().flatten() {
+        let path = f["path"].as_str().unwrap_or_default();
+        let resp = cx.native.raw(Method::GET, &format!("/v1/skills/{id}/versions/{n}/content?path={}", encode(path)), None, &[]).await?;
+        let bytes =
+            axum::body::to_bytes(resp.into_body(), MAX_BODY).await.map_err(|e| Error::internal(format!("reading a skill file: {e}")))?;
+        files.push((format!("{top}/{path}"), bytes));
+    }
+    let archive = zip_of(&files).map_err(|e| Error::internal(format!("writing the skill archive: {e}")))?;
+    let name = format!("attachment; filename=\"{top}.zip\"");
+    Ok(([(header::CONTENT_TYPE, "application/zip".to_string()), (header::CONTENT_DISPOSITION, name)], archive).into_response())
+}
+
+/// A zip archive of `(path, bytes)` entries, stored.
+fn zip_of(files: &[(String, bytes::Bytes)]) -> zip::result::ZipResult<Vec<u8>> {
+    use std::io::Write;
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (path, bytes) in files {
+        w.start_file(path.as_str(), options)?;
+        w.write_all(bytes)?;
+    }
+    Ok(w.finish()?.into_inner())
+}
+
 fn checked(id: &str) -> CmaResult<String> {
     if checkfu_core::id::SkillId::check("skill_id", id).is_err() {
         return Err(Error::not_found("skill", id).into());
@@ -125,4 +161,23 @@ fn skill(s: &Value) -> Value {
 fn version(v: &Value) -> Value {
     json!({"type": "skill_version", "id": format!("{}", v["version"]), "skill_id": v["skill_id"], "version": v["version"].as_i64().map(|n| n.to_string()),
         "name": v["name"], "description": v["description"], "directory": v["name"], "created_at": v["created_at"]})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bundle_zips_under_its_folder_and_reads_back() {
+        let files = vec![
+            ("greeting/SKILL.md".to_string(), bytes::Bytes::from_static(b"---\nname: greeting\n---\nhi")),
+            ("greeting/scripts/hi.sh".to_string(), bytes::Bytes::from_static(b"echo hi\n")),
+        ];
+        let archive = zip_of(&files).expect("zipped");
+        let mut read = zip::ZipArchive::new(std::io::Cursor::new(archive)).expect("a zip archive");
+        assert_eq!(read.len(), 2);
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut read.by_name("greeting/scripts/hi.sh").expect("entry"), &mut text).expect("read");
+        assert_eq!(text, "echo hi\n");
+    }
 }
