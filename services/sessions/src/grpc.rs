@@ -377,6 +377,7 @@ impl Rpc for SessionsGrpc {
             status: r.status,
             deployment_id: r.agent_deployment_id,
             principal_id: r.principal_id,
+            ascending: r.ascending,
         };
         let (rows, next_page) = p.finish(self.svc.list_sessions(&f, &p).await?, |s| &s.id);
         // One query for the page's sandboxes, not one per Session.

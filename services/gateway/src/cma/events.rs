@@ -73,18 +73,21 @@ pub async fn list(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Cm
 pub async fn list_view(cx: Cx, id: String, view: Option<String>, raw: Option<String>) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
     let limit = wire::limit(&q, 1000, 1000)? as usize;
-    if wire::param(&q, "order").is_some_and(|o| o != "asc") {
-        return Err(refuse("unsupported", "events are listed in ascending order"));
-    }
+    let descending = match wire::param(&q, "order") {
+        None | Some("asc") => false,
+        Some("desc") => true,
+        Some(o) => return Err(Error::invalid_field("order", format!("order is asc or desc, not {o:?}")).into()),
+    };
     let types = wire::params(&q, "types");
     let created = wire::created_at_filter(&q)?;
     if let Some(t) = types.iter().find(|t| hidden(t) || t.is_empty()) {
         return Err(Error::invalid_field("types", format!("{t:?} is not a CMA event type")).into());
     }
-    // The page token is the last seq listed.
-    let after: i64 = match wire::param(&q, "page") {
-        Some(p) => p.parse().map_err(|_| Error::invalid_field("page", "page is not a token this list gave"))?,
-        None => 0,
+    // The page token is the last seq listed, `d`-prefixed when descending:
+    // a cursor keeps its order.
+    let cursor: Option<i64> = match wire::param(&q, "page") {
+        Some(p) => Some(page_token(p, descending)?),
+        None => None,
     };
     let fresh = mapper_for(&cx, &id).await?;
     // The log is mapped in order from its start (a page's calls and
@@ -101,9 +104,13 @@ pub async fn list_view(cx: Cx, id: String, view: Option<String>, raw: Option<Str
         memo.last_seq = seq;
     }
     let mut data = vec![];
-    let mut last = after;
+    let mut last = 0;
     let mut more = false;
-    for (seq, c) in memo.mapped.iter().filter(|(seq, _)| *seq > after) {
+    let in_order: Box<dyn Iterator<Item = &(i64, Value)>> = match (descending, cursor) {
+        (false, c) => Box::new(memo.mapped.iter().filter(move |(seq, _)| *seq > c.unwrap_or(0))),
+        (true, c) => Box::new(memo.mapped.iter().rev().filter(move |(seq, _)| *seq < c.unwrap_or(i64::MAX))),
+    };
+    for (seq, c) in in_order {
         if !(types.is_empty() || types.contains(&c["type"].as_str().unwrap_or_default())) || !created(&c["processed_at"]) {
             continue;
         }
@@ -115,7 +122,20 @@ pub async fn list_view(cx: Cx, id: String, view: Option<String>, raw: Option<Str
         last = *seq;
     }
     cx.logs.put(key, memo);
-    Ok(Json(wire::page(data, more.then(|| last.to_string()))))
+    let next = more.then(|| if descending { format!("d{last}") } else { last.to_string() });
+    Ok(Json(wire::page(data, next)))
+}
+
+/// A page token of an events list in the order asked (another order's
+/// token → 400).
+fn page_token(p: &str, descending: bool) -> CmaResult<i64> {
+    let bad = || Error::invalid_field("page", "page is not a token this list gave for this order");
+    let digits = match (descending, p.strip_prefix('d')) {
+        (true, Some(d)) => d,
+        (false, None) => p,
+        _ => return Err(bad().into()),
+    };
+    Ok(digits.parse().map_err(|_| bad())?)
 }
 
 /// `POST /v1/sessions/{id}/events`: validated whole, then appended in
@@ -312,6 +332,14 @@ mod tests {
 
     fn native(seq: i64, t: &str) -> Value {
         json!({"id": format!("evt_{seq}"), "seq": seq, "type": t, "created_at": "2026-12-02T00:00:00.000Z", "session_thread_id": null, "payload": {}})
+    }
+
+    #[test]
+    fn a_page_token_keeps_its_order() {
+        assert_eq!(page_token("12", false).expect("asc"), 12);
+        assert_eq!(page_token("d12", true).expect("desc"), 12);
+        assert!(page_token("d12", false).is_err() && page_token("12", true).is_err(), "another order's token → 400");
+        assert!(page_token("x", false).is_err());
     }
 
     #[test]

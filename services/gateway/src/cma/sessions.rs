@@ -103,9 +103,12 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     if wire::param(&q, "deployment_id").is_some() {
         return Err(refuse("unsupported", "deployment_id is not a filter here: CMA deployments are not served"));
     }
-    if wire::param(&q, "order").is_some_and(|o| o != "desc") {
-        return Err(refuse("unsupported", "sessions are listed newest first (order=desc)"));
-    }
+    let descending = match wire::param(&q, "order") {
+        None | Some("desc") => true,
+        Some("asc") => false,
+        Some(o) => return Err(Error::invalid_field("order", format!("order is asc or desc, not {o:?}")).into()),
+    };
+    let cursor = wire::param(&q, "page").map(|p| Cursor::parse(p, descending)).transpose()?;
     let statuses = wire::params(&q, "statuses");
     let agent_filter = wire::param(&q, "agent_id");
     let version_filter = match wire::param(&q, "agent_version") {
@@ -115,14 +118,34 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let store_filter = wire::param(&q, "memory_store_id");
     let created = wire::created_at_filter(&q)?;
     let include_archived = wire::param(&q, "include_archived") == Some("true");
-    let mut url = format!("/v1/sessions?environment_id={}&limit={limit}", cx.env_id);
-    let page = wire::param(&q, "page");
-    if let Some(p) = page {
-        url.push_str(&format!("&page={}", encode(p)));
+    // A page back is the native page the other way from its first id,
+    // reversed.
+    let back = cursor.as_ref().is_some_and(|c| c.back);
+    let ascending = descending == back;
+    let mut url = format!("/v1/sessions?environment_id={}&limit={limit}&order={}", cx.env_id, if ascending { "asc" } else { "desc" });
+    if let Some(c) = &cursor {
+        url.push_str(&format!("&page={}", encode(&checkfu_core::page::encode_token(&c.id))));
     }
     let r = cx.native.get(&url).await?;
+    let mut rows = r["data"].as_array().cloned().unwrap_or_default();
+    if back {
+        rows.reverse();
+    }
+    let (first, last) = (rows.first().map(|s| s["id"].clone()), rows.last().map(|s| s["id"].clone()));
+    let native_more = r["next_page"].as_str().is_some_and(|p| !p.is_empty());
+    let token =
+        |back: bool, id: &Option<Value>| id.as_ref().and_then(Value::as_str).map(|id| Cursor { descending, back, id: id.into() }.token());
+    // Forward: more when the native page says so; a page back always has
+    // its way forward. Back: none on page one; from a page back, while the
+    // native page (going back) had more.
+    let next_page = if back || native_more { token(false, &last) } else { None };
+    let prev_page = match &cursor {
+        None => None,
+        Some(c) if c.back && !native_more => None,
+        Some(_) => token(true, &first),
+    };
     let mut data = vec![];
-    for s in r["data"].as_array().cloned().unwrap_or_default() {
+    for s in rows {
         let status = s["status"].as_str().unwrap_or_default();
         if (!statuses.is_empty() && !statuses.contains(&status))
             || (status == "terminated" && !include_archived && !statuses.contains(&"terminated"))
@@ -141,10 +164,41 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
         }
         data.push(v);
     }
-    let mut out = wire::page(data, r["next_page"].as_str().map(String::from));
-    // Native pages run forward only: there is no token back (docs/cma.md).
-    out["prev_page"] = Value::Null;
+    let mut out = wire::page(data, next_page);
+    out["prev_page"] = json!(prev_page);
     Ok(Json(out))
+}
+
+/// A `sessions.list` page token: the order it was given in, whether it
+/// goes back (`prev_page`) or on, and the Session id it starts from.
+#[derive(Debug, PartialEq)]
+struct Cursor {
+    descending: bool,
+    back: bool,
+    id: String,
+}
+
+impl Cursor {
+    fn token(&self) -> String {
+        format!("{}{}.{}", if self.descending { 'd' } else { 'a' }, if self.back { 'p' } else { 'n' }, self.id)
+    }
+
+    /// A token this list gave, for the order asked (another order's → 400).
+    fn parse(token: &str, descending: bool) -> CmaResult<Cursor> {
+        let bad = || Error::invalid_field("page", "page is not a token this list gave for this order");
+        let (head, id) = token.split_once('.').ok_or_else(bad)?;
+        let c = match head {
+            "dn" => Cursor { descending: true, back: false, id: id.into() },
+            "dp" => Cursor { descending: true, back: true, id: id.into() },
+            "an" => Cursor { descending: false, back: false, id: id.into() },
+            "ap" => Cursor { descending: false, back: true, id: id.into() },
+            _ => return Err(bad().into()),
+        };
+        if c.descending != descending || checkfu_core::id::SessionId::check("page", &c.id).is_err() {
+            return Err(bad().into());
+        }
+        Ok(c)
+    }
 }
 
 /// CMA session resources → native ones: a File at its upload path, a
@@ -614,6 +668,14 @@ pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn list_tokens_keep_their_order_and_direction() {
+        let c = Cursor { descending: true, back: true, id: "sess_01m8n5w2381sjtydkyxnv11e90".into() };
+        assert_eq!(Cursor::parse(&c.token(), true).expect("round trip"), c);
+        assert!(Cursor::parse(&c.token(), false).is_err(), "a cursor keeps its order");
+        assert!(Cursor::parse("dn.agt_01m8n5w2381sjtydkyxnv11e90", true).is_err() && Cursor::parse("zz", true).is_err());
+    }
 
     #[test]
     fn agent_references_take_every_cma_form() {

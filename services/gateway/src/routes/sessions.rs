@@ -209,6 +209,10 @@ pub struct SessionQuery {
     page: Option<String>,
     #[serde(default)]
     environment_id: Option<String>,
+    /// `desc` (default: newest first) or `asc`; a page token continues in
+    /// the order it was given for.
+    #[serde(default)]
+    order: Option<String>,
 }
 
 /// Sessions in every Environment the caller reads, or else the caller's own.
@@ -223,6 +227,11 @@ pub async fn list_sessions(State(st): State<AppState>, caller: Caller, Query(q):
         (None, false) => (envs, String::new()),
         (None, true) => (st.all_envs().await?, caller.principal_id.clone()),
     };
+    let ascending = match q.order.as_deref() {
+        None | Some("desc") => false,
+        Some("asc") => true,
+        Some(o) => return Err(Error::invalid_field("order", format!("order is asc or desc, not {o:?}")).into()),
+    };
     let req = ss::ListSessionsRequest {
         environment_ids,
         status: q.status,
@@ -230,6 +239,7 @@ pub async fn list_sessions(State(st): State<AppState>, caller: Caller, Query(q):
         limit: super::explicit_limit(q.limit),
         page: q.page.unwrap_or_default(),
         principal_id,
+        ascending,
     };
     let r = st.sessions.clone().list_sessions(req).await?.into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::session)))

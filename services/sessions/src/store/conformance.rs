@@ -109,8 +109,27 @@ async fn sessions_store_conformance() {
         uploads_expire_and_sessions_keep_their_copies(&*s).await;
         skills_keep_one_active_name_and_immutable_versions(s.clone()).await;
         threads_travel_with_their_session_and_views_filter_the_log(&*s).await;
+        sessions_list_in_either_order(&*s).await;
         eprintln!("sessions store conformance passed on {name}");
     }
+}
+
+async fn sessions_list_in_either_order(s: &dyn SessionsStore) {
+    for id in ["sess_l1", "sess_l2", "sess_l3"] {
+        let se = Session { environment_id: tid("env_list"), ..session(id) };
+        s.insert_session(&se, &[ev("session.created")], &[]).await.expect("insert");
+    }
+    let f = |ascending| SessionFilter { environment_ids: vec!["env_list".into()], ascending, ..Default::default() };
+    let ids = |rows: Vec<Session>| rows.into_iter().map(|s| s.id.to_string()).collect::<Vec<_>>();
+    let first = PageRequest::standard(2, "").expect("page");
+    assert_eq!(ids(s.list_sessions(&f(false), &first).await.expect("desc")), ["sess_l3", "sess_l2", "sess_l1"]);
+    assert_eq!(ids(s.list_sessions(&f(true), &first).await.expect("asc")), ["sess_l1", "sess_l2", "sess_l3"]);
+    let after = PageRequest { limit: 2, before_id: Some("sess_l1".into()) };
+    assert_eq!(ids(s.list_sessions(&f(true), &after).await.expect("asc after")), ["sess_l2", "sess_l3"]);
+    let before = PageRequest { limit: 2, before_id: Some("sess_l3".into()) };
+    assert_eq!(ids(s.list_sessions(&f(false), &before).await.expect("desc before")), ["sess_l2", "sess_l1"]);
+    let listed = s.list_sessions(&f(false), &first).await.expect("desc");
+    assert_eq!(listed[0].connection_vault_ids, ["cvlt_1"], "the vaults it was created with travel with it");
 }
 
 async fn catalog_compare_and_set(s: &dyn SessionsStore) {

@@ -76,6 +76,8 @@ pub struct SessionFilter {
     pub deployment_id: String,
     /// Empty matches every principal.
     pub principal_id: String,
+    /// Oldest first, the page cursor then the id the rows sort after.
+    pub ascending: bool,
 }
 
 #[async_trait::async_trait]

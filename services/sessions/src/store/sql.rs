@@ -719,24 +719,37 @@ impl SessionsStore for SqlSessionsStore {
 
     async fn list_sessions(&self, f: &SessionFilter, page: &PageRequest) -> Result<Vec<Session>> {
         let mut out = Vec::new();
-        for env in &f.environment_ids {
-            let rows = sqlx::query(
-                "SELECT * FROM sessions WHERE environment_id = $1 AND id < $2 AND ($3 = '' OR status = $3) AND ($4 = '' OR deployment_id = $4) AND ($6 = '' OR principal_id = $6) ORDER BY id DESC LIMIT $5",
+        let (sql, cursor) = if f.ascending {
+            (
+                "SELECT * FROM sessions WHERE environment_id = $1 AND id > $2 AND ($3 = '' OR status = $3) AND ($4 = '' OR deployment_id = $4) AND ($6 = '' OR principal_id = $6) ORDER BY id ASC LIMIT $5",
+                page.before_id.clone().unwrap_or_default(),
             )
-            .bind(env)
-            .bind(page.before())
-            .bind(&f.status)
-            .bind(&f.deployment_id)
-            .bind(page.fetch_limit())
-            .bind(&f.principal_id)
-            .fetch_all(&self.db.pool)
-            .await
-            .map_err(db_err)?;
+        } else {
+            (
+                "SELECT * FROM sessions WHERE environment_id = $1 AND id < $2 AND ($3 = '' OR status = $3) AND ($4 = '' OR deployment_id = $4) AND ($6 = '' OR principal_id = $6) ORDER BY id DESC LIMIT $5",
+                page.before(),
+            )
+        };
+        for env in &f.environment_ids {
+            let rows = sqlx::query(sql)
+                .bind(env)
+                .bind(&cursor)
+                .bind(&f.status)
+                .bind(&f.deployment_id)
+                .bind(page.fetch_limit())
+                .bind(&f.principal_id)
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db_err)?;
             for r in &rows {
                 out.push(session(r)?);
             }
         }
-        out.sort_by(|a, b| b.id.cmp(&a.id));
+        if f.ascending {
+            out.sort_by(|a, b| a.id.cmp(&b.id));
+        } else {
+            out.sort_by(|a, b| b.id.cmp(&a.id));
+        }
         out.truncate(page.fetch_limit() as usize);
         Ok(out)
     }
