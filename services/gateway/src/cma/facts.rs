@@ -93,6 +93,13 @@ pub async fn connection(st: &AppState, id: &str) -> CmaResult<Value> {
     Ok(serde_json::json!({"id": c.id, "kind": c.kind, "url": c.url, "status": c.status, "environment_id": c.environment_id}))
 }
 
+/// A Session's Outcomes, oldest first (at most the newest 100).
+pub async fn outcomes(st: &AppState, session_id: &str) -> CmaResult<Vec<Value>> {
+    let req = ss::ListRunsRequest { session_id: session_id.into(), limit: 100, page: String::new() };
+    let r = st.sessions.clone().list_outcomes(req).await?.into_inner();
+    Ok(r.json.iter().rev().filter_map(|j| serde_json::from_str(j).ok()).collect())
+}
+
 pub async fn budget(st: &AppState, id: &str) -> CmaResult<Value> {
     Ok(json(views::budget(&st.sessions.clone().get_budget(ss::GetByIdRequest { id: id.into() }).await?.into_inner())))
 }

@@ -169,6 +169,37 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     Ok(Json(out))
 }
 
+/// A native Outcome as CMA's per-outcome evaluation state: `running`
+/// while active (being worked on or graded), else how it ended.
+fn outcome_evaluation(o: &Value) -> Value {
+    let last = o["evaluations"].as_array().and_then(|e| e.last()).cloned().unwrap_or(Value::Null);
+    let result = match o["status"].as_str().unwrap_or_default() {
+        "active" => "running",
+        other => other,
+    };
+    json!({
+        "type": "outcome_evaluation",
+        "outcome_id": o["id"],
+        "description": o["description"].as_str().unwrap_or_default(),
+        "iteration": o["iterations_used"].as_i64().unwrap_or(0),
+        "result": result,
+        "explanation": last["explanation"],
+        "completed_at": o["completed_at"],
+    })
+}
+
+/// CMA's timing statistics: the Session's age (frozen once terminated);
+/// time spent running is not tracked, so it is left out (`null`).
+fn stats(s: &Value, status: &str) -> Value {
+    let at = |k: &str| s[k].as_str().and_then(|t| checkfu_core::time::parse_rfc3339(t, 9));
+    let end = if status == "terminated" { at("updated_at") } else { Some(checkfu_core::time::now_ms()) };
+    let duration = match (at("created_at"), end) {
+        (Some(a), Some(b)) => json!((b - a).max(0) as f64 / 1000.0),
+        _ => Value::Null,
+    };
+    json!({"duration_seconds": duration, "active_seconds": null})
+}
+
 /// A `sessions.list` page token: the order it was given in, whether it
 /// goes back (`prev_page`) or on, and the Session id it starts from.
 #[derive(Debug, PartialEq)]
@@ -639,6 +670,7 @@ pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
         None => Value::Null,
     };
     let status = s["status"].as_str().unwrap_or_default();
+    let evaluations: Vec<Value> = facts::outcomes(st, s["id"].as_str().unwrap_or_default()).await?.iter().map(outcome_evaluation).collect();
     Ok(json!({
         "type": "session",
         "id": s["id"],
@@ -653,10 +685,10 @@ pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
             "cache_read_input_tokens": 0,
             "list_cost": {"amount": micro.div_ceil(10_000).to_string(), "currency": "USD"},
         },
-        "stats": {},
+        "stats": stats(s, status),
         "resources": s["resources"].as_array().map(|a| a.iter().map(resource).collect::<Vec<_>>()).unwrap_or_default(),
         "vault_ids": s.get("connection_vault_ids").cloned().filter(Value::is_array).unwrap_or(json!([])),
-        "outcome_evaluations": [],
+        "outcome_evaluations": evaluations,
         "budget": budget,
         "deployment_id": Value::Null,
         "created_at": s["created_at"],
