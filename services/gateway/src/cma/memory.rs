@@ -185,32 +185,61 @@ pub async fn list_versions(cx: Cx, Path(store_id): Path<String>, RawQuery(raw): 
     }) {
         return Err(Error::invalid_field(k, format!("{k} is not a filter of memory versions")).into());
     }
-    let limit = wire::limit(&q, 20, 100)?;
+    let limit = wire::limit(&q, 20, 100)? as usize;
     let only_path = match wire::param(&q, "memory_id") {
         Some(m) => Some(path_of(m)?),
         None => None,
     };
     let operation = wire::param(&q, "operation");
-    let mut url = format!("/v1/memory-stores/{store_id}/versions?limit=100");
-    if let Some(p) = wire::param(&q, "page") {
-        url.push_str(&format!("&page={}", encode(p)));
-    }
-    let r = cx.native.get(&url).await?;
+    let session = wire::param(&q, "session_id");
+    let created = wire::created_at_filter(&q)?;
+    let keep = |v: &Value, c: &Value| {
+        only_path.as_deref().is_none_or(|p| c["path"] == p)
+            && operation.is_none_or(|o| c["operation"] == o)
+            && session.is_none_or(|s| v["actor"]["kind"] == "session" && v["actor"]["id"] == s)
+            && created(&v["created_at"])
+    };
+    // A token is the native page a CMA page started in and how many of
+    // that page's (kept) items came before it: a native version holds
+    // several changes, so a CMA page may end inside one.
+    let (mut native_page, mut skip) = match wire::param(&q, "page") {
+        Some(t) => version_token(t)?,
+        None => (String::new(), 0),
+    };
     let mut data = vec![];
-    for v in r["data"].as_array().into_iter().flatten() {
-        for c in v["changes"].as_array().into_iter().flatten() {
-            let path = c["path"].as_str().unwrap_or_default();
-            if only_path.as_deref().is_some_and(|p| p != path) || operation.is_some_and(|o| c["operation"] != o) {
-                continue;
-            }
-            data.push(version(&store_id, v, c));
+    loop {
+        let mut url = format!("/v1/memory-stores/{store_id}/versions?limit=100");
+        if !native_page.is_empty() {
+            url.push_str(&format!("&page={}", encode(&native_page)));
         }
-        if data.len() >= limit as usize {
-            break;
+        let r = cx.native.get(&url).await?;
+        let kept: Vec<Value> = r["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|v| v["changes"].as_array().into_iter().flatten().filter(|c| keep(v, c)).map(|c| version(&store_id, v, c)))
+            .collect();
+        let room = limit - data.len();
+        if kept.len() > skip + room {
+            data.extend(kept[skip..skip + room].iter().cloned());
+            let next = format!("{}~{}", native_page, skip + room);
+            return Ok(Json(wire::page(data, Some(next))));
+        }
+        data.extend(kept.into_iter().skip(skip));
+        skip = 0;
+        match r["next_page"].as_str().filter(|p| !p.is_empty()) {
+            Some(p) if data.len() < limit => native_page = p.to_string(),
+            Some(p) => return Ok(Json(wire::page(data, Some(format!("{p}~0"))))),
+            None => return Ok(Json(wire::page(data, None))),
         }
     }
-    data.truncate(limit as usize);
-    Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
+}
+
+/// A memory versions page token: `<native page>~<items to skip in it>`.
+fn version_token(t: &str) -> CmaResult<(String, usize)> {
+    let bad = || Error::invalid_field("page", "page is not a token this list gave");
+    let (page, skip) = t.rsplit_once('~').ok_or_else(bad)?;
+    Ok((page.to_string(), skip.parse().map_err(|_| bad())?))
 }
 
 /// `GET …/memory_versions/{id}`.
@@ -337,6 +366,13 @@ fn version(store_id: &str, v: &Value, c: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_tokens_name_a_native_page_and_a_skip() {
+        assert_eq!(version_token("p1abc~3").expect("token"), ("p1abc".to_string(), 3));
+        assert_eq!(version_token("~0").expect("first page"), (String::new(), 0));
+        assert!(version_token("p1abc").is_err() && version_token("x~y").is_err());
+    }
 
     #[test]
     fn memory_ids_are_their_paths() {
