@@ -43,6 +43,7 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
     let limit = wire::limit(&q, 20, 100)?;
     let include_archived = wire::param(&q, "include_archived") == Some("true");
+    let created = wire::created_at_filter(&q)?;
     let mut url = format!("/v1/agents?environment_id={}&limit={limit}", cx.env_id);
     if let Some(p) = wire::param(&q, "page") {
         url.push_str(&format!("&page={}", encode(p)));
@@ -50,7 +51,7 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let r = cx.native.get(&url).await?;
     let mut data = vec![];
     for a in r["data"].as_array().cloned().unwrap_or_default() {
-        if a["latest_version"].is_null() || (a["archived"] == true && !include_archived) {
+        if a["latest_version"].is_null() || (a["archived"] == true && !include_archived) || !created(&a["created_at"]) {
             continue;
         }
         let id = a["id"].as_str().unwrap_or_default();

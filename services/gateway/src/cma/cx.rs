@@ -237,6 +237,19 @@ impl Native {
     /// `?query`), as a CMA page of `map`ped items: CMA's `limit` (default
     /// 20, at most 100) and `page` token go through unchanged.
     pub async fn page(&self, path: &str, q: &[(String, String)], map: impl Fn(&Value) -> Value) -> CmaResult<Value> {
+        self.page_where(path, q, map, |_| true).await
+    }
+
+    /// [`Native::page`] keeping only the mapped items `keep` accepts (a
+    /// filter the native list lacks: a page may then hold fewer than
+    /// `limit` while `next_page` goes on).
+    pub async fn page_where(
+        &self,
+        path: &str,
+        q: &[(String, String)],
+        map: impl Fn(&Value) -> Value,
+        keep: impl Fn(&Value) -> bool,
+    ) -> CmaResult<Value> {
         let limit = super::wire::limit(q, 20, 100)?;
         let sep = if path.contains('?') { '&' } else { '?' };
         let mut url = format!("{path}{sep}limit={limit}");
@@ -244,7 +257,7 @@ impl Native {
             url.push_str(&format!("&page={}", encode(p)));
         }
         let r = self.get(&url).await?;
-        let data = r["data"].as_array().map(|a| a.iter().map(map).collect()).unwrap_or_default();
+        let data = r["data"].as_array().map(|a| a.iter().map(map).filter(|v| keep(v)).collect()).unwrap_or_default();
         Ok(super::wire::page(data, r["next_page"].as_str().map(String::from)))
     }
 

@@ -57,7 +57,12 @@ async fn model_of(cx: &Cx, d: &Value) -> Value {
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
     let archived = if wire::param(&q, "include_archived") == Some("true") { "&include_archived=true" } else { "" };
-    Ok(Json(cx.native.page(&format!("/v1/dreams?environment_id={}{archived}", cx.env_id), &q, |d| dream(d, &Value::Null)).await?))
+    let created = wire::created_at_filter(&q)?;
+    let statuses = wire::params(&q, "statuses");
+    let keep =
+        |d: &Value| created(&d["created_at"]) && (statuses.is_empty() || statuses.contains(&d["status"].as_str().unwrap_or_default()));
+    let path = format!("/v1/dreams?environment_id={}{archived}", cx.env_id);
+    Ok(Json(cx.native.page_where(&path, &q, |d| dream(d, &Value::Null), keep).await?))
 }
 
 pub async fn cancel(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {

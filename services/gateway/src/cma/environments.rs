@@ -36,7 +36,9 @@ pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> 
 /// `GET /v1/environments`.
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
-    Ok(Json(cx.native.page(&format!("/v1/sandbox-profiles?environment_id={}", cx.env_id), &q, render).await?))
+    let include_archived = wire::param(&q, "include_archived") == Some("true");
+    let keep = |e: &Value| include_archived || e["archived_at"].is_null();
+    Ok(Json(cx.native.page_where(&format!("/v1/sandbox-profiles?environment_id={}", cx.env_id), &q, render, keep).await?))
 }
 
 /// `POST /v1/environments/{id}`: the profile's next revision.

@@ -54,11 +54,13 @@ pub async fn upload(cx: Cx, req: Request) -> CmaResult<Json<Value>> {
 /// files that Session captured.
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
+    let ids = wire::params(&q, "ids");
+    let keep = |f: &Value| ids.is_empty() || ids.contains(&f["id"].as_str().unwrap_or_default());
     if let Some(scope) = wire::param(&q, "scope_id") {
         let sid = super::sessions::checked(scope).map_err(|_| Error::invalid_field("scope_id", "scope_id names a session (sess_…)"))?;
-        return Ok(Json(cx.native.page(&format!("/v1/sessions/{sid}/files"), &q, |f| output(&sid, f)).await?));
+        return Ok(Json(cx.native.page_where(&format!("/v1/sessions/{sid}/files"), &q, |f| output(&sid, f), keep).await?));
     }
-    Ok(Json(cx.native.page(&format!("/v1/files?environment_id={}", cx.env_id), &q, file).await?))
+    Ok(Json(cx.native.page_where(&format!("/v1/files?environment_id={}", cx.env_id), &q, file, keep).await?))
 }
 
 pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {

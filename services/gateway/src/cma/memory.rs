@@ -38,7 +38,9 @@ pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> 
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
     let archived = if wire::param(&q, "include_archived") == Some("true") { "&include_archived=true" } else { "" };
-    Ok(Json(cx.native.page(&format!("/v1/memory-stores?environment_id={}{archived}", cx.env_id), &q, store).await?))
+    let created = wire::created_at_filter(&q)?;
+    let keep = |s: &Value| created(&s["created_at"]);
+    Ok(Json(cx.native.page_where(&format!("/v1/memory-stores?environment_id={}{archived}", cx.env_id), &q, store, keep).await?))
 }
 
 pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {

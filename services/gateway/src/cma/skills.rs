@@ -23,15 +23,14 @@ pub async fn create(cx: Cx, req: Request) -> CmaResult<Json<Value>> {
 
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
-    let mut page = cx
-        .native
-        .page(&format!("/v1/skills?environment_id={}", cx.env_id), &q, |s| if s["status"] != "archived" { skill(s) } else { Value::Null })
-        .await?;
-    // Skills deleted here (archived natively) are gone from this surface.
-    if let Some(data) = page["data"].as_array_mut() {
-        data.retain(|s| !s.is_null());
+    // Every skill here is the workspace's own: `source=anthropic` lists none.
+    if wire::param(&q, "source").is_some_and(|s| s != "custom") {
+        return Ok(Json(wire::page(vec![], None)));
     }
-    Ok(Json(page))
+    // Skills deleted here (archived natively) are gone from this surface.
+    let path = format!("/v1/skills?environment_id={}", cx.env_id);
+    let live = |s: &Value| if s["status"] != "archived" { skill(s) } else { Value::Null };
+    Ok(Json(cx.native.page_where(&path, &q, live, |s| !s.is_null()).await?))
 }
 
 pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {

@@ -17,8 +17,15 @@ pub async fn list(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Cm
     let id = super::sessions::checked(&id)?;
     let q = wire::query_pairs(raw.as_deref())?;
     let limit = wire::limit(&q, 1000, 1000)? as usize;
-    let r = cx.native.get(&format!("/v1/sessions/{id}/threads")).await?;
-    let all: Vec<Value> = r["data"].as_array().map(|a| a.iter().map(render).collect()).unwrap_or_default();
+    let statuses = wire::params(&q, "statuses");
+    let all: Vec<Value> = cx
+        .native
+        .all(&format!("/v1/sessions/{id}/threads"), 10_000)
+        .await?
+        .iter()
+        .map(render)
+        .filter(|t| statuses.is_empty() || statuses.contains(&t["status"].as_str().unwrap_or_default()))
+        .collect();
     let skip = match wire::param(&q, "page") {
         Some(p) => p.parse::<usize>().map_err(|_| Error::invalid_field("page", "page is not a token this list gave"))?,
         None => 0,
