@@ -47,6 +47,23 @@ async fn log_after(native: &Native, id: &str, view: &Option<String>, seq: i64) -
     }
 }
 
+/// The memo of a Session view's mapped log.
+fn memo_key(id: &str, view: &Option<String>) -> String {
+    format!("{id}/{}", view.as_deref().unwrap_or_default())
+}
+
+/// Maps the events after what `memo` holds into it.
+async fn extend(native: &Native, id: &str, view: &Option<String>, memo: &mut super::logcache::Entry) -> CmaResult<()> {
+    for e in log_after(native, id, view, memo.last_seq).await? {
+        let seq = e["seq"].as_i64().unwrap_or(0);
+        if let Some(c) = memo.mapper.map(&e) {
+            memo.mapped.push((seq, c));
+        }
+        memo.last_seq = seq;
+    }
+    Ok(())
+}
+
 /// A mapper for the Session: the rules the projection compiled for its
 /// agent, and its ToolSources' names (read as the caller: a Session the
 /// caller may not read is an error here, before anything is shown).
@@ -93,16 +110,10 @@ pub async fn list_view(cx: Cx, id: String, view: Option<String>, raw: Option<Str
     // The log is mapped in order from its start (a page's calls and
     // results name the events that made them, however far back); the memo
     // keeps what earlier reads mapped, so only newer events are read.
-    let key = format!("{id}/{}", view.as_deref().unwrap_or_default());
+    let key = memo_key(&id, &view);
     let mut memo = cx.logs.take(&key).unwrap_or_default();
     memo.mapper.refresh(fresh);
-    for e in log_after(&cx.native, &id, &view, memo.last_seq).await? {
-        let seq = e["seq"].as_i64().unwrap_or(0);
-        if let Some(c) = memo.mapper.map(&e) {
-            memo.mapped.push((seq, c));
-        }
-        memo.last_seq = seq;
-    }
+    extend(&cx.native, &id, &view, &mut memo).await?;
     let mut data = vec![];
     let mut last = 0;
     let mut more = false;
@@ -221,14 +232,27 @@ pub async fn stream_view(cx: Cx, id: String, view: Option<String>, headers: Head
         None => None,
     };
     // The mapper reads the log up to where the stream starts, so calls
-    // made before it are named by their events.
-    let mut mapper = mapper_for(&cx, &id).await?;
-    let history = log(&cx.native, &id, &view).await?;
-    let head = history.last().and_then(|e| e["seq"].as_i64()).unwrap_or(0);
+    // made before it are named by their events. From the head (no
+    // `Last-Event-ID`, or one at or past what the memo mapped) the memo's
+    // mapper, brought up to date, starts the stream; an earlier resume
+    // point replays the log up to it.
+    let fresh = mapper_for(&cx, &id).await?;
+    let key = memo_key(&id, &view);
+    let mut memo = cx.logs.take(&key).unwrap_or_default();
+    memo.mapper.refresh(fresh.clone());
+    extend(&cx.native, &id, &view, &mut memo).await?;
+    let head = memo.last_seq;
     let after = resume.unwrap_or(head).min(head);
-    for e in history.iter().take_while(|e| e["seq"].as_i64().unwrap_or(0) <= after) {
-        mapper.map(e);
-    }
+    let mapper = if after == head {
+        memo.mapper.clone()
+    } else {
+        let mut m = fresh;
+        for e in log(&cx.native, &id, &view).await?.iter().take_while(|e| e["seq"].as_i64().unwrap_or(0) <= after) {
+            m.map(e);
+        }
+        m
+    };
+    cx.logs.put(key, memo);
     let mut url = format!("{}/stream?after_seq={after}", events_path(&id, &view));
     if !deltas.is_empty() && view.is_none() {
         url.push_str(&format!("&event_deltas={}", encode(&deltas.join(","))));

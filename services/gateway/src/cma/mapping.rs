@@ -98,7 +98,7 @@ pub fn uses_of(events: &[Value]) -> HashMap<String, (String, Option<String>)> {
 }
 
 /// Reads a log in order and shows each event as CMA does.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Mapper {
     /// Each thread's open model request: its start event's id.
     starts: HashMap<String, Value>,

@@ -212,7 +212,16 @@ pub struct SessionQuery {
     /// `desc` (default: newest first) or `asc`; a page token continues in
     /// the order it was given for.
     #[serde(default)]
-    order: Option<String>,
+    #[param(inline)]
+    order: Option<SortOrder>,
+}
+
+/// A list's direction by id (creation order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SortOrder {
+    Asc,
+    Desc,
 }
 
 /// Sessions in every Environment the caller reads, or else the caller's own.
@@ -227,11 +236,7 @@ pub async fn list_sessions(State(st): State<AppState>, caller: Caller, Query(q):
         (None, false) => (envs, String::new()),
         (None, true) => (st.all_envs().await?, caller.principal_id.clone()),
     };
-    let ascending = match q.order.as_deref() {
-        None | Some("desc") => false,
-        Some("asc") => true,
-        Some(o) => return Err(Error::invalid_field("order", format!("order is asc or desc, not {o:?}")).into()),
-    };
+    let ascending = q.order == Some(SortOrder::Asc);
     let req = ss::ListSessionsRequest {
         environment_ids,
         status: q.status,
