@@ -364,7 +364,11 @@ async fn oauth_refresh_tokens_are_traded_by_the_gateway_and_a_failed_refresh_is_
     let p = Platform::start_timed(dir.path(), Tuning { allow_private_targets: true, ..Default::default() }).await;
     let a = &p.admin;
     expect(
-        &a.post("/v1/webhook-endpoints", json!({"url": hook, "event_types": ["connection.*"], "environment_id": p.env_id})).await,
+        &a.post(
+            "/v1/webhook-endpoints",
+            json!({"url": hook, "event_types": ["connection.*", "vault_credential.*"], "environment_id": p.env_id}),
+        )
+        .await,
         201,
         None,
     );
@@ -378,6 +382,13 @@ async fn oauth_refresh_tokens_are_traded_by_the_gateway_and_a_failed_refresh_is_
         .await;
     expect(&c, 201, None);
     let connection = id(&c.1);
+    // A vault listing it (a CMA vault's credential): its failures are
+    // reported per vault too.
+    let v = a
+        .post("/v1/connection-vaults", json!({"environment_id": p.env_id, "name": "cma", "connection_ids": [connection], "grantees": []}))
+        .await;
+    expect(&v, 201, None);
+    let vault = id(&v.1);
     let t = a
         .post(
             "/v1/tool-sources",
@@ -415,7 +426,18 @@ async fn oauth_refresh_tokens_are_traded_by_the_gateway_and_a_failed_refresh_is_
     assert!(text.starts_with("credential.refresh_failed"), "{text}");
     let k = f.p.admin.get(&format!("/v1/connections/{connection}")).await;
     assert_eq!(k.1["credential"]["state"], "refresh_failed", "{}", k.1);
-    let hooks = wait_for_hook(&seen, "connection.refresh_failed").await;
+    wait_for_hook(&seen, "connection.refresh_failed").await;
+    let hooks = wait_for_hook(&seen, "vault_credential.refresh_failed").await;
+    let by_vault: Vec<serde_json::Value> = hooks
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|h| h["type"] == "vault_credential.refresh_failed")
+        .collect();
+    assert_eq!(by_vault.len(), 1, "{hooks}");
+    assert_eq!(
+        (by_vault[0]["data"]["vault_id"].as_str(), by_vault[0]["data"]["resource_id"].as_str()),
+        (Some(vault.as_str()), Some(connection.as_str()))
+    );
     let audit = f.p.admin.get(&format!("/v1/audit-events?resource_id={connection}")).await;
     assert!(audit.1["data"].as_array().unwrap().iter().any(|e| e["action"] == "connection.refresh_failed"));
     replies.extend([serde_json::to_string(&evs).unwrap(), k.1.to_string(), audit.1.to_string(), hooks]);

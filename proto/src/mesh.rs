@@ -95,6 +95,8 @@ pub fn allowed(path: &str) -> &'static [Role] {
             "RecordAudit" => &[CapabilityGateway, Scheduler, Memory, Gateway],
             // A Dream's output store inherits its input store's rows.
             "CopyPermissionAssignments" => &[Memory],
+            // A failed credential refresh is reported per vault too.
+            "VaultsHolding" => &[CapabilityGateway],
             _ => &[Gateway],
         },
         ("checkfu.sessions.v1.SessionsService", m) => match m {
@@ -239,6 +241,12 @@ mod tests {
         // Sessions asks only for the platform's own multiagent tools.
         assert!(decide(Some(Caller::of([Sessions])), &format!("{GOV}/RequestApproval")).is_ok());
         assert!(decide(Some(Caller::of([Role::Scheduler])), &format!("{GOV}/RequestApproval")).is_err());
+    }
+
+    #[test]
+    fn the_capability_gateway_asks_which_vaults_hold_a_connection() {
+        assert!(decide(Some(Caller::of([CapabilityGateway])), &format!("{GOV}/VaultsHolding")).is_ok());
+        assert!(decide(Some(Caller::of([Sessions])), &format!("{GOV}/VaultsHolding")).is_err());
     }
 
     #[test]

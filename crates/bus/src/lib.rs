@@ -47,11 +47,25 @@ impl Record {
 /// on [`RESOURCE_EVENTS`], keyed by the resource, in the one envelope every
 /// service publishes and the webhooks consumer reads.
 pub fn resource_record(event_type: &str, environment_id: &str, resource_id: &str) -> Record {
+    resource_record_with(event_type, environment_id, resource_id, serde_json::Map::new())
+}
+
+/// [`resource_record`] with more fields beside the resource (a vault
+/// credential's `vault_id`, say).
+pub fn resource_record_with(
+    event_type: &str,
+    environment_id: &str,
+    resource_id: &str,
+    extra: serde_json::Map<String, serde_json::Value>,
+) -> Record {
     use checkfu_core::time::{now_ms, rfc3339};
     let id = checkfu_core::id::new_id("evt");
-    let payload = serde_json::json!({
+    let mut payload = serde_json::json!({
         "id": id, "type": event_type, "created_at": rfc3339(now_ms()), "environment_id": environment_id, "resource_id": resource_id,
     });
+    for (k, v) in extra {
+        payload[k] = v;
+    }
     Record {
         topic: RESOURCE_EVENTS.into(),
         key: resource_id.into(),

@@ -127,6 +127,7 @@ pub const SUBSCRIBABLE: &[&str] = &[
     "connection.created",
     "connection.revoked",
     "connection.refresh_failed",
+    "vault_credential.refresh_failed",
     "automation.created",
     "automation.paused",
     "automation.resumed",

@@ -25,7 +25,7 @@ pub struct ReachService {
     pub(crate) store: Arc<dyn ReachStore>,
     /// `None`: no readable key file, so `credentials` is unavailable.
     pub(crate) keys: Option<Arc<KeyRing>>,
-    governance: GovernanceServiceClient<Transport>,
+    pub(crate) governance: GovernanceServiceClient<Transport>,
     pub(crate) allow_private: bool,
     disabled: features::Disabled,
     /// Whether this installation runs the sandbox egress proxy.

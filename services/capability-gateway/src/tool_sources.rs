@@ -495,11 +495,7 @@ impl ReachService {
             let envelope = keys.seal(&c.id, &next_secret.to_bytes().map_err(|e| CallFailure::new("credential.unreadable", e.message))?);
             let envelope = envelope.map_err(|e| CallFailure::new("credential.unreadable", e.message))?;
             let next = StoredCredential { envelope, state, ..k.clone() };
-            let events = if issued.is_err() {
-                vec![checkfu_bus::resource_record("connection.refresh_failed", &current.environment_id, &current.id)]
-            } else {
-                vec![]
-            };
+            let events = if issued.is_err() { self.refresh_failed_records(&current.environment_id, &current.id).await } else { vec![] };
             if let Err(e) = self.store.replace_credential(&c.id, &k.envelope.sealed, &next, &events).await {
                 tracing::warn!(connection_id = %c.id, error = %e.message, "the refreshed credential was not stored");
             }
@@ -513,6 +509,26 @@ impl ReachService {
                 Err(CallFailure::new("credential.refresh_failed", why))
             }
         }
+    }
+}
+
+impl ReachService {
+    /// `connection.refresh_failed`, and `vault_credential.refresh_failed`
+    /// naming each live ConnectionVault that lists the Connection (a CMA
+    /// vault's credential, api.md §16.2). Vaults that cannot be read now
+    /// are logged and left out: the Connection's own event still goes.
+    async fn refresh_failed_records(&self, environment_id: &str, connection_id: &str) -> Vec<checkfu_bus::Record> {
+        let mut out = vec![checkfu_bus::resource_record("connection.refresh_failed", environment_id, connection_id)];
+        let req = checkfu_proto::governance::v1::VaultsHoldingRequest { connection_id: connection_id.into() };
+        match self.governance.clone().vaults_holding(req).await {
+            Ok(r) => out.extend(r.into_inner().vault_ids.into_iter().map(|v| {
+                let mut extra = serde_json::Map::new();
+                extra.insert("vault_id".into(), serde_json::Value::String(v));
+                checkfu_bus::resource_record_with("vault_credential.refresh_failed", environment_id, connection_id, extra)
+            })),
+            Err(status) => tracing::warn!(%connection_id, %status, "the vaults holding a connection could not be read"),
+        }
+        out
     }
 }
 

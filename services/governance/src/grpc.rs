@@ -372,6 +372,11 @@ impl Rpc for GovernanceGrpc {
         ok(vault(self.svc.delete_vault(&r.id, &r.actor_id).await?))
     }
 
+    async fn vaults_holding(&self, r: Request<pb::VaultsHoldingRequest>) -> R<pb::VaultsHoldingResponse> {
+        let r = r.into_inner();
+        ok(pb::VaultsHoldingResponse { vault_ids: self.svc.vaults_holding(&r.connection_id).await? })
+    }
+
     async fn archive_connection_vault(&self, r: Request<pb::ArchiveConnectionVaultRequest>) -> R<pb::ConnectionVault> {
         let r = r.into_inner();
         ok(vault(self.svc.archive_vault(&r.id, r.expected_version, &r.actor_id).await?))

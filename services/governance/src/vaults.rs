@@ -196,6 +196,12 @@ impl GovernanceService {
         Err(Error::conflict("the connection vault changed concurrently; read it again"))
     }
 
+    /// The live vaults listing a Connection.
+    pub async fn vaults_holding(&self, connection_id: &str) -> Result<Vec<String>> {
+        checkfu_core::id::ConnectionId::check("connection_id", connection_id)?;
+        self.store.vaults_holding(connection_id).await
+    }
+
     /// Deletes the vault and every row it compiled.
     pub async fn delete_vault(&self, id: &str, actor: &str) -> Result<ConnectionVault> {
         let v = self.vault(id).await?;

@@ -173,7 +173,7 @@ impl WebhooksService {
         }
         let env = p["environment_id"].as_str().unwrap_or_default();
         let mut data = json!({"environment_id": env});
-        for k in ["session_id", "session_thread_id", "resource_id"] {
+        for k in ["session_id", "session_thread_id", "resource_id", "vault_id"] {
             if let Some(v) = p.get(k).filter(|v| v.is_string()) {
                 data[k] = v.clone();
             }

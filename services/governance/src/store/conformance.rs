@@ -359,6 +359,8 @@ async fn vault_rows_change_with_their_vault_only() {
         s.insert_vault(&v, std::slice::from_ref(&compiled)).await.expect("vault");
         s.insert_assignment(&direct).await.expect("a direct row beside the compiled one");
         assert_eq!(s.get_vault("cvlt_1").await.expect("get"), Some(v.clone()), "{name}");
+        assert_eq!(s.vaults_holding("conn_1").await.expect("holding"), ["cvlt_1"], "{name}");
+        assert!(s.vaults_holding("conn_").await.expect("holding").is_empty(), "{name}: whole ids only");
         assert_eq!(s.rows_via("cvlt_1").await.expect("rows"), vec![compiled.clone()], "{name}");
         let dup = ConnectionVault { id: tid("cvlt_2"), ..v.clone() };
         assert_eq!(s.insert_vault(&dup, &[]).await.expect_err("name").details["reason"], "name_taken", "{name}");
@@ -381,6 +383,7 @@ async fn vault_rows_change_with_their_vault_only() {
         let archived = ConnectionVault { archived_ms: Some(5), version: 3, ..next.clone() };
         assert!(s.update_vault(&archived, 2, &[], std::slice::from_ref(&added.id)).await.expect("archive"), "{name}");
         assert_eq!(s.get_vault("cvlt_1").await.expect("get"), Some(archived), "{name}");
+        assert!(s.vaults_holding("conn_2").await.expect("holding").is_empty(), "{name}: an archived vault holds nothing");
         assert!(s.rows_via("cvlt_1").await.expect("rows").is_empty(), "{name}");
 
         assert!(s.delete_vault("cvlt_1").await.expect("delete"), "{name}");

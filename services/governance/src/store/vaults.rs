@@ -24,6 +24,8 @@ pub trait VaultStore: Send + Sync + 'static {
     async fn delete_vault(&self, id: &str) -> Result<bool>;
     /// The rows a vault compiled.
     async fn rows_via(&self, vault_id: &str) -> Result<Vec<Assignment>>;
+    /// The live (not archived) vaults listing a Connection, oldest first.
+    async fn vaults_holding(&self, connection_id: &str) -> Result<Vec<String>>;
 }
 
 fn vault(r: &AnyRow) -> Result<ConnectionVault> {
@@ -155,6 +157,18 @@ impl VaultStore for SqlGovernanceStore {
             sqlx::query("DELETE FROM connection_vaults WHERE id = $1").bind(id).execute(&mut *tx).await.map_err(db_err)?.rows_affected();
         tx.commit().await.map_err(db_err)?;
         Ok(gone > 0)
+    }
+
+    async fn vaults_holding(&self, connection_id: &str) -> Result<Vec<String>> {
+        // Connection ids are unique tokens, so their quoted JSON form
+        // appears in a list only as that member.
+        let needle = format!("%{}%", serde_json::Value::String(connection_id.to_string()));
+        let rows = sqlx::query("SELECT id FROM connection_vaults WHERE connection_ids_json LIKE $1 AND archived_ms IS NULL ORDER BY id")
+            .bind(needle)
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(|r| r.try_get::<String, _>("id").map_err(db_err)).collect()
     }
 
     async fn rows_via(&self, vault_id: &str) -> Result<Vec<Assignment>> {
