@@ -95,7 +95,8 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
             .into());
     }
     let current = cx.native.get(&format!("/v1/agents/{id}/versions/{latest}")).await?;
-    let current_view = render(&cx.state, &agent, &current).await?;
+    let rules_now = current_rules(&cx.state, &cx.env_id, &id).await?;
+    let current_view = render_with(&cx.state, &agent, &current, &rules_now).await?;
     // CMA's merge: omitted keeps, arrays replace, metadata is a patch.
     let mut merged = current_view.clone();
     for k in ["name", "description", "system", "model", "tools", "mcp_servers", "skills", "multiagent", "execution_identity"] {
@@ -108,7 +109,7 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     }
     let compiled = compile(&cx, &merged, Some(&current["definition"])).await?;
     let name_changed = merged["name"] != agent["name"];
-    let rules_changed = compiled.rules != current_rules(&cx.state, &cx.env_id, &id).await?;
+    let rules_changed = compiled.rules != rules_now;
     if compiled.draft == current["definition"] && !name_changed && !rules_changed {
         return Ok(Json(current_view));
     }
@@ -499,16 +500,21 @@ async fn render_latest(cx: &Cx, id: &str, version: Option<i64>) -> CmaResult<Val
 
 /// A native Agent and one of its versions, as a CMA agent.
 pub async fn render(st: &AppState, agent: &Value, version: &Value) -> CmaResult<Value> {
-    let def = &version["definition"];
     let env_id = agent["environment_id"].as_str().unwrap_or_default();
+    let rules = current_rules(st, env_id, agent["id"].as_str().unwrap_or_default()).await?;
+    render_with(st, agent, version, &rules).await
+}
+
+/// [`render`] with the agent's rules already read.
+async fn render_with(st: &AppState, agent: &Value, version: &Value, rules: &[Rule]) -> CmaResult<Value> {
+    let def = &version["definition"];
     let id = agent["id"].as_str().unwrap_or_default();
-    let rules = current_rules(st, env_id, id).await?;
     let effort = match def["model"]["routing_profile_id"].as_str() {
         Some(r) => facts::route(st, r).await.ok().and_then(|p| p["candidates"][0]["effort"].as_str().map(String::from)),
         None => None,
     };
     let servers = super::mcp::servers_of(st, def).await?;
-    let mut v = snapshot(def, &rules, effort, &servers);
+    let mut v = snapshot(def, rules, effort, &servers);
     v["id"] = json!(id);
     v["version"] = version["version"].clone();
     v["name"] = agent["name"].clone();
