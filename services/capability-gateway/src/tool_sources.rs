@@ -510,9 +510,7 @@ impl ReachService {
             }
         }
     }
-}
 
-impl ReachService {
     /// `connection.refresh_failed`, and `vault_credential.refresh_failed`
     /// naming each live ConnectionVault that lists the Connection (a CMA
     /// vault's credential, api.md §16.2). Vaults that cannot be read now

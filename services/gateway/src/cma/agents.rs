@@ -178,13 +178,7 @@ async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<C
         rules.extend(toolset_rules);
         connections.push(source.connection_id);
     }
-    let allowed_tools: Vec<&str> = tools
-        .iter()
-        .flat_map(|t| match t["tools"].as_array() {
-            Some(names) => names.iter().filter_map(Value::as_str).collect(),
-            None => t["name"].as_str().into_iter().collect::<Vec<_>>(),
-        })
-        .collect();
+    let allowed_tools = declared_tool_names(&tools);
     let allowed_skills: Vec<&str> = skills.iter().filter_map(|r| r["skill_id"].as_str()).collect();
     let mut draft = json!({
         "instructions": body["system"].as_str().unwrap_or_default(),
@@ -205,6 +199,18 @@ async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<C
         draft["metadata"] = metadata;
     }
     Ok(Compiled { draft, rules, connections })
+}
+
+/// The tool names native declarations offer: a builtin's or custom
+/// tool's `name`, a ToolSource declaration's `tools`.
+pub fn declared_tool_names(decls: &[Value]) -> Vec<String> {
+    decls
+        .iter()
+        .flat_map(|t| match t["tools"].as_array() {
+            Some(names) => names.iter().filter_map(|n| n.as_str().map(String::from)).collect(),
+            None => t["name"].as_str().map(String::from).into_iter().collect::<Vec<_>>(),
+        })
+        .collect()
 }
 
 /// The tool names a CMA `tools` list declares; an `mcp_toolset` names the

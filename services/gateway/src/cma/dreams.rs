@@ -40,8 +40,12 @@ pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
 
 pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
     let d = cx.native.get(&format!("/v1/dreams/{}", checked(&id)?)).await?;
-    let model = model_of(&cx, &d).await;
-    Ok(Json(dream(&d, &model)))
+    Ok(Json(shown(&cx, &d).await))
+}
+
+/// A native Dream with the model it ran, as CMA shows it.
+async fn shown(cx: &Cx, d: &Value) -> Value {
+    dream(d, &model_of(cx, d).await)
 }
 
 /// The model a Dream ran, as CMA names it: its route's `cma:<id>` (the
@@ -67,14 +71,12 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
 
 pub async fn cancel(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
     let d = cx.native.post(&format!("/v1/dreams/{}/cancel", checked(&id)?), &json!({})).await?;
-    let model = model_of(&cx, &d).await;
-    Ok(Json(dream(&d, &model)))
+    Ok(Json(shown(&cx, &d).await))
 }
 
 pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
     let d = cx.native.post(&format!("/v1/dreams/{}/archive", checked(&id)?), &json!({})).await?;
-    let model = model_of(&cx, &d).await;
-    Ok(Json(dream(&d, &model)))
+    Ok(Json(shown(&cx, &d).await))
 }
 
 fn checked(id: &str) -> CmaResult<String> {

@@ -90,11 +90,7 @@ pub async fn list(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Cm
 pub async fn list_view(cx: Cx, id: String, view: Option<String>, raw: Option<String>) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
     let limit = wire::limit(&q, 1000, 1000)? as usize;
-    let descending = match wire::param(&q, "order") {
-        None | Some("asc") => false,
-        Some("desc") => true,
-        Some(o) => return Err(Error::invalid_field("order", format!("order is asc or desc, not {o:?}")).into()),
-    };
+    let descending = wire::descending(&q, false)?;
     let types = wire::params(&q, "types");
     let created = wire::created_at_filter(&q)?;
     if let Some(t) = types.iter().find(|t| hidden(t) || t.is_empty()) {

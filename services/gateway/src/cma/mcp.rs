@@ -145,7 +145,7 @@ async fn usable(cx: &Cx, c: &Value, url: &str) -> CmaResult<bool> {
 }
 
 /// URLs match up to a trailing slash.
-fn same_url(a: &str, b: &str) -> bool {
+pub fn same_url(a: &str, b: &str) -> bool {
     a.trim_end_matches('/') == b.trim_end_matches('/')
 }
 

@@ -103,11 +103,7 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     if wire::param(&q, "deployment_id").is_some() {
         return Err(refuse("unsupported", "deployment_id is not a filter here: CMA deployments are not served"));
     }
-    let descending = match wire::param(&q, "order") {
-        None | Some("desc") => true,
-        Some("asc") => false,
-        Some(o) => return Err(Error::invalid_field("order", format!("order is asc or desc, not {o:?}")).into()),
-    };
+    let descending = wire::descending(&q, true)?;
     let cursor = wire::param(&q, "page").map(|p| Cursor::parse(p, descending)).transpose()?;
     let statuses = wire::params(&q, "statuses");
     let agent_filter = wire::param(&q, "agent_id");
@@ -494,9 +490,9 @@ async fn vaults_for(cx: &Cx, agent_id: &str, version: i64, v: &Value) -> CmaResu
         }
         for cid in vault["connection_ids"].as_array().into_iter().flatten().filter_map(Value::as_str) {
             let c = facts::connection(&cx.state, cid).await?;
-            let url = c["url"].as_str().unwrap_or_default().trim_end_matches('/');
+            let url = c["url"].as_str().unwrap_or_default();
             let live = c["status"] != "revoked";
-            let competes = pinned_urls.iter().any(|(p, u)| u.trim_end_matches('/') == url && p != cid);
+            let competes = pinned_urls.iter().any(|(p, u)| super::mcp::same_url(u, url) && p != cid);
             let is_pinned = pinned_urls.iter().any(|(p, _)| p == cid);
             if live && competes && !is_pinned {
                 return Err(refuse(
@@ -522,17 +518,7 @@ async fn narrow(cx: &Cx, agent_id: &str, version: i64, overrides: &Value, native
         return Ok(());
     }
     let def = facts::version(&cx.state, agent_id, version).await?["definition"].clone();
-    let declared: Vec<String> = def["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|t| match t["type"].as_str() {
-            Some("tool_source") => {
-                t["tools"].as_array().map(|a| a.iter().filter_map(|n| n.as_str().map(String::from)).collect()).unwrap_or_default()
-            }
-            _ => t["name"].as_str().map(String::from).into_iter().collect::<Vec<_>>(),
-        })
-        .collect();
+    let declared = super::agents::declared_tool_names(def["tools"].as_array().map(Vec::as_slice).unwrap_or_default());
     if let Some(t) = tools {
         let names = super::agents::tool_names(t, &super::mcp::servers_of(&cx.state, &def).await?)?;
         if let Some(extra) = names.iter().find(|n| !declared.contains(n)) {

@@ -142,6 +142,17 @@ pub fn limit(pairs: &[(String, String)], default: u32, max: u32) -> CmaResult<u3
     }
 }
 
+/// Whether a list goes newest first: `order` is `asc` or `desc`, else
+/// `descending_by_default` decides.
+pub fn descending(pairs: &[(String, String)], descending_by_default: bool) -> CmaResult<bool> {
+    match param(pairs, "order") {
+        None => Ok(descending_by_default),
+        Some("asc") => Ok(false),
+        Some("desc") => Ok(true),
+        Some(o) => Err(Error::invalid_field("order", format!("order is asc or desc, not {o:?}")).into()),
+    }
+}
+
 /// `created_at[gt|gte|lt|lte]` bounds (RFC 3339 with an offset), as a
 /// test on a native timestamp.
 pub fn created_at_filter(pairs: &[(String, String)]) -> CmaResult<impl Fn(&Value) -> bool + use<>> {

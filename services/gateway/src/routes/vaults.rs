@@ -70,10 +70,7 @@ pub async fn check_session_vaults(st: &AppState, caller: &Caller, environment_id
     for (i, id) in ids.iter().enumerate() {
         let field = format!("connection_vault_ids[{i}]");
         checkfu_core::id::VaultId::check(&field, id)?;
-        let v = match st.gov.clone().get_connection_vault(gov::GetByIdRequest { id: id.clone() }).await {
-            Ok(v) => v.into_inner(),
-            Err(s) => return Err(Error::from(s).into()),
-        };
+        let v = st.gov.clone().get_connection_vault(gov::GetByIdRequest { id: id.clone() }).await?.into_inner();
         if !st.allowed(&caller.principal_id, "manage", "environment", &v.environment_id, &v.environment_id).await? {
             return Err(Error::not_found("connection_vault", id).into());
         }
