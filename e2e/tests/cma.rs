@@ -139,6 +139,22 @@ async fn acceptance_11_vault_credentials_reach_an_mcp_server() {
     assert!(log.contains("DEBUG"), "the log was written at debug level");
 }
 
+/// The Environment Work API: a self_hosted environment, a Runner
+/// credential redeemed by `checkfu runner redeem --print-credential`, the
+/// lease rules, and the SDK's `EnvironmentWorker` answering a bash call.
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_15_the_sdks_worker_runs_a_self_hosted_sessions_tools() {
+    if !cma::sdk_present("the CMA contract check worker") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let (base, key) = (p.base.clone(), p.admin.key.clone());
+    let bin = procs::binary().display().to_string();
+    tokio::task::spawn_blocking(move || cma::check_with("worker", &base, &key, &["--checkfu", &bin])).await.expect("the check ran");
+    p.stop().await;
+}
+
 #[tokio::test]
 async fn acceptance_2_previews_name_the_message_they_become() {
     contract("previews").await;

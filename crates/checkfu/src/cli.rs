@@ -77,9 +77,12 @@ pub enum Command {
     },
     /// A self-hosted Runner: pair once with a code from `POST
     /// /v1/runner-pairings`, then claim and run the pool's Runs.
+    #[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
     Runner {
         #[command(flatten)]
         args: crate::self_hosted::RunnerArgs,
+        #[command(subcommand)]
+        action: Option<crate::self_hosted::RunnerAction>,
     },
     /// The Kubernetes operator: keeps `Runner` and `Sandbox` resources
     /// (docs/operator.md).
@@ -275,7 +278,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Runner { args } => crate::self_hosted::run(args, cancelled_on_signal("stopping: handing Runs back")).await,
+        Command::Runner { action: Some(action), .. } => crate::self_hosted::act(action).await,
+        Command::Runner { args, action: None } => crate::self_hosted::run(args, cancelled_on_signal("stopping: handing Runs back")).await,
         Command::Operator { args } => crate::operator::run(args, cancelled_on_signal("stopping: giving the leader lease up")).await,
         Command::SandboxAgent { args } => crate::sandbox_agent::run(args, cancelled_on_signal("stopping")).await,
         Command::SandboxRelay { socket, listen, command } => {

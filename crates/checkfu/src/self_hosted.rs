@@ -23,8 +23,10 @@ use tower::ServiceExt;
 #[derive(Debug, clap::Args)]
 pub struct RunnerArgs {
     /// The installation's public URL (as for the API, with or without `/v1`).
-    #[arg(long)]
-    server: String,
+    /// Required; optional in the type only so `checkfu runner redeem` does
+    /// not need it twice.
+    #[arg(long, required = true)]
+    server: Option<String>,
     /// The single-use code from `POST /v1/runner-pairings`; needed only the
     /// first time (the credential is kept in the data directory).
     #[arg(long)]
@@ -46,6 +48,50 @@ pub struct RunnerArgs {
     /// appear, instead of pairing with a code.
     #[arg(long, conflicts_with = "pairing_code")]
     credential_file: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum RunnerAction {
+    /// Redeems a pairing code for a Runner credential without running: for
+    /// a worker that is not `checkfu runner`, such as the Anthropic SDK's
+    /// `EnvironmentWorker` on a self_hosted CMA environment, whose
+    /// environment key is this credential (docs/cma.md).
+    Redeem {
+        /// The installation's public URL.
+        #[arg(long)]
+        server: String,
+        /// The single-use code from `POST /v1/runner-pairings`.
+        #[arg(long)]
+        pairing_code: String,
+        /// A name for this Runner, shown in `GET /v1/runners`.
+        #[arg(long)]
+        name: Option<String>,
+        /// Print the credential alone on stdout (shown once: it is stored
+        /// only as its digest). Without it, the pairing is written to
+        /// `--data-dir` as `checkfu runner` keeps it.
+        #[arg(long)]
+        print_credential: bool,
+        #[arg(long, default_value = ".checkfu-runner")]
+        data_dir: PathBuf,
+    },
+}
+
+/// Runs a `checkfu runner` subcommand.
+pub async fn act(action: RunnerAction) -> anyhow::Result<()> {
+    match action {
+        RunnerAction::Redeem { server, pairing_code, name, print_credential, data_dir } => {
+            let p = redeem(&base_url(&server)?, &pairing_code, name).await?;
+            if print_credential {
+                println!("{}", p.credential);
+                return Ok(());
+            }
+            std::fs::create_dir_all(&data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
+            let file = data_dir.join(CREDENTIAL_FILE);
+            write_paired(&file, &p)?;
+            println!("paired Runner {}; its credential is in {}", p.runner_id, file.display());
+            Ok(())
+        }
+    }
 }
 
 /// What pairing left in the data directory (or the operator wrote).
@@ -114,23 +160,28 @@ async fn pair(args: &RunnerArgs, url: &str, file: &Path) -> anyhow::Result<Paire
     let Some(code) = &args.pairing_code else {
         bail!("this Runner is not paired yet: pass --pairing-code (from POST /v1/runner-pairings)");
     };
+    let p = redeem(url, code, args.name.clone()).await?;
+    write_paired(file, &p)?;
+    Ok(p)
+}
+
+/// Redeems a pairing code at `url` for a new Runner.
+async fn redeem(url: &str, code: &str, name: Option<String>) -> anyhow::Result<Paired> {
     let mut client = RunnerServiceClient::new(transport::remote(channel(url)?));
-    let name = args.name.clone().unwrap_or_else(|| std::env::var("HOSTNAME").unwrap_or_else(|_| "runner".into()));
+    let name = name.unwrap_or_else(|| std::env::var("HOSTNAME").unwrap_or_else(|_| "runner".into()));
     let r = client
-        .redeem(rp::RedeemRequest { pairing_code: code.clone(), name })
+        .redeem(rp::RedeemRequest { pairing_code: code.to_string(), name })
         .await
         .map_err(|s| anyhow::anyhow!("pairing failed: {}", s.message()))?
         .into_inner();
-    let p = Paired {
+    Ok(Paired {
         server: url.to_string(),
         runner_id: r.runner_id,
         credential: r.credential,
         environment_id: r.environment_id,
         pool: r.pool,
         principal_id: r.principal_id,
-    };
-    write_paired(file, &p)?;
-    Ok(p)
+    })
 }
 
 /// Waits for the operator to write this pod's pairing (a Secret volume
@@ -156,7 +207,7 @@ async fn given(file: &Path, url: &str, shutdown: &CancellationToken) -> anyhow::
 }
 
 pub async fn run(args: RunnerArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let url = base_url(&args.server)?;
+    let url = base_url(args.server.as_deref().unwrap_or_default())?;
     std::fs::create_dir_all(&args.data_dir).with_context(|| format!("creating {}", args.data_dir.display()))?;
     let (paired, file) = match &args.credential_file {
         Some(f) => match given(f, &url, &shutdown).await? {

@@ -11,6 +11,9 @@ crate::string_enum!(
         UserToolConfirmation = "user.tool_confirmation",
         UserCustomToolResult = "user.custom_tool_result",
         UserDefineOutcome = "user.define_outcome",
+        // A sandbox tool's result from the holder of the Session's work
+        // item (api.md §17.13); never accepted from other clients.
+        UserToolResult = "user.tool_result",
         AgentMessage = "agent.message",
         AgentThinking = "agent.thinking",
         AgentToolUse = "agent.tool_use",

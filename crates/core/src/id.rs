@@ -277,6 +277,8 @@ typed_ids! {
     OutcomeId = "outc";
     /// A SessionThread: one agent's context inside a Session.
     SessionThreadId = "sthr";
+    /// A work item: an external_tools Session's claim on a worker (api.md §17.13).
+    WorkId = "wrk";
 }
 
 #[cfg(test)]

@@ -37,6 +37,12 @@ pub fn check_name(field: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// A self-hosted Runner's credential starts so (the gateway tells it from
+/// an API key by it).
+pub const RUNNER_CREDENTIAL_PREFIX: &str = "crr_";
+/// A work item delivery's token (api.md §17.13) starts so.
+pub const WORK_TOKEN_PREFIX: &str = "cwt_";
+
 /// A new secret: `prefix` and 256 random bits in hex. Stored only as its
 /// SHA-256; a fast hash suffices because the secret itself is high-entropy.
 pub fn new_secret(prefix: &str) -> String {

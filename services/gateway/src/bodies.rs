@@ -3,8 +3,8 @@
 //! derive the OpenAPI request schemas.
 
 use checkfu_core::Error;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -140,6 +140,9 @@ pub struct CreateSandboxProfile {
     /// Caller-defined labels: ≤ 16 pairs, keys ≤ 64, values ≤ 512 characters.
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
+    /// Where its sandbox tools run: `managed` (default) or `external_tools`
+    /// (the holder of each Session's work item, api.md §17.13).
+    pub execution: Option<SandboxExecution>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -157,20 +160,47 @@ pub struct PublishSandboxRevision {
     /// Caller-defined labels: ≤ 16 pairs, keys ≤ 64, values ≤ 512 characters.
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
+    /// Where its sandbox tools run: `managed` (default) or `external_tools`
+    /// (the holder of each Session's work item, api.md §17.13).
+    pub execution: Option<SandboxExecution>,
 }
 
 impl CreateSandboxProfile {
     /// The revision document it describes.
     pub fn spec(&self) -> Value {
-        sandbox_spec(&self.image, &self.packages, &self.network, &self.resources, self.retention_days, (&self.description, &self.metadata))
+        sandbox_spec(
+            &self.image,
+            &self.packages,
+            &self.network,
+            &self.resources,
+            self.retention_days,
+            (&self.description, &self.metadata),
+            self.execution,
+        )
     }
 }
 
 impl PublishSandboxRevision {
     /// The revision document it describes.
     pub fn spec(&self) -> Value {
-        sandbox_spec(&self.image, &self.packages, &self.network, &self.resources, self.retention_days, (&self.description, &self.metadata))
+        sandbox_spec(
+            &self.image,
+            &self.packages,
+            &self.network,
+            &self.resources,
+            self.retention_days,
+            (&self.description, &self.metadata),
+            self.execution,
+        )
     }
+}
+
+/// Where a sandbox profile's tools run.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxExecution {
+    Managed,
+    ExternalTools,
 }
 
 /// The revision document a sandbox body describes.
@@ -181,8 +211,12 @@ fn sandbox_spec(
     resources: &Option<Value>,
     retention_days: Option<i64>,
     (description, metadata): (&Option<String>, &Option<Value>),
+    execution: Option<SandboxExecution>,
 ) -> Value {
     let mut spec = serde_json::json!({"image": image});
+    if let Some(e) = execution {
+        spec["execution"] = serde_json::json!(e);
+    }
     if let Some(d) = description {
         spec["description"] = serde_json::json!(d);
     }

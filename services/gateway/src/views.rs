@@ -217,6 +217,8 @@ pub struct SandboxRevision {
     #[schema(value_type = Object)]
     pub resources: Value,
     pub retention_days: i64,
+    /// `managed`, or `external_tools` (api.md §17.13).
+    pub execution: String,
     pub created_at: String,
 }
 
@@ -230,6 +232,7 @@ pub fn sandbox_revision(r: &ss::SandboxRevision) -> SandboxRevision {
         network: spec["network"].clone(),
         resources: spec["resources"].clone(),
         retention_days: spec["retention_days"].as_i64().unwrap_or_default(),
+        execution: spec["execution"].as_str().unwrap_or("managed").to_string(),
         created_at: r.created_at.clone(),
     }
 }
@@ -347,7 +350,9 @@ pub struct AgentDeployment {
     pub agent_id: String,
     pub revision: i64,
     pub pins: Pins,
-    /// `{kind: "managed"}` or `{kind: "runner", pool}`.
+    /// `{kind: "managed"}`, `{kind: "runner", pool}` or
+    /// `{kind: "external_tools", pool}` (the loop runs managed; sandbox
+    /// tools run at the holder of each Session's work item, api.md §17.13).
     #[schema(value_type = Object)]
     pub execution: Value,
     pub created_at: String,

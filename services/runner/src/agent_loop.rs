@@ -47,6 +47,9 @@ impl From<tonic::Status> for Stop {
     }
 }
 
+/// How long one read waits for a work item's holder before asking again.
+const EXTERNAL_WAIT_MS: u32 = 15_000;
+
 /// Key under which a turn's `agent.message` carries the id its preview used
 /// until it goes on the wire as `NewEvent.id` (see [`new_event`]).
 const PROPOSED_ID: &str = "__event_id";
@@ -99,7 +102,7 @@ impl Runner {
 
     async fn read_all(&self, lease: &pb::LeaseRef, t: &mut Transcript, start_seq: i64) -> Result<(), Stop> {
         loop {
-            let req = pb::ReadEventsRequest { lease: Some(lease.clone()), after_seq: t.cursor, limit: 1000 };
+            let req = pb::ReadEventsRequest { lease: Some(lease.clone()), after_seq: t.cursor, limit: 1000, wait_ms: 0 };
             let batch = self.runs.clone().read_events(req).await?.into_inner().data;
             let n = batch.len();
             t.absorb(&batch, start_seq);
@@ -110,12 +113,17 @@ impl Runner {
     }
 
     /// Restores the Session's workspace, runs the turn, then captures what
-    /// it left (`sync.rs`) before the Run settles.
+    /// it left (`sync.rs`) before the Run settles; an external_tools
+    /// Session has no workspace here.
     ///
     /// A Session's threads running here at once share its workspace: only
     /// the first to start restores it, and only the last to settle captures
     /// it — one checkpoint once every thread here is done.
     async fn run_in_sandbox(&self, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<Settle, Stop> {
+        if work.external_tools {
+            // Its workspace is on the worker's machine (api.md §17.13).
+            return self.drive(work, lease).await;
+        }
         let here = InFlight::enter(&self.in_flight, &work.session_id);
         if here.first
             && let Err(status) = self.restore(work, lease).await
@@ -334,7 +342,8 @@ impl Runner {
         for d in &decided {
             answers.extend(self.answer(work, d).await);
         }
-        let appended = self.append_checked(lease, answers.clone()).await?;
+        let appended =
+            if answers.is_empty() { pb::AppendEventsResponse::default() } else { self.append_checked(lease, answers.clone()).await? };
         seqs.extend(appended.seqs);
         let (mut own_seqs, mut own): (Vec<i64>, Vec<(E, String)>) = match started {
             Some((seq, p)) => (vec![seq], vec![(E::SpanModelRequestStart, p)]),
@@ -343,7 +352,41 @@ impl Runner {
         own_seqs.extend(seqs);
         own.extend(events);
         own.extend(answers);
-        Ok(Turn::CalledTools { folded: t.absorb_own(&own_seqs, &own, work.start_seq), budget_reached: appended.budget_reached })
+        let folded = t.absorb_own(&own_seqs, &own, work.start_seq);
+        let external: Vec<String> = decided.iter().filter(|d| d.runs_externally()).map(|d| d.call.id.clone()).collect();
+        if !external.is_empty() {
+            self.await_external(work, lease, t, &external).await?;
+            return Ok(Turn::CalledTools { folded: true, budget_reached: appended.budget_reached });
+        }
+        Ok(Turn::CalledTools { folded, budget_reached: appended.budget_reached })
+    }
+
+    /// Waits, the Session still running, until the holder of its work item
+    /// answered every call in `ids` (api.md §17.13). An interrupt ends the
+    /// wait: each call still open gets an error result, so every tool use
+    /// has an answer.
+    async fn await_external(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &mut Transcript, ids: &[String]) -> Result<(), Stop> {
+        self.read_all(lease, t, work.start_seq).await?;
+        loop {
+            let open: Vec<&String> = ids.iter().filter(|id| t.outstanding.iter().any(|o| &o.tool_use_id == *id)).collect();
+            if open.is_empty() {
+                return Ok(());
+            }
+            if t.interrupted {
+                let answers = open
+                    .iter()
+                    .map(|id| {
+                        let r = json!({"tool_use_id": id, "content": "interrupted before the worker answered", "is_error": true});
+                        (E::AgentToolResult, r.to_string())
+                    })
+                    .collect();
+                self.append(lease, answers).await?;
+                return self.read_all(lease, t, work.start_seq).await;
+            }
+            let req = pb::ReadEventsRequest { lease: Some(lease.clone()), after_seq: t.cursor, limit: 1000, wait_ms: EXTERNAL_WAIT_MS };
+            let batch = self.runs.clone().read_events(req).await?.into_inner().data;
+            t.absorb(&batch, work.start_seq);
+        }
     }
 
     /// One model call. Returns the result and where its start span stands.

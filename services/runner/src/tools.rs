@@ -39,6 +39,9 @@ pub struct Decided {
     /// A platform tool call the control plane refused: the result's
     /// `{error:{type, message}}` (api.md §15.3).
     pub refusal: Option<Value>,
+    /// A sandbox tool of an external_tools Session: the holder of its work
+    /// item runs it and answers with `user.tool_result` (api.md §17.13).
+    pub external: bool,
 }
 
 /// How a call from before this Run (gated, or left unanswered by a runner
@@ -63,6 +66,11 @@ impl Decided {
 
     fn is_platform(&self) -> bool {
         is_platform(self.declaration.as_ref())
+    }
+
+    /// Runs now, at the holder of the Session's work item.
+    pub fn runs_externally(&self) -> bool {
+        self.external && self.runs()
     }
 
     /// Whether the Session must wait before this call is answered: the host
@@ -99,6 +107,15 @@ fn is_platform(decl: Option<&Value>) -> bool {
     decl.and_then(|x| x.get("type")).and_then(Value::as_str) == Some("platform")
 }
 
+/// Marks the sandbox tool calls of an external_tools Session: the holder
+/// of its work item runs them (api.md §17.13), not this runner.
+fn mark_external(work: &pb::WorkItem, decided: &mut [Decided]) {
+    for d in decided.iter_mut() {
+        let builtin = d.declaration.as_ref().and_then(|x| x.get("type")).and_then(Value::as_str) == Some("builtin");
+        d.external = work.external_tools && builtin && SANDBOX_TOOLS.contains(&d.call.name.as_str());
+    }
+}
+
 pub(crate) fn declaration<'a>(tools: &'a [Value], name: &str) -> Option<&'a Value> {
     tools.iter().find(|d| match d.get("type").and_then(Value::as_str) {
         Some("tool_source") => d.get("tools").and_then(Value::as_array).is_some_and(|t| t.iter().any(|n| n == name)),
@@ -127,6 +144,7 @@ impl Runner {
                     pending_approval: None,
                     resumed: None,
                     refusal: None,
+                    external: false,
                 });
                 continue;
             };
@@ -169,12 +187,14 @@ impl Runner {
                 pending_approval: None,
                 resumed: None,
                 refusal: None,
+                external: false,
             };
             if decided.disposition == Disposition::RequireApproval {
                 self.ask_approval(work, &agent_id, &mut decided).await?;
             }
             out.push(decided);
         }
+        mark_external(work, &mut out);
         Ok(out)
     }
 
@@ -201,6 +221,7 @@ impl Runner {
             pending_approval: (!d.action_approval_id.is_empty()).then_some((d.action_approval_id, d.approval_expires_at)),
             resumed: None,
             refusal,
+            external: false,
         })
     }
 
@@ -439,7 +460,8 @@ impl Runner {
                 E::AgentToolUse,
                 json!({"tool_use_id": id, "name": d.call.name, "input": d.input, "evaluated_permission": d.disposition.as_str(),
                     "matched_rule_id": d.matched_rule_id,
-                    "tool_source_id": source.as_ref().map(|s| &s.0), "connection_id": source.as_ref().map(|s| &s.1)})
+                    "tool_source_id": source.as_ref().map(|s| &s.0), "connection_id": source.as_ref().map(|s| &s.1),
+                    "external": d.external.then_some(true)})
                 .to_string(),
             ));
         }
@@ -483,6 +505,10 @@ impl Runner {
             let result = json!({"tool_use_id": d.call.id, "content": content, "is_error": is_error});
             return vec![(E::AgentToolResult, result.to_string())];
         }
+        if d.runs_externally() {
+            // The work item's holder answers (user.tool_result).
+            return vec![];
+        }
         if d.runs() {
             let (text, is_error) = self.execute_tool(work, d).await;
             let mut out = if d.call.name == "bash" { self.egress_denials(work).await } else { vec![] };
@@ -503,7 +529,7 @@ impl Runner {
     /// (an interrupt) are refused too, so every tool use gets an answer.
     pub(crate) fn resume_outstanding(work: &pb::WorkItem, outstanding: &[crate::transcript::Outstanding]) -> Vec<Decided> {
         let tools: Vec<Value> = serde_json::from_str(&work.tools_json).unwrap_or_default();
-        outstanding
+        let mut decided: Vec<Decided> = outstanding
             .iter()
             .map(|o| {
                 let approved = o.decision == Some(Decision::Approve)
@@ -526,9 +552,12 @@ impl Runner {
                     pending_approval: None,
                     resumed: Some(Resumed { approved, approval_id: o.approval_id.clone(), authorized: o.authorized }),
                     refusal: None,
+                    external: false,
                 }
             })
-            .collect()
+            .collect();
+        mark_external(work, &mut decided);
+        decided
     }
 }
 
@@ -551,6 +580,7 @@ mod tests {
             pending_approval: None,
             resumed: None,
             refusal: None,
+            external: false,
         }
     }
 
@@ -603,6 +633,34 @@ mod tests {
         let events = Runner::call_events(&standing);
         assert_eq!(types(&events), [E::AgentToolUse, E::RunActionAuthorized]);
         assert!(events[1].1.contains("sa_1"), "the authorization names the StandingApproval");
+    }
+
+    #[test]
+    fn an_external_tools_sandbox_call_is_left_to_the_work_holder() {
+        let work = rpb::WorkItem { external_tools: true, ..Default::default() };
+        let mut calls = vec![decided("bash", Disposition::Allow, false), decided("lookup", Disposition::Allow, true)];
+        calls.push(Decided {
+            declaration: Some(json!({"type": "builtin", "name": "web_fetch"})),
+            ..decided("web_fetch", Disposition::Allow, false)
+        });
+        mark_external(&work, &mut calls);
+        assert_eq!(calls.iter().map(|d| d.external).collect::<Vec<_>>(), [true, false, false], "only sandbox builtins leave");
+        let bash = &calls[0];
+        assert!(bash.runs_externally() && !bash.waits(), "the Run waits in place, the Session running");
+        let events = Runner::call_events(bash);
+        assert_eq!(types(&events), [E::AgentToolUse, E::RunActionAuthorized]);
+        let use_: Value = serde_json::from_str(&events[0].1).expect("json");
+        assert_eq!(use_["external"], true, "the log says who runs it");
+        // Not on an external_tools Session: run here.
+        let mut here = vec![decided("bash", Disposition::Allow, false)];
+        mark_external(&rpb::WorkItem::default(), &mut here);
+        assert!(!here[0].external);
+        let plain: Value = serde_json::from_str(&Runner::call_events(&here[0])[0].1).expect("json");
+        assert!(plain["external"].is_null());
+        // Gated: it waits on its approval first, then runs externally.
+        let mut gated = vec![decided("bash", Disposition::RequireApproval, false)];
+        mark_external(&work, &mut gated);
+        assert!(gated[0].external && !gated[0].runs_externally());
     }
 
     #[test]

@@ -243,7 +243,9 @@ impl Transcript {
                         is_error: p.get("is_error").and_then(Value::as_bool).unwrap_or(false),
                     }),
                 ),
-                E::AgentToolResult => self.answer(
+                // A user.tool_result: the work item's holder ran a sandbox
+                // tool (api.md §17.13).
+                E::AgentToolResult | E::UserToolResult => self.answer(
                     &p,
                     B::ToolResult(mg::ToolResult {
                         tool_use_id: str_field(&p, "tool_use_id"),
@@ -316,6 +318,29 @@ mod tests {
 
     fn ev(seq: i64, t: &str, p: &str) -> RunEvent {
         RunEvent { seq, r#type: t.into(), payload_json: p.into(), run_id: String::new() }
+    }
+
+    #[test]
+    fn a_work_holders_result_answers_its_call() {
+        let mut t = Transcript::default();
+        t.absorb(
+            &[ev(
+                1,
+                "agent.tool_use",
+                r#"{"tool_use_id":"toolu_1","name":"bash","input":{},"evaluated_permission":"allow","external":true}"#,
+            )],
+            1,
+        );
+        assert_eq!(t.outstanding.len(), 1);
+        t.absorb(&[ev(2, "user.tool_result", r#"{"tool_use_id":"toolu_1","content":[{"type":"text","text":"hi"}],"is_error":false}"#)], 1);
+        assert!(t.outstanding.is_empty(), "answered");
+        let last = t.messages.last().expect("a message");
+        assert_eq!(last.role, "user");
+        match &last.content[0].block {
+            Some(mg::content_block::Block::ToolResult(r)) => assert_eq!((r.tool_use_id.as_str(), r.content.as_str()), ("toolu_1", "hi")),
+            other => panic!("{other:?}"),
+        }
+        assert!(t.needs_turn(), "the model sees the result next");
     }
 
     #[test]

@@ -270,7 +270,7 @@ impl SessionsService {
         }
         refuse_archived(&profile)?;
         let revision = input.sandbox_profile_revision.unwrap_or(profile.latest_revision);
-        self.sandbox_revision(&profile.id, revision).await.map_err(|_| {
+        let rev = self.sandbox_revision(&profile.id, revision).await.map_err(|_| {
             Error::invalid_field("sandbox_profile_revision", format!("sandbox profile {} has no revision {revision}", profile.id))
         })?;
         let harness = if input.harness.is_empty() { BUILTIN_HARNESS.to_string() } else { input.harness.clone() };
@@ -281,11 +281,24 @@ impl SessionsService {
             Execution::Managed
         } else {
             serde_json::from_value(input.execution.clone()).map_err(|e| {
-                Error::invalid_field("execution", format!("execution must be {{kind:\"managed\"}} or {{kind:\"runner\", pool}}: {e}"))
+                Error::invalid_field(
+                    "execution",
+                    format!("execution must be {{kind:\"managed\"}}, {{kind:\"runner\", pool}} or {{kind:\"external_tools\", pool}}: {e}"),
+                )
             })?
         };
-        if let Execution::Runner { pool } = &execution {
+        if let Execution::Runner { pool } | Execution::ExternalTools { pool } = &execution {
             check_pool("execution.pool", pool)?;
+        }
+        // An external_tools profile's tools run only at its work items'
+        // holders, and only such a profile has work items.
+        let external = matches!(execution, Execution::ExternalTools { .. });
+        if external != (rev.spec.execution == SandboxExecution::ExternalTools) {
+            return Err(Error::invalid_field(
+                "execution",
+                "execution {kind:\"external_tools\", pool} pairs with a sandbox profile revision of execution \"external_tools\", and only with one",
+            )
+            .with_reason("execution_mismatch"));
         }
         Ok(Pins {
             agent_version: version.version,

@@ -401,6 +401,44 @@ impl Rpc for SessionsGrpc {
         let skills = names("skills", &r.skills_json)?;
         ok(session(self.svc.update_selection(&r.id, tools, skills, &r.actor_id).await?))
     }
+    async fn poll_work(&self, r: Request<pb::PollWorkRequest>) -> R<pb::PollWorkResponse> {
+        ok(crate::grpc_work::poll(&self.svc, r.into_inner()).await?)
+    }
+    async fn ack_work(&self, r: Request<pb::WorkRequest>) -> R<pb::WorkItem> {
+        let r = r.into_inner();
+        ok(crate::grpc_work::work(self.svc.ack_work(&r.profile_id, &r.work_id, &r.credential).await?))
+    }
+    async fn heartbeat_work(&self, r: Request<pb::HeartbeatWorkRequest>) -> R<pb::HeartbeatWorkResponse> {
+        ok(crate::grpc_work::heartbeat(&self.svc, r.into_inner()).await?)
+    }
+    async fn stop_work(&self, r: Request<pb::StopWorkRequest>) -> R<pb::WorkItem> {
+        let r = r.into_inner();
+        ok(crate::grpc_work::work(self.svc.stop_work(&r.profile_id, &r.work_id, &r.credential, r.force).await?))
+    }
+    async fn get_work(&self, r: Request<pb::WorkRequest>) -> R<pb::WorkItem> {
+        let r = r.into_inner();
+        ok(crate::grpc_work::work(self.svc.work_of(&r.profile_id, &r.work_id).await?))
+    }
+    async fn update_work(&self, r: Request<pb::UpdateWorkRequest>) -> R<pb::WorkItem> {
+        let r = r.into_inner();
+        let patch: Value =
+            serde_json::from_str(&r.metadata_patch_json).map_err(|_| Error::invalid_field("metadata", "metadata must be JSON"))?;
+        ok(crate::grpc_work::work(self.svc.update_work_metadata(&r.profile_id, &r.work_id, &patch).await?))
+    }
+    async fn list_work(&self, r: Request<pb::ListWorkRequest>) -> R<pb::ListWorkResponse> {
+        ok(crate::grpc_work::list(&self.svc, r.into_inner()).await?)
+    }
+    async fn work_stats(&self, r: Request<pb::WorkStatsRequest>) -> R<pb::WorkStatsResponse> {
+        ok(crate::grpc_work::stats(&self.svc, r.into_inner()).await?)
+    }
+    async fn verify_work_token(&self, r: Request<pb::VerifyWorkTokenRequest>) -> R<pb::WorkScope> {
+        ok(crate::grpc_work::verify(&self.svc, r.into_inner()).await?)
+    }
+    async fn send_tool_result(&self, r: Request<pb::SendToolResultRequest>) -> R<pb::AppendUserEventResponse> {
+        let (e, replayed) = crate::grpc_work::send_tool_result(&self.svc, r.into_inner()).await?;
+        ok(pb::AppendUserEventResponse { event: Some(event(e)), replayed })
+    }
+
     async fn append_user_event(&self, r: Request<pb::AppendUserEventRequest>) -> R<pb::AppendUserEventResponse> {
         let r = r.into_inner();
         let e = input(r.event.ok_or_else(|| Error::invalid("an event is required"))?)?;

@@ -104,6 +104,7 @@ impl Rpc for RunnerGrpc {
             traceparent: w.run.traceparent.clone(),
             tail: w.tail.into_iter().map(run_event).collect(),
             session_thread_id: w.run.thread_id.clone().unwrap_or_default(),
+            external_tools: matches!(w.session.pins.execution, crate::model::Execution::ExternalTools { .. }),
         });
         Ok(Response::new(pb::ClaimResponse { work }))
     }
@@ -123,7 +124,7 @@ impl Rpc for RunnerGrpc {
     async fn read_events(&self, r: Request<pb::ReadEventsRequest>) -> R<pb::ReadEventsResponse> {
         self_hosted(&self.svc, &r).await?;
         let r = r.into_inner();
-        let events = self.svc.read_for_run(&lease(r.lease)?, r.after_seq, r.limit).await?;
+        let events = self.svc.read_for_run(&lease(r.lease)?, r.after_seq, r.limit, r.wait_ms).await?;
         let data = events
             .into_iter()
             .map(|e| pb::RunEvent {

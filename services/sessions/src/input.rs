@@ -64,6 +64,12 @@ impl Input {
     /// Validates a wire event. `caused_by` must be `{kind, id}`; `authored_by`
     /// a principal id (the gateway has checked the caller may speak for it).
     pub fn parse(event_type: &str, payload: Value, authored_by: &str, caused_by: Value) -> Result<Input> {
+        if event_type == EventType::UserToolResult.as_str() {
+            return Err(Error::denied(
+                "user.tool_result is sent only by the holder of the Session's work item, with its work token (api.md §17.13)",
+            )
+            .with_reason("work_holder_only"));
+        }
         let Some(event_type) = EventType::parse("type", event_type).ok().filter(|t| EventType::USER.contains(t)) else {
             let accepted: Vec<&str> = EventType::USER.iter().map(|t| t.as_str()).collect();
             return Err(Error::invalid_field("type", format!("unknown event type {event_type:?}; accepted: {}", accepted.join(", "))));

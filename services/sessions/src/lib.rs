@@ -10,6 +10,7 @@ pub mod files;
 mod focus;
 pub mod grpc;
 pub mod grpc_runner;
+pub mod grpc_work;
 mod handoff;
 pub mod input;
 pub mod live;
@@ -27,6 +28,7 @@ pub mod threads;
 pub mod upload_grpc;
 pub mod uploads;
 pub mod upstream;
+pub mod work;
 
 use checkfu_core::Result;
 use checkfu_proto::runner::v1::runner_service_server::RunnerServiceServer;

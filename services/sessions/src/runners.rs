@@ -17,7 +17,7 @@ use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result, sha256_hex};
 
 /// A Runner credential's prefix.
-pub const CREDENTIAL_PREFIX: &str = "crr_";
+pub const CREDENTIAL_PREFIX: &str = checkfu_core::RUNNER_CREDENTIAL_PREFIX;
 /// How often `last_seen_at` is written for a busy Runner.
 const SEEN_EVERY_MS: i64 = 5_000;
 

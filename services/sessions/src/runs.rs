@@ -214,6 +214,9 @@ fn requires_action(events: &[NewEvent]) -> Result<Value> {
     Ok(stop)
 }
 
+/// The longest a run's read waits for the next event.
+const MAX_READ_WAIT_MS: u32 = 20_000;
+
 fn lease_lost() -> Error {
     Error::new(Code::PreconditionFailed, "the lease on this run is no longer held").with_details(json!({"reason": "lease_lost"}))
 }
@@ -444,9 +447,30 @@ impl SessionsService {
 
     /// Reads the log as the lease's thread sees it: a child its own view,
     /// the primary its own events (not the cross-posts).
-    pub async fn read_for_run(&self, lease: &Lease, after_seq: i64, limit: u32) -> Result<Vec<Event>> {
+    ///
+    /// With `wait_ms`, an empty read waits (up to 20 s) for the next event:
+    /// how a Run of an external_tools Session waits for its work item's
+    /// holder, which such a wait keeps queued (api.md §17.13).
+    pub async fn read_for_run(&self, lease: &Lease, after_seq: i64, limit: u32, wait_ms: u32) -> Result<Vec<Event>> {
         let (session_id, view) = self.view_of(lease).await?;
         let limit = i64::from(limit.clamp(1, 1000));
+        // Subscribed before reading: nothing committed between is missed.
+        let mut rx = (wait_ms > 0).then(|| self.hub.subscribe(&session_id));
+        let events = self.store.list_events(&session_id, &view, after_seq, limit, &[]).await?;
+        let Some(rx) = rx.as_mut().filter(|_| events.is_empty()) else { return Ok(events) };
+        self.ensure_work(&self.session(session_id.as_str()).await?).await?;
+        let wait = std::time::Duration::from_millis(u64::from(wait_ms.min(MAX_READ_WAIT_MS)));
+        let _ = tokio::time::timeout(wait, async {
+            loop {
+                match rx.recv().await {
+                    Ok(crate::live::Item::Event(e)) if e.seq > after_seq => return,
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        })
+        .await;
         self.store.list_events(&session_id, &view, after_seq, limit, &[]).await
     }
 

@@ -62,6 +62,10 @@ pub struct SessionsService {
     pub(crate) uploads: crate::uploads::UploadSettings,
     /// SandboxProfiles may allow every public host (`allowed_hosts:["*"]`).
     pub(crate) unrestricted_network: bool,
+    /// Woken whenever a work item is queued (api.md §17.13).
+    pub(crate) work_queued: Arc<Notify>,
+    /// Who polled for work recently, on this replica.
+    pub(crate) pollers: Arc<crate::work::Pollers>,
 }
 
 /// A Session as last committed here: its primary's active Run and its
@@ -170,6 +174,8 @@ impl SessionsService {
             blobs: None,
             uploads: crate::uploads::UploadSettings::default(),
             unrestricted_network: false,
+            work_queued: Arc::new(Notify::new()),
+            pollers: Arc::default(),
         }
     }
 
@@ -377,6 +383,10 @@ impl SessionsService {
         session.last_seq = events.len() as i64;
         self.remember(session.clone(), d.run.clone(), vec![]);
         self.after_commit(&session.id, &events, queues(&d.runs));
+        // A worker attaches as soon as it exists (its Runs keep it queued).
+        if let Err(e) = self.ensure_work(&session).await {
+            tracing::warn!(error = %e, session_id = %session.id, "queueing the work item failed; the first tool call queues it");
+        }
         Ok((session, events))
     }
 
@@ -592,6 +602,9 @@ impl SessionsService {
             .await?;
         // Nobody should approve calls of a Session that is gone.
         self.withdraw_approvals(&pending, actor).await;
+        if let Err(e) = self.stop_session_work(&s.id).await {
+            tracing::warn!(error = %e, session_id = %s.id, "stopping the work item failed; its holder sees the Session terminated");
+        }
         Ok(s)
     }
 

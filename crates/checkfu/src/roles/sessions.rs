@@ -12,6 +12,9 @@ const SANDBOX_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(
 
 /// How often gradings a dead process left are looked for.
 const GRADING_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+/// How often lapsed work leases (api.md §17.13) go back in the queue; a
+/// poll or heartbeat also sweeps first.
+const WORK_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[async_trait::async_trait]
 impl Play for Sessions {
@@ -58,6 +61,7 @@ impl Play for Sessions {
         node.spawn(svc.clone().run_sandbox_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
         node.spawn(svc.clone().run_upload_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
         node.spawn(svc.clone().run_grading_sweeper(GRADING_SWEEP_EVERY, node.shutdown.clone()));
+        node.spawn(svc.clone().run_work_sweeper(WORK_SWEEP_EVERY, node.shutdown.clone()));
         if opts.embedded {
             // The previous process's runner died with it.
             let n = svc.release_orphaned_leases().await?;

@@ -41,6 +41,9 @@ pub struct Cx {
     pub native: Native,
     pub state: AppState,
     pub logs: Arc<super::logcache::LogCache>,
+    /// The work token the caller holds, when it is a worker's (§17.13):
+    /// the token and what it may reach.
+    pub work: Option<(String, checkfu_proto::sessions::v1::WorkScope)>,
 }
 
 /// The beta a path's family needs (§17.2); files, skills and models none.
@@ -58,7 +61,7 @@ fn required_beta(path: &str) -> Option<&'static str> {
 
 /// The API key: `x-api-key` or `Authorization: Bearer`; two different
 /// keys are refused, not chosen between.
-fn api_key(headers: &HeaderMap) -> CmaResult<String> {
+pub fn api_key(headers: &HeaderMap) -> CmaResult<String> {
     let x = headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::trim).filter(|k| !k.is_empty());
     let bearer = Some(crate::auth::bearer(headers)).filter(|k| !k.is_empty());
     match (x, bearer) {
@@ -70,34 +73,56 @@ fn api_key(headers: &HeaderMap) -> CmaResult<String> {
     }
 }
 
+/// The path's beta was sent, or it needs none (§17.2).
+pub fn required_beta_sent(parts: &Parts) -> CmaResult<()> {
+    if let Some(beta) = required_beta(parts.uri.path()) {
+        let sent = parts
+            .headers
+            .get_all("anthropic-beta")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|b| b.trim() == beta);
+        if !sent {
+            return Err(Error::invalid(format!("this endpoint is in beta: send anthropic-beta: {beta}"))
+                .with_reason("missing_beta")
+                .into());
+        }
+    }
+    Ok(())
+}
+
+/// What a work token may reach (§17.13): its Session (read it, stream it,
+/// send tool results) and skills (download them); nothing else.
+fn token_reaches(method: &Method, path: &str, session_id: &str) -> bool {
+    let rest = path.split_once("/v1/").map(|(_, r)| r).unwrap_or(path.trim_start_matches('/'));
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts.as_slice() {
+        ["sessions", sid, tail @ ..] if *sid == session_id => {
+            matches!((method, tail), (&Method::GET, [] | ["events"] | ["events", "stream"] | ["threads", ..]) | (&Method::POST, ["events"]))
+        }
+        ["skills", ..] => method == Method::GET,
+        _ => false,
+    }
+}
+
 impl FromRequestParts<Cma> for Cx {
     type Rejection = CmaError;
 
     async fn from_request_parts(parts: &mut Parts, cma: &Cma) -> Result<Self, Self::Rejection> {
-        if !cma.enabled {
-            return Err(checkfu_core::features::unavailable("cma_projection", checkfu_core::features::FEATURE_DISABLED)
-                .with_reason("capability_unavailable")
-                .into());
-        }
+        cma.check_enabled()?;
         let key = api_key(&parts.headers)?;
+        if key.starts_with(checkfu_core::RUNNER_CREDENTIAL_PREFIX) {
+            return Err(Error::new(Code::InvalidKey, "a Runner credential authenticates only the Environment Work API").into());
+        }
+        if key.starts_with(checkfu_core::WORK_TOKEN_PREFIX) {
+            return Cx::for_work_token(parts, cma, key).await;
+        }
         let bearer =
             HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| Error::new(Code::InvalidKey, "the API key is malformed"))?;
         parts.headers.insert(axum::http::header::AUTHORIZATION, bearer);
         let caller = Caller::from_request_parts(parts, &cma.state).await?;
-        if let Some(beta) = required_beta(parts.uri.path()) {
-            let sent = parts
-                .headers
-                .get_all("anthropic-beta")
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .flat_map(|v| v.split(','))
-                .any(|b| b.trim() == beta);
-            if !sent {
-                return Err(Error::invalid(format!("this endpoint is in beta: send anthropic-beta: {beta}"))
-                    .with_reason("missing_beta")
-                    .into());
-            }
-        }
+        required_beta_sent(parts)?;
         let native = Native { router: cma.native.clone(), caller: caller.clone(), key };
         let env_id = match parts.headers.get("anthropic-workspace-id").and_then(|v| v.to_str().ok()).map(str::trim) {
             Some(id) => {
@@ -107,11 +132,54 @@ impl FromRequestParts<Cma> for Cx {
             }
             None => cma.default_env().await?,
         };
-        Ok(Cx { caller, env_id, native, state: cma.state.clone(), logs: cma.logs.clone() })
+        Ok(Cx { caller, env_id, native, state: cma.state.clone(), logs: cma.logs.clone(), work: None })
+    }
+}
+
+impl Cx {
+    /// A worker's call with its delivery's token: it acts as the Runner's
+    /// pairing Principal (so every native check still applies to that
+    /// Principal), narrowed to the token's Session.
+    async fn for_work_token(parts: &Parts, cma: &Cma, token: String) -> CmaResult<Cx> {
+        let req = checkfu_proto::sessions::v1::VerifyWorkTokenRequest { token: token.clone() };
+        let scope = cma.state.sessions.clone().verify_work_token(req).await.map_err(Error::from)?.into_inner();
+        if !token_reaches(&parts.method, parts.uri.path(), &scope.session_id) {
+            return Err(Error::new(Code::PermissionDenied, "a work token reaches only its own Session and skills")
+                .with_reason("work_token_scope")
+                .into());
+        }
+        // A superseded delivery reads nothing more; its sends reach the
+        // sessions service, which refuses them the same way, fenced.
+        if !scope.current && parts.method != Method::POST {
+            return Err(Error::conflict("this work item was delivered again or stopped; this token no longer holds it")
+                .with_reason("work_lease_superseded")
+                .into());
+        }
+        required_beta_sent(parts)?;
+        let caller = Caller { principal_id: scope.principal_id.clone(), key_id: format!("work:{}", scope.work_id) };
+        let native = Native { router: cma.native.clone(), caller: caller.clone(), key: token.clone() };
+        Ok(Cx {
+            caller,
+            env_id: scope.environment_id.clone(),
+            native,
+            state: cma.state.clone(),
+            logs: cma.logs.clone(),
+            work: Some((token, scope)),
+        })
     }
 }
 
 impl Cma {
+    /// Refuses every route when `cma_projection` is off (§16.8).
+    pub fn check_enabled(&self) -> CmaResult<()> {
+        if self.enabled {
+            return Ok(());
+        }
+        Err(checkfu_core::features::unavailable("cma_projection", checkfu_core::features::FEATURE_DISABLED)
+            .with_reason("capability_unavailable")
+            .into())
+    }
+
     /// The `default` Environment, looked up once.
     async fn default_env(&self) -> CmaResult<String> {
         let st = &self.state;
@@ -296,6 +364,27 @@ async fn native_error(resp: axum::response::Response) -> Error {
         e = e.with_details(v["error"]["details"].clone());
     }
     e
+}
+
+#[cfg(test)]
+mod work_scope_tests {
+    use super::token_reaches;
+    use axum::http::Method;
+
+    #[test]
+    fn a_work_token_reaches_its_session_and_skills_only() {
+        let s = "sess_1";
+        assert!(token_reaches(&Method::GET, "/sessions/sess_1", s));
+        assert!(token_reaches(&Method::GET, "/cma/v1/sessions/sess_1/events/stream", s));
+        assert!(token_reaches(&Method::POST, "/sessions/sess_1/events", s));
+        assert!(token_reaches(&Method::GET, "/skills/skl_1/versions/2/content", s));
+        assert!(!token_reaches(&Method::GET, "/sessions/sess_2", s), "another Session");
+        assert!(!token_reaches(&Method::POST, "/sessions/sess_1", s), "no update");
+        assert!(!token_reaches(&Method::POST, "/sessions/sess_1/archive", s));
+        assert!(!token_reaches(&Method::GET, "/sessions", s), "no list");
+        assert!(!token_reaches(&Method::POST, "/skills", s));
+        assert!(!token_reaches(&Method::GET, "/agents", s));
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,9 @@ use serde_json::{Value, json};
 
 /// The image a CMA cloud environment runs (CMA names none).
 const IMAGE: &str = "debian:12";
+/// What a self_hosted environment's revisions name as their image: none
+/// runs here.
+const SELF_HOSTED_IMAGE: &str = "self-hosted";
 /// CMA's package managers, in its order; native keeps `mgr:name` (apt bare).
 const MANAGERS: &[&str] = &["apt", "cargo", "gem", "go", "npm", "pip"];
 
@@ -48,8 +51,8 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     let latest = &current["latest"];
     let config = match body.get("config").filter(|c| !c.is_null()) {
         Some(c) => {
-            // Only cloud environments are served so far.
-            if c["type"].as_str().is_some_and(|t| t != "cloud") {
+            let now = render(&current)["config"]["type"].clone();
+            if c["type"].as_str().unwrap_or("cloud") != now {
                 return Err(refuse("invalid_config_type_change", "an environment's config type (cloud or self_hosted) cannot change"));
             }
             c.clone()
@@ -111,8 +114,17 @@ fn describe(spec: &mut Value, body: &Value, patch: &Value) -> CmaResult<()> {
 fn compile(config: &Value) -> CmaResult<Value> {
     match config["type"].as_str() {
         None | Some("cloud") => {}
+        // Tools run at the worker holding each Session's work item
+        // (§17.13); the worker's machine is its own, egress included.
         Some("self_hosted") => {
-            return Err(refuse("self_hosted_unsupported", "self_hosted environments are not yet served by this projection (docs/cma.md)"));
+            if config.as_object().is_some_and(|c| c.keys().any(|k| k != "type")) {
+                return Err(Error::invalid_field(
+                    "config",
+                    "a self_hosted environment takes only type: its tools run on the worker's machine",
+                )
+                .into());
+            }
+            return Ok(json!({"image": SELF_HOSTED_IMAGE, "execution": "external_tools", "network": {"allowed_hosts": []}}));
         }
         Some(other) => return Err(Error::invalid_field("config.type", format!("unknown config type {other:?}")).into()),
     }
@@ -169,13 +181,18 @@ pub fn render(p: &Value) -> Value {
     } else {
         json!({"type": "limited", "allowed_hosts": hosts, "allow_package_managers": net["allow_package_managers"], "allow_mcp_servers": net["allow_mcp_servers"]})
     };
+    let config = if latest["execution"] == "external_tools" {
+        json!({"type": "self_hosted"})
+    } else {
+        json!({"type": "cloud", "packages": packages, "networking": networking})
+    };
     json!({
         "type": "environment",
         "id": p["id"],
         "name": p["name"],
         "description": latest["description"],
         "metadata": latest.get("metadata").cloned().filter(Value::is_object).unwrap_or(json!({})),
-        "config": {"type": "cloud", "packages": packages, "networking": networking},
+        "config": config,
         "created_at": p["created_at"],
         "updated_at": latest["created_at"],
         "archived_at": p["archived_at"],
@@ -200,5 +217,15 @@ mod tests {
         assert_eq!(v["config"]["networking"]["allowed_hosts"], json!(["example.com", "pypi.org"]), "compiled hosts read back");
         let open = compile(&json!({"type": "cloud", "networking": {"type": "unrestricted"}})).expect("compiles");
         assert_eq!(open["network"]["allowed_hosts"], json!(["*"]));
+    }
+
+    #[test]
+    fn a_self_hosted_environment_is_an_external_tools_profile() {
+        let spec = compile(&json!({"type": "self_hosted"})).expect("compiles");
+        assert_eq!(spec["execution"], "external_tools");
+        assert_eq!(spec["network"]["allowed_hosts"], json!([]), "the platform's sandbox reaches nothing; no sandbox runs here");
+        assert!(compile(&json!({"type": "self_hosted", "packages": {"pip": ["x"]}})).is_err(), "packages are the worker's");
+        let p = json!({"id": "sbp_1", "name": "e", "latest": {"execution": "external_tools", "packages": [], "network": spec["network"]}});
+        assert_eq!(render(&p)["config"], json!({"type": "self_hosted"}));
     }
 }

@@ -10,9 +10,10 @@ use axum::extract::{Path, RawQuery};
 use axum::http::{HeaderMap, Method};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use checkfu_core::Error;
+use checkfu_core::{Code, Error};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 
 /// At most this many events are read to map one Session's log.
 const MAX_LOG: usize = 200_000;
@@ -153,18 +154,36 @@ pub async fn send(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> Cm
     if events.is_empty() || events.len() > 50 {
         return Err(Error::invalid_field("events", "send 1 to 50 events").into());
     }
-    let settles = events.iter().any(|e| matches!(e["type"].as_str(), Some("user.tool_confirmation" | "user.custom_tool_result")));
+    if let Some((_, scope)) = &cx.work {
+        // A worker's token sends tool results for its own Session only.
+        let other = events.iter().find(|e| !matches!(e["type"].as_str(), Some("user.tool_result" | "user.custom_tool_result")));
+        if scope.session_id != id || other.is_some() {
+            return Err(Error::new(Code::PermissionDenied, "a work token sends only tool results of its own Session")
+                .with_reason("work_token_scope")
+                .into());
+        }
+    }
+    let settles = events
+        .iter()
+        .any(|e| matches!(e["type"].as_str(), Some("user.tool_confirmation" | "user.custom_tool_result" | "user.tool_result")));
     // The Session's view holds every wait: a child's as cross-posts.
     let uses = if settles { mapping::uses_of(&log(&cx.native, &id, &None).await?) } else { Default::default() };
     let mut read = vec![];
     for e in &events {
         read.push(read_rubric(&cx, e).await?);
     }
-    let inputs: Vec<Value> = read.iter().map(|e| native_input(&cx.caller.principal_id, e, &uses)).collect::<CmaResult<_>>()?;
+    let inputs: Vec<Option<Value>> = read
+        .iter()
+        .map(|e| if e["type"] == "user.tool_result" { Ok(None) } else { native_input(&cx.caller.principal_id, e, &uses).map(Some) })
+        .collect::<CmaResult<_>>()?;
     let mut echoes = vec![];
     let mut accepted: Vec<Value> = vec![];
     for (input, sent) in inputs.iter().zip(&events) {
-        match cx.native.post(&format!("/v1/sessions/{id}/events"), input).await {
+        let appended = match input {
+            Some(input) => cx.native.post(&format!("/v1/sessions/{id}/events"), input).await,
+            None => tool_result(&cx, &id, sent, &uses).await,
+        };
+        match appended {
             Ok(e) => {
                 accepted.push(e["id"].clone());
                 // The echo names calls as the client did.
@@ -186,6 +205,31 @@ pub async fn send(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> Cm
         }
     }
     Ok(Json(json!({"data": echoes})))
+}
+
+/// A `user.tool_result` (§17.13): only a worker holding the Session's work
+/// item sends one, fenced by its delivery (a superseded token → 409).
+async fn tool_result(cx: &Cx, session_id: &str, e: &Value, uses: &HashMap<String, (String, Option<String>)>) -> CmaResult<Value> {
+    let Some((token, _)) = &cx.work else {
+        return Err(Error::new(Code::PermissionDenied, "user.tool_result is sent only by the worker holding the Session's work item")
+            .with_reason("work_holder_only")
+            .into());
+    };
+    let id = e["tool_use_id"].as_str().unwrap_or_default();
+    let (native_id, _) = uses.get(id).cloned().ok_or_else(|| {
+        Error::invalid_field("tool_use_id", format!("{id:?} is not a tool use of this session")).with_reason("no_such_wait")
+    })?;
+    let content = e.get("content").cloned().unwrap_or_else(|| json!([]));
+    let req = checkfu_proto::sessions::v1::SendToolResultRequest {
+        token: token.clone(),
+        session_id: session_id.to_string(),
+        tool_use_id: native_id,
+        content_json: content.to_string(),
+        is_error: e["is_error"].as_bool().unwrap_or(false),
+    };
+    let r = cx.state.sessions.clone().send_tool_result(req).await.map_err(Error::from)?.into_inner();
+    let event = r.event.ok_or_else(|| Error::internal("the sessions service answered no event"))?;
+    serde_json::to_value(crate::views::event(&event)).map_err(|e| Error::internal(format!("rendering an event: {e}")).into())
 }
 
 /// A `user.define_outcome` whose rubric is a File gets the File's text

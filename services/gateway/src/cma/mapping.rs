@@ -191,6 +191,15 @@ impl Mapper {
                     (t.replace("policy.denied", "agent.tool_result"), json!({"tool_use_id": id, "content": content, "is_error": is_error}))
                 }
             }
+            "user.tool_result" => {
+                let key = (thread.clone(), native_use("tool_use_id"));
+                let id = self.use_id(&key);
+                let is_error = p.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                (
+                    t.to_string(),
+                    json!({"tool_use_id": id, "content": blocks(p.get("content").unwrap_or(&Value::Null)), "is_error": is_error}),
+                )
+            }
             "user.tool_confirmation" => {
                 let key = (thread.clone(), native_use("tool_use_id"));
                 let id = self.use_id(&key);

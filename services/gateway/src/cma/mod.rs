@@ -25,6 +25,7 @@ pub mod skills;
 pub mod threads;
 pub mod vaults;
 pub mod wire;
+pub mod work;
 
 use crate::AppState;
 use axum::Router;
@@ -52,6 +53,13 @@ pub fn router(state: AppState, native: Router, prefix: &str, enabled: bool) -> R
         .route("/environments", get(environments::list).post(environments::create))
         .route("/environments/{id}", get(environments::retrieve).post(environments::update).delete(environments::delete))
         .route("/environments/{id}/archive", post(environments::archive))
+        .route("/environments/{id}/work", get(work::list))
+        .route("/environments/{id}/work/poll", get(work::poll))
+        .route("/environments/{id}/work/stats", get(work::stats))
+        .route("/environments/{id}/work/{wid}", get(work::retrieve).post(work::update))
+        .route("/environments/{id}/work/{wid}/ack", post(work::ack))
+        .route("/environments/{id}/work/{wid}/heartbeat", post(work::heartbeat))
+        .route("/environments/{id}/work/{wid}/stop", post(work::stop))
         .route("/sessions", get(sessions::list).post(sessions::create))
         .route("/sessions/{id}", get(sessions::retrieve).post(sessions::update).delete(sessions::delete))
         .route("/sessions/{id}/archive", post(sessions::archive))

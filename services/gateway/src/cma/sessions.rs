@@ -32,6 +32,12 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
         None => agent["latest_version"].as_i64().ok_or_else(|| refuse("agent_unpublished", "the agent has no published version"))?,
     };
     let resources = resources(&body["resources"])?;
+    if !resources.is_empty() && facts::profile(&cx.state, &sbp).await.is_ok_and(|p| self_hosted(&p)) {
+        return Err(refuse(
+            "self_hosted_resources_unsupported_error",
+            "a self_hosted environment's sessions take no resources: files and memory live on the worker's machine",
+        ));
+    }
     let vault_ids = vaults_for(&cx, &agent_id, version, &body["vault_ids"]).await?;
     let budget = match body.get("budget").filter(|b| !b.is_null()) {
         Some(b) => Some(budget_limit(b)?),
@@ -583,12 +589,22 @@ async fn deployment_for(cx: &Cx, agent: &Value, version: i64, sbp: &str) -> CmaR
             let route = v["definition"]["model"]["routing_profile_id"]
                 .as_str()
                 .ok_or_else(|| refuse("model_not_routable", "the agent's version names no model route"))?;
-            let body = json!({"environment_id": cx.env_id, "key": k, "agent_id": agent_id, "agent_version": version,
+            let mut body = json!({"environment_id": cx.env_id, "key": k, "agent_id": agent_id, "agent_version": version,
                 "model_routing_profile_id": route, "sandbox_profile_id": sbp, "sandbox_profile_revision": latest});
+            // A self_hosted environment's plane: the loop here, its sandbox
+            // tools at the Runners of `cma:<sbp>` (§17.13).
+            if self_hosted(&profile) {
+                body["execution"] = json!({"kind": "external_tools", "pool": format!("cma:{sbp}")});
+            }
             let d = cx.native.post("/v1/agent-deployments", &body).await.map_err(missing)?;
             Ok(d["id"].as_str().unwrap_or_default().into())
         }
     }
+}
+
+/// Whether a SandboxProfile (its view) is a self_hosted environment.
+pub fn self_hosted(profile: &Value) -> bool {
+    profile["latest"]["execution"] == "external_tools"
 }
 
 /// Moves a deployment onto the profile's `revision`, other pins kept.

@@ -10,6 +10,7 @@ mod runner;
 mod skills;
 mod thread;
 mod uploads;
+mod work;
 pub use budget::{Budget, BudgetChange, BudgetMetric, BudgetStatus};
 pub use files::*;
 pub use memory::*;
@@ -17,6 +18,7 @@ pub use runner::*;
 pub use skills::*;
 pub use thread::*;
 pub use uploads::*;
+pub use work::*;
 
 use checkfu_core::id::{AgentId, DeploymentId, EnvironmentId, EventId, PrincipalId, RoutingProfileId, RunId, SandboxProfileId, SessionId};
 use checkfu_core::{Error, Result, string_enum};
@@ -378,6 +380,25 @@ pub struct SandboxSpec {
     pub resources: Resources,
     #[serde(default = "default_retention")]
     pub retention_days: i64,
+    /// Where its sandbox tools run: the platform's sandbox, or the holder of
+    /// each Session's work item (api.md §17.13). Deployments pin a plane
+    /// that matches.
+    #[serde(default, skip_serializing_if = "SandboxExecution::is_managed")]
+    pub execution: SandboxExecution,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxExecution {
+    #[default]
+    Managed,
+    ExternalTools,
+}
+
+impl SandboxExecution {
+    pub fn is_managed(&self) -> bool {
+        *self == SandboxExecution::Managed
+    }
 }
 
 impl SandboxSpec {
@@ -486,7 +507,14 @@ pub const BUILTIN_HARNESS: &str = "checkfu-builtin-1";
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Execution {
     Managed,
-    Runner { pool: String },
+    Runner {
+        pool: String,
+    },
+    /// The loop runs on the managed plane; sandbox tool calls wait for the
+    /// holder of the Session's work item, a Runner of `pool` (api.md §17.13).
+    ExternalTools {
+        pool: String,
+    },
 }
 
 /// What a Deployment revision pins.

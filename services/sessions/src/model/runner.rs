@@ -66,7 +66,7 @@ pub fn placement(environment_id: &str, pool: &str) -> String {
 /// Where a Run of a Session pinned to `execution` in `environment_id` runs.
 pub fn placement_of(environment_id: &str, execution: &Execution) -> String {
     match execution {
-        Execution::Managed => String::new(),
+        Execution::Managed | Execution::ExternalTools { .. } => String::new(),
         Execution::Runner { pool } => placement(environment_id, pool),
     }
 }

@@ -110,6 +110,7 @@ async fn sessions_store_conformance() {
         skills_keep_one_active_name_and_immutable_versions(s.clone()).await;
         threads_travel_with_their_session_and_views_filter_the_log(&*s).await;
         sessions_list_in_either_order(&*s).await;
+        work_items_are_one_per_session_and_compare_and_set(s.clone()).await;
         eprintln!("sessions store conformance passed on {name}");
     }
 }
@@ -130,6 +131,66 @@ async fn sessions_list_in_either_order(s: &dyn SessionsStore) {
     assert_eq!(ids(s.list_sessions(&f(false), &before).await.expect("desc before")), ["sess_l2", "sess_l1"]);
     let listed = s.list_sessions(&f(false), &first).await.expect("desc");
     assert_eq!(listed[0].connection_vault_ids, ["cvlt_1"], "the vaults it was created with travel with it");
+}
+
+async fn work_items_are_one_per_session_and_compare_and_set(s: Arc<dyn SessionsStore>) {
+    let profile: checkfu_core::id::SandboxProfileId = tid("sbp_01jxwork000000000000000001");
+    let item = |session: &str, at: i64| Work::new(profile.clone(), tid("env_1"), tid(session), at);
+    // One live item per Session, whoever enqueues first; racing enqueues
+    // all answer the same item.
+    let first = s.enqueue_work(&item("sess_w1", 10)).await.expect("enqueue");
+    let tasks: Vec<_> = (0..6)
+        .map(|_| {
+            let s = s.clone();
+            let w = item("sess_w1", 11);
+            tokio::spawn(async move { s.enqueue_work(&w).await.expect("enqueue again").id })
+        })
+        .collect();
+    for t in tasks {
+        assert_eq!(t.await.expect("task"), first.id, "the live item is the answer");
+    }
+    let second = s.enqueue_work(&item("sess_w2", 20)).await.expect("another session");
+    assert_ne!(second.id, first.id);
+    // Claimable: queued, oldest first; a delivered one only once it is old enough.
+    let ids = |rows: Vec<Work>| rows.into_iter().map(|w| w.id.to_string()).collect::<Vec<_>>();
+    assert_eq!(ids(s.claimable_work(profile.as_str(), 100, 10).await.expect("claimable")), [first.id.to_string(), second.id.to_string()]);
+    let mut d = first.clone();
+    d.rev = 1;
+    d.generation = 1;
+    d.delivered_ms = Some(50);
+    d.runner_id = Some("rnr_1".into());
+    assert!(s.deliver_work(&d, 0, "tok_a").await.expect("deliver"));
+    assert!(!s.deliver_work(&Work { rev: 1, generation: 1, ..first.clone() }, 0, "tok_b").await.expect("raced"), "a stale rev loses");
+    assert_eq!(s.work_token("tok_a").await.expect("token"), Some((first.id.clone(), 1)));
+    assert_eq!(s.work_token("tok_b").await.expect("token"), None, "the losing delivery's token was never recorded");
+    assert_eq!(ids(s.claimable_work(profile.as_str(), 40, 10).await.expect("claimable")), [second.id.to_string()]);
+    assert_eq!(ids(s.claimable_work(profile.as_str(), 60, 10).await.expect("reclaimable")), [first.id.to_string(), second.id.to_string()]);
+    // Held with a lease: lapsed once it is past.
+    let mut held = s.get_work(&first.id).await.expect("get").expect("found");
+    assert_eq!((held.generation, held.runner_id.as_deref(), held.delivered_ms), (1, Some("rnr_1"), Some(50)));
+    held.state = WorkState::Active;
+    held.lease_expires_ms = Some(1_000);
+    held.heartbeat_ms = Some(900);
+    held.metadata.insert("host".into(), "a".into());
+    held.rev = 2;
+    assert!(s.update_work(&held, 1).await.expect("update"));
+    assert!(!s.update_work(&held, 1).await.expect("stale"), "compare-and-set on rev");
+    assert!(s.lapsed_work(999, 10).await.expect("lapsed").is_empty());
+    let lapsed = s.lapsed_work(1_001, 10).await.expect("lapsed");
+    assert_eq!(ids(lapsed.clone()), [first.id.to_string()]);
+    assert_eq!(lapsed[0].metadata.get("host").map(String::as_str), Some("a"), "metadata round-trips");
+    assert_eq!(s.live_work(&tid("sess_w1")).await.expect("live").map(|w| w.id), Some(first.id.clone()));
+    // Stopped: no longer live; the Session may have a new one.
+    let mut stopped = held.clone();
+    stopped.stop(1_100);
+    stopped.rev = 3;
+    assert!(s.update_work(&stopped, 2).await.expect("stop"));
+    assert_eq!(s.live_work(&tid("sess_w1")).await.expect("live"), None);
+    let fresh = s.enqueue_work(&item("sess_w1", 1_200)).await.expect("a new item");
+    assert_ne!(fresh.id, first.id);
+    let page = PageRequest::standard(10, "").expect("page");
+    assert_eq!(s.list_work(profile.as_str(), &page).await.expect("list").len(), 3, "every item of the profile, stopped too");
+    assert!(s.list_work("sbp_other", &page).await.expect("list").is_empty());
 }
 
 async fn catalog_compare_and_set(s: &dyn SessionsStore) {

@@ -14,6 +14,7 @@ pub mod outbox;
 mod runners;
 mod sql;
 mod uploads;
+mod work;
 
 use crate::model::*;
 use checkfu_core::Result;
@@ -25,6 +26,7 @@ pub use mounts::MountsStore;
 pub use runners::RunnersStore;
 pub use sql::SqlSessionsStore;
 pub use uploads::UploadsStore;
+pub use work::WorkStore;
 
 /// One atomic change to a Session.
 #[derive(Debug, Clone)]
@@ -81,7 +83,7 @@ pub struct SessionFilter {
 }
 
 #[async_trait::async_trait]
-pub trait SessionsStore: RunnersStore + FilesStore + UploadsStore + MountsStore {
+pub trait SessionsStore: RunnersStore + FilesStore + UploadsStore + MountsStore + WorkStore {
     async fn insert_agent(&self, a: &Agent) -> Result<()>;
     async fn get_agent(&self, id: &AgentId) -> Result<Option<Agent>>;
     async fn list_agents(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Agent>>;
