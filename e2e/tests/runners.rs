@@ -379,3 +379,38 @@ async fn a_checkfu_runner_process_serves_its_pool_and_a_revoked_one_hands_over_m
     assert_eq!(statuses, vec!["active", "revoked"], "newest first: B, then the revoked A");
     p.stop().await;
 }
+
+/// `checkfu runner redeem`: a code becomes a Runner credential without
+/// running one — written where `checkfu runner` keeps it, or printed alone
+/// (for a worker that is not `checkfu runner`); a spent code is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn checkfu_runner_redeem_keeps_or_prints_the_credential() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let a = &p.admin;
+    let redeem = |code: &str, extra: &[&str]| {
+        std::process::Command::new(checkfu_e2e::procs::binary())
+            .args(["runner", "redeem", "--server", &p.base, "--pairing-code", code])
+            .args(extra)
+            .output()
+            .expect("checkfu runner redeem runs")
+    };
+    let kept = dir.path().join("kept");
+    let code = pairing(a, &p.env_id, &p.admin_id, "edge").await;
+    let out = redeem(&code, &["--data-dir", kept.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(kept.join("runner.json")).unwrap()).unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(file["runner_id"].as_str().unwrap()) && !said.contains("crr_"), "the credential is not printed: {said}");
+    assert!(claim(&p.base, file["credential"].as_str().unwrap()).await.is_none(), "the kept credential authenticates (nothing queued)");
+
+    let code = pairing(a, &p.env_id, &p.admin_id, "edge").await;
+    let out = redeem(&code, &["--print-credential"]);
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success() && printed.starts_with("crr_") && printed.trim_end().lines().count() == 1, "{printed}");
+    assert!(claim(&p.base, printed.trim()).await.is_none(), "the printed credential authenticates");
+    let again = redeem(&code, &["--print-credential"]);
+    assert!(!again.status.success() && again.stdout.is_empty(), "a spent code gives nothing");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("pairing failed"), "{}", String::from_utf8_lossy(&again.stderr));
+    p.stop().await;
+}

@@ -211,11 +211,18 @@ impl Runner {
             .iter()
             .filter_map(|d| {
                 let name = d.get("name").and_then(Value::as_str)?;
-                Some(mg::ToolSpec {
-                    name: name.into(),
-                    description: d.get("description").and_then(Value::as_str).unwrap_or_default().into(),
-                    input_schema_json: d.get("input_schema").map(Value::to_string).unwrap_or_else(|| "{}".into()),
-                })
+                // A builtin is described as the plane running it reads it.
+                let builtin = (d.get("type").and_then(Value::as_str) == Some("builtin"))
+                    .then(|| crate::specs::builtin(name, work.external_tools))
+                    .flatten();
+                let (description, schema) = match builtin {
+                    Some((d, schema)) => (d.to_string(), schema.to_string()),
+                    None => (
+                        d.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
+                        d.get("input_schema").map(Value::to_string).unwrap_or_else(|| "{}".into()),
+                    ),
+                };
+                Some(mg::ToolSpec { name: name.into(), description, input_schema_json: schema })
             })
             .collect::<Vec<_>>();
         tools.extend(self.offered_tool_specs(work, &declared).await);

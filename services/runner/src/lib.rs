@@ -16,6 +16,7 @@ pub mod files;
 pub mod kubernetes;
 pub mod model;
 pub mod sandbox;
+pub mod specs;
 pub mod sync;
 pub mod tools;
 pub mod transcript;
