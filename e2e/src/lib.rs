@@ -38,6 +38,8 @@ pub struct Tuning {
     pub credential_key_file: Option<PathBuf>,
     /// Features switched off (`files`, `skills`, ...).
     pub features_disabled: Vec<String>,
+    /// Runs the managed runner works at once (`None`: its default).
+    pub runner_concurrency: Option<usize>,
 }
 
 impl Default for Tuning {
@@ -54,6 +56,7 @@ impl Default for Tuning {
             mesh: false,
             credential_key_file: None,
             features_disabled: vec![],
+            runner_concurrency: None,
         }
     }
 }
@@ -85,6 +88,7 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
             hold_before_model: tuning.hold_before_model.clone(),
             // The built `checkfu` binary relays bash's traffic to the egress proxy.
             egress_relay: Some(procs::binary_path()).filter(|p| p.exists()),
+            concurrency: tuning.runner_concurrency.unwrap_or(checkfu_runner::RunnerConfig::default().concurrency),
             ..Default::default()
         },
         sse_ping: tuning.sse_ping,

@@ -374,6 +374,13 @@ impl Runner {
     /// has an answer.
     async fn await_external(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &mut Transcript, ids: &[String]) -> Result<(), Stop> {
         self.read_all(lease, t, work.start_seq).await?;
+        self.release_slot(&work.run_id);
+        self.wait_for_holder(work, lease, t, ids).await?;
+        self.retake_slot(&work.run_id).await;
+        Ok(())
+    }
+
+    async fn wait_for_holder(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &mut Transcript, ids: &[String]) -> Result<(), Stop> {
         loop {
             let open: Vec<&String> = ids.iter().filter(|id| t.outstanding.iter().any(|o| &o.tool_use_id == *id)).collect();
             if open.is_empty() {

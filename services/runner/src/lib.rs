@@ -137,6 +137,12 @@ pub struct Runner {
     /// sandbox, which the first to start materializes and the last to
     /// settle writes back (api.md §15.5).
     pub(crate) in_flight: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+    /// `concurrency` slots: a Run holds one while it works. One waiting for
+    /// an external_tools worker (api.md §17.13) gives its slot back for
+    /// the wait, which costs no sandbox, model call or CPU.
+    pub(crate) slots: Arc<Semaphore>,
+    /// The slot each Run in progress holds, by Run id.
+    pub(crate) held: Arc<std::sync::Mutex<std::collections::HashMap<String, tokio::sync::OwnedSemaphorePermit>>>,
 }
 
 impl Runner {
@@ -145,7 +151,10 @@ impl Runner {
     /// decides every tool call; `capabilities` runs tools needing reach
     /// the sandbox lacks (`web_fetch`).
     pub fn new(control: Transport, models: Transport, governance: Transport, capabilities: Transport, cfg: RunnerConfig) -> Runner {
+        let slots = Arc::new(Semaphore::new(cfg.concurrency.max(1)));
         Runner {
+            slots,
+            held: Arc::default(),
             runs: RunnerServiceClient::new(control).max_decoding_message_size(64 * 1024 * 1024),
             models: ModelGatewayServiceClient::new(models).max_decoding_message_size(64 * 1024 * 1024),
             governance: GovernanceServiceClient::new(governance),
@@ -194,19 +203,33 @@ impl Runner {
         for m in self.missing.iter() {
             tracing::warn!("{} is missing: {}; to fix it: {}", m.program, m.effect, m.install);
         }
-        let slots = Arc::new(Semaphore::new(self.cfg.concurrency.max(1)));
-        let ended = self.claim_loop(&slots, &shutdown).await;
+        let ended = self.claim_loop(&shutdown).await;
         shutdown.cancel();
-        // Wait for every Run to finish or be handed back.
+        // Wait for every Run to finish or be handed back (one waiting for
+        // a worker holds no slot: its lease lapses if it is not handed
+        // back in time, and another runner resumes it).
         let all = u32::try_from(self.cfg.concurrency.max(1)).unwrap_or(u32::MAX);
-        let _ = tokio::time::timeout(HAND_BACK_WAIT, slots.acquire_many(all)).await;
+        let _ = tokio::time::timeout(HAND_BACK_WAIT, self.slots.acquire_many(all)).await;
         ended
     }
 
-    async fn claim_loop(&self, slots: &Arc<Semaphore>, shutdown: &CancellationToken) -> Ended {
+    /// Gives a Run's slot back while it waits on something that costs no
+    /// work here.
+    pub(crate) fn release_slot(&self, run_id: &str) {
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).remove(run_id);
+    }
+
+    /// Takes a slot for a Run again, once one is free.
+    pub(crate) async fn retake_slot(&self, run_id: &str) {
+        if let Ok(p) = self.slots.clone().acquire_owned().await {
+            self.held.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id.to_string(), p);
+        }
+    }
+
+    async fn claim_loop(&self, shutdown: &CancellationToken) -> Ended {
         loop {
             let permit = tokio::select! {
-                p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return Ended::Shutdown },
+                p = self.slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return Ended::Shutdown },
                 () = shutdown.cancelled() => return Ended::Shutdown,
             };
             let mut client = self.runs.clone();
@@ -220,9 +243,11 @@ impl Runner {
                     if let Some(work) = resp.into_inner().work {
                         let this = self.clone();
                         let stop = shutdown.child_token();
+                        let run_id = work.run_id.clone();
+                        self.held.lock().unwrap_or_else(|p| p.into_inner()).insert(run_id.clone(), permit);
                         tokio::spawn(async move {
                             this.execute(work, stop).await;
-                            drop(permit);
+                            this.release_slot(&run_id);
                         });
                     }
                 }
