@@ -513,3 +513,24 @@ pub async fn hook_receiver() -> (Deliveries, String) {
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (seen, url)
 }
+
+/// The public port as a gRPC channel (what a Runner on another network
+/// dials).
+pub fn public(base: &str) -> tonic::transport::Channel {
+    tonic::transport::Channel::from_shared(base.to_string()).unwrap().connect_lazy()
+}
+
+/// A pairing code for a Runner of `pool`, acting as `principal`.
+pub async fn pairing(a: &Api, env: &str, principal: &str, pool: &str) -> String {
+    let r =
+        a.post("/v1/runner-pairings", json!({"environment_id": env, "principal_id": principal, "pool": pool, "ttl_seconds": 300})).await;
+    expect(&r, 201, None);
+    assert!(r.1["id"].as_str().unwrap().starts_with("rpair_"));
+    r.1["code"].as_str().unwrap().to_string()
+}
+
+/// Redeems a pairing code for a Runner credential, as `checkfu runner` does.
+pub async fn redeem(base: &str, code: &str) -> checkfu_proto::runner::v1::RedeemResponse {
+    let mut c = checkfu_proto::runner::v1::runner_service_client::RunnerServiceClient::new(public(base));
+    c.redeem(checkfu_proto::runner::v1::RedeemRequest { pairing_code: code.into(), name: "test".into() }).await.unwrap().into_inner()
+}

@@ -100,16 +100,8 @@ async fn a_sandbox_call_waits_for_the_work_holder_without_holding_a_runner_slot(
     assert_eq!(r.1["error"]["details"]["reason"], "work_holder_only", "{}", r.1);
 
     // The Session has its work item, queued for a Runner of the pool.
-    let stats: Value = reqwest::Client::new()
-        .get(format!("{}/cma/v1/environments/{}/work/stats", p.base, ext.profile_id))
-        .header("x-api-key", &p.admin.key)
-        .header("anthropic-beta", "managed-agents-2026-04-01")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, stats, _) =
+        cma_get(&reqwest::Client::new(), &p.base, &format!("environments/{}/work/stats", ext.profile_id), &p.admin.key).await;
     assert_eq!(stats["depth"], 1, "{stats}");
 
     // An interrupt ends the wait: the call gets an error result, the Session idles.
@@ -120,5 +112,65 @@ async fn a_sandbox_call_waits_for_the_work_holder_without_holding_a_runner_slot(
     let answer = log.iter().find(|e| e["type"] == "agent.tool_result").expect("an answer");
     assert_eq!(answer["payload"]["is_error"], true, "{answer}");
     assert_gapless(&log);
+    p.stop().await;
+}
+
+/// `GET /cma/v1/<path>` with `key` from `client`.
+async fn cma_get(client: &reqwest::Client, base: &str, path: &str, key: &str) -> (u16, Value, reqwest::header::HeaderMap) {
+    let r = client
+        .get(format!("{base}/cma/v1/{path}"))
+        .header("x-api-key", key)
+        .header("anthropic-beta", "managed-agents-2026-04-01")
+        .send()
+        .await
+        .unwrap();
+    let (status, headers) = (r.status().as_u16(), r.headers().clone());
+    (status, r.json().await.unwrap_or(Value::Null), headers)
+}
+
+/// Worker credentials (the environment key, a delivery's token) are
+/// checked by the sessions service, yet bounded as API keys are: each has
+/// its own per-second limit, and an address presenting invalid ones is
+/// throttled before they are looked up.
+#[tokio::test(flavor = "multi_thread")]
+async fn worker_credentials_are_rate_limited_and_invalid_ones_throttled() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start_timed(dir.path(), Tuning { rate_limit_per_second: 20, ..Default::default() }).await;
+    let a = &p.admin;
+    let ext = external(a, &p.env_id).await;
+    let env_key = redeem(&p.base, &pairing(a, &p.env_id, &p.admin_id, &format!("cma:{}", ext.profile_id)).await).await.credential;
+    let poll = format!("environments/{}/work/poll", ext.profile_id);
+
+    // The environment key's own limit: a burst past it is 429 in CMA's
+    // envelope, with retry-after.
+    let c = reqwest::Client::new();
+    let mut burst = vec![];
+    for _ in 0..40 {
+        burst.push(cma_get(&c, &p.base, &poll, &env_key).await);
+    }
+    assert_eq!(burst[0].0, 200, "{:?}", burst[0].1);
+    let limited = burst.iter().find(|r| r.0 == 429).expect("a burst past 20/s is limited");
+    assert_eq!(limited.1["error"]["type"], "rate_limit_error", "{}", limited.1);
+    assert!(limited.2.contains_key("retry-after"));
+
+    // Invalid environment keys and tokens from one address: 401, then
+    // that address is throttled (even for a fresh guess) ...
+    let from = reqwest::Client::builder().local_address(Some("127.0.0.3".parse().unwrap())).build().unwrap();
+    let mut statuses = vec![];
+    for i in 0..30 {
+        let r = if i % 2 == 0 {
+            cma_get(&from, &p.base, &poll, &format!("crr_bogus{i}")).await
+        } else {
+            cma_get(&from, &p.base, "sessions/sesn_01jx0000000000000000000001/events", &format!("cwt_bogus{i}")).await
+        };
+        statuses.push(r.0);
+    }
+    assert_eq!(statuses[0], 401, "{statuses:?}");
+    assert!(statuses.iter().filter(|s| **s == 401).count() <= checkfu_gateway::auth::AUTH_FAILURES_PER_WINDOW as usize + 1, "{statuses:?}");
+    let throttled = cma_get(&from, &p.base, &poll, "crr_another_guess").await;
+    assert_eq!((throttled.0, throttled.1["error"]["type"].as_str()), (429, Some("rate_limit_error")), "{}", throttled.1);
+    // ... while a key that worked before still passes from there.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(cma_get(&from, &p.base, &poll, &env_key).await.0, 200);
     p.stop().await;
 }

@@ -12,11 +12,6 @@ use checkfu_proto::runner::v1 as rp;
 use checkfu_proto::runner::v1::runner_service_client::RunnerServiceClient;
 use serde_json::{Value, json};
 use std::time::Duration;
-use tonic::transport::Channel;
-
-fn public(base: &str) -> Channel {
-    Channel::from_shared(base.to_string()).unwrap().connect_lazy()
-}
 
 /// `msg` with the Runner credential and, when given, a capability token.
 fn call<T>(msg: T, credential: &str, token: Option<&str>) -> tonic::Request<T> {
@@ -26,19 +21,6 @@ fn call<T>(msg: T, credential: &str, token: Option<&str>) -> tonic::Request<T> {
         r.metadata_mut().insert("x-checkfu-capability", t.parse().unwrap());
     }
     r
-}
-
-async fn pairing(a: &Api, env: &str, principal: &str, pool: &str) -> String {
-    let r =
-        a.post("/v1/runner-pairings", json!({"environment_id": env, "principal_id": principal, "pool": pool, "ttl_seconds": 300})).await;
-    expect(&r, 201, None);
-    assert!(r.1["id"].as_str().unwrap().starts_with("rpair_"));
-    r.1["code"].as_str().unwrap().to_string()
-}
-
-async fn redeem(base: &str, code: &str) -> rp::RedeemResponse {
-    let mut c = RunnerServiceClient::new(public(base));
-    c.redeem(rp::RedeemRequest { pairing_code: code.into(), name: "test".into() }).await.unwrap().into_inner()
 }
 
 async fn claim(base: &str, credential: &str) -> Option<rp::WorkItem> {

@@ -79,6 +79,39 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// Guards a request whose credential the gateway does not resolve itself
+/// (a Runner credential or a work token, which the sessions service
+/// checks on every call): the address throttle and the credential's own
+/// per-second limit before, and after, a refusal (401) counted against the
+/// address as an invalid API key is.
+pub async fn guard_opaque_credential<F>(
+    state: &AppState,
+    client: Option<std::net::IpAddr>,
+    secret: &str,
+    call: F,
+) -> Result<axum::response::Response, ApiError>
+where
+    F: std::future::Future<Output = axum::response::Response>,
+{
+    let digest = checkfu_core::sha256_hex(secret);
+    if let Some(ip) = client
+        && !recently_valid(state, &digest)
+    {
+        refuse_if_throttled(state, ip)?;
+    }
+    limit(state, &format!("credential:{digest}")).await?;
+    let resp = call.await;
+    if resp.status() == axum::http::StatusCode::UNAUTHORIZED {
+        state.limits.known_keys.remove(&digest);
+        if let Some(ip) = client {
+            count_failure(state, ip).await;
+        }
+    } else if resp.status().is_success() {
+        state.limits.known_keys.insert(digest, std::time::Instant::now());
+    }
+    Ok(resp)
+}
+
 /// Invalid keys one client address may present per window by default;
 /// past that, its requests are refused before anyone is asked about their
 /// key.

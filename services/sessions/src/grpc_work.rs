@@ -58,13 +58,14 @@ pub async fn stats(svc: &SessionsService, r: pb::WorkStatsRequest) -> Result<pb:
 
 pub async fn verify(svc: &SessionsService, r: pb::VerifyWorkTokenRequest) -> Result<pb::WorkScope> {
     let s = svc.verify_work_token(&r.token).await?;
+    let current = s.item.held_by(s.generation) && s.item.state != WorkState::Stopped;
     Ok(pb::WorkScope {
         work_id: s.item.id.into(),
         session_id: s.item.session_id.into(),
         profile_id: s.item.profile_id.into(),
         environment_id: s.item.environment_id.into(),
         runner_id: s.runner.id.into(),
-        current: s.generation == s.item.generation && s.item.state != WorkState::Stopped,
+        current,
         principal_id: s.runner.principal_id.into(),
         generation: s.generation,
     })

@@ -55,10 +55,23 @@ impl Pollers {
 enum Actor {
     /// A Runner of the pool (its id).
     Runner(String),
+    /// The bearer of a delivery's token: its item and generation.
     Token {
+        work_id: WorkId,
         generation: i64,
     },
     Manager,
+}
+
+impl Actor {
+    /// A token acts only while its delivery holds the item (api.md
+    /// §17.13: a stale generation → 409 `work_lease_superseded`).
+    fn fence(&self, w: &Work) -> Result<()> {
+        match self {
+            Actor::Token { generation, .. } if !w.held_by(*generation) => Err(superseded()),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// What a work token lets its bearer do.
@@ -77,7 +90,12 @@ pub struct Beat {
 }
 
 fn superseded() -> Error {
-    Error::conflict("this work item was delivered again; this delivery's token no longer holds it").with_reason("work_lease_superseded")
+    Error::conflict("this work item was delivered again or re-queued; this delivery's token no longer holds it")
+        .with_reason("work_lease_superseded")
+}
+
+fn unknown_token() -> Error {
+    Error::new(Code::InvalidKey, "the work token is unknown")
 }
 
 fn not_held() -> Error {
@@ -145,8 +163,8 @@ impl SessionsService {
             return Ok(Actor::Manager);
         }
         if credential.starts_with(WORK_TOKEN_PREFIX) {
-            let (_, generation) = self.store.work_token(&sha256_hex(credential)).await?.ok_or_else(not_held)?;
-            return Ok(Actor::Token { generation });
+            let (item, generation, _) = self.token_item(credential).await?;
+            return Ok(Actor::Token { work_id: item.id, generation });
         }
         Ok(Actor::Runner(self.pool_runner(profile_id, credential).await?.id.to_string()))
     }
@@ -155,15 +173,13 @@ impl SessionsService {
     async fn held_item(&self, profile_id: &str, work_id: &str, credential: &str) -> Result<(Work, Actor)> {
         let actor = self.actor(profile_id, credential).await?;
         let w = self.work_of(profile_id, work_id).await?;
-        match &actor {
-            Actor::Runner(r) if w.runner_id.as_deref() != Some(r.as_str()) => return Err(not_held()),
-            Actor::Token { .. } => {
-                let (id, _) = self.store.work_token(&sha256_hex(credential)).await?.ok_or_else(not_held)?;
-                if id != w.id {
-                    return Err(not_held());
-                }
-            }
-            _ => {}
+        let held = match &actor {
+            Actor::Runner(r) => w.runner_id.as_deref() == Some(r.as_str()),
+            Actor::Token { work_id, .. } => *work_id == w.id,
+            Actor::Manager => true,
+        };
+        if !held {
+            return Err(not_held());
         }
         Ok((w, actor))
     }
@@ -251,11 +267,7 @@ impl SessionsService {
         }
         let (w, ()) = self
             .change_work(w, |w| {
-                if let Actor::Token { generation } = actor
-                    && generation != w.generation
-                {
-                    return Err(superseded());
-                }
+                actor.fence(w)?;
                 if w.state != WorkState::Queued || w.delivered_ms.is_none() {
                     return Err(Error::conflict(format!("work item {} was already acknowledged ({})", w.id, w.state.as_str()))
                         .with_reason("work_already_acknowledged"));
@@ -293,10 +305,8 @@ impl SessionsService {
                 if matches!(w.state, WorkState::Stopping | WorkState::Stopped) {
                     return Ok(false);
                 }
-                if let Actor::Token { generation } = actor
-                    && generation != w.generation
-                {
-                    return Err(heartbeat_refused(w, "the work item was delivered again; this delivery no longer holds it"));
+                if actor.fence(w).is_err() {
+                    return Err(heartbeat_refused(w, "the work item was delivered again or re-queued; this delivery no longer holds it"));
                 }
                 if w.state == WorkState::Queued {
                     return Err(heartbeat_refused(w, "the work item is not acknowledged by this worker"));
@@ -330,11 +340,7 @@ impl SessionsService {
         let (w, actor) = self.held_item(profile_id, work_id, credential).await?;
         let (w, ()) = self
             .change_work(w, |w| {
-                if let Actor::Token { generation } = actor
-                    && generation != w.generation
-                {
-                    return Err(superseded());
-                }
+                actor.fence(w)?;
                 let again = w.state == WorkState::Stopped || (w.state == WorkState::Stopping && !force);
                 if again {
                     return Err(Error::conflict(format!("work item {} is already {}", w.id, w.state.as_str())).with_reason("work_stopped"));
@@ -393,20 +399,33 @@ impl SessionsService {
         Ok((depth, pending, queued.iter().map(|w| w.created_ms).min(), self.pollers.count(profile_id, now)))
     }
 
-    /// What a work token lets its bearer do; refused once the item was
-    /// delivered again or stopped.
-    pub async fn verify_work_token(&self, token: &str) -> Result<WorkScope> {
+    /// A token's item and delivery generation, with the Runner holding the
+    /// item now (none while it is re-queued); refused (401) once unknown or
+    /// that Runner is revoked.
+    async fn token_item(&self, token: &str) -> Result<(Work, i64, Option<Runner>)> {
         if !token.starts_with(WORK_TOKEN_PREFIX) || token.len() > 200 {
-            return Err(Error::new(Code::InvalidKey, "the work token is unknown"));
+            return Err(unknown_token());
         }
-        let (id, generation) =
-            self.store.work_token(&sha256_hex(token)).await?.ok_or_else(|| Error::new(Code::InvalidKey, "the work token is unknown"))?;
-        let item = self.store.get_work(&id).await?.ok_or_else(|| Error::new(Code::InvalidKey, "the work token is unknown"))?;
-        let runner_id = item.runner_id.clone().unwrap_or_default();
-        let runner = self.get_runner(&runner_id).await.map_err(|_| Error::new(Code::InvalidKey, "the work token is unknown"))?;
+        let (id, generation) = self.store.work_token(&sha256_hex(token)).await?.ok_or_else(unknown_token)?;
+        let item = self.store.get_work(&id).await?.ok_or_else(unknown_token)?;
+        let Some(runner_id) = item.runner_id.clone() else {
+            return Ok((item, generation, None));
+        };
+        let runner = self.get_runner(&runner_id).await.map_err(|_| unknown_token())?;
         if runner.status != RunnerStatus::Active {
             return Err(Error::new(Code::InvalidKey, "the Runner this work was delivered to is revoked"));
         }
+        Ok((item, generation, Some(runner)))
+    }
+
+    /// What a work token lets its bearer do; refused once the item was
+    /// delivered again, re-queued or stopped.
+    pub async fn verify_work_token(&self, token: &str) -> Result<WorkScope> {
+        let (item, generation, runner) = self.token_item(token).await?;
+        // Re-queued after its lease lapsed: known, but no longer held.
+        let Some(runner) = runner else {
+            return Err(superseded());
+        };
         Ok(WorkScope { item, runner, generation })
     }
 
@@ -425,7 +444,7 @@ impl SessionsService {
         if scope.item.session_id.as_str() != session_id {
             return Err(Error::denied("this work token is for another Session"));
         }
-        if scope.generation != scope.item.generation {
+        if !scope.item.held_by(scope.generation) {
             return Err(superseded());
         }
         if !matches!(scope.item.state, WorkState::Starting | WorkState::Active | WorkState::Stopping) {

@@ -129,11 +129,18 @@ async fn a_lapsed_lease_is_queued_again_and_the_old_token_is_fenced_off() {
     let types: Vec<String> =
         w.store.list_events(&item.session_id, &View::All, 0, 100, &[]).await.expect("log").into_iter().map(|e| e.event_type).collect();
     assert_eq!(types[types.len() - 2..], ["session.status_rescheduled", "session.status_running"], "{types:?}");
+    // Re-queued, not yet delivered again: the old token holds nothing.
+    let content = json!([{"type": "text", "text": "done"}]);
+    let early = svc.send_tool_result(&old, &w.session_id, "toolu_1", content.clone(), false).await.expect_err("lapsed");
+    assert_eq!((early.code, early.details["reason"].as_str()), (Code::Conflict, Some("work_lease_superseded")));
+    let stop = svc.stop_work(p, item.id.as_str(), &old, true).await.expect_err("a lapsed token stops nothing");
+    assert_eq!((stop.code, stop.details["reason"].as_str()), (Code::Conflict, Some("work_lease_superseded")));
+    assert_eq!(svc.ack_work(p, item.id.as_str(), &old).await.expect_err("nor acknowledges").code, Code::Conflict);
+    assert_eq!(w.store.get_work(&item.id).await.expect("get").expect("item").state, WorkState::Queued);
     let (again, new) = svc.poll_work(p, &w.key, 0, None, "").await.expect("poll").expect("re-queued");
     assert_eq!((again.id.clone(), again.generation), (item.id.clone(), 2));
     assert_ne!(new, old);
 
-    let content = json!([{"type": "text", "text": "done"}]);
     let fenced = svc.send_tool_result(&old, &w.session_id, "toolu_1", content.clone(), false).await.expect_err("superseded");
     assert_eq!((fenced.code, fenced.details["reason"].as_str()), (Code::Conflict, Some("work_lease_superseded")));
     let hb = svc.heartbeat_work(p, item.id.as_str(), &old, NO_HEARTBEAT, None).await.expect_err("old delivery");
@@ -159,6 +166,9 @@ async fn a_lapsed_lease_is_queued_again_and_the_old_token_is_fenced_off() {
     // A revoked Runner's token stops at once; the Session's end stops its item.
     svc.revoke_runner(w.runner.id.as_str()).await.expect("revoke");
     assert_eq!(svc.verify_work_token(&new).await.expect_err("revoked").code, Code::InvalidKey);
+    let beat = svc.heartbeat_work(p, item.id.as_str(), &new, NO_HEARTBEAT, None).await.expect_err("revoked");
+    assert_eq!(beat.code, Code::InvalidKey, "a revoked Runner's token holds nothing");
+    assert_eq!(svc.stop_work(p, item.id.as_str(), "cwt_unknown", true).await.expect_err("unknown").code, Code::InvalidKey);
     svc.archive(&w.session_id, "prin_01jx0000000000000000000001").await.expect("archive");
     assert_eq!(w.store.live_work(&item.session_id).await.expect("live"), None);
 }

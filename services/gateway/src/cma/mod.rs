@@ -44,7 +44,7 @@ use wire::{CmaError, CmaResult, refuse};
 /// router it translates onto. Off (`cma_projection` disabled), every
 /// route answers 503 `capability_unavailable`.
 pub fn router(state: AppState, native: Router, prefix: &str, enabled: bool) -> Router {
-    let cma = Cma { state, native, enabled, default_env: Arc::default(), logs: Arc::default() };
+    let cma = Cma { state: state.clone(), native, enabled, default_env: Arc::default(), logs: Arc::default() };
     let v1 = Router::new()
         .route("/agents", get(agents::list).post(agents::create))
         .route("/agents/{id}", get(agents::retrieve).post(agents::update))
@@ -117,7 +117,27 @@ pub fn router(state: AppState, native: Router, prefix: &str, enabled: bool) -> R
         .route("/{family}/{*rest}", any(unsupported))
         .fallback(not_found)
         .with_state(cma);
-    Router::new().nest(&format!("{}/v1", prefix.trim_end_matches('/')), v1).layer(axum::middleware::from_fn(echo_workspace))
+    Router::new()
+        .nest(&format!("{}/v1", prefix.trim_end_matches('/')), v1)
+        .layer(axum::middleware::from_fn_with_state(state, guard_worker_credentials))
+        .layer(axum::middleware::from_fn(echo_workspace))
+}
+
+/// A worker's credentials (the environment key `crr_`, a delivery's token
+/// `cwt_`) are checked by the sessions service, not by governance as API
+/// keys are; they get the same address throttle and per-second limit
+/// (`auth::guard_opaque_credential`). API keys pass to `Caller`, which
+/// does this itself.
+async fn guard_worker_credentials(axum::extract::State(state): axum::extract::State<AppState>, req: Request, next: Next) -> Response {
+    let key = match cx::api_key(req.headers()) {
+        Ok(k) if k.starts_with(checkfu_core::RUNNER_CREDENTIAL_PREFIX) || k.starts_with(checkfu_core::WORK_TOKEN_PREFIX) => k,
+        _ => return next.run(req).await,
+    };
+    let client = req.extensions().get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+    match crate::auth::guard_opaque_credential(&state, client, &key, next.run(req)).await {
+        Ok(resp) => resp,
+        Err(e) => CmaError::from(e).into_response(),
+    }
 }
 
 /// Families CMA has and Checkfu serves natively instead (§17.1).

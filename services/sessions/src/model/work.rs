@@ -74,6 +74,13 @@ impl Work {
             && self.lease_expires_ms.is_some_and(|t| t < now_ms)
     }
 
+    /// Whether the delivery `generation` still holds the item: not once
+    /// it was delivered again, nor once its lease lapsed and the item went
+    /// back in the queue (it has no holder until the next delivery).
+    pub fn held_by(&self, generation: i64) -> bool {
+        generation == self.generation && self.runner_id.is_some()
+    }
+
     /// Back in the queue for the next delivery (a lapsed lease).
     pub fn requeue(&mut self) {
         self.state = WorkState::Queued;
