@@ -121,77 +121,82 @@ pub struct PublishVersion {
     pub expected_version: Option<i64>,
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSandboxProfile {
     pub environment_id: String,
     pub name: String,
     pub image: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub packages: Option<Vec<String>>,
     /// `{allowed_hosts, allow_package_managers, allow_mcp_servers}`.
     #[schema(value_type = Option<Object>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<Value>,
     /// `{cpu_millis, memory_mib, disk_mib}`.
     #[schema(value_type = Option<Object>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub resources: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub retention_days: Option<i64>,
     /// What the profile is for (≤ 2,048 characters); revised with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Caller-defined labels: ≤ 16 pairs, keys ≤ 64, values ≤ 512 characters.
     #[schema(value_type = Option<Object>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
     /// Where its sandbox tools run: `managed` (default) or `external_tools`
     /// (the holder of each Session's work item, api.md §17.13).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub execution: Option<SandboxExecution>,
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PublishSandboxRevision {
     pub image: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub packages: Option<Vec<String>>,
     #[schema(value_type = Option<Object>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub network: Option<Value>,
     #[schema(value_type = Option<Object>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub resources: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub retention_days: Option<i64>,
     /// What the profile is for (≤ 2,048 characters); revised with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Caller-defined labels: ≤ 16 pairs, keys ≤ 64, values ≤ 512 characters.
     #[schema(value_type = Option<Object>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
     /// Where its sandbox tools run: `managed` (default) or `external_tools`
     /// (the holder of each Session's work item, api.md §17.13).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub execution: Option<SandboxExecution>,
 }
 
 impl CreateSandboxProfile {
-    /// The revision document it describes.
+    /// The revision document it describes: the body less what names the
+    /// profile, absent fields left out.
     pub fn spec(&self) -> Value {
-        sandbox_spec(
-            &self.image,
-            &self.packages,
-            &self.network,
-            &self.resources,
-            self.retention_days,
-            (&self.description, &self.metadata),
-            self.execution,
-        )
+        let mut spec = serde_json::to_value(self).unwrap_or_default();
+        if let Some(fields) = spec.as_object_mut() {
+            fields.remove("environment_id");
+            fields.remove("name");
+        }
+        spec
     }
 }
 
 impl PublishSandboxRevision {
-    /// The revision document it describes.
+    /// The revision document it describes: the body, absent fields left
+    /// out.
     pub fn spec(&self) -> Value {
-        sandbox_spec(
-            &self.image,
-            &self.packages,
-            &self.network,
-            &self.resources,
-            self.retention_days,
-            (&self.description, &self.metadata),
-            self.execution,
-        )
+        serde_json::to_value(self).unwrap_or_default()
     }
 }
 
@@ -201,41 +206,6 @@ impl PublishSandboxRevision {
 pub enum SandboxExecution {
     Managed,
     ExternalTools,
-}
-
-/// The revision document a sandbox body describes.
-fn sandbox_spec(
-    image: &str,
-    packages: &Option<Vec<String>>,
-    network: &Option<Value>,
-    resources: &Option<Value>,
-    retention_days: Option<i64>,
-    (description, metadata): (&Option<String>, &Option<Value>),
-    execution: Option<SandboxExecution>,
-) -> Value {
-    let mut spec = serde_json::json!({"image": image});
-    if let Some(e) = execution {
-        spec["execution"] = serde_json::json!(e);
-    }
-    if let Some(d) = description {
-        spec["description"] = serde_json::json!(d);
-    }
-    if let Some(m) = metadata {
-        spec["metadata"] = m.clone();
-    }
-    if let Some(p) = packages {
-        spec["packages"] = serde_json::json!(p);
-    }
-    if let Some(n) = network {
-        spec["network"] = n.clone();
-    }
-    if let Some(r) = resources {
-        spec["resources"] = r.clone();
-    }
-    if let Some(d) = retention_days {
-        spec["retention_days"] = serde_json::json!(d);
-    }
-    spec
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

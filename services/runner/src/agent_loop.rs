@@ -212,9 +212,7 @@ impl Runner {
             .filter_map(|d| {
                 let name = d.get("name").and_then(Value::as_str)?;
                 // A builtin is described as the plane running it reads it.
-                let builtin = (d.get("type").and_then(Value::as_str) == Some("builtin"))
-                    .then(|| crate::specs::builtin(name, work.external_tools))
-                    .flatten();
+                let builtin = crate::tools::is_builtin(Some(d)).then(|| crate::specs::builtin(name, work.external_tools)).flatten();
                 let (description, schema) = match builtin {
                     Some((d, schema)) => (d.to_string(), schema.to_string()),
                     None => (

@@ -107,12 +107,16 @@ fn is_platform(decl: Option<&Value>) -> bool {
     decl.and_then(|x| x.get("type")).and_then(Value::as_str) == Some("platform")
 }
 
+/// Whether a tool declaration is one of the sandbox's builtins.
+pub(crate) fn is_builtin(decl: Option<&Value>) -> bool {
+    decl.and_then(|x| x.get("type")).and_then(Value::as_str) == Some("builtin")
+}
+
 /// Marks the sandbox tool calls of an external_tools Session: the holder
 /// of its work item runs them (api.md §17.13), not this runner.
 fn mark_external(work: &pb::WorkItem, decided: &mut [Decided]) {
     for d in decided.iter_mut() {
-        let builtin = d.declaration.as_ref().and_then(|x| x.get("type")).and_then(Value::as_str) == Some("builtin");
-        d.external = work.external_tools && builtin && SANDBOX_TOOLS.contains(&d.call.name.as_str());
+        d.external = work.external_tools && is_builtin(d.declaration.as_ref()) && SANDBOX_TOOLS.contains(&d.call.name.as_str());
     }
 }
 

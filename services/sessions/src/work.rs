@@ -136,16 +136,15 @@ impl SessionsService {
 
     /// Stops the Session's live item (it ended).
     pub(crate) async fn stop_session_work(&self, session_id: &SessionId) -> Result<()> {
-        for _ in 0..3 {
-            let Some(mut w) = self.store.live_work(session_id).await? else { return Ok(()) };
-            let rev = w.rev;
-            w.rev += 1;
-            w.stop(now_ms());
-            if self.store.update_work(&w, rev).await? {
-                return Ok(());
+        let Some(w) = self.store.live_work(session_id).await? else { return Ok(()) };
+        self.change_work(w, |w| {
+            if w.state != WorkState::Stopped {
+                w.stop(now_ms());
             }
-        }
-        Err(Error::unavailable("the work item kept changing; try again"))
+            Ok(())
+        })
+        .await?;
+        Ok(())
     }
 
     /// The active Runner a credential names, if it serves `profile_id`.

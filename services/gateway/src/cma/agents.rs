@@ -31,10 +31,7 @@ pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
 /// `GET /v1/agents/{id}?version=n`.
 pub async fn retrieve(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
-    let version = match wire::param(&q, "version") {
-        Some(v) => Some(v.parse::<i64>().map_err(|_| Error::invalid_field("version", "version must be an integer"))?),
-        None => None,
-    };
+    let version = wire::number::<i64>(&q, "version", "version must be an integer")?;
     Ok(Json(render_latest(&cx, &checked(&id)?, version).await?))
 }
 

@@ -9,6 +9,12 @@ use axum::extract::{Path, RawQuery};
 use checkfu_core::Error;
 use serde_json::{Value, json};
 
+/// Whether a SandboxProfile (its view) is a self_hosted environment: its
+/// latest revision's tools run at the work item's holder (§17.13).
+pub fn self_hosted(profile: &Value) -> bool {
+    profile["latest"]["execution"] == "external_tools"
+}
+
 /// The image a CMA cloud environment runs (CMA names none).
 const IMAGE: &str = "debian:12";
 /// What a self_hosted environment's revisions name as their image: none
@@ -51,7 +57,7 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     let latest = &current["latest"];
     let config = match body.get("config").filter(|c| !c.is_null()) {
         Some(c) => {
-            let now = render(&current)["config"]["type"].clone();
+            let now = if self_hosted(&current) { "self_hosted" } else { "cloud" };
             if c["type"].as_str().unwrap_or("cloud") != now {
                 return Err(refuse("invalid_config_type_change", "an environment's config type (cloud or self_hosted) cannot change"));
             }
@@ -181,7 +187,7 @@ pub fn render(p: &Value) -> Value {
     } else {
         json!({"type": "limited", "allowed_hosts": hosts, "allow_package_managers": net["allow_package_managers"], "allow_mcp_servers": net["allow_mcp_servers"]})
     };
-    let config = if latest["execution"] == "external_tools" {
+    let config = if self_hosted(p) {
         json!({"type": "self_hosted"})
     } else {
         json!({"type": "cloud", "packages": packages, "networking": networking})

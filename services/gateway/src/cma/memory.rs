@@ -102,10 +102,7 @@ pub async fn list_memories(cx: Cx, Path(store_id): Path<String>, RawQuery(raw): 
     let full = full(&raw)?;
     let limit = wire::limit(&q, 20, if full { 20 } else { 100 })?;
     let prefix = native_path(wire::param(&q, "path_prefix").unwrap_or("/")).unwrap_or_else(|_| "/".into());
-    let depth = match wire::param(&q, "depth") {
-        Some(d) => Some(d.parse::<usize>().map_err(|_| Error::invalid_field("depth", "depth is a whole number"))?),
-        None => None,
-    };
+    let depth = wire::number::<usize>(&q, "depth", "depth is a whole number")?;
     let mut url = format!("/v1/memory-stores/{store_id}/documents?path_prefix={}&limit={limit}", encode(&prefix));
     if let Some(p) = wire::param(&q, "page") {
         url.push_str(&format!("&page={}", encode(p)));

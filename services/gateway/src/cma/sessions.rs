@@ -2,6 +2,7 @@
 //! `cma:<sbp>:<agt>:v<n>`, created as the caller's Principal.
 
 use super::cx::{Cx, Native, encode};
+use super::environments::self_hosted;
 use super::facts;
 use super::mapping;
 use super::wire::{self, CmaResult, refuse};
@@ -113,10 +114,7 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let cursor = wire::param(&q, "page").map(|p| Cursor::parse(p, descending)).transpose()?;
     let statuses = wire::params(&q, "statuses");
     let agent_filter = wire::param(&q, "agent_id");
-    let version_filter = match wire::param(&q, "agent_version") {
-        Some(v) => Some(v.parse::<i64>().map_err(|_| Error::invalid_field("agent_version", "agent_version is a version number"))?),
-        None => None,
-    };
+    let version_filter = wire::number::<i64>(&q, "agent_version", "agent_version is a version number")?;
     let store_filter = wire::param(&q, "memory_store_id");
     let created = wire::created_at_filter(&q)?;
     let include_archived = wire::param(&q, "include_archived") == Some("true");
@@ -600,11 +598,6 @@ async fn deployment_for(cx: &Cx, agent: &Value, version: i64, sbp: &str) -> CmaR
             Ok(d["id"].as_str().unwrap_or_default().into())
         }
     }
-}
-
-/// Whether a SandboxProfile (its view) is a self_hosted environment.
-pub fn self_hosted(profile: &Value) -> bool {
-    profile["latest"]["execution"] == "external_tools"
 }
 
 /// Moves a deployment onto the profile's `revision`, other pins kept.

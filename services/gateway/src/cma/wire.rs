@@ -131,6 +131,12 @@ pub fn params<'a>(pairs: &'a [(String, String)], key: &str) -> Vec<&'a str> {
     pairs.iter().filter(|(k, _)| k == key).map(|(_, v)| v.as_str()).collect()
 }
 
+/// A numeric query parameter, if sent; one that does not parse → 400
+/// `message`.
+pub fn number<T: std::str::FromStr>(pairs: &[(String, String)], key: &str, message: &str) -> CmaResult<Option<T>> {
+    param(pairs, key).map(|v| v.parse::<T>().map_err(|_| Error::invalid_field(key, message).into())).transpose()
+}
+
 /// `limit`: default and maximum per list (§17.4); out of range → 400.
 pub fn limit(pairs: &[(String, String)], default: u32, max: u32) -> CmaResult<u32> {
     match param(pairs, "limit") {

@@ -139,20 +139,13 @@ pub async fn poll(w: WorkCx, Path(id): Path<String>, headers: HeaderMap, RawQuer
         return Err(refused("poll takes the environment key (a Runner credential of the environment's pool)"));
     }
     let q = wire::query_pairs(raw.as_deref())?;
-    let block_ms = match wire::param(&q, "block_ms") {
+    const BLOCK_MS: &str = "block_ms must be 1 to 999";
+    let block_ms = match wire::number::<u32>(&q, "block_ms", BLOCK_MS)? {
         None => 0,
-        Some(v) => v
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=999).contains(n))
-            .ok_or_else(|| Error::invalid_field("block_ms", "block_ms must be 1 to 999"))?,
+        Some(n) if (1..=999).contains(&n) => n,
+        Some(_) => return Err(Error::invalid_field("block_ms", BLOCK_MS).into()),
     };
-    let reclaim = match wire::param(&q, "reclaim_older_than_ms") {
-        None => None,
-        Some(v) => {
-            Some(v.parse::<i64>().map_err(|_| Error::invalid_field("reclaim_older_than_ms", "reclaim_older_than_ms must be a number"))?)
-        }
-    };
+    let reclaim = wire::number::<i64>(&q, "reclaim_older_than_ms", "reclaim_older_than_ms must be a number")?;
     let worker_id = headers.get("anthropic-worker-id").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let req = pb::PollWorkRequest {
         profile_id: id.into(),
@@ -179,10 +172,7 @@ pub async fn ack(w: WorkCx, Path((id, wid)): Path<(String, String)>) -> CmaResul
 pub async fn heartbeat(w: WorkCx, Path((id, wid)): Path<(String, String)>, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
     let q = wire::query_pairs(raw.as_deref())?;
-    let ttl = match wire::param(&q, "desired_ttl_seconds") {
-        None => None,
-        Some(v) => Some(v.parse::<i64>().map_err(|_| Error::invalid_field("desired_ttl_seconds", "desired_ttl_seconds must be a number"))?),
-    };
+    let ttl = wire::number::<i64>(&q, "desired_ttl_seconds", "desired_ttl_seconds must be a number")?;
     let req = pb::HeartbeatWorkRequest {
         profile_id: id.into(),
         work_id: wid,
