@@ -140,3 +140,34 @@ async fn the_document_states_what_the_server_accepts() {
     expect(&unknown, 404, Some("not_found"));
     p.stop().await;
 }
+
+/// Every operation has an explicit, stable id `<tag>.<verb><Resource>` in
+/// lowerCamel, unique, under its one tag, and each tag names its resource
+/// (`x-resource`): the SDK's namespaces and method names come from them.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_operation_has_a_stable_unique_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let d = Api::new(&p.base, "").get("/v1/openapi.json").await.1;
+    let tags: std::collections::BTreeMap<&str, &str> =
+        d["tags"].as_array().unwrap().iter().map(|t| (t["name"].as_str().unwrap(), t["x-resource"].as_str().unwrap_or_default())).collect();
+    let lower_camel = |s: &str| s.starts_with(|c: char| c.is_ascii_lowercase()) && s.chars().all(|c| c.is_ascii_alphabetic());
+    let mut seen = std::collections::BTreeMap::new();
+    for (path, ops) in d["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            let (tag, verb_resource) = id.split_once('.').unwrap_or_else(|| panic!("{id} is not <tag>.<verb><Resource>"));
+            assert!(lower_camel(tag) && lower_camel(verb_resource), "{id} is not lowerCamel");
+            assert!(verb_resource.contains(|c: char| c.is_ascii_uppercase()), "{id} names no resource after its verb");
+            assert_eq!(op["tags"], serde_json::json!([tag]), "{id} is under exactly its own tag");
+            assert!(!tags.get(tag).copied().unwrap_or_default().is_empty(), "{id}: the tag {tag} is declared with its x-resource");
+            assert!(seen.insert(id.to_string(), format!("{method} {path}")).is_none(), "{id} is used twice");
+        }
+    }
+    for id in
+        ["automationGraphs.createAutomationGraph", "sessions.createSession", "sessions.listSessionEvents", "approvals.answerActionApproval"]
+    {
+        assert!(seen.contains_key(id), "{id} is missing");
+    }
+    p.stop().await;
+}

@@ -106,8 +106,9 @@ pub fn allowed(path: &str) -> &'static [Role] {
             // Whoever serves a runner checks its capability token.
             "VerifyCapability" => &[Gateway],
             // An Automation's firing starts its child Session as the
-            // Automation's service Principal, and settles from it.
-            "CreateSession" | "GetDeployment" => &[Gateway, Scheduler],
+            // Automation's service Principal, and settles from it; a graph's
+            // Agent node naming an Agent is planned to its one deployment.
+            "CreateSession" | "GetDeployment" | "ListDeployments" => &[Gateway, Scheduler],
             // A model Dream reads its Sessions' user messages.
             "ListEvents" => &[Gateway, Scheduler, Memory],
             // A store's owner is checked against its Agent or Session, and

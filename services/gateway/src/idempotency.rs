@@ -170,6 +170,19 @@ pub fn redact_secrets(v: &mut Value) -> bool {
     }
 }
 
+/// The `Idempotency-Key` request header, as the OpenAPI document declares it
+/// on every operation that honours it (through [`once`]): clients such as
+/// the SDK retry a POST only where this parameter is declared.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code, reason = "a parameter's description for the OpenAPI document; the header is read by `key_of`")]
+pub struct IdempotencyKeyHeader {
+    /// A retry with the same key and body replays the first answer (kept at
+    /// least 24 h); a different body with the key → 409 `idempotency.key_reused`.
+    #[param(rename = "Idempotency-Key")]
+    idempotency_key: Option<String>,
+}
+
 /// The `Idempotency-Key` header, validated.
 pub fn key_of(headers: &HeaderMap) -> ApiResult<Option<String>> {
     let Some(v) = headers.get("idempotency-key") else { return Ok(None) };

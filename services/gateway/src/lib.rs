@@ -8,6 +8,7 @@ pub mod bodies;
 pub mod cma;
 pub mod error;
 pub mod extract;
+pub mod graph_wire;
 pub mod idempotency;
 pub mod live;
 pub mod multipart;
@@ -226,22 +227,36 @@ async fn method_not_allowed(req: Request, next: Next) -> Response {
     modifiers(&BearerAuth),
     security(("api_key" = [])),
     tags(
-        (name = "identity", description = "Principals, API keys, Groups, Environments"),
-        (name = "governance", description = "PermissionAssignments, ActionPolicies, audit"),
-        (name = "approvals", description = "ActionApprovals and StandingApprovals"),
+        (name = "principals", description = "Principals: the people and services that act"),
+        (name = "apiKeys", description = "API keys: a Principal's credentials, shown once"),
+        (name = "groups", description = "Groups of Principals, subjects of grants and rules"),
+        (name = "environments", description = "Environments: the isolation boundary every resource lives in"),
+        (name = "permissionAssignments", description = "PermissionAssignments: who may do what on what"),
+        (name = "actionPolicies", description = "ActionPolicies: allow, require_approval or deny, and their dry run"),
+        (name = "auditEvents", description = "The append-only audit log"),
+        (name = "approvals", description = "ActionApprovals: calls waiting for a person's decision"),
+        (name = "standingApprovals", description = "StandingApprovals minted by approve responses, and their revocation"),
         (name = "budgets", description = "Budgets: caps on model spend or tokens"),
-        (name = "webhooks", description = "Outbound webhook endpoints and their deliveries"),
-        (name = "agents", description = "Agents and their immutable versions"),
-        (name = "sandboxes", description = "SandboxProfiles and their immutable revisions"),
-        (name = "models", description = "ModelRoutingProfiles and the price catalog"),
-        (name = "deployments", description = "AgentDeployments and their revisions"),
-        (name = "sessions", description = "Sessions, their event log and stream, Runs"),
+        (name = "webhookEndpoints", description = "Outbound webhook endpoints and their deliveries"),
+        (name = "agents", description = "Agents, their drafts and immutable versions"),
+        (name = "sandboxProfiles", description = "SandboxProfiles and their immutable revisions"),
+        (name = "modelRoutingProfiles", description = "ModelRoutingProfiles: ordered model candidates"),
+        (name = "models", description = "The configured provider endpoints and the price catalog"),
+        (name = "agentDeployments", description = "AgentDeployments and their revisions"),
+        (name = "sessions", description = "Sessions, their event log and stream, Runs, threads, Outcomes and output files"),
         (name = "runners", description = "Self-hosted Runners: pairing codes, Runners, revocation"),
-        (name = "reach", description = "Connections, credentials, ConnectionVaults, ToolSources, capability status"),
+        (name = "connections", description = "Connections and their write-only credentials"),
+        (name = "capabilities", description = "What this installation can do now"),
+        (name = "connectionVaults", description = "ConnectionVaults: Connections granted together"),
+        (name = "toolSources", description = "MCP ToolSources and their tools"),
         (name = "files", description = "Uploaded Files: given to Sessions as resources and message blocks"),
         (name = "skills", description = "Skills: versioned bundles mounted read-only into Sessions"),
-        (name = "memory", description = "MemoryStores: versioned document trees with compare-and-set writes, reviewed proposals, and mounts into Sessions"),
+        (name = "memoryStores", description = "MemoryStores: versioned document trees with compare-and-set writes"),
+        (name = "memoryProposals", description = "MemoryProposals: reviewed changes to a MemoryStore"),
+        (name = "dreams", description = "Dreams: curation runs over MemoryStores"),
         (name = "automations", description = "Automations: work started without a person at a keyboard, run as a service Principal"),
+        (name = "automationFirings", description = "AutomationFirings and their traces"),
+        (name = "automationGraphs", description = "AutomationGraphs: authored documents planned and applied into Automations"),
     )
 )]
 pub struct ApiDoc;
@@ -406,6 +421,8 @@ pub fn router(state: AppState) -> Router {
     let (router, doc) = router_and_doc(state);
     let mut doc = serde_json::to_value(&doc).unwrap_or_default();
     openapi_rules::constrain(&mut doc);
+    openapi_rules::optional_empty_bodies(&mut doc);
+    openapi_rules::name_resources(&mut doc);
     let doc = Arc::new(doc);
     router.route("/v1/openapi.json", axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) }))
 }

@@ -76,7 +76,8 @@ fn graph_document() -> Value {
     "required": ["name", "environment_id", "service_principal_id", "nodes", "edges"],
     "properties": {
         "name": name(), "environment_id": id("env"), "service_principal_id": id("prin"),
-        "nodes": {"type": "array", "maxItems": 100, "items": {"type": "object", "required": ["kind", "id"],
+        // A node's other fields depend on its kind (planning checks them).
+        "nodes": {"type": "array", "maxItems": 100, "items": {"type": "object", "required": ["kind", "id"], "additionalProperties": true,
             "properties": {"kind": {"type": "string"}, "id": {"type": "string", "minLength": 1, "maxLength": 128}}}},
         "edges": {"type": "array", "maxItems": 400, "items": {"type": "object", "additionalProperties": false, "required": ["kind", "from"],
             "properties": {"kind": {"type": "string"}, "from": {"type": "string"}, "to": {"type": ["string", "null"]}}}}
@@ -563,4 +564,50 @@ fn apply(schema: &mut Value, rule: Value) {
             e.push(Value::Null);
         }
     }
+}
+
+/// A JSON body whose schema requires no field may be left out: the server
+/// reads an empty body as `{}` (`extract::JsonBody`). The document says so,
+/// so that clients need not send `{}` to publish a version or pause a budget.
+pub fn optional_empty_bodies(doc: &mut Value) {
+    let schemas = doc["components"]["schemas"].clone();
+    for ops in doc["paths"].as_object_mut().into_iter().flat_map(|p| p.values_mut()) {
+        for op in ops.as_object_mut().into_iter().flat_map(|o| o.values_mut()) {
+            let Some(r) = op.pointer("/requestBody/content/application~1json/schema/$ref").and_then(Value::as_str) else { continue };
+            let schema = &schemas[r.trim_start_matches("#/components/schemas/")];
+            if schema["required"].as_array().is_none_or(|r| r.is_empty()) {
+                op["requestBody"]["required"] = json!(false);
+            }
+        }
+    }
+}
+
+/// Tags whose resource is not the tag's name made singular.
+const TAG_RESOURCES: &[(&str, &str)] = &[("approvals", "ActionApproval")];
+
+/// Names each tag's resource (`x-resource`, PascalCase): an operation id is
+/// `<tag>.<verb><Resource>...`, and a client's per-tag method drops the
+/// resource from it (`automationGraphs.createAutomationGraph` →
+/// `automationGraphs.create`, `sessions.listSessionEvents` →
+/// `sessions.listEvents`). Declared here once so that every client derives
+/// the same names.
+pub fn name_resources(doc: &mut Value) {
+    for tag in doc["tags"].as_array_mut().into_iter().flatten() {
+        let name = tag["name"].as_str().unwrap_or_default().to_string();
+        let resource = match TAG_RESOURCES.iter().find(|(t, _)| *t == name) {
+            Some((_, r)) => r.to_string(),
+            None => singular_pascal(&name),
+        };
+        tag["x-resource"] = json!(resource);
+    }
+}
+
+/// `memoryStores` → `MemoryStore`, `actionPolicies` → `ActionPolicy`.
+fn singular_pascal(tag: &str) -> String {
+    let one = match tag.strip_suffix("ies") {
+        Some(stem) => format!("{stem}y"),
+        None => tag.strip_suffix('s').unwrap_or(tag).to_string(),
+    };
+    let mut chars = one.chars();
+    chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
 }

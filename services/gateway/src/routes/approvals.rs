@@ -47,7 +47,7 @@ async fn may_approve(st: &AppState, caller: &Caller, env: &str) -> ApiResult<boo
     st.allowed(&caller.principal_id, "approve", "environment", env, env).await
 }
 
-#[utoipa::path(get, path = "/v1/action-approvals", tag = "approvals", params(ApprovalQuery),
+#[utoipa::path(get, path = "/v1/action-approvals", tag = "approvals", operation_id = "approvals.listActionApprovals", params(ApprovalQuery),
     responses((status = 200, body = Page<views::ActionApproval>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_approvals(State(st): State<AppState>, caller: Caller, Query(q): Query<ApprovalQuery>) -> J<Page<views::ActionApproval>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
@@ -68,7 +68,7 @@ pub async fn list_approvals(State(st): State<AppState>, caller: Caller, Query(q)
     Ok(Json(views::page(&r.data, &r.next_page, |a| views::action_approval(a, approvers.get(&a.environment_id) == Some(&true)))))
 }
 
-#[utoipa::path(get, path = "/v1/action-approvals/{id}", tag = "approvals", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/action-approvals/{id}", tag = "approvals", operation_id = "approvals.getActionApproval", params(("id" = String, Path)),
     responses((status = 200, body = views::ActionApproval), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_approval(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::ActionApproval> {
     let a = approval_for(&st, &id).await?;
@@ -81,7 +81,7 @@ pub async fn get_approval(State(st): State<AppState>, caller: Caller, Path(id): 
 /// a response after expiry is 409 `validation.conflict`. An approve may ask
 /// for a StandingApproval on the exact tuple (`standing.ttl_seconds`, capped
 /// at 30 days). The Session waiting on the call resumes at once.
-#[utoipa::path(post, path = "/v1/action-approvals/{id}/responses", tag = "approvals", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/action-approvals/{id}/responses", tag = "approvals", operation_id = "approvals.answerActionApproval", params(crate::idempotency::IdempotencyKeyHeader, ("id" = String, Path)),
     request_body = bodies::RespondToApproval,
     responses((status = 200, description = "The decided approval", body = views::ActionApproval), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn respond(
@@ -127,7 +127,7 @@ pub async fn respond(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/standing-approvals", tag = "approvals", params(super::ListQuery),
+#[utoipa::path(get, path = "/v1/standing-approvals", tag = "standingApprovals", operation_id = "standingApprovals.listStandingApprovals", params(super::ListQuery),
     responses((status = 200, body = Page<views::StandingApproval>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_standing(
     State(st): State<AppState>,
@@ -145,7 +145,7 @@ async fn standing_for(st: &AppState, id: &str) -> ApiResult<gov::StandingApprova
     Ok(st.gov.clone().get_standing_approval(gov::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
-#[utoipa::path(get, path = "/v1/standing-approvals/{id}", tag = "approvals", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/standing-approvals/{id}", tag = "standingApprovals", operation_id = "standingApprovals.getStandingApproval", params(("id" = String, Path)),
     responses((status = 200, body = views::StandingApproval), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_standing(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::StandingApproval> {
     let s = standing_for(&st, &id).await?;
@@ -155,7 +155,7 @@ pub async fn get_standing(State(st): State<AppState>, caller: Caller, Path(id): 
 
 /// Revokes at once (audited); the next call with the tuple asks again.
 /// Needs `approve` on the Environment.
-#[utoipa::path(delete, path = "/v1/standing-approvals/{id}", tag = "approvals", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/v1/standing-approvals/{id}", tag = "standingApprovals", operation_id = "standingApprovals.revokeStandingApproval", params(("id" = String, Path)),
     responses((status = 200, body = views::StandingApproval), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn revoke_standing(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::StandingApproval> {
     let s = standing_for(&st, &id).await?;

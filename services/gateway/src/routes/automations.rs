@@ -256,7 +256,7 @@ async fn writable(st: &AppState, caller: &Caller, id: &str) -> ApiResult<pb::Aut
     Ok(a)
 }
 
-#[utoipa::path(post, path = "/v1/automations", tag = "automations", request_body = CreateAutomation,
+#[utoipa::path(post, path = "/v1/automations", tag = "automations", operation_id = "automations.createAutomation", params(crate::idempotency::IdempotencyKeyHeader), request_body = CreateAutomation,
     responses((status = 201, body = Automation), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_automation(
     State(st): State<AppState>,
@@ -301,7 +301,7 @@ pub struct AutomationQuery {
     pub status: Option<String>,
 }
 
-#[utoipa::path(get, path = "/v1/automations", tag = "automations", params(AutomationQuery),
+#[utoipa::path(get, path = "/v1/automations", tag = "automations", operation_id = "automations.listAutomations", params(AutomationQuery),
     responses((status = 200, description = "Newest first", body = Page<Automation>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_automations(State(st): State<AppState>, caller: Caller, Query(q): Query<AutomationQuery>) -> J<Page<Automation>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
@@ -315,13 +315,13 @@ pub async fn list_automations(State(st): State<AppState>, caller: Caller, Query(
     Ok(Json(page(&r.data, &r.next_page, automation)))
 }
 
-#[utoipa::path(get, path = "/v1/automations/{id}", tag = "automations", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/automations/{id}", tag = "automations", operation_id = "automations.getAutomation", params(("id" = String, Path)),
     responses((status = 200, body = Automation), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_automation(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<Automation> {
     Ok(Json(automation(&readable(&st, &caller, &id).await?)))
 }
 
-#[utoipa::path(post, path = "/v1/automations/{id}", tag = "automations", params(("id" = String, Path)), request_body = UpdateAutomation,
+#[utoipa::path(post, path = "/v1/automations/{id}", tag = "automations", operation_id = "automations.updateAutomation", params(("id" = String, Path)), request_body = UpdateAutomation,
     responses((status = 200, body = Automation), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_automation(
     State(st): State<AppState>,
@@ -344,7 +344,7 @@ pub async fn update_automation(
     Ok(Json(written(st.scheduler.clone().update_automation(req).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/automations/{id}/pause", tag = "automations", params(("id" = String, Path)), request_body = PauseAutomation,
+#[utoipa::path(post, path = "/v1/automations/{id}/pause", tag = "automations", operation_id = "automations.pauseAutomation", params(("id" = String, Path)), request_body = PauseAutomation,
     responses((status = 200, body = Automation), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn pause_automation(
     State(st): State<AppState>,
@@ -363,7 +363,7 @@ pub async fn pause_automation(
     Ok(Json(automation(&st.scheduler.clone().pause_automation(req).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/automations/{id}/resume", tag = "automations", params(("id" = String, Path)), request_body = ResumeAutomation,
+#[utoipa::path(post, path = "/v1/automations/{id}/resume", tag = "automations", operation_id = "automations.resumeAutomation", params(("id" = String, Path)), request_body = ResumeAutomation,
     responses((status = 200, body = Automation), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn resume_automation(
     State(st): State<AppState>,
@@ -377,7 +377,7 @@ pub async fn resume_automation(
     Ok(Json(automation(&st.scheduler.clone().resume_automation(req).await?.into_inner())))
 }
 
-#[utoipa::path(delete, path = "/v1/automations/{id}", tag = "automations", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/v1/automations/{id}", tag = "automations", operation_id = "automations.deleteAutomation", params(("id" = String, Path)),
     responses((status = 200, description = "Deleted, with its last state; its firings stay readable", body = Automation),
         (status = "4XX", body = ErrorEnvelope)))]
 pub async fn delete_automation(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<Automation> {
@@ -386,7 +386,7 @@ pub async fn delete_automation(State(st): State<AppState>, caller: Caller, Path(
     Ok(Json(automation(&st.scheduler.clone().delete_automation(req).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/automations/{id}/fire", tag = "automations", params(("id" = String, Path)), request_body = FireAutomation,
+#[utoipa::path(post, path = "/v1/automations/{id}/fire", tag = "automations", operation_id = "automations.fireAutomation", params(crate::idempotency::IdempotencyKeyHeader, ("id" = String, Path)), request_body = FireAutomation,
     responses((status = 201, body = Firing), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn fire_automation(
     State(st): State<AppState>,
@@ -428,7 +428,7 @@ pub struct FiringQuery {
 }
 
 /// Readable after the Automation is deleted.
-#[utoipa::path(get, path = "/v1/automations/{id}/firings", tag = "automations", params(("id" = String, Path), FiringQuery),
+#[utoipa::path(get, path = "/v1/automations/{id}/firings", tag = "automations", operation_id = "automations.listAutomationFirings", params(("id" = String, Path), FiringQuery),
     responses((status = 200, description = "Newest first", body = Page<Firing>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_firings(
     State(st): State<AppState>,
@@ -469,7 +469,7 @@ pub struct FiringTrace {
 }
 
 /// What a firing did, with a receipt for each child Session; reading resumes nothing.
-#[utoipa::path(get, path = "/v1/automation-firings/{id}/trace", tag = "automations", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/automation-firings/{id}/trace", tag = "automationFirings", operation_id = "automationFirings.getAutomationFiringTrace", params(("id" = String, Path)),
     responses((status = 200, body = FiringTrace), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_trace(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<FiringTrace> {
     checkfu_core::id::FiringId::check("id", &id)?;
@@ -486,7 +486,7 @@ pub async fn get_trace(State(st): State<AppState>, caller: Caller, Path(id): Pat
     }))
 }
 
-#[utoipa::path(get, path = "/v1/automation-firings/{id}", tag = "automations", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/automation-firings/{id}", tag = "automationFirings", operation_id = "automationFirings.getAutomationFiring", params(("id" = String, Path)),
     responses((status = 200, body = Firing), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_firing(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<Firing> {
     checkfu_core::id::FiringId::check("id", &id)?;
@@ -525,7 +525,7 @@ fn filtered(d: &pb::FilteredDelivery) -> FilteredDelivery {
 
 /// Webhook events the admission filter stopped, newest first; readable
 /// after the Automation is deleted.
-#[utoipa::path(get, path = "/v1/automations/{id}/filtered-deliveries", tag = "automations", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/automations/{id}/filtered-deliveries", tag = "automations", operation_id = "automations.listAutomationFilteredDeliveries", params(("id" = String, Path), ListQuery),
     responses((status = 200, description = "Newest first", body = Page<FilteredDelivery>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_filtered(
     State(st): State<AppState>,
@@ -552,7 +552,7 @@ fn header(headers: &HeaderMap, name: &str) -> String {
 /// firing it admitted (or recorded `skipped`), 200 with the delivery its
 /// admission filter stopped; the same event again answers the same result
 /// with `Idempotent-Replayed: true`.
-#[utoipa::path(post, path = "/v1/ingest/automations/{id}", tag = "automations", security(()),
+#[utoipa::path(post, path = "/v1/ingest/automations/{id}", tag = "automations", operation_id = "automations.ingestAutomationEvent", security(()),
     params(("id" = String, Path),
         ("Checkfu-Version" = String, Header, description = "1"),
         ("Checkfu-Signature" = String, Header, description = "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<body>\")>")),

@@ -24,7 +24,7 @@ async fn budget_for(st: &AppState, id: &str) -> ApiResult<ss::Budget> {
     Ok(st.sessions.clone().get_budget(ss::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
-#[utoipa::path(get, path = "/v1/budgets", tag = "budgets", params(ListQuery),
+#[utoipa::path(get, path = "/v1/budgets", tag = "budgets", operation_id = "budgets.listBudgets", params(ListQuery),
     responses((status = 200, body = Page<views::Budget>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_budgets(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Budget>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
@@ -34,7 +34,7 @@ pub async fn list_budgets(State(st): State<AppState>, caller: Caller, Query(q): 
 }
 
 /// Attaches a Budget to a Session that has none.
-#[utoipa::path(post, path = "/v1/budgets", tag = "budgets", request_body = bodies::CreateBudget,
+#[utoipa::path(post, path = "/v1/budgets", tag = "budgets", operation_id = "budgets.createBudget", params(crate::idempotency::IdempotencyKeyHeader), request_body = bodies::CreateBudget,
     responses((status = 201, body = views::Budget), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_budget(
     State(st): State<AppState>,
@@ -60,7 +60,7 @@ pub async fn create_budget(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/budgets/{id}", tag = "budgets", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/budgets/{id}", tag = "budgets", operation_id = "budgets.getBudget", params(("id" = String, Path)),
     responses((status = 200, body = views::Budget), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_budget(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Budget> {
     let b = budget_for(&st, &id).await?;
@@ -76,7 +76,7 @@ async fn change(st: &AppState, caller: &Caller, id: &str, req: ss::UpdateBudgetR
 
 /// Sets the limit. Strictly above `consumed` re-opens admission and
 /// restarts work queued behind the pause; at or below it stays paused.
-#[utoipa::path(post, path = "/v1/budgets/{id}", tag = "budgets", params(("id" = String, Path)), request_body = bodies::UpdateBudget,
+#[utoipa::path(post, path = "/v1/budgets/{id}", tag = "budgets", operation_id = "budgets.updateBudget", params(("id" = String, Path)), request_body = bodies::UpdateBudget,
     responses((status = 200, body = views::Budget), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_budget(
     State(st): State<AppState>,
@@ -98,7 +98,7 @@ pub async fn update_budget(
 /// Detaches the Budget from its Session: nothing caps the Session any
 /// more, and work stopped at the cap restarts. Audited. Answers the Budget
 /// as it was, `status: "detached"`.
-#[utoipa::path(delete, path = "/v1/budgets/{id}", tag = "budgets", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/v1/budgets/{id}", tag = "budgets", operation_id = "budgets.detachBudget", params(("id" = String, Path)),
     responses((status = 200, body = views::Budget), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn detach_budget(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Budget> {
     let req =
@@ -110,7 +110,7 @@ pub async fn detach_budget(State(st): State<AppState>, caller: Caller, Path(id):
 }
 
 /// Stops admission until resumed (reversible; the Session is never terminated).
-#[utoipa::path(post, path = "/v1/budgets/{id}/pause", tag = "budgets", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/budgets/{id}/pause", tag = "budgets", operation_id = "budgets.pauseBudget", params(("id" = String, Path)),
     responses((status = 200, body = views::Budget), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn pause_budget(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Budget> {
     let req =
@@ -119,7 +119,7 @@ pub async fn pause_budget(State(st): State<AppState>, caller: Caller, Path(id): 
 }
 
 /// Re-opens admission if `consumed` is below the limit, restarting queued work.
-#[utoipa::path(post, path = "/v1/budgets/{id}/resume", tag = "budgets", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/budgets/{id}/resume", tag = "budgets", operation_id = "budgets.resumeBudget", params(("id" = String, Path)),
     responses((status = 200, body = views::Budget), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn resume_budget(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Budget> {
     let req =

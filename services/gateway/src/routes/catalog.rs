@@ -30,7 +30,7 @@ async fn agent_for(st: &AppState, id: &str) -> ApiResult<ss::Agent> {
     Ok(st.sessions.clone().get_agent(ss::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
-#[utoipa::path(post, path = "/v1/agents", tag = "agents", request_body = bodies::CreateAgent,
+#[utoipa::path(post, path = "/v1/agents", tag = "agents", operation_id = "agents.createAgent", params(crate::idempotency::IdempotencyKeyHeader), request_body = bodies::CreateAgent,
     responses((status = 201, body = views::Agent), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_agent(State(st): State<AppState>, caller: Caller, headers: HeaderMap, JsonBody(body): JsonBody) -> ApiResult<Response> {
     let b: bodies::CreateAgent = parse(&body)?;
@@ -42,7 +42,7 @@ pub async fn create_agent(State(st): State<AppState>, caller: Caller, headers: H
     .await
 }
 
-#[utoipa::path(get, path = "/v1/agents", tag = "agents", params(ListQuery),
+#[utoipa::path(get, path = "/v1/agents", tag = "agents", operation_id = "agents.listAgents", params(ListQuery),
     responses((status = 200, body = Page<views::Agent>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_agents(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Agent>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
@@ -55,7 +55,7 @@ pub async fn list_agents(State(st): State<AppState>, caller: Caller, Query(q): Q
     Ok(Json(views::page(&r.data, &r.next_page, views::agent)))
 }
 
-#[utoipa::path(get, path = "/v1/agents/{id}", tag = "agents", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/agents/{id}", tag = "agents", operation_id = "agents.getAgent", params(("id" = String, Path)),
     responses((status = 200, body = views::Agent), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_agent(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Agent> {
     let a = agent_for(&st, &id).await?;
@@ -63,7 +63,7 @@ pub async fn get_agent(State(st): State<AppState>, caller: Caller, Path(id): Pat
     Ok(Json(views::agent(&a)))
 }
 
-#[utoipa::path(post, path = "/v1/agents/{id}", tag = "agents", params(("id" = String, Path)), request_body = bodies::UpdateAgent,
+#[utoipa::path(post, path = "/v1/agents/{id}", tag = "agents", operation_id = "agents.updateAgent", params(("id" = String, Path)), request_body = bodies::UpdateAgent,
     responses((status = 200, body = views::Agent), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_agent(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(body): JsonBody) -> J<views::Agent> {
     let a = agent_for(&st, &id).await?;
@@ -78,7 +78,7 @@ pub async fn update_agent(State(st): State<AppState>, caller: Caller, Path(id): 
     Ok(Json(views::agent(&st.sessions.clone().update_agent(req).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/agents/{id}/archive", tag = "agents", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/agents/{id}/archive", tag = "agents", operation_id = "agents.archiveAgent", params(("id" = String, Path)),
     responses((status = 200, body = views::Agent), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn archive_agent(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Agent> {
     let a = agent_for(&st, &id).await?;
@@ -86,7 +86,7 @@ pub async fn archive_agent(State(st): State<AppState>, caller: Caller, Path(id):
     Ok(Json(views::agent(&st.sessions.clone().archive_agent(ss::GetByIdRequest { id }).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/agents/{id}/versions", tag = "agents", params(("id" = String, Path)), request_body = bodies::PublishVersion,
+#[utoipa::path(post, path = "/v1/agents/{id}/versions", tag = "agents", operation_id = "agents.publishAgentVersion", params(crate::idempotency::IdempotencyKeyHeader, ("id" = String, Path)), request_body = bodies::PublishVersion,
     responses((status = 201, description = "The draft frozen as the next immutable version", body = views::AgentVersion), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn publish_version(
     State(st): State<AppState>,
@@ -110,7 +110,7 @@ pub async fn publish_version(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/agents/{id}/versions", tag = "agents", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/agents/{id}/versions", tag = "agents", operation_id = "agents.listAgentVersions", params(("id" = String, Path), ListQuery),
     responses((status = 200, body = Page<views::AgentVersion>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_versions(
     State(st): State<AppState>,
@@ -129,7 +129,7 @@ pub async fn list_versions(
     Ok(Json(views::page(&r.data, &r.next_page, views::agent_version)))
 }
 
-#[utoipa::path(get, path = "/v1/agents/{id}/versions/{n}", tag = "agents", params(("id" = String, Path), ("n" = i64, Path)),
+#[utoipa::path(get, path = "/v1/agents/{id}/versions/{n}", tag = "agents", operation_id = "agents.getAgentVersion", params(("id" = String, Path), ("n" = i64, Path)),
     responses((status = 200, body = views::AgentVersion), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_version(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, String)>) -> J<views::AgentVersion> {
     let a = agent_for(&st, &id).await?;
@@ -157,7 +157,7 @@ pub(crate) async fn profile_view(st: &AppState, p: &ss::SandboxProfile) -> ApiRe
     Ok(v)
 }
 
-#[utoipa::path(post, path = "/v1/sandbox-profiles", tag = "sandboxes", request_body = bodies::CreateSandboxProfile,
+#[utoipa::path(post, path = "/v1/sandbox-profiles", tag = "sandboxProfiles", operation_id = "sandboxProfiles.createSandboxProfile", params(crate::idempotency::IdempotencyKeyHeader), request_body = bodies::CreateSandboxProfile,
     responses((status = 201, description = "The profile with revision 1 as `latest`", body = views::SandboxProfile), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_sandbox_profile(
     State(st): State<AppState>,
@@ -176,7 +176,7 @@ pub async fn create_sandbox_profile(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/sandbox-profiles", tag = "sandboxes", params(ListQuery),
+#[utoipa::path(get, path = "/v1/sandbox-profiles", tag = "sandboxProfiles", operation_id = "sandboxProfiles.listSandboxProfiles", params(ListQuery),
     responses((status = 200, body = Page<views::SandboxProfile>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_sandbox_profiles(
     State(st): State<AppState>,
@@ -193,7 +193,7 @@ pub async fn list_sandbox_profiles(
     Ok(Json(views::page(&r.data, &r.next_page, views::sandbox_profile)))
 }
 
-#[utoipa::path(get, path = "/v1/sandbox-profiles/{id}", tag = "sandboxes", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/sandbox-profiles/{id}", tag = "sandboxProfiles", operation_id = "sandboxProfiles.getSandboxProfile", params(("id" = String, Path)),
     responses((status = 200, body = views::SandboxProfile), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_sandbox_profile(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::SandboxProfile> {
     let p = profile_for(&st, &id).await?;
@@ -203,7 +203,7 @@ pub async fn get_sandbox_profile(State(st): State<AppState>, caller: Caller, Pat
 
 /// Archives the profile: no new revision or deployment pins it (409
 /// `archived`); Sessions already running keep theirs. Idempotent.
-#[utoipa::path(post, path = "/v1/sandbox-profiles/{id}/archive", tag = "sandboxes", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/sandbox-profiles/{id}/archive", tag = "sandboxProfiles", operation_id = "sandboxProfiles.archiveSandboxProfile", params(("id" = String, Path)),
     responses((status = 200, body = views::SandboxProfile), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn archive_sandbox_profile(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::SandboxProfile> {
     let p = profile_for(&st, &id).await?;
@@ -212,7 +212,7 @@ pub async fn archive_sandbox_profile(State(st): State<AppState>, caller: Caller,
     Ok(Json(profile_view(&st, &p).await?))
 }
 
-#[utoipa::path(post, path = "/v1/sandbox-profiles/{id}/revisions", tag = "sandboxes", params(("id" = String, Path)), request_body = bodies::PublishSandboxRevision,
+#[utoipa::path(post, path = "/v1/sandbox-profiles/{id}/revisions", tag = "sandboxProfiles", operation_id = "sandboxProfiles.publishSandboxProfileRevision", params(crate::idempotency::IdempotencyKeyHeader, ("id" = String, Path)), request_body = bodies::PublishSandboxRevision,
     responses((status = 201, body = views::SandboxRevision), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn publish_sandbox_revision(
     State(st): State<AppState>,
@@ -233,7 +233,7 @@ pub async fn publish_sandbox_revision(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/sandbox-profiles/{id}/revisions/{n}", tag = "sandboxes", params(("id" = String, Path), ("n" = i64, Path)),
+#[utoipa::path(get, path = "/v1/sandbox-profiles/{id}/revisions/{n}", tag = "sandboxProfiles", operation_id = "sandboxProfiles.getSandboxProfileRevision", params(("id" = String, Path), ("n" = i64, Path)),
     responses((status = 200, body = views::SandboxRevision), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_sandbox_revision(
     State(st): State<AppState>,
@@ -248,7 +248,7 @@ pub async fn get_sandbox_revision(
     )))
 }
 
-#[utoipa::path(post, path = "/v1/model-routing-profiles", tag = "models", request_body = bodies::CreateRoutingProfile,
+#[utoipa::path(post, path = "/v1/model-routing-profiles", tag = "modelRoutingProfiles", operation_id = "modelRoutingProfiles.createModelRoutingProfile", params(crate::idempotency::IdempotencyKeyHeader), request_body = bodies::CreateRoutingProfile,
     responses((status = 201, body = views::ModelRoutingProfile), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_routing_profile(
     State(st): State<AppState>,
@@ -276,7 +276,7 @@ pub async fn create_routing_profile(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/model-routing-profiles", tag = "models", params(ListQuery),
+#[utoipa::path(get, path = "/v1/model-routing-profiles", tag = "modelRoutingProfiles", operation_id = "modelRoutingProfiles.listModelRoutingProfiles", params(ListQuery),
     responses((status = 200, body = Page<views::ModelRoutingProfile>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_routing_profiles(
     State(st): State<AppState>,
@@ -289,7 +289,7 @@ pub async fn list_routing_profiles(
     Ok(Json(views::page(&r.data, &r.next_page, views::routing_profile)))
 }
 
-#[utoipa::path(get, path = "/v1/model-routing-profiles/{id}", tag = "models", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/model-routing-profiles/{id}", tag = "modelRoutingProfiles", operation_id = "modelRoutingProfiles.getModelRoutingProfile", params(("id" = String, Path)),
     responses((status = 200, body = views::ModelRoutingProfile), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_routing_profile(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::ModelRoutingProfile> {
     checkfu_core::id::RoutingProfileId::check("id", &id)?;
@@ -300,7 +300,7 @@ pub async fn get_routing_profile(State(st): State<AppState>, caller: Caller, Pat
 
 /// The provider endpoints the installation configured: what a routing
 /// profile's candidate may name as `endpoint`. Never a key.
-#[utoipa::path(get, path = "/v1/model-endpoints", tag = "models",
+#[utoipa::path(get, path = "/v1/model-endpoints", tag = "models", operation_id = "models.listModelEndpoints",
     responses((status = 200, body = Page<views::ModelEndpoint>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn model_endpoints(State(st): State<AppState>, _caller: Caller) -> J<Page<views::ModelEndpoint>> {
     let r = st.models.clone().list_endpoints(mg::ListEndpointsRequest {}).await?.into_inner();
@@ -318,7 +318,7 @@ pub async fn model_endpoints(State(st): State<AppState>, _caller: Caller) -> J<P
     Ok(Json(Page { data, next_page: None }))
 }
 
-#[utoipa::path(get, path = "/v1/price-catalog", tag = "models",
+#[utoipa::path(get, path = "/v1/price-catalog", tag = "models", operation_id = "models.getModelPriceCatalog",
     responses((status = 200, description = "Integer micro-USD per million tokens", body = Page<views::PriceEntry>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn price_catalog(State(st): State<AppState>, _caller: Caller) -> J<Page<views::PriceEntry>> {
     let c = st.models.clone().get_price_catalog(mg::GetPriceCatalogRequest {}).await?.into_inner();
@@ -361,7 +361,7 @@ async fn pins(st: &AppState, env: &str, b: bodies::DeploymentRevision) -> ApiRes
     })
 }
 
-#[utoipa::path(post, path = "/v1/agent-deployments", tag = "deployments", request_body = bodies::CreateDeployment,
+#[utoipa::path(post, path = "/v1/agent-deployments", tag = "agentDeployments", operation_id = "agentDeployments.createAgentDeployment", params(crate::idempotency::IdempotencyKeyHeader), request_body = bodies::CreateDeployment,
     responses((status = 201, body = views::AgentDeployment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_deployment(
     State(st): State<AppState>,
@@ -401,7 +401,7 @@ async fn deployment_for(st: &AppState, id: &str) -> ApiResult<ss::Deployment> {
     Ok(st.sessions.clone().get_deployment(ss::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
-#[utoipa::path(post, path = "/v1/agent-deployments/{id}/revisions", tag = "deployments", params(("id" = String, Path)), request_body = bodies::DeploymentRevision,
+#[utoipa::path(post, path = "/v1/agent-deployments/{id}/revisions", tag = "agentDeployments", operation_id = "agentDeployments.createAgentDeploymentRevision", params(crate::idempotency::IdempotencyKeyHeader, ("id" = String, Path)), request_body = bodies::DeploymentRevision,
     responses((status = 201, description = "New pins for new Sessions; running Sessions keep theirs", body = views::AgentDeployment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_deployment_revision(
     State(st): State<AppState>,
@@ -427,7 +427,7 @@ pub async fn create_deployment_revision(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/agent-deployments/{id}", tag = "deployments", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/agent-deployments/{id}", tag = "agentDeployments", operation_id = "agentDeployments.getAgentDeployment", params(("id" = String, Path)),
     responses((status = 200, body = views::AgentDeployment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_deployment(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::AgentDeployment> {
     let d = deployment_for(&st, &id).await?;
@@ -435,7 +435,7 @@ pub async fn get_deployment(State(st): State<AppState>, caller: Caller, Path(id)
     Ok(Json(views::deployment(&d)))
 }
 
-#[utoipa::path(get, path = "/v1/agent-deployments", tag = "deployments", params(ListQuery),
+#[utoipa::path(get, path = "/v1/agent-deployments", tag = "agentDeployments", operation_id = "agentDeployments.listAgentDeployments", params(ListQuery),
     responses((status = 200, body = Page<views::AgentDeployment>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_deployments(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::AgentDeployment>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;

@@ -63,7 +63,7 @@ async fn require_write(st: &AppState, caller: &Caller, c: &cap::Connection) -> A
         .into())
 }
 
-#[utoipa::path(post, path = "/v1/connections", tag = "reach", request_body = wire::CreateConnection,
+#[utoipa::path(post, path = "/v1/connections", tag = "connections", operation_id = "connections.createConnection", params(crate::idempotency::IdempotencyKeyHeader), request_body = wire::CreateConnection,
     responses((status = 201, body = wire::Connection), (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
 pub async fn create_connection(
     State(st): State<AppState>,
@@ -142,7 +142,7 @@ pub struct ConnectionQuery {
 /// The Connections the caller may see, in the named Environment or in
 /// every Environment it can read. A page holds at most `limit` and may hold
 /// fewer: rows the caller may not see are left out of it.
-#[utoipa::path(get, path = "/v1/connections", tag = "reach", params(ConnectionQuery),
+#[utoipa::path(get, path = "/v1/connections", tag = "connections", operation_id = "connections.listConnections", params(ConnectionQuery),
     responses((status = 200, body = Page<wire::Connection>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_connections(State(st): State<AppState>, caller: Caller, Query(q): Query<ConnectionQuery>) -> J<Page<wire::Connection>> {
     let list = ListQuery { limit: q.limit, page: q.page.clone(), environment_id: q.environment_id.clone() };
@@ -171,7 +171,7 @@ pub async fn list_connections(State(st): State<AppState>, caller: Caller, Query(
     Ok(Json(page(&seen, &r.next_page, wire::connection)))
 }
 
-#[utoipa::path(get, path = "/v1/connections/{id}", tag = "reach", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/connections/{id}", tag = "connections", operation_id = "connections.getConnection", params(("id" = String, Path)),
     responses((status = 200, body = wire::Connection), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_connection(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<wire::Connection> {
     let c = connection_for(&st, &id).await?;
@@ -179,7 +179,7 @@ pub async fn get_connection(State(st): State<AppState>, caller: Caller, Path(id)
     Ok(Json(wire::connection(&c)))
 }
 
-#[utoipa::path(post, path = "/v1/connections/{id}", tag = "reach", params(("id" = String, Path)), request_body = wire::UpdateConnection,
+#[utoipa::path(post, path = "/v1/connections/{id}", tag = "connections", operation_id = "connections.updateConnection", params(("id" = String, Path)), request_body = wire::UpdateConnection,
     responses((status = 200, body = wire::Connection), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_connection(
     State(st): State<AppState>,
@@ -204,7 +204,7 @@ pub async fn update_connection(
 
 /// Terminal: the credential is destroyed at once, the record stays
 /// readable, and later writes answer 409 `connection_revoked`.
-#[utoipa::path(post, path = "/v1/connections/{id}/revoke", tag = "reach", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/connections/{id}/revoke", tag = "connections", operation_id = "connections.revokeConnection", params(("id" = String, Path)),
     responses((status = 200, body = wire::Connection), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn revoke_connection(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<wire::Connection> {
     let c = connection_for(&st, &id).await?;
@@ -215,7 +215,7 @@ pub async fn revoke_connection(State(st): State<AppState>, caller: Caller, Path(
 
 /// Sets the credential, or replaces (rotates) the one held. The body is
 /// the credential itself.
-#[utoipa::path(post, path = "/v1/connections/{id}/credential", tag = "reach", params(("id" = String, Path)), request_body = wire::CredentialInput,
+#[utoipa::path(post, path = "/v1/connections/{id}/credential", tag = "connections", operation_id = "connections.setConnectionCredential", params(("id" = String, Path)), request_body = wire::CredentialInput,
     responses((status = 200, body = wire::Connection), (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
 pub async fn set_credential(
     State(st): State<AppState>,
@@ -229,7 +229,7 @@ pub async fn set_credential(
     Ok(Json(wire::connection(&st.connections.clone().set_credential(req).await?.into_inner())))
 }
 
-#[utoipa::path(delete, path = "/v1/connections/{id}/credential", tag = "reach", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/v1/connections/{id}/credential", tag = "connections", operation_id = "connections.deleteConnectionCredential", params(("id" = String, Path)),
     responses((status = 200, body = wire::Connection), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn delete_credential(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<wire::Connection> {
     let c = connection_for(&st, &id).await?;
@@ -240,7 +240,7 @@ pub async fn delete_credential(State(st): State<AppState>, caller: Caller, Path(
 
 /// Which optional features this installation offers, why not, and their
 /// limits. Any key may ask.
-#[utoipa::path(get, path = "/v1/capabilities", tag = "reach",
+#[utoipa::path(get, path = "/v1/capabilities", tag = "capabilities", operation_id = "capabilities.listCapabilities",
     responses((status = 200, body = Page<wire::Capability>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_capabilities(State(st): State<AppState>, _caller: Caller) -> J<Page<wire::Capability>> {
     let r = st.connections.clone().list_capabilities(cap::ListCapabilitiesRequest {}).await?.into_inner();

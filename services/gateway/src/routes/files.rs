@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use checkfu_proto::sessions::v1 as ss;
 use utoipa::IntoParams;
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/files", tag = "sessions", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/sessions/{id}/files", tag = "sessions", operation_id = "sessions.listSessionFiles", params(("id" = String, Path), ListQuery),
     responses((status = 200, description = "Newest capture first", body = Page<views::SessionFile>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_files(
     State(st): State<AppState>,
@@ -46,7 +46,7 @@ pub struct ContentQuery {
     length: Option<i64>,
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/files/content", tag = "sessions", params(("id" = String, Path), ContentQuery),
+#[utoipa::path(get, path = "/v1/sessions/{id}/files/content", tag = "sessions", operation_id = "sessions.getSessionFileContent", params(("id" = String, Path), ContentQuery),
     responses((status = 200, description = "The window's bytes (at most 8 MiB); headers `checkfu-file-size` and `checkfu-file-sha256` describe the whole file",
         content_type = "application/octet-stream", body = Vec<u8>),
         (status = "4XX", body = ErrorEnvelope)))]

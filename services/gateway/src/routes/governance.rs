@@ -26,7 +26,7 @@ async fn policy_for(st: &AppState, id: &str) -> ApiResult<gov::ActionPolicy> {
     Ok(st.gov.clone().get_action_policy(gov::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
-#[utoipa::path(post, path = "/v1/action-policies", tag = "governance", request_body = bodies::CreateActionPolicy,
+#[utoipa::path(post, path = "/v1/action-policies", tag = "actionPolicies", operation_id = "actionPolicies.createActionPolicy", params(crate::idempotency::IdempotencyKeyHeader), request_body = bodies::CreateActionPolicy,
     responses((status = 201, body = views::ActionPolicy), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_policy(
     State(st): State<AppState>,
@@ -48,7 +48,7 @@ pub async fn create_policy(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/action-policies", tag = "governance", params(ListQuery),
+#[utoipa::path(get, path = "/v1/action-policies", tag = "actionPolicies", operation_id = "actionPolicies.listActionPolicies", params(ListQuery),
     responses((status = 200, body = Page<views::ActionPolicy>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_policies(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::ActionPolicy>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
@@ -61,7 +61,7 @@ pub async fn list_policies(State(st): State<AppState>, caller: Caller, Query(q):
     Ok(Json(views::page(&r.data, &r.next_page, views::action_policy)))
 }
 
-#[utoipa::path(get, path = "/v1/action-policies/{id}", tag = "governance", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/action-policies/{id}", tag = "actionPolicies", operation_id = "actionPolicies.getActionPolicy", params(("id" = String, Path)),
     responses((status = 200, body = views::ActionPolicy), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_policy(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::ActionPolicy> {
     let p = policy_for(&st, &id).await?;
@@ -69,7 +69,7 @@ pub async fn get_policy(State(st): State<AppState>, caller: Caller, Path(id): Pa
     Ok(Json(views::action_policy(&p)))
 }
 
-#[utoipa::path(post, path = "/v1/action-policies/{id}", tag = "governance", params(("id" = String, Path)), request_body = bodies::UpdateActionPolicy,
+#[utoipa::path(post, path = "/v1/action-policies/{id}", tag = "actionPolicies", operation_id = "actionPolicies.updateActionPolicy", params(("id" = String, Path)), request_body = bodies::UpdateActionPolicy,
     responses((status = 200, body = views::ActionPolicy), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_policy(
     State(st): State<AppState>,
@@ -90,7 +90,7 @@ pub async fn update_policy(
     Ok(Json(views::action_policy(&st.gov.clone().update_action_policy(req).await?.into_inner())))
 }
 
-#[utoipa::path(delete, path = "/v1/action-policies/{id}", tag = "governance", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/v1/action-policies/{id}", tag = "actionPolicies", operation_id = "actionPolicies.deleteActionPolicy", params(("id" = String, Path)),
     responses((status = 200, body = views::ActionPolicy), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn delete_policy(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::ActionPolicy> {
     let p = policy_for(&st, &id).await?;
@@ -100,7 +100,7 @@ pub async fn delete_policy(State(st): State<AppState>, caller: Caller, Path(id):
     )))
 }
 
-#[utoipa::path(post, path = "/v1/action-policies/evaluate", tag = "governance", request_body = bodies::EvaluateAction,
+#[utoipa::path(post, path = "/v1/action-policies/evaluate", tag = "actionPolicies", operation_id = "actionPolicies.evaluateActionPolicies", request_body = bodies::EvaluateAction,
     responses((status = 200, description = "What the Environment's policies decide; nothing is recorded", body = views::Evaluation), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn evaluate(State(st): State<AppState>, caller: Caller, JsonBody(body): JsonBody) -> J<views::Evaluation> {
     let b: bodies::EvaluateAction = parse(&body)?;
@@ -142,7 +142,7 @@ pub struct AuditQuery {
 
 /// The append-only audit trail: grants, revocations, policy and identity
 /// changes. Installation admins only.
-#[utoipa::path(get, path = "/v1/audit-events", tag = "governance", params(AuditQuery),
+#[utoipa::path(get, path = "/v1/audit-events", tag = "auditEvents", operation_id = "auditEvents.listAuditEvents", params(AuditQuery),
     responses((status = 200, body = Page<views::AuditEvent>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_audit(State(st): State<AppState>, caller: Caller, Query(q): Query<AuditQuery>) -> J<Page<views::AuditEvent>> {
     st.require_admin(&caller).await?;

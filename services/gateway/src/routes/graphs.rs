@@ -9,11 +9,12 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, Query};
+use crate::idempotency::once;
 use crate::views::ErrorEnvelope;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use checkfu_core::Error;
 use checkfu_proto::scheduler::v1 as pb;
 use serde::Deserialize;
@@ -113,9 +114,9 @@ async fn writable(st: &AppState, caller: &Caller, id: &str) -> ApiResult<pb::Gra
     Ok(g)
 }
 
-#[utoipa::path(post, path = "/v1/automation-graphs", tag = "automations", request_body = CreateGraph,
-    responses((status = 201, description = "The graph with its revision 1", body = Object), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn create_graph(State(st): State<AppState>, caller: Caller, JsonBody(raw): JsonBody) -> ApiResult<Response> {
+#[utoipa::path(post, path = "/v1/automation-graphs", tag = "automationGraphs", operation_id = "automationGraphs.createAutomationGraph", params(crate::idempotency::IdempotencyKeyHeader), request_body = CreateGraph,
+    responses((status = 201, description = "The graph with its revision 1", body = crate::graph_wire::AutomationGraph), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn create_graph(State(st): State<AppState>, caller: Caller, headers: HeaderMap, JsonBody(raw): JsonBody) -> ApiResult<Response> {
     let b: CreateGraph = body(&raw)?;
     let created_by = b.created_by_principal_id;
     let env = b.document.get("environment_id").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -127,14 +128,17 @@ pub async fn create_graph(State(st): State<AppState>, caller: Caller, JsonBody(r
         created_by_principal_id: created_by,
         document_json: b.document.to_string(),
         layout_json: b.layout.map(|l| l.to_string()).unwrap_or_else(|| "{}".into()),
-        actor_id: caller.principal_id,
+        actor_id: caller.principal_id.clone(),
     };
-    let a = st.scheduler.clone().create_graph(req).await?.into_inner();
-    Ok((StatusCode::CREATED, Json(answer(&a))).into_response())
+    once(&st.idem, &caller.principal_id, &headers, "POST /v1/automation-graphs", &raw, || async {
+        let a = st.scheduler.clone().create_graph(req).await?.into_inner();
+        Ok((StatusCode::CREATED, answer(&a)))
+    })
+    .await
 }
 
-#[utoipa::path(get, path = "/v1/automation-graphs", tag = "automations", params(ListQuery),
-    responses((status = 200, description = "Newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+#[utoipa::path(get, path = "/v1/automation-graphs", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphs", params(ListQuery),
+    responses((status = 200, description = "Newest first", body = crate::views::Page<crate::graph_wire::AutomationGraph>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_graphs(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J {
     let envs = st.readable_envs(&caller, None).await?;
     let req = pb::ListGraphsRequest { environment_ids: envs, limit: super::explicit_limit(q.limit), page: q.page.unwrap_or_default() };
@@ -146,15 +150,15 @@ fn list(r: &pb::ListGraphsResponse) -> Value {
     super::json_page(&r.data_json, &r.next_page)
 }
 
-#[utoipa::path(get, path = "/v1/automation-graphs/{id}", tag = "automations", params(("id" = String, Path)),
-    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+#[utoipa::path(get, path = "/v1/automation-graphs/{id}", tag = "automationGraphs", operation_id = "automationGraphs.getAutomationGraph", params(("id" = String, Path)),
+    responses((status = 200, body = crate::graph_wire::AutomationGraph), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_graph(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     Ok(Json(answer(&readable(&st, &caller, &id).await?)))
 }
 
 /// Deletes the graph and the Automation it manages.
-#[utoipa::path(delete, path = "/v1/automation-graphs/{id}", tag = "automations", params(("id" = String, Path)),
-    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+#[utoipa::path(delete, path = "/v1/automation-graphs/{id}", tag = "automationGraphs", operation_id = "automationGraphs.deleteAutomationGraph", params(("id" = String, Path)),
+    responses((status = 200, body = crate::graph_wire::AutomationGraph), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn delete_graph(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     writable(&st, &caller, &id).await?;
     let a = st.scheduler.clone().delete_graph(pb::ActorRequest { id, actor_id: caller.principal_id }).await?.into_inner();
@@ -163,31 +167,35 @@ pub async fn delete_graph(State(st): State<AppState>, caller: Caller, Path(id): 
 
 /// A new revision (201), or the same document as the latest (200: only
 /// `layout` changes).
-#[utoipa::path(post, path = "/v1/automation-graphs/{id}/revisions", tag = "automations", params(("id" = String, Path)), request_body = ReviseGraph,
-    responses((status = 201, description = "Revision n+1", body = Object), (status = 200, description = "The document is the latest's", body = Object),
+#[utoipa::path(post, path = "/v1/automation-graphs/{id}/revisions", tag = "automationGraphs", operation_id = "automationGraphs.createAutomationGraphRevision", params(crate::idempotency::IdempotencyKeyHeader, ("id" = String, Path)), request_body = ReviseGraph,
+    responses((status = 201, description = "Revision n+1", body = crate::graph_wire::AutomationGraph), (status = 200, description = "The document is the latest's", body = crate::graph_wire::AutomationGraph),
         (status = "4XX", body = ErrorEnvelope)))]
 pub async fn revise_graph(
     State(st): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    headers: HeaderMap,
     JsonBody(raw): JsonBody,
 ) -> ApiResult<Response> {
     let b: ReviseGraph = body(&raw)?;
     writable(&st, &caller, &id).await?;
+    let route = format!("POST /v1/automation-graphs/{id}/revisions");
     let req = pb::ReviseGraphRequest {
         id,
         document_json: b.document.to_string(),
         layout_json: b.layout.map(|l| l.to_string()),
         expected_version: b.expected_version,
-        actor_id: caller.principal_id,
+        actor_id: caller.principal_id.clone(),
     };
-    let a = st.scheduler.clone().revise_graph(req).await?.into_inner();
-    let status = if a.created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, Json(answer(&a))).into_response())
+    once(&st.idem, &caller.principal_id, &headers, &route, &raw, || async {
+        let a = st.scheduler.clone().revise_graph(req).await?.into_inner();
+        Ok((if a.created { StatusCode::CREATED } else { StatusCode::OK }, answer(&a)))
+    })
+    .await
 }
 
-#[utoipa::path(get, path = "/v1/automation-graphs/{id}/revisions", tag = "automations", params(("id" = String, Path), ListQuery),
-    responses((status = 200, description = "Newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+#[utoipa::path(get, path = "/v1/automation-graphs/{id}/revisions", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphRevisions", params(("id" = String, Path), ListQuery),
+    responses((status = 200, description = "Newest first", body = crate::views::Page<crate::graph_wire::AutomationGraphRevision>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_revisions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<ListQuery>) -> J {
     readable(&st, &caller, &id).await?;
     let req = pb::ListGraphItemsRequest { id, limit: super::explicit_limit(q.limit), page: q.page.unwrap_or_default() };
@@ -195,8 +203,8 @@ pub async fn list_revisions(State(st): State<AppState>, caller: Caller, Path(id)
 }
 
 /// One revision: its `document` and `layout` are the export.
-#[utoipa::path(get, path = "/v1/automation-graphs/{id}/revisions/{n}", tag = "automations", params(("id" = String, Path), ("n" = i64, Path)),
-    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+#[utoipa::path(get, path = "/v1/automation-graphs/{id}/revisions/{n}", tag = "automationGraphs", operation_id = "automationGraphs.getAutomationGraphRevision", params(("id" = String, Path), ("n" = i64, Path)),
+    responses((status = 200, body = crate::graph_wire::AutomationGraphRevision), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_revision(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, String)>) -> J {
     let n: i64 = n.parse().ok().filter(|n| *n >= 1).ok_or_else(|| Error::invalid_field("n", "a revision number is 1 or more"))?;
     readable(&st, &caller, &id).await?;
@@ -205,8 +213,8 @@ pub async fn get_revision(State(st): State<AppState>, caller: Caller, Path((id, 
 
 /// `planned` (with pins, blockers, readiness and `plan_sha256`) or
 /// `rejected` (with errors): a validation result that records nothing.
-#[utoipa::path(post, path = "/v1/automation-graphs/{id}/plan", tag = "automations", params(("id" = String, Path)), request_body = PlanGraph,
-    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+#[utoipa::path(post, path = "/v1/automation-graphs/{id}/plan", tag = "automationGraphs", operation_id = "automationGraphs.planAutomationGraph", params(("id" = String, Path)), request_body = PlanGraph,
+    responses((status = 200, body = crate::graph_wire::GraphPlan), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn plan_graph(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
     let b: PlanGraph = body(&raw)?;
     writable(&st, &caller, &id).await?;
@@ -215,8 +223,8 @@ pub async fn plan_graph(State(st): State<AppState>, caller: Caller, Path(id): Pa
 
 /// Writes the planned Automation (`create`, `update` or `unchanged`);
 /// 409 `plan_rejected`, `plan_blocked` or `plan_stale`.
-#[utoipa::path(post, path = "/v1/automation-graphs/{id}/apply", tag = "automations", params(("id" = String, Path)), request_body = ApplyGraph,
-    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+#[utoipa::path(post, path = "/v1/automation-graphs/{id}/apply", tag = "automationGraphs", operation_id = "automationGraphs.applyAutomationGraph", params(("id" = String, Path)), request_body = ApplyGraph,
+    responses((status = 200, body = crate::graph_wire::GraphApplied), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn apply_graph(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
     let b: ApplyGraph = body(&raw)?;
     writable(&st, &caller, &id).await?;
@@ -231,8 +239,8 @@ pub async fn apply_graph(State(st): State<AppState>, caller: Caller, Path(id): P
 }
 
 /// The apply journal, newest first.
-#[utoipa::path(get, path = "/v1/automation-graphs/{id}/applications", tag = "automations", params(("id" = String, Path), ListQuery),
-    responses((status = 200, description = "Newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+#[utoipa::path(get, path = "/v1/automation-graphs/{id}/applications", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphApplications", params(("id" = String, Path), ListQuery),
+    responses((status = 200, description = "Newest first", body = crate::views::Page<crate::graph_wire::GraphApplication>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_applications(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<ListQuery>) -> J {
     readable(&st, &caller, &id).await?;
     let req = pb::ListGraphItemsRequest { id, limit: super::explicit_limit(q.limit), page: q.page.unwrap_or_default() };
@@ -240,8 +248,8 @@ pub async fn list_applications(State(st): State<AppState>, caller: Caller, Path(
 }
 
 /// A prompt preview of a `step_agent` node: no Session, model call or record.
-#[utoipa::path(post, path = "/v1/automation-graphs/{id}/node-tests", tag = "automations", params(("id" = String, Path)), request_body = NodeTest,
-    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+#[utoipa::path(post, path = "/v1/automation-graphs/{id}/node-tests", tag = "automationGraphs", operation_id = "automationGraphs.testAutomationGraphNode", params(("id" = String, Path)), request_body = NodeTest,
+    responses((status = 200, body = crate::graph_wire::NodeTestPreview), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn test_node(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
     let b: NodeTest = body(&raw)?;
     writable(&st, &caller, &id).await?;

@@ -20,7 +20,7 @@ use utoipa::IntoParams;
 
 type J<T> = ApiResult<Json<T>>;
 
-#[utoipa::path(post, path = "/v1/principals", tag = "identity", request_body = bodies::CreatePrincipal,
+#[utoipa::path(post, path = "/v1/principals", tag = "principals", operation_id = "principals.createPrincipal", params(crate::idempotency::IdempotencyKeyHeader), request_body = bodies::CreatePrincipal,
     responses((status = 201, body = views::Principal), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_principal(
     State(st): State<AppState>,
@@ -37,7 +37,7 @@ pub async fn create_principal(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/principals", tag = "identity", params(ListQuery),
+#[utoipa::path(get, path = "/v1/principals", tag = "principals", operation_id = "principals.listPrincipals", params(ListQuery),
     responses((status = 200, body = Page<views::Principal>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_principals(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Principal>> {
     st.require_admin(&caller).await?;
@@ -45,7 +45,7 @@ pub async fn list_principals(State(st): State<AppState>, caller: Caller, Query(q
     Ok(Json(views::page(&r.data, &r.next_page, views::principal)))
 }
 
-#[utoipa::path(get, path = "/v1/principals/{id}", tag = "identity", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/principals/{id}", tag = "principals", operation_id = "principals.getPrincipal", params(("id" = String, Path)),
     responses((status = 200, body = views::Principal), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_principal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Principal> {
     if id != caller.principal_id {
@@ -54,7 +54,7 @@ pub async fn get_principal(State(st): State<AppState>, caller: Caller, Path(id):
     Ok(Json(views::principal(&st.gov.clone().get_principal(gov::GetByIdRequest { id }).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/principals/{id}", tag = "identity", params(("id" = String, Path)), request_body = bodies::UpdatePrincipal,
+#[utoipa::path(post, path = "/v1/principals/{id}", tag = "principals", operation_id = "principals.updatePrincipal", params(("id" = String, Path)), request_body = bodies::UpdatePrincipal,
     responses((status = 200, body = views::Principal), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_principal(
     State(st): State<AppState>,
@@ -76,7 +76,7 @@ pub async fn update_principal(
     Ok(Json(views::principal(&p)))
 }
 
-#[utoipa::path(post, path = "/v1/principals/{id}/api-keys", tag = "identity", params(("id" = String, Path)), request_body = bodies::CreateApiKey,
+#[utoipa::path(post, path = "/v1/principals/{id}/api-keys", tag = "apiKeys", operation_id = "apiKeys.createApiKey", params(crate::idempotency::IdempotencyKeyHeader, ("id" = String, Path)), request_body = bodies::CreateApiKey,
     responses((status = 201, description = "The key with its secret, shown once", body = views::ApiKey), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_api_key(
     State(st): State<AppState>,
@@ -105,7 +105,7 @@ pub async fn create_api_key(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/principals/{id}/api-keys", tag = "identity", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/principals/{id}/api-keys", tag = "apiKeys", operation_id = "apiKeys.listApiKeys", params(("id" = String, Path), ListQuery),
     responses((status = 200, body = Page<views::ApiKey>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_api_keys(
     State(st): State<AppState>,
@@ -121,7 +121,7 @@ pub async fn list_api_keys(
     Ok(Json(views::page(&r.data, &r.next_page, views::api_key)))
 }
 
-#[utoipa::path(delete, path = "/v1/api-keys/{id}", tag = "identity", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/v1/api-keys/{id}", tag = "apiKeys", operation_id = "apiKeys.revokeApiKey", params(("id" = String, Path)),
     responses((status = 200, description = "Revoked at once", body = views::ApiKey), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn revoke_api_key(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::ApiKey> {
     checkfu_core::id::KeyId::check("id", &id)?;
@@ -132,7 +132,7 @@ pub async fn revoke_api_key(State(st): State<AppState>, caller: Caller, Path(id)
     Ok(Json(views::api_key(&st.gov.clone().revoke_api_key(gov::ActorRequest { id, actor_id: caller.principal_id }).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/groups", tag = "identity", request_body = bodies::Named,
+#[utoipa::path(post, path = "/v1/groups", tag = "groups", operation_id = "groups.createGroup", params(crate::idempotency::IdempotencyKeyHeader), request_body = bodies::Named,
     responses((status = 201, body = views::Group), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_group(State(st): State<AppState>, caller: Caller, headers: HeaderMap, JsonBody(body): JsonBody) -> ApiResult<Response> {
     st.require_admin(&caller).await?;
@@ -149,7 +149,7 @@ pub async fn create_group(State(st): State<AppState>, caller: Caller, headers: H
     .await
 }
 
-#[utoipa::path(get, path = "/v1/groups", tag = "identity", params(ListQuery),
+#[utoipa::path(get, path = "/v1/groups", tag = "groups", operation_id = "groups.listGroups", params(ListQuery),
     responses((status = 200, body = Page<views::Group>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_groups(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Group>> {
     st.require_admin(&caller).await?;
@@ -157,14 +157,14 @@ pub async fn list_groups(State(st): State<AppState>, caller: Caller, Query(q): Q
     Ok(Json(views::page(&r.data, &r.next_page, views::group)))
 }
 
-#[utoipa::path(get, path = "/v1/groups/{id}", tag = "identity", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/groups/{id}", tag = "groups", operation_id = "groups.getGroup", params(("id" = String, Path)),
     responses((status = 200, body = views::Group), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_group(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Group> {
     st.require_admin(&caller).await?;
     Ok(Json(views::group(&st.gov.clone().get_group(gov::GetByIdRequest { id }).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/groups/{id}/members", tag = "identity", params(("id" = String, Path)), request_body = bodies::AddMember,
+#[utoipa::path(post, path = "/v1/groups/{id}/members", tag = "groups", operation_id = "groups.addGroupMember", params(("id" = String, Path)), request_body = bodies::AddMember,
     responses((status = 201, body = views::Group), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn add_member(
     State(st): State<AppState>,
@@ -178,7 +178,7 @@ pub async fn add_member(
     Ok((StatusCode::CREATED, Json(views::group(&st.gov.clone().add_group_member(req).await?.into_inner()))))
 }
 
-#[utoipa::path(delete, path = "/v1/groups/{id}/members/{principal_id}", tag = "identity", params(("id" = String, Path), ("principal_id" = String, Path)),
+#[utoipa::path(delete, path = "/v1/groups/{id}/members/{principal_id}", tag = "groups", operation_id = "groups.removeGroupMember", params(("id" = String, Path), ("principal_id" = String, Path)),
     responses((status = 200, body = views::Group), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn remove_member(
     State(st): State<AppState>,
@@ -190,7 +190,7 @@ pub async fn remove_member(
     Ok(Json(views::group(&st.gov.clone().remove_group_member(req).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/environments", tag = "identity", request_body = bodies::Named,
+#[utoipa::path(post, path = "/v1/environments", tag = "environments", operation_id = "environments.createEnvironment", params(crate::idempotency::IdempotencyKeyHeader), request_body = bodies::Named,
     responses((status = 201, body = views::Environment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_environment(
     State(st): State<AppState>,
@@ -212,7 +212,7 @@ pub async fn create_environment(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/environments", tag = "identity", params(ListQuery),
+#[utoipa::path(get, path = "/v1/environments", tag = "environments", operation_id = "environments.listEnvironments", params(ListQuery),
     responses((status = 200, description = "The Environments the caller may read", body = Page<views::Environment>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_environments(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Environment>> {
     let r = st.gov.clone().list_environments(gov::ListRequest { limit: q.limit(), page: q.page() }).await?.into_inner();
@@ -225,7 +225,7 @@ pub async fn list_environments(State(st): State<AppState>, caller: Caller, Query
     Ok(Json(Page { data, next_page: (!r.next_page.is_empty()).then_some(r.next_page) }))
 }
 
-#[utoipa::path(get, path = "/v1/environments/{id}", tag = "identity", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/environments/{id}", tag = "environments", operation_id = "environments.getEnvironment", params(("id" = String, Path)),
     responses((status = 200, body = views::Environment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_environment(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Environment> {
     checkfu_core::id::EnvironmentId::check("id", &id)?;
@@ -233,7 +233,7 @@ pub async fn get_environment(State(st): State<AppState>, caller: Caller, Path(id
     Ok(Json(views::environment(&st.gov.clone().get_environment(gov::GetByIdRequest { id }).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/environments/{id}", tag = "identity", params(("id" = String, Path)), request_body = bodies::UpdateEnvironment,
+#[utoipa::path(post, path = "/v1/environments/{id}", tag = "environments", operation_id = "environments.updateEnvironment", params(("id" = String, Path)), request_body = bodies::UpdateEnvironment,
     responses((status = 200, body = views::Environment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_environment(
     State(st): State<AppState>,
@@ -286,7 +286,7 @@ async fn require_grant_right(st: &AppState, caller: &Caller, permission: &str, e
     }
 }
 
-#[utoipa::path(post, path = "/v1/permission-assignments", tag = "governance", request_body = bodies::CreateAssignment,
+#[utoipa::path(post, path = "/v1/permission-assignments", tag = "permissionAssignments", operation_id = "permissionAssignments.createPermissionAssignment", params(crate::idempotency::IdempotencyKeyHeader), request_body = bodies::CreateAssignment,
     responses((status = 201, body = views::PermissionAssignment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_assignment(
     State(st): State<AppState>,
@@ -331,7 +331,7 @@ pub struct AssignmentQuery {
 
 /// Admins list everything; others see their own grants, or the grants on a
 /// resource whose Environment they manage.
-#[utoipa::path(get, path = "/v1/permission-assignments", tag = "governance", params(AssignmentQuery),
+#[utoipa::path(get, path = "/v1/permission-assignments", tag = "permissionAssignments", operation_id = "permissionAssignments.listPermissionAssignments", params(AssignmentQuery),
     responses((status = 200, body = Page<views::PermissionAssignment>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_assignments(
     State(st): State<AppState>,
@@ -368,7 +368,7 @@ pub async fn list_assignments(
     Ok(Json(views::page(&r.data, &r.next_page, views::assignment)))
 }
 
-#[utoipa::path(get, path = "/v1/permission-assignments/{id}", tag = "governance", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/permission-assignments/{id}", tag = "permissionAssignments", operation_id = "permissionAssignments.getPermissionAssignment", params(("id" = String, Path)),
     responses((status = 200, body = views::PermissionAssignment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_assignment(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::PermissionAssignment> {
     let a = st.gov.clone().get_permission_assignment(gov::GetByIdRequest { id }).await?.into_inner();
@@ -380,7 +380,7 @@ pub async fn get_assignment(State(st): State<AppState>, caller: Caller, Path(id)
     Ok(Json(views::assignment(&a)))
 }
 
-#[utoipa::path(delete, path = "/v1/permission-assignments/{id}", tag = "governance", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/v1/permission-assignments/{id}", tag = "permissionAssignments", operation_id = "permissionAssignments.deletePermissionAssignment", params(("id" = String, Path)),
     responses((status = 200, description = "Revoked; effective at the next check", body = views::PermissionAssignment), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn delete_assignment(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::PermissionAssignment> {
     let a = st.gov.clone().get_permission_assignment(gov::GetByIdRequest { id: id.clone() }).await?.into_inner();

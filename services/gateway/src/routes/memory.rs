@@ -170,7 +170,7 @@ pub struct ProposalQuery {
     pub page: Option<String>,
 }
 
-#[utoipa::path(post, path = "/v1/memory-stores", tag = "memory", request_body = CreateMemoryStore,
+#[utoipa::path(post, path = "/v1/memory-stores", tag = "memoryStores", operation_id = "memoryStores.createMemoryStore", params(crate::idempotency::IdempotencyKeyHeader), request_body = CreateMemoryStore,
     responses((status = 201, description = "The store, at head_version 0", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_store(State(st): State<AppState>, caller: Caller, headers: HeaderMap, JsonBody(raw): JsonBody) -> ApiResult<Response> {
     let b: CreateMemoryStore = body(&raw)?;
@@ -189,7 +189,7 @@ pub async fn create_store(State(st): State<AppState>, caller: Caller, headers: H
     .await
 }
 
-#[utoipa::path(get, path = "/v1/memory-stores", tag = "memory", params(StoreQuery),
+#[utoipa::path(get, path = "/v1/memory-stores", tag = "memoryStores", operation_id = "memoryStores.listMemoryStores", params(StoreQuery),
     responses((status = 200, description = "The stores the caller may read, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_stores(State(st): State<AppState>, caller: Caller, Query(q): Query<StoreQuery>) -> J {
     let req = pb::ListStoresRequest {
@@ -208,13 +208,13 @@ pub(super) fn actor(id: String, caller: &Caller) -> pb::ActorRequest {
     pb::ActorRequest { id, actor_id: caller.principal_id.clone(), note: String::new() }
 }
 
-#[utoipa::path(get, path = "/v1/memory-stores/{id}", tag = "memory", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/memory-stores/{id}", tag = "memoryStores", operation_id = "memoryStores.getMemoryStore", params(("id" = String, Path)),
     responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     Ok(Json(answer(st.memory.clone().get_store(actor(id, &caller)).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/memory-stores/{id}", tag = "memory", params(("id" = String, Path)), request_body = UpdateMemoryStore,
+#[utoipa::path(post, path = "/v1/memory-stores/{id}", tag = "memoryStores", operation_id = "memoryStores.updateMemoryStore", params(("id" = String, Path)), request_body = UpdateMemoryStore,
     responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
     let b: UpdateMemoryStore = body(&raw)?;
@@ -229,26 +229,26 @@ pub async fn update_store(State(st): State<AppState>, caller: Caller, Path(id): 
     Ok(Json(answer(st.memory.clone().update_store(req).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/memory-stores/{id}/archive", tag = "memory", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/memory-stores/{id}/archive", tag = "memoryStores", operation_id = "memoryStores.archiveMemoryStore", params(("id" = String, Path)),
     responses((status = 200, description = "Archived (idempotent); still readable", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn archive_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     Ok(Json(answer(st.memory.clone().archive_store(actor(id, &caller)).await?.into_inner())))
 }
 
-#[utoipa::path(delete, path = "/v1/memory-stores/{id}", tag = "memory", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/v1/memory-stores/{id}", tag = "memoryStores", operation_id = "memoryStores.deleteMemoryStore", params(("id" = String, Path)),
     responses((status = 200, description = "The store's last state; only an archived store no live Session mounts", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn delete_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     Ok(Json(answer(st.memory.clone().delete_store(actor(id, &caller)).await?.into_inner())))
 }
 
-#[utoipa::path(get, path = "/v1/memory-stores/{id}/document", tag = "memory", params(("id" = String, Path), DocumentQuery),
+#[utoipa::path(get, path = "/v1/memory-stores/{id}/document", tag = "memoryStores", operation_id = "memoryStores.readMemoryStoreDocument", params(("id" = String, Path), DocumentQuery),
     responses((status = 200, description = "{memory_store_id, store_version, document}", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn read_document(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<DocumentQuery>) -> J {
     let req = pb::ReadDocumentRequest { store_id: id, path: q.path, at_version: q.at_version, actor_id: caller.principal_id };
     Ok(Json(answer(st.memory.clone().read_document(req).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/memory-stores/{id}/document", tag = "memory", params(("id" = String, Path)), request_body = WriteMemoryDocument,
+#[utoipa::path(post, path = "/v1/memory-stores/{id}/document", tag = "memoryStores", operation_id = "memoryStores.writeMemoryStoreDocument", params(crate::idempotency::IdempotencyKeyHeader, ("id" = String, Path)), request_body = WriteMemoryDocument,
     responses((status = 200, description = "{memory_store_id, store_version, document}", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn write_document(
     State(st): State<AppState>,
@@ -279,7 +279,7 @@ pub async fn write_document(
     .await
 }
 
-#[utoipa::path(delete, path = "/v1/memory-stores/{id}/document", tag = "memory", params(("id" = String, Path), DeleteDocumentQuery),
+#[utoipa::path(delete, path = "/v1/memory-stores/{id}/document", tag = "memoryStores", operation_id = "memoryStores.deleteMemoryStoreDocument", params(("id" = String, Path), DeleteDocumentQuery),
     responses((status = 200, description = "{memory_store_id, store_version, deleted:{path, content_sha256}}", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn delete_document(
     State(st): State<AppState>,
@@ -291,7 +291,7 @@ pub async fn delete_document(
     Ok(Json(answer(st.memory.clone().delete_document(req).await?.into_inner())))
 }
 
-#[utoipa::path(get, path = "/v1/memory-stores/{id}/documents", tag = "memory", params(("id" = String, Path), DocumentsQuery),
+#[utoipa::path(get, path = "/v1/memory-stores/{id}/documents", tag = "memoryStores", operation_id = "memoryStores.listMemoryStoreDocuments", params(("id" = String, Path), DocumentsQuery),
     responses((status = 200, description = "{memory_store_id, store_version, data, next_page}: documents without content, by path", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_documents(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<DocumentsQuery>) -> J {
     let req = pb::ListDocumentsRequest {
@@ -311,14 +311,14 @@ pub async fn list_documents(State(st): State<AppState>, caller: Caller, Path(id)
     Ok(Json(page))
 }
 
-#[utoipa::path(get, path = "/v1/memory-stores/{id}/versions", tag = "memory", params(("id" = String, Path), super::ListQuery),
+#[utoipa::path(get, path = "/v1/memory-stores/{id}/versions", tag = "memoryStores", operation_id = "memoryStores.listMemoryStoreVersions", params(("id" = String, Path), super::ListQuery),
     responses((status = 200, description = "Versions, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_versions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<super::ListQuery>) -> J {
     let req = pb::ListVersionsRequest { store_id: id, limit: q.limit(), page: q.page(), actor_id: caller.principal_id };
     Ok(Json(page_of(st.memory.clone().list_versions(req).await?.into_inner())))
 }
 
-#[utoipa::path(get, path = "/v1/memory-stores/{id}/versions/{n}", tag = "memory", params(("id" = String, Path), ("n" = i64, Path)),
+#[utoipa::path(get, path = "/v1/memory-stores/{id}/versions/{n}", tag = "memoryStores", operation_id = "memoryStores.getMemoryStoreVersion", params(("id" = String, Path), ("n" = i64, Path)),
     responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_version(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, String)>) -> J {
     let n: i64 = n.parse().ok().filter(|n| *n >= 1).ok_or_else(|| Error::invalid_field("n", "a version number is 1 or more"))?;
@@ -326,7 +326,7 @@ pub async fn get_version(State(st): State<AppState>, caller: Caller, Path((id, n
     Ok(Json(answer(st.memory.clone().get_version(req).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/memory-proposals", tag = "memory", request_body = CreateMemoryProposal,
+#[utoipa::path(post, path = "/v1/memory-proposals", tag = "memoryProposals", operation_id = "memoryProposals.createMemoryProposal", params(crate::idempotency::IdempotencyKeyHeader), request_body = CreateMemoryProposal,
     responses((status = 201, description = "The proposal, open", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_proposal(
     State(st): State<AppState>,
@@ -347,7 +347,7 @@ pub async fn create_proposal(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/memory-proposals", tag = "memory", params(ProposalQuery),
+#[utoipa::path(get, path = "/v1/memory-proposals", tag = "memoryProposals", operation_id = "memoryProposals.listMemoryProposals", params(ProposalQuery),
     responses((status = 200, description = "A store's proposals, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_proposals(State(st): State<AppState>, caller: Caller, Query(q): Query<ProposalQuery>) -> J {
     let req = pb::ListProposalsRequest {
@@ -360,7 +360,7 @@ pub async fn list_proposals(State(st): State<AppState>, caller: Caller, Query(q)
     Ok(Json(page_of(st.memory.clone().list_proposals(req).await?.into_inner())))
 }
 
-#[utoipa::path(get, path = "/v1/memory-proposals/{id}", tag = "memory", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/memory-proposals/{id}", tag = "memoryProposals", operation_id = "memoryProposals.getMemoryProposal", params(("id" = String, Path)),
     responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_proposal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     Ok(Json(answer(st.memory.clone().get_proposal(actor(id, &caller)).await?.into_inner())))
@@ -372,13 +372,13 @@ async fn decide(st: AppState, caller: Caller, id: String, raw: Value, approve: b
     Ok(Json(answer(st.memory.clone().decide_proposal(req).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/memory-proposals/{id}/approve", tag = "memory", params(("id" = String, Path)), request_body = DecideMemoryProposal,
+#[utoipa::path(post, path = "/v1/memory-proposals/{id}/approve", tag = "memoryProposals", operation_id = "memoryProposals.approveMemoryProposal", params(("id" = String, Path)), request_body = DecideMemoryProposal,
     responses((status = 200, description = "Approved: every change applied as one version", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn approve_proposal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
     decide(st, caller, id, raw, true).await
 }
 
-#[utoipa::path(post, path = "/v1/memory-proposals/{id}/reject", tag = "memory", params(("id" = String, Path)), request_body = DecideMemoryProposal,
+#[utoipa::path(post, path = "/v1/memory-proposals/{id}/reject", tag = "memoryProposals", operation_id = "memoryProposals.rejectMemoryProposal", params(("id" = String, Path)), request_body = DecideMemoryProposal,
     responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn reject_proposal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
     decide(st, caller, id, raw, false).await

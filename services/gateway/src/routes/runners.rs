@@ -24,7 +24,7 @@ async fn runner_for(st: &AppState, id: &str) -> ApiResult<ss::Runner> {
     Ok(st.sessions.clone().get_runner(ss::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
-#[utoipa::path(post, path = "/v1/runner-pairings", tag = "runners", request_body = bodies::CreateRunnerPairing,
+#[utoipa::path(post, path = "/v1/runner-pairings", tag = "runners", operation_id = "runners.createRunnerPairing", params(crate::idempotency::IdempotencyKeyHeader), request_body = bodies::CreateRunnerPairing,
     responses((status = 201, description = "The single-use code, shown once", body = views::RunnerPairing), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_pairing(
     State(st): State<AppState>,
@@ -48,7 +48,7 @@ pub async fn create_pairing(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/runners", tag = "runners", params(ListQuery),
+#[utoipa::path(get, path = "/v1/runners", tag = "runners", operation_id = "runners.listRunners", params(ListQuery),
     responses((status = 200, body = Page<views::Runner>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_runners(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Runner>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
@@ -61,7 +61,7 @@ pub async fn list_runners(State(st): State<AppState>, caller: Caller, Query(q): 
     Ok(Json(views::page(&r.data, &r.next_page, views::runner)))
 }
 
-#[utoipa::path(get, path = "/v1/runners/{id}", tag = "runners", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/runners/{id}", tag = "runners", operation_id = "runners.getRunner", params(("id" = String, Path)),
     responses((status = 200, body = views::Runner), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_runner(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Runner> {
     let r = runner_for(&st, &id).await?;
@@ -69,7 +69,7 @@ pub async fn get_runner(State(st): State<AppState>, caller: Caller, Path(id): Pa
     Ok(Json(views::runner(&r)))
 }
 
-#[utoipa::path(post, path = "/v1/runners/{id}/revoke", tag = "runners", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/runners/{id}/revoke", tag = "runners", operation_id = "runners.revokeRunner", params(("id" = String, Path)),
     responses((status = 200, description = "Revoked at once: no new claims, its calls refused, its Runs queued again", body = views::Runner),
         (status = "4XX", body = ErrorEnvelope)))]
 pub async fn revoke_runner(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Runner> {

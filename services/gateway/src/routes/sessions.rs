@@ -132,7 +132,7 @@ fn names(v: &Option<Vec<Value>>) -> Option<String> {
     v.as_ref().map(|a| Value::Array(a.clone()).to_string())
 }
 
-#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = bodies::CreateSession,
+#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", operation_id = "sessions.createSession", request_body = bodies::CreateSession,
     params(("Idempotency-Key" = Option<String>, Header, description = "Required with more than one initial event")),
     responses((status = 201, body = views::Session), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_session(
@@ -225,7 +225,7 @@ pub enum SortOrder {
 }
 
 /// Sessions in every Environment the caller reads, or else the caller's own.
-#[utoipa::path(get, path = "/v1/sessions", tag = "sessions", params(SessionQuery),
+#[utoipa::path(get, path = "/v1/sessions", tag = "sessions", operation_id = "sessions.listSessions", params(SessionQuery),
     responses((status = 200, body = Page<views::Session>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_sessions(State(st): State<AppState>, caller: Caller, Query(q): Query<SessionQuery>) -> J<Page<views::Session>> {
     let envs = st.readable_envs(&caller, None).await?;
@@ -250,13 +250,13 @@ pub async fn list_sessions(State(st): State<AppState>, caller: Caller, Query(q):
     Ok(Json(views::page(&r.data, &r.next_page, views::session)))
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions", operation_id = "sessions.getSession", params(("id" = String, Path)),
     responses((status = 200, body = views::Session), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_session(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Session> {
     Ok(Json(views::session(&session_for(&st, &caller, &id, false).await?)))
 }
 
-#[utoipa::path(post, path = "/v1/sessions/{id}/archive", tag = "sessions", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/sessions/{id}/archive", tag = "sessions", operation_id = "sessions.archiveSession", params(("id" = String, Path)),
     responses((status = 200, description = "The Session, terminated", body = views::Session), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn archive_session(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Session> {
     session_for(&st, &caller, &id, true).await?;
@@ -267,7 +267,7 @@ pub async fn archive_session(State(st): State<AppState>, caller: Caller, Path(id
 
 /// Changes the title or metadata (`session.updated`); whoever may write
 /// to the Session may.
-#[utoipa::path(post, path = "/v1/sessions/{id}", tag = "sessions", params(("id" = String, Path)), request_body = bodies::UpdateSession,
+#[utoipa::path(post, path = "/v1/sessions/{id}", tag = "sessions", operation_id = "sessions.updateSession", params(("id" = String, Path)), request_body = bodies::UpdateSession,
     responses((status = 200, body = views::Session), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_session(
     State(st): State<AppState>,
@@ -286,7 +286,7 @@ pub async fn update_session(
     Ok(Json(views::session(&st.sessions.clone().update_session(req).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/sessions/{id}/selection", tag = "sessions", params(("id" = String, Path)), request_body = bodies::UpdateSelection,
+#[utoipa::path(post, path = "/v1/sessions/{id}/selection", tag = "sessions", operation_id = "sessions.updateSessionSelection", params(("id" = String, Path)), request_body = bodies::UpdateSelection,
     responses((status = 200, body = views::Session), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_selection(
     State(st): State<AppState>,
@@ -301,7 +301,7 @@ pub async fn update_selection(
     Ok(Json(views::session(&st.sessions.clone().update_selection(req).await?.into_inner())))
 }
 
-#[utoipa::path(post, path = "/v1/sessions/{id}/events", tag = "sessions", params(("id" = String, Path)), request_body = bodies::InputEvent,
+#[utoipa::path(post, path = "/v1/sessions/{id}/events", tag = "sessions", operation_id = "sessions.sendSessionEvent", params(crate::idempotency::IdempotencyKeyHeader, ("id" = String, Path)), request_body = bodies::InputEvent,
     responses((status = 201, body = views::Event), (status = 200, description = "An exact duplicate of an accepted settle event: the first one", body = views::Event),
         (status = "4XX", body = ErrorEnvelope)))]
 pub async fn post_event(
@@ -380,7 +380,7 @@ pub struct EventsQuery {
     page: Option<String>,
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "sessions", params(("id" = String, Path), EventsQuery),
+#[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "sessions", operation_id = "sessions.listSessionEvents", params(("id" = String, Path), EventsQuery),
     responses((status = 200, description = "Events in seq order", body = Page<views::Event>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_events(
     State(st): State<AppState>,
@@ -400,7 +400,7 @@ async fn list_view(st: &AppState, id: String, view: String, raw: Option<String>)
     Ok(Json(views::page(&r.data, &next, views::event)))
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/events/stream", tag = "sessions",
+#[utoipa::path(get, path = "/v1/sessions/{id}/events/stream", tag = "sessions", operation_id = "sessions.streamSessionEvents",
     params(("id" = String, Path), ("after_seq" = Option<i64>, Query), ("event_deltas" = Option<String>, Query, description = "agent.message,agent.thinking"),
         ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this seq")),
     responses((status = 200, description = "text/event-stream: `id: <seq>` / `event: <type>` / `data: <event>`; previews as `event_start`/`event_delta` without id; `: ping` every 15 s", content_type = "text/event-stream", body = String),
@@ -478,7 +478,7 @@ async fn stream_view(
     Ok(resp)
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/runs", tag = "sessions", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/sessions/{id}/runs", tag = "sessions", operation_id = "sessions.listSessionRuns", params(("id" = String, Path), ListQuery),
     responses((status = 200, body = Page<views::Run>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_runs(
     State(st): State<AppState>,
@@ -491,7 +491,7 @@ pub async fn list_runs(
     Ok(Json(views::page(&r.data, &r.next_page, views::run)))
 }
 
-#[utoipa::path(get, path = "/v1/runs/{id}", tag = "sessions", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/runs/{id}", tag = "sessions", operation_id = "sessions.getRun", params(("id" = String, Path)),
     responses((status = 200, body = views::Run), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_run(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::Run> {
     checkfu_core::id::RunId::check("id", &id)?;
@@ -500,7 +500,7 @@ pub async fn get_run(State(st): State<AppState>, caller: Caller, Path(id): Path<
     Ok(Json(views::run(&r)))
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/outcomes", tag = "sessions", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/sessions/{id}/outcomes", tag = "sessions", operation_id = "sessions.listSessionOutcomes", params(("id" = String, Path), ListQuery),
     responses((status = 200, description = "The Session's Outcomes, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_outcomes(
     State(st): State<AppState>,
@@ -513,7 +513,7 @@ pub async fn list_outcomes(
     Ok(Json(super::json_page(&r.json, &r.next_page)))
 }
 
-#[utoipa::path(get, path = "/v1/outcomes/{id}", tag = "sessions", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/outcomes/{id}", tag = "sessions", operation_id = "sessions.getOutcome", params(("id" = String, Path)),
     responses((status = 200, description = "An Outcome, for whoever may read its Session", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_outcome(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     checkfu_core::id::OutcomeId::check("id", &id)?;
@@ -531,7 +531,7 @@ pub struct ThreadQuery {
     pub status: Option<String>,
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/threads", tag = "sessions", params(("id" = String, Path), ThreadQuery),
+#[utoipa::path(get, path = "/v1/sessions/{id}/threads", tag = "sessions", operation_id = "sessions.listSessionThreads", params(("id" = String, Path), ThreadQuery),
     responses((status = 200, description = "The Session's threads: the primary first, then children in spawn order", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_threads(
     State(st): State<AppState>,
@@ -557,7 +557,7 @@ async fn thread_of(st: &AppState, caller: &Caller, session_id: &str, thread_id: 
     Ok(serde_json::from_str(&r.json).unwrap_or(Value::Null))
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}", tag = "sessions", params(("id" = String, Path), ("thread_id" = String, Path)),
+#[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}", tag = "sessions", operation_id = "sessions.getSessionThread", params(("id" = String, Path), ("thread_id" = String, Path)),
     responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_thread(
     State(st): State<AppState>,
@@ -567,7 +567,7 @@ pub async fn get_thread(
     Ok(Json(thread_of(&st, &caller, &id, &thread_id, false).await?))
 }
 
-#[utoipa::path(post, path = "/v1/sessions/{id}/threads/{thread_id}/archive", tag = "sessions", params(("id" = String, Path), ("thread_id" = String, Path)),
+#[utoipa::path(post, path = "/v1/sessions/{id}/threads/{thread_id}/archive", tag = "sessions", operation_id = "sessions.archiveSessionThread", params(("id" = String, Path), ("thread_id" = String, Path)),
     responses((status = 200, description = "An idle, unparked child, terminated; the primary is 409", body = Object), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn archive_thread(
     State(st): State<AppState>,
@@ -580,7 +580,7 @@ pub async fn archive_thread(
     Ok(Json(serde_json::from_str(&r.json).unwrap_or(Value::Null)))
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}/events", tag = "sessions",
+#[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}/events", tag = "sessions", operation_id = "sessions.listSessionThreadEvents",
     params(("id" = String, Path), ("thread_id" = String, Path), ("after_seq" = Option<i64>, Query), ("limit" = Option<u32>, Query), ("types[]" = Option<Vec<String>>, Query)),
     responses((status = 200, description = "The thread's view of the log (the primary's: the Session's events)", body = Page<views::Event>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_thread_events(
@@ -593,7 +593,7 @@ pub async fn list_thread_events(
     list_view(&st, id, thread_id, raw).await
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}/events/stream", tag = "sessions",
+#[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}/events/stream", tag = "sessions", operation_id = "sessions.streamSessionThreadEvents",
     params(("id" = String, Path), ("thread_id" = String, Path), ("after_seq" = Option<i64>, Query), ("event_deltas" = Option<String>, Query, description = "agent.message,agent.thinking"),
         ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this seq")),
     responses((status = 200, description = "text/event-stream of the thread's view, as the Session's stream", content_type = "text/event-stream", body = String),

@@ -110,7 +110,7 @@ async fn skill_for(st: &AppState, caller: &Caller, id: &str) -> ApiResult<ss::Sk
     }
 }
 
-#[utoipa::path(post, path = "/v1/skills", tag = "skills", request_body = wire::CreateSkill,
+#[utoipa::path(post, path = "/v1/skills", tag = "skills", operation_id = "skills.createSkill", params(crate::idempotency::IdempotencyKeyHeader), request_body = wire::CreateSkill,
     responses((status = 201, description = "The skill at version 1", body = wire::Skill), (status = "4XX", body = ErrorEnvelope),
         (status = 503, body = ErrorEnvelope)))]
 pub async fn create_skill(State(st): State<AppState>, caller: Caller, headers: HeaderMap, req: Request) -> ApiResult<Response> {
@@ -127,7 +127,7 @@ pub async fn create_skill(State(st): State<AppState>, caller: Caller, headers: H
     .await
 }
 
-#[utoipa::path(post, path = "/v1/skills/{id}/versions", tag = "skills", params(("id" = String, Path)), request_body = wire::CreateSkillVersion,
+#[utoipa::path(post, path = "/v1/skills/{id}/versions", tag = "skills", operation_id = "skills.createSkillVersion", params(crate::idempotency::IdempotencyKeyHeader, ("id" = String, Path)), request_body = wire::CreateSkillVersion,
     responses((status = 201, description = "The new version (the skill's latest_version moves to it)", body = wire::SkillVersion),
         (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
 pub async fn create_version(
@@ -169,7 +169,7 @@ pub struct SkillQuery {
     pub include_archived: Option<bool>,
 }
 
-#[utoipa::path(get, path = "/v1/skills", tag = "skills", params(SkillQuery),
+#[utoipa::path(get, path = "/v1/skills", tag = "skills", operation_id = "skills.listSkills", params(SkillQuery),
     responses((status = 200, body = Page<wire::Skill>), (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
 pub async fn list_skills(State(st): State<AppState>, caller: Caller, Query(q): Query<SkillQuery>) -> ApiResult<Json<Page<wire::Skill>>> {
     st.require_capability("skills").await?;
@@ -184,14 +184,14 @@ pub async fn list_skills(State(st): State<AppState>, caller: Caller, Query(q): Q
     Ok(Json(page(&r.data, &r.next_page, wire::skill)))
 }
 
-#[utoipa::path(get, path = "/v1/skills/{id}", tag = "skills", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/skills/{id}", tag = "skills", operation_id = "skills.getSkill", params(("id" = String, Path)),
     responses((status = 200, body = wire::Skill), (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
 pub async fn get_skill(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<wire::Skill>> {
     st.require_capability("skills").await?;
     Ok(Json(wire::skill(&skill_for(&st, &caller, &id).await?)))
 }
 
-#[utoipa::path(get, path = "/v1/skills/{id}/versions", tag = "skills", params(("id" = String, Path), super::ListQuery),
+#[utoipa::path(get, path = "/v1/skills/{id}/versions", tag = "skills", operation_id = "skills.listSkillVersions", params(("id" = String, Path), super::ListQuery),
     responses((status = 200, description = "Newest first", body = Page<wire::SkillVersion>), (status = "4XX", body = ErrorEnvelope),
         (status = 503, body = ErrorEnvelope)))]
 pub async fn list_versions(
@@ -207,7 +207,7 @@ pub async fn list_versions(
     Ok(Json(page(&r.data, &r.next_page, wire::skill_version)))
 }
 
-#[utoipa::path(get, path = "/v1/skills/{id}/versions/{n}", tag = "skills", params(("id" = String, Path), ("n" = i64, Path)),
+#[utoipa::path(get, path = "/v1/skills/{id}/versions/{n}", tag = "skills", operation_id = "skills.getSkillVersion", params(("id" = String, Path), ("n" = i64, Path)),
     responses((status = 200, body = wire::SkillVersion), (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
 pub async fn get_version(
     State(st): State<AppState>,
@@ -228,7 +228,7 @@ pub struct PathQuery {
     path: String,
 }
 
-#[utoipa::path(get, path = "/v1/skills/{id}/versions/{n}/content", tag = "skills",
+#[utoipa::path(get, path = "/v1/skills/{id}/versions/{n}/content", tag = "skills", operation_id = "skills.getSkillVersionContent",
     params(("id" = String, Path), ("n" = i64, Path), PathQuery),
     responses((status = 200, description = "The file's bytes; `checkfu-file-size` and `checkfu-file-sha256` describe it", content_type = "application/octet-stream", body = Vec<u8>),
         (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
@@ -246,7 +246,7 @@ pub async fn version_content(
     Ok(super::files::window(c.data, "application/octet-stream", f.size_bytes, &f.sha256))
 }
 
-#[utoipa::path(post, path = "/v1/skills/{id}/archive", tag = "skills", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/skills/{id}/archive", tag = "skills", operation_id = "skills.archiveSkill", params(("id" = String, Path)),
     responses((status = 200, description = "Archived: no new version or publication may name it; published releases keep theirs",
         body = wire::Skill), (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
 pub async fn archive_skill(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<wire::Skill>> {

@@ -25,7 +25,7 @@ async fn source_for(st: &AppState, id: &str) -> ApiResult<cap::ToolSource> {
     Ok(st.tool_sources.clone().get_tool_source(cap::GetToolSourceRequest { id: id.into() }).await?.into_inner())
 }
 
-#[utoipa::path(post, path = "/v1/tool-sources", tag = "reach", request_body = wire::CreateToolSource,
+#[utoipa::path(post, path = "/v1/tool-sources", tag = "toolSources", operation_id = "toolSources.createToolSource", params(crate::idempotency::IdempotencyKeyHeader), request_body = wire::CreateToolSource,
     responses((status = 201, description = "Created, even if its first sync failed (see sync_status)", body = wire::ToolSource),
         (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
 pub async fn create_tool_source(
@@ -59,7 +59,7 @@ pub async fn create_tool_source(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/tool-sources", tag = "reach", params(ListQuery),
+#[utoipa::path(get, path = "/v1/tool-sources", tag = "toolSources", operation_id = "toolSources.listToolSources", params(ListQuery),
     responses((status = 200, body = Page<wire::ToolSource>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_tool_sources(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<wire::ToolSource>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
@@ -68,7 +68,7 @@ pub async fn list_tool_sources(State(st): State<AppState>, caller: Caller, Query
     Ok(Json(page(&r.data, &r.next_page, wire::tool_source)))
 }
 
-#[utoipa::path(get, path = "/v1/tool-sources/{id}", tag = "reach", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/tool-sources/{id}", tag = "toolSources", operation_id = "toolSources.getToolSource", params(("id" = String, Path)),
     responses((status = 200, body = wire::ToolSource), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_tool_source(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<wire::ToolSource> {
     let t = source_for(&st, &id).await?;
@@ -76,7 +76,7 @@ pub async fn get_tool_source(State(st): State<AppState>, caller: Caller, Path(id
     Ok(Json(wire::tool_source(&t)))
 }
 
-#[utoipa::path(post, path = "/v1/tool-sources/{id}", tag = "reach", params(("id" = String, Path)), request_body = wire::UpdateToolSource,
+#[utoipa::path(post, path = "/v1/tool-sources/{id}", tag = "toolSources", operation_id = "toolSources.updateToolSource", params(("id" = String, Path)), request_body = wire::UpdateToolSource,
     responses((status = 200, body = wire::ToolSource), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_tool_source(
     State(st): State<AppState>,
@@ -101,7 +101,7 @@ pub async fn update_tool_source(
 
 /// New publications naming it are refused (409 `tool_source_archived`);
 /// calls answer `tool.not_offered`.
-#[utoipa::path(post, path = "/v1/tool-sources/{id}/archive", tag = "reach", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/tool-sources/{id}/archive", tag = "toolSources", operation_id = "toolSources.archiveToolSource", params(("id" = String, Path)),
     responses((status = 200, body = wire::ToolSource), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn archive_tool_source(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<wire::ToolSource> {
     let t = source_for(&st, &id).await?;
@@ -112,7 +112,7 @@ pub async fn archive_tool_source(State(st): State<AppState>, caller: Caller, Pat
 
 /// Discovery now: `initialize` and `tools/list` through the Connection. A
 /// failure keeps the last good list (`sync_status:"failed"`, `sync_error`).
-#[utoipa::path(post, path = "/v1/tool-sources/{id}/sync", tag = "reach", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/tool-sources/{id}/sync", tag = "toolSources", operation_id = "toolSources.syncToolSource", params(("id" = String, Path)),
     responses((status = 200, body = wire::ToolSource), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn sync_tool_source(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<wire::ToolSource> {
     let t = source_for(&st, &id).await?;
@@ -123,7 +123,7 @@ pub async fn sync_tool_source(State(st): State<AppState>, caller: Caller, Path(i
 
 /// Enables or disables one tool (`null`: follow `default_config`); no
 /// sync changes it.
-#[utoipa::path(post, path = "/v1/tool-sources/{id}/tools/{name}", tag = "reach", params(("id" = String, Path), ("name" = String, Path)),
+#[utoipa::path(post, path = "/v1/tool-sources/{id}/tools/{name}", tag = "toolSources", operation_id = "toolSources.setToolSourceTool", params(("id" = String, Path), ("name" = String, Path)),
     request_body = wire::SetTool, responses((status = 200, body = wire::ToolSource), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn set_tool(
     State(st): State<AppState>,

@@ -163,7 +163,7 @@ fn form(parts: Vec<Part>) -> ApiResult<Form> {
     Ok(Form { environment_id, expires_in_seconds: expires, file })
 }
 
-#[utoipa::path(post, path = "/v1/files", tag = "files", request_body(content = wire::UploadForm, content_type = "multipart/form-data"),
+#[utoipa::path(post, path = "/v1/files", tag = "files", operation_id = "files.uploadFile", params(crate::idempotency::IdempotencyKeyHeader), request_body(content = wire::UploadForm, content_type = "multipart/form-data"),
     responses((status = 201, body = wire::File), (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
 pub async fn upload_file(State(st): State<AppState>, caller: Caller, headers: HeaderMap, req: Request) -> ApiResult<Response> {
     st.require_capability("files").await?;
@@ -198,7 +198,7 @@ pub async fn upload_file(State(st): State<AppState>, caller: Caller, headers: He
     .await
 }
 
-#[utoipa::path(get, path = "/v1/files", tag = "files", params(ListQuery),
+#[utoipa::path(get, path = "/v1/files", tag = "files", operation_id = "files.listFiles", params(ListQuery),
     responses((status = 200, description = "Newest first: your own, or every File of an Environment you manage", body = Page<wire::File>),
         (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
 pub async fn list_files(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> ApiResult<Json<Page<wire::File>>> {
@@ -218,7 +218,7 @@ pub async fn list_files(State(st): State<AppState>, caller: Caller, Query(q): Qu
     Ok(Json(page(&r.data, &r.next_page, wire::file)))
 }
 
-#[utoipa::path(get, path = "/v1/files/{id}", tag = "files", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/files/{id}", tag = "files", operation_id = "files.getFile", params(("id" = String, Path)),
     responses((status = 200, body = wire::File), (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
 pub async fn get_file(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<wire::File>> {
     st.require_capability("files").await?;
@@ -236,7 +236,7 @@ pub struct WindowQuery {
     length: Option<i64>,
 }
 
-#[utoipa::path(get, path = "/v1/files/{id}/content", tag = "files", params(("id" = String, Path), WindowQuery),
+#[utoipa::path(get, path = "/v1/files/{id}/content", tag = "files", operation_id = "files.getFileContent", params(("id" = String, Path), WindowQuery),
     responses((status = 200, description = "The window's bytes (at most 8 MiB), in the File's media type; `checkfu-file-size` gives the whole size",
         content_type = "application/octet-stream", body = Vec<u8>),
         (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
@@ -254,7 +254,7 @@ pub async fn file_content(
     Ok(super::files::window(w.data, &f.media_type, f.size_bytes, &f.sha256))
 }
 
-#[utoipa::path(delete, path = "/v1/files/{id}", tag = "files", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/v1/files/{id}", tag = "files", operation_id = "files.deleteFile", params(("id" = String, Path)),
     responses((status = 200, description = "Deleted; the bytes are destroyed (Sessions keep the copies they were given)", body = wire::Deleted),
         (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
 pub async fn delete_file(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<wire::Deleted>> {

@@ -93,7 +93,7 @@ async fn vault_for(st: &AppState, caller: &Caller, id: &str) -> ApiResult<gov::C
     Ok(v)
 }
 
-#[utoipa::path(post, path = "/v1/connection-vaults", tag = "reach", request_body = wire::CreateConnectionVault,
+#[utoipa::path(post, path = "/v1/connection-vaults", tag = "connectionVaults", operation_id = "connectionVaults.createConnectionVault", params(crate::idempotency::IdempotencyKeyHeader), request_body = wire::CreateConnectionVault,
     responses((status = 201, body = wire::ConnectionVault), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_vault(State(st): State<AppState>, caller: Caller, headers: HeaderMap, JsonBody(body): JsonBody) -> ApiResult<Response> {
     let b: wire::CreateConnectionVault = parse(&body)?;
@@ -113,7 +113,7 @@ pub async fn create_vault(State(st): State<AppState>, caller: Caller, headers: H
     .await
 }
 
-#[utoipa::path(get, path = "/v1/connection-vaults", tag = "reach", params(ListQuery),
+#[utoipa::path(get, path = "/v1/connection-vaults", tag = "connectionVaults", operation_id = "connectionVaults.listConnectionVaults", params(ListQuery),
     responses((status = 200, body = Page<wire::ConnectionVault>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_vaults(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<wire::ConnectionVault>> {
     let mut envs = vec![];
@@ -127,14 +127,14 @@ pub async fn list_vaults(State(st): State<AppState>, caller: Caller, Query(q): Q
     Ok(Json(page(&r.data, &r.next_page, wire::vault)))
 }
 
-#[utoipa::path(get, path = "/v1/connection-vaults/{id}", tag = "reach", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/connection-vaults/{id}", tag = "connectionVaults", operation_id = "connectionVaults.getConnectionVault", params(("id" = String, Path)),
     responses((status = 200, body = wire::ConnectionVault), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_vault(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<wire::ConnectionVault> {
     Ok(Json(wire::vault(&vault_for(&st, &caller, &id).await?)))
 }
 
 /// Lists replace; the compiled rows change by exactly the difference.
-#[utoipa::path(post, path = "/v1/connection-vaults/{id}", tag = "reach", params(("id" = String, Path)), request_body = wire::UpdateConnectionVault,
+#[utoipa::path(post, path = "/v1/connection-vaults/{id}", tag = "connectionVaults", operation_id = "connectionVaults.updateConnectionVault", params(("id" = String, Path)), request_body = wire::UpdateConnectionVault,
     responses((status = 200, body = wire::ConnectionVault), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_vault(
     State(st): State<AppState>,
@@ -161,7 +161,7 @@ pub async fn update_vault(
 }
 
 /// Deletes the vault and every row it compiled; direct rows stay.
-#[utoipa::path(delete, path = "/v1/connection-vaults/{id}", tag = "reach", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/v1/connection-vaults/{id}", tag = "connectionVaults", operation_id = "connectionVaults.deleteConnectionVault", params(("id" = String, Path)),
     responses((status = 200, body = wire::ConnectionVault), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn delete_vault(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<wire::ConnectionVault> {
     vault_for(&st, &caller, &id).await?;
@@ -171,7 +171,7 @@ pub async fn delete_vault(State(st): State<AppState>, caller: Caller, Path(id): 
 
 /// Keeps the record and deletes its rows; later edits → 409
 /// `vault_archived`. Again → the archived vault.
-#[utoipa::path(post, path = "/v1/connection-vaults/{id}/archive", tag = "reach", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/connection-vaults/{id}/archive", tag = "connectionVaults", operation_id = "connectionVaults.archiveConnectionVault", params(("id" = String, Path)),
     responses((status = 200, body = wire::ConnectionVault), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn archive_vault(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<wire::ConnectionVault> {
     vault_for(&st, &caller, &id).await?;

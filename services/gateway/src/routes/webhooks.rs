@@ -33,7 +33,7 @@ async fn require_see(st: &AppState, caller: &Caller, environment_id: &str) -> Ap
     if environment_id.is_empty() { st.require_admin(caller).await } else { st.require_read(caller, environment_id).await }
 }
 
-#[utoipa::path(post, path = "/v1/webhook-endpoints", tag = "webhooks", request_body = bodies::CreateWebhookEndpoint,
+#[utoipa::path(post, path = "/v1/webhook-endpoints", tag = "webhookEndpoints", operation_id = "webhookEndpoints.createWebhookEndpoint", params(crate::idempotency::IdempotencyKeyHeader), request_body = bodies::CreateWebhookEndpoint,
     responses((status = 201, description = "The endpoint with its signing secret (shown once)", body = views::WebhookEndpoint), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_endpoint(
     State(st): State<AppState>,
@@ -53,7 +53,7 @@ pub async fn create_endpoint(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/webhook-endpoints", tag = "webhooks", params(ListQuery),
+#[utoipa::path(get, path = "/v1/webhook-endpoints", tag = "webhookEndpoints", operation_id = "webhookEndpoints.listWebhookEndpoints", params(ListQuery),
     responses((status = 200, body = Page<views::WebhookEndpoint>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_endpoints(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::WebhookEndpoint>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
@@ -63,7 +63,7 @@ pub async fn list_endpoints(State(st): State<AppState>, caller: Caller, Query(q)
     Ok(Json(views::page(&r.data, &r.next_page, |e| views::webhook_endpoint(e, None))))
 }
 
-#[utoipa::path(get, path = "/v1/webhook-endpoints/{id}", tag = "webhooks", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/v1/webhook-endpoints/{id}", tag = "webhookEndpoints", operation_id = "webhookEndpoints.getWebhookEndpoint", params(("id" = String, Path)),
     responses((status = 200, body = views::WebhookEndpoint), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_endpoint(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::WebhookEndpoint> {
     let e = endpoint_for(&st, &id).await?;
@@ -71,7 +71,7 @@ pub async fn get_endpoint(State(st): State<AppState>, caller: Caller, Path(id): 
     Ok(Json(views::webhook_endpoint(&e, None)))
 }
 
-#[utoipa::path(post, path = "/v1/webhook-endpoints/{id}", tag = "webhooks", params(("id" = String, Path)), request_body = bodies::UpdateWebhookEndpoint,
+#[utoipa::path(post, path = "/v1/webhook-endpoints/{id}", tag = "webhookEndpoints", operation_id = "webhookEndpoints.updateWebhookEndpoint", params(("id" = String, Path)), request_body = bodies::UpdateWebhookEndpoint,
     responses((status = 200, body = views::WebhookEndpoint), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_endpoint(
     State(st): State<AppState>,
@@ -93,7 +93,7 @@ pub async fn update_endpoint(
     Ok(Json(views::webhook_endpoint(&st.webhooks.clone().update_endpoint(req).await?.into_inner(), None)))
 }
 
-#[utoipa::path(delete, path = "/v1/webhook-endpoints/{id}", tag = "webhooks", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/v1/webhook-endpoints/{id}", tag = "webhookEndpoints", operation_id = "webhookEndpoints.deleteWebhookEndpoint", params(("id" = String, Path)),
     responses((status = 200, body = views::WebhookEndpoint), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn delete_endpoint(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::WebhookEndpoint> {
     let e = endpoint_for(&st, &id).await?;
@@ -103,7 +103,7 @@ pub async fn delete_endpoint(State(st): State<AppState>, caller: Caller, Path(id
 
 /// Replaces the signing secret and shows the new one once; deliveries from
 /// now on are signed with it.
-#[utoipa::path(post, path = "/v1/webhook-endpoints/{id}/secret", tag = "webhooks", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/v1/webhook-endpoints/{id}/secret", tag = "webhookEndpoints", operation_id = "webhookEndpoints.rotateWebhookEndpointSecret", params(("id" = String, Path)),
     responses((status = 200, body = views::WebhookEndpoint), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn rotate_secret(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<views::WebhookEndpoint> {
     let e = endpoint_for(&st, &id).await?;
@@ -113,7 +113,7 @@ pub async fn rotate_secret(State(st): State<AppState>, caller: Caller, Path(id):
 }
 
 /// Each delivery with every attempt: status, response code, next attempt.
-#[utoipa::path(get, path = "/v1/webhook-endpoints/{id}/deliveries", tag = "webhooks", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/webhook-endpoints/{id}/deliveries", tag = "webhookEndpoints", operation_id = "webhookEndpoints.listWebhookEndpointDeliveries", params(("id" = String, Path), ListQuery),
     responses((status = 200, body = Page<views::WebhookDelivery>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_deliveries(
     State(st): State<AppState>,
