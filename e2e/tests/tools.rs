@@ -91,6 +91,8 @@ async fn tool_calls_are_decided_then_run_in_the_sandbox() {
     let n = answer(&id_of(2));
     assert_eq!((n["type"].clone(), n["payload"]["matched_rule_id"].clone()), (json!("policy.denied"), json!(null)));
     assert!(n["payload"]["guidance"].as_str().unwrap().contains("not a tool this agent declares"));
+    assert_eq!(n["payload"]["reason"], "tool_not_declared", "{n}");
+    assert_eq!(w["payload"]["reason"], "approval_not_granted", "{w}");
     // The sandbox reaches neither the network nor outside its workspace.
     let escape = answer(&id_of(3));
     assert_eq!(escape["payload"]["is_error"], true, "{escape}");

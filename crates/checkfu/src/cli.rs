@@ -68,13 +68,6 @@ pub enum Command {
         #[command(flatten)]
         settings: Settings,
     },
-    /// Work with Sessions from the command line.
-    Session {
-        #[command(flatten)]
-        client: crate::client::ClientArgs,
-        #[command(subcommand)]
-        action: crate::client::SessionAction,
-    },
     /// A self-hosted Runner: pair once with a code from `POST
     /// /v1/runner-pairings`, then claim and run the pool's Runs.
     #[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
@@ -106,73 +99,17 @@ pub enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
-    /// Connections and their credentials (a credential is read from a file
-    /// or standard input, never the command line).
-    Connections {
-        #[command(flatten)]
-        client: crate::client::ClientArgs,
-        #[command(subcommand)]
-        action: crate::reach_cli::ConnectionsAction,
-    },
-    /// MCP ToolSources: list, show, sync, enable or disable a tool.
-    ToolSources {
-        #[command(flatten)]
-        client: crate::client::ClientArgs,
-        #[command(subcommand)]
-        action: crate::reach_cli::ToolSourcesAction,
-    },
-    /// Automations: create, list, fire, pause, resume, delete, firings.
-    Automation {
-        #[command(flatten)]
-        client: crate::client::ClientArgs,
-        #[command(subcommand)]
-        action: crate::automation_cli::AutomationAction,
-    },
-    /// AutomationGraphs: create, revise, plan, apply, and test a node's prompt.
-    Graph {
-        #[command(flatten)]
-        client: crate::client::ClientArgs,
-        #[command(subcommand)]
-        action: crate::graph_cli::GraphAction,
-    },
-    /// MemoryStores: list, read and write documents, history, and review
-    /// proposals.
-    Memory {
-        #[command(flatten)]
-        client: crate::client::ClientArgs,
-        #[command(subcommand)]
-        action: crate::memory_cli::MemoryAction,
-    },
-    /// Uploaded Files: upload (with progress), list, delete.
-    Files {
-        #[command(flatten)]
-        client: crate::client::ClientArgs,
-        #[command(subcommand)]
-        action: crate::uploads_cli::FilesAction,
-    },
-    /// Skills: push a bundle directory (a new skill or its next version),
-    /// list, archive.
-    Skills {
-        #[command(flatten)]
-        client: crate::client::ClientArgs,
-        #[command(subcommand)]
-        action: crate::uploads_cli::SkillsAction,
-    },
     /// Credential keys: `rewrap` after a key rotation (beside the store and
     /// key file; storage as for `serve`).
     Credentials {
         #[command(flatten)]
         settings: Settings,
         #[command(subcommand)]
-        action: crate::reach_cli::CredentialsAction,
+        action: crate::credentials::CredentialsAction,
     },
-    /// List and answer ActionApprovals.
-    Approvals {
-        #[command(flatten)]
-        client: crate::client::ClientArgs,
-        #[command(subcommand)]
-        action: crate::approvals_cli::ApprovalsAction,
-    },
+    /// The API client commands (docs/cli.md).
+    #[command(flatten)]
+    Api(checkfu_cli::Command),
 }
 
 /// The flags every command that runs roles shares; each overrides a
@@ -254,7 +191,7 @@ async fn run_until_signal(node: Node, signal: impl std::future::Future<Output = 
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Session { client, action } => crate::client::session(client, action, &mut std::io::stdout()).await,
+        Command::Api(command) => checkfu_cli::run(command).await,
         Command::Migrate { settings } => {
             let config = settings.load(Mode::Serve, vec![])?;
             crate::roles::migrate(&config.location(), |service| println!("migrated {service}")).await
@@ -286,18 +223,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let code = checkfu_runner::egress::relay(socket, &listen, command).await;
             std::process::exit(code)
         }
-        Command::Connections { client, action } => crate::reach_cli::connections(client, action, &mut std::io::stdout()).await,
-        Command::ToolSources { client, action } => crate::reach_cli::tool_sources(client, action, &mut std::io::stdout()).await,
-        Command::Automation { client, action } => crate::automation_cli::automation(client, action, &mut std::io::stdout()).await,
-        Command::Graph { client, action } => crate::graph_cli::graph(client, action, &mut std::io::stdout()).await,
-        Command::Memory { client, action } => crate::memory_cli::memory(client, action, &mut std::io::stdout()).await,
-        Command::Files { client, action } => crate::uploads_cli::files(client, action, &mut std::io::stdout()).await,
-        Command::Skills { client, action } => crate::uploads_cli::skills(client, action, &mut std::io::stdout()).await,
         Command::Credentials { settings, action } => {
             let config = settings.load(Mode::Serve, vec![])?;
-            crate::reach_cli::credentials(&config, action, &mut std::io::stdout()).await
+            crate::credentials::credentials(&config, action, &mut std::io::stdout()).await
         }
-        Command::Approvals { client, action } => crate::approvals_cli::approvals(client, action, &mut std::io::stdout()).await,
         Command::Up { settings, allow_private_targets } => {
             let flag = allow_private_targets.then_some(("allow_private_targets", toml::Value::Boolean(true), "allow-private-targets"));
             let config = settings.load(Mode::Up, flag.into_iter().collect())?;

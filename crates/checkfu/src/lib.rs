@@ -1,24 +1,19 @@
-//! The `checkfu` binary as a library: the CLI, and [`Node`], which runs any
-//! set of roles on one listener. Tests boot whole meshes through it.
+//! The `checkfu` binary as a library: the command line (its API client
+//! commands are `checkfu-cli`'s), and [`Node`], which runs any set of roles
+//! on one listener. Tests boot whole meshes through it.
 
-pub mod approvals_cli;
-pub mod automation_cli;
 pub mod certs;
 pub mod cli;
-pub mod client;
 pub mod config;
-pub mod graph_cli;
+pub mod credentials;
 pub mod health;
 pub mod key_file;
-pub mod memory_cli;
 pub mod mesh;
 pub mod node;
 pub mod operator;
-pub mod reach_cli;
 pub mod roles;
 pub mod sandbox_agent;
 pub mod self_hosted;
-pub mod uploads_cli;
 
 pub use checkfu_core::Role;
 pub use node::{ApprovalTiming, BootstrapInfo, Node, NodeOptions};

@@ -12,9 +12,10 @@ async fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             // The chain of causes on one line, without a backtrace: the
-            // messages say what to change.
+            // messages say what to change. 2 for a usage error, else 1 (a
+            // refusal prints the API's error type first).
             eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
+            std::process::ExitCode::from(checkfu_cli::exit_code(&e))
         }
     }
 }

@@ -174,23 +174,42 @@ async fn session_send_and_follow_resume_after_a_dropped_connection() {
     assert!(lines.iter().any(|e| e["type"] == "agent.message" && e["payload"]["content"][0]["text"] == "echo: hello cli"));
     let last = lines.last().unwrap()["seq"].as_i64().unwrap();
 
-    // Follow from the current end; drop the connection by restarting the server.
-    let follower = cli(port, &key, &["follow", &sid, "--exit-on-idle", "--after-seq", &last.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    // An idle Session followed with --exit-on-idle: everything so far is
+    // printed and it stops at once, at the current idle.
+    let now = cli(port, &key, &["follow", &sid, "--exit-on-idle"]).output().unwrap();
+    assert!(now.status.success());
+    assert_eq!(seqs(&String::from_utf8_lossy(&now.stdout)), (1..=last).collect::<Vec<_>>());
+
+    // Follow on from the current end (no --exit-on-idle: it waits for
+    // more); drop the connection by restarting the server.
+    let mut follower =
+        cli(port, &key, &["follow", &sid, "--after-seq", &last.to_string()]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = follower.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert!(Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap().success());
     server.wait().unwrap();
     server = up(&data, port);
     let resent = cli(port, &key, &["send", &sid, "after the restart"]).output().unwrap();
     assert!(resent.status.success(), "{}", String::from_utf8_lossy(&resent.stderr));
-    let out = follower.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut text = String::new();
+    while !text.trim_end().ends_with("end_turn") {
+        let line = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("the follower stalled after:\n{text}"));
+        text.push_str(&line);
+        text.push('\n');
+    }
+    follower.kill().unwrap();
+    follower.wait().unwrap();
     let got = seqs(&text);
     assert_eq!(got, (last + 1..=last + got.len() as i64).collect::<Vec<_>>(), "resumed with no gap and no repeat:\n{text}");
-    assert!(text.contains("echo: after the restart") && text.trim_end().ends_with("end_turn"), "{text}");
+    assert!(text.contains("echo: after the restart"), "{text}");
 
     let bad = cli(port, &key, &["send", "sess_01m8n5w2381sjtydkyxnv11e90", "x"]).output().unwrap();
     assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("not_found"));

@@ -55,6 +55,18 @@ pub struct Resumed {
 }
 
 impl Decided {
+    /// Why a call that does not run was refused, for clients to explain it
+    /// (`policy.denied`'s `reason`): the agent's version declares no such
+    /// tool; an ActionPolicy denied it; or its approval was declined,
+    /// expired or never answered (`guidance` says which, in words).
+    pub fn denial_reason(&self) -> &'static str {
+        match &self.resumed {
+            _ if self.declaration.is_none() => "tool_not_declared",
+            Some(_) if self.disposition != Disposition::Deny => "approval_not_granted",
+            _ => "policy",
+        }
+    }
+
     /// Runs now: allowed by policy, a StandingApproval or an approval.
     pub fn runs(&self) -> bool {
         self.disposition == Disposition::Allow || self.standing_approval_id.is_some() || self.resumed.as_ref().is_some_and(|r| r.approved)
@@ -523,7 +535,11 @@ impl Runner {
             return out;
         }
         let guidance = if d.resumed.is_some() { format!("not run: {}", d.reason) } else { format!("denied: {}", d.reason) };
-        vec![(E::PolicyDenied, json!({"tool_use_id": d.call.id, "matched_rule_id": d.matched_rule_id, "guidance": guidance}).to_string())]
+        let reason = d.denial_reason();
+        vec![(
+            E::PolicyDenied,
+            json!({"tool_use_id": d.call.id, "matched_rule_id": d.matched_rule_id, "reason": reason, "guidance": guidance}).to_string(),
+        )]
     }
 
     /// Calls from before this Run still owed an answer, settled from the
@@ -688,6 +704,7 @@ mod tests {
         let expired = resume(outstanding(Disposition::RequireApproval, Some(Decision::Deny), Some(ApprovalStatus::Expired)));
         assert!(!expired.runs());
         assert_eq!(expired.reason, "the approval expired without a response");
+        assert_eq!(expired.denial_reason(), "approval_not_granted");
 
         let interrupted = resume(outstanding(Disposition::RequireApproval, None, None));
         assert!(!interrupted.runs(), "a wait that ended without a decision refuses the call");
@@ -699,6 +716,9 @@ mod tests {
 
         let policy = resume(outstanding(Disposition::Deny, None, None));
         assert_eq!(policy.reason, "denied by policy");
+        assert_eq!(policy.denial_reason(), "policy");
+        let undeclared = Decided { declaration: None, ..decided("nope", Disposition::Deny, false) };
+        assert_eq!(undeclared.denial_reason(), "tool_not_declared");
     }
 
     #[test]

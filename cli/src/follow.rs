@@ -1,114 +1,19 @@
-//! The command-line client: `checkfu session send|follow` (and, in
-//! `approvals_cli.rs`, `checkfu approvals`). It speaks only the public HTTP
-//! API, like any other client.
+//! `checkfu session follow`: a Session's events as they happen — every
+//! thread's view, or one thread's with `--thread` — resuming after a
+//! dropped connection from the last event seen, and with `--exit-on-idle`
+//! stopping at the Session's *current* idle: every event up to now is
+//! printed first, then it waits only if the Session is still running.
 
-use anyhow::Context;
+use crate::client::Client;
+use crate::explain::Explainer;
 use checkfu_core::events::EventType;
-use clap::{Args, Subcommand};
 use futures_util::StreamExt;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
-#[derive(Debug, Clone, Args)]
-pub struct ClientArgs {
-    /// The API server.
-    #[arg(long, env = "CHECKFU_SERVER", default_value = "http://127.0.0.1:7420", global = true)]
-    pub server: String,
-    /// An API key (or set CHECKFU_API_KEY, or use --key-file).
-    #[arg(long, env = "CHECKFU_API_KEY", hide_env_values = true, global = true)]
-    pub key: Option<String>,
-    /// A file holding the API key.
-    #[arg(long, default_value = ".checkfu/admin.key", global = true)]
-    pub key_file: PathBuf,
-    /// Print JSON (one object per line) instead of text.
-    #[arg(long, global = true)]
-    pub json: bool,
-}
-
-#[derive(Debug, Clone, Subcommand)]
-pub enum SessionAction {
-    /// Send a user.message to a Session (as the Session's principal).
-    Send { id: String, text: String },
-    /// Print a Session's events as they happen, resuming after a dropped
-    /// connection from the last event seen.
-    Follow {
-        id: String,
-        /// Start after this seq (default: from the beginning).
-        #[arg(long, default_value_t = 0)]
-        after_seq: i64,
-        /// Stop once the Session is idle or terminated (with child threads:
-        /// once every thread is).
-        #[arg(long)]
-        exit_on_idle: bool,
-    },
-}
-
-#[derive(Clone)]
-pub(crate) struct Client {
-    pub(crate) base: String,
-    key: String,
-    pub(crate) http: reqwest::Client,
-}
-
-impl Client {
-    pub(crate) fn new(a: &ClientArgs) -> anyhow::Result<Client> {
-        let key = match &a.key {
-            Some(k) => k.clone(),
-            None => std::fs::read_to_string(&a.key_file)
-                .with_context(|| format!("no --key given and {} is unreadable", a.key_file.display()))?
-                .trim()
-                .to_string(),
-        };
-        Ok(Client { base: a.server.trim_end_matches('/').to_string(), key, http: reqwest::Client::new() })
-    }
-
-    pub(crate) async fn call(&self, rb: reqwest::RequestBuilder) -> anyhow::Result<Value> {
-        let (status, body) = self.send(rb).await?;
-        if !status.is_success() {
-            return Err(refusal(status, &body));
-        }
-        Ok(body)
-    }
-
-    /// Like [`Client::call`], but a 404 is `None`.
-    pub(crate) async fn find(&self, rb: reqwest::RequestBuilder) -> anyhow::Result<Option<Value>> {
-        let (status, body) = self.send(rb).await?;
-        if status == reqwest::StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
-        if !status.is_success() {
-            return Err(refusal(status, &body));
-        }
-        Ok(Some(body))
-    }
-
-    async fn send(&self, rb: reqwest::RequestBuilder) -> anyhow::Result<(reqwest::StatusCode, Value)> {
-        let r = rb.bearer_auth(&self.key).send().await.context("the server did not answer")?;
-        let status = r.status();
-        Ok((status, r.json().await.unwrap_or(Value::Null)))
-    }
-}
-
-/// Prints a result: its JSON on one line with `--json`, else `text`.
-pub(crate) fn show(json: bool, out: &mut dyn std::io::Write, v: &Value, text: String) -> anyhow::Result<()> {
-    if json {
-        writeln!(out, "{v}")?
-    } else {
-        write!(out, "{text}")?
-    }
-    Ok(())
-}
-
-/// The error envelope of a refused request, as one line.
-fn refusal(status: reqwest::StatusCode, body: &Value) -> anyhow::Error {
-    let e = &body["error"];
-    anyhow::anyhow!("{} {}: {}", status.as_u16(), e["type"].as_str().unwrap_or("error"), e["message"].as_str().unwrap_or("(no message)"))
-}
-
 /// One line for a persisted event.
-fn summary(e: &Value) -> String {
+pub fn summary(e: &Value) -> String {
     let p = &e["payload"];
     use checkfu_core::events::EventType as E;
     let ty = E::parse("type", e["type"].as_str().unwrap_or_default()).ok();
@@ -127,68 +32,91 @@ fn summary(e: &Value) -> String {
         Some(E::PolicyDenied) => p["guidance"].as_str().unwrap_or_default().to_string(),
         _ => String::new(),
     };
-    format!("{:>5} {:<26} {}", e["seq"], e["type"].as_str().unwrap_or_default(), detail.replace('\n', " ")).trim_end().to_string()
-}
-
-pub async fn session(args: ClientArgs, action: SessionAction, out: &mut impl Write) -> anyhow::Result<()> {
-    let c = Client::new(&args)?;
-    match action {
-        SessionAction::Send { id, text } => {
-            let s = c.call(c.http.get(format!("{}/v1/sessions/{id}", c.base))).await?;
-            let who = s["principal_id"].as_str().unwrap_or_default();
-            let body = json!({"type": EventType::UserMessage.as_str(), "payload": {"content": [{"type": "text", "text": text}]}, "authored_by": who, "caused_by": {"kind": "surface", "id": "cli"}});
-            let e = c.call(c.http.post(format!("{}/v1/sessions/{id}/events", c.base)).json(&body)).await?;
-            if args.json {
-                writeln!(out, "{e}")?
-            } else {
-                writeln!(out, "{}", summary(&e))?
-            }
-            Ok(())
-        }
-        SessionAction::Follow { id, after_seq, exit_on_idle } => follow(&c, &id, after_seq, exit_on_idle, args.json, out).await,
-    }
+    let seq = e["seq"].as_i64().unwrap_or_default();
+    format!("{seq:>5} {:<26} {}", e["type"].as_str().unwrap_or_default(), detail.replace('\n', " ")).trim_end().to_string()
 }
 
 /// The largest event frame the CLI reads (an event is at most a few MiB).
 const MAX_FRAME: usize = 16 * 1024 * 1024;
 
+/// What to follow and how to print it.
+pub struct Follow<'a> {
+    pub session_id: &'a str,
+    /// Start after this seq.
+    pub after: i64,
+    /// Only this thread's view (a thread id); else every thread's.
+    pub thread: Option<&'a str>,
+    pub exit_on_idle: bool,
+    pub json: bool,
+}
+
 /// Prints a Session's events as they happen: the primary view, and each
-/// child thread's own view (api.md §15) as soon as the thread exists. With
-/// child threads, each line starts with its thread's prefix (the Agent's
-/// name, numbered when a name repeats); cross-posts are left out, their
-/// originals print from the child's stream. Each view resumes after a
-/// dropped connection from its last event seen.
-async fn follow(c: &Client, id: &str, after: i64, exit_on_idle: bool, json_out: bool, out: &mut impl Write) -> anyhow::Result<()> {
+/// child thread's own view (api.md §15) as soon as the thread exists — or,
+/// with `thread`, that thread's view alone. With child threads, each line
+/// starts with its thread's prefix (the Agent's name, numbered when a name
+/// repeats); cross-posts are left out, their originals print from the
+/// child's stream. Each view resumes after a dropped connection from its
+/// last event seen. With `exit_on_idle`, every event so far is printed and
+/// then, unless every thread followed is already idle (or terminated), it
+/// follows on until they are.
+pub async fn follow(c: &Client, how: Follow<'_>, out: &mut impl Write) -> anyhow::Result<()> {
+    let id = how.session_id;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<anyhow::Result<Value>>(256);
+    let listed = c.get(&format!("/v1/sessions/{id}/threads")).await?;
+    let threads: Vec<&Value> = listed["data"].as_array().into_iter().flatten().collect();
+    let primary = threads.first().and_then(|t| t["id"].as_str()).unwrap_or_default().to_string();
+    let only = match how.thread {
+        Some(t) if !threads.iter().any(|x| x["id"] == t) => {
+            return Err(crate::client::usage(format!("{id} has no thread {t}; its threads: {}", names(&threads))));
+        }
+        other => other.map(str::to_string),
+    };
+    let view_path = |thread: &str| {
+        if thread == primary { format!("/v1/sessions/{id}/events") } else { format!("/v1/sessions/{id}/threads/{thread}/events") }
+    };
     // History first, in seq order across the views, so "every thread idle"
-    // is judged in the order things happened. It ends where the primary
-    // view's did: every event up to there was committed before it was read,
-    // so each view is read up to there, then streamed on.
-    let mut past = history(c, &format!("/v1/sessions/{id}/events"), after, i64::MAX).await?;
-    let end = past.last().and_then(|e| e["seq"].as_i64()).unwrap_or(after).max(after);
-    let mut f = Follower { c: c.clone(), id: id.to_string(), views: Views::default(), tasks: vec![], tx, end, json_out };
-    let listed = c.call(c.http.get(format!("{}/v1/sessions/{id}/threads", c.base))).await?;
-    for t in listed["data"].as_array().into_iter().flatten() {
+    // is judged in the order things happened. It ends where the first
+    // view's did: every event up to there was committed before it was
+    // read, so each other view is read up to there, then streamed on.
+    let first = only.clone().unwrap_or_else(|| primary.clone());
+    let mut past = history(c, &view_path(&first), how.after, i64::MAX).await?;
+    let end = past.last().and_then(|e| e["seq"].as_i64()).unwrap_or(how.after).max(how.after);
+    let mut f = Follower {
+        c: c.clone(),
+        id: id.to_string(),
+        views: Views::default(),
+        tasks: vec![],
+        tx,
+        end,
+        json_out: how.json,
+        every_thread: only.is_none(),
+        explainer: Explainer::default(),
+    };
+    for t in &threads {
         let thread = t["id"].as_str().unwrap_or_default();
-        f.views.add(thread, t["agent"]["name"].as_str().unwrap_or_default());
-        f.views.initially(thread, t["status"].as_str().unwrap_or_default());
+        if only.as_deref().is_none_or(|o| o == thread) {
+            f.views.add(thread, t["agent"]["name"].as_str().unwrap_or_default());
+            f.views.initially(thread, t["status"].as_str().unwrap_or_default());
+        }
     }
     for child in f.views.children() {
-        past.extend(history(c, &format!("/v1/sessions/{id}/threads/{child}/events"), after, end).await?);
+        past.extend(history(c, &view_path(&child), how.after, end).await?);
     }
     past.sort_by_key(|e| e["seq"].as_i64().unwrap_or(0));
-    f.stream(format!("/v1/sessions/{id}/events/stream"), end);
+    f.stream(format!("{}/stream", view_path(&first)), end);
     for child in f.views.children() {
-        f.stream(format!("/v1/sessions/{id}/threads/{child}/events/stream"), end);
+        f.stream(format!("{}/stream", view_path(&child)), end);
     }
     let result = async {
         for e in past {
-            if f.show(&e, out)? && exit_on_idle {
-                return Ok(());
-            }
+            f.show(&e, out).await?;
+        }
+        // Where history ended is the Session's state now.
+        if how.exit_on_idle && f.views.all_settled() {
+            return Ok(());
         }
         while let Some(e) = rx.recv().await {
-            if f.show(&e?, out)? && exit_on_idle {
+            if f.show(&e?, out).await? && how.exit_on_idle {
                 return Ok(());
             }
         }
@@ -199,6 +127,14 @@ async fn follow(c: &Client, id: &str, after: i64, exit_on_idle: bool, json_out: 
         t.abort();
     }
     result
+}
+
+fn names(threads: &[&Value]) -> String {
+    threads
+        .iter()
+        .map(|t| format!("{} ({})", t["id"].as_str().unwrap_or_default(), t["agent"]["name"].as_str().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `checkfu session follow`'s state: the views it follows and their
@@ -212,6 +148,10 @@ struct Follower {
     /// Where history ended and the streams began.
     end: i64,
     json_out: bool,
+    /// Following every thread (not `--thread`): cross-posts are left out
+    /// and new threads followed as they appear.
+    every_thread: bool,
+    explainer: Explainer,
 }
 
 impl Follower {
@@ -220,14 +160,15 @@ impl Follower {
     }
 
     /// Prints one event (a cross-post is skipped: its original prints from
-    /// the child's view) and follows a thread it announces. Answers whether
-    /// every thread has now settled.
-    fn show(&mut self, e: &Value, out: &mut impl Write) -> anyhow::Result<bool> {
-        if e["origin_event_id"].is_string() {
+    /// the child's view) and follows a thread it announces; a refusal the
+    /// agent cannot explain to the person is explained under it. Answers
+    /// whether every thread followed has now settled.
+    async fn show(&mut self, e: &Value, out: &mut impl Write) -> anyhow::Result<bool> {
+        if self.every_thread && e["origin_event_id"].is_string() {
             return Ok(false);
         }
         let t = e["type"].as_str().unwrap_or_default();
-        if t == EventType::SessionThreadCreated.as_str() {
+        if self.every_thread && t == EventType::SessionThreadCreated.as_str() {
             let child = e["payload"]["session_thread_id"].as_str().unwrap_or_default().to_string();
             if self.views.add(&child, e["payload"]["agent_name"].as_str().unwrap_or_default()) {
                 // Announced in history or live: its view from there on.
@@ -238,7 +179,10 @@ impl Follower {
         if self.json_out {
             writeln!(out, "{e}")?
         } else {
-            writeln!(out, "{}{}", self.views.prefix(e["session_thread_id"].as_str()), summary(e))?
+            writeln!(out, "{}{}", self.views.prefix(e["session_thread_id"].as_str()), summary(e))?;
+            for line in self.explainer.explain(&self.c, &self.id, e).await {
+                writeln!(out, "{:>5} {line}", "")?;
+            }
         }
         out.flush()?;
         Ok(self.views.settle(e["session_thread_id"].as_str(), t))
@@ -249,7 +193,7 @@ impl Follower {
 async fn history(c: &Client, path: &str, mut after: i64, end: i64) -> anyhow::Result<Vec<Value>> {
     let mut out = vec![];
     while after < end {
-        let page = c.call(c.http.get(format!("{}{path}?after_seq={after}&limit=1000", c.base))).await?;
+        let page = c.get(&format!("{path}?after_seq={after}&limit=1000")).await?;
         let batch: Vec<Value> = page["data"].as_array().cloned().unwrap_or_default();
         let Some(last) = batch.last().and_then(|e| e["seq"].as_i64()) else { break };
         out.extend(batch.into_iter().filter(|e| e["seq"].as_i64().unwrap_or(0) <= end));
@@ -314,6 +258,11 @@ impl Views {
         } else {
             return false;
         }
+        self.all_settled()
+    }
+
+    /// Whether every thread followed is idle or terminated now.
+    fn all_settled(&self) -> bool {
         self.threads.iter().all(|(t, _)| self.settled.contains(t))
     }
 
@@ -340,7 +289,7 @@ impl Views {
 async fn follow_view(c: Client, path: String, mut last: i64, tx: tokio::sync::mpsc::Sender<anyhow::Result<Value>>) {
     let mut backoff = Duration::from_millis(200);
     loop {
-        let rb = c.http.get(format!("{}{path}", c.base)).bearer_auth(&c.key).header("Last-Event-ID", last.to_string());
+        let rb = c.authed(c.http.get(c.url(&path))).header("Last-Event-ID", last.to_string());
         let resp = match rb.send().await {
             Ok(r) if r.status().is_success() => r,
             Ok(r) if r.status().is_client_error() => {

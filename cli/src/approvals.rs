@@ -1,8 +1,9 @@
-//! `checkfu approvals list|approve|deny`: answer ActionApprovals from a
-//! terminal. Responding reads the approval (the caller must hold `approve`
+//! `checkfu approvals list|approve|deny|standing|revoke-standing`: answer
+//! ActionApprovals from a terminal, and see or revoke StandingApprovals. Responding reads the approval (the caller must hold `approve`
 //! to see its one-time token) and posts the response with that token.
 
-use crate::client::{Client, ClientArgs};
+use crate::client::{Client, ClientArgs, usage};
+use crate::resolve::{self, SESSION};
 use anyhow::bail;
 use clap::Subcommand;
 use serde_json::{Value, json};
@@ -29,6 +30,29 @@ pub enum ApprovalsAction {
     },
     /// Deny a pending call; the agent is told it was declined.
     Deny { id: String },
+    /// StandingApprovals (allowed without asking until they expire).
+    Standing {
+        #[arg(long)]
+        environment: Option<String>,
+    },
+    /// Revoke a StandingApproval: the next such call asks again.
+    RevokeStanding { id: String },
+}
+
+fn standing_line(v: &Value) -> String {
+    let t = &v["tuple"];
+    let state = v["revoked_at"]
+        .as_str()
+        .map(|r| format!("revoked {r}"))
+        .unwrap_or_else(|| format!("until {}", v["expires_at"].as_str().unwrap_or_default()));
+    format!(
+        "{}  {} for {} (agent {})  {}",
+        v["id"].as_str().unwrap_or_default(),
+        t["tool"].as_str().unwrap_or_default(),
+        t["principal_id"].as_str().unwrap_or_default(),
+        t["agent_id"].as_str().unwrap_or_default(),
+        state,
+    )
 }
 
 fn line(a: &Value) -> String {
@@ -47,28 +71,17 @@ fn line(a: &Value) -> String {
 
 pub async fn approvals(args: ClientArgs, action: ApprovalsAction, out: &mut impl Write) -> anyhow::Result<()> {
     let c = Client::new(&args)?;
-    let print = |out: &mut dyn Write, v: &Value| -> anyhow::Result<()> {
-        if args.json {
-            writeln!(out, "{v}")?
-        } else {
-            writeln!(out, "{}", line(v))?
-        }
-        Ok(())
-    };
+    let printer = crate::output::Printer::of(&args);
+    let print = |out: &mut dyn Write, v: &Value| printer.line(out, v, line);
     match action {
         ApprovalsAction::List { status, session } => {
-            let mut query = vec![("limit", "100".to_string())];
-            if status != "all" {
-                query.push(("status", status));
-            }
-            if let Some(s) = session {
-                query.push(("session_id", s));
-            }
-            let mut url = reqwest::Url::parse(&format!("{}/v1/action-approvals", c.base))?;
-            url.query_pairs_mut().extend_pairs(&query);
-            let page = c.call(c.http.get(url)).await?;
-            for a in page["data"].as_array().into_iter().flatten() {
-                print(out, a)?;
+            let status = (status != "all").then_some(status);
+            let session = match session {
+                Some(s) => Some(resolve::id(&c, SESSION, &s, None).await?),
+                None => None,
+            };
+            for a in c.every("/v1/action-approvals", &[("status", status), ("session_id", session)]).await? {
+                print(out, &a)?;
             }
             Ok(())
         }
@@ -80,6 +93,18 @@ pub async fn approvals(args: ClientArgs, action: ApprovalsAction, out: &mut impl
             print(out, &respond(&c, &id, body).await?)
         }
         ApprovalsAction::Deny { id } => print(out, &respond(&c, &id, json!({"decision": "deny"})).await?),
+        ApprovalsAction::Standing { environment } => {
+            let p = crate::output::Printer::of(&args);
+            let env = resolve::environment_filter(&c, environment.as_deref()).await?;
+            p.lines(out, &c.every("/v1/standing-approvals", &[("environment_id", env)]).await?, standing_line)
+        }
+        ApprovalsAction::RevokeStanding { id } => {
+            if !id.starts_with("sapr_") {
+                return Err(usage(format!("name a StandingApproval by its id (sapr_...), not {id:?}")));
+            }
+            let p = crate::output::Printer::of(&args);
+            p.line(out, &c.delete(&format!("/v1/standing-approvals/{id}")).await?, standing_line)
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! history, and the review of proposals — each command with `--json`.
 
 use crate::client::{Client, ClientArgs};
+use crate::resolve::{self, MEMORY_STORE, ROUTING_PROFILE, SESSION};
 use anyhow::Context;
 use clap::Subcommand;
 use serde_json::{Value, json};
@@ -136,17 +137,24 @@ fn proposal_line(p: &Value) -> String {
 pub async fn memory(args: ClientArgs, action: MemoryAction, out: &mut impl Write) -> anyhow::Result<()> {
     let c = Client::new(&args)?;
     let stores = |rest: &str| format!("{}/v1/memory-stores{rest}", c.base);
-    let show = |out: &mut dyn Write, v: &Value, text: String| crate::client::show(args.json, out, v, text);
+    let printer = crate::output::Printer::of(&args);
+    let show = |out: &mut dyn Write, v: &Value, text: String| printer.text(out, v, text);
+    let mid = |name: String| {
+        let c = c.clone();
+        async move { resolve::id(&c, MEMORY_STORE, &name, None).await }
+    };
     match action {
         MemoryAction::Ls { store: None, environment, .. } => {
-            for s in crate::reach_cli::every(&c, &stores(""), &[("environment_id", environment)]).await? {
+            let environment = resolve::environment_filter(&c, environment.as_deref()).await?;
+            for s in c.every(&stores(""), &[("environment_id", environment)]).await? {
                 show(out, &s, format!("{}\n", store_line(&s)))?;
             }
             Ok(())
         }
         MemoryAction::Ls { store: Some(id), prefix, at, .. } => {
+            let id = mid(id).await?;
             let filters = [("path_prefix", prefix), ("at_version", at.map(|n| n.to_string()))];
-            for d in crate::reach_cli::every(&c, &stores(&format!("/{id}/documents")), &filters).await? {
+            for d in c.every(&stores(&format!("/{id}/documents")), &filters).await? {
                 let text = format!(
                     "{}  {} bytes  v{}  {}\n",
                     d["path"].as_str().unwrap_or_default(),
@@ -159,6 +167,7 @@ pub async fn memory(args: ClientArgs, action: MemoryAction, out: &mut impl Write
             Ok(())
         }
         MemoryAction::Cat { store, path, at } => {
+            let store = mid(store).await?;
             let mut url = reqwest::Url::parse(&stores(&format!("/{store}/document")))?;
             url.query_pairs_mut().append_pair("path", &path);
             if let Some(n) = at {
@@ -168,6 +177,7 @@ pub async fn memory(args: ClientArgs, action: MemoryAction, out: &mut impl Write
             show(out, &d, d["document"]["content"].as_str().unwrap_or_default().to_string())
         }
         MemoryAction::Put { store, path, file, create, expect } => {
+            let store = mid(store).await?;
             let content = match file.as_deref().filter(|f| f.as_os_str() != "-") {
                 Some(f) => std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
                 None => std::io::read_to_string(std::io::stdin()).context("reading stdin")?,
@@ -195,22 +205,26 @@ pub async fn memory(args: ClientArgs, action: MemoryAction, out: &mut impl Write
             show(out, &w, text)
         }
         MemoryAction::History { store } => {
-            for v in crate::reach_cli::every(&c, &stores(&format!("/{store}/versions")), &[]).await? {
+            for v in c.every(&stores(&format!("/{}/versions", mid(store).await?)), &[]).await? {
                 show(out, &v, format!("{}\n", version_line(&v)))?;
             }
             Ok(())
         }
         MemoryAction::Proposals { store, status } => {
             let at = format!("{}/v1/memory-proposals", c.base);
-            for p in crate::reach_cli::every(&c, &at, &[("memory_store_id", Some(store)), ("status", status)]).await? {
+            for p in c.every(&at, &[("memory_store_id", Some(mid(store).await?)), ("status", status)]).await? {
                 show(out, &p, format!("{}\n", proposal_line(&p)))?;
             }
             Ok(())
         }
         MemoryAction::Dream { store, sessions, profile, instructions, review, no_wait } => {
-            let mut body = json!({"memory_store_id": store, "session_ids": sessions, "review": review});
+            let mut session_ids = vec![];
+            for s in sessions {
+                session_ids.push(resolve::id(&c, SESSION, &s, None).await?);
+            }
+            let mut body = json!({"memory_store_id": mid(store).await?, "session_ids": session_ids, "review": review});
             if let Some(p) = profile {
-                body["model_routing_profile_id"] = json!(p);
+                body["model_routing_profile_id"] = json!(resolve::id(&c, ROUTING_PROFILE, &p, None).await?);
             }
             if let Some(i) = instructions {
                 body["instructions"] = json!(i);
@@ -246,17 +260,24 @@ pub async fn memory(args: ClientArgs, action: MemoryAction, out: &mut impl Write
             }
             Ok(())
         }
-        MemoryAction::Approve { proposal, note } => decide(&c, &proposal, "approve", note, args.json, out).await,
-        MemoryAction::Reject { proposal, note } => decide(&c, &proposal, "reject", note, args.json, out).await,
+        MemoryAction::Approve { proposal, note } => decide(&c, &proposal, "approve", note, printer, out).await,
+        MemoryAction::Reject { proposal, note } => decide(&c, &proposal, "reject", note, printer, out).await,
     }
 }
 
-async fn decide(c: &Client, proposal: &str, verb: &str, note: Option<String>, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+async fn decide(
+    c: &Client,
+    proposal: &str,
+    verb: &str,
+    note: Option<String>,
+    printer: crate::output::Printer,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     let body = match note {
         Some(n) => json!({"note": n}),
         None => json!({}),
     };
     let p = c.call(c.http.post(format!("{}/v1/memory-proposals/{proposal}/{verb}", c.base)).json(&body)).await?;
     let applied = p["applied_version"].as_i64().map(|v| format!("  applied as v{v}")).unwrap_or_default();
-    crate::client::show(json, out, &p, format!("{}{applied}\n", proposal_line(&p)))
+    printer.text(out, &p, format!("{}{applied}\n", proposal_line(&p)))
 }

@@ -4,6 +4,7 @@
 //! on a terminal).
 
 use crate::client::{Client, ClientArgs};
+use crate::resolve::{self, SKILL};
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use futures_util::StreamExt;
@@ -22,7 +23,7 @@ pub enum FilesAction {
     Upload {
         path: PathBuf,
         #[arg(long)]
-        environment: String,
+        environment: Option<String>,
         /// Delete it after this many seconds (3600 to 31536000); default the
         /// installation's retention.
         #[arg(long)]
@@ -31,6 +32,8 @@ pub enum FilesAction {
         /// application/octet-stream.
         #[arg(long)]
         media_type: Option<String>,
+        #[arg(long)]
+        idempotency_key: Option<String>,
     },
     /// List your Files (every File of an Environment you manage).
     List {
@@ -48,10 +51,12 @@ pub enum SkillsAction {
     Push {
         dir: PathBuf,
         #[arg(long)]
-        environment: String,
+        environment: Option<String>,
         /// The skill to version (default: found by SKILL.md's name).
         #[arg(long)]
         skill: Option<String>,
+        #[arg(long)]
+        idempotency_key: Option<String>,
     },
     /// List the skills of the Environments you may read.
     List {
@@ -197,27 +202,19 @@ fn read_chunks(
     })
 }
 
-async fn send_form(c: &Client, url: String, parts: Vec<Part>, what: String) -> anyhow::Result<Value> {
+async fn send_form(c: &Client, url: String, parts: Vec<Part>, what: String, key: Option<&str>) -> anyhow::Result<Value> {
     let boundary = format!("checkfu-{}", checkfu_core::id::new_id("form"));
     let (body, length) = form(parts, &boundary, what)?;
-    let rb = c
+    let mut rb = c
         .http
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, format!("multipart/form-data; boundary={boundary}"))
         .header(reqwest::header::CONTENT_LENGTH, length)
         .body(body);
-    c.call(rb).await
-}
-
-fn printer(json: bool, line: fn(&Value) -> String) -> impl Fn(&mut dyn Write, &Value) -> anyhow::Result<()> {
-    move |out, v| {
-        if json {
-            writeln!(out, "{v}")?
-        } else {
-            writeln!(out, "{}", line(v))?
-        }
-        Ok(())
+    if let Some(k) = key {
+        rb = rb.header("Idempotency-Key", k);
     }
+    c.call(rb).await
 }
 
 fn file_line(f: &Value) -> String {
@@ -233,10 +230,12 @@ fn file_line(f: &Value) -> String {
 
 pub async fn files(args: ClientArgs, action: FilesAction, out: &mut impl Write) -> anyhow::Result<()> {
     let c = Client::new(&args)?;
-    let print = printer(args.json, file_line);
+    let printer = crate::output::Printer::of(&args);
+    let print = |out: &mut dyn Write, v: &Value| printer.line(out, v, file_line);
     let at = |rest: &str| format!("{}/v1/files{rest}", c.base);
     match action {
-        FilesAction::Upload { path, environment, expires_in_seconds, media_type } => {
+        FilesAction::Upload { path, environment, expires_in_seconds, media_type, idempotency_key } => {
+            let environment = resolve::environment(&c, environment.as_deref()).await?;
             let filename = path.file_name().and_then(|n| n.to_str()).context("the path names no file")?.to_string();
             let media_type = media_type.unwrap_or_else(|| media_type_of(&path).to_string());
             let mut parts = vec![Part::Field("environment_id", environment)];
@@ -244,22 +243,18 @@ pub async fn files(args: ClientArgs, action: FilesAction, out: &mut impl Write) 
                 parts.push(Part::Field("expires_in_seconds", s.to_string()));
             }
             parts.push(Part::File { name: "file", filename: filename.clone(), media_type, path });
-            print(out, &send_form(&c, at(""), parts, format!("uploading {filename}")).await?)
+            print(out, &send_form(&c, at(""), parts, format!("uploading {filename}"), idempotency_key.as_deref()).await?)
         }
         FilesAction::List { environment } => {
-            for v in crate::reach_cli::every(&c, &at(""), &[("environment_id", environment)]).await? {
+            let environment = resolve::environment_filter(&c, environment.as_deref()).await?;
+            for v in c.every(&at(""), &[("environment_id", environment)]).await? {
                 print(out, &v)?;
             }
             Ok(())
         }
         FilesAction::Delete { id } => {
             let v = c.call(c.http.delete(at(&format!("/{id}")))).await?;
-            if args.json {
-                writeln!(out, "{v}")?
-            } else {
-                writeln!(out, "deleted {id}")?
-            }
-            Ok(())
+            printer.line(out, &v, |_| format!("deleted {id}"))
         }
     }
 }
@@ -318,16 +313,18 @@ fn skill_name(dir: &Path) -> anyhow::Result<String> {
 
 pub async fn skills(args: ClientArgs, action: SkillsAction, out: &mut impl Write) -> anyhow::Result<()> {
     let c = Client::new(&args)?;
-    let print = printer(args.json, skill_line);
+    let printer = crate::output::Printer::of(&args);
+    let print = |out: &mut dyn Write, v: &Value| printer.line(out, v, skill_line);
     let at = |rest: &str| format!("{}/v1/skills{rest}", c.base);
     match action {
-        SkillsAction::Push { dir, environment, skill } => {
+        SkillsAction::Push { dir, environment, skill, idempotency_key } => {
+            let environment = resolve::environment(&c, environment.as_deref()).await?;
             let files = bundle_files(&dir)?;
             let skill = match skill {
-                Some(id) => Some(id),
+                Some(id) => Some(resolve::id(&c, SKILL, &id, Some(&environment)).await?),
                 None => {
                     let name = skill_name(&dir)?;
-                    let list = crate::reach_cli::every(&c, &at(""), &[("environment_id", Some(environment.clone()))]).await?;
+                    let list = c.every(&at(""), &[("environment_id", Some(environment.clone()))]).await?;
                     list.iter().find(|s| s["name"] == name.as_str()).and_then(|s| s["id"].as_str()).map(str::to_string)
                 }
             };
@@ -343,24 +340,25 @@ pub async fn skills(args: ClientArgs, action: SkillsAction, out: &mut impl Write
             let what = format!("pushing {} ({n} files)", dir.display());
             match skill {
                 Some(id) => {
-                    let v = send_form(&c, at(&format!("/{id}/versions")), parts, what).await?;
-                    if args.json {
-                        writeln!(out, "{v}")?
-                    } else {
-                        writeln!(out, "{}  {}  version {}  ({} files)", id, v["name"].as_str().unwrap_or_default(), v["version"], n)?
-                    }
-                    Ok(())
+                    let v = send_form(&c, at(&format!("/{id}/versions")), parts, what, idempotency_key.as_deref()).await?;
+                    printer.line(out, &v, |v| {
+                        format!("{}  {}  version {}  ({} files)", id, v["name"].as_str().unwrap_or_default(), v["version"], n)
+                    })
                 }
-                None => print(out, &send_form(&c, at(""), parts, what).await?),
+                None => print(out, &send_form(&c, at(""), parts, what, idempotency_key.as_deref()).await?),
             }
         }
         SkillsAction::List { environment, include_archived } => {
             let archived = include_archived.then(|| "true".to_string());
-            for v in crate::reach_cli::every(&c, &at(""), &[("environment_id", environment), ("include_archived", archived)]).await? {
+            let environment = resolve::environment_filter(&c, environment.as_deref()).await?;
+            for v in c.every(&at(""), &[("environment_id", environment), ("include_archived", archived)]).await? {
                 print(out, &v)?;
             }
             Ok(())
         }
-        SkillsAction::Archive { id } => print(out, &c.call(c.http.post(at(&format!("/{id}/archive")))).await?),
+        SkillsAction::Archive { id } => {
+            let id = resolve::id(&c, SKILL, &id, None).await?;
+            print(out, &c.call(c.http.post(at(&format!("/{id}/archive")))).await?)
+        }
     }
 }

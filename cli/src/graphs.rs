@@ -3,6 +3,7 @@
 //! prompt — each command with `--json`.
 
 use crate::client::{Client, ClientArgs};
+use crate::resolve::{self, GRAPH, PRINCIPAL};
 use anyhow::Context;
 use clap::Subcommand;
 use serde_json::{Value, json};
@@ -22,6 +23,8 @@ pub enum GraphAction {
         /// A layout file (node positions and the like).
         #[arg(long)]
         layout: Option<PathBuf>,
+        #[arg(long)]
+        idempotency_key: Option<String>,
     },
     /// Save a document as the graph's next revision (nothing new when it is
     /// the latest's).
@@ -66,12 +69,7 @@ pub enum GraphAction {
 }
 
 fn read_json(path: &Path) -> anyhow::Result<Value> {
-    let text = if path.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin())?
-    } else {
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
-    };
-    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
+    crate::client::read_json(path, "the document")
 }
 
 fn graph_line(g: &Value) -> String {
@@ -126,23 +124,30 @@ fn plan_text(p: &Value) -> String {
 pub async fn graph(args: ClientArgs, action: GraphAction, out: &mut impl Write) -> anyhow::Result<()> {
     let c = Client::new(&args)?;
     let at = |rest: &str| format!("{}/v1/automation-graphs{rest}", c.base);
-    let show = |out: &mut dyn Write, v: &Value, text: String| crate::client::show(args.json, out, v, text);
+    let printer = crate::output::Printer::of(&args);
+    let show = |out: &mut dyn Write, v: &Value, text: String| printer.text(out, v, text);
+    let gid = |name: String| {
+        let c = c.clone();
+        async move { resolve::id(&c, GRAPH, &name, None).await }
+    };
     match action {
         GraphAction::List => {
-            for g in crate::reach_cli::every(&c, &at(""), &[]).await? {
+            for g in c.every(&at(""), &[]).await? {
                 show(out, &g, format!("{}\n", graph_line(&g)))?;
             }
             Ok(())
         }
-        GraphAction::Create { document, created_by, layout } => {
+        GraphAction::Create { document, created_by, layout, idempotency_key } => {
+            let created_by = resolve::id(&c, PRINCIPAL, &created_by, None).await?;
             let mut body = json!({"created_by_principal_id": created_by, "document": read_json(&document)?});
             if let Some(l) = layout {
                 body["layout"] = read_json(&l)?;
             }
-            let g = c.call(c.http.post(at("")).json(&body)).await?;
+            let g = c.create("/v1/automation-graphs", &body, idempotency_key.as_deref()).await?;
             show(out, &g, format!("{}\n", graph_line(&g)))
         }
         GraphAction::Revise { id, document, layout } => {
+            let id = gid(id).await?;
             let mut body = json!({"document": read_json(&document)?});
             if let Some(l) = layout {
                 body["layout"] = read_json(&l)?;
@@ -151,10 +156,12 @@ pub async fn graph(args: ClientArgs, action: GraphAction, out: &mut impl Write) 
             show(out, &g, format!("{}\n", graph_line(&g)))
         }
         GraphAction::Plan { id, revision } => {
+            let id = gid(id).await?;
             let p = c.call(c.http.post(at(&format!("/{id}/plan"))).json(&json!({"revision": revision}))).await?;
             show(out, &p, plan_text(&p))
         }
         GraphAction::Apply { id, revision, plan, ingest_secret_file } => {
+            let id = gid(id).await?;
             let sha = match plan {
                 Some(s) => s,
                 None => {
@@ -186,6 +193,7 @@ pub async fn graph(args: ClientArgs, action: GraphAction, out: &mut impl Write) 
             show(out, &a, text)
         }
         GraphAction::Test { id, revision, node, event_file, previous_output_file } => {
+            let id = gid(id).await?;
             let mut body = json!({"mode": "prompt_preview", "revision": revision, "node": node});
             if let Some(f) = event_file {
                 body["event"] = read_json(&f)?;

@@ -2,6 +2,7 @@
 //! the public API like any other, each command with `--json`.
 
 use crate::client::{Client, ClientArgs};
+use crate::resolve::{self, AUTOMATION, DEPLOYMENT, PRINCIPAL};
 use anyhow::Context;
 use clap::Subcommand;
 use serde_json::{Value, json};
@@ -9,6 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Subcommand)]
+#[allow(clippy::large_enum_variant, reason = "parsed once per process from the command line")]
 pub enum AutomationAction {
     /// List the Automations of the Environments you may read.
     List {
@@ -24,7 +26,7 @@ pub enum AutomationAction {
     /// schedule (`--cron` or `--at`) and/or signed webhooks (`--webhook`).
     Create {
         #[arg(long)]
-        environment: String,
+        environment: Option<String>,
         #[arg(long)]
         name: String,
         /// The service Principal it runs as (you need act_as on it).
@@ -52,6 +54,8 @@ pub enum AutomationAction {
         /// A file holding the ingest secret (32–256 printable ASCII).
         #[arg(long, requires = "webhook")]
         ingest_secret_file: Option<PathBuf>,
+        #[arg(long)]
+        idempotency_key: Option<String>,
     },
     /// Fire it now, with an event from a JSON file (`-`: stdin).
     Fire {
@@ -218,23 +222,22 @@ fn read_event(path: &PathBuf) -> anyhow::Result<Value> {
 
 pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut impl Write) -> anyhow::Result<()> {
     let c = Client::new(&args)?;
-    let print = |out: &mut dyn Write, v: &Value, line: fn(&Value) -> String| -> anyhow::Result<()> {
-        if args.json {
-            writeln!(out, "{v}")?
-        } else {
-            writeln!(out, "{}", line(v))?
-        }
-        Ok(())
-    };
+    let printer = crate::output::Printer::of(&args);
+    let print = |out: &mut dyn Write, v: &Value, line: fn(&Value) -> String| printer.line(out, v, line);
     let at = |rest: &str| format!("{}/v1/automations{rest}", c.base);
+    let aid = |name: String| {
+        let c = c.clone();
+        async move { resolve::id(&c, AUTOMATION, &name, None).await }
+    };
     match action {
         AutomationAction::List { environment, status } => {
-            for v in crate::reach_cli::every(&c, &at(""), &[("environment_id", environment), ("status", status)]).await? {
+            let environment = resolve::environment_filter(&c, environment.as_deref()).await?;
+            for v in c.every(&at(""), &[("environment_id", environment), ("status", status)]).await? {
                 print(out, &v, automation_line)?;
             }
             Ok(())
         }
-        AutomationAction::Get { id } => print(out, &c.call(c.http.get(at(&format!("/{id}")))).await?, automation_line),
+        AutomationAction::Get { id } => print(out, &c.call(c.http.get(at(&format!("/{}", aid(id).await?)))).await?, automation_line),
         AutomationAction::Create {
             environment,
             name,
@@ -246,7 +249,11 @@ pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut im
             at: once,
             webhook,
             ingest_secret_file,
+            idempotency_key,
         } => {
+            let environment = resolve::environment(&c, environment.as_deref()).await?;
+            let service_principal = resolve::id(&c, PRINCIPAL, &service_principal, None).await?;
+            let deployment = resolve::id(&c, DEPLOYMENT, &deployment, Some(&environment)).await?;
             let mut triggers = vec![];
             if let Some(cron) = cron {
                 triggers.push(json!({"kind": "schedule", "cron": cron, "timezone": timezone}));
@@ -263,7 +270,7 @@ pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut im
                 let secret = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
                 body["ingest_secret"] = json!(secret.trim());
             }
-            let created = c.call(c.http.post(at("")).json(&body)).await?;
+            let created = c.create("/v1/automations", &body, idempotency_key.as_deref()).await?;
             print(out, &created, automation_line)?;
             if let (false, Some(secret)) = (args.json, created["ingest_secret"].as_str()) {
                 writeln!(out, "ingest secret (shown once; keep it): {secret}")?;
@@ -271,6 +278,7 @@ pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut im
             Ok(())
         }
         AutomationAction::Fire { id, event_file } => {
+            let id = aid(id).await?;
             let body = match &event_file {
                 Some(f) => json!({"event": read_event(f)?}),
                 None => json!({}),
@@ -278,13 +286,15 @@ pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut im
             print(out, &c.call(c.http.post(at(&format!("/{id}/fire"))).json(&body)).await?, firing_line)
         }
         AutomationAction::Pause { id, note } => {
+            let id = aid(id).await?;
             let body = json!({"note": note});
             print(out, &c.call(c.http.post(at(&format!("/{id}/pause"))).json(&body)).await?, automation_line)
         }
         AutomationAction::Resume { id } => {
+            let id = aid(id).await?;
             print(out, &c.call(c.http.post(at(&format!("/{id}/resume"))).json(&json!({}))).await?, automation_line)
         }
-        AutomationAction::Delete { id } => print(out, &c.call(c.http.delete(at(&format!("/{id}")))).await?, automation_line),
+        AutomationAction::Delete { id } => print(out, &c.call(c.http.delete(at(&format!("/{}", aid(id).await?)))).await?, automation_line),
         AutomationAction::Trace { firing_id } => {
             let t = c.call(c.http.get(format!("{}/v1/automation-firings/{firing_id}/trace", c.base))).await?;
             if args.json {
@@ -295,13 +305,13 @@ pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut im
             Ok(())
         }
         AutomationAction::Firings { id } => {
-            for v in crate::reach_cli::every(&c, &at(&format!("/{id}/firings")), &[]).await? {
+            for v in c.every(&at(&format!("/{}/firings", aid(id).await?)), &[]).await? {
                 print(out, &v, firing_line)?;
             }
             Ok(())
         }
         AutomationAction::Filtered { id } => {
-            for v in crate::reach_cli::every(&c, &at(&format!("/{id}/filtered-deliveries")), &[]).await? {
+            for v in c.every(&at(&format!("/{}/filtered-deliveries", aid(id).await?)), &[]).await? {
                 print(out, &v, filtered_line)?;
             }
             Ok(())
