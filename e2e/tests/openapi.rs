@@ -171,3 +171,114 @@ async fn every_operation_has_a_stable_unique_id() {
     }
     p.stop().await;
 }
+
+/// The schema the document gives a 2xx JSON answer of `method path`.
+fn answer_schema(doc: &serde_json::Value, method: &str, path: &str, status: u16) -> serde_json::Value {
+    let schema = &doc["paths"][path][method]["responses"][status.to_string()]["content"]["application/json"]["schema"];
+    assert!(schema.is_object(), "{method} {path} documents no {status} JSON answer");
+    // Refs resolve against the document's own components.
+    serde_json::json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "allOf": [schema], "components": doc["components"]})
+}
+
+/// Answers conform to the schemas the document gives them — the typed
+/// answers of the graph, memory, Dream, thread and Outcome routes among
+/// them, which their services render as JSON for the gateway to pass on
+/// (schemathesis checks every answer it meets in CI; these are answers it
+/// rarely meets, on resources that exist).
+#[tokio::test(flavor = "multi_thread")]
+async fn typed_answers_conform_to_their_schemas() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let a = &p.admin;
+    let doc = Api::new(&p.base, "").get("/v1/openapi.json").await.1;
+    let check = |method: &'static str, path: &'static str, r: &Reply, status: u16| {
+        expect(r, status, None);
+        let schema = answer_schema(&doc, method, path, status);
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&r.1).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+        assert!(errors.is_empty(), "{method} {path} answered outside its schema: {errors:?}\n{}", r.1);
+    };
+
+    // The check bites: an empty object is not a MemoryStore.
+    let store_schema = answer_schema(&doc, "get", "/v1/memory-stores/{id}", 200);
+    assert!(!jsonschema::validator_for(&store_schema).unwrap().is_valid(&json!({})));
+
+    // Memory: a store, a document written, read, listed; versions; a
+    // proposal on a reviewed store; a Dream.
+    let owned = a
+        .post("/v1/memory-stores", json!({"environment_id": p.env_id, "name": "mine", "owner": {"kind": "principal", "id": p.admin_id}}))
+        .await;
+    check("post", "/v1/memory-stores", &owned, 201);
+    let s = id(&owned.1);
+    let w = a.post(&format!("/v1/memory-stores/{s}/document"), json!({"path": "/a.md", "content": "one", "expected_sha256": null})).await;
+    check("post", "/v1/memory-stores/{id}/document", &w, 200);
+    check("get", "/v1/memory-stores/{id}/document", &a.get(&format!("/v1/memory-stores/{s}/document?path=/a.md")).await, 200);
+    check("get", "/v1/memory-stores/{id}/documents", &a.get(&format!("/v1/memory-stores/{s}/documents")).await, 200);
+    check("get", "/v1/memory-stores/{id}/versions", &a.get(&format!("/v1/memory-stores/{s}/versions")).await, 200);
+    check("get", "/v1/memory-stores/{id}/versions/{n}", &a.get(&format!("/v1/memory-stores/{s}/versions/1")).await, 200);
+    check("get", "/v1/memory-stores", &a.get("/v1/memory-stores").await, 200);
+    let shared = a
+        .post("/v1/memory-stores", json!({"environment_id": p.env_id, "name": "team", "owner": {"kind": "environment", "id": p.env_id}}))
+        .await;
+    let t = id(&shared.1);
+    let proposed = a
+        .post(
+            "/v1/memory-proposals",
+            json!({"memory_store_id": t, "changes": [{"path": "/b.md", "content": "b", "expected_sha256": null}], "rationale": "seed"}),
+        )
+        .await;
+    check("post", "/v1/memory-proposals", &proposed, 201);
+    check("get", "/v1/memory-proposals", &a.get(&format!("/v1/memory-proposals?memory_store_id={t}")).await, 200);
+    check(
+        "post",
+        "/v1/memory-proposals/{id}/approve",
+        &a.post(&format!("/v1/memory-proposals/{}/approve", id(&proposed.1)), json!({})).await,
+        200,
+    );
+    let dream = a.post("/v1/dreams", json!({"memory_store_id": s})).await;
+    check("post", "/v1/dreams", &dream, 201);
+    check("get", "/v1/dreams", &a.get("/v1/dreams").await, 200);
+    let deleted = a.delete(&format!("/v1/memory-stores/{s}/document?path=/a.md&expected_sha256={}", checkfu_core::sha256_hex("one"))).await;
+    check("delete", "/v1/memory-stores/{id}/document", &deleted, 200);
+
+    // A Session with an Outcome: its threads and Outcomes.
+    let d = deploy(a, &p.env_id, json!({})).await;
+    let define =
+        input(&p.admin_id, "user.define_outcome", json!({"description": "say hello", "rubric": "require: hello", "max_iterations": 2}));
+    let r = a
+        .post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "principal_id": p.admin_id, "initial_events": [define]}))
+        .await;
+    let sid = id(&r.1);
+    settle(a, &sid).await;
+    let threads = a.get(&format!("/v1/sessions/{sid}/threads")).await;
+    check("get", "/v1/sessions/{id}/threads", &threads, 200);
+    let primary = threads.1["data"][0]["id"].as_str().unwrap().to_string();
+    let one = a.get(&format!("/v1/sessions/{sid}/threads/{primary}")).await;
+    check("get", "/v1/sessions/{id}/threads/{thread_id}", &one, 200);
+    let outcomes = a.get(&format!("/v1/sessions/{sid}/outcomes")).await;
+    check("get", "/v1/sessions/{id}/outcomes", &outcomes, 200);
+    check("get", "/v1/outcomes/{id}", &a.get(&format!("/v1/outcomes/{}", id(&outcomes.1["data"][0]))).await, 200);
+
+    // A graph: created, revised, planned, applied, a node tested.
+    let svc = id(&a.post("/v1/principals", json!({"kind": "service", "name": "svc"})).await.1);
+    let document = json!({"name": "g", "environment_id": p.env_id, "service_principal_id": svc,
+        "nodes": [{"kind": "trigger", "id": "t", "trigger": {"kind": "schedule", "cron": "0 9 * * 1-5", "timezone": "UTC"}},
+                  {"kind": "step_agent", "id": "a", "agent": d.deployment_id, "prompt": "P"}],
+        "edges": [{"kind": "starts", "from": "t", "to": "a"}]});
+    let g = a.post("/v1/automation-graphs", json!({"created_by_principal_id": p.admin_id, "document": document})).await;
+    check("post", "/v1/automation-graphs", &g, 201);
+    let gid = id(&g.1);
+    check("get", "/v1/automation-graphs", &a.get("/v1/automation-graphs").await, 200);
+    check("get", "/v1/automation-graphs/{id}/revisions/{n}", &a.get(&format!("/v1/automation-graphs/{gid}/revisions/1")).await, 200);
+    let plan = a.post(&format!("/v1/automation-graphs/{gid}/plan"), json!({"revision": 1})).await;
+    check("post", "/v1/automation-graphs/{id}/plan", &plan, 200);
+    let applied = a.post(&format!("/v1/automation-graphs/{gid}/apply"), json!({"revision": 1, "plan_sha256": plan.1["plan_sha256"]})).await;
+    check("post", "/v1/automation-graphs/{id}/apply", &applied, 200);
+    check("get", "/v1/automation-graphs/{id}/applications", &a.get(&format!("/v1/automation-graphs/{gid}/applications")).await, 200);
+    let tested =
+        a.post(&format!("/v1/automation-graphs/{gid}/node-tests"), json!({"mode": "prompt_preview", "revision": 1, "node": "a"})).await;
+    check("post", "/v1/automation-graphs/{id}/node-tests", &tested, 200);
+    check("get", "/v1/automation-graphs/{id}", &a.get(&format!("/v1/automation-graphs/{gid}")).await, 200);
+    p.stop().await;
+}

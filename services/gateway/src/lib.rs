@@ -11,12 +11,14 @@ pub mod extract;
 pub mod graph_wire;
 pub mod idempotency;
 pub mod live;
+pub mod memory_wire;
 pub mod multipart;
 pub mod openapi_rules;
 pub mod reach_wire;
 pub mod routes;
 pub mod runner_edge;
 pub mod streams;
+pub mod threads_wire;
 pub mod uploads_wire;
 pub mod views;
 

@@ -2933,6 +2933,34 @@ export interface components {
             /** Format: int64 */
             sandbox_profile_revision?: number | null;
         };
+        /**
+         * @description A Dream: a curation run over one store version (and Sessions), whose
+         *     output is a new store (or a proposal to review).
+         */
+        Dream: {
+            archived_at?: string | null;
+            created_at: string;
+            created_by: string;
+            ended_at?: string | null;
+            environment_id: string;
+            error?: Record<string, unknown> | null;
+            id: string;
+            /** @description `{memory_store_id, store_version, session_ids}`. */
+            inputs: Record<string, unknown>;
+            instructions: string;
+            mode: string;
+            model_routing_profile_id?: string | null;
+            /** @description `{memory_store_id, memory_proposal_id}` (the store once completed). */
+            outputs: Record<string, unknown>;
+            review: boolean;
+            started_at?: string | null;
+            stats: Record<string, unknown>;
+            /** @description `pending`, `running`, `completed`, `failed` or `canceled`. */
+            status: string;
+            /** @description `dream`. */
+            type: string;
+            usage: Record<string, unknown>;
+        };
         Environment: {
             created_at: string;
             disabled: boolean;
@@ -3184,6 +3212,44 @@ export interface components {
              */
             type: "user.message" | "user.interrupt" | "user.tool_confirmation" | "user.custom_tool_result" | "user.define_outcome";
         };
+        /** @description A document as of a version; `content` only when read on its own. */
+        MemoryDocument: {
+            content?: string | null;
+            content_sha256: string;
+            path: string;
+            /** Format: int64 */
+            size_bytes: number;
+            updated_at: string;
+            /** Format: int64 */
+            updated_in_version: number;
+        };
+        /** @description A document read or written, with the store version it is of. */
+        MemoryDocumentAnswer: {
+            document: components["schemas"]["MemoryDocument"];
+            memory_store_id: string;
+            /** Format: int64 */
+            store_version: number;
+        };
+        /** @description A document deleted, as of the version the deletion made. */
+        MemoryDocumentDeleted: {
+            deleted: components["schemas"]["MemoryDocumentDeletion"];
+            memory_store_id: string;
+            /** Format: int64 */
+            store_version: number;
+        };
+        /** @description What a delete removed. */
+        MemoryDocumentDeletion: {
+            content_sha256: string;
+            path: string;
+        };
+        /** @description A page of a store's documents (without content), by path, as of one version. */
+        MemoryDocumentPage: {
+            data: components["schemas"]["MemoryDocument"][];
+            memory_store_id: string;
+            next_page?: string | null;
+            /** Format: int64 */
+            store_version: number;
+        };
         MemoryOwner: {
             id: string;
             /**
@@ -3191,6 +3257,69 @@ export interface components {
              * @enum {string}
              */
             kind: "environment" | "agent_definition" | "principal" | "session";
+        };
+        /** @description A proposed change to a store, waiting for review or decided. */
+        MemoryProposal: {
+            /** Format: int64 */
+            applied_version?: number | null;
+            /** Format: int64 */
+            base_version: number;
+            /** @description `{path, content (null: a deletion), expected_sha256}` for each change. */
+            changes: Record<string, unknown>[];
+            created_at: string;
+            decided_at?: string | null;
+            decided_by?: string | null;
+            decision_note?: string | null;
+            id: string;
+            memory_store_id: string;
+            rationale: string;
+            reason: string;
+            /** @description `{kind, id}` of who proposed it. */
+            source: Record<string, unknown>;
+            /** @description `open`, `approved`, `rejected` or `superseded`. */
+            status: string;
+            /** @description `memory_proposal`. */
+            type: string;
+        };
+        /** @description A MemoryStore: a versioned tree of documents. */
+        MemoryStore: {
+            archived_at?: string | null;
+            created_at: string;
+            created_by: string;
+            /** @description What made it (a Dream's output names the Dream); null when made directly. */
+            created_from?: Record<string, unknown> | null;
+            description: string;
+            environment_id: string;
+            /** Format: int64 */
+            head_version: number;
+            id: string;
+            metadata: Record<string, unknown>;
+            name: string;
+            /** @description `{kind: "environment"|"principal"|"agent"|"session", id?}`. */
+            owner: Record<string, unknown>;
+            /** @description `direct` or `proposals`: how writes other than the owner's land. */
+            review: string;
+            /** @description `active` or `archived`. */
+            status: string;
+            /** @description `memory_store`. */
+            type: string;
+            updated_at: string;
+            /** Format: int64 */
+            version: number;
+        };
+        /** @description One version of a store: who changed which paths, and how. */
+        MemoryVersion: {
+            /** @description `{kind, id}` of who committed it. */
+            actor: Record<string, unknown>;
+            /** @description `{path, op, content_sha256?}` for each path it changed. */
+            changes: Record<string, unknown>[];
+            created_at: string;
+            memory_proposal_id?: string | null;
+            memory_store_id: string;
+            /** Format: int64 */
+            store_version: number;
+            /** @description `direct`, `proposal`, `mount` or `dream`. */
+            via: string;
         };
         /** @description A provider endpoint the installation configured. */
         ModelEndpoint: {
@@ -3259,6 +3388,31 @@ export interface components {
             rendered_prompt: string;
             /** Format: int64 */
             revision: number;
+        };
+        /** @description An Outcome: what done means for a Session, graded each iteration. */
+        Outcome: {
+            completed_at?: string | null;
+            created_at: string;
+            /** @description `{name, question, failure}` each. */
+            criteria: Record<string, unknown>[];
+            define_event_id: string;
+            description: string;
+            evaluations: Record<string, unknown>[];
+            id: string;
+            /** Format: int64 */
+            iterations_used: number;
+            /** Format: int64 */
+            max_iterations: number;
+            reason?: string | null;
+            report?: Record<string, unknown> | null;
+            report_declaration?: Record<string, unknown> | null;
+            rubric: string;
+            session_id: string;
+            /** @description `pending`, `running`, `satisfied`, `max_iterations_reached`, `failed` or `interrupted`. */
+            status: string;
+            /** @description `outcome`. */
+            type: string;
+            usage: Record<string, unknown>;
         };
         /** @description A page of a collection, newest first. */
         Page_ActionApproval: {
@@ -3563,6 +3717,35 @@ export interface components {
             next_page?: string | null;
         };
         /** @description A page of a collection, newest first. */
+        Page_Dream: {
+            data: {
+                archived_at?: string | null;
+                created_at: string;
+                created_by: string;
+                ended_at?: string | null;
+                environment_id: string;
+                error?: Record<string, unknown> | null;
+                id: string;
+                /** @description `{memory_store_id, store_version, session_ids}`. */
+                inputs: Record<string, unknown>;
+                instructions: string;
+                mode: string;
+                model_routing_profile_id?: string | null;
+                /** @description `{memory_store_id, memory_proposal_id}` (the store once completed). */
+                outputs: Record<string, unknown>;
+                review: boolean;
+                started_at?: string | null;
+                stats: Record<string, unknown>;
+                /** @description `pending`, `running`, `completed`, `failed` or `canceled`. */
+                status: string;
+                /** @description `dream`. */
+                type: string;
+                usage: Record<string, unknown>;
+            }[];
+            /** @description Opaque token for the next page; null on the last one. */
+            next_page?: string | null;
+        };
+        /** @description A page of a collection, newest first. */
         Page_Environment: {
             data: {
                 created_at: string;
@@ -3702,6 +3885,81 @@ export interface components {
             next_page?: string | null;
         };
         /** @description A page of a collection, newest first. */
+        Page_MemoryProposal: {
+            data: {
+                /** Format: int64 */
+                applied_version?: number | null;
+                /** Format: int64 */
+                base_version: number;
+                /** @description `{path, content (null: a deletion), expected_sha256}` for each change. */
+                changes: Record<string, unknown>[];
+                created_at: string;
+                decided_at?: string | null;
+                decided_by?: string | null;
+                decision_note?: string | null;
+                id: string;
+                memory_store_id: string;
+                rationale: string;
+                reason: string;
+                /** @description `{kind, id}` of who proposed it. */
+                source: Record<string, unknown>;
+                /** @description `open`, `approved`, `rejected` or `superseded`. */
+                status: string;
+                /** @description `memory_proposal`. */
+                type: string;
+            }[];
+            /** @description Opaque token for the next page; null on the last one. */
+            next_page?: string | null;
+        };
+        /** @description A page of a collection, newest first. */
+        Page_MemoryStore: {
+            data: {
+                archived_at?: string | null;
+                created_at: string;
+                created_by: string;
+                /** @description What made it (a Dream's output names the Dream); null when made directly. */
+                created_from?: Record<string, unknown> | null;
+                description: string;
+                environment_id: string;
+                /** Format: int64 */
+                head_version: number;
+                id: string;
+                metadata: Record<string, unknown>;
+                name: string;
+                /** @description `{kind: "environment"|"principal"|"agent"|"session", id?}`. */
+                owner: Record<string, unknown>;
+                /** @description `direct` or `proposals`: how writes other than the owner's land. */
+                review: string;
+                /** @description `active` or `archived`. */
+                status: string;
+                /** @description `memory_store`. */
+                type: string;
+                updated_at: string;
+                /** Format: int64 */
+                version: number;
+            }[];
+            /** @description Opaque token for the next page; null on the last one. */
+            next_page?: string | null;
+        };
+        /** @description A page of a collection, newest first. */
+        Page_MemoryVersion: {
+            data: {
+                /** @description `{kind, id}` of who committed it. */
+                actor: Record<string, unknown>;
+                /** @description `{path, op, content_sha256?}` for each path it changed. */
+                changes: Record<string, unknown>[];
+                created_at: string;
+                memory_proposal_id?: string | null;
+                memory_store_id: string;
+                /** Format: int64 */
+                store_version: number;
+                /** @description `direct`, `proposal`, `mount` or `dream`. */
+                via: string;
+            }[];
+            /** @description Opaque token for the next page; null on the last one. */
+            next_page?: string | null;
+        };
+        /** @description A page of a collection, newest first. */
         Page_ModelEndpoint: {
             data: {
                 /** @description Where requests go (never with credentials). */
@@ -3727,6 +3985,35 @@ export interface components {
                 environment_id: string;
                 id: string;
                 name: string;
+            }[];
+            /** @description Opaque token for the next page; null on the last one. */
+            next_page?: string | null;
+        };
+        /** @description A page of a collection, newest first. */
+        Page_Outcome: {
+            data: {
+                completed_at?: string | null;
+                created_at: string;
+                /** @description `{name, question, failure}` each. */
+                criteria: Record<string, unknown>[];
+                define_event_id: string;
+                description: string;
+                evaluations: Record<string, unknown>[];
+                id: string;
+                /** Format: int64 */
+                iterations_used: number;
+                /** Format: int64 */
+                max_iterations: number;
+                reason?: string | null;
+                report?: Record<string, unknown> | null;
+                report_declaration?: Record<string, unknown> | null;
+                rubric: string;
+                session_id: string;
+                /** @description `pending`, `running`, `satisfied`, `max_iterations_reached`, `failed` or `interrupted`. */
+                status: string;
+                /** @description `outcome`. */
+                type: string;
+                usage: Record<string, unknown>;
             }[];
             /** @description Opaque token for the next page; null on the last one. */
             next_page?: string | null;
@@ -3895,6 +4182,28 @@ export interface components {
                  *     Session's 64 files or 256 MiB).
                  */
                 status: string;
+            }[];
+            /** @description Opaque token for the next page; null on the last one. */
+            next_page?: string | null;
+        };
+        /** @description A page of a collection, newest first. */
+        Page_SessionThread: {
+            data: {
+                agent: components["schemas"]["ThreadAgent"];
+                archived_at?: string | null;
+                created_at: string;
+                id: string;
+                /** @description The primary's id for a child; null for the primary. */
+                parent_thread_id?: string | null;
+                session_id: string;
+                stats?: Record<string, unknown> | null;
+                /** @description `idle`, `running`, `rescheduling` or `terminated`. */
+                status: string;
+                stop_reason?: Record<string, unknown> | null;
+                /** @description `session_thread`. */
+                type: string;
+                updated_at: string;
+                usage: Record<string, unknown>;
             }[];
             /** @description Opaque token for the next page; null on the last one. */
             next_page?: string | null;
@@ -4308,6 +4617,27 @@ export interface components {
              */
             status: string;
         };
+        /**
+         * @description One thread of a Session: the primary (its id derived from the
+         *     Session's), or a child a coordinator spawned.
+         */
+        SessionThread: {
+            agent: components["schemas"]["ThreadAgent"];
+            archived_at?: string | null;
+            created_at: string;
+            id: string;
+            /** @description The primary's id for a child; null for the primary. */
+            parent_thread_id?: string | null;
+            session_id: string;
+            stats?: Record<string, unknown> | null;
+            /** @description `idle`, `running`, `rescheduling` or `terminated`. */
+            status: string;
+            stop_reason?: Record<string, unknown> | null;
+            /** @description `session_thread`. */
+            type: string;
+            updated_at: string;
+            usage: Record<string, unknown>;
+        };
         SetTool: {
             /** @description `true`, `false`, or `null` (follow `default_config.enabled`). */
             enabled?: boolean | null;
@@ -4379,6 +4709,14 @@ export interface components {
              *     `credential.refresh_failed`, `credential.unreadable`.
              */
             type: string;
+        };
+        /** @description The agent a thread runs: its version, pinned when the thread began. */
+        ThreadAgent: {
+            agent_id: string;
+            name: string;
+            release_sha256: string;
+            /** Format: int64 */
+            version: number;
         };
         ToolSource: {
             /** Format: int64 */
@@ -6946,7 +7284,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["Page_Dream"];
                 };
             };
             "4XX": {
@@ -6984,7 +7322,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["Dream"];
                 };
             };
             "4XX": {
@@ -7013,7 +7351,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["Dream"];
                 };
             };
             "4XX": {
@@ -7043,7 +7381,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["Dream"];
                 };
             };
             "4XX": {
@@ -7073,7 +7411,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["Dream"];
                 };
             };
             "4XX": {
@@ -7660,7 +7998,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["Page_MemoryProposal"];
                 };
             };
             "4XX": {
@@ -7698,7 +8036,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryProposal"];
                 };
             };
             "4XX": {
@@ -7727,7 +8065,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryProposal"];
                 };
             };
             "4XX": {
@@ -7761,7 +8099,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryProposal"];
                 };
             };
             "4XX": {
@@ -7794,7 +8132,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryProposal"];
                 };
             };
             "4XX": {
@@ -7830,7 +8168,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["Page_MemoryStore"];
                 };
             };
             "4XX": {
@@ -7868,7 +8206,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryStore"];
                 };
             };
             "4XX": {
@@ -7897,7 +8235,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryStore"];
                 };
             };
             "4XX": {
@@ -7930,7 +8268,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryStore"];
                 };
             };
             "4XX": {
@@ -7960,7 +8298,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryStore"];
                 };
             };
             "4XX": {
@@ -7990,7 +8328,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryStore"];
                 };
             };
             "4XX": {
@@ -8024,7 +8362,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryDocumentAnswer"];
                 };
             };
             "4XX": {
@@ -8064,7 +8402,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryDocumentAnswer"];
                 };
             };
             "4XX": {
@@ -8097,7 +8435,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryDocumentDeleted"];
                 };
             };
             "4XX": {
@@ -8133,7 +8471,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryDocumentPage"];
                 };
             };
             "4XX": {
@@ -8170,7 +8508,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["Page_MemoryVersion"];
                 };
             };
             "4XX": {
@@ -8200,7 +8538,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["MemoryVersion"];
                 };
             };
             "4XX": {
@@ -8357,7 +8695,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["Outcome"];
                 };
             };
             "4XX": {
@@ -9483,7 +9821,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["Page_Outcome"];
                 };
             };
             "4XX": {
@@ -9585,7 +9923,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["Page_SessionThread"];
                 };
             };
             "4XX": {
@@ -9615,7 +9953,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["SessionThread"];
                 };
             };
             "4XX": {
@@ -9646,7 +9984,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": components["schemas"]["SessionThread"];
                 };
             };
             "4XX": {

@@ -59,7 +59,7 @@ pub struct DreamQuery {
 }
 
 #[utoipa::path(post, path = "/v1/dreams", tag = "dreams", operation_id = "dreams.createDream", params(crate::idempotency::IdempotencyKeyHeader), request_body = CreateDream,
-    responses((status = 201, description = "The Dream, pending, with the input's head pinned", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 201, description = "The Dream, pending, with the input's head pinned", body = crate::memory_wire::Dream), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_dream(State(st): State<AppState>, caller: Caller, headers: HeaderMap, JsonBody(raw): JsonBody) -> ApiResult<Response> {
     let b: CreateDream = crate::bodies::parse(&raw)?;
     let req = pb::CreateDreamRequest {
@@ -77,7 +77,7 @@ pub async fn create_dream(State(st): State<AppState>, caller: Caller, headers: H
 }
 
 #[utoipa::path(get, path = "/v1/dreams", tag = "dreams", operation_id = "dreams.listDreams", params(DreamQuery),
-    responses((status = 200, description = "The Dreams whose input store the caller may read, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "The Dreams whose input store the caller may read, newest first", body = crate::views::Page<crate::memory_wire::Dream>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_dreams(State(st): State<AppState>, caller: Caller, Query(q): Query<DreamQuery>) -> J {
     let req = pb::ListDreamsRequest {
         environment_id: q.environment_id.unwrap_or_default(),
@@ -91,19 +91,19 @@ pub async fn list_dreams(State(st): State<AppState>, caller: Caller, Query(q): Q
 }
 
 #[utoipa::path(get, path = "/v1/dreams/{id}", tag = "dreams", operation_id = "dreams.getDream", params(("id" = String, Path)),
-    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, body = crate::memory_wire::Dream), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_dream(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     Ok(Json(answer(st.memory.clone().get_dream(actor(id, &caller)).await?.into_inner())))
 }
 
 #[utoipa::path(post, path = "/v1/dreams/{id}/cancel", tag = "dreams", operation_id = "dreams.cancelDream", params(("id" = String, Path)),
-    responses((status = 200, description = "Canceled (a repeat answers the same); a finished Dream is 409", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "Canceled (a repeat answers the same); a finished Dream is 409", body = crate::memory_wire::Dream), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn cancel_dream(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     Ok(Json(answer(st.memory.clone().cancel_dream(actor(id, &caller)).await?.into_inner())))
 }
 
 #[utoipa::path(post, path = "/v1/dreams/{id}/archive", tag = "dreams", operation_id = "dreams.archiveDream", params(("id" = String, Path)),
-    responses((status = 200, description = "Archived (idempotent; only a finished Dream); its output is untouched", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "Archived (idempotent; only a finished Dream); its output is untouched", body = crate::memory_wire::Dream), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn archive_dream(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     Ok(Json(answer(st.memory.clone().archive_dream(actor(id, &caller)).await?.into_inner())))
 }

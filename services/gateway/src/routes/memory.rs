@@ -171,7 +171,7 @@ pub struct ProposalQuery {
 }
 
 #[utoipa::path(post, path = "/v1/memory-stores", tag = "memoryStores", operation_id = "memoryStores.createMemoryStore", params(crate::idempotency::IdempotencyKeyHeader), request_body = CreateMemoryStore,
-    responses((status = 201, description = "The store, at head_version 0", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 201, description = "The store, at head_version 0", body = crate::memory_wire::MemoryStore), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_store(State(st): State<AppState>, caller: Caller, headers: HeaderMap, JsonBody(raw): JsonBody) -> ApiResult<Response> {
     let b: CreateMemoryStore = body(&raw)?;
     let req = pb::CreateStoreRequest {
@@ -190,7 +190,7 @@ pub async fn create_store(State(st): State<AppState>, caller: Caller, headers: H
 }
 
 #[utoipa::path(get, path = "/v1/memory-stores", tag = "memoryStores", operation_id = "memoryStores.listMemoryStores", params(StoreQuery),
-    responses((status = 200, description = "The stores the caller may read, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "The stores the caller may read, newest first", body = crate::views::Page<crate::memory_wire::MemoryStore>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_stores(State(st): State<AppState>, caller: Caller, Query(q): Query<StoreQuery>) -> J {
     let req = pb::ListStoresRequest {
         environment_id: q.environment_id.unwrap_or_default(),
@@ -209,13 +209,13 @@ pub(super) fn actor(id: String, caller: &Caller) -> pb::ActorRequest {
 }
 
 #[utoipa::path(get, path = "/v1/memory-stores/{id}", tag = "memoryStores", operation_id = "memoryStores.getMemoryStore", params(("id" = String, Path)),
-    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, body = crate::memory_wire::MemoryStore), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     Ok(Json(answer(st.memory.clone().get_store(actor(id, &caller)).await?.into_inner())))
 }
 
 #[utoipa::path(post, path = "/v1/memory-stores/{id}", tag = "memoryStores", operation_id = "memoryStores.updateMemoryStore", params(("id" = String, Path)), request_body = UpdateMemoryStore,
-    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, body = crate::memory_wire::MemoryStore), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn update_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
     let b: UpdateMemoryStore = body(&raw)?;
     let req = pb::UpdateStoreRequest {
@@ -230,26 +230,26 @@ pub async fn update_store(State(st): State<AppState>, caller: Caller, Path(id): 
 }
 
 #[utoipa::path(post, path = "/v1/memory-stores/{id}/archive", tag = "memoryStores", operation_id = "memoryStores.archiveMemoryStore", params(("id" = String, Path)),
-    responses((status = 200, description = "Archived (idempotent); still readable", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "Archived (idempotent); still readable", body = crate::memory_wire::MemoryStore), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn archive_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     Ok(Json(answer(st.memory.clone().archive_store(actor(id, &caller)).await?.into_inner())))
 }
 
 #[utoipa::path(delete, path = "/v1/memory-stores/{id}", tag = "memoryStores", operation_id = "memoryStores.deleteMemoryStore", params(("id" = String, Path)),
-    responses((status = 200, description = "The store's last state; only an archived store no live Session mounts", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "The store's last state; only an archived store no live Session mounts", body = crate::memory_wire::MemoryStore), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn delete_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     Ok(Json(answer(st.memory.clone().delete_store(actor(id, &caller)).await?.into_inner())))
 }
 
 #[utoipa::path(get, path = "/v1/memory-stores/{id}/document", tag = "memoryStores", operation_id = "memoryStores.readMemoryStoreDocument", params(("id" = String, Path), DocumentQuery),
-    responses((status = 200, description = "{memory_store_id, store_version, document}", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "{memory_store_id, store_version, document}", body = crate::memory_wire::MemoryDocumentAnswer), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn read_document(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<DocumentQuery>) -> J {
     let req = pb::ReadDocumentRequest { store_id: id, path: q.path, at_version: q.at_version, actor_id: caller.principal_id };
     Ok(Json(answer(st.memory.clone().read_document(req).await?.into_inner())))
 }
 
 #[utoipa::path(post, path = "/v1/memory-stores/{id}/document", tag = "memoryStores", operation_id = "memoryStores.writeMemoryStoreDocument", params(crate::idempotency::IdempotencyKeyHeader, ("id" = String, Path)), request_body = WriteMemoryDocument,
-    responses((status = 200, description = "{memory_store_id, store_version, document}", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "{memory_store_id, store_version, document}", body = crate::memory_wire::MemoryDocumentAnswer), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn write_document(
     State(st): State<AppState>,
     caller: Caller,
@@ -280,7 +280,7 @@ pub async fn write_document(
 }
 
 #[utoipa::path(delete, path = "/v1/memory-stores/{id}/document", tag = "memoryStores", operation_id = "memoryStores.deleteMemoryStoreDocument", params(("id" = String, Path), DeleteDocumentQuery),
-    responses((status = 200, description = "{memory_store_id, store_version, deleted:{path, content_sha256}}", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "{memory_store_id, store_version, deleted:{path, content_sha256}}", body = crate::memory_wire::MemoryDocumentDeleted), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn delete_document(
     State(st): State<AppState>,
     caller: Caller,
@@ -292,7 +292,7 @@ pub async fn delete_document(
 }
 
 #[utoipa::path(get, path = "/v1/memory-stores/{id}/documents", tag = "memoryStores", operation_id = "memoryStores.listMemoryStoreDocuments", params(("id" = String, Path), DocumentsQuery),
-    responses((status = 200, description = "{memory_store_id, store_version, data, next_page}: documents without content, by path", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "{memory_store_id, store_version, data, next_page}: documents without content, by path", body = crate::memory_wire::MemoryDocumentPage), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_documents(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<DocumentsQuery>) -> J {
     let req = pb::ListDocumentsRequest {
         store_id: id.clone(),
@@ -312,14 +312,14 @@ pub async fn list_documents(State(st): State<AppState>, caller: Caller, Path(id)
 }
 
 #[utoipa::path(get, path = "/v1/memory-stores/{id}/versions", tag = "memoryStores", operation_id = "memoryStores.listMemoryStoreVersions", params(("id" = String, Path), super::ListQuery),
-    responses((status = 200, description = "Versions, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "Versions, newest first", body = crate::views::Page<crate::memory_wire::MemoryVersion>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_versions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<super::ListQuery>) -> J {
     let req = pb::ListVersionsRequest { store_id: id, limit: q.limit(), page: q.page(), actor_id: caller.principal_id };
     Ok(Json(page_of(st.memory.clone().list_versions(req).await?.into_inner())))
 }
 
 #[utoipa::path(get, path = "/v1/memory-stores/{id}/versions/{n}", tag = "memoryStores", operation_id = "memoryStores.getMemoryStoreVersion", params(("id" = String, Path), ("n" = i64, Path)),
-    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, body = crate::memory_wire::MemoryVersion), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_version(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, String)>) -> J {
     let n: i64 = n.parse().ok().filter(|n| *n >= 1).ok_or_else(|| Error::invalid_field("n", "a version number is 1 or more"))?;
     let req = pb::GetVersionRequest { store_id: id, version: n, actor_id: caller.principal_id };
@@ -327,7 +327,7 @@ pub async fn get_version(State(st): State<AppState>, caller: Caller, Path((id, n
 }
 
 #[utoipa::path(post, path = "/v1/memory-proposals", tag = "memoryProposals", operation_id = "memoryProposals.createMemoryProposal", params(crate::idempotency::IdempotencyKeyHeader), request_body = CreateMemoryProposal,
-    responses((status = 201, description = "The proposal, open", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 201, description = "The proposal, open", body = crate::memory_wire::MemoryProposal), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn create_proposal(
     State(st): State<AppState>,
     caller: Caller,
@@ -348,7 +348,7 @@ pub async fn create_proposal(
 }
 
 #[utoipa::path(get, path = "/v1/memory-proposals", tag = "memoryProposals", operation_id = "memoryProposals.listMemoryProposals", params(ProposalQuery),
-    responses((status = 200, description = "A store's proposals, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "A store's proposals, newest first", body = crate::views::Page<crate::memory_wire::MemoryProposal>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_proposals(State(st): State<AppState>, caller: Caller, Query(q): Query<ProposalQuery>) -> J {
     let req = pb::ListProposalsRequest {
         store_id: q.memory_store_id,
@@ -361,7 +361,7 @@ pub async fn list_proposals(State(st): State<AppState>, caller: Caller, Query(q)
 }
 
 #[utoipa::path(get, path = "/v1/memory-proposals/{id}", tag = "memoryProposals", operation_id = "memoryProposals.getMemoryProposal", params(("id" = String, Path)),
-    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, body = crate::memory_wire::MemoryProposal), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_proposal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     Ok(Json(answer(st.memory.clone().get_proposal(actor(id, &caller)).await?.into_inner())))
 }
@@ -373,13 +373,13 @@ async fn decide(st: AppState, caller: Caller, id: String, raw: Value, approve: b
 }
 
 #[utoipa::path(post, path = "/v1/memory-proposals/{id}/approve", tag = "memoryProposals", operation_id = "memoryProposals.approveMemoryProposal", params(("id" = String, Path)), request_body = DecideMemoryProposal,
-    responses((status = 200, description = "Approved: every change applied as one version", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "Approved: every change applied as one version", body = crate::memory_wire::MemoryProposal), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn approve_proposal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
     decide(st, caller, id, raw, true).await
 }
 
 #[utoipa::path(post, path = "/v1/memory-proposals/{id}/reject", tag = "memoryProposals", operation_id = "memoryProposals.rejectMemoryProposal", params(("id" = String, Path)), request_body = DecideMemoryProposal,
-    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, body = crate::memory_wire::MemoryProposal), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn reject_proposal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
     decide(st, caller, id, raw, false).await
 }

@@ -501,7 +501,7 @@ pub async fn get_run(State(st): State<AppState>, caller: Caller, Path(id): Path<
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/outcomes", tag = "sessions", operation_id = "sessions.listSessionOutcomes", params(("id" = String, Path), ListQuery),
-    responses((status = 200, description = "The Session's Outcomes, newest first", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "The Session's Outcomes, newest first", body = crate::views::Page<crate::threads_wire::Outcome>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_outcomes(
     State(st): State<AppState>,
     caller: Caller,
@@ -514,7 +514,7 @@ pub async fn list_outcomes(
 }
 
 #[utoipa::path(get, path = "/v1/outcomes/{id}", tag = "sessions", operation_id = "sessions.getOutcome", params(("id" = String, Path)),
-    responses((status = 200, description = "An Outcome, for whoever may read its Session", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "An Outcome, for whoever may read its Session", body = crate::threads_wire::Outcome), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_outcome(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
     checkfu_core::id::OutcomeId::check("id", &id)?;
     let r = st.sessions.clone().get_outcome(ss::GetByIdRequest { id }).await?.into_inner();
@@ -532,7 +532,7 @@ pub struct ThreadQuery {
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/threads", tag = "sessions", operation_id = "sessions.listSessionThreads", params(("id" = String, Path), ThreadQuery),
-    responses((status = 200, description = "The Session's threads: the primary first, then children in spawn order", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "The Session's threads: the primary first, then children in spawn order", body = crate::views::Page<crate::threads_wire::SessionThread>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_threads(
     State(st): State<AppState>,
     caller: Caller,
@@ -558,7 +558,7 @@ async fn thread_of(st: &AppState, caller: &Caller, session_id: &str, thread_id: 
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}", tag = "sessions", operation_id = "sessions.getSessionThread", params(("id" = String, Path), ("thread_id" = String, Path)),
-    responses((status = 200, body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, body = crate::threads_wire::SessionThread), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_thread(
     State(st): State<AppState>,
     caller: Caller,
@@ -568,7 +568,7 @@ pub async fn get_thread(
 }
 
 #[utoipa::path(post, path = "/v1/sessions/{id}/threads/{thread_id}/archive", tag = "sessions", operation_id = "sessions.archiveSessionThread", params(("id" = String, Path), ("thread_id" = String, Path)),
-    responses((status = 200, description = "An idle, unparked child, terminated; the primary is 409", body = Object), (status = "4XX", body = ErrorEnvelope)))]
+    responses((status = 200, description = "An idle, unparked child, terminated; the primary is 409", body = crate::threads_wire::SessionThread), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn archive_thread(
     State(st): State<AppState>,
     caller: Caller,
