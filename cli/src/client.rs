@@ -126,7 +126,7 @@ impl Client {
     }
 
     async fn send(&self, rb: reqwest::RequestBuilder) -> anyhow::Result<(reqwest::StatusCode, Value, Option<String>)> {
-        let r = rb.bearer_auth(&self.key).send().await.with_context(|| format!("the server at {} did not answer", self.base))?;
+        let r = self.authed(rb).send().await.with_context(|| format!("the server at {} did not answer", self.base))?;
         let status = r.status();
         let id = r.headers().get("request-id").and_then(|v| v.to_str().ok()).map(str::to_string);
         Ok((status, r.json().await.unwrap_or(Value::Null), id))

@@ -395,6 +395,21 @@ async fn acceptance_4_a_child_reports_back_and_the_primary_answers() {
     assert!(lines.iter().any(|l| l.starts_with("[B] ") && l.contains("agent.thread_message_sent")), "{stdout}");
     let child_idles = of_type(&t.view(&sid, &child).await, "session.thread_status_idle").len();
     assert_eq!(lines.iter().filter(|l| l.contains("session.thread_status_idle")).count(), child_idles, "cross-posts print once: {stdout}");
+
+    // `--thread` follows one child's view alone, to its current idle.
+    let one = std::process::Command::new(checkfu_e2e::procs::binary())
+        .args(["session", "follow", &sid, "--exit-on-idle", "--thread", &child, "--json", "--server", &t.p.base, "--key", &t.p.admin.key])
+        .output()
+        .unwrap();
+    assert!(one.status.success(), "{}", String::from_utf8_lossy(&one.stderr));
+    let seen: Vec<Value> = String::from_utf8_lossy(&one.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let view = t.view(&sid, &child).await;
+    assert_eq!(
+        seen.iter().map(|e| e["seq"].clone()).collect::<Vec<_>>(),
+        view.iter().map(|e| e["seq"].clone()).collect::<Vec<_>>(),
+        "the child's view, every event once"
+    );
+    assert_eq!(seen.last().unwrap()["type"], "session.thread_status_idle");
 }
 
 #[tokio::test(flavor = "multi_thread")]
