@@ -5,11 +5,9 @@
 //! that would change it.
 
 use crate::client::Client;
+use checkfu_core::tools::BUILTIN as BUILTINS;
 use serde_json::Value;
 use std::collections::HashMap;
-
-/// Built-in tools: declared as `{"type":"builtin","name":...}`.
-const BUILTINS: &[&str] = &["bash", "read", "write", "edit", "glob", "grep", "web_fetch"];
 
 /// What the explanations need, gathered from the events as they print.
 #[derive(Default)]

@@ -5,13 +5,11 @@
 use crate::client::{Client, ClientArgs, read_json, usage};
 use crate::output::{Printer, s};
 use crate::resolve::{self, POLICY};
+use checkfu_core::tools::BUILTIN as BUILTINS;
 use clap::Subcommand;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::PathBuf;
-
-/// Built-in tool names (a `--tool` of one of these is declared built-in).
-const BUILTINS: &[&str] = &["bash", "read", "write", "edit", "glob", "grep", "web_fetch"];
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum PoliciesAction {

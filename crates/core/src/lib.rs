@@ -18,6 +18,7 @@ pub mod signature;
 pub mod sse;
 pub mod testing;
 pub mod time;
+pub mod tools;
 
 pub use error::{Code, Error, Result};
 pub use role::Role;

@@ -156,7 +156,7 @@ fn by_kind(kinds: &[(&str, &str)]) -> Value {
     json!({"oneOf": variants})
 }
 
-const BUILTIN_TOOLS: &[&str] = &["bash", "read", "write", "edit", "glob", "grep", "web_fetch"];
+const BUILTIN_TOOLS: &[&str] = checkfu_core::tools::BUILTIN;
 
 /// A tool declaration (`sessions::model::ToolDecl`).
 fn tool() -> Value {

@@ -31,7 +31,7 @@ pub const MAX_INITIAL_EVENTS: usize = 50;
 pub const MAX_TOOLS: usize = 128;
 pub const MAX_TEXT_BYTES: usize = 256 * 1024;
 
-pub const BUILTIN_TOOLS: &[&str] = &["bash", "read", "write", "edit", "glob", "grep", "web_fetch"];
+pub const BUILTIN_TOOLS: &[&str] = checkfu_core::tools::BUILTIN;
 
 /// A tool the agent may call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
