@@ -223,7 +223,16 @@ mod tests {
 
     #[test]
     fn only_the_gateway_acts_for_a_person() {
-        for m in ["CreateApiKey", "ListPrincipals", "CreatePermissionAssignment", "UpdateEnvironment", "Authenticate"] {
+        for m in [
+            "CreateApiKey",
+            "ListPrincipals",
+            "CreatePermissionAssignment",
+            "UpdateEnvironment",
+            "Authenticate",
+            "OpenConsoleSession",
+            "ResolveConsoleSession",
+            "CloseConsoleSession",
+        ] {
             let path = format!("{GOV}/{m}");
             assert!(decide(Some(Caller::of([Gateway])), &path).is_ok(), "{m}");
             for r in [Sessions, Runner, CapabilityGateway, Role::Webhooks, Role::Governance] {

@@ -279,6 +279,8 @@ typed_ids! {
     SessionThreadId = "sthr";
     /// A work item: an external_tools Session's claim on a worker (api.md §17.13).
     WorkId = "wrk";
+    /// A console session: a browser's sign-in, bound to one API key.
+    ConsoleSessionId = "csn";
 }
 
 #[cfg(test)]

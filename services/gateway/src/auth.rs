@@ -1,5 +1,6 @@
-//! Who is calling: `Authorization: Bearer <api key>`, resolved by governance
-//! on every request, so a revoked key stops working at once.
+//! Who is calling: `Authorization: Bearer <api key>` (or the console's
+//! session cookie, see `console/`), resolved by governance on every
+//! request, so a revoked key stops working at once.
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -50,7 +51,10 @@ impl FromRequestParts<AppState> for Caller {
             return Ok(c.clone());
         }
         let client = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
-        let secret = bearer(&parts.headers);
+        let credential = credential(&parts.headers);
+        let secret = match &credential {
+            Credential::Key(s) | Credential::Console(s) => s.as_str(),
+        };
         if secret.is_empty() {
             return Err(Error::new(Code::MissingKey, "an API key is required: send Authorization: Bearer <key>").into());
         }
@@ -63,7 +67,11 @@ impl FromRequestParts<AppState> for Caller {
         {
             refuse_if_throttled(state, ip)?;
         }
-        let caller = match authenticate(state, secret).await {
+        let resolved = match &credential {
+            Credential::Key(secret) => authenticate(state, secret).await.map(|c| (c, None)),
+            Credential::Console(token) => crate::console::session::resolve(state, token).await.map(|(c, csrf)| (c, Some(csrf))),
+        };
+        let (caller, csrf_sha256) = match resolved {
             Err(e) if e.0.code == Code::InvalidKey => {
                 state.limits.known_keys.remove(&digest);
                 if let Some(ip) = client {
@@ -74,8 +82,39 @@ impl FromRequestParts<AppState> for Caller {
             other => other?,
         };
         state.limits.known_keys.insert(digest, std::time::Instant::now());
+        if let Some(csrf_sha256) = csrf_sha256 {
+            crate::console::csrf::check(&parts.method, &parts.headers, &csrf_sha256)?;
+        }
         limit(state, &caller.principal_id).await?;
         Ok(caller)
+    }
+}
+
+/// What a request authenticates with: an API key, or the console's session
+/// cookie when it sends no key.
+#[derive(Debug, Clone)]
+pub enum Credential {
+    Key(String),
+    Console(String),
+}
+
+/// The request's credential: `Authorization: Bearer` first, then the
+/// console's cookie; an empty key when it has neither.
+pub fn credential(headers: &axum::http::HeaderMap) -> Credential {
+    let key = bearer(headers);
+    if key.is_empty()
+        && let Some(token) = crate::console::cookies::get(headers, crate::console::cookies::SESSION)
+    {
+        return Credential::Console(token);
+    }
+    Credential::Key(key.to_string())
+}
+
+/// Who the credential belongs to now (an open stream asks again).
+pub async fn reauthenticate(state: &AppState, credential: &Credential) -> Result<Caller, ApiError> {
+    match credential {
+        Credential::Key(secret) => authenticate(state, secret).await,
+        Credential::Console(token) => crate::console::session::resolve(state, token).await.map(|(c, _)| c),
     }
 }
 
@@ -122,11 +161,11 @@ pub const AUTH_FAILURE_WINDOW: std::time::Duration = std::time::Duration::from_s
 /// throttle.
 const KNOWN_KEY_TTL: std::time::Duration = std::time::Duration::from_secs(600);
 
-fn recently_valid(state: &AppState, digest: &str) -> bool {
+pub(crate) fn recently_valid(state: &AppState, digest: &str) -> bool {
     state.limits.known_keys.get(digest).is_some_and(|at| at.elapsed() < KNOWN_KEY_TTL)
 }
 
-fn refuse_if_throttled(state: &AppState, ip: std::net::IpAddr) -> Result<(), ApiError> {
+pub(crate) fn refuse_if_throttled(state: &AppState, ip: std::net::IpAddr) -> Result<(), ApiError> {
     let Some(until) = state.limits.throttled.get(&ip) else { return Ok(()) };
     let now = std::time::Instant::now();
     if until <= now {
@@ -141,7 +180,7 @@ fn refuse_if_throttled(state: &AppState, ip: std::net::IpAddr) -> Result<(), Api
 
 /// Counts an invalid key against the client's address (in the limiter all
 /// gateway replicas share); over the limit, the address is throttled here.
-async fn count_failure(state: &AppState, ip: std::net::IpAddr) {
+pub(crate) async fn count_failure(state: &AppState, ip: std::net::IpAddr) {
     match state.limits.limiter.hit(&format!("authfail:{ip}"), state.limits.auth_failures_per_window, AUTH_FAILURE_WINDOW).await {
         Ok(checkfu_ephemeral::Admit::No { retry_after }) => {
             tracing::warn!(client = %ip, "throttling a client that presents invalid API keys");

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod authz;
 pub mod bodies;
 pub mod cma;
+pub mod console;
 pub mod error;
 pub mod extract;
 pub mod graph_wire;
@@ -259,6 +260,7 @@ async fn method_not_allowed(req: Request, next: Next) -> Response {
         (name = "automations", description = "Automations: work started without a person at a keyboard, run as a service Principal"),
         (name = "automationFirings", description = "AutomationFirings and their traces"),
         (name = "automationGraphs", description = "AutomationGraphs: authored documents planned and applied into Automations"),
+        (name = "consoleSessions", description = "Console sessions: the web console's sign-in, an API key exchanged once for an HttpOnly cookie"),
     )
 )]
 pub struct ApiDoc;
@@ -280,9 +282,9 @@ impl utoipa::Modify for BearerAuth {
 /// handlers (so every route served is described). No fallback: see [`finish`].
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     use routes::{
-        approvals as a, automations as au, budgets as b, catalog as c, connections as cn, dreams as dr, files as f, governance as g,
-        graphs as gr, identity as i, memory as m, runners as r, sessions as s, skills as sk, tool_sources as ts, uploads as up,
-        vaults as v, webhooks as w,
+        approvals as a, automations as au, budgets as b, catalog as c, connections as cn, console_sessions as cs, dreams as dr, files as f,
+        governance as g, graphs as gr, identity as i, memory as m, runners as r, sessions as s, skills as sk, tool_sources as ts,
+        uploads as up, vaults as v, webhooks as w,
     };
     // Uploads and skill bundles take bodies past the API's 1 MiB default.
     let files = OpenApiRouter::new().routes(routes!(up::upload_file, up::list_files)).layer(DefaultBodyLimit::max(up::MAX_FORM_BYTES + 1));
@@ -414,6 +416,8 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(dr::cancel_dream))
         .routes(routes!(dr::archive_dream))
         .routes(routes!(gr::test_node))
+        .routes(routes!(cs::create_console_session))
+        .routes(routes!(cs::get_console_session, cs::delete_console_session))
         .with_state(state)
         .split_for_parts()
 }
@@ -426,7 +430,7 @@ pub fn router(state: AppState) -> Router {
     openapi_rules::optional_empty_bodies(&mut doc);
     openapi_rules::name_resources(&mut doc);
     let doc = Arc::new(doc);
-    router.route("/v1/openapi.json", axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) }))
+    router.route("/v1/openapi.json", axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) })).merge(console::router())
 }
 
 /// Wraps the node's whole router (API, gRPC, health) with the edge

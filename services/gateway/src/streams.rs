@@ -1,7 +1,8 @@
 //! What keeps an open SSE stream honest after it was admitted.
 //!
 //! - **Revocation reaches open streams.** A stream's right to read is
-//!   checked again every [`RECHECK`]: its key must still authenticate as the
+//!   checked again every [`RECHECK`]: its key (or console session) must
+//!   still authenticate as the
 //!   same Principal (not revoked, Principal not disabled) and that Principal
 //!   must still read the Session. A definite "no" ends the stream; a
 //!   governance outage does not (the next check decides). Streams that share
@@ -82,14 +83,14 @@ impl Drop for Slot {
 
 /// Whether the stream may go on reading: `Some(false)` on a definite no,
 /// `None` when it could not be told (governance unreachable).
-async fn may_read(st: &AppState, secret: &str, caller: &Caller, session_id: &str) -> Option<bool> {
+async fn may_read(st: &AppState, credential: &crate::auth::Credential, caller: &Caller, session_id: &str) -> Option<bool> {
     let memo = (caller.key_id.clone(), session_id.to_string());
     if let Some((at, verdict)) = st.streams.verdicts.get(&memo)
         && at.elapsed() < VERDICT_TTL
     {
         return Some(verdict);
     }
-    let verdict = match decide(st, secret, caller, session_id).await {
+    let verdict = match decide(st, credential, caller, session_id).await {
         Ok(()) => true,
         Err(ApiError(e)) if matches!(e.code, Code::InvalidKey | Code::MissingKey | Code::PermissionDenied | Code::NotFound) => false,
         Err(_) => return None,
@@ -98,8 +99,8 @@ async fn may_read(st: &AppState, secret: &str, caller: &Caller, session_id: &str
     Some(verdict)
 }
 
-async fn decide(st: &AppState, secret: &str, caller: &Caller, session_id: &str) -> Result<(), ApiError> {
-    let now = crate::auth::authenticate(st, secret).await?;
+async fn decide(st: &AppState, credential: &crate::auth::Credential, caller: &Caller, session_id: &str) -> Result<(), ApiError> {
+    let now = crate::auth::reauthenticate(st, credential).await?;
     if now.principal_id != caller.principal_id {
         return Err(Error::new(Code::InvalidKey, "the key now belongs to another principal").into());
     }
@@ -108,7 +109,14 @@ async fn decide(st: &AppState, secret: &str, caller: &Caller, session_id: &str) 
 
 /// Ends `stop` once the stream may no longer read; returns when the stream
 /// is gone (`gone` cancelled) or ended.
-pub async fn watch(st: AppState, secret: String, caller: Caller, session_id: String, stop: CancellationToken, gone: CancellationToken) {
+pub async fn watch(
+    st: AppState,
+    credential: crate::auth::Credential,
+    caller: Caller,
+    session_id: String,
+    stop: CancellationToken,
+    gone: CancellationToken,
+) {
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + RECHECK, RECHECK);
     loop {
         tokio::select! {
@@ -116,7 +124,7 @@ pub async fn watch(st: AppState, secret: String, caller: Caller, session_id: Str
             () = stop.cancelled() => return,
             _ = ticks.tick() => {}
         }
-        if may_read(&st, &secret, &caller, &session_id).await == Some(false) {
+        if may_read(&st, &credential, &caller, &session_id).await == Some(false) {
             tracing::info!(principal = %caller.principal_id, session = %session_id, "ending a stream whose access was revoked");
             stop.cancel();
             return;

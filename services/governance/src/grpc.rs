@@ -57,6 +57,18 @@ fn principal(p: Principal) -> pb::Principal {
     pb::Principal { id: p.id.into(), kind: p.kind.as_str().into(), name: p.name, disabled: p.disabled, created_at: rfc3339(p.created_ms) }
 }
 
+fn console_session(s: LiveConsoleSession) -> pb::ConsoleSession {
+    pb::ConsoleSession {
+        id: s.session.id.into(),
+        principal_id: s.session.principal_id.into(),
+        key_id: s.session.key_id.into(),
+        created_ms: s.session.created_ms,
+        expires_ms: s.session.expires_ms,
+        idle_timeout_ms: CONSOLE_SESSION_IDLE_MS,
+        csrf_sha256: s.csrf_sha256,
+    }
+}
+
 fn api_key(k: ApiKey) -> pb::ApiKey {
     pb::ApiKey {
         id: k.id.into(),
@@ -192,6 +204,21 @@ impl Rpc for GovernanceGrpc {
     async fn authenticate(&self, r: Request<pb::AuthenticateRequest>) -> R<pb::AuthenticateResponse> {
         let (principal_id, key_id) = self.svc.authenticate(&r.into_inner().secret).await?;
         ok(pb::AuthenticateResponse { principal_id, key_id })
+    }
+
+    async fn open_console_session(&self, r: Request<pb::AuthenticateRequest>) -> R<pb::OpenConsoleSessionResponse> {
+        let opened = self.svc.open_console_session(&r.into_inner().secret).await?;
+        let live = LiveConsoleSession { session: opened.session, csrf_sha256: checkfu_core::sha256_hex(&opened.csrf_token) };
+        ok(pb::OpenConsoleSessionResponse { session: Some(console_session(live)), token: opened.token, csrf_token: opened.csrf_token })
+    }
+
+    async fn resolve_console_session(&self, r: Request<pb::ConsoleTokenRequest>) -> R<pb::ConsoleSession> {
+        ok(console_session(self.svc.resolve_console_session(&r.into_inner().token).await?))
+    }
+
+    async fn close_console_session(&self, r: Request<pb::ConsoleTokenRequest>) -> R<pb::ConsoleSessionClosed> {
+        self.svc.close_console_session(&r.into_inner().token).await?;
+        ok(pb::ConsoleSessionClosed {})
     }
 
     async fn create_principal(&self, r: Request<pb::CreatePrincipalRequest>) -> R<pb::Principal> {

@@ -2,6 +2,7 @@
 //! them reach. See `DESIGN.md` beside this crate for what it owns.
 
 pub mod approvals;
+pub mod console;
 pub mod grpc;
 pub mod model;
 pub mod policy;

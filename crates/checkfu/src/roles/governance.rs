@@ -45,6 +45,20 @@ impl Play for Governance {
                 Some(BootstrapInfo { admin_principal_id: made.admin_principal_id, environment_id: made.environment_id, key_file: path });
         }
 
+        // Console sessions that ended or expired are forgotten a day later.
+        let purge = svc.clone();
+        let stop = node.shutdown.clone();
+        node.spawn(async move {
+            loop {
+                if let Err(e) = purge.purge_console_sessions().await {
+                    tracing::warn!(error = %e, "purging console sessions failed");
+                }
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(std::time::Duration::from_secs(3600)) => {}
+                }
+            }
+        });
         node.ready("governance", svc.clone(), |s| async move { s.ready().await });
         let tokens = super::installation_key(node.opts, Role::Governance)?.token_key();
         node.serve(Role::Governance, checkfu_governance::server(svc, tokens));

@@ -787,6 +787,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/console/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["consoleSessions.createConsoleSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/console/sessions/current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["consoleSessions.getConsoleSession"];
+        put?: never;
+        post?: never;
+        delete: operations["consoleSessions.deleteConsoleSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/dreams": {
         parameters: {
             query?: never;
@@ -2420,6 +2452,27 @@ export interface components {
             /** Format: int64 */
             version: number;
         };
+        /** @description A console session: who it acts as, and when it ends. */
+        ConsoleSession: {
+            created_at: string;
+            /**
+             * @description The CSRF token to send as `Checkfu-CSRF` on changes; only in the
+             *     sign-in answer (it is also the `checkfu_csrf` cookie).
+             */
+            csrf_token?: string | null;
+            /** @description The latest the session lasts, however it is used. */
+            expires_at: string;
+            id: string;
+            /**
+             * Format: int64
+             * @description How long the session survives without a request.
+             */
+            idle_timeout_seconds: number;
+            /** @description The API key the session is bound to: revoking it ends the session. */
+            key_id: string;
+            /** @description The Principal the session acts as (the key's). */
+            principal: components["schemas"]["Principal"];
+        };
         CreateActionPolicy: {
             environment_id: string;
             name: string;
@@ -2628,6 +2681,10 @@ export interface components {
                 [key: string]: string;
             };
             name: string;
+        };
+        /** @description The sign-in: the API key to exchange (sent once, never stored). */
+        CreateConsoleSession: {
+            api_key: string;
         };
         CreateDeployment: {
             agent_id: string;
@@ -7249,6 +7306,92 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Connection"];
                 };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "consoleSessions.createConsoleSession": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateConsoleSession"];
+            };
+        };
+        responses: {
+            /** @description The session; its token is set as the HttpOnly `checkfu_session` cookie and its CSRF token as `checkfu_csrf` */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleSession"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "consoleSessions.getConsoleSession": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The console session the request's cookie names */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleSession"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "consoleSessions.deleteConsoleSession": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out: the session is ended server-side and its cookies cleared */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             "4XX": {
                 headers: {

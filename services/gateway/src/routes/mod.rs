@@ -7,6 +7,7 @@ pub mod automations;
 pub mod budgets;
 pub mod catalog;
 pub mod connections;
+pub mod console_sessions;
 pub mod dreams;
 pub mod files;
 pub mod governance;

@@ -467,8 +467,8 @@ async fn stream_view(
     let feed = st.feeds.follow(st.sessions.clone(), id.clone(), view, after_seq, delta_types).await?;
     // The stream ends when the node drains or the caller's access is revoked.
     let (stop, gone) = (st.shutdown.child_token(), tokio_util::sync::CancellationToken::new());
-    let secret = crate::auth::bearer(&headers).to_string();
-    tokio::spawn(crate::streams::watch(st.clone(), secret, caller, id, stop.clone(), gone.clone()));
+    let credential = crate::auth::credential(&headers);
+    tokio::spawn(crate::streams::watch(st.clone(), credential, caller, id, stop.clone(), gone.clone()));
     let body = crate::live::sse_body(feed, st.sse_ping, stop, (slot, gone.drop_guard()));
     let mut resp = axum::body::Body::from_stream(body).into_response();
     let h = resp.headers_mut();

@@ -2,8 +2,10 @@
 //! gRPC boundary; an unknown kind or permission never gets further.
 
 mod approvals;
+mod console;
 mod vaults;
 pub use approvals::*;
+pub use console::*;
 pub use vaults::*;
 
 use checkfu_core::id::{AgentId, AssignmentId, AuditId, EnvironmentId, GroupId, KeyId, PrincipalId, TypedId};

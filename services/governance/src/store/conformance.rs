@@ -79,6 +79,7 @@ async fn governance_store_conformance() {
         approvals_decide_once(&*s).await;
         standing_exact_tuple(&*s).await;
         bootstrap_only_once(&*s).await;
+        console_sessions_follow_their_key(&*s).await;
         eprintln!("governance store conformance passed on {name}");
     }
 }
@@ -118,6 +119,47 @@ async fn keys_hash_lookup_and_revoke(s: &dyn GovernanceStore) {
     assert_eq!(again.revoked_ms, Some(9), "a second revoke keeps the first time");
     let listed = s.list_api_keys(&key.principal_id, &PageRequest::standard(10, "").expect("page")).await.expect("list");
     assert_eq!(listed.len(), 1);
+}
+
+/// A console session is live only while it is open, unexpired, recently
+/// used, and its key and Principal still authenticate.
+async fn console_sessions_follow_their_key(s: &dyn GovernanceStore) {
+    let owner = principal(&format!("prin_csn{:023}", 1));
+    s.insert_principal(&owner).await.expect("principal");
+    let key = ApiKey { id: tid("key_csn1"), principal_id: owner.id.clone(), name: "console".into(), created_ms: 1, revoked_ms: None };
+    s.insert_api_key(&key, "hash-csn1").await.expect("key");
+    let session = |id: &str| ConsoleSession {
+        id: tid(id),
+        key_id: key.id.clone(),
+        principal_id: owner.id.clone(),
+        created_ms: 1_000,
+        expires_ms: 100_000,
+        last_seen_ms: 1_000,
+    };
+    let idle = 10_000;
+    s.insert_console_session(&session("csn_a"), "tok-a", "csrf-a").await.expect("insert");
+    s.insert_console_session(&session("csn_b"), "tok-b", "csrf-b").await.expect("insert");
+    let live = s.live_console_session("tok-a", 5_000, idle).await.expect("read").expect("live");
+    assert_eq!(live.session, session("csn_a"));
+    assert_eq!(live.csrf_sha256, "csrf-a");
+    assert!(s.live_console_session("tok-x", 5_000, idle).await.expect("read").is_none(), "an unknown token");
+    assert!(s.live_console_session("tok-a", 11_001, idle).await.expect("read").is_none(), "idle past the limit");
+    s.touch_console_session("csn_a", 9_000).await.expect("touch");
+    s.touch_console_session("csn_a", 8_000).await.expect("an older touch changes nothing");
+    let live = s.live_console_session("tok-a", 11_001, idle).await.expect("read").expect("a touch keeps it");
+    assert_eq!(live.session.last_seen_ms, 9_000);
+    assert!(s.live_console_session("tok-a", 100_000, 1_000_000).await.expect("read").is_none(), "past its expiry");
+    assert!(s.end_console_session("tok-b", 6_000).await.expect("end"));
+    assert!(!s.end_console_session("tok-b", 7_000).await.expect("end"), "ending twice");
+    assert!(s.live_console_session("tok-b", 6_500, idle).await.expect("read").is_none(), "ended");
+    s.set_principal_disabled(&owner.id, true).await.expect("disable");
+    assert!(s.live_console_session("tok-a", 9_500, idle).await.expect("read").is_none(), "its Principal disabled");
+    s.set_principal_disabled(&owner.id, false).await.expect("enable");
+    assert!(s.live_console_session("tok-a", 9_500, idle).await.expect("read").is_some(), "enabled again");
+    s.revoke_api_key(&key.id, 9_600).await.expect("revoke");
+    assert!(s.live_console_session("tok-a", 9_700, idle).await.expect("read").is_none(), "its key revoked");
+    assert_eq!(s.purge_console_sessions(7_000).await.expect("purge"), 1, "the ended one goes");
+    assert_eq!(s.purge_console_sessions(200_000).await.expect("purge"), 1, "then the expired one");
 }
 
 async fn groups_membership(s: &dyn GovernanceStore) {

@@ -2,6 +2,7 @@
 //! implementation (SQLite embedded, PostgreSQL in production).
 
 mod approvals;
+mod console;
 mod sql;
 mod vaults;
 
@@ -12,13 +13,14 @@ use checkfu_core::id::{AssignmentId, EnvironmentId, GroupId, KeyId, PolicyId, Pr
 use checkfu_core::page::PageRequest;
 
 pub use approvals::ApprovalStore;
+pub use console::ConsoleSessionStore;
 pub use sql::SqlGovernanceStore;
 pub use vaults::VaultStore;
 
 /// Everything governance persists. Implementations must be linearizable per
 /// row: a revoke seen by one call is seen by every later call.
 #[async_trait::async_trait]
-pub trait GovernanceStore: ApprovalStore + VaultStore + Send + Sync + 'static {
+pub trait GovernanceStore: ApprovalStore + ConsoleSessionStore + VaultStore + Send + Sync + 'static {
     /// Whether the installation has been bootstrapped (any principal exists).
     async fn is_empty(&self) -> Result<bool>;
     /// Writes the bootstrap rows in one transaction; false if already bootstrapped.

@@ -1,0 +1,118 @@
+// The console: sign-in, then every page under /console/ chosen by its URL.
+
+import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { api, sessionEnded, type Schema } from "./api.js";
+import { match, navigate, useLocation } from "./router.js";
+import { useSignal } from "./state.js";
+import { ErrorBox, Link } from "./ui.js";
+import { SignIn } from "./pages/signin.js";
+import { Home } from "./pages/home.js";
+import { Sessions } from "./pages/sessions.js";
+import { SessionPage } from "./pages/session.js";
+import { Approvals } from "./pages/approvals.js";
+
+export type Me = Schema<"ConsoleSession">;
+
+const PAGES: { to: string; label: string }[] = [
+  { to: "/", label: "Home" },
+  { to: "/sessions", label: "Sessions" },
+  { to: "/approvals", label: "Approvals" },
+];
+
+function Page(props: { me: Me }) {
+  const { path } = useLocation();
+  let params: Record<string, string> | null;
+  if (path === "/") return <Home me={props.me} />;
+  if (path === "/sessions") return <Sessions />;
+  if ((params = match("/sessions/:id", path))) return <SessionPage id={params["id"] ?? ""} me={props.me} />;
+  if (path === "/approvals") return <Approvals me={props.me} />;
+  return (
+    <section>
+      <h1>Not found</h1>
+      <p>
+        The console has no page at <code>{path}</code>. <Link to="/">Go home</Link>.
+      </p>
+    </section>
+  );
+}
+
+function Shell(props: { me: Me; signOut: () => void }) {
+  const { path } = useLocation();
+  const current = (to: string) => (to === "/" ? path === "/" : path === to || path.startsWith(to + "/"));
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <Link to="/" class="brand">
+          Checkfu
+        </Link>
+        <nav aria-label="Pages">
+          <ul>
+            {PAGES.map((p) => (
+              <li key={p.to}>
+                <Link to={p.to} aria-current={current(p.to) ? "page" : undefined}>
+                  {p.label}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <div class="who">
+          <span title={props.me.principal.id}>{props.me.principal.name}</span>
+          <button type="button" onClick={props.signOut}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main id="main" tabIndex={-1}>
+        <Page me={props.me} />
+      </main>
+    </>
+  );
+}
+
+function App() {
+  const [me, setMe] = useState<Me | null | undefined>(undefined);
+  const [error, setError] = useState<unknown>(null);
+  const ended = useSignal(sessionEnded);
+  useEffect(() => {
+    api.consoleSessions.get().then(setMe, (e: unknown) => {
+      if ((e as { status?: number }).status === 401) setMe(null);
+      else setError(e);
+    });
+  }, []);
+  useEffect(() => {
+    if (ended) setMe(null);
+  }, [ended]);
+  if (error) return <ErrorBox error={error} />;
+  if (me === undefined) return <p class="boot">Loading the console…</p>;
+  if (me === null)
+    return (
+      <SignIn
+        notice={ended}
+        onSignedIn={(m) => {
+          sessionEnded.set(null);
+          setMe(m);
+        }}
+      />
+    );
+  return (
+    <Shell
+      me={me}
+      signOut={async () => {
+        await api.consoleSessions.delete().catch(() => undefined);
+        setMe(null);
+        navigate("/", true);
+      }}
+    />
+  );
+}
+
+const root = document.getElementById("app");
+if (root) {
+  root.textContent = "";
+  render(<App />, root);
+}
