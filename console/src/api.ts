@@ -26,7 +26,9 @@ async function consoleFetch(input: RequestInfo | URL, init: RequestInit = {}): P
   const headers = new Headers(init.headers);
   if (!SAFE.has(method)) headers.set("checkfu-csrf", csrfToken());
   const response = await fetch(input, { ...init, headers, credentials: "same-origin" });
-  if (response.status === 401 && !String(input).endsWith("/v1/console/sessions")) {
+  // The console's own routes answer 401 before sign-in; elsewhere a 401
+  // means the session ended under the page.
+  if (response.status === 401 && !String(input).includes("/v1/console/sessions")) {
     sessionEnded.set("Your console session has ended (signed out, expired, or its API key was revoked). Sign in again.");
   }
   return response;

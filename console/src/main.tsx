@@ -11,6 +11,8 @@ import { Home } from "./pages/home.js";
 import { Sessions } from "./pages/sessions.js";
 import { SessionPage } from "./pages/session.js";
 import { Approvals } from "./pages/approvals.js";
+import { AgentPage, Agents } from "./pages/agents.js";
+import { Profiles } from "./pages/profiles.js";
 
 export type Me = Schema<"ConsoleSession">;
 
@@ -18,6 +20,7 @@ const PAGES: { to: string; label: string }[] = [
   { to: "/", label: "Home" },
   { to: "/sessions", label: "Sessions" },
   { to: "/approvals", label: "Approvals" },
+  { to: "/agents", label: "Agents" },
 ];
 
 function Page(props: { me: Me }) {
@@ -27,6 +30,9 @@ function Page(props: { me: Me }) {
   if (path === "/sessions") return <Sessions />;
   if ((params = match("/sessions/:id", path))) return <SessionPage id={params["id"] ?? ""} me={props.me} />;
   if (path === "/approvals") return <Approvals me={props.me} />;
+  if (path === "/agents") return <Agents />;
+  if ((params = match("/agents/:id", path))) return <AgentPage id={params["id"] ?? ""} principalId={props.me.principal.id} />;
+  if (path === "/profiles") return <Profiles />;
   return (
     <section>
       <h1>Not found</h1>

@@ -275,6 +275,14 @@ impl utoipa::Modify for BearerAuth {
             "api_key",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("ck_...").build()),
         );
+        // The web console's session (docs/console.md): every route takes it
+        // where no key is sent; the console's own routes take only it.
+        components.add_security_scheme(
+            "console_session",
+            SecurityScheme::ApiKey(utoipa::openapi::security::ApiKey::Cookie(utoipa::openapi::security::ApiKeyValue::new(
+                crate::console::cookies::SESSION,
+            ))),
+        );
     }
 }
 

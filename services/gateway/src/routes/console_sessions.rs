@@ -30,6 +30,11 @@ async fn answer(st: &AppState, s: gov::ConsoleSession, csrf_token: Option<String
     })
 }
 
+/// These routes are about the console's cookie, not a key.
+fn no_cookie() -> Error {
+    Error::new(Code::MissingKey, "no console session: this endpoint reads the checkfu_session cookie the console's sign-in sets")
+}
+
 fn set_cookies(h: &mut HeaderMap, session: &str, csrf_token: &str, secure: bool, max_age_s: i64) {
     for c in [
         cookies::set(cookies::SESSION, session, true, secure, max_age_s),
@@ -86,30 +91,30 @@ pub async fn create_console_session(
 }
 
 #[utoipa::path(get, path = "/v1/console/sessions/current", tag = "consoleSessions", operation_id = "consoleSessions.getConsoleSession",
+    security(("console_session" = [])),
     responses((status = 200, description = "The console session the request's cookie names", body = wire::ConsoleSession), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_console_session(State(st): State<AppState>, _caller: Caller, headers: HeaderMap) -> ApiResult<Json<wire::ConsoleSession>> {
-    let token = cookies::get(&headers, cookies::SESSION)
-        .ok_or_else(|| Error::new(Code::NotFound, "this request has no console session (it authenticated with an API key)"))?;
+    let token = cookies::get(&headers, cookies::SESSION).ok_or_else(no_cookie)?;
     let s = st.gov.clone().resolve_console_session(gov::ConsoleTokenRequest { token }).await?.into_inner();
     Ok(Json(answer(&st, s, None).await?))
 }
 
 #[utoipa::path(delete, path = "/v1/console/sessions/current", tag = "consoleSessions", operation_id = "consoleSessions.deleteConsoleSession",
+    security(("console_session" = [])),
     responses((status = 204, description = "Signed out: the session is ended server-side and its cookies cleared"), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn delete_console_session(State(st): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
-    let mut h = HeaderMap::new();
-    if let Some(token) = cookies::get(&headers, cookies::SESSION) {
-        // A live session signs out only with its CSRF token, from its
-        // origin; one already over just loses its cookies.
-        match crate::console::session::resolve(&st, &token).await {
-            Ok((_, csrf_sha256)) => {
-                csrf::check(&axum::http::Method::DELETE, &headers, &csrf_sha256)?;
-                st.gov.clone().close_console_session(gov::ConsoleTokenRequest { token }).await?;
-            }
-            Err(e) if e.0.code == Code::InvalidKey => {}
-            Err(e) => return Err(e),
+    let token = cookies::get(&headers, cookies::SESSION).ok_or_else(no_cookie)?;
+    // A live session signs out only with its CSRF token, from its origin;
+    // one already over just loses its cookies.
+    match crate::console::session::resolve(&st, &token).await {
+        Ok((_, csrf_sha256)) => {
+            csrf::check(&axum::http::Method::DELETE, &headers, &csrf_sha256)?;
+            st.gov.clone().close_console_session(gov::ConsoleTokenRequest { token }).await?;
         }
+        Err(e) if e.0.code == Code::InvalidKey => {}
+        Err(e) => return Err(e),
     }
+    let mut h = HeaderMap::new();
     set_cookies(&mut h, "", "", cookies::over_tls(&headers), 0);
     Ok((StatusCode::NO_CONTENT, h).into_response())
 }
