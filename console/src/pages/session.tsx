@@ -3,7 +3,7 @@
 // decisions, approvals inline with Approve/Deny, output files; and the
 // composer: send a message, interrupt, archive.
 
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { api, type SessionEvent, type Schema } from "../api.js";
 import type { Me } from "../main.js";
 import { Action, ErrorBox, Json, ListState, Status, When, useAsync } from "../ui.js";
@@ -224,15 +224,83 @@ function Files(props: { id: string }) {
   );
 }
 
+/** Events rendered at first (the newest), and added per step back in time. */
+const WINDOW = 300;
+
+/**
+ * The transcript, windowed: only the newest events are in the page; going
+ * back (the button, or scrolling it into view) adds the next older ones
+ * while keeping what is on screen in place. New events keep the view at
+ * the end only when it was at the end.
+ */
+function TranscriptList(props: { transcript: Transcript }) {
+  const { events, previews } = props.transcript;
+  const [shown, setShown] = useState(WINDOW);
+  const start = Math.max(0, events.length - shown);
+  const earlier = useRef<HTMLLIElement>(null);
+  const end = useRef<HTMLDivElement>(null);
+  const atEnd = useRef(true);
+  const keep = useRef<number | null>(null);
+  const showEarlier = () => {
+    keep.current = document.documentElement.scrollHeight - window.scrollY;
+    setShown((n) => n + WINDOW);
+  };
+  useEffect(() => {
+    const onScroll = () => {
+      atEnd.current = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
+    };
+    window.addEventListener("scroll", onScroll, { passive: true });
+    return () => window.removeEventListener("scroll", onScroll);
+  }, []);
+  useLayoutEffect(() => {
+    if (keep.current !== null) {
+      window.scrollTo(0, document.documentElement.scrollHeight - keep.current);
+      keep.current = null;
+    } else if (atEnd.current) {
+      end.current?.scrollIntoView({ block: "end" });
+    }
+  }, [events.length, previews, shown]);
+  useEffect(() => {
+    const el = earlier.current;
+    if (!el || typeof IntersectionObserver === "undefined") return;
+    const seen = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting) && !atEnd.current) showEarlier();
+    });
+    seen.observe(el);
+    return () => seen.disconnect();
+  }, [start > 0]);
+  return (
+    <>
+      <ol class="transcript" aria-label="Transcript">
+        {start > 0 && (
+          <li ref={earlier} class="earlier">
+            <button type="button" onClick={showEarlier}>
+              Show earlier events ({start.toLocaleString()} before #{events[start]?.seq})
+            </button>
+          </li>
+        )}
+        {events.slice(start).map((e) => (
+          <EventRow key={e.seq} event={e} />
+        ))}
+        {[...previews].map(([pid, t]) => (
+          <li key={pid} class="event event-agent preview" data-preview={pid} aria-live="polite">
+            <div class="event-head">
+              <span class="type">agent.message (writing…)</span>
+            </div>
+            <p class="message">{t}</p>
+          </li>
+        ))}
+      </ol>
+      <div ref={end} />
+    </>
+  );
+}
+
 export function SessionPage(props: { id: string; me: Me }) {
   const [session, reload] = useAsync(() => api.sessions.get(props.id), [props.id]);
   const { transcript, error, live } = useTranscript(props.id);
-  const end = useRef<HTMLDivElement>(null);
   const statusEvent = [...transcript.events].reverse().find((e) => e.type.startsWith("session.status_"));
   const status = statusEvent ? statusEvent.type.slice("session.status_".length) : session.state === "ready" ? session.value.status : "";
-  useEffect(() => {
-    end.current?.scrollIntoView({ block: "end" });
-  }, [transcript.events.length]);
   if (session.state === "loading") return <p class="muted" role="status">Loading the Session…</p>;
   if (session.state === "error") return <ErrorBox error={session.error} />;
   const s = session.value;
@@ -266,24 +334,7 @@ export function SessionPage(props: { id: string; me: Me }) {
         </span>
       </h2>
       {error !== null && <ErrorBox error={error} />}
-      {transcript.events.length === 0 && !error ? (
-        <p class="muted">No events yet.</p>
-      ) : (
-        <ol class="transcript" aria-label="Transcript">
-          {transcript.events.map((e) => (
-            <EventRow key={e.seq} event={e} />
-          ))}
-          {[...transcript.previews].map(([pid, t]) => (
-            <li key={pid} class="event event-agent preview" data-preview={pid} aria-live="polite">
-              <div class="event-head">
-                <span class="type">agent.message (writing…)</span>
-              </div>
-              <p class="message">{t}</p>
-            </li>
-          ))}
-        </ol>
-      )}
-      <div ref={end} />
+      {transcript.events.length === 0 && !error ? <p class="muted">No events yet.</p> : <TranscriptList transcript={transcript} />}
       {status === "terminated" ? <p class="muted">This Session is terminated; it takes no more input.</p> : <Composer session={s} me={props.me} onChange={reload} />}
       <h2>Output files</h2>
       <Files id={s.id} />
