@@ -12,7 +12,7 @@ use checkfu_proto::governance::v1::AuthenticateRequest;
 /// Counts the request against the principal's per-second limit: over it,
 /// 429 `rate_limited` with `retry-after`. A limiter that cannot be reached
 /// lets the request through (it guards fairness, not access).
-async fn limit(state: &AppState, principal_id: &str) -> Result<(), ApiError> {
+pub(crate) async fn limit(state: &AppState, principal_id: &str) -> Result<(), ApiError> {
     let window = std::time::Duration::from_secs(1);
     let hit = state.limits.limiter.hit(principal_id, state.limits.per_second, window).await;
     if hit.is_ok() {
@@ -58,30 +58,13 @@ impl FromRequestParts<AppState> for Caller {
         if secret.is_empty() {
             return Err(Error::new(Code::MissingKey, "an API key is required: send Authorization: Bearer <key>").into());
         }
-        // A throttled address may still present a key that authenticated
-        // recently (its owner shares the address with whoever floods it);
-        // the key is checked as always.
-        let digest = checkfu_core::sha256_hex(secret);
-        if let Some(ip) = client
-            && !recently_valid(state, &digest)
-        {
-            refuse_if_throttled(state, ip)?;
-        }
-        let resolved = match &credential {
-            Credential::Key(secret) => authenticate(state, secret).await.map(|c| (c, None)),
-            Credential::Console(token) => crate::console::session::resolve(state, token).await.map(|(c, csrf)| (c, Some(csrf))),
-        };
-        let (caller, csrf_sha256) = match resolved {
-            Err(e) if e.0.code == Code::InvalidKey => {
-                state.limits.known_keys.remove(&digest);
-                if let Some(ip) = client {
-                    count_failure(state, ip).await;
-                }
-                return Err(e);
+        let (caller, csrf_sha256) = throttled(state, client, secret, async {
+            match &credential {
+                Credential::Key(secret) => authenticate(state, secret).await.map(|c| (c, None)),
+                Credential::Console(token) => crate::console::session::resolve(state, token).await.map(|(c, csrf)| (c, Some(csrf))),
             }
-            other => other?,
-        };
-        state.limits.known_keys.insert(digest, std::time::Instant::now());
+        })
+        .await?;
         if let Some(csrf_sha256) = csrf_sha256 {
             crate::console::csrf::check(&parts.method, &parts.headers, &csrf_sha256)?;
         }
@@ -115,6 +98,37 @@ pub async fn reauthenticate(state: &AppState, credential: &Credential) -> Result
     match credential {
         Credential::Key(secret) => authenticate(state, secret).await,
         Credential::Console(token) => crate::console::session::resolve(state, token).await.map(|(c, _)| c),
+    }
+}
+
+/// Checks a secret (an API key or a console session token) under the
+/// address throttle: a throttled address may still present a secret that
+/// authenticated recently (its owner shares the address with whoever floods
+/// it), the secret is checked as always, and an invalid one counts against
+/// the address.
+pub(crate) async fn throttled<T, F>(state: &AppState, client: Option<std::net::IpAddr>, secret: &str, check: F) -> Result<T, ApiError>
+where
+    F: std::future::Future<Output = Result<T, ApiError>>,
+{
+    let digest = checkfu_core::sha256_hex(secret);
+    if let Some(ip) = client
+        && !recently_valid(state, &digest)
+    {
+        refuse_if_throttled(state, ip)?;
+    }
+    match check.await {
+        Err(e) if e.0.code == Code::InvalidKey => {
+            state.limits.known_keys.remove(&digest);
+            if let Some(ip) = client {
+                count_failure(state, ip).await;
+            }
+            Err(e)
+        }
+        Err(e) => Err(e),
+        Ok(v) => {
+            state.limits.known_keys.insert(digest, std::time::Instant::now());
+            Ok(v)
+        }
     }
 }
 
@@ -161,11 +175,11 @@ pub const AUTH_FAILURE_WINDOW: std::time::Duration = std::time::Duration::from_s
 /// throttle.
 const KNOWN_KEY_TTL: std::time::Duration = std::time::Duration::from_secs(600);
 
-pub(crate) fn recently_valid(state: &AppState, digest: &str) -> bool {
+fn recently_valid(state: &AppState, digest: &str) -> bool {
     state.limits.known_keys.get(digest).is_some_and(|at| at.elapsed() < KNOWN_KEY_TTL)
 }
 
-pub(crate) fn refuse_if_throttled(state: &AppState, ip: std::net::IpAddr) -> Result<(), ApiError> {
+fn refuse_if_throttled(state: &AppState, ip: std::net::IpAddr) -> Result<(), ApiError> {
     let Some(until) = state.limits.throttled.get(&ip) else { return Ok(()) };
     let now = std::time::Instant::now();
     if until <= now {
@@ -180,7 +194,7 @@ pub(crate) fn refuse_if_throttled(state: &AppState, ip: std::net::IpAddr) -> Res
 
 /// Counts an invalid key against the client's address (in the limiter all
 /// gateway replicas share); over the limit, the address is throttled here.
-pub(crate) async fn count_failure(state: &AppState, ip: std::net::IpAddr) {
+async fn count_failure(state: &AppState, ip: std::net::IpAddr) {
     match state.limits.limiter.hit(&format!("authfail:{ip}"), state.limits.auth_failures_per_window, AUTH_FAILURE_WINDOW).await {
         Ok(checkfu_ephemeral::Admit::No { retry_after }) => {
             tracing::warn!(client = %ip, "throttling a client that presents invalid API keys");

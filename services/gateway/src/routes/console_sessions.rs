@@ -2,7 +2,7 @@
 //! session cookie (see `console/`).
 
 use crate::AppState;
-use crate::auth::{Caller, count_failure, recently_valid, refuse_if_throttled};
+use crate::auth::{limit, throttled};
 use crate::bodies::parse;
 use crate::console::{cookies, csrf, wire};
 use crate::error::{ApiError, ApiResult};
@@ -62,26 +62,11 @@ pub async fn create_console_session(
     csrf::same_origin(&headers)?;
     let b: wire::CreateConsoleSession = parse(&body)?;
     // The key is throttled exactly as a key presented on any request.
-    let digest = checkfu_core::sha256_hex(&b.api_key);
     let ip = extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
-    if let Some(ip) = ip
-        && !recently_valid(&st, &digest)
-    {
-        refuse_if_throttled(&st, ip)?;
-    }
-    let opened = match st.gov.clone().open_console_session(gov::AuthenticateRequest { secret: b.api_key }).await {
-        Err(s) => {
-            let e = ApiError::from(s);
-            if e.0.code == Code::InvalidKey
-                && let Some(ip) = ip
-            {
-                count_failure(&st, ip).await;
-            }
-            return Err(e);
-        }
-        Ok(r) => r.into_inner(),
-    };
-    st.limits.known_keys.insert(digest, std::time::Instant::now());
+    let opened = throttled(&st, ip, &b.api_key, async {
+        Ok::<_, ApiError>(st.gov.clone().open_console_session(gov::AuthenticateRequest { secret: b.api_key.clone() }).await?.into_inner())
+    })
+    .await?;
     let session = opened.session.ok_or_else(|| Error::internal("governance answered no console session"))?;
     let max_age_s = (session.expires_ms - session.created_ms) / 1000;
     let view = answer(&st, session, Some(opened.csrf_token.clone())).await?;
@@ -93,9 +78,20 @@ pub async fn create_console_session(
 #[utoipa::path(get, path = "/v1/console/sessions/current", tag = "consoleSessions", operation_id = "consoleSessions.getConsoleSession",
     security(("console_session" = [])),
     responses((status = 200, description = "The console session the request's cookie names", body = wire::ConsoleSession), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn get_console_session(State(st): State<AppState>, _caller: Caller, headers: HeaderMap) -> ApiResult<Json<wire::ConsoleSession>> {
+pub async fn get_console_session(
+    State(st): State<AppState>,
+    extensions: axum::http::Extensions,
+    headers: HeaderMap,
+) -> ApiResult<Json<wire::ConsoleSession>> {
     let token = cookies::get(&headers, cookies::SESSION).ok_or_else(no_cookie)?;
-    let s = st.gov.clone().resolve_console_session(gov::ConsoleTokenRequest { token }).await?.into_inner();
+    // One resolve, under the same throttle and per-Principal limit as any
+    // request the cookie authenticates.
+    let ip = extensions.get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+    let s = throttled(&st, ip, &token, async {
+        Ok::<_, ApiError>(st.gov.clone().resolve_console_session(gov::ConsoleTokenRequest { token: token.clone() }).await?.into_inner())
+    })
+    .await?;
+    limit(&st, &s.principal_id).await?;
     Ok(Json(answer(&st, s, None).await?))
 }
 
