@@ -6,6 +6,7 @@ import { Checkfu, CheckfuError } from "../../sdk/typescript/src/index.js";
 import { signal } from "./state.js";
 
 export { CheckfuError };
+import type { Schema } from "../../sdk/typescript/src/index.js";
 export type { Schema, SessionEvent, StreamItem } from "../../sdk/typescript/src/index.js";
 
 const SAFE = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -40,4 +41,14 @@ export const api = new Checkfu({ baseUrl: location.origin, fetch: consoleFetch, 
 export function describe(error: unknown): { type: string; message: string; requestId: string | null } {
   if (error instanceof CheckfuError) return { type: error.type, message: error.message, requestId: error.requestId };
   return { type: "console", message: error instanceof Error ? error.message : String(error), requestId: null };
+}
+
+/** A person's message as a Session's input, authored by them from the console. */
+export function userMessage(principalId: string, text: string): Schema<"InputEvent"> {
+  return {
+    type: "user.message",
+    payload: { content: [{ type: "text", text }] },
+    authored_by: principalId,
+    caused_by: { kind: "surface", id: "console" },
+  };
 }

@@ -13,6 +13,12 @@ import { SessionPage } from "./pages/session.js";
 import { Approvals } from "./pages/approvals.js";
 import { AgentPage, Agents } from "./pages/agents.js";
 import { Profiles } from "./pages/profiles.js";
+import { Governance, PrincipalPage } from "./pages/governance.js";
+import { AutomationPage, Automations, FiringPage } from "./pages/automations.js";
+import { GraphBuilder, Graphs } from "./pages/graphs.js";
+import { ApprovalById } from "./pages/approval.js";
+import { Reach } from "./pages/reach.js";
+import { MemoryStorePage, MemoryStores } from "./pages/memory.js";
 
 export type Me = Schema<"ConsoleSession">;
 
@@ -21,6 +27,9 @@ const PAGES: { to: string; label: string }[] = [
   { to: "/sessions", label: "Sessions" },
   { to: "/approvals", label: "Approvals" },
   { to: "/agents", label: "Agents" },
+  { to: "/automations", label: "Automations" },
+  { to: "/governance", label: "Governance" },
+  { to: "/reach", label: "Reach" },
 ];
 
 function Page(props: { me: Me }) {
@@ -30,9 +39,31 @@ function Page(props: { me: Me }) {
   if (path === "/sessions") return <Sessions />;
   if ((params = match("/sessions/:id", path))) return <SessionPage id={params["id"] ?? ""} me={props.me} />;
   if (path === "/approvals") return <Approvals me={props.me} />;
+  if ((params = match("/approvals/:id", path)))
+    return (
+      <section>
+        <h1>Approval</h1>
+        <ApprovalById id={params["id"] ?? ""} />
+      </section>
+    );
   if (path === "/agents") return <Agents />;
   if ((params = match("/agents/:id", path))) return <AgentPage id={params["id"] ?? ""} principalId={props.me.principal.id} />;
   if (path === "/profiles") return <Profiles />;
+  if (path === "/automations") return <Automations />;
+  if (path === "/automations/graphs") return <Graphs />;
+  if (path === "/automations/graphs/new") return <GraphBuilder id={null} me={props.me} />;
+  if ((params = match("/automations/graphs/:id", path))) return <GraphBuilder id={params["id"] ?? ""} me={props.me} />;
+  if ((params = match("/automations/firings/:id", path))) return <FiringPage id={params["id"] ?? ""} />;
+  if ((params = match("/automations/:id", path))) return <AutomationPage id={params["id"] ?? ""} />;
+  if (path === "/reach") return <Reach section="" />;
+  if (path === "/reach/memory") return <MemoryStores />;
+  if ((params = match("/reach/memory/:id", path))) return <MemoryStorePage id={params["id"] ?? ""} />;
+  if ((params = match("/reach/:section", path)) && ["tools", "vaults", "runners", "skills", "files"].includes(params["section"] ?? ""))
+    return <Reach section={params["section"] ?? ""} />;
+  if (path === "/governance") return <Governance section="" />;
+  if ((params = match("/governance/principals/:id", path))) return <PrincipalPage id={params["id"] ?? ""} />;
+  if ((params = match("/governance/:section", path)) && ["grants", "policies", "audit"].includes(params["section"] ?? ""))
+    return <Governance section={params["section"] ?? ""} />;
   return (
     <section>
       <h1>Not found</h1>

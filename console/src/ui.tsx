@@ -105,3 +105,50 @@ export function Json(props: { value: unknown; foldAt?: number }) {
     </details>
   );
 }
+
+export type Column<T> = { title: string; cell: (row: T) => ComponentChildren; hidden?: boolean };
+
+/** A labelled table of `rows`, one column per `columns` entry (a hidden title is read, not shown); wide tables scroll sideways. */
+export function Table<T>(props: { label: string; columns: Column<T>[]; rows: T[]; rowKey: (row: T) => string; rowAttrs?: (row: T) => Record<string, string> }) {
+  return (
+    <div class="table-wrap">
+      <table aria-label={props.label}>
+        <thead>
+          <tr>
+            {props.columns.map((c) => (
+              <th key={c.title} scope="col">
+                {c.hidden ? <span class="sr-only">{c.title}</span> : c.title}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.map((r) => (
+            <tr key={props.rowKey(r)} {...(props.rowAttrs?.(r) ?? {})}>
+              {props.columns.map((c) => (
+                <td key={c.title}>{c.cell(r)}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The links between a page's sections, the current one marked. */
+export function SubNav(props: { label: string; at: string; sections: { to: string; label: string }[] }) {
+  return (
+    <nav aria-label={props.label} class="subnav">
+      <ul>
+        {props.sections.map((s) => (
+          <li key={s.to}>
+            <Link to={s.to} aria-current={props.at === s.to ? "page" : undefined}>
+              {s.label}
+            </Link>
+          </li>
+        ))}
+      </ul>
+    </nav>
+  );
+}

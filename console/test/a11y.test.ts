@@ -3,36 +3,32 @@
 // navigation by keyboard alone; the first load's weight.
 
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { test } from "node:test";
-import type { Page } from "playwright-core";
 import { deploy, message } from "../../sdk/typescript/test/fixtures.js";
-import { live, signIn } from "./browser.js";
+import { described, live, signIn, violations } from "./browser.js";
 
 const world = live();
-const axeSource = readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-
-interface Violation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: string[] }[];
-}
-
-async function violations(page: Page): Promise<Violation[]> {
-  await page.evaluate(await axeSource);
-  const found = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run: (ctx: Document, opts: object) => Promise<{ violations: Violation[] }> } }).axe;
-    return (await axe.run(document, { resultTypes: ["violations"] })).violations;
-  });
-  return found.filter((v) => v.impact === "serious" || v.impact === "critical");
-}
-
 test("no serious or critical axe-core violation on any page, light or dark", async () => {
   const d = await deploy(world.server.admin);
   const session = await world.server.admin.sessions.create({ agent_deployment_id: d.deployment.id, initial_events: [message(d.adminId, "hi")] });
   await world.server.admin.agents.publishVersion(d.agent.id);
+  const bot = await world.server.admin.principals.create({ name: "a11y-bot", kind: "service" });
+  const store = await world.server.admin.memoryStores.create({ environment_id: d.environmentId, name: "a11y-notes", owner: { kind: "principal", id: d.adminId } });
+  await world.server.admin.memoryStores.writeDocument(store.id, { path: "/a.md", content: "one\n", expected_sha256: null });
+  const graph = await world.server.admin.automationGraphs.create({
+    created_by_principal_id: d.adminId,
+    document: {
+      name: "a11y-graph",
+      environment_id: d.environmentId,
+      service_principal_id: bot.id,
+      nodes: [
+        { kind: "trigger", id: "hook", trigger: { kind: "webhook", dedupe_key: "/id" } },
+        { kind: "step_agent", id: "triage", agent: d.deployment.id, prompt: "Triage {{event.title}}", includeEvent: true },
+      ],
+      edges: [{ kind: "starts", from: "hook", to: "triage" }],
+    },
+    layout: { positions: { hook: { x: 20, y: 40 }, triage: { x: 240, y: 40 } } },
+  });
   const pages = [
     ["/console/", "Home"],
     ["/console/sessions", "Sessions"],
@@ -41,6 +37,23 @@ test("no serious or critical axe-core violation on any page, light or dark", asy
     ["/console/agents", "Agents"],
     [`/console/agents/${d.agent.id}`, "Versions"],
     ["/console/profiles", "Profiles"],
+    ["/console/governance", "Principals"],
+    [`/console/governance/principals/${d.adminId}`, "API keys"],
+    ["/console/governance/grants", "Who can do what on what"],
+    ["/console/governance/policies", "Action policies"],
+    ["/console/governance/audit", "Audit log"],
+    ["/console/automations", "Automations"],
+    ["/console/automations/graphs", "Automation graphs"],
+    [`/console/automations/graphs/${graph.id}`, "a11y-graph"],
+    [`/console/automations/graphs/new?environment_id=${d.environmentId}`, "New graph"],
+    ["/console/reach", "Connections"],
+    ["/console/reach/tools", "Tool sources"],
+    ["/console/reach/vaults", "Connection vaults"],
+    ["/console/reach/runners", "Runners"],
+    ["/console/reach/memory", "Memory stores"],
+    [`/console/reach/memory/${store.id}?path=%2Fa.md`, "/a.md"],
+    ["/console/reach/skills", "Skills"],
+    ["/console/reach/files", "Files"],
   ] as const;
   for (const colorScheme of ["light", "dark"] as const) {
     const context = await world.browser.newContext({ colorScheme, viewport: { width: 1280, height: 900 } });
@@ -52,7 +65,7 @@ test("no serious or critical axe-core violation on any page, light or dark", asy
       await page.waitForLoadState("networkidle").catch(() => undefined);
       const found = await violations(page);
       assert.deepEqual(
-        found.map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`),
+        described(found),
         [],
         `${at} in the ${colorScheme} theme`,
       );

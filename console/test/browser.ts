@@ -1,7 +1,8 @@
 // A real headless Chromium (the distribution's package) driven by
 // playwright-core, and the steps every console test shares.
 
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before } from "node:test";
@@ -59,10 +60,10 @@ export function foreignRequests(page: Page, baseUrl: string): string[] {
 }
 
 /** A live server and a browser for one test file, started before its tests and stopped after. */
-export function live(): { server: Server; browser: Browser } {
+export function live(env: Record<string, string> = {}): { server: Server; browser: Browser } {
   const world = {} as { server: Server; browser: Browser };
   before(async () => {
-    world.server = await startCheckfu();
+    world.server = await startCheckfu(env);
     world.browser = await launch();
   });
   after(async () => {
@@ -70,4 +71,28 @@ export function live(): { server: Server; browser: Browser } {
     await world.server?.stop();
   });
   return world;
+}
+
+const axeSource = readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+export interface Violation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+/** axe-core's serious and critical findings on the page as it is now. */
+export async function violations(page: Page): Promise<Violation[]> {
+  await page.evaluate(await axeSource);
+  const found = await page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run: (ctx: Document, opts: object) => Promise<{ violations: Violation[] }> } }).axe;
+    return (await axe.run(document, { resultTypes: ["violations"] })).violations;
+  });
+  return found.filter((v) => v.impact === "serious" || v.impact === "critical");
+}
+
+/** The findings as lines an assertion prints. */
+export function described(found: Violation[]): string[] {
+  return found.map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
 }

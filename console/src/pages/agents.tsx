@@ -4,8 +4,8 @@
 // Deployments with their pins — from which a Session can be started.
 
 import { useMemo, useState } from "preact/hooks";
-import { api, type Schema } from "../api.js";
-import { diffLines } from "../diff.js";
+import { api, userMessage, type Schema } from "../api.js";
+import { DiffTable } from "../diff-table.js";
 import { EnvironmentPicker, useEnvironment } from "../env.js";
 import { navigate } from "../router.js";
 import { Action, ErrorBox, Link, ListState, When, useAsync } from "../ui.js";
@@ -161,10 +161,7 @@ function VersionDiff(props: { versions: Version[] }) {
   const vs = props.versions;
   const [left, setLeft] = useState(vs.length > 1 ? vs[1]!.version : (vs[0]?.version ?? 0));
   const [right, setRight] = useState(vs[0]?.version ?? 0);
-  const rows = useMemo(() => {
-    const text = (n: number) => JSON.stringify(vs.find((v) => v.version === n)?.definition ?? {}, null, 2).split("\n");
-    return diffLines(text(left), text(right));
-  }, [vs, left, right]);
+  const text = (n: number) => JSON.stringify(vs.find((v) => v.version === n)?.definition ?? {}, null, 2);
   const pick = (label: string, value: number, set: (n: number) => void) => (
     <label>
       {label}{" "}
@@ -177,38 +174,13 @@ function VersionDiff(props: { versions: Version[] }) {
       </select>
     </label>
   );
-  const changed = rows.filter((r) => r.kind === "changed").length;
   return (
     <div>
       <div class="filters">
         {pick("Compare", left, setLeft)}
         {pick("with", right, setRight)}
-        <span class="muted" role="status">
-          {changed === 0 ? "identical" : `${changed} changed line${changed === 1 ? "" : "s"}`}
-        </span>
       </div>
-      <div class="table-wrap">
-        <table class="diff" aria-label={`Version ${left} and version ${right}`}>
-          <thead>
-            <tr>
-              <th scope="col">version {left}</th>
-              <th scope="col">version {right}</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((r, i) => (
-              <tr key={i} class={r.kind}>
-                <td class={r.kind === "changed" && r.left !== null ? "del" : ""}>
-                  <code>{r.left ?? ""}</code>
-                </td>
-                <td class={r.kind === "changed" && r.right !== null ? "add" : ""}>
-                  <code>{r.right ?? ""}</code>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DiffTable label={`Version ${left} and version ${right}`} leftTitle={`version ${left}`} rightTitle={`version ${right}`} left={text(left)} right={text(right)} />
     </div>
   );
 }
@@ -311,16 +283,7 @@ function StartSession(props: { deploymentId: string; principalId: string }) {
         try {
           const session = await api.sessions.create({
             agent_deployment_id: props.deploymentId,
-            initial_events: text
-              ? [
-                  {
-                    type: "user.message",
-                    payload: { content: [{ type: "text", text }] },
-                    authored_by: props.principalId,
-                    caused_by: { kind: "surface", id: "console" },
-                  } as never,
-                ]
-              : [],
+            initial_events: text ? [userMessage(props.principalId, text)] : [],
           });
           navigate(`/sessions/${session.id}`);
         } catch (err) {

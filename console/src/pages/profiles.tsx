@@ -1,42 +1,10 @@
 // SandboxProfiles and ModelRoutingProfiles of an Environment: what a
 // Deployment pins besides its agent version.
 
-import { useState } from "preact/hooks";
 import { api } from "../api.js";
 import { EnvironmentPicker, useEnvironment } from "../env.js";
-import { ErrorBox, Link, ListState, When, useAsync } from "../ui.js";
-
-function CreateForm(props: { label: string; fields: { name: string; label: string; value?: string }[]; create: (v: Record<string, string>) => Promise<unknown> }) {
-  const [error, setError] = useState<unknown>(null);
-  return (
-    <form
-      class="inline-form"
-      aria-label={props.label}
-      onSubmit={async (e) => {
-        e.preventDefault();
-        const form = e.currentTarget;
-        const values = Object.fromEntries(props.fields.map((f) => [f.name, (form.elements.namedItem(f.name) as HTMLInputElement).value.trim()]));
-        setError(null);
-        try {
-          await props.create(values);
-          form.reset();
-        } catch (err) {
-          setError(err);
-        }
-      }}
-    >
-      {props.fields.map((f) => (
-        <label key={f.name}>
-          {f.label} <input name={f.name} required defaultValue={f.value ?? ""} />
-        </label>
-      ))}
-      <button type="submit" class="primary">
-        {props.label}
-      </button>
-      {error !== null && <ErrorBox error={error} />}
-    </form>
-  );
-}
+import { CreateForm } from "../forms.js";
+import { Link, ListState, When, useAsync } from "../ui.js";
 
 export function Profiles() {
   const env = useEnvironment();

@@ -2,8 +2,9 @@
 // deployment, Environment), so a filtered view can be shared.
 
 import { api } from "../api.js";
-import { navigate, useLocation } from "../router.js";
-import { Link, ListState, Status, When, useAsync } from "../ui.js";
+import { useFilters } from "../forms.js";
+import { useLocation } from "../router.js";
+import { Link, ListState, Status, Table, When, useAsync } from "../ui.js";
 
 const STATUSES = ["", "running", "idle", "rescheduling", "terminated"] as const;
 type Filter = Exclude<(typeof STATUSES)[number], "">;
@@ -24,13 +25,7 @@ export function Sessions() {
       .first();
     return page.data;
   }, [status, deployment, environment]);
-  const setFilter = (name: string, value: string) => {
-    const next = new URLSearchParams(query);
-    if (value) next.set(name, value);
-    else next.delete(name);
-    const q = next.toString();
-    navigate(`/sessions${q ? `?${q}` : ""}`, true);
-  };
+  const setFilter = useFilters().set;
   return (
     <section>
       <h1>Sessions</h1>
@@ -60,40 +55,25 @@ export function Sessions() {
       </form>
       <ListState result={sessions} empty="No Session matches these filters.">
         {(items) => (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Session</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Deployment</th>
-                  <th scope="col">Principal</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {items.map((s) => (
-                  <tr key={s.id}>
-                    <td>
-                      <Link to={`/sessions/${s.id}`}>{s.title || s.id}</Link>
-                    </td>
-                    <td>
-                      <Status value={s.status} />
-                    </td>
-                    <td>
-                      <code>{s.agent_deployment_id}</code> r{s.deployment_revision}
-                    </td>
-                    <td>
-                      <code>{s.principal_id}</code>
-                    </td>
-                    <td>
-                      <When at={s.created_at} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table
+            label="Sessions"
+            rows={items}
+            rowKey={(s) => s.id}
+            columns={[
+              { title: "Session", cell: (s) => <Link to={`/sessions/${s.id}`}>{s.title || s.id}</Link> },
+              { title: "Status", cell: (s) => <Status value={s.status} /> },
+              {
+                title: "Deployment",
+                cell: (s) => (
+                  <>
+                    <code>{s.agent_deployment_id}</code> r{s.deployment_revision}
+                  </>
+                ),
+              },
+              { title: "Principal", cell: (s) => <code>{s.principal_id}</code> },
+              { title: "Created", cell: (s) => <When at={s.created_at} /> },
+            ]}
+          />
         )}
       </ListState>
     </section>

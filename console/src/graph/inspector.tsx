@@ -1,0 +1,439 @@
+// The inspector: the fields of the selected node, one form per node kind,
+// and the selected edge's kind. Every change goes straight into the
+// document (Save makes it a revision); a field that cannot be read yet (bad
+// JSON, a date without an offset) says why and keeps the last good value.
+
+import type { ComponentChildren } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import {
+  EDGE_KINDS,
+  NODE_LABELS,
+  VALUE_TYPES,
+  canonicalUtc,
+  likelyEdgeKind,
+  splitOffset,
+  typedValue,
+  valueText,
+  valueType,
+  withOffset,
+  type EdgeDoc,
+  type GraphDoc,
+  type NodeDoc,
+  type NodeKind,
+  type ValueType,
+} from "./model.js";
+
+export type Deployment = { id: string; name: string };
+
+function Field(props: { label: string; children: ComponentChildren; hint?: string }) {
+  return (
+    <label class="field">
+      <span>{props.label}</span>
+      {props.children}
+      {props.hint && <span class="hint">{props.hint}</span>}
+    </label>
+  );
+}
+
+/** A text field holding JSON: parsed on every change, the last good value kept while it does not parse. */
+function JsonField(props: { label: string; value: unknown; change: (v: unknown) => void; rows?: number }) {
+  const [text, setText] = useState(JSON.stringify(props.value, null, 2));
+  const [bad, setBad] = useState<string | null>(null);
+  return (
+    <Field label={props.label}>
+      <textarea
+        rows={props.rows ?? 5}
+        value={text}
+        aria-invalid={bad !== null}
+        onInput={(e) => {
+          const t = e.currentTarget.value;
+          setText(t);
+          try {
+            props.change(JSON.parse(t) as unknown);
+            setBad(null);
+          } catch (err) {
+            setBad((err as Error).message);
+          }
+        }}
+      />
+      {bad && (
+        <span class="field-error" role="alert">
+          Not JSON yet: {bad}
+        </span>
+      )}
+    </Field>
+  );
+}
+
+function TriggerInspector(props: { node: NodeDoc; change: (n: NodeDoc) => void }) {
+  const t = (props.node["trigger"] ?? {}) as Record<string, unknown>;
+  const set = (next: Record<string, unknown>) => props.change({ ...props.node, trigger: next });
+  const kind = String(t["kind"] ?? "webhook");
+  const split = splitOffset(String(t["at"] ?? ""));
+  const [local, setLocal] = useState(split.local);
+  const [offset, setOffset] = useState(split.offset);
+  const at = withOffset(local, offset);
+  useEffect(() => {
+    if (kind === "schedule_once" && at && at !== t["at"]) set({ kind, at });
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [at, kind]);
+  return (
+    <>
+      <Field label="Trigger kind">
+        <select
+          value={kind}
+          onChange={(e) => {
+            const k = e.currentTarget.value;
+            set(k === "webhook" ? { kind: k, dedupe_key: "/id" } : k === "schedule" ? { kind: k, cron: "0 9 * * 1", timezone: "UTC" } : { kind: k, at: at ?? "" });
+          }}
+        >
+          <option value="webhook">webhook (signed events)</option>
+          <option value="schedule">schedule (cron)</option>
+          <option value="schedule_once">one time</option>
+        </select>
+      </Field>
+      {kind === "webhook" && (
+        <Field label="Dedupe key (JSON Pointer)" hint="Where each event's identity is, such as /id">
+          <input value={String(t["dedupe_key"] ?? "")} onInput={(e) => set({ ...t, dedupe_key: e.currentTarget.value })} />
+        </Field>
+      )}
+      {kind === "schedule" && (
+        <>
+          <Field label="Cron" hint="5 fields, or 6 with leading seconds">
+            <input value={String(t["cron"] ?? "")} onInput={(e) => set({ ...t, cron: e.currentTarget.value })} />
+          </Field>
+          <Field label="Time zone (IANA)">
+            <input value={String(t["timezone"] ?? "")} onInput={(e) => set({ ...t, timezone: e.currentTarget.value })} />
+          </Field>
+        </>
+      )}
+      {kind === "schedule_once" && (
+        <>
+          <Field label="Date and time">
+            <input type="datetime-local" value={local} onInput={(e) => setLocal(e.currentTarget.value)} />
+          </Field>
+          <Field label="UTC offset" hint="Explicit, such as +02:00 or -05:00">
+            <input value={offset} onInput={(e) => setOffset(e.currentTarget.value.trim())} aria-invalid={!at} />
+          </Field>
+          <p class="canonical" aria-live="polite">
+            {at ? (
+              <>
+                Fires at <strong data-utc>{canonicalUtc(at)}</strong> (UTC)
+              </>
+            ) : (
+              <span class="field-error">Enter a date, a time and an offset like +02:00.</span>
+            )}
+          </p>
+        </>
+      )}
+    </>
+  );
+}
+
+function AgentInspector(props: { node: NodeDoc; deployments: Deployment[]; change: (n: NodeDoc) => void; children?: ComponentChildren }) {
+  const n = props.node;
+  return (
+    <>
+      <Field label="Agent deployment">
+        <select value={String(n["agent"] ?? "")} onChange={(e) => props.change({ ...n, agent: e.currentTarget.value })}>
+          <option value="">choose…</option>
+          {props.deployments.map((d) => (
+            <option key={d.id} value={d.id}>
+              {d.name} ({d.id})
+            </option>
+          ))}
+        </select>
+      </Field>
+      <Field label="Prompt" hint="{{event}} and {{event.a.b}} read the incoming event">
+        <textarea rows={4} value={String(n["prompt"] ?? "")} onInput={(e) => props.change({ ...n, prompt: e.currentTarget.value })} />
+      </Field>
+      <label class="check">
+        <input type="checkbox" checked={n["includeEvent"] === true} onChange={(e) => props.change({ ...n, includeEvent: e.currentTarget.checked })} /> Include
+        incoming event
+      </label>
+      {props.children}
+    </>
+  );
+}
+
+type Binding = { sourceNodeId?: string; pointer?: string };
+
+function BindingFields(props: { name: string; binding: Binding; doc: GraphDoc; self: string; change: (b: Binding) => void }) {
+  return (
+    <div class="binding">
+      <Field label={`${props.name}: from node`}>
+        <select value={props.binding.sourceNodeId ?? ""} onChange={(e) => props.change({ ...props.binding, sourceNodeId: e.currentTarget.value })}>
+          <option value="">choose…</option>
+          {props.doc.nodes
+            .filter((x) => x.id !== props.self)
+            .map((x) => (
+              <option key={x.id} value={x.id}>
+                {x.id}
+              </option>
+            ))}
+        </select>
+      </Field>
+      <Field label={`${props.name}: at pointer`} hint='"" is the whole output'>
+        <input value={props.binding.pointer ?? ""} onInput={(e) => props.change({ ...props.binding, pointer: e.currentTarget.value })} />
+      </Field>
+    </div>
+  );
+}
+
+function ParseJsonInspector(props: { node: NodeDoc; doc: GraphDoc; change: (n: NodeDoc) => void }) {
+  const n = props.node;
+  const bindings = (n["inputBindings"] ?? {}) as Record<string, Binding>;
+  return (
+    <>
+      <BindingFields
+        name="content"
+        binding={bindings["content"] ?? {}}
+        doc={props.doc}
+        self={n.id}
+        change={(b) => props.change({ ...n, inputBindings: { ...bindings, content: b } })}
+      />
+      <JsonField label="Output schema (JSON Schema)" value={n["outputSchema"] ?? {}} change={(v) => props.change({ ...n, outputSchema: v })} />
+    </>
+  );
+}
+
+type Predicate = { kind: string; pointer: string; value: unknown };
+
+function PredicateRow(props: { p: Predicate; index: number; change: (p: Predicate) => void; remove: () => void }) {
+  const [type, setType] = useState<ValueType>(valueType(props.p.value));
+  const [text, setText] = useState(valueText(props.p.value));
+  const parsed = typedValue(text, type);
+  const update = (t: string, ty: ValueType) => {
+    setText(t);
+    setType(ty);
+    const v = typedValue(t, ty);
+    if ("value" in v) props.change({ ...props.p, value: v.value });
+  };
+  const n = props.index + 1;
+  return (
+    <fieldset class="predicate">
+      <legend>Predicate {n}</legend>
+      <Field label="Test">
+        <select value={props.p.kind} onChange={(e) => props.change({ ...props.p, kind: e.currentTarget.value })}>
+          <option value="equals">equals</option>
+          <option value="contains">contains</option>
+        </select>
+      </Field>
+      <Field label="Pointer">
+        <input value={props.p.pointer} onInput={(e) => props.change({ ...props.p, pointer: e.currentTarget.value })} />
+      </Field>
+      <Field label="Value">
+        <input value={text} onInput={(e) => update(e.currentTarget.value, type)} aria-invalid={"error" in parsed} />
+      </Field>
+      <Field label="Value type" hint='false and 0 are not "false" and "0"'>
+        <select value={type} onChange={(e) => update(text, e.currentTarget.value as ValueType)}>
+          {VALUE_TYPES.map((t) => (
+            <option key={t} value={t}>
+              {t}
+            </option>
+          ))}
+        </select>
+      </Field>
+      {"error" in parsed && (
+        <span class="field-error" role="alert">
+          {parsed.error}
+        </span>
+      )}
+      <button type="button" onClick={props.remove}>
+        Remove predicate {n}
+      </button>
+    </fieldset>
+  );
+}
+
+function DecisionInspector(props: { node: NodeDoc; doc: GraphDoc; change: (n: NodeDoc) => void; finish: () => void }) {
+  const n = props.node;
+  const bindings = (n["inputBindings"] ?? {}) as Record<string, Binding>;
+  const condition = (n["condition"] ?? { kind: "predicates", predicates: [] }) as { kind: string; predicates: Predicate[] };
+  const setPredicates = (predicates: Predicate[]) => props.change({ ...n, condition: { ...condition, predicates } });
+  const [newBinding, setNewBinding] = useState("");
+  const arms = props.doc.edges.filter((e) => e.from === n.id).map((e) => e.kind);
+  return (
+    <>
+      <p class="hint">Continues when every predicate holds, else takes “otherwise”. It reads its bindings, else the output of its output edge.</p>
+      {Object.entries(bindings).map(([name, b]) => (
+        <div key={name}>
+          <BindingFields name={name} binding={b} doc={props.doc} self={n.id} change={(nb) => props.change({ ...n, inputBindings: { ...bindings, [name]: nb } })} />
+          <button
+            type="button"
+            onClick={() => {
+              const { [name]: _gone, ...rest } = bindings;
+              props.change({ ...n, inputBindings: Object.keys(rest).length ? rest : undefined });
+            }}
+          >
+            Remove binding {name}
+          </button>
+        </div>
+      ))}
+      <div class="row">
+        <Field label="New binding name">
+          <input value={newBinding} onInput={(e) => setNewBinding(e.currentTarget.value.trim())} />
+        </Field>
+        <button
+          type="button"
+          disabled={!newBinding}
+          onClick={() => {
+            props.change({ ...n, inputBindings: { ...bindings, [newBinding]: { sourceNodeId: "", pointer: "" } } });
+            setNewBinding("");
+          }}
+        >
+          Add binding
+        </button>
+      </div>
+      {condition.predicates.map((p, i) => (
+        <PredicateRow
+          key={`${n.id}-${i}-${condition.predicates.length}`}
+          p={p}
+          index={i}
+          change={(np) => setPredicates(condition.predicates.map((x, j) => (j === i ? np : x)))}
+          remove={() => setPredicates(condition.predicates.filter((_, j) => j !== i))}
+        />
+      ))}
+      <button type="button" onClick={() => setPredicates([...condition.predicates, { kind: "equals", pointer: "/", value: "" }])}>
+        Add predicate
+      </button>{" "}
+      {!arms.includes("otherwise") && (
+        <button type="button" onClick={props.finish}>
+          Otherwise: finish
+        </button>
+      )}
+    </>
+  );
+}
+
+/** The selected node's inspector: its id, its kind's fields, and a way to connect it without a mouse. */
+export function NodeInspector(props: {
+  node: NodeDoc;
+  doc: GraphDoc;
+  deployments: Deployment[];
+  change: (n: NodeDoc) => void;
+  connect: (to: string | null, kind: string) => void;
+  remove: () => void;
+  test?: ComponentChildren;
+}) {
+  const n = props.node;
+  const [id, setId] = useState(n.id);
+  useEffect(() => setId(n.id), [n.id]);
+  const others = props.doc.nodes.filter((x) => x.id !== n.id);
+  const [target, setTarget] = useState("");
+  const [edgeKind, setEdgeKind] = useState(likelyEdgeKind(props.doc, n.id));
+  useEffect(() => setEdgeKind(likelyEdgeKind(props.doc, n.id)), [n.id, props.doc]);
+  let body: ComponentChildren = null;
+  if (n.kind === "trigger") body = <TriggerInspector key={n.id} node={n} change={props.change} />;
+  else if (n.kind === "step_agent")
+    body = (
+      <AgentInspector node={n} deployments={props.deployments} change={props.change}>
+        {props.test}
+      </AgentInspector>
+    );
+  else if (n.kind === "step_parse_json") body = <ParseJsonInspector key={n.id} node={n} doc={props.doc} change={props.change} />;
+  else if (n.kind === "decision") body = <DecisionInspector key={n.id} node={n} doc={props.doc} change={props.change} finish={() => props.connect(null, "otherwise")} />;
+  else if (n.kind === "step_approval")
+    body = (
+      <>
+        <Field label="Title">
+          <input value={String(n["title"] ?? "")} onInput={(e) => props.change({ ...n, title: e.currentTarget.value })} />
+        </Field>
+        <Field label="Expires after (seconds)" hint="60 to 86,400">
+          <input type="number" min={60} max={86400} value={Number(n["ttlSeconds"] ?? 3600)} onInput={(e) => props.change({ ...n, ttlSeconds: Number(e.currentTarget.value) })} />
+        </Field>
+      </>
+    );
+  else if (n.kind === "step_wait")
+    body = (
+      <Field label="Wait (seconds)" hint="1 to 2,592,000 (30 days)">
+        <input type="number" min={1} value={Number(n["durationSeconds"] ?? 60)} onInput={(e) => props.change({ ...n, durationSeconds: Number(e.currentTarget.value) })} />
+      </Field>
+    );
+  return (
+    <section class="inspector" aria-label={`Inspector: ${n.id}`}>
+      <h2>
+        {NODE_LABELS[n.kind as NodeKind] ?? n.kind} <code>{n.id}</code>
+      </h2>
+      <form
+        class="row"
+        aria-label="Rename node"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (id && id !== n.id && !props.doc.nodes.some((x) => x.id === id)) props.change({ ...n, id });
+        }}
+      >
+        <Field label="Node id">
+          <input value={id} onInput={(e) => setId(e.currentTarget.value.trim())} />
+        </Field>
+        <button type="submit" disabled={!id || id === n.id}>
+          Rename
+        </button>
+      </form>
+      {body}
+      <form
+        class="row connect"
+        aria-label="Connect"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (target) props.connect(target, edgeKind);
+          setTarget("");
+        }}
+      >
+        <Field label="Connect to">
+          <select value={target} onChange={(e) => setTarget(e.currentTarget.value)}>
+            <option value="">choose a node…</option>
+            {others.map((x) => (
+              <option key={x.id} value={x.id}>
+                {x.id}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <Field label="As">
+          <select value={edgeKind} onChange={(e) => setEdgeKind(e.currentTarget.value)}>
+            {EDGE_KINDS.map((k) => (
+              <option key={k} value={k}>
+                {k}
+              </option>
+            ))}
+          </select>
+        </Field>
+        <button type="submit" disabled={!target}>
+          Add edge
+        </button>
+      </form>
+      <button type="button" class="danger" onClick={props.remove}>
+        Delete node {n.id}
+      </button>
+    </section>
+  );
+}
+
+export function EdgeInspector(props: { edge: EdgeDoc; index: number; problems: string[] | undefined; kind: (k: string) => void; remove: () => void }) {
+  const e = props.edge;
+  return (
+    <section class="inspector" aria-label="Inspector: edge">
+      <h2>
+        Edge {e.from} → {e.to ?? "finish"}
+      </h2>
+      {props.problems && (
+        <p class="field-error" role="alert">
+          Plan: {props.problems.join(", ")}
+        </p>
+      )}
+      <Field label="Edge kind">
+        <select value={e.kind} onChange={(ev) => props.kind(ev.currentTarget.value)}>
+          {EDGE_KINDS.map((k) => (
+            <option key={k} value={k}>
+              {k}
+            </option>
+          ))}
+        </select>
+      </Field>
+      <button type="button" class="danger" onClick={props.remove}>
+        Delete edge
+      </button>
+    </section>
+  );
+}
