@@ -201,7 +201,10 @@ test("build, plan, apply, fire and trace a graph; export, import; test a block a
   await agent1.getByLabel(/^Sample event/).fill('{"title": "Login fails"}');
   await agent1.getByLabel("Prompt").focus();
   await page.getByRole("button", { name: "Save", exact: true }).click();
-  await page.getByText(/^Saved revision 1\./).waitFor();
+  await page.getByText("Saved the layout; the document is unchanged (revision 1).").waitFor();
+  const layoutOnly = await admin.automationGraphs.get(again.id);
+  assert.equal(layoutOnly.latest_revision, 1, "the same document makes no revision");
+  assert.deepEqual((layoutOnly.layout as { sample_event?: unknown }).sample_event, { title: "Login fails" }, "the sample is kept in the layout");
   await agent1.getByRole("button", { name: "Render the prompt" }).click();
   const rendered = agent1.locator("[data-rendered-prompt]");
   await rendered.waitFor();

@@ -217,7 +217,18 @@ export function GraphBuilder(props: { id: string | null; me: Me }) {
           </button>
         ))}
         <span class="sep" />
-        <button type="button" class="primary" disabled={busy} onClick={() => run(async () => setNotice(`Saved revision ${(await save()).revision}.`))}>
+        <button
+          type="button"
+          class="primary"
+          disabled={busy}
+          onClick={() =>
+            run(async () => {
+              const before = saved?.revision;
+              const { revision } = await save();
+              setNotice(revision === before ? `Saved the layout; the document is unchanged (revision ${revision}).` : `Saved revision ${revision}.`);
+            })
+          }
+        >
           Save
         </button>
         <button

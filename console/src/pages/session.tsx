@@ -1,156 +1,16 @@
-// A Session: its live transcript over SSE (previews stream in as the model
-// writes), tool calls with input and result (folded when long), policy
-// decisions, approvals inline with Approve/Deny, output files; and the
-// composer: send a message, interrupt, archive.
+// A Session: its live transcript (transcript.tsx) with a tab per thread of
+// a multiagent Session, its Outcomes and their evaluations, its Budget's
+// use, its execution plane and output files; and the composer: send a
+// message, interrupt, archive.
 
-import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
-import { api, type SessionEvent, type Schema } from "../api.js";
+import { useEffect, useState } from "preact/hooks";
+import { api, type Schema } from "../api.js";
 import type { Me } from "../main.js";
-import { Action, ErrorBox, Json, ListState, Status, When, useAsync } from "../ui.js";
-import { ApprovalById } from "./approval.js";
+import { useFilters } from "../forms.js";
+import { Action, ErrorBox, ListState, Status, Table, When, useAsync } from "../ui.js";
+import { TranscriptList, useTranscript } from "./transcript.js";
 
 type Session = Schema<"Session">;
-
-interface Transcript {
-  events: SessionEvent[];
-  /** Text of messages being written, by preview id (the event id they become). */
-  previews: Map<string, string>;
-}
-
-/** Follows the Session's log; events and previews are applied in batches, one per frame. */
-function useTranscript(id: string): { transcript: Transcript; error: unknown; live: boolean } {
-  const [transcript, setTranscript] = useState<Transcript>({ events: [], previews: new Map() });
-  const [error, setError] = useState<unknown>(null);
-  const [live, setLive] = useState(false);
-  useEffect(() => {
-    const abort = new AbortController();
-    const state: Transcript = { events: [], previews: new Map() };
-    let scheduled = false;
-    const flush = () => {
-      scheduled = false;
-      setTranscript({ events: state.events.slice(), previews: new Map(state.previews) });
-    };
-    const schedule = () => {
-      if (!scheduled) {
-        scheduled = true;
-        requestAnimationFrame(flush);
-      }
-    };
-    setTranscript({ events: [], previews: new Map() });
-    setError(null);
-    (async () => {
-      setLive(true);
-      try {
-        for await (const item of api.sessions.stream(id, { eventDeltas: ["agent.message"], signal: abort.signal })) {
-          if (item.kind === "event") {
-            state.events.push(item.event);
-            state.previews.delete(item.event.id);
-          } else if (item.preview.type === "event_start") {
-            state.previews.set(item.preview.preview_id, "");
-          } else if (item.preview.delta) {
-            state.previews.set(item.preview.preview_id, (state.previews.get(item.preview.preview_id) ?? "") + item.preview.delta.text);
-          }
-          schedule();
-        }
-      } catch (e) {
-        if (!abort.signal.aborted) setError(e);
-      } finally {
-        if (!abort.signal.aborted) setLive(false);
-      }
-    })();
-    return () => abort.abort();
-  }, [id]);
-  return { transcript, error, live };
-}
-
-function text(payload: Record<string, unknown>): string {
-  const content = payload["content"];
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .map((b: unknown) => (b && typeof b === "object" && (b as { type?: string }).type === "text" ? String((b as { text?: unknown }).text ?? "") : ""))
-    .join("");
-}
-
-function EventRow(props: { event: SessionEvent }) {
-  const e = props.event;
-  const p = (e.payload ?? {}) as Record<string, unknown>;
-  let body;
-  switch (e.type) {
-    case "user.message":
-    case "agent.message":
-      body = <p class="message">{text(p)}</p>;
-      break;
-    case "agent.thinking":
-      body = <p class="thinking">{text(p)}</p>;
-      break;
-    case "agent.tool_use":
-    case "agent.custom_tool_use":
-      body = (
-        <>
-          <p>
-            <strong>{String(p["name"] ?? "tool")}</strong>{" "}
-            {typeof p["evaluated_permission"] === "string" && <Status value={p["evaluated_permission"]} />}
-          </p>
-          <Json value={p["input"] ?? {}} />
-        </>
-      );
-      break;
-    case "agent.tool_result":
-    case "user.tool_result":
-    case "user.custom_tool_result":
-      body = <Json value={p["content"] ?? p} />;
-      break;
-    case "policy.denied":
-      body = (
-        <p>
-          Denied <strong>{String(p["tool"] ?? p["name"] ?? "")}</strong>: {String(p["reason"] ?? "")} {String(p["guidance"] ?? p["message"] ?? "")}
-        </p>
-      );
-      break;
-    case "action_approval.pending":
-      body = <ApprovalById id={String(p["action_approval_id"] ?? "")} />;
-      break;
-    case "action_approval.resolved":
-      body = (
-        <p>
-          Approval <code>{String(p["action_approval_id"] ?? "")}</code>: <Status value={String(p["decision"] ?? p["status"] ?? "")} />
-        </p>
-      );
-      break;
-    case "span.model_request_end": {
-      const usage = (p["model_usage"] ?? {}) as { input_tokens?: number; output_tokens?: number };
-      const cost = typeof p["cost_micro_usd"] === "number" ? ` · $${(p["cost_micro_usd"] / 1e6).toFixed(6)}` : "";
-      body = (
-        <p class="system">
-          {usage.input_tokens ?? 0} tokens in, {usage.output_tokens ?? 0} out{cost}
-          {p["is_error"] === true && <Status value="error" />}
-        </p>
-      );
-      break;
-    }
-    case "run.completed":
-      body = <p class="system">stop reason: {String((p["stop_reason"] as { type?: string } | undefined)?.type ?? "")}</p>;
-      break;
-    default:
-      if (e.type.startsWith("session.status_")) {
-        body = <Status value={e.type.slice("session.status_".length)} />;
-      } else {
-        // Bookkeeping events: one line, their payload a click away.
-        body = <Json value={p} foldAt={0} />;
-      }
-  }
-  const who = e.type.split(".")[0] ?? "";
-  return (
-    <li class={`event event-${who}`} data-seq={e.seq} data-type={e.type}>
-      <div class="event-head">
-        <span class="seq">#{e.seq}</span> <span class="type">{e.type}</span>
-        {e.session_thread_id && <code class="muted"> {e.session_thread_id}</code>}
-      </div>
-      {body}
-    </li>
-  );
-}
 
 function Composer(props: { session: Session; me: Me; onChange: () => void }) {
   const [error, setError] = useState<unknown>(null);
@@ -224,86 +84,118 @@ function Files(props: { id: string }) {
   );
 }
 
-/** Events rendered at first (the newest), and added per step back in time. */
-const WINDOW = 300;
-
-/**
- * The transcript, windowed: only the newest events are in the page; going
- * back (the button, or scrolling it into view) adds the next older ones
- * while keeping what is on screen in place. New events keep the view at
- * the end only when it was at the end.
- */
-function TranscriptList(props: { transcript: Transcript }) {
-  const { events, previews } = props.transcript;
-  const [shown, setShown] = useState(WINDOW);
-  const start = Math.max(0, events.length - shown);
-  const earlier = useRef<HTMLLIElement>(null);
-  const end = useRef<HTMLDivElement>(null);
-  const atEnd = useRef(true);
-  const keep = useRef<number | null>(null);
-  const showEarlier = () => {
-    keep.current = document.documentElement.scrollHeight - window.scrollY;
-    setShown((n) => n + WINDOW);
-  };
+/** The primary thread's transcript, or a child thread's (`?thread=`), with tabs when there are several. */
+function Threads(props: { session: Session; onStatus: (s: string) => void }) {
+  const filters = useFilters();
+  const chosen = filters.get("thread");
+  const [threads] = useAsync(() => api.sessions.listThreads(props.session.id).all(), [props.session.id]);
+  const list = threads.state === "ready" ? threads.value : [];
+  const primary = list.find((t) => !t.parent_thread_id);
+  const thread = chosen && chosen !== primary?.id ? chosen : null;
+  // The page's head is read once per Session: following live takes it from there.
+  const [head] = useState(props.session.last_seq);
+  const { transcript, error, live, loadEarlier } = useTranscript(props.session.id, thread, thread ? null : head);
+  const statusEvent = transcript.chunks
+    .flat()
+    .reverse()
+    .find((e) => e.type.startsWith("session.status_"));
+  const current = statusEvent ? statusEvent.type.slice("session.status_".length) : "";
   useEffect(() => {
-    const onScroll = () => {
-      atEnd.current = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
-    };
-    window.addEventListener("scroll", onScroll, { passive: true });
-    return () => window.removeEventListener("scroll", onScroll);
-  }, []);
-  useLayoutEffect(() => {
-    if (keep.current !== null) {
-      window.scrollTo(0, document.documentElement.scrollHeight - keep.current);
-      keep.current = null;
-    } else if (atEnd.current) {
-      end.current?.scrollIntoView({ block: "end" });
-    }
-  }, [events.length, previews, shown]);
-  useEffect(() => {
-    const el = earlier.current;
-    if (!el || typeof IntersectionObserver === "undefined") return;
-    const seen = new IntersectionObserver((entries) => {
-      if (entries.some((e) => e.isIntersecting) && !atEnd.current) showEarlier();
-    });
-    seen.observe(el);
-    return () => seen.disconnect();
-  }, [start > 0]);
+    if (!thread && current) props.onStatus(current);
+  }, [current, thread]);
+  const empty = transcript.chunks.every((c) => c.length === 0);
   return (
     <>
-      <ol class="transcript" aria-label="Transcript">
-        {start > 0 && (
-          <li ref={earlier} class="earlier">
-            <button type="button" onClick={showEarlier}>
-              Show earlier events ({start.toLocaleString()} before #{events[start]?.seq})
-            </button>
-          </li>
-        )}
-        {events.slice(start).map((e) => (
-          <EventRow key={e.seq} event={e} />
-        ))}
-        {[...previews].map(([pid, t]) => (
-          <li key={pid} class="event event-agent preview" data-preview={pid} aria-live="polite">
-            <div class="event-head">
-              <span class="type">agent.message (writing…)</span>
-            </div>
-            <p class="message">{t}</p>
-          </li>
-        ))}
-      </ol>
-      <div ref={end} />
+      <h2>
+        Transcript{" "}
+        <span class="muted" role="status">
+          {live ? "live" : "not live"}
+        </span>
+      </h2>
+      {list.length > 1 && (
+        <div role="tablist" aria-label="Threads" class="tabs">
+          {list.map((t) => {
+            const selected = (thread ?? primary?.id) === t.id;
+            return (
+              <button
+                key={t.id}
+                type="button"
+                role="tab"
+                aria-selected={selected}
+                onClick={() => filters.set("thread", t.parent_thread_id ? t.id : "")}
+              >
+                {t.parent_thread_id ? t.agent.name : "Coordinator"} <Status value={t.status} />
+              </button>
+            );
+          })}
+        </div>
+      )}
+      {error !== null && <ErrorBox error={error} />}
+      {empty && !error ? <p class="muted">No events yet.</p> : <TranscriptList transcript={transcript} loadEarlier={loadEarlier} />}
     </>
+  );
+}
+
+type Evaluation = { iteration?: number; result?: string; explanation?: string; reason?: string };
+
+function Outcomes(props: { sessionId: string }) {
+  const [outcomes] = useAsync(() => api.sessions.listOutcomes(props.sessionId).all(), [props.sessionId]);
+  if (outcomes.state === "ready" && outcomes.value.length === 0) return null;
+  return (
+    <>
+      <h2>Outcomes</h2>
+      <ListState result={outcomes} empty="No Outcome defined.">
+        {(items) => (
+          <ul class="plain">
+            {items.map((o) => (
+              <li key={o.id} class="card" data-outcome={o.id}>
+                <p>
+                  <strong>{o.description || o.rubric.slice(0, 80)}</strong> <Status value={o.status} /> iteration {o.iterations_used} of {o.max_iterations}
+                  {o.reason && <span class="muted"> ({o.reason})</span>}
+                </p>
+                {o.evaluations.length > 0 && (
+                  <Table
+                    label={`Evaluations of ${o.id}`}
+                    rows={(o.evaluations as Evaluation[]).map((e, n) => ({ ...e, n }))}
+                    rowKey={(e) => String(e.n)}
+                    columns={[
+                      { title: "Iteration", cell: (e) => e.iteration },
+                      { title: "Result", cell: (e) => <Status value={e.result ?? ""} /> },
+                      { title: "Explanation", cell: (e) => e.explanation ?? e.reason ?? "" },
+                    ]}
+                  />
+                )}
+              </li>
+            ))}
+          </ul>
+        )}
+      </ListState>
+    </>
+  );
+}
+
+function BudgetUse(props: { budgetId: string }) {
+  const [budget] = useAsync(() => api.budgets.get(props.budgetId), [props.budgetId]);
+  if (budget.state === "loading") return <span class="muted">…</span>;
+  if (budget.state === "error") return <ErrorBox error={budget.error} />;
+  const b = budget.value;
+  const share = b.limit > 0 ? Math.min(100, Math.round((100 * b.consumed) / b.limit)) : 0;
+  return (
+    <span class="budget">
+      <meter min={0} max={b.limit} value={b.consumed} aria-label="Budget used" /> {b.consumed.toLocaleString()} of {b.limit.toLocaleString()} {b.metric} ({share}%){" "}
+      <Status value={b.status} />
+    </span>
   );
 }
 
 export function SessionPage(props: { id: string; me: Me }) {
   const [session, reload] = useAsync(() => api.sessions.get(props.id), [props.id]);
-  const { transcript, error, live } = useTranscript(props.id);
-  const statusEvent = [...transcript.events].reverse().find((e) => e.type.startsWith("session.status_"));
-  const status = statusEvent ? statusEvent.type.slice("session.status_".length) : session.state === "ready" ? session.value.status : "";
+  const [liveStatus, setLiveStatus] = useState("");
   if (session.state === "loading") return <p class="muted" role="status">Loading the Session…</p>;
   if (session.state === "error") return <ErrorBox error={session.error} />;
   const s = session.value;
+  const status = liveStatus || s.status;
+  const execution = s.execution as { kind?: string; pool?: string; queued_for_pool?: boolean };
   return (
     <section class="session">
       <h1>
@@ -319,23 +211,25 @@ export function SessionPage(props: { id: string; me: Me }) {
           <code>{s.principal_id}</code>
         </dd>
         <dt>Execution</dt>
-        <dd>{String((s.execution as { kind?: string }).kind ?? "managed")}</dd>
+        <dd>
+          {execution.kind ?? "managed"}
+          {execution.pool && <> pool {execution.pool}</>}
+          {execution.queued_for_pool && <span class="muted"> (waiting for a Runner)</span>}
+        </dd>
+        <dt>Usage</dt>
+        <dd>
+          {s.usage.input_tokens.toLocaleString()} tokens in, {s.usage.output_tokens.toLocaleString()} out, ${(s.usage.model_spend_micro_usd / 1e6).toFixed(4)}
+        </dd>
         <dt>Budget</dt>
-        <dd>{s.budget_id ? <code>{s.budget_id}</code> : <span class="muted">none</span>}</dd>
+        <dd>{s.budget_id ? <BudgetUse budgetId={s.budget_id} /> : <span class="muted">none</span>}</dd>
         <dt>Created</dt>
         <dd>
           <When at={s.created_at} />
         </dd>
       </dl>
-      <h2>
-        Transcript{" "}
-        <span class="muted" role="status">
-          {live ? "live" : "not live"}
-        </span>
-      </h2>
-      {error !== null && <ErrorBox error={error} />}
-      {transcript.events.length === 0 && !error ? <p class="muted">No events yet.</p> : <TranscriptList transcript={transcript} />}
+      <Threads key={s.id} session={s} onStatus={(v) => v !== liveStatus && setLiveStatus(v)} />
       {status === "terminated" ? <p class="muted">This Session is terminated; it takes no more input.</p> : <Composer session={s} me={props.me} onChange={reload} />}
+      <Outcomes sessionId={s.id} />
       <h2>Output files</h2>
       <Files id={s.id} />
     </section>

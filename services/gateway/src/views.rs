@@ -433,6 +433,10 @@ pub struct Session {
     /// access, mount_name, store_version}` (the head when it was created).
     #[schema(value_type = Vec<Object>)]
     pub resources: Value,
+    /// The seq of its newest event (0: none yet). The log is gapless from
+    /// 1, so `GET …/events?after_seq={last_seq - n}` is its newest `n`
+    /// events: a reader opens a long log at its end without reading it all.
+    pub last_seq: i64,
     pub created_at: String,
     pub updated_at: String,
     pub version: i64,
@@ -475,6 +479,7 @@ pub fn session(s: &ss::Session) -> Session {
         connection_ids: s.connection_ids.clone(),
         connection_vault_ids: s.connection_vault_ids.clone(),
         resources: if s.resources_json.is_empty() { Value::Array(vec![]) } else { doc(&s.resources_json) },
+        last_seq: s.last_seq,
         created_at: s.created_at.clone(),
         updated_at: s.updated_at.clone(),
         version: s.version,

@@ -133,6 +133,7 @@ pub(crate) fn session(s: Session) -> pb::Session {
         connection_ids: vec![],
         resources_json: String::new(),
         connection_vault_ids: s.connection_vault_ids,
+        last_seq: s.last_seq,
     }
 }
 

@@ -4190,6 +4190,13 @@ export interface components {
                  */
                 execution: Record<string, unknown>;
                 id: string;
+                /**
+                 * Format: int64
+                 * @description The seq of its newest event (0: none yet). The log is gapless from
+                 *     1, so `GET …/events?after_seq={last_seq - n}` is its newest `n`
+                 *     events: a reader opens a long log at its end without reading it all.
+                 */
+                last_seq: number;
                 metadata: Record<string, unknown>;
                 principal_id: string;
                 /**
@@ -4628,6 +4635,13 @@ export interface components {
              */
             execution: Record<string, unknown>;
             id: string;
+            /**
+             * Format: int64
+             * @description The seq of its newest event (0: none yet). The log is gapless from
+             *     1, so `GET …/events?after_seq={last_seq - n}` is its newest `n`
+             *     events: a reader opens a long log at its end without reading it all.
+             */
+            last_seq: number;
             metadata: Record<string, unknown>;
             principal_id: string;
             /**
