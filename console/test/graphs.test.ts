@@ -3,7 +3,8 @@
 // bad edge is marked by Plan; Save, Plan, Apply, Fire, and the trace tree
 // shows each step. Export JSON is the revision's document and layout, and
 // importing it re-creates the graph. Test this block renders the prompt
-// and Run once, confirmed, starts exactly one Session.
+// and Run once, confirmed, starts exactly one Session — and none when the
+// Deployment was repinned since the preview.
 
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
@@ -153,6 +154,7 @@ test("build, plan, apply, fire and trace a graph; export, import; test a block a
   const firingLink = page.getByRole("table", { name: "Firings" }).getByRole("link").first();
   await firingLink.waitFor();
   await shot(page, "automation");
+  const firingId = (await firingLink.getAttribute("href"))!.split("/").pop();
   await firingLink.click();
   const tree = page.getByRole("list", { name: "Trace" });
   await tree.waitFor();
@@ -171,7 +173,10 @@ test("build, plan, apply, fire and trace a graph; export, import; test a block a
   await shot(page, "automation-trace");
   await page.goto(`${world.server.baseUrl}/console/automations`);
   await page.getByRole("table", { name: "Automations" }).getByText("triage-flow").waitFor();
-  await page.getByRole("table", { name: "Automations" }).getByText("succeeded").waitFor();
+  // The row's last firing is the one just traced, with no request per row.
+  const lastFiring = page.getByRole("table", { name: "Automations" }).getByRole("link", { name: "succeeded" });
+  await lastFiring.waitFor();
+  assert.equal(await lastFiring.getAttribute("href"), `/console/automations/firings/${firingId}`);
   await shot(page, "automations");
 
   // Export JSON is exactly the revision's document and layout.
@@ -210,6 +215,20 @@ test("build, plan, apply, fire and trace a graph; export, import; test a block a
   await rendered.waitFor();
   assert.equal((await rendered.textContent())?.trim(), "Triage Login fails");
   assert.equal((await admin.sessions.list({ environment_id: d.environmentId }).all()).length, sessionsBefore, "a preview creates nothing");
+  // A repin after the preview: Run once refuses to run a version nobody saw.
+  const pins = d.deployment.pins;
+  const v2 = await admin.agents.publishVersion(d.agent.id);
+  await admin.agentDeployments.createRevision(d.deployment.id, {
+    agent_version: v2.version,
+    model_routing_profile_id: pins.model_routing_profile_id,
+    sandbox_profile_id: pins.sandbox_profile_id,
+  });
+  await agent1.getByRole("button", { name: "Run once…" }).click();
+  await agent1.getByRole("button", { name: "Confirm: run once" }).click();
+  await agent1.getByRole("alert").filter({ hasText: `now pins agent version ${v2.version}, not ${pins.agent_version}` }).waitFor();
+  assert.equal((await admin.sessions.list({ environment_id: d.environmentId }).all()).length, sessionsBefore, "a stale preview runs nothing");
+  await agent1.getByRole("button", { name: "Render the prompt" }).click();
+  await agent1.getByText(`for agent version ${v2.version} of`).waitFor();
   await agent1.getByRole("button", { name: "Run once…" }).click();
   await agent1.getByRole("alertdialog", { name: "Run once?" }).waitFor();
   await shot(page, "graph-test-block");

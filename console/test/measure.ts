@@ -46,16 +46,20 @@ export async function deltaLatencies(
     // Previews are live only: the message goes once the page's stream is open.
     await proxy.streaming;
     await page.waitForTimeout(200);
-    await page.evaluate(() => {
+    const lastBefore = (await admin.sessions.get(session.sessionId)).last_seq;
+    // The message being written is the preview while deltas arrive, then the
+    // persisted agent.message; a burst of deltas may reach the page with the
+    // final event and never show as a preview, and is on screen all the same.
+    await page.evaluate((after) => {
       const shown: { at: number; text: string }[] = [];
       (window as unknown as { shown: typeof shown }).shown = shown;
       new MutationObserver(() => {
-        const el = document.querySelector("[data-preview] .message");
+        const final = Array.from(document.querySelectorAll("[data-type='agent.message']")).find((e) => Number(e.getAttribute("data-seq")) > after);
+        const el = final?.querySelector(".message") ?? document.querySelector("[data-preview] .message");
         if (el) shown.push({ at: performance.timeOrigin + performance.now(), text: el.textContent ?? "" });
       }).observe(document.body, { subtree: true, childList: true, characterData: true });
-    });
+    }, lastBefore);
     const text = Array.from({ length: chars }, (_, i) => String.fromCharCode(97 + (i % 26))).join("");
-    const lastBefore = (await admin.sessions.get(session.sessionId)).last_seq;
     await admin.sessions.sendEvent(session.sessionId, message(session.adminId, text) as never);
     await page.locator(`[data-type="agent.message"][data-seq]`).last().waitFor();
     await page.waitForFunction((seq) => Array.from(document.querySelectorAll("[data-type='session.status_idle']")).some((e) => Number(e.getAttribute("data-seq")) > seq), lastBefore);

@@ -24,6 +24,7 @@ async fn acceptance_1_an_automation_is_created_ready_for_its_service_principal()
     assert_eq!(r.1["trigger"], Value::Null);
     assert_eq!(r.1["managed_by"], json!({"kind": "direct"}));
     assert_eq!(r.1["pause_reason"], Value::Null);
+    assert_eq!(r.1["last_firing"], Value::Null, "a new Automation never fired");
     wait_for_hook(&f.hooks, "automation.created", &n1).await;
     // The name is taken; a human is no service Principal.
     expect(&create(&f, "n1", a0(&f.d.deployment_id)).await, 409, Some("validation.conflict"));
@@ -104,7 +105,16 @@ async fn acceptance_2_a_manual_fire_runs_one_child_as_the_service_principal_and_
     let plain = a.post(&format!("/v1/automations/{n1}/fire"), json!({})).await;
     expect(&plain, 201, None);
     assert_eq!(plain.1["event"], Value::Null);
-    settled(a, &id(&plain.1)).await;
+    let plain_done = settled(a, &id(&plain.1)).await;
+    // Each read, the list's rows included, carries the newest firing.
+    let listed = a.get(&format!("/v1/automations?environment_id={}", f.p.env_id)).await;
+    let row = listed.1["data"].as_array().unwrap().iter().find(|x| x["id"] == n1.as_str()).unwrap().clone();
+    assert_eq!(
+        row["last_firing"],
+        json!({"id": plain.1["id"], "source": "manual", "state": "succeeded", "created_at": plain_done["created_at"]}),
+        "{row}"
+    );
+    assert_eq!(a.get(&format!("/v1/automations/{n1}")).await.1["last_firing"], row["last_firing"]);
     let c = plain.1["child_session_ids"][0].as_str().unwrap();
     let evs = events(a, c).await;
     assert_eq!(evs.iter().find(|e| e["type"] == "user.message").unwrap()["payload"]["content"][0]["text"], "Summarize {{event.title}}");

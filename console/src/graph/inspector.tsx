@@ -35,6 +35,21 @@ function Field(props: { label: string; children: ComponentChildren; hint?: strin
   );
 }
 
+/** An edge's kind, chosen from every kind the graph language has: one control for a new edge and a selected one. */
+function EdgeKindField(props: { label: string; value: string; change: (kind: string) => void }) {
+  return (
+    <Field label={props.label}>
+      <select value={props.value} onChange={(e) => props.change(e.currentTarget.value)}>
+        {EDGE_KINDS.map((k) => (
+          <option key={k} value={k}>
+            {k}
+          </option>
+        ))}
+      </select>
+    </Field>
+  );
+}
+
 /** A text field holding JSON: parsed on every change, the last good value kept while it does not parse. */
 function JsonField(props: { label: string; value: unknown; change: (v: unknown) => void; rows?: number }) {
   const [text, setText] = useState(JSON.stringify(props.value, null, 2));
@@ -390,15 +405,7 @@ export function NodeInspector(props: {
             ))}
           </select>
         </Field>
-        <Field label="As">
-          <select value={edgeKind} onChange={(e) => setEdgeKind(e.currentTarget.value)}>
-            {EDGE_KINDS.map((k) => (
-              <option key={k} value={k}>
-                {k}
-              </option>
-            ))}
-          </select>
-        </Field>
+        <EdgeKindField label="As" value={edgeKind} change={setEdgeKind} />
         <button type="submit" disabled={!target}>
           Add edge
         </button>
@@ -422,15 +429,7 @@ export function EdgeInspector(props: { edge: EdgeDoc; index: number; problems: s
           Plan: {props.problems.join(", ")}
         </p>
       )}
-      <Field label="Edge kind">
-        <select value={e.kind} onChange={(ev) => props.kind(ev.currentTarget.value)}>
-          {EDGE_KINDS.map((k) => (
-            <option key={k} value={k}>
-              {k}
-            </option>
-          ))}
-        </select>
-      </Field>
+      <EdgeKindField label="Edge kind" value={e.kind} change={props.kind} />
       <button type="button" class="danger" onClick={props.remove}>
         Delete edge
       </button>

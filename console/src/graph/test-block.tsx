@@ -49,6 +49,15 @@ export function TestBlock(props: {
     if (!preview) return;
     setError(null);
     try {
+      // The preview promised an exact Agent version; a Session runs what its
+      // Deployment pins now, so a repin since the preview must be seen first.
+      const pinned = (await api.agentDeployments.get(preview.agent_deployment_id)).pins.agent_version;
+      if (preview.agent_version != null && pinned !== preview.agent_version) {
+        setConfirming(false);
+        setPreview(null);
+        setError(new Error(`The Deployment now pins agent version ${pinned}, not ${preview.agent_version}: render the prompt again before running it.`));
+        return;
+      }
       const s = await api.sessions.create({
         agent_deployment_id: preview.agent_deployment_id,
         title: `Test of ${preview.node} in graph ${preview.graph_id}`,

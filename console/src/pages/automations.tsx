@@ -70,14 +70,11 @@ function Readiness(props: { readiness: Record<string, unknown> }) {
   );
 }
 
-function LastFiring(props: { automationId: string }) {
-  const [last] = useAsync(async () => (await api.automations.listFirings(props.automationId, { limit: 1 }).first()).data[0] ?? null, [props.automationId]);
-  if (last.state === "loading") return <span class="muted">…</span>;
-  if (last.state === "error") return <ErrorBox error={last.error} />;
-  if (!last.value) return <span class="muted">never fired</span>;
+function LastFiring(props: { last: Schema<"LastFiring"> | null | undefined }) {
+  if (!props.last) return <span class="muted">never fired</span>;
   return (
     <>
-      <Link to={`/automations/firings/${last.value.id}`}>{last.value.state}</Link> <When at={last.value.created_at} />
+      <Link to={`/automations/firings/${props.last.id}`}>{props.last.state}</Link> <When at={props.last.created_at} />
     </>
   );
 }
@@ -104,7 +101,7 @@ export function Automations() {
               { title: "Readiness", cell: (a) => <Readiness readiness={a.readiness} /> },
               { title: "Runs", cell: runsWhen },
               { title: "Next", cell: (a) => <When at={nextAt(a)} /> },
-              { title: "Last firing", cell: (a) => <LastFiring automationId={a.id} /> },
+              { title: "Last firing", cell: (a) => <LastFiring last={a.last_firing} /> },
             ]}
           />
         )}

@@ -7,6 +7,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type Schema } from "../api.js";
 import { EnvironmentPicker, useEnvironment } from "../env.js";
+import { useServicePrincipals } from "../lookups.js";
 import type { Me } from "../main.js";
 import { navigate, useLocation } from "../router.js";
 import { ErrorBox, Link, ListState, Status, When, useAsync } from "../ui.js";
@@ -92,7 +93,7 @@ export function GraphBuilder(props: { id: string | null; me: Me }) {
   const [error, setError] = useState<unknown>(null);
   const [loadError, setLoadError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
-  const [principals] = useAsync(() => api.principals.list().all(), []);
+  const services = useServicePrincipals();
   const [deployments] = useAsync(
     async () => (doc.environment_id ? api.agentDeployments.list({ environment_id: doc.environment_id }).all() : []),
     [doc.environment_id],
@@ -161,7 +162,6 @@ export function GraphBuilder(props: { id: string | null; me: Me }) {
   const problems = problemsOf(plan);
   const node = selected && "node" in selected ? doc.nodes.find((n) => n.id === selected.node) : undefined;
   const edge = selected && "edge" in selected ? doc.edges[selected.edge] : undefined;
-  const services = principals.state === "ready" ? principals.value.filter((p) => p.kind === "service") : [];
   const deploymentList: Deployment[] = deployments.state === "ready" ? deployments.value.map((d) => ({ id: d.id, name: d.key })) : [];
 
   return (

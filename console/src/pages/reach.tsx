@@ -8,6 +8,7 @@ import { useState } from "preact/hooks";
 import { api, type Schema } from "../api.js";
 import { EnvironmentPicker, useEnvironment } from "../env.js";
 import { CreateForm } from "../forms.js";
+import { useServicePrincipals } from "../lookups.js";
 import { Action, ListState, Status, SubNav, Table, When, useAsync } from "../ui.js";
 
 const SECTIONS = [
@@ -261,9 +262,8 @@ function Vaults(props: { environmentId: string }) {
 
 function Runners(props: { environmentId: string }) {
   const [runners, reload] = useAsync(() => api.runners.list({ environment_id: props.environmentId }).all(1_000), [props.environmentId]);
-  const [principals] = useAsync(() => api.principals.list().all(), []);
   const [pairing, setPairing] = useState<Schema<"RunnerPairing"> | null>(null);
-  const services = principals.state === "ready" ? principals.value.filter((p) => p.kind === "service").map((p) => p.id) : [];
+  const services = useServicePrincipals().map((p) => p.id);
   return (
     <>
       <h2>Runners</h2>

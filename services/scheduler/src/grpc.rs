@@ -30,7 +30,7 @@ fn doc(field: &str, s: &str) -> Result<Value> {
     serde_json::from_str(s).map_err(|e| Error::invalid_field(field, format!("{field} is not JSON: {e}")))
 }
 
-fn automation(a: Automation, r: &Readiness) -> pb::Automation {
+fn automation(a: Automation, r: &Readiness, last: Option<Firing>) -> pb::Automation {
     let triggers_json = a.triggers_json().to_string();
     pb::Automation {
         id: a.id.into(),
@@ -47,6 +47,12 @@ fn automation(a: Automation, r: &Readiness) -> pb::Automation {
         version: a.version,
         created_ms: a.created_ms,
         updated_ms: a.updated_ms,
+        last_firing: last.map(|f| pb::FiringSummary {
+            id: f.id.into(),
+            source: f.source.as_str().into(),
+            state: f.state.as_str().into(),
+            created_ms: f.created_ms,
+        }),
     }
 }
 
@@ -90,21 +96,22 @@ fn filtered(d: FilteredDelivery, environment_id: &str) -> pb::FilteredDelivery {
 }
 
 impl SchedulerGrpc {
-    /// The Automation with its readiness: the one a write just evaluated,
-    /// else evaluated now.
-    async fn view(&self, a: Automation, evaluated: Option<Readiness>) -> pb::Automation {
+    /// The Automation with its readiness (the one a write just evaluated,
+    /// else evaluated now) and its newest firing.
+    async fn view(&self, a: Automation, evaluated: Option<Readiness>) -> Result<pb::Automation> {
         let r = match evaluated {
             Some(r) => r,
             None => self.svc.readiness(&a).await,
         };
-        automation(a, &r)
+        let last = self.svc.last_firing(&a.id).await?;
+        Ok(automation(a, &r, last))
     }
 
-    async fn written(&self, w: Written) -> pb::AutomationWrite {
-        pb::AutomationWrite {
-            automation: Some(self.view(w.automation, w.readiness).await),
+    async fn written(&self, w: Written) -> Result<pb::AutomationWrite> {
+        Ok(pb::AutomationWrite {
+            automation: Some(self.view(w.automation, w.readiness).await?),
             ingest_secret: w.generated_secret.unwrap_or_default(),
-        }
+        })
     }
 }
 
@@ -123,11 +130,11 @@ impl Rpc for SchedulerGrpc {
             actor_id: r.actor_id,
         };
         let w = self.svc.create(new).await?;
-        ok(self.written(w).await)
+        ok(self.written(w).await?)
     }
 
     async fn get_automation(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Automation> {
-        ok(self.view(self.svc.automation(&r.into_inner().id).await?, None).await)
+        ok(self.view(self.svc.automation(&r.into_inner().id).await?, None).await?)
     }
 
     async fn list_automations(&self, r: Request<pb::ListAutomationsRequest>) -> R<pb::ListAutomationsResponse> {
@@ -136,7 +143,7 @@ impl Rpc for SchedulerGrpc {
         let (rows, next_page) = p.finish(self.svc.list(&r.environment_ids, &r.status, &p).await?, |a| &a.id);
         let mut data = Vec::with_capacity(rows.len());
         for a in rows {
-            data.push(self.view(a, None).await);
+            data.push(self.view(a, None).await?);
         }
         ok(pb::ListAutomationsResponse { data, next_page })
     }
@@ -153,23 +160,23 @@ impl Rpc for SchedulerGrpc {
             actor_id: r.actor_id,
         };
         let w = self.svc.update(&r.id, ch).await?;
-        ok(self.written(w).await)
+        ok(self.written(w).await?)
     }
 
     async fn pause_automation(&self, r: Request<pb::PauseAutomationRequest>) -> R<pb::Automation> {
         let r = r.into_inner();
-        ok(self.view(self.svc.pause(&r.id, r.expected_version, &r.note, &r.actor_id).await?, None).await)
+        ok(self.view(self.svc.pause(&r.id, r.expected_version, &r.note, &r.actor_id).await?, None).await?)
     }
 
     async fn resume_automation(&self, r: Request<pb::ResumeAutomationRequest>) -> R<pb::Automation> {
         let r = r.into_inner();
         let (a, readiness) = self.svc.resume(&r.id, r.expected_version, &r.actor_id).await?;
-        ok(self.view(a, readiness).await)
+        ok(self.view(a, readiness).await?)
     }
 
     async fn delete_automation(&self, r: Request<pb::ActorRequest>) -> R<pb::Automation> {
         let r = r.into_inner();
-        ok(self.view(self.svc.delete(&r.id, &r.actor_id).await?, None).await)
+        ok(self.view(self.svc.delete(&r.id, &r.actor_id).await?, None).await?)
     }
 
     async fn fire_automation(&self, r: Request<pb::FireAutomationRequest>) -> R<pb::Firing> {

@@ -2241,6 +2241,7 @@ export interface components {
              *     it; never readable later (an idempotent replay shows it redacted).
              */
             ingest_secret?: string | null;
+            last_firing?: components["schemas"]["LastFiring"] | null;
             managed_by: Record<string, unknown>;
             metadata: Record<string, unknown>;
             name: string;
@@ -3269,6 +3270,15 @@ export interface components {
              */
             type: "user.message" | "user.interrupt" | "user.tool_confirmation" | "user.custom_tool_result" | "user.define_outcome";
         };
+        /** @description An Automation's newest firing, enough to show and link it from a list. */
+        LastFiring: {
+            created_at: string;
+            id: string;
+            /** @description `manual`, `schedule` or `webhook`. */
+            source: string;
+            /** @description `running`, `succeeded`, `failed` or `skipped`. */
+            state: string;
+        };
         /** @description A document as of a version; `content` only when read on its own. */
         MemoryDocument: {
             content?: string | null;
@@ -3617,6 +3627,7 @@ export interface components {
                  *     it; never readable later (an idempotent replay shows it redacted).
                  */
                 ingest_secret?: string | null;
+                last_firing?: components["schemas"]["LastFiring"] | null;
                 managed_by: Record<string, unknown>;
                 metadata: Record<string, unknown>;
                 name: string;

@@ -53,10 +53,23 @@ pub struct Automation {
     pub version: i64,
     pub created_at: String,
     pub updated_at: String,
+    /// The newest firing, `null` before the first.
+    pub last_firing: Option<LastFiring>,
     /// The ingest secret, only in the answer of the write that generated
     /// it; never readable later (an idempotent replay shows it redacted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ingest_secret: Option<String>,
+}
+
+/// An Automation's newest firing, enough to show and link it from a list.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LastFiring {
+    pub id: String,
+    /// `manual`, `schedule` or `webhook`.
+    pub source: String,
+    /// `running`, `succeeded`, `failed` or `skipped`.
+    pub state: String,
+    pub created_at: String,
 }
 
 fn doc(s: &str) -> Value {
@@ -81,6 +94,12 @@ fn automation(a: &pb::Automation) -> Automation {
         version: a.version,
         created_at: rfc3339(a.created_ms),
         updated_at: rfc3339(a.updated_ms),
+        last_firing: a.last_firing.as_ref().map(|f| LastFiring {
+            id: f.id.clone(),
+            source: f.source.clone(),
+            state: f.state.clone(),
+            created_at: rfc3339(f.created_ms),
+        }),
         ingest_secret: None,
     }
 }
