@@ -363,6 +363,7 @@ async fn an_interrupted_child_fails_its_firing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_child_left_pending_by_a_crash_is_created_once_by_recovery() {
     use checkfu_core::id::{SessionId, TypedId};
+    use checkfu_scheduler::firing::Firing;
     use checkfu_scheduler::model::*;
     use checkfu_scheduler::store::{SchedulerStore, SqlSchedulerStore};
     let f = fixture().await;

@@ -1,7 +1,8 @@
 //! The command line: `checkfu up`, `checkfu serve`.
 
 use crate::config::{Config, Env, Loaded, Mode};
-use crate::node::{Node, NodeOptions};
+use crate::node::Node;
+use crate::options::NodeOptions;
 use anyhow::Context;
 use checkfu_core::Role;
 use clap::{Parser, Subcommand};

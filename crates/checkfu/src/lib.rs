@@ -11,12 +11,14 @@ pub mod key_file;
 pub mod mesh;
 pub mod node;
 pub mod operator;
+pub mod options;
 pub mod roles;
 pub mod sandbox_agent;
 pub mod self_hosted;
 
 pub use checkfu_core::Role;
-pub use node::{ApprovalTiming, BootstrapInfo, Node, NodeOptions};
+pub use node::Node;
+pub use options::{ApprovalTiming, BootstrapInfo, NodeOptions};
 
 /// The allocator of every process that runs the platform (`checkfu`, and
 /// the bench and tests that embed it): the event log's writers, the

@@ -7,7 +7,7 @@ use crate::error::ApiError;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use checkfu_core::{Code, Error};
-use checkfu_proto::governance::v1::AuthenticateRequest;
+use checkfu_proto::governance::v1::{AuthenticateRequest, ConsoleTokenRequest};
 
 /// Counts the request against the principal's per-second limit: over it,
 /// 429 `rate_limited` with `retry-after`. A limiter that cannot be reached
@@ -61,7 +61,7 @@ impl FromRequestParts<AppState> for Caller {
         let (caller, csrf_sha256) = throttled(state, client, secret, async {
             match &credential {
                 Credential::Key(secret) => authenticate(state, secret).await.map(|c| (c, None)),
-                Credential::Console(token) => crate::console::session::resolve(state, token).await.map(|(c, csrf)| (c, Some(csrf))),
+                Credential::Console(token) => console_session(state, token).await.map(|(c, csrf)| (c, Some(csrf))),
             }
         })
         .await?;
@@ -97,7 +97,7 @@ pub fn credential(headers: &axum::http::HeaderMap) -> Credential {
 pub async fn reauthenticate(state: &AppState, credential: &Credential) -> Result<Caller, ApiError> {
     match credential {
         Credential::Key(secret) => authenticate(state, secret).await,
-        Credential::Console(token) => crate::console::session::resolve(state, token).await.map(|(c, _)| c),
+        Credential::Console(token) => console_session(state, token).await.map(|(c, _)| c),
     }
 }
 
@@ -218,4 +218,13 @@ pub fn bearer(headers: &axum::http::HeaderMap) -> &str {
 pub async fn authenticate(state: &AppState, secret: &str) -> Result<Caller, ApiError> {
     let resp = state.gov.clone().authenticate(AuthenticateRequest { secret: secret.to_string() }).await?.into_inner();
     Ok(Caller { principal_id: resp.principal_id, key_id: resp.key_id })
+}
+
+/// Who the console session `token` acts as, and the digest its CSRF token
+/// must have: asked of governance on every request (never cached), so
+/// revoking the key it was made from, or disabling its Principal, ends it
+/// at once.
+pub async fn console_session(state: &AppState, token: &str) -> Result<(Caller, String), ApiError> {
+    let s = state.gov.clone().resolve_console_session(ConsoleTokenRequest { token: token.to_string() }).await?.into_inner();
+    Ok((Caller { principal_id: s.principal_id, key_id: s.key_id }, s.csrf_sha256))
 }

@@ -104,7 +104,7 @@ async fn decide(st: &AppState, credential: &crate::auth::Credential, caller: &Ca
     if now.principal_id != caller.principal_id {
         return Err(Error::new(Code::InvalidKey, "the key now belongs to another principal").into());
     }
-    crate::routes::sessions::may_read(st, &now, session_id).await
+    crate::authz::may_read(st, &now, session_id).await
 }
 
 /// Ends `stop` once the stream may no longer read; returns when the stream

@@ -17,9 +17,9 @@
 //!   wall-clock limits are the local plane's, checked by the one conformance
 //!   suite (`conformance.rs`).
 
+use crate::chunks::{Chunks, Found, chunks_of, sha256_of, walk, write_to};
 use crate::confined::Root;
 use crate::sandbox::{Isolation, Limits, Outcome, Workspace};
-use crate::tree::{Chunks, Found, chunks_of, sha256_of, walk, write_to};
 use checkfu_proto::runner::v1 as pb;
 use futures_util::StreamExt;
 use pb::sandbox_agent_client::SandboxAgentClient;
@@ -296,7 +296,7 @@ impl RemoteSandbox {
         let head = pb::FileChunk { path: path.into(), mode, data: vec![] };
         // A chunk that fails ends the stream: the file is left short, and
         // the next restore finds it differs.
-        let body = crate::tree::until_error(chunks, |data| pb::FileChunk { data, ..Default::default() });
+        let body = crate::chunks::until_error(chunks, |data| pb::FileChunk { data, ..Default::default() });
         let stream = futures_util::stream::iter(vec![head]).chain(body);
         let req = self.authorized(stream);
         let r = self.client.clone().write_file(req).await?.into_inner();
@@ -356,7 +356,7 @@ mod tests {
         crate::conformance::run(&sb, &ws, &outside, true).await;
 
         // The file calls the runner's snapshots use: confined like the tools.
-        let bytes = |b: &'static [u8]| -> crate::tree::Chunks { Box::pin(futures_util::stream::iter([Ok(b.to_vec())])) };
+        let bytes = |b: &'static [u8]| -> crate::chunks::Chunks { Box::pin(futures_util::stream::iter([Ok(b.to_vec())])) };
         let (size, _) = sb.write_file("snap/a.txt", 0o640, bytes(b"restored")).await.expect("write");
         assert_eq!(size, 8);
         assert_eq!(std::fs::read(ws.join("snap/a.txt")).expect("on disk"), b"restored");

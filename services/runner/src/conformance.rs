@@ -61,7 +61,7 @@ async fn file_tools(sb: &dyn ToolHost) {
 /// The mount folders (the Session's skills and Files, written by the runner)
 /// are read by the file tools and never written or edited by them.
 async fn mounts_are_read_only(sb: &dyn ToolHost, workspace: &Path) {
-    for dir in crate::sync::MOUNT_DIRS {
+    for dir in crate::mounts::MOUNT_DIRS {
         let host = workspace.join(dir).join("m");
         std::fs::create_dir_all(&host).expect("mount folder");
         std::fs::write(host.join("f.md"), "mounted").expect("mounted file");

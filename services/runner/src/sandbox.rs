@@ -313,7 +313,7 @@ impl Workspace {
 
     /// Lets the tools change these mount folders (read-write memory mounts).
     pub fn with_writable_mounts(mut self, folders: Vec<String>) -> Self {
-        self.writable_mounts = folders.into_iter().filter(|f| crate::sync::is_memory_folder(f)).collect();
+        self.writable_mounts = folders.into_iter().filter(|f| crate::mounts::is_memory_folder(f)).collect();
         // The runner wrote them; `bash` runs as the workspace's own user.
         if let Some(owner) = self.identity {
             for f in &self.writable_mounts {
@@ -384,7 +384,7 @@ impl Workspace {
         let rel = Self::relative(given)?;
         let text = rel.to_str().unwrap_or_default();
         let in_writable = self.writable_mounts.iter().any(|f| text.strip_prefix(f.as_str()).is_some_and(|rest| rest.starts_with('/')));
-        if crate::sync::in_mount(text) && !in_writable {
+        if crate::mounts::in_mount(text) && !in_writable {
             return Err(err(format!(
                 "{given:?} is read-only: skills/, uploads/ and memory/ hold the Session's mounted skills, files and memory stores (a read-write memory mount is writable)"
             )));
@@ -581,7 +581,7 @@ impl Workspace {
         cmd.args(["--bind", &ws, "/workspace"]);
         // The mount folders are read-only inside (only a real directory is
         // bound: a link in its place would name a host path).
-        for d in crate::sync::MOUNT_DIRS {
+        for d in crate::mounts::MOUNT_DIRS {
             let host = self.root.join(d);
             if std::fs::symlink_metadata(&host).is_ok_and(|m| m.is_dir()) {
                 cmd.args(["--ro-bind", &host.to_string_lossy(), &format!("/workspace/{d}")]);

@@ -13,31 +13,15 @@
 //! refuses such manifests).
 
 use crate::Runner;
-use crate::tree::{Chunks, Found, Tree};
+use crate::chunks::{Chunks, Found};
+use crate::mounts::{MEMORY_DIR, MOUNT_DIRS, OUTPUTS, in_mount, is_memory_folder};
+use crate::tree::Tree;
 use checkfu_proto::runner::v1 as pb;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// The folder of the workspace whose files are captured.
-pub const OUTPUTS: &str = "outputs";
-/// Folders of the workspace that hold mounts: the Session's Files
-/// (`uploads/<id>/<name>`), skills (`skills/<name>/`) and MemoryStores
-/// (`memory/<mount_name>/`). The runner writes them before every Run; the
-/// agent may read but not change them (`sandbox.rs`) — but for read-write
-/// memory mounts, whose changes are written back to their stores — and
-/// they are never snapshotted or captured.
-pub const MOUNT_DIRS: &[&str] = &["skills", "uploads", "memory"];
-
-/// The folder that holds memory mounts.
-pub const MEMORY_DIR: &str = "memory";
-
-/// Whether `folder` names one memory mount (`memory/<name>`).
-pub fn is_memory_folder(folder: &str) -> bool {
-    folder.strip_prefix("memory/").is_some_and(|n| !n.is_empty() && n != "." && n != ".." && !n.contains('/'))
-}
 
 /// The read-write memory mounts of a Run's sandbox (`memory/<name>`).
 pub fn writable_mounts(work: &pb::WorkItem) -> Vec<String> {
@@ -51,11 +35,6 @@ pub fn writable_mounts(work: &pb::WorkItem) -> Vec<String> {
 
 /// The largest memory document written back (the store's limit).
 const MAX_MEMORY_DOCUMENT: u64 = 256 * 1024;
-
-/// Whether a workspace path lies in a mount folder.
-pub fn in_mount(rel: &str) -> bool {
-    MOUNT_DIRS.iter().any(|d| rel.strip_prefix(d).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
-}
 
 /// One file the control plane mounts.
 #[derive(Debug, Clone, Deserialize)]
@@ -324,7 +303,7 @@ impl Runner {
         };
         // A read failing midway ends the upload short: the digest then
         // fails to match and nothing is stored.
-        let body = crate::tree::until_error(tree.read(rel).await?, |data| pb::BlobChunk { data, ..Default::default() });
+        let body = crate::chunks::until_error(tree.read(rel).await?, |data| pb::BlobChunk { data, ..Default::default() });
         self.runs.clone().put_blob(futures_util::stream::iter([head]).chain(body)).await?;
         Ok(())
     }

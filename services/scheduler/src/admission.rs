@@ -7,6 +7,7 @@
 //! [`SchedulerService::recover_children`] completes — never a second child,
 //! never a firing lost.
 
+use crate::firing::Firing;
 use crate::model::*;
 use crate::service::SchedulerService;
 use checkfu_core::id::{AutomationId, FiringId, SessionId, TypedId};

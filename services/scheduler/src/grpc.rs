@@ -1,9 +1,10 @@
 //! Thin gRPC handlers: convert, call, map errors.
 
+use crate::firing::Firing;
 use crate::graph::service::NodeTest;
 use crate::graph::{Graph, wire};
 use crate::ingest::{Ingested, Signed};
-use crate::model::{Automation, FilteredDelivery, Firing, Readiness};
+use crate::model::{Automation, FilteredDelivery, Readiness};
 use crate::service::{AutomationChange, NewAutomation, SchedulerService, Written};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};

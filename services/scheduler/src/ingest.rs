@@ -18,6 +18,7 @@
 //! A 400, 401, 409 or 413 records nothing.
 
 use crate::admission::Admission;
+use crate::firing::Firing;
 use crate::model::*;
 use crate::predicates::first_failing;
 use crate::service::SchedulerService;

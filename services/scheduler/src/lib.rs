@@ -8,6 +8,7 @@
 //! a steps target is refused (`steps_require_graph`).
 
 pub mod admission;
+pub mod firing;
 pub mod graph;
 pub mod grpc;
 pub mod ingest;

@@ -1,7 +1,7 @@
 //! Automations and their firings (api.md §12.2, §12.5): domain types, and
 //! the checks that turn wire JSON into them once.
 
-use checkfu_core::id::{AutomationId, DeploymentId, EnvironmentId, FilteredDeliveryId, FiringId, PrincipalId};
+use checkfu_core::id::{AutomationId, DeploymentId, EnvironmentId, FilteredDeliveryId, PrincipalId};
 use checkfu_core::{Error, Result, string_enum};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -148,6 +148,39 @@ pub struct StepsTarget {
     pub edges: Vec<Value>,
 }
 
+/// Step kinds this build runs (the rest keep readiness `unknown`).
+pub const RUNS: &[&str] = &["trigger", "step_agent", "step_parse_json", "decision", "step_wait", "step_approval"];
+
+impl StepsTarget {
+    /// Whether a program uses something this build cannot run yet.
+    pub fn not_executable(&self) -> Option<String> {
+        let mut later: Vec<String> =
+            self.steps.iter().filter_map(|n| n["kind"].as_str()).filter(|k| !RUNS.contains(k)).map(String::from).collect();
+        later.extend(
+            self.edges
+                .iter()
+                .filter_map(|e| e["kind"].as_str())
+                .filter(|k| matches!(*k, "uncertain" | "error" | "reviews"))
+                .map(|k| format!("{k} edges")),
+        );
+        later.extend(
+            self.steps
+                .iter()
+                .filter(|n| n["kind"] == "step_agent" && n.get("sessionTarget").is_some_and(|s| s["mode"] == "continue_selected"))
+                .map(|_| "continue_selected".to_string()),
+        );
+        later.sort();
+        later.dedup();
+        (!later.is_empty()).then(|| {
+            format!(
+                "{} {} saved and planned but not executable on this installation yet",
+                later.join(", "),
+                if later.len() == 1 { "is" } else { "are" }
+            )
+        })
+    }
+}
+
 /// What a firing runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Target {
@@ -200,7 +233,7 @@ impl Target {
         match self {
             Target::Agent(a) if a.not_executable() => Some("a continue_selected session_target is saved but not yet executable".into()),
             Target::Agent(_) => None,
-            Target::Steps(s) => crate::program::not_executable(s),
+            Target::Steps(s) => s.not_executable(),
         }
     }
 
@@ -306,44 +339,6 @@ pub struct Usage {
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub model_spend_micro_usd: i64,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Firing {
-    pub id: FiringId,
-    pub automation_id: AutomationId,
-    pub environment_id: EnvironmentId,
-    pub source: FiringSource,
-    pub event: Value,
-    pub scheduled_for_ms: i64,
-    pub dedupe_value: String,
-    pub actor_principal_id: String,
-    pub automation_version: i64,
-    pub state: FiringState,
-    pub child_session_ids: Vec<String>,
-    pub usage: Usage,
-    /// `{reason, message}` once it failed or was skipped.
-    pub error: Option<Value>,
-    pub created_ms: i64,
-    pub settled_ms: i64,
-    /// A steps target's program and progress (`None`: an Agent target).
-    pub program: Option<crate::program::Program>,
-    /// `{graph_id, revision}` when a graph's Automation fired it, else null.
-    pub graph: Value,
-    /// Bumped by each program write (a compare-and-set).
-    pub version: i64,
-}
-
-impl Firing {
-    pub fn settle(&mut self, state: FiringState, error: Option<(&str, String)>, now_ms: i64) {
-        self.state = state;
-        self.error = error.map(|(reason, message)| json!({"reason": reason, "message": message}));
-        self.settled_ms = now_ms;
-    }
-
-    pub fn failed_or_skipped(&self) -> bool {
-        matches!(self.state, FiringState::Failed | FiringState::Skipped)
-    }
 }
 
 /// A webhook event the admission filter stopped (`afdl_`).

@@ -18,6 +18,7 @@
 //! - Dispatch is as soon as a timer is due: no jitter is added.
 
 use crate::admission::Admission;
+use crate::firing::Firing;
 use crate::model::*;
 use crate::service::SchedulerService;
 use checkfu_core::Result;

@@ -415,37 +415,6 @@ impl Program {
     }
 }
 
-/// Step kinds this build runs (the rest keep readiness `unknown`).
-pub const RUNS: &[&str] = &["trigger", "step_agent", "step_parse_json", "decision", "step_wait", "step_approval"];
-
-/// Whether a program uses something this build cannot run yet.
-pub fn not_executable(t: &StepsTarget) -> Option<String> {
-    let mut later: Vec<String> =
-        t.steps.iter().filter_map(|n| n["kind"].as_str()).filter(|k| !RUNS.contains(k)).map(String::from).collect();
-    later.extend(
-        t.edges
-            .iter()
-            .filter_map(|e| e["kind"].as_str())
-            .filter(|k| matches!(*k, "uncertain" | "error" | "reviews"))
-            .map(|k| format!("{k} edges")),
-    );
-    later.extend(
-        t.steps
-            .iter()
-            .filter(|n| n["kind"] == "step_agent" && n.get("sessionTarget").is_some_and(|s| s["mode"] == "continue_selected"))
-            .map(|_| "continue_selected".to_string()),
-    );
-    later.sort();
-    later.dedup();
-    (!later.is_empty()).then(|| {
-        format!(
-            "{} {} saved and planned but not executable on this installation yet",
-            later.join(", "),
-            if later.len() == 1 { "is" } else { "are" }
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@
 //! duplicate or late notifications, and recovery rejoins the original
 //! child instead of replacing it.
 
+use crate::firing::Firing;
 use crate::model::*;
 use crate::program::{Outcome, Program};
 use crate::service::SchedulerService;

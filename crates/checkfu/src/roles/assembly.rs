@@ -2,7 +2,7 @@
 //! readiness checks, background work) and how one role reaches another.
 
 use crate::health::{Check, Readiness};
-use crate::node::{BootstrapInfo, NodeOptions};
+use crate::options::{BootstrapInfo, NodeOptions};
 use anyhow::{Context, bail};
 use checkfu_core::Role;
 use checkfu_proto::mesh::Authorized;

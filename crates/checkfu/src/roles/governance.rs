@@ -3,7 +3,7 @@
 
 use super::{Assembly, Play, Store};
 use crate::key_file::KeyFile;
-use crate::node::BootstrapInfo;
+use crate::options::BootstrapInfo;
 use anyhow::Context;
 use checkfu_core::Role;
 

@@ -29,7 +29,7 @@ pub type Store = (&'static str, &'static Migrations);
 /// The installation key (`secrets_key`), which seals stored secrets and
 /// signs capability tokens; embedded, the one kept in the data directory.
 /// Every process of an installation must have the same one.
-pub(crate) fn installation_key(opts: &crate::node::NodeOptions, role: Role) -> anyhow::Result<checkfu_store::sealed::Sealer> {
+pub(crate) fn installation_key(opts: &crate::options::NodeOptions, role: Role) -> anyhow::Result<checkfu_store::sealed::Sealer> {
     match (&opts.sealer, &opts.storage) {
         (Some(s), _) => Ok(s.clone()),
         (None, Location::SqliteDir(dir)) => checkfu_store::sealed::Sealer::load_or_create(&dir.join("secrets.key"))

@@ -4,6 +4,7 @@
 
 use super::cx::{Cx, Native, encode};
 use super::facts;
+use super::permissions::{Rule, policy};
 use super::wire::{self, CmaResult, refuse};
 use crate::AppState;
 use axum::Json;
@@ -119,7 +120,7 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     replace_rules(&cx, &id, &compiled.rules).await?;
     mint_use_agent(&cx, &id).await?;
     mint_use_connection(&cx, &id, &compiled.connections).await?;
-    super::sessions::advance_deployments(&cx, &id).await?;
+    super::deployments::advance_deployments(&cx, &id).await?;
     Ok(Json(render_latest(&cx, &id, None).await?))
 }
 
@@ -132,14 +133,8 @@ pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
 
 /// An id of the kind a path names: anything else is not found (§17.1).
 pub fn checked(id: &str) -> CmaResult<String> {
-    if checkfu_core::id::AgentId::check("id", id).is_err() {
-        return Err(Error::not_found("agent", id).into());
-    }
-    Ok(id.to_string())
+    super::wire::path_id::<checkfu_core::id::AgentId>("agent", id)
 }
-
-/// One rule of an agent's ActionPolicy: `(tool name, disposition)`.
-pub type Rule = (String, String);
 
 /// A CMA agent body compiled: the native draft, its policy's rules and
 /// the Connections its MCP servers resolved to.
@@ -384,17 +379,6 @@ fn compile_tools(tools: &Value) -> CmaResult<(Vec<Value>, Vec<Rule>, Vec<Value>)
         }
     }
     Ok((decls, rules, toolsets))
-}
-
-/// A CMA permission policy → a native disposition; `auto` (or none) → no
-/// rule, so Checkfu's defaults decide.
-pub fn policy(p: &Value) -> CmaResult<Option<String>> {
-    match p["type"].as_str() {
-        None | Some("auto") => Ok(None),
-        Some("always_allow") => Ok(Some("allow".into())),
-        Some("always_ask") => Ok(Some("require_approval".into())),
-        Some(other) => Err(Error::invalid_field("permission_policy", format!("unknown permission policy {other:?}")).into()),
-    }
 }
 
 /// The routing profile a CMA model names: `cma:<id>`, else `cma:*`, in the

@@ -80,10 +80,7 @@ pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
 }
 
 fn checked(id: &str) -> CmaResult<String> {
-    if checkfu_core::id::DreamId::check("dream_id", id).is_err() {
-        return Err(Error::not_found("dream", id).into());
-    }
-    Ok(id.to_string())
+    super::wire::path_id::<checkfu_core::id::DreamId>("dream", id)
 }
 
 /// A native Dream as CMA shows it; `model` echoes the request's when known.

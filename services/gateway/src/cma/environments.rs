@@ -3,17 +3,12 @@
 //! the profile's next revision (running Sessions keep theirs).
 
 use super::cx::Cx;
+use super::deployments::self_hosted;
 use super::wire::{self, CmaResult, refuse};
 use axum::Json;
 use axum::extract::{Path, RawQuery};
 use checkfu_core::Error;
 use serde_json::{Value, json};
-
-/// Whether a SandboxProfile (its view) is a self_hosted environment: its
-/// latest revision's tools run at the work item's holder (§17.13).
-pub fn self_hosted(profile: &Value) -> bool {
-    profile["latest"]["execution"] == "external_tools"
-}
 
 /// The image a CMA cloud environment runs (CMA names none).
 const IMAGE: &str = "debian:12";
@@ -75,7 +70,7 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     describe(&mut spec, &merged, &body["metadata"])?;
     cx.native.post(&format!("/v1/sandbox-profiles/{id}/revisions"), &spec).await?;
     let p = cx.native.get(&format!("/v1/sandbox-profiles/{id}")).await?;
-    super::sessions::advance_environment(&cx, &id).await?;
+    super::deployments::advance_environment(&cx, &id).await?;
     Ok(Json(render(&p)))
 }
 
@@ -94,10 +89,7 @@ pub async fn delete(_cx: Cx, Path(_id): Path<String>) -> CmaResult<Json<Value>> 
 
 /// An id of the kind a path names, else not found (§17.1).
 pub fn checked(id: &str) -> CmaResult<String> {
-    if checkfu_core::id::SandboxProfileId::check("id", id).is_err() {
-        return Err(Error::not_found("environment", id).into());
-    }
-    Ok(id.to_string())
+    super::wire::path_id::<checkfu_core::id::SandboxProfileId>("environment", id)
 }
 
 /// Sets `description` and `metadata` (patched onto `body["metadata"]`

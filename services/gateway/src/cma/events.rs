@@ -84,7 +84,7 @@ async fn mapper_for(cx: &Cx, id: &str) -> CmaResult<Mapper> {
 
 /// `GET /v1/sessions/{id}/events`: ascending `seq`, CMA types only.
 pub async fn list(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
-    list_view(cx, super::sessions::checked(&id)?, None, raw).await
+    list_view(cx, super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?, None, raw).await
 }
 
 /// A page of one view of the log (`None`: the Session's own).
@@ -149,7 +149,7 @@ fn page_token(p: &str, descending: bool) -> CmaResult<i64> {
 /// `POST /v1/sessions/{id}/events`: validated whole, then appended in
 /// order; a batch stopped midway names what was accepted.
 pub async fn send(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
-    let id = super::sessions::checked(&id)?;
+    let id = super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?;
     let events = body["events"].as_array().cloned().unwrap_or_default();
     if events.is_empty() || events.len() > 50 {
         return Err(Error::invalid_field("events", "send 1 to 50 events").into());
@@ -256,7 +256,7 @@ pub async fn read_rubric(cx: &Cx, e: &Value) -> CmaResult<Value> {
 /// replay) or after `Last-Event-ID`; one frame per persisted event with an
 /// `event:` line; it ends after `session.status_terminated`.
 pub async fn stream(cx: Cx, Path(id): Path<String>, headers: HeaderMap, RawQuery(raw): RawQuery) -> CmaResult<Response> {
-    stream_view(cx, super::sessions::checked(&id)?, None, headers, raw).await
+    stream_view(cx, super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?, None, headers, raw).await
 }
 
 /// The live stream of one view (`None`: the Session's own; previews are

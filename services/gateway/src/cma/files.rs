@@ -57,7 +57,8 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let ids = wire::params(&q, "ids");
     let keep = |f: &Value| ids.is_empty() || ids.contains(&f["id"].as_str().unwrap_or_default());
     if let Some(scope) = wire::param(&q, "scope_id") {
-        let sid = super::sessions::checked(scope).map_err(|_| Error::invalid_field("scope_id", "scope_id names a session (sess_…)"))?;
+        let sid = super::wire::path_id::<checkfu_core::id::SessionId>("session", scope)
+            .map_err(|_| Error::invalid_field("scope_id", "scope_id names a session (sess_…)"))?;
         return Ok(Json(cx.native.page_where(&format!("/v1/sessions/{sid}/files"), &q, |f| output(&sid, f), keep).await?));
     }
     Ok(Json(cx.native.page_where(&format!("/v1/files?environment_id={}", cx.env_id), &q, file, keep).await?))
@@ -96,10 +97,7 @@ pub async fn download(cx: Cx, Path(id): Path<String>) -> CmaResult<Response> {
 }
 
 fn checked(id: &str) -> CmaResult<String> {
-    if checkfu_core::id::FileId::check("file_id", id).is_err() {
-        return Err(Error::not_found("file", id).into());
-    }
-    Ok(id.to_string())
+    super::wire::path_id::<checkfu_core::id::FileId>("file", id)
 }
 
 /// A native File as CMA shows it.

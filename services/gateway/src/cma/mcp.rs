@@ -5,8 +5,8 @@
 //! vault credential, say), the projection creates ToolSource `name` over
 //! it. Publication then pins that Connection, as any native declaration.
 
-use super::agents::{Rule, policy};
 use super::cx::Cx;
+use super::permissions::{Rule, policy};
 use super::wire::{CmaResult, refuse};
 use crate::AppState;
 use checkfu_core::{Code, Error};

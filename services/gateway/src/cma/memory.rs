@@ -262,10 +262,7 @@ pub async fn redact(_cx: Cx, Path(_ids): Path<(String, String)>) -> CmaError {
 }
 
 fn checked(id: &str) -> CmaResult<String> {
-    if checkfu_core::id::MemoryStoreId::check("memory_store_id", id).is_err() {
-        return Err(Error::not_found("memory store", id).into());
-    }
-    Ok(id.to_string())
+    super::wire::path_id::<checkfu_core::id::MemoryStoreId>("memory store", id)
 }
 
 /// A CMA path as the store keeps it (`/a/b.md`).

@@ -11,6 +11,7 @@
 
 pub mod agents;
 pub mod cx;
+pub mod deployments;
 pub mod dreams;
 pub mod environments;
 pub mod events;
@@ -20,6 +21,7 @@ pub mod logcache;
 pub mod mapping;
 pub mod mcp;
 pub mod memory;
+pub mod permissions;
 pub mod sessions;
 pub mod skills;
 pub mod threads;

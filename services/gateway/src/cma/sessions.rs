@@ -1,8 +1,8 @@
 //! CMA sessions (api.md §17.7) ↔ native Sessions on Deployments keyed
 //! `cma:<sbp>:<agt>:v<n>`, created as the caller's Principal.
 
-use super::cx::{Cx, Native, encode};
-use super::environments::self_hosted;
+use super::cx::{Cx, encode};
+use super::deployments::{deployment_for, self_hosted};
 use super::facts;
 use super::mapping;
 use super::wire::{self, CmaResult, refuse};
@@ -99,7 +99,7 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
 
 /// `GET /v1/sessions/{id}`.
 pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    let s = cx.native.get(&format!("/v1/sessions/{}", checked(&id)?)).await?;
+    let s = cx.native.get(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
     Ok(Json(render(&cx.state, &s).await?))
 }
 
@@ -293,14 +293,14 @@ fn resource(r: &Value) -> Value {
 
 /// `GET /v1/sessions/{id}/resources`.
 pub async fn list_resources(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    let s = cx.native.get(&format!("/v1/sessions/{}", checked(&id)?)).await?;
+    let s = cx.native.get(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
     let data = s["resources"].as_array().map(|a| a.iter().map(resource).collect()).unwrap_or_default();
     Ok(Json(wire::page(data, None)))
 }
 
 /// `GET /v1/sessions/{id}/resources/{rid}`.
 pub async fn retrieve_resource(cx: Cx, Path((id, rid)): Path<(String, String)>) -> CmaResult<Json<Value>> {
-    let s = cx.native.get(&format!("/v1/sessions/{}", checked(&id)?)).await?;
+    let s = cx.native.get(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
     let found = s["resources"].as_array().into_iter().flatten().map(resource).find(|r| r["id"] == rid.as_str());
     found.map(Json).ok_or_else(|| Error::not_found("session resource", &rid).into())
 }
@@ -313,7 +313,7 @@ pub async fn fixed_resources(_cx: Cx) -> super::wire::CmaError {
 /// `POST /v1/sessions/{id}`: title and metadata natively; `budget` raised
 /// (work stopped at the cap restarts), attached, or detached with `null`.
 pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
-    let id = checked(&id)?;
+    let id = super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?;
     if body.get("vault_ids").is_some_and(|v| !v.is_null()) {
         return Err(refuse("vault_ids_fixed_at_creation", "vault_ids cannot be changed on a session"));
     }
@@ -413,23 +413,15 @@ async fn require_priced(cx: &Cx, deployment_id: &str) -> CmaResult<()> {
 
 /// `POST /v1/sessions/{id}/archive`.
 pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    let id = checked(&id)?;
+    let id = super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?;
     let s = cx.native.post(&format!("/v1/sessions/{id}/archive"), &json!({})).await?;
     Ok(Json(render(&cx.state, &s).await?))
 }
 
 /// `DELETE /v1/sessions/{id}`: the log is append-only.
 pub async fn delete(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    cx.native.get(&format!("/v1/sessions/{}", checked(&id)?)).await?;
+    cx.native.get(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
     Err(refuse("session_delete_unsupported", "sessions are not deleted: their event log is the audit record; archive it"))
-}
-
-/// An id of the kind a path names, else not found (§17.1).
-pub fn checked(id: &str) -> CmaResult<String> {
-    if checkfu_core::id::SessionId::check("id", id).is_err() {
-        return Err(Error::not_found("session", id).into());
-    }
-    Ok(id.to_string())
 }
 
 /// `agent`: `"agt_…"`, `{type:"agent", id, version?}` or
@@ -541,106 +533,6 @@ async fn narrow(cx: &Cx, agent_id: &str, version: i64, overrides: &Value, native
     Ok(())
 }
 
-/// The deployment key of (environment, agent, version).
-fn key(sbp: &str, agent_id: &str, version: i64) -> String {
-    format!("cma:{sbp}:{agent_id}:v{version}")
-}
-
-/// The deployment a CMA session runs on: found by key, created or
-/// advanced to the profile's latest revision by a `manage` holder; anyone
-/// else runs on what exists, or gets 403 `deployment_missing`.
-async fn deployment_for(cx: &Cx, agent: &Value, version: i64, sbp: &str) -> CmaResult<String> {
-    let agent_id = agent["id"].as_str().unwrap_or_default();
-    let k = key(sbp, agent_id, version);
-    let existing = facts::cma_deployments(&cx.state, &cx.env_id).await?.into_iter().find(|d| d["key"] == k.as_str());
-    let profile = facts::profile(&cx.state, sbp).await.map_err(|e| match e.0.code {
-        Code::NotFound => Error::invalid_field("environment_id", format!("no such environment {sbp}")).into(),
-        _ => e,
-    })?;
-    if profile["environment_id"] != cx.env_id.as_str() {
-        return Err(Error::invalid_field("environment_id", format!("no such environment {sbp} in this workspace")).into());
-    }
-    if !profile["archived_at"].is_null() {
-        return Err(refuse("environment_archived", format!("environment {sbp} is archived: no new session starts in it")));
-    }
-    let latest = profile["latest_revision"].as_i64().unwrap_or(1);
-    let missing = |e: super::wire::CmaError| match e.0.code {
-        Code::PermissionDenied => {
-            Error::new(Code::PermissionDenied, format!("no deployment {k} exists and only a manager of the workspace may create it"))
-                .with_reason("deployment_missing")
-                .into()
-        }
-        _ => e,
-    };
-    match existing {
-        Some(d) if d["pins"]["sandbox_profile_revision"].as_i64() == Some(latest) => Ok(d["id"].as_str().unwrap_or_default().into()),
-        Some(d) => {
-            let id = d["id"].as_str().unwrap_or_default().to_string();
-            match advance(&cx.native, &d, latest).await {
-                // Not a manager: run on its head.
-                Err(e) if e.0.code == Code::PermissionDenied => Ok(id),
-                other => other.map(|()| id),
-            }
-        }
-        None => {
-            let v = facts::version(&cx.state, agent_id, version).await?;
-            let route = v["definition"]["model"]["routing_profile_id"]
-                .as_str()
-                .ok_or_else(|| refuse("model_not_routable", "the agent's version names no model route"))?;
-            let mut body = json!({"environment_id": cx.env_id, "key": k, "agent_id": agent_id, "agent_version": version,
-                "model_routing_profile_id": route, "sandbox_profile_id": sbp, "sandbox_profile_revision": latest});
-            // A self_hosted environment's plane: the loop here, its sandbox
-            // tools at the Runners of `cma:<sbp>` (§17.13).
-            if self_hosted(&profile) {
-                body["execution"] = json!({"kind": "external_tools", "pool": format!("cma:{sbp}")});
-            }
-            let d = cx.native.post("/v1/agent-deployments", &body).await.map_err(missing)?;
-            Ok(d["id"].as_str().unwrap_or_default().into())
-        }
-    }
-}
-
-/// Moves a deployment onto the profile's `revision`, other pins kept.
-async fn advance(native: &Native, d: &Value, revision: i64) -> CmaResult<()> {
-    let p = &d["pins"];
-    let body = json!({"agent_version": p["agent_version"], "model_routing_profile_id": p["model_routing_profile_id"],
-        "sandbox_profile_id": p["sandbox_profile_id"], "sandbox_profile_revision": revision, "harness": p["harness"], "execution": d["execution"]});
-    native.post(&format!("/v1/agent-deployments/{}/revisions", d["id"].as_str().unwrap_or_default()), &body).await?;
-    Ok(())
-}
-
-/// After a manager's `agents.update`: every environment the agent's
-/// older versions were deployed to gets a deployment of the new one.
-pub async fn advance_deployments(cx: &Cx, agent_id: &str) -> CmaResult<()> {
-    let agent = facts::agent(&cx.state, agent_id).await?;
-    let Some(latest) = agent["latest_version"].as_i64() else { return Ok(()) };
-    let all = facts::cma_deployments(&cx.state, &cx.env_id).await?;
-    let mut profiles: Vec<String> = all
-        .iter()
-        .filter(|d| d["agent_id"] == agent_id)
-        .filter_map(|d| d["pins"]["sandbox_profile_id"].as_str().map(String::from))
-        .collect();
-    profiles.sort();
-    profiles.dedup();
-    for sbp in profiles {
-        deployment_for(cx, &agent, latest, &sbp).await?;
-    }
-    Ok(())
-}
-
-/// After a manager's `environments.update`: the deployments on it move to
-/// its new revision.
-pub async fn advance_environment(cx: &Cx, sbp: &str) -> CmaResult<()> {
-    let profile = facts::profile(&cx.state, sbp).await?;
-    let latest = profile["latest_revision"].as_i64().unwrap_or(1);
-    for d in facts::cma_deployments(&cx.state, &cx.env_id).await? {
-        if d["pins"]["sandbox_profile_id"] == sbp && d["pins"]["sandbox_profile_revision"].as_i64() != Some(latest) {
-            advance(&cx.native, &d, latest).await?;
-        }
-    }
-    Ok(())
-}
-
 /// A native Session (which the caller was allowed to read) as a CMA
 /// session; what it was pinned to is read as facts.
 pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
@@ -714,10 +606,5 @@ mod tests {
         assert!(agent_ref(&json!({"type": "agent_with_overrides", "id": id, "tools": []})).is_ok(), "tools narrow");
         assert_eq!(e.0.details["reason"], "override_unsupported");
         assert!(agent_ref(&json!("nope")).is_err());
-    }
-
-    #[test]
-    fn deployment_keys_name_environment_agent_and_version() {
-        assert_eq!(key("sbp_1", "agt_2", 3), "cma:sbp_1:agt_2:v3");
     }
 }

@@ -107,10 +107,7 @@ fn zip_of(files: &[(String, bytes::Bytes)]) -> zip::result::ZipResult<Vec<u8>> {
 }
 
 fn checked(id: &str) -> CmaResult<String> {
-    if checkfu_core::id::SkillId::check("skill_id", id).is_err() {
-        return Err(Error::not_found("skill", id).into());
-    }
-    Ok(id.to_string())
+    super::wire::path_id::<checkfu_core::id::SkillId>("skill", id)
 }
 
 /// A skill not deleted through this surface (archived ones are gone).

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 /// `GET /v1/sessions/{id}/threads`: the primary first, then children in
 /// spawn order.
 pub async fn list(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
-    let id = super::sessions::checked(&id)?;
+    let id = super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?;
     let q = wire::query_pairs(raw.as_deref())?;
     let limit = wire::limit(&q, 1000, 1000)? as usize;
     let statuses = wire::params(&q, "statuses");
@@ -65,11 +65,8 @@ fn view(tid: &str) -> Option<String> {
 }
 
 fn checked(id: &str, tid: &str) -> CmaResult<(String, String)> {
-    let id = super::sessions::checked(id)?;
-    if checkfu_core::id::SessionThreadId::check("thread_id", tid).is_err() {
-        return Err(Error::not_found("session thread", tid).into());
-    }
-    Ok((id, tid.to_string()))
+    let id = super::wire::path_id::<checkfu_core::id::SessionId>("session", id)?;
+    Ok((id, super::wire::path_id::<checkfu_core::id::SessionThreadId>("session thread", tid)?))
 }
 
 /// A native SessionThread as CMA shows it.

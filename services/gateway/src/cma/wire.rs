@@ -225,6 +225,15 @@ pub fn patch_metadata(current: &Value, patch: &Value) -> CmaResult<Value> {
     Ok(Value::Object(out))
 }
 
+/// A path's id of the kind it names (`T`), else 404 for a `kind` (§17.1):
+/// CMA answers an id of another kind as not found, never as invalid.
+pub fn path_id<T: checkfu_core::id::TypedId>(kind: &str, id: &str) -> CmaResult<String> {
+    if !checkfu_core::id::is_valid(T::PREFIX, id) {
+        return Err(Error::not_found(kind, id).into());
+    }
+    Ok(id.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

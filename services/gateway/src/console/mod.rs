@@ -8,7 +8,6 @@
 pub mod assets;
 pub mod cookies;
 pub mod csrf;
-pub mod session;
 pub mod wire;
 
 pub use assets::router;

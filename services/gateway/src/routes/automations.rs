@@ -285,7 +285,7 @@ pub async fn create_automation(
 ) -> ApiResult<Response> {
     let b: CreateAutomation = body(&raw)?;
     st.require_manage(&caller, &b.environment_id).await?;
-    super::sessions::require_speaks_for(&st, &caller, &b.service_principal_id, "service_principal_id").await?;
+    crate::authz::require_speaks_for(&st, &caller, &b.service_principal_id, "service_principal_id").await?;
     let req = pb::CreateAutomationRequest {
         environment_id: b.environment_id,
         name: b.name,

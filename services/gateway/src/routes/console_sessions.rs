@@ -102,7 +102,7 @@ pub async fn delete_console_session(State(st): State<AppState>, headers: HeaderM
     let token = cookies::get(&headers, cookies::SESSION).ok_or_else(no_cookie)?;
     // A live session signs out only with its CSRF token, from its origin;
     // one already over just loses its cookies.
-    match crate::console::session::resolve(&st, &token).await {
+    match crate::auth::console_session(&st, &token).await {
         Ok((_, csrf_sha256)) => {
             csrf::check(&axum::http::Method::DELETE, &headers, &csrf_sha256)?;
             st.gov.clone().close_console_session(gov::ConsoleTokenRequest { token }).await?;

@@ -2,9 +2,9 @@
 //! settled. Reading them needs read access to the Session.
 
 use super::ListQuery;
-use super::sessions::facts_for;
 use crate::AppState;
 use crate::auth::Caller;
+use crate::authz::facts_for;
 use crate::error::ApiResult;
 use crate::extract::Query;
 use crate::views::{self, ErrorEnvelope, Page};

@@ -122,8 +122,8 @@ pub async fn create_graph(State(st): State<AppState>, caller: Caller, headers: H
     let env = b.document.get("environment_id").and_then(Value::as_str).unwrap_or_default().to_string();
     let svc = b.document.get("service_principal_id").and_then(Value::as_str).unwrap_or_default().to_string();
     st.require_manage(&caller, &env).await?;
-    super::sessions::require_speaks_for(&st, &caller, &svc, "document.service_principal_id").await?;
-    super::sessions::require_speaks_for(&st, &caller, &created_by, "created_by_principal_id").await?;
+    crate::authz::require_speaks_for(&st, &caller, &svc, "document.service_principal_id").await?;
+    crate::authz::require_speaks_for(&st, &caller, &created_by, "created_by_principal_id").await?;
     let req = pb::CreateGraphRequest {
         created_by_principal_id: created_by,
         document_json: b.document.to_string(),

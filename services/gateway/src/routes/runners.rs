@@ -2,10 +2,10 @@
 //! right to speak for the Principal the Runner acts as), the Runners made
 //! from them (`read`), and revocation (`manage`).
 
-use super::sessions::require_speaks_for;
 use super::{ListQuery, created};
 use crate::AppState;
 use crate::auth::Caller;
+use crate::authz::require_speaks_for;
 use crate::bodies::{self, parse};
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, Query};

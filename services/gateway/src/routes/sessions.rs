@@ -1,13 +1,14 @@
 //! Sessions, their events (paged and streamed over SSE) and Runs.
 
 use super::{ListQuery, created};
+use crate::AppState;
 use crate::auth::Caller;
+use crate::authz::{facts_for, require_speaks_for, session_for};
 use crate::bodies::{self, parse};
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, Query};
 use crate::idempotency::{key_of, once};
 use crate::views::{self, ErrorEnvelope, Page};
-use crate::{AppState, SessionFacts};
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -21,61 +22,6 @@ use serde_json::{Value, json};
 use utoipa::IntoParams;
 
 type J<T> = ApiResult<Json<T>>;
-
-/// Checks that the caller may speak as `principal_id`: it is the caller, or
-/// the caller holds `act_as` on it.
-pub(crate) async fn require_speaks_for(st: &AppState, caller: &Caller, principal_id: &str, field: &str) -> ApiResult<()> {
-    checkfu_core::id::PrincipalId::check(field, principal_id)?;
-    if principal_id == caller.principal_id {
-        return Ok(());
-    }
-    st.require(caller, "act_as", "principal", principal_id, "").await
-}
-
-/// Whether the caller may read (or write to) a Session with these facts:
-/// its principal, `act_as` on it, or (to read) `read` on its Environment.
-async fn authorize(st: &AppState, caller: &Caller, id: &str, f: &SessionFacts, write: bool) -> ApiResult<()> {
-    if f.principal_id == caller.principal_id || st.allowed(&caller.principal_id, "act_as", "principal", &f.principal_id, "").await? {
-        return Ok(());
-    }
-    if !write && st.allowed(&caller.principal_id, "read", "environment", &f.environment_id, &f.environment_id).await? {
-        return Ok(());
-    }
-    Err(Error::denied(format!("{} may not {} session {id}", caller.principal_id, if write { "act in" } else { "read" })).into())
-}
-
-fn remember(st: &AppState, s: &ss::Session) -> SessionFacts {
-    let f = SessionFacts { principal_id: s.principal_id.clone(), environment_id: s.environment_id.clone(), agent_id: s.agent_id.clone() };
-    st.session_facts.insert(s.id.clone(), f.clone());
-    f
-}
-
-/// The Session, read fresh, after checking the caller's access.
-async fn session_for(st: &AppState, caller: &Caller, id: &str, write: bool) -> ApiResult<ss::Session> {
-    checkfu_core::id::SessionId::check("id", id)?;
-    let s = st.sessions.clone().get_session(ss::GetByIdRequest { id: id.into() }).await?.into_inner();
-    let f = remember(st, &s);
-    authorize(st, caller, id, &f, write).await?;
-    Ok(s)
-}
-
-/// The Session's immutable facts (cached), after checking the caller's access.
-pub(crate) async fn facts_for(st: &AppState, caller: &Caller, id: &str, write: bool) -> ApiResult<SessionFacts> {
-    checkfu_core::id::SessionId::check("id", id)?;
-    let cached = st.session_facts.get(id);
-    let f = match cached {
-        Some(f) => f,
-        None => remember(st, &st.sessions.clone().get_session(ss::GetByIdRequest { id: id.into() }).await?.into_inner()),
-    };
-    authorize(st, caller, id, &f, write).await?;
-    Ok(f)
-}
-
-/// Whether `caller` may (still) read the Session: what an open stream is
-/// re-checked against.
-pub(crate) async fn may_read(st: &AppState, caller: &Caller, session_id: &str) -> ApiResult<()> {
-    facts_for(st, caller, session_id, false).await.map(|_| ())
-}
 
 /// The principal a Session acts as must itself hold `invoke` on the Agent;
 /// an admin's reach is never lent to it.

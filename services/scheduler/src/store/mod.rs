@@ -4,6 +4,7 @@
 //! occurrence timers (`timers.rs`) and signed-ingest deliveries
 //! (`deliveries.rs`).
 
+use crate::firing::Firing;
 use crate::graph::{Application, Graph, Revision};
 use crate::model::*;
 use checkfu_bus::Record;

@@ -2,7 +2,7 @@
 //! records what a Run left behind.
 
 use super::SqlSessionsStore;
-use super::sql::{i, id, s};
+use super::rows::{i, id, s};
 use crate::model::*;
 use checkfu_core::Result;
 use checkfu_core::id::SessionId;

@@ -13,7 +13,7 @@
 //! flushes on their own.
 
 use super::Change;
-use super::sql::{Order, apply, create};
+use super::log_writes::{Order, apply, create};
 use crate::model::{Event, NewEvent, Run, Session};
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, AnyConnection, Connection};

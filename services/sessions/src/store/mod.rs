@@ -9,8 +9,10 @@
 
 mod files;
 mod group_commit;
+mod log_writes;
 mod mounts;
 pub mod outbox;
+mod rows;
 mod runners;
 mod sql;
 mod uploads;

@@ -1,7 +1,7 @@
 //! The MemoryStores a Session mounts and what each mount shows.
 
 use super::SqlSessionsStore;
-use super::sql::{i, s};
+use super::rows::{i, s};
 use crate::model::MemoryMount;
 use checkfu_core::Result;
 use checkfu_core::id::SessionId;

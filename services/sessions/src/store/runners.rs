@@ -2,7 +2,7 @@
 //! protocol's identity lives in.
 
 use super::SqlSessionsStore;
-use super::sql::{id, s};
+use super::rows::{id, s};
 use crate::model::*;
 use checkfu_core::Result;
 use checkfu_core::id::{RunId, RunnerId, SessionId};

@@ -2,7 +2,7 @@
 //! immutable versions: the rows that describe bytes kept in the blob store.
 
 use super::SqlSessionsStore;
-use super::sql::{i, id, s};
+use super::rows::{i, id, s};
 use crate::model::*;
 use checkfu_core::id::{FileId, SessionId, SkillId};
 use checkfu_core::page::PageRequest;

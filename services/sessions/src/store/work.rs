@@ -2,7 +2,7 @@
 //! Environment Work API (api.md §17.13) keeps its leases in.
 
 use super::SqlSessionsStore;
-use super::sql::{id, s};
+use super::rows::{id, s};
 use crate::model::*;
 use checkfu_core::Result;
 use checkfu_core::id::{SessionId, WorkId};
