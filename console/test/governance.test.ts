@@ -62,6 +62,8 @@ test("principals, groups, keys, grants, policies and the audit log", async () =>
   await grant.getByLabel("Permission").selectOption("read");
   await grant.getByLabel("Resource id").fill(environment.id);
   await grant.getByRole("button", { name: "Grant" }).click();
+  // Navigating away at once would cancel the grant's request in flight.
+  await page.locator(".grants li", { hasText: "alice (principal) may read" }).first().waitFor();
   await page.goto(`${world.server.baseUrl}/console/governance/grants?subject_id=${alice.id}`);
   const sentence = page.locator(".grants li").first();
   await sentence.waitFor();
