@@ -10,7 +10,8 @@ use checkfu_bus::outbox::stage;
 use checkfu_core::Result;
 use checkfu_core::id::SessionId;
 use checkfu_store::db_err;
-use checkfu_store::sqlx::{self, AnyConnection, AssertSqlSafe};
+use checkfu_store::sqlx::query::Query;
+use checkfu_store::sqlx::{self, Any, AnyConnection, AssertSqlSafe, any::AnyArguments};
 use serde_json::Value;
 
 /// Where a claim's precondition is checked.
@@ -52,20 +53,14 @@ pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order, tr
     let se = &c.session;
     // The compare-and-set: only the writer that read `expected_version`
     // moves the row, and it alone assigns the next seqs.
-    let row = sqlx::query(
+    let row = bind_state(
+        sqlx::query(
         "UPDATE sessions SET status = $1, stop_reason_json = $2, title = $3, metadata_json = $4, budget_id = $5, input_tokens = $6, output_tokens = $7, \
          spend_micro_usd = $8, selection_json = $9, last_seq = last_seq + $10, last_user_message_seq = $11, updated_ms = $12, version = version + 1, \
          budget_json = $15, outcome_json = $16, threads_json = $17 WHERE id = $13 AND version = $14 RETURNING last_seq, version",
+    ),
+        se,
     )
-    .bind(se.status.as_str())
-    .bind(se.stop_reason.as_ref().map(Value::to_string))
-    .bind(&se.title)
-    .bind(se.metadata.to_string())
-    .bind(se.budget_id())
-    .bind(se.usage.input_tokens)
-    .bind(se.usage.output_tokens)
-    .bind(se.usage.model_spend_micro_usd)
-    .bind(to_json(&se.selection))
     .bind(c.events.len() as i64)
     .bind(se.last_user_message_seq)
     .bind(se.updated_ms)
@@ -118,6 +113,20 @@ async fn upsert_outcome(conn: &mut AnyConnection, o: &crate::model::outcome::Out
     Ok(())
 }
 
+/// The Session's changing state, bound in the order both the insert and
+/// the update list it (status through selection).
+fn bind_state<'q>(q: Query<'q, Any, AnyArguments>, se: &'q Session) -> Query<'q, Any, AnyArguments> {
+    q.bind(se.status.as_str())
+        .bind(se.stop_reason.as_ref().map(Value::to_string))
+        .bind(&se.title)
+        .bind(se.metadata.to_string())
+        .bind(se.budget_id())
+        .bind(se.usage.input_tokens)
+        .bind(se.usage.output_tokens)
+        .bind(se.usage.model_spend_micro_usd)
+        .bind(to_json(&se.selection))
+}
+
 /// A new Session with its first events and Runs, inside the caller's
 /// transaction.
 pub(super) async fn create(
@@ -127,7 +136,8 @@ pub(super) async fn create(
     runs: &[Run],
     traceparent: &str,
 ) -> Result<Vec<Event>> {
-    sqlx::query(
+    bind_state(
+        sqlx::query(
         "INSERT INTO sessions (id, environment_id, agent_id, deployment_id, deployment_revision, principal_id, status, stop_reason_json, title, metadata_json, budget_id, \
          input_tokens, output_tokens, spend_micro_usd, selection_json, pins_json, last_seq, last_user_message_seq, created_ms, updated_ms, version, budget_json, \
          outcome_json, threads_json, connection_vault_ids_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)",
@@ -137,16 +147,9 @@ pub(super) async fn create(
     .bind(&se.agent_id)
     .bind(&se.deployment_id)
     .bind(se.deployment_revision)
-    .bind(&se.principal_id)
-    .bind(se.status.as_str())
-    .bind(se.stop_reason.as_ref().map(Value::to_string))
-    .bind(&se.title)
-    .bind(se.metadata.to_string())
-    .bind(se.budget_id())
-    .bind(se.usage.input_tokens)
-    .bind(se.usage.output_tokens)
-    .bind(se.usage.model_spend_micro_usd)
-    .bind(to_json(&se.selection))
+    .bind(&se.principal_id),
+        se,
+    )
     .bind(to_json(&se.pins))
     .bind(events.len() as i64)
     .bind(se.last_user_message_seq)
