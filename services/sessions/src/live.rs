@@ -200,6 +200,31 @@ mod tests {
         }
     }
 
+    /// A live-only follower sends every event committed after its feed
+    /// opened, also one committed before the follower starts: the gateway
+    /// reads the log only up to where the feed begins, so an event dropped
+    /// here is one its clients never see (a stream that stopped short of a
+    /// Session's end).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_live_only_feed_sends_events_committed_before_it_starts_following() {
+        use crate::store::conformance::{SID, service};
+        let (svc, _store, _dir) = service().await;
+        let before = svc.session(SID).await.expect("session").last_seq;
+        let feed = svc.open_feed(SID).await.expect("open");
+        let who = checkfu_core::id::new_id("prin");
+        let content = serde_json::json!({"content": [{"type": "text", "text": "hi"}]});
+        let msg =
+            crate::input::Input::parse("user.message", content, &who, serde_json::json!({"kind": "principal", "id": who})).expect("input");
+        svc.append_user_event(SID, msg).await.expect("append");
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+        let follower = svc.clone();
+        tokio::spawn(async move { follower.follow(feed, None, vec![], tx).await });
+        match tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await {
+            Ok(Some(Item::Event(e))) => assert_eq!(e.seq, before + 1, "the first event after the feed opened"),
+            other => panic!("the event committed before following was lost: {other:?}"),
+        }
+    }
+
     /// Previews are never replayed: a feed that answered its opener must
     /// already receive what is published next.
     #[tokio::test(flavor = "multi_thread")]

@@ -727,9 +727,13 @@ impl SessionsService {
     /// never replayed, so a stream's caller is answered only once this is
     /// done: a turn started after the answer shows all its previews.
     pub async fn open_feed(&self, session_id: &str) -> Result<Feed> {
-        let session_id = self.session(session_id).await?.id;
-        let rx = self.hub.subscribe(&session_id);
-        Ok(Feed { session_id, rx })
+        // The position is read before subscribing: every event committed
+        // after the subscription is past it, so a live-only follower sends
+        // each one. (Read after, it could already count an event the hub has
+        // yet to deliver, and that event would be dropped as old.)
+        let session = self.session(session_id).await?;
+        let rx = self.hub.subscribe(&session.id);
+        Ok(Feed { session_id: session.id, opened_at: session.last_seq, rx })
     }
 
     /// Sends `feed`'s items to `out`: persisted events after `after_seq`
@@ -737,12 +741,12 @@ impl SessionsService {
     /// live ones, with no gap and no duplicate; previews of `delta_types`
     /// interleaved.
     pub async fn follow(&self, feed: Feed, after_seq: Option<i64>, delta_types: Vec<String>, out: mpsc::Sender<Item>) -> Result<()> {
-        let Feed { session_id, mut rx } = feed;
+        let Feed { session_id, opened_at, mut rx } = feed;
         let session_id = &session_id;
-        // Subscribed first, then the position is read: nothing falls between.
+        // Subscribed first, then the log is replayed: nothing falls between.
         let mut cursor = match after_seq {
             Some(after) => self.replay(session_id, after.max(0), &out).await?,
-            None => self.store.get_session(session_id).await?.map_or(0, |s| s.last_seq),
+            None => opened_at,
         };
         loop {
             let item = tokio::select! {
@@ -809,6 +813,8 @@ impl SessionsService {
 /// ([`SessionsService::open_feed`]).
 pub struct Feed {
     session_id: SessionId,
+    /// The Session's last seq just before the subscription.
+    opened_at: i64,
     rx: tokio::sync::broadcast::Receiver<Item>,
 }
 
