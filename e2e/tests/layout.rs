@@ -2,11 +2,8 @@
 //! of the workspace. A module depends on another when it names an item of
 //! it (a `use`, or a path in code); a module and its own ancestors are not
 //! counted (a parent declares and re-exports its children, a child reads
-//! its parent's shared types). Tests are left out.
-//!
-//! One cycle is known and being taken apart: the sessions service, one
-//! object spread over many files. It may only shrink; any other cycle, or a
-//! module joining that one, fails here with the modules and their edges.
+//! its parent's shared types). Tests are left out. A cycle fails here with
+//! its modules and their edges.
 #![cfg(test)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,10 +11,6 @@ use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
 type Module = Vec<String>;
-
-/// The sessions modules still in one cycle; remove names as they leave it.
-const KNOWN_SESSIONS_CYCLE: [&str; 13] =
-    ["focus", "handoff", "input", "live", "model", "roster", "runs", "service", "store", "thread_tools", "threads", "uploads", "work"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace").to_path_buf()
@@ -204,8 +197,7 @@ fn shown(m: &Module) -> String {
 }
 
 #[test]
-fn no_module_cycle_but_the_known_one_shrinking() {
-    let known: BTreeSet<Module> = KNOWN_SESSIONS_CYCLE.iter().map(|m| vec![m.to_string()]).collect();
+fn no_module_cycle_in_any_crate() {
     let mut problems = vec![];
     let mut read = 0;
     for src in crates() {
@@ -214,9 +206,6 @@ fn no_module_cycle_but_the_known_one_shrinking() {
         let graph = edges(&modules);
         let krate = src.parent().unwrap().strip_prefix(root()).unwrap().display().to_string();
         for comp in cycles(&graph) {
-            if krate == "services/sessions" && comp.is_subset(&known) {
-                continue;
-            }
             let lines: Vec<String> = comp
                 .iter()
                 .map(|m| format!("  {} -> {:?}", shown(m), graph[m].iter().filter(|t| comp.contains(*t)).map(shown).collect::<Vec<_>>()))
@@ -245,4 +234,35 @@ fn the_scan_finds_a_cycle_through_use_and_code_paths() {
     ]
     .into();
     assert_eq!(cycles(&graph), vec![[m("a"), m("b"), m("c")].into()]);
+}
+
+/// Whether a path reads the process environment (`std::env::var` and kin).
+fn reads_env(path: &[String]) -> bool {
+    let n = path.len();
+    n >= 2 && path[n - 2] == "env" && ["var", "var_os", "vars", "vars_os"].contains(&path[n - 1].as_str())
+}
+
+#[test]
+fn no_environment_read_outside_the_config_module() {
+    // The config module reads the environment for everyone; the test
+    // helpers and the black-box harness read which services a test run
+    // provides.
+    let allowed = ["crates/checkfu/src/config/", "crates/core/src/testing.rs", "e2e/"];
+    let mut readers = BTreeSet::new();
+    for src in crates() {
+        for file in modules(&src).values() {
+            let ast = syn::parse_file(&std::fs::read_to_string(file).unwrap()).unwrap();
+            let mut paths = Paths::default();
+            paths.visit_file(&ast);
+            if paths.0.iter().any(|p| reads_env(p)) {
+                readers.insert(file.strip_prefix(root()).unwrap().display().to_string());
+            }
+        }
+    }
+    assert!(readers.contains("crates/checkfu/src/config/env.rs"), "the scan sees the config module's reads: {readers:?}");
+    let outside: Vec<&String> = readers.iter().filter(|f| !allowed.iter().any(|a| f.starts_with(a))).collect();
+    assert!(
+        outside.is_empty(),
+        "environment read outside the config module (read it in crates/checkfu/src/config and pass it down): {outside:?}"
+    );
 }

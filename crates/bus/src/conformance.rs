@@ -142,10 +142,9 @@ impl Bus for Flaky {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_outbox_keeps_records_while_the_bus_is_down_and_drains_in_order() {
     use checkfu_store::{Db, Location, Migrations};
-    static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("./tests/migrations/sqlite");
-    static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("./tests/migrations/postgres");
+    const MIGRATIONS: Migrations = checkfu_store::migrations!("tests/migrations": "0001_outbox" by_dialect);
     let dir = tempfile::tempdir().expect("tempdir");
-    let migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+    let migrations = MIGRATIONS;
     let mut dbs = vec![Db::open(&Location::SqliteDir(dir.path().into()), "outbox_test", &migrations).await.expect("sqlite")];
     if let Some(url) = checkfu_core::testing::postgres("the outbox on PostgreSQL") {
         let schema = checkfu_core::testing::fresh_schema("outbox");

@@ -40,7 +40,8 @@ pub async fn run(args: OperatorArgs, shutdown: tokio_util::sync::CancellationTok
         let _ = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
     });
     let client = kube::Client::try_default().await.context("reaching the Kubernetes API (in-cluster or from KUBECONFIG)")?;
-    let identity = args.identity.unwrap_or_else(|| std::env::var("HOSTNAME").unwrap_or_else(|_| "checkfu-operator".into()));
+    let pod = crate::config::env::Pod::of(&crate::config::env::Env::process());
+    let identity = args.identity.or(pod.name).unwrap_or_else(|| "checkfu-operator".into());
     let opts = checkfu_operator::Options {
         namespace: args.namespace,
         image: args.image,

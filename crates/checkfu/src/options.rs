@@ -97,10 +97,10 @@ impl NodeOptions {
             workspaces: c.workspaces(),
             sandbox_cgroup: c.runner.sandbox_cgroup.clone(),
             kubernetes: (c.runner.sandbox_driver == "kubernetes").then(|| {
-                let ns =
-                    c.runner.sandbox_namespace.clone().or_else(|| std::env::var("POD_NAMESPACE").ok()).unwrap_or_else(|| "default".into());
+                let ns = c.runner.sandbox_namespace.clone().or_else(|| config.pod.namespace.clone()).unwrap_or_else(|| "default".into());
                 checkfu_runner::kubernetes::KubeSettings {
                     storage_class: c.runner.sandbox_storage_class.clone(),
+                    platform_namespace: config.pod.namespace.clone(),
                     ..checkfu_runner::kubernetes::KubeSettings::new(&ns)
                 }
             }),

@@ -6,10 +6,6 @@
 use anyhow::Context;
 use std::path::PathBuf;
 
-/// The environment variable holding the agent token (from the Sandbox's
-/// Secret).
-pub const TOKEN_ENV: &str = "CHECKFU_SANDBOX_AGENT_TOKEN";
-
 #[derive(Debug, clap::Args)]
 pub struct SandboxAgentArgs {
     /// Copy this binary to DIR/checkfu and exit (the init container).
@@ -33,7 +29,10 @@ pub async fn run(args: SandboxAgentArgs, shutdown: tokio_util::sync::Cancellatio
         println!("installed the sandbox agent at {}", to.display());
         return Ok(());
     }
-    let token = std::env::var(TOKEN_ENV).with_context(|| format!("{TOKEN_ENV} is not set (the Sandbox's Secret provides it)"))?;
+    use crate::config::env::{Env, SANDBOX_AGENT_TOKEN};
+    let token = Env::process()
+        .get(SANDBOX_AGENT_TOKEN)
+        .with_context(|| format!("{SANDBOX_AGENT_TOKEN} is not set (the Sandbox's Secret provides it)"))?;
     // Commands the tools start get a clean environment: the token is not in it.
     let agent = checkfu_runner::agent::Agent::new(args.workspace.clone(), &token).map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&args.workspace).with_context(|| format!("creating {}", args.workspace.display()))?;

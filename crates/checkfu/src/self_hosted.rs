@@ -168,7 +168,8 @@ async fn pair(args: &RunnerArgs, url: &str, file: &Path) -> anyhow::Result<Paire
 /// Redeems a pairing code at `url` for a new Runner.
 async fn redeem(url: &str, code: &str, name: Option<String>) -> anyhow::Result<Paired> {
     let mut client = RunnerServiceClient::new(transport::remote(channel(url)?));
-    let name = name.unwrap_or_else(|| std::env::var("HOSTNAME").unwrap_or_else(|_| "runner".into()));
+    let pod = crate::config::env::Pod::of(&crate::config::env::Env::process());
+    let name = name.or(pod.name).unwrap_or_else(|| "runner".into());
     let r = client
         .redeem(rp::RedeemRequest { pairing_code: code.to_string(), name })
         .await

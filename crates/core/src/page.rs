@@ -40,15 +40,34 @@ impl PageRequest {
     }
 
     /// Trims the extra row and produces the next page token.
-    pub fn finish<T>(&self, mut rows: Vec<T>, id_of: impl Fn(&T) -> &str) -> (Vec<T>, String) {
+    pub fn finish<T>(&self, rows: Vec<T>, id_of: impl Fn(&T) -> &str) -> (Vec<T>, String) {
+        self.trim(rows, |r| encode_token(id_of(r)))
+    }
+
+    /// For a list paged by a number (versions, revisions; newest first):
+    /// the number this page's rows are below, `None` on the first page.
+    pub fn before_number(&self) -> Result<Option<i64>> {
+        self.before_id.as_deref().map(|b| b.parse::<i64>().map_err(|_| not_a_token())).transpose()
+    }
+
+    /// [`PageRequest::finish`] for a list paged by a number.
+    pub fn finish_numbered<T>(&self, rows: Vec<T>, number_of: impl Fn(&T) -> i64) -> (Vec<T>, String) {
+        self.trim(rows, |r| encode_token(&number_of(r).to_string()))
+    }
+
+    fn trim<T>(&self, mut rows: Vec<T>, token_of: impl Fn(&T) -> String) -> (Vec<T>, String) {
         if rows.len() > self.limit as usize {
             rows.truncate(self.limit as usize);
-            let next = rows.last().map(|r| encode_token(id_of(r))).unwrap_or_default();
+            let next = rows.last().map(token_of).unwrap_or_default();
             (rows, next)
         } else {
             (rows, String::new())
         }
     }
+}
+
+fn not_a_token() -> Error {
+    Error::invalid_field("page", "page is not a token this API issued")
 }
 
 pub fn encode_token(id: &str) -> String {
@@ -62,7 +81,7 @@ pub fn decode_token(token: &str) -> Result<String> {
         // Any bytes position the cursor (ids compare as text), so any
         // token of the documented form is accepted.
         .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .ok_or_else(|| Error::invalid_field("page", "page is not a token this API issued"))
+        .ok_or_else(not_a_token)
 }
 
 #[cfg(test)]
@@ -79,5 +98,18 @@ mod tests {
         assert!(PageRequest::standard(101, "").is_err());
         assert!(PageRequest::standard(1, "garbage").is_err());
         assert_eq!(PageRequest::standard(0, "").expect("valid").limit, 20);
+    }
+
+    #[test]
+    fn numbered_paging_round_trip() {
+        let first = PageRequest::standard(2, "").expect("valid");
+        assert_eq!(first.before_number().expect("first page"), None);
+        let (rows, next) = first.finish_numbered(vec![9, 8, 7], |n| *n);
+        assert_eq!(rows, vec![9, 8]);
+        assert_eq!(PageRequest::standard(2, &next).expect("valid").before_number().expect("number"), Some(8));
+        let (_, last) = first.finish_numbered(vec![2], |n| *n);
+        assert_eq!(last, "", "no token after the last page");
+        let not_numbered = PageRequest::standard(2, &encode_token("agt_1")).expect("a token");
+        assert!(not_numbered.before_number().is_err(), "an id token is no number");
     }
 }

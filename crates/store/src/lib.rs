@@ -9,26 +9,22 @@
 
 use checkfu_core::{Code, Error};
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
-use sqlx::migrate::Migrator;
 use sqlx::{AnyPool, Executor};
 use std::time::Duration;
 
 pub use sqlx;
 
 pub mod envelope;
+mod migrations;
 pub mod sealed;
+
+pub use migrations::{Migrations, Source};
 
 /// Which SQL dialect a pool speaks; a store uses it only where SQL differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     Sqlite,
     Postgres,
-}
-
-/// A service's migrations for each dialect, embedded at compile time.
-pub struct Migrations {
-    pub sqlite: &'static Migrator,
-    pub postgres: &'static Migrator,
 }
 
 /// A connected, migrated database for one service.
@@ -113,10 +109,7 @@ impl Db {
                 Db { pool, dialect: Dialect::Postgres }
             }
         };
-        let migrator = match db.dialect {
-            Dialect::Sqlite => migrations.sqlite,
-            Dialect::Postgres => migrations.postgres,
-        };
+        let migrator = migrations.migrator(db.dialect)?;
         migrator.run(&db.pool).await.map_err(|e| Error::unavailable(format!("migrating {service} failed: {e}")))?;
         Ok(db)
     }

@@ -30,10 +30,11 @@ use std::sync::Arc;
 pub use connections::{ReachService, Rewrapped};
 pub use fetch::{FetchLimits, Fetched, WebFetcher};
 
-static SQLITE: checkfu_store::sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/capability_gateway");
-static POSTGRES: checkfu_store::sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/capability_gateway");
-
-pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/capability_gateway":
+    "0001_connections" by_dialect,
+    "0002_tool_sources",
+    "0003_egress_denials",
+);
 
 /// What the capability gateway is built from.
 pub struct Settings {

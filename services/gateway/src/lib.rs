@@ -46,10 +46,9 @@ use checkfu_store::{Db, Location, Migrations};
 use idempotency::IdempotencyStore;
 use std::sync::Arc;
 
-static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/gateway");
-static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/gateway");
-
-pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/gateway":
+    "0001_init",
+);
 
 /// Clients of the services behind the gateway, and its own store.
 #[derive(Clone)]

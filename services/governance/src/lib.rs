@@ -18,10 +18,18 @@ use std::sync::Arc;
 
 pub use service::{Bootstrapped, GovernanceService};
 
-static SQLITE: checkfu_store::sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/governance");
-static POSTGRES: checkfu_store::sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/governance");
-
-pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/governance":
+    "0001_init",
+    "0002_action_policies",
+    "0003_approvals",
+    "0004_outbox" by_dialect,
+    "0005_installation",
+    "0006_connection_vaults" by_dialect,
+    "0007_approval_deny_message",
+    "0008_step_approvals",
+    "0009_vault_metadata",
+    "0010_console_sessions",
+);
 
 /// Opens the governance store at `location` and builds the service; the
 /// database handle is for the outbox relay.

@@ -27,10 +27,10 @@ use std::sync::Arc;
 
 pub use service::MemoryService;
 
-static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/memory");
-static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/memory");
-
-pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/memory":
+    "0001_memory" by_dialect,
+    "0002_dreams",
+);
 
 /// Opens the store and builds the service; the database handle is for the
 /// outbox relay.

@@ -11,7 +11,7 @@ use crate::view;
 use checkfu_bus::{Record, resource_record};
 use checkfu_core::features::Disabled;
 use checkfu_core::id::{EnvironmentId, MemoryStoreId};
-use checkfu_core::page::{PageRequest, encode_token};
+use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
 use checkfu_proto::governance::v1 as gov;
@@ -550,17 +550,8 @@ impl MemoryService {
         self.store_for(id, actor, Need::Read).await?;
         // Paged by number: the token holds the last version of the page.
         let page = PageRequest::standard(limit, page)?;
-        let before = match page.before_id.as_deref().filter(|c| !c.is_empty()) {
-            None => None,
-            Some(c) => Some(c.parse::<i64>().map_err(|_| Error::invalid_field("page", "page is not a token this API issued"))?),
-        };
-        let mut rows = self.db.versions(id, before, page.fetch_limit()).await?;
-        let next = if rows.len() > page.limit as usize {
-            rows.truncate(page.limit as usize);
-            rows.last().map(|v| encode_token(&v.store_version.to_string())).unwrap_or_default()
-        } else {
-            String::new()
-        };
+        let rows = self.db.versions(id, page.before_number()?, page.fetch_limit()).await?;
+        let (rows, next) = page.finish_numbered(rows, |v| v.store_version);
         self.audit(actor, "memory_version.listed", id, json!({})).await;
         Ok((rows, next))
     }

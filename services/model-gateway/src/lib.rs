@@ -17,10 +17,9 @@ use std::sync::Arc;
 
 pub use service::ModelGatewayService;
 
-static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/model_gateway");
-static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/model_gateway");
-
-pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/model_gateway":
+    "0001_init",
+);
 
 /// Opens the gateway with the installation's endpoints (and their keys,
 /// which never leave this service).

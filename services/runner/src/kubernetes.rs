@@ -67,7 +67,7 @@ impl KubeSettings {
             storage_class: None,
             ready_within: Duration::from_secs(300),
             sweep_every: Duration::from_secs(30),
-            platform_namespace: std::env::var("POD_NAMESPACE").ok(),
+            platform_namespace: None,
             client: None,
         }
     }

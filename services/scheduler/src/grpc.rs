@@ -285,16 +285,8 @@ impl Rpc for SchedulerGrpc {
         let r = r.into_inner();
         let g = self.svc.graph(&r.id).await?;
         let p = PageRequest::standard(r.limit, &r.page)?;
-        let before = match &p.before_id {
-            Some(b) => b.parse::<i64>().map_err(|_| Error::invalid_field("page", "page is not a token this API issued"))?,
-            None => 0,
-        };
-        let mut rows = self.svc.graph_revisions(&r.id, before, p.fetch_limit()).await?;
-        let mut next_page = String::new();
-        if rows.len() > p.limit as usize {
-            rows.truncate(p.limit as usize);
-            next_page = rows.last().map(|x| checkfu_core::page::encode_token(&x.revision.to_string())).unwrap_or_default();
-        }
+        let rows = self.svc.graph_revisions(&r.id, p.before_number()?, p.fetch_limit()).await?;
+        let (rows, next_page) = p.finish_numbered(rows, |x| x.revision);
         ok(pb::ListGraphsResponse {
             data_json: rows.iter().map(|x| wire::revision(x).to_string()).collect(),
             next_page,

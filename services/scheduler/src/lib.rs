@@ -32,10 +32,12 @@ use std::sync::Arc;
 pub use service::SchedulerService;
 pub use settle::consume;
 
-static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/scheduler");
-static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/scheduler");
-
-pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/scheduler":
+    "0001_automations" by_dialect,
+    "0002_triggers",
+    "0003_graphs",
+    "0004_programs",
+);
 
 /// Opens the store and builds the service; the database handle is for the
 /// outbox relay. `sealer` seals ingest secrets at rest.

@@ -6,7 +6,8 @@
 //! not recorded yet, so a crash between the two writes loses nothing and an
 //! expired approval resolves its wait as denied.
 
-use crate::input::{Input, Resolved};
+use crate::draft::Resolved;
+use crate::input::Input;
 use crate::model::Event;
 use crate::service::SessionsService;
 use crate::upstream::Governance;
@@ -39,7 +40,7 @@ impl SessionsService {
     /// that tool use, so the ordinary rules answer.
     pub(crate) async fn confirm_in_session(&self, session_id: &SessionId, input: &Input) -> Result<Option<Event>> {
         let tool_use_id = input.payload.get("tool_use_id").and_then(Value::as_str).unwrap_or_default();
-        let Some(approval_id) = self.session(session_id).await?.any_waiting_approval(tool_use_id) else {
+        let Some(approval_id) = self.log.session(session_id).await?.any_waiting_approval(tool_use_id) else {
             return Ok(None);
         };
         let decision = if input.payload.get("result").and_then(Value::as_str) == Some("allow") { "approve" } else { "deny" };
@@ -138,6 +139,6 @@ impl SessionsService {
 
     /// Sweeps every `every` until `stop`.
     pub async fn run_approval_sweeper(self, every: Duration, stop: CancellationToken) {
-        crate::service::every(every, stop, "approval", || self.sweep_approvals()).await
+        crate::sweeps::every(every, stop, "approval", || self.sweep_approvals()).await
     }
 }

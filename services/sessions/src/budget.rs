@@ -7,7 +7,7 @@
 //! Session idles with `budget_reached`; raising the limit strictly above
 //! `consumed`, or resuming, restarts the queued work without a new message.
 
-use crate::input::{Draft, system};
+use crate::draft::{Draft, system};
 use crate::model::*;
 use crate::service::SessionsService;
 use checkfu_core::events::EventType;

@@ -5,8 +5,8 @@
 //! is revoked (the Run is taken back). Nothing about a token is stored, and
 //! it never enters the log.
 
+use crate::model::Lease;
 use crate::model::*;
-use crate::runs::Lease;
 use crate::service::SessionsService;
 use checkfu_core::capability::Claims;
 use checkfu_core::id::RunId;
@@ -65,9 +65,9 @@ impl SessionsService {
         if !lease.holds(&run) {
             return Err(refused("the run is no longer held under this lease"));
         }
-        let session = match self.cached_state(&run.session_id) {
+        let session = match self.log.cached_state(&run.session_id) {
             Some((s, _)) => s,
-            None => self.session(&run.session_id).await?,
+            None => self.log.session(&run.session_id).await?,
         };
         let (tools, _) = self.thread_tools(&session, &run).await?;
         self.mint_capability(&session, &run, &tools)
@@ -77,7 +77,7 @@ impl SessionsService {
     pub async fn verify_capability(&self, token: &str) -> Result<Claims> {
         let claims = self.token_key()?.open(token, now_ms())?;
         let run_id = RunId::parse("capability", &claims.run_id).map_err(|_| refused("malformed"))?;
-        let run = match self.cached_active_run(&claims.session_id).filter(|r| r.id == run_id) {
+        let run = match self.log.cached_active_run(&claims.session_id).filter(|r| r.id == run_id) {
             Some(r) => r,
             None => self.store.get_run(&run_id).await?.ok_or_else(|| refused("no such run"))?,
         };

@@ -6,8 +6,8 @@
 //! so an unchanged file is never sent twice and an expired snapshot is one
 //! prefix to delete.
 
+use crate::model::Lease;
 use crate::model::*;
-use crate::runs::Lease;
 use crate::service::SessionsService;
 use bytes::Bytes;
 use checkfu_blobs::BlobStore;
@@ -288,7 +288,7 @@ impl SessionsService {
 
     /// What a runner is told about the sandbox of a Run it claims.
     pub(crate) async fn sandbox_for(&self, session: &Session, run_id: &checkfu_core::id::RunId) -> Result<Value> {
-        let rev = self.sandbox_revision(&session.pins.sandbox_profile_id, session.pins.sandbox_profile_revision).await?;
+        let rev = self.catalog.sandbox_revision(&session.pins.sandbox_profile_id, session.pins.sandbox_profile_revision).await?;
         let m = self.materialise(session, &rev.spec).await?;
         let (mut mounts, skills) = self.mounts(session).await?;
         let (memory, writable) = self.memory_mounts(session, run_id, m.fresh).await?;
@@ -318,7 +318,7 @@ impl SessionsService {
 
     /// Deletes expired snapshots every `every` until `stop`.
     pub async fn run_sandbox_sweeper(self, every: std::time::Duration, stop: tokio_util::sync::CancellationToken) {
-        crate::service::every(every, stop, "sandbox", || async {
+        crate::sweeps::every(every, stop, "sandbox", || async {
             let n = self.sweep_sandboxes().await?;
             if n > 0 {
                 tracing::info!(sandboxes = n, "deleted the snapshots of expired sandboxes");
@@ -364,13 +364,13 @@ impl SessionsService {
     }
 
     pub async fn list_files(&self, session_id: &str, page: &PageRequest) -> Result<Vec<SessionFile>> {
-        let sid = self.session(session_id).await?.id;
+        let sid = self.log.session(session_id).await?.id;
         self.store.list_files(&sid, page).await
     }
 
     /// A window of a captured file: at most 8 MiB from `offset`.
     pub async fn read_file(&self, session_id: &str, path: &str, offset: i64, length: i64) -> Result<(SessionFile, Bytes)> {
-        let sid = self.session(session_id).await?.id;
+        let sid = self.log.session(session_id).await?.id;
         if !valid_path(path) {
             return Err(Error::invalid_field("path", "path names a file inside the outputs folder"));
         }
@@ -404,7 +404,7 @@ mod tests {
         let (svc, store, dir) = service().await;
         let blobs = Arc::new(ObjectBlobs::open(dir.path().join("blobs").to_str().expect("utf-8")).expect("blobs"));
         let svc = svc.with_blobs(blobs.clone());
-        let session = svc.session(SID).await.expect("session");
+        let session = svc.log.session(SID).await.expect("session");
         let first = svc.materialise(&session, &spec(7)).await.expect("first");
         assert!(first.fresh, "a new sandbox starts empty");
         let week = first.state.expires_ms - first.state.materialized_ms;

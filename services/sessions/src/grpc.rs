@@ -177,8 +177,13 @@ impl SessionsGrpc {
 
     async fn view_with(&self, s: Session, sandbox: Option<&SandboxState>) -> Result<pb::Session> {
         let queued = self.svc.queued_for_pool(&s).await?;
-        let connection_ids =
-            self.svc.pinned_version(&s.agent_id, s.pins.agent_version).await?.map(|v| v.definition.connection_ids()).unwrap_or_default();
+        let connection_ids = self
+            .svc
+            .catalog
+            .pinned_version(&s.agent_id, s.pins.agent_version)
+            .await?
+            .map(|v| v.definition.connection_ids())
+            .unwrap_or_default();
         let resources = self.svc.memory_resources(&s.id).await?;
         let resources_json = if resources.is_empty() { String::new() } else { Value::Array(resources).to_string() };
         Ok(pb::Session { queued_for_pool: queued, sandbox_json: sandbox_json(sandbox), connection_ids, resources_json, ..session(s) })
@@ -258,82 +263,82 @@ type EventStream = Pin<Box<dyn Stream<Item = std::result::Result<pb::StreamItem,
 impl Rpc for SessionsGrpc {
     async fn create_agent(&self, r: Request<pb::CreateAgentRequest>) -> R<pb::Agent> {
         let r = r.into_inner();
-        ok(agent(self.svc.create_agent(&r.environment_id, &r.name, json_or_null("draft", &r.draft_json)?).await?))
+        ok(agent(self.svc.catalog.create_agent(&r.environment_id, &r.name, json_or_null("draft", &r.draft_json)?).await?))
     }
     async fn get_agent(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Agent> {
-        ok(agent(self.svc.agent(&r.into_inner().id).await?))
+        ok(agent(self.svc.catalog.agent(&r.into_inner().id).await?))
     }
     async fn list_agents(&self, r: Request<pb::ListInEnvironmentsRequest>) -> R<pb::ListAgentsResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
-        let (rows, next_page) = p.finish(self.svc.list_agents(&r.environment_ids, &p).await?, |a| &a.id);
+        let (rows, next_page) = p.finish(self.svc.catalog.list_agents(&r.environment_ids, &p).await?, |a| &a.id);
         ok(pb::ListAgentsResponse { data: rows.into_iter().map(agent).collect(), next_page })
     }
     async fn update_agent(&self, r: Request<pb::UpdateAgentRequest>) -> R<pb::Agent> {
         let r = r.into_inner();
         let draft = r.draft_json.as_deref().map(|d| json_or_null("draft", d)).transpose()?;
-        ok(agent(self.svc.update_agent(&r.id, r.name.as_deref(), draft, r.expected_version).await?))
+        ok(agent(self.svc.catalog.update_agent(&r.id, r.name.as_deref(), draft, r.expected_version).await?))
     }
     async fn archive_agent(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Agent> {
-        ok(agent(self.svc.archive_agent(&r.into_inner().id).await?))
+        ok(agent(self.svc.catalog.archive_agent(&r.into_inner().id).await?))
     }
     async fn publish_agent_version(&self, r: Request<pb::PublishAgentVersionRequest>) -> R<pb::AgentVersion> {
         let r = r.into_inner();
-        ok(agent_version(self.svc.publish_agent_version(&r.agent_id, &r.published_by, r.expected_version).await?))
+        ok(agent_version(self.svc.catalog.publish_agent_version(&r.agent_id, &r.published_by, r.expected_version).await?))
     }
     async fn get_agent_version(&self, r: Request<pb::GetAgentVersionRequest>) -> R<pb::AgentVersion> {
         let r = r.into_inner();
-        ok(agent_version(self.svc.agent_version(&r.agent_id, r.version).await?))
+        ok(agent_version(self.svc.catalog.agent_version(&r.agent_id, r.version).await?))
     }
     async fn list_agent_versions(&self, r: Request<pb::ListAgentVersionsRequest>) -> R<pb::ListAgentVersionsResponse> {
         let r = r.into_inner();
-        let (rows, next_page) = self.svc.list_agent_versions(&r.agent_id, r.limit, &r.page).await?;
+        let (rows, next_page) = self.svc.catalog.list_agent_versions(&r.agent_id, r.limit, &r.page).await?;
         ok(pb::ListAgentVersionsResponse { data: rows.into_iter().map(agent_version).collect(), next_page })
     }
 
     async fn create_sandbox_profile(&self, r: Request<pb::CreateSandboxProfileRequest>) -> R<pb::SandboxProfile> {
         let r = r.into_inner();
-        let (p, _) = self.svc.create_sandbox_profile(&r.environment_id, &r.name, json_or_null("spec", &r.spec_json)?).await?;
+        let (p, _) = self.svc.catalog.create_sandbox_profile(&r.environment_id, &r.name, json_or_null("spec", &r.spec_json)?).await?;
         ok(sandbox_profile(p))
     }
     async fn publish_sandbox_revision(&self, r: Request<pb::PublishSandboxRevisionRequest>) -> R<pb::SandboxRevision> {
         let r = r.into_inner();
-        ok(sandbox_revision(self.svc.publish_sandbox_revision(&r.profile_id, json_or_null("spec", &r.spec_json)?).await?))
+        ok(sandbox_revision(self.svc.catalog.publish_sandbox_revision(&r.profile_id, json_or_null("spec", &r.spec_json)?).await?))
     }
     async fn archive_sandbox_profile(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxProfile> {
-        ok(sandbox_profile(self.svc.archive_sandbox_profile(&r.into_inner().id).await?))
+        ok(sandbox_profile(self.svc.catalog.archive_sandbox_profile(&r.into_inner().id).await?))
     }
     async fn get_sandbox_profile(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxProfile> {
-        ok(sandbox_profile(self.svc.sandbox_profile(&r.into_inner().id).await?))
+        ok(sandbox_profile(self.svc.catalog.sandbox_profile(&r.into_inner().id).await?))
     }
     async fn get_sandbox_revision(&self, r: Request<pb::GetSandboxRevisionRequest>) -> R<pb::SandboxRevision> {
         let r = r.into_inner();
-        ok(sandbox_revision(self.svc.sandbox_revision(&r.profile_id, r.revision).await?))
+        ok(sandbox_revision(self.svc.catalog.sandbox_revision(&r.profile_id, r.revision).await?))
     }
     async fn list_sandbox_profiles(&self, r: Request<pb::ListInEnvironmentsRequest>) -> R<pb::ListSandboxProfilesResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
-        let (rows, next_page) = p.finish(self.svc.list_sandbox_profiles(&r.environment_ids, &p).await?, |a| &a.id);
+        let (rows, next_page) = p.finish(self.svc.catalog.list_sandbox_profiles(&r.environment_ids, &p).await?, |a| &a.id);
         ok(pb::ListSandboxProfilesResponse { data: rows.into_iter().map(sandbox_profile).collect(), next_page })
     }
 
     async fn create_deployment(&self, r: Request<pb::CreateDeploymentRequest>) -> R<pb::Deployment> {
         let r = r.into_inner();
         let input = deployment_input(r.input)?;
-        ok(deployment(self.svc.create_deployment(&r.environment_id, &r.key, &r.agent_id, &input).await?))
+        ok(deployment(self.svc.catalog.create_deployment(&r.environment_id, &r.key, &r.agent_id, &input).await?))
     }
     async fn create_deployment_revision(&self, r: Request<pb::CreateDeploymentRevisionRequest>) -> R<pb::Deployment> {
         let r = r.into_inner();
         let input = deployment_input(r.input)?;
-        ok(deployment(self.svc.create_deployment_revision(&r.id, &input).await?))
+        ok(deployment(self.svc.catalog.create_deployment_revision(&r.id, &input).await?))
     }
     async fn get_deployment(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Deployment> {
-        ok(deployment(self.svc.deployment(&r.into_inner().id).await?))
+        ok(deployment(self.svc.catalog.deployment(&r.into_inner().id).await?))
     }
     async fn list_deployments(&self, r: Request<pb::ListInEnvironmentsRequest>) -> R<pb::ListDeploymentsResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
-        let (rows, next_page) = p.finish(self.svc.list_deployments(&r.environment_ids, &p).await?, |a| &a.id);
+        let (rows, next_page) = p.finish(self.svc.catalog.list_deployments(&r.environment_ids, &p).await?, |a| &a.id);
         ok(pb::ListDeploymentsResponse { data: rows.into_iter().map(deployment).collect(), next_page })
     }
 
@@ -368,7 +373,7 @@ impl Rpc for SessionsGrpc {
         ok(self.view(s).await?)
     }
     async fn get_session(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Session> {
-        ok(self.view(self.svc.session(&r.into_inner().id).await?).await?)
+        ok(self.view(self.svc.log.session(&r.into_inner().id).await?).await?)
     }
     async fn list_sessions(&self, r: Request<pb::ListSessionsRequest>) -> R<pb::ListSessionsResponse> {
         let r = r.into_inner();
@@ -448,7 +453,7 @@ impl Rpc for SessionsGrpc {
     }
     async fn list_events(&self, r: Request<pb::ListEventsRequest>) -> R<pb::ListEventsResponse> {
         let r = r.into_inner();
-        let (rows, has_more) = self.svc.list_events(&r.session_id, &r.view, r.after_seq, r.limit, &r.types).await?;
+        let (rows, has_more) = self.svc.log.list_events(&r.session_id, &r.view, r.after_seq, r.limit, &r.types).await?;
         ok(pb::ListEventsResponse { data: rows.into_iter().map(event).collect(), has_more })
     }
 
@@ -457,14 +462,14 @@ impl Rpc for SessionsGrpc {
     async fn subscribe_events(&self, r: Request<pb::SubscribeEventsRequest>) -> R<Self::SubscribeEventsStream> {
         let r = r.into_inner();
         // Subscribed before the answer: nothing published after it is missed.
-        let feed = self.svc.open_feed(&r.session_id).await?;
+        let feed = self.svc.log.open_feed(&r.session_id).await?;
         let (tx, mut rx) = mpsc::channel::<Item>(256);
         let (out_tx, out_rx) = mpsc::channel::<std::result::Result<pb::StreamItem, Status>>(256);
         let svc = self.svc.clone();
         let forward_tx = out_tx.clone();
         tokio::spawn(async move {
             let after_seq = (!r.live_only).then_some(r.after_seq);
-            let followed = svc.follow(feed, after_seq, r.delta_types, tx).await;
+            let followed = svc.log.follow(feed, after_seq, r.delta_types, tx).await;
             if let Err(e) = followed {
                 let _ = forward_tx.send(Err(Status::from(e))).await;
             }
@@ -533,8 +538,8 @@ impl Rpc for SessionsGrpc {
     }
 
     async fn get_session_sandbox(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxRevision> {
-        let s = self.svc.session(&r.into_inner().id).await?;
-        ok(sandbox_revision(self.svc.sandbox_revision(&s.pins.sandbox_profile_id, s.pins.sandbox_profile_revision).await?))
+        let s = self.svc.log.session(&r.into_inner().id).await?;
+        ok(sandbox_revision(self.svc.catalog.sandbox_revision(&s.pins.sandbox_profile_id, s.pins.sandbox_profile_revision).await?))
     }
 
     async fn resolve_approval(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ResolveApprovalResponse> {

@@ -1,8 +1,8 @@
 //! Thin gRPC handlers for the runner protocol (`checkfu.runner.v1`).
 
 use crate::grpc::json_or_null;
+use crate::model::Lease;
 use crate::model::{Claimant, Runner};
-use crate::runs::Lease;
 use crate::service::SessionsService;
 use checkfu_core::id::{RunId, SessionId};
 use checkfu_core::{Code, Error, Role};

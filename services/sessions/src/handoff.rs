@@ -9,7 +9,7 @@
 //! waiting claim is gone by the time the item is ready (the runner stopped),
 //! the Run is put back in the queue at once.
 
-use crate::runs::WorkItem;
+use crate::model::WorkItem;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -6,23 +6,25 @@ pub mod approvals;
 pub mod budget;
 pub mod capability;
 pub mod catalog;
+pub mod draft;
 pub mod files;
-mod focus;
 pub mod grpc;
 pub mod grpc_runner;
 pub mod grpc_work;
 mod handoff;
 pub mod input;
 pub mod live;
+pub mod log;
 pub mod memory;
 pub mod model;
 pub mod outcomes;
-pub mod roster;
+mod pollers;
 pub mod runners;
 pub mod runs;
 pub mod service;
 pub mod skills;
 pub mod store;
+mod sweeps;
 pub mod thread_tools;
 pub mod threads;
 pub mod upload_grpc;
@@ -40,10 +42,21 @@ use std::sync::Arc;
 
 pub use service::SessionsService;
 
-static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/sessions");
-static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/sessions");
-
-pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/sessions":
+    "0001_init",
+    "0002_budgets",
+    "0003_outbox" by_dialect,
+    "0004_run_trace",
+    "0005_runners",
+    "0006_files_sandboxes",
+    "0007_uploads_skills",
+    "0008_memory_mounts",
+    "0009_outcomes",
+    "0010_threads",
+    "0011_sandbox_archive",
+    "0012_connection_vaults",
+    "0013_work_items",
+);
 
 /// Opens the store and builds the service; the database handle is for the
 /// outbox relay.

@@ -209,8 +209,8 @@ mod tests {
     async fn a_live_only_feed_sends_events_committed_before_it_starts_following() {
         use crate::store::conformance::{SID, service};
         let (svc, _store, _dir) = service().await;
-        let before = svc.session(SID).await.expect("session").last_seq;
-        let feed = svc.open_feed(SID).await.expect("open");
+        let before = svc.log.session(SID).await.expect("session").last_seq;
+        let feed = svc.log.open_feed(SID).await.expect("open");
         let who = checkfu_core::id::new_id("prin");
         let content = serde_json::json!({"content": [{"type": "text", "text": "hi"}]});
         let msg =
@@ -218,7 +218,7 @@ mod tests {
         svc.append_user_event(SID, msg).await.expect("append");
         let (tx, mut rx) = tokio::sync::mpsc::channel(64);
         let follower = svc.clone();
-        tokio::spawn(async move { follower.follow(feed, None, vec![], tx).await });
+        tokio::spawn(async move { follower.log.follow(feed, None, vec![], tx).await });
         match tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await {
             Ok(Some(Item::Event(e))) => assert_eq!(e.seq, before + 1, "the first event after the feed opened"),
             other => panic!("the event committed before following was lost: {other:?}"),
@@ -231,7 +231,7 @@ mod tests {
     async fn a_feed_receives_previews_published_as_soon_as_it_is_open() {
         use crate::store::conformance::{SID, service};
         let (svc, _store, _dir) = service().await;
-        let feed = svc.open_feed(SID).await.expect("open");
+        let feed = svc.log.open_feed(SID).await.expect("open");
         let delta = Delta {
             kind: "event_delta",
             event_type: "agent.message".into(),
@@ -240,10 +240,10 @@ mod tests {
             run_id: "run_1".into(),
             thread_id: String::new(),
         };
-        svc.hub.publish(SID, Item::Delta(delta.clone()));
+        svc.log.hub.publish(SID, Item::Delta(delta.clone()));
         let (tx, mut rx) = tokio::sync::mpsc::channel(8);
         let follower = svc.clone();
-        tokio::spawn(async move { follower.follow(feed, None, vec!["agent.message".into()], tx).await });
+        tokio::spawn(async move { follower.log.follow(feed, None, vec!["agent.message".into()], tx).await });
         match tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await {
             Ok(Some(Item::Delta(got))) => assert_eq!(got, delta),
             other => panic!("the preview was lost: {other:?}"),

@@ -5,9 +5,9 @@
 //! service decides access (for the Session's Principal) at every step;
 //! this side keeps what each mount shows and records the events.
 
-use crate::input::system;
+use crate::draft::system;
+use crate::model::Lease;
 use crate::model::*;
-use crate::runs::Lease;
 use crate::service::SessionsService;
 use checkfu_core::events::EventType;
 use checkfu_core::id::{RunId, SessionId};
@@ -162,7 +162,7 @@ impl SessionsService {
     /// and the mount forgets the changes).
     pub async fn writeback_memory(&self, lease: &Lease, mount_name: &str, changes: Vec<FileChange>, skipped: Vec<String>) -> Result<()> {
         let sid = self.session_of(lease).await?;
-        let session = self.session(&sid).await?;
+        let session = self.log.session(&sid).await?;
         let mut m = self
             .store
             .mounts(&sid)

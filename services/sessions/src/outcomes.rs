@@ -11,7 +11,8 @@
 //! sweeper; the second commit checks the grading is still the one it
 //! started, so a repeat changes nothing.
 
-use crate::input::{Draft, Input, system};
+use crate::draft::{Draft, system};
+use crate::input::Input;
 use crate::model::outcome::*;
 use crate::model::*;
 use crate::service::SessionsService;
@@ -287,7 +288,7 @@ pub(crate) fn evaluation_digest(d: &Definition, message: &str, files: &[(String,
 impl SessionsService {
     /// Carries out the Session's grading under way, if any.
     pub async fn grade(&self, session_id: &SessionId) -> Result<()> {
-        let session = self.session(session_id.as_str()).await?;
+        let session = self.log.session(session_id.as_str()).await?;
         let Some(o) = session.outcome.clone() else { return Ok(()) };
         let Some(g) = o.grading.clone() else { return Ok(()) };
         let (message, files) = self.evidence(&session, &g).await?;
@@ -414,7 +415,7 @@ impl SessionsService {
     pub async fn resume_gradings(&self) -> Result<usize> {
         let mut n = 0;
         for id in self.store.grading_sessions(100).await? {
-            let s = self.session(id.as_str()).await?;
+            let s = self.log.session(id.as_str()).await?;
             let stale = s.outcome.as_ref().and_then(|o| o.grading.as_ref()).is_some_and(|g| now_ms() - g.started_ms > STALE_GRADING_MS);
             if stale {
                 self.grade(&id).await?;
@@ -442,7 +443,7 @@ impl SessionsService {
     }
 
     pub async fn list_outcomes(&self, session_id: &str, page: &PageRequest) -> Result<Vec<Outcome>> {
-        let s = self.session(session_id).await?;
+        let s = self.log.session(session_id).await?;
         self.store.list_outcomes(&s.id, page).await
     }
 }

@@ -8,8 +8,8 @@
 //! heartbeats answer `lost` and its appends and capability tokens are
 //! refused from that commit on.
 
+use crate::model::Lease;
 use crate::model::*;
-use crate::runs::Lease;
 use crate::service::SessionsService;
 use checkfu_core::id::{EnvironmentId, PairingId, PrincipalId, RunnerId};
 use checkfu_core::page::PageRequest;
@@ -150,7 +150,7 @@ impl SessionsService {
         {
             return Ok(false);
         }
-        let run = match self.cached_active_run(&s.id) {
+        let run = match self.log.cached_active_run(&s.id) {
             Some(r) => Some(r),
             None => self.store.active_run(&s.id).await?,
         };

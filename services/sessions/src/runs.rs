@@ -3,65 +3,18 @@
 //! appends its events and completes it. Every write re-checks the lease in
 //! the same atomic commit, so a runner that lost its lease writes nothing.
 
+use crate::draft::{Draft, system};
 use crate::handoff::Waiting;
-use crate::input::{Draft, system};
 use crate::live::{Delta, Item};
 use crate::model::*;
 use crate::service::SessionsService;
 use crate::store::{ClaimGuard, View};
 use checkfu_core::events::EventType;
-use checkfu_core::id::{AgentId, EventId, RunId, SessionId};
+use checkfu_core::id::{AgentId, EventId, SessionId};
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
 use serde_json::{Value, json};
 use std::time::Duration;
-
-/// Identifies the holder of a Run's lease.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lease {
-    pub run_id: RunId,
-    pub lease_id: String,
-    pub generation: i64,
-    /// The Run's Session, as the claim named it; every write re-checks that
-    /// the Session's active Run is this lease's, so a wrong one only fails.
-    /// Older runners name none.
-    pub session_id: Option<SessionId>,
-}
-
-impl Lease {
-    /// The lease `run` is held under now.
-    fn of(run: &Run) -> Lease {
-        Lease {
-            run_id: run.id.clone(),
-            lease_id: run.lease_id.clone(),
-            generation: run.generation,
-            session_id: Some(run.session_id.clone()),
-        }
-    }
-
-    /// Whether this lease is the one currently held on `run`.
-    pub fn holds(&self, run: &Run) -> bool {
-        run.id == self.run_id && run.lease_id == self.lease_id && run.generation == self.generation && run.status == RunStatus::Running
-    }
-}
-
-/// A claimed Run and what the execution plane needs to run it.
-#[derive(Debug, Clone)]
-pub struct WorkItem {
-    pub session: Session,
-    pub run: Run,
-    pub lease: Lease,
-    pub tools: Vec<ToolDecl>,
-    /// The newest events at claim time (a contiguous suffix of the log).
-    pub tail: Vec<Event>,
-    /// Lets the runner call the gateways for this Run while its lease holds.
-    pub capability: String,
-    /// The Session's sandbox: its snapshot, expiry, profile and mounts (`files.rs`).
-    pub sandbox: Value,
-    /// What the model is told: the Session's instructions, then the skills
-    /// it may open.
-    pub instructions: String,
-}
 
 /// The Session's instructions followed by each mounted skill's name,
 /// description and `SKILL.md` path.
@@ -350,13 +303,16 @@ impl SessionsService {
         let itself = child.is_some_and(|c| c.agent.agent_id == session.agent_id.as_str() && c.agent.version == session.pins.agent_version);
         let (mut tools, instructions) = match child {
             Some(c) if !itself => {
-                let v = self.pinned_version(&AgentId::parse("agent_id", &c.agent.agent_id)?, c.agent.version).await?;
+                let v = self.catalog.pinned_version(&AgentId::parse("agent_id", &c.agent.agent_id)?, c.agent.version).await?;
                 v.map(|v| (v.definition.tools, v.definition.instructions)).unwrap_or_default()
             }
             _ => (self.run_tools(session).await?, session.selection.instructions.clone()),
         };
-        let coordinator =
-            self.pinned_version(&session.agent_id, session.pins.agent_version).await?.is_some_and(|v| v.definition.multiagent.is_some());
+        let coordinator = self
+            .catalog
+            .pinned_version(&session.agent_id, session.pins.agent_version)
+            .await?
+            .is_some_and(|v| v.definition.multiagent.is_some());
         tools.extend(crate::thread_tools::platform_tools(coordinator, child.is_some()));
         Ok((tools, instructions))
     }
@@ -364,7 +320,7 @@ impl SessionsService {
     /// The tools a Session's Runs may use: its pinned version's, less those
     /// the Session narrowed away.
     pub(crate) async fn run_tools(&self, session: &Session) -> Result<Vec<ToolDecl>> {
-        let version = self.pinned_version(&session.agent_id, session.pins.agent_version).await?;
+        let version = self.catalog.pinned_version(&session.agent_id, session.pins.agent_version).await?;
         Ok(version
             .map(|v| {
                 v.definition
@@ -435,7 +391,7 @@ impl SessionsService {
     }
 
     pub(crate) async fn session_of(&self, lease: &Lease) -> Result<SessionId> {
-        if let Some(run) = lease.session_id.as_ref().and_then(|s| self.cached_run(s, &lease.run_id)).filter(|r| lease.holds(r)) {
+        if let Some(run) = lease.session_id.as_ref().and_then(|s| self.log.cached_run(s, &lease.run_id)).filter(|r| lease.holds(r)) {
             return Ok(run.session_id);
         }
         let run = self.run(&lease.run_id).await?;
@@ -455,10 +411,10 @@ impl SessionsService {
         let (session_id, view) = self.view_of(lease).await?;
         let limit = i64::from(limit.clamp(1, 1000));
         // Subscribed before reading: nothing committed between is missed.
-        let mut rx = (wait_ms > 0).then(|| self.hub.subscribe(&session_id));
+        let mut rx = (wait_ms > 0).then(|| self.log.hub.subscribe(&session_id));
         let events = self.store.list_events(&session_id, &view, after_seq, limit, &[]).await?;
         let Some(rx) = rx.as_mut().filter(|_| events.is_empty()) else { return Ok(events) };
-        self.ensure_work(&self.session(session_id.as_str()).await?).await?;
+        self.ensure_work(&self.log.session(session_id.as_str()).await?).await?;
         let wait = std::time::Duration::from_millis(u64::from(wait_ms.min(MAX_READ_WAIT_MS)));
         let _ = tokio::time::timeout(wait, async {
             loop {
@@ -477,7 +433,7 @@ impl SessionsService {
     /// The lease's Session and the view of its Run's thread.
     async fn view_of(&self, lease: &Lease) -> Result<(SessionId, View)> {
         let session_id = self.session_of(lease).await?;
-        let thread = match self.cached_run(session_id.as_str(), &lease.run_id) {
+        let thread = match self.log.cached_run(session_id.as_str(), &lease.run_id) {
             Some(r) => r.thread_id,
             None => self.run(lease.run_id.as_str()).await?.thread_id,
         };
@@ -518,10 +474,10 @@ impl SessionsService {
             thread_id: thread_id.clone(),
         };
         if start {
-            self.hub.publish(&session_id, Item::Delta(delta("event_start", "")));
+            self.log.hub.publish(&session_id, Item::Delta(delta("event_start", "")));
         }
         for text in chunks.iter().filter(|t| !t.is_empty()) {
-            self.hub.publish(&session_id, Item::Delta(delta("event_delta", text)));
+            self.log.hub.publish(&session_id, Item::Delta(delta("event_delta", text)));
         }
         Ok(())
     }

@@ -2,20 +2,22 @@
 //! change is a [`Draft`] decided from a fresh read and committed atomically
 //! with its events; a lost race is retried from a new read.
 
+use crate::catalog::Catalog;
+use crate::draft::Draft;
 use crate::handoff::{Parked, Waiting};
-use crate::input::{Draft, Input};
-use crate::live::{Hub, Item};
+use crate::input::Input;
+use crate::log::Log;
 use crate::model::*;
 use crate::store::{Change, SessionFilter, SessionsStore, View};
 use checkfu_core::cache::Bounded;
 use checkfu_core::events::EventType;
-use checkfu_core::id::{AgentId, DeploymentId, PrincipalId, RunId, SessionId};
+use checkfu_core::id::{DeploymentId, PrincipalId, RunId, SessionId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result, sha256_hex};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 
 /// How long a claimed Run's lease lasts without a heartbeat.
 pub const DEFAULT_LEASE_MS: i64 = 15_000;
@@ -26,25 +28,17 @@ const MAX_METADATA_BYTES: usize = 16 * 1024;
 #[derive(Clone)]
 pub struct SessionsService {
     pub(crate) store: Arc<dyn SessionsStore>,
-    pub(crate) hub: Arc<Hub>,
+    /// The Sessions' rows and event log, committed and streamed.
+    pub log: Log,
+    /// Agents, their versions, SandboxProfiles and Deployments.
+    pub catalog: Catalog,
     /// Woken whenever a Run becomes claimable.
     pub(crate) work: Arc<Notify>,
     /// Claims waiting for work on this replica, for hand-offs.
     pub(crate) parked: Arc<Parked>,
     pub(crate) lease_ms: i64,
-    /// The last committed state of recently changed Sessions. A change is
-    /// decided from it and committed with a compare-and-set on `version`,
-    /// so a stale entry only costs a retry from a fresh read.
-    snapshots: Arc<Bounded<SessionId, Snapshot>>,
-    /// Published versions are immutable, so they are cached once read.
-    versions: Arc<Bounded<(String, i64), AgentVersion>>,
-    /// SandboxProfile revisions are immutable too.
-    pub(crate) revisions: Arc<Bounded<(String, i64), SandboxRevision>>,
     /// Governance, for ActionApproval outcomes.
     pub(crate) governance: Option<crate::upstream::Governance>,
-    /// The capability gateway, which resolves ToolSource declarations at
-    /// publication.
-    pub(crate) tool_sources: Option<crate::upstream::ToolSources>,
     /// The memory service, for the Session's mounts of MemoryStores.
     pub(crate) memory: Option<crate::upstream::Memory>,
     /// The model gateway, for Outcomes' graders.
@@ -52,29 +46,20 @@ pub struct SessionsService {
     /// Sessions known to mount no MemoryStore. Mounts are fixed when a
     /// Session is created, so a claim asks the store about them once.
     pub(crate) unmounted: Arc<Bounded<SessionId, ()>>,
-    /// Woken after each commit, so the outbox relay publishes at once.
-    outbox_wake: Option<Arc<Notify>>,
     /// Signs capability tokens (`capability.rs`); from the installation key.
     pub(crate) token_key: Option<checkfu_core::capability::TokenKey>,
     /// Session files and workspace snapshots (`files.rs`).
     pub(crate) blobs: Option<Arc<dyn checkfu_blobs::BlobStore>>,
     /// Files and skills: switched off or not, and how long Files live.
-    pub(crate) uploads: crate::uploads::UploadSettings,
-    /// SandboxProfiles may allow every public host (`allowed_hosts:["*"]`).
-    pub(crate) unrestricted_network: bool,
+    pub(crate) uploads: UploadSettings,
     /// Woken whenever a work item is queued (api.md §17.13).
     pub(crate) work_queued: Arc<Notify>,
     /// Who polled for work recently, on this replica.
-    pub(crate) pollers: Arc<crate::work::Pollers>,
+    pub(crate) pollers: Arc<crate::pollers::Pollers>,
 }
 
-/// A Session as last committed here: its primary's active Run and its
-/// child threads' active Runs.
-type Snapshot = (Session, Option<Run>, Vec<Run>);
-
-/// Versions kept in memory; beyond this the cache starts over.
-const VERSION_CACHE: usize = 4096;
-/// Session snapshots kept in memory; beyond this the cache starts over.
+/// Sessions known to mount no MemoryStore kept in memory; beyond this the
+/// cache starts over.
 const SNAPSHOT_CACHE: usize = 10_000;
 
 /// What a caller asked for when creating a Session, already shape-checked.
@@ -156,31 +141,27 @@ fn selection(
 impl SessionsService {
     pub fn new(store: Arc<dyn SessionsStore>) -> Self {
         SessionsService {
+            log: Log::new(store.clone()),
+            catalog: Catalog::new(store.clone()),
             store,
-            hub: Arc::new(Hub::default()),
             work: Arc::new(Notify::new()),
             parked: Arc::new(Parked::default()),
             lease_ms: DEFAULT_LEASE_MS,
-            versions: Arc::new(Bounded::new(VERSION_CACHE)),
-            revisions: Arc::new(Bounded::new(VERSION_CACHE)),
-            snapshots: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
             unmounted: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
             governance: None,
-            tool_sources: None,
             memory: None,
             models: None,
-            outbox_wake: None,
             token_key: None,
             blobs: None,
-            uploads: crate::uploads::UploadSettings::default(),
-            unrestricted_network: false,
+            uploads: UploadSettings::default(),
             work_queued: Arc::new(Notify::new()),
             pollers: Arc::default(),
         }
     }
 
     /// Whether Files and skills are offered, and how long Files live.
-    pub fn with_upload_settings(mut self, settings: crate::uploads::UploadSettings) -> Self {
+    pub fn with_upload_settings(mut self, settings: UploadSettings) -> Self {
+        self.catalog.features = settings.disabled.clone();
         self.uploads = settings;
         self
     }
@@ -188,7 +169,7 @@ impl SessionsService {
     /// Keeps session files and workspace snapshots in `blobs`.
     /// Lets SandboxProfiles allow every public host (an installation setting).
     pub fn with_unrestricted_network(mut self, allowed: bool) -> Self {
-        self.unrestricted_network = allowed;
+        self.catalog.unrestricted_network = allowed;
         self
     }
 
@@ -206,12 +187,12 @@ impl SessionsService {
     /// Shares live events and previews with the other sessions replicas
     /// through `fanout` (Redis pub/sub in production).
     pub async fn with_fanout(mut self, fanout: Arc<dyn checkfu_ephemeral::Fanout>) -> Result<Self> {
-        self.hub = Hub::shared(fanout).await?;
+        self.log = self.log.with_fanout(fanout).await?;
         Ok(self)
     }
 
     pub fn with_outbox_wake(mut self, wake: Arc<Notify>) -> Self {
-        self.outbox_wake = Some(wake);
+        self.log = self.log.with_outbox_wake(wake);
         self
     }
 
@@ -221,7 +202,7 @@ impl SessionsService {
     }
 
     pub fn with_tool_sources(mut self, transport: checkfu_proto::transport::Transport) -> Self {
-        self.tool_sources = Some(crate::upstream::ToolSources::new(transport));
+        self.catalog.tool_sources = Some(crate::upstream::ToolSources::new(transport));
         self
     }
 
@@ -240,19 +221,6 @@ impl SessionsService {
         self
     }
 
-    /// A published agent version, from memory when seen before.
-    pub(crate) async fn pinned_version(&self, agent_id: &AgentId, version: i64) -> Result<Option<AgentVersion>> {
-        let key = (agent_id.to_string(), version);
-        if let Some(v) = self.versions.get(&key) {
-            return Ok(Some(v));
-        }
-        let found = self.store.get_agent_version(agent_id, version).await?;
-        if let Some(v) = &found {
-            self.versions.insert(key, v.clone());
-        }
-        Ok(found)
-    }
-
     /// Readiness: the store answers.
     pub async fn ready(&self) -> bool {
         self.store.get_session(&SessionId::mint()).await.is_ok()
@@ -266,11 +234,6 @@ impl SessionsService {
             self.work.notify_waiters();
         }
         Ok(n)
-    }
-
-    pub async fn session(&self, id: &str) -> Result<Session> {
-        let id = SessionId::parse("id", id)?;
-        self.store.get_session(&id).await?.ok_or_else(|| Error::not_found("session", &id))
     }
 
     pub async fn list_sessions(&self, f: &SessionFilter, page: &PageRequest) -> Result<Vec<Session>> {
@@ -311,6 +274,7 @@ impl SessionsService {
         }
         .ok_or_else(|| Error::not_found("agent_deployment", &deployment_id))?;
         let version = self
+            .catalog
             .pinned_version(&dep.agent_id, dep.pins.agent_version)
             .await?
             .ok_or_else(|| Error::internal("the deployment pins an agent version that does not exist"))?;
@@ -349,7 +313,7 @@ impl SessionsService {
         d.push(
             EventType::SessionCreated,
             None,
-            crate::input::system(),
+            crate::draft::system(),
             json!({"kind": "principal", "id": req.principal_id}),
             json!({"agent_deployment_id": dep.id, "deployment_revision": dep.revision, "principal_id": req.principal_id}),
         );
@@ -381,7 +345,7 @@ impl SessionsService {
         };
         let mut session = d.session;
         session.last_seq = events.len() as i64;
-        self.remember(session.clone(), d.run.clone(), vec![]);
+        self.log.created(&session, d.run.clone(), &events);
         self.after_commit(&session.id, &events, queues(&d.runs));
         // A worker attaches as soon as it exists (its Runs keep it queued).
         if let Err(e) = self.ensure_work(&session).await {
@@ -400,14 +364,9 @@ impl SessionsService {
         }
     }
 
-    /// Publishes committed events and wakes runners when work appeared.
-    pub(crate) fn after_commit(&self, session_id: &str, events: &[Event], queued: bool) {
-        if let Some(w) = &self.outbox_wake {
-            w.notify_one();
-        }
-        for e in events {
-            self.hub.publish(session_id, Item::Event(e.clone()));
-        }
+    /// What follows a commit the log has published: a grading it started
+    /// begins, and runners wake when work appeared.
+    fn after_commit(&self, session_id: &str, events: &[Event], queued: bool) {
         if events.iter().any(|e| e.event_type == EventType::OutcomeEvaluationStarted.as_str()) {
             self.spawn_grading(session_id);
         }
@@ -429,15 +388,7 @@ impl SessionsService {
         // Kept across retries; dropped unused, its claim looks again.
         let mut handing: Option<Waiting> = None;
         for attempt in 0..COMMIT_ATTEMPTS {
-            let cached = if attempt == 0 { self.snapshots.get(session_id) } else { None };
-            let (session, run, child_runs) = match cached {
-                Some(snapshot) => snapshot,
-                None => {
-                    let session = self.session(session_id).await?;
-                    let children = if session.threads.is_empty() { vec![] } else { self.store.child_runs(session_id).await? };
-                    (session, self.store.active_run(session_id).await?, children)
-                }
-            };
+            let (session, run, child_runs) = self.log.state(session_id, attempt == 0).await?;
             let expected_version = session.version;
             let outcome_before = session.outcome.clone();
             let mut d = Draft::new(session, run, now_ms());
@@ -462,15 +413,13 @@ impl SessionsService {
                 outcome_changed,
             };
             let queued = queues(&change.runs);
-            if let Some((session, events)) = self.store.commit(change).await? {
-                self.remember(session.clone(), active.0, active.1);
+            if let Some((session, events)) = self.log.commit(change, active).await? {
                 self.after_commit(session_id, &events, queued);
                 if let (Some(to), Some(run)) = (handing.take(), handed) {
                     self.deliver(to, session.clone(), run);
                 }
                 return Ok((out, session, events));
             }
-            self.snapshots.remove(session_id);
             tokio::task::yield_now().await;
         }
         Err(Error::unavailable("the session is too busy to change right now; retry"))
@@ -493,28 +442,6 @@ impl SessionsService {
         run
     }
 
-    /// The active Run of a recently changed Session, as last committed here.
-    pub(crate) fn cached_active_run(&self, session_id: &str) -> Option<Run> {
-        self.snapshots.get(session_id).and_then(|(_, run, _)| run)
-    }
-
-    /// A recently changed Session's active Run `run_id` (of any thread), as
-    /// last committed here.
-    pub(crate) fn cached_run(&self, session_id: &str, run_id: &RunId) -> Option<Run> {
-        let (_, run, children) = self.snapshots.get(session_id)?;
-        run.into_iter().chain(children).find(|r| &r.id == run_id)
-    }
-
-    /// A recently changed Session and its primary's active Run, as last
-    /// committed here.
-    pub(crate) fn cached_state(&self, session_id: &str) -> Option<(Session, Option<Run>)> {
-        self.snapshots.get(session_id).map(|(s, run, _)| (s, run))
-    }
-
-    fn remember(&self, session: Session, run: Option<Run>, child_runs: Vec<Run>) {
-        self.snapshots.insert(session.id.clone(), (session, run, child_runs));
-    }
-
     /// Appends one user event. Returns the persisted event and whether it
     /// was a replay of an identical settle event accepted earlier.
     pub async fn append_user_event(&self, session_id: &str, input: Input) -> Result<(Event, bool)> {
@@ -530,7 +457,7 @@ impl SessionsService {
         if input.event_type == EventType::UserMessage {
             let blocks = file_blocks(&input.payload["content"])?;
             if !blocks.is_empty() {
-                let s = self.session(session_id).await?;
+                let s = self.log.session(session_id).await?;
                 let files = self.files_for(&s.environment_id, &blocks).await?;
                 self.give_files(&s.id, &files).await?;
             }
@@ -560,10 +487,11 @@ impl SessionsService {
         let id = input.payload.get(key).cloned().unwrap_or(Value::Null);
         // Threads may reuse a tool use id: only answers in the thread the
         // input names (any, when it names none) are its replays.
-        let primary = crate::threads::primary_of(session_id);
+        let primary = crate::model::primary_of(session_id);
         let named = input.thread_id.as_deref().map(|t| (t != primary).then(|| t.to_string()));
         // An accepted answer ends its wait: while one is open, this answers it.
         let waiting = self
+            .log
             .session(session_id.as_str())
             .await?
             .thread_waits()
@@ -617,8 +545,9 @@ impl SessionsService {
         skills: Option<Vec<String>>,
         actor: &str,
     ) -> Result<Session> {
-        let current = self.session(session_id).await?;
+        let current = self.log.session(session_id).await?;
         let version = self
+            .catalog
             .pinned_version(&current.agent_id, current.pins.agent_version)
             .await?
             .ok_or_else(|| Error::internal("the session pins an agent version that does not exist"))?;
@@ -684,159 +613,18 @@ impl SessionsService {
         Ok(s)
     }
 
-    /// A page of one view of the log: `view` is `""` (the primary view),
-    /// `"all"` or a thread's id (api.md §15.2).
-    pub async fn list_events(
-        &self,
-        session_id: &str,
-        view: &str,
-        after_seq: i64,
-        limit: u32,
-        types: &[String],
-    ) -> Result<(Vec<Event>, bool)> {
-        let s = self.session(session_id).await?;
-        let view = match view {
-            "" => View::Primary,
-            "all" => View::All,
-            t if t == crate::threads::primary_of(&s.id) => View::Primary,
-            t if s.threads.iter().any(|c| c.id == t) => View::Child(t.to_string()),
-            t => return Err(Error::not_found("session_thread", t)),
-        };
-        let session_id = s.id;
-        if !(0..=1000).contains(&limit) {
-            return Err(Error::invalid_field("limit", "limit must be between 1 and 1000"));
-        }
-        if after_seq < 0 {
-            return Err(Error::invalid_field("after_seq", "after_seq must not be negative"));
-        }
-        let limit = if limit == 0 { 100 } else { i64::from(limit) };
-        let mut rows = self.store.list_events(&session_id, &view, after_seq, limit + 1, types).await?;
-        let more = rows.len() as i64 > limit;
-        rows.truncate(limit as usize);
-        Ok((rows, more))
-    }
-
-    /// Streams persisted events after `after_seq`, then live ones, with no gap
-    /// and no duplicate; previews of `delta_types` are interleaved.
-    pub async fn subscribe(&self, session_id: &str, after_seq: i64, delta_types: Vec<String>, out: mpsc::Sender<Item>) -> Result<()> {
-        let feed = self.open_feed(session_id).await?;
-        self.follow(feed, Some(after_seq), delta_types, out).await
-    }
-
-    /// Subscribes to a Session's live items on this replica. Previews are
-    /// never replayed, so a stream's caller is answered only once this is
-    /// done: a turn started after the answer shows all its previews.
-    pub async fn open_feed(&self, session_id: &str) -> Result<Feed> {
-        // The position is read before subscribing: every event committed
-        // after the subscription is past it, so a live-only follower sends
-        // each one. (Read after, it could already count an event the hub has
-        // yet to deliver, and that event would be dropped as old.)
-        let session = self.session(session_id).await?;
-        let rx = self.hub.subscribe(&session.id);
-        Ok(Feed { session_id: session.id, opened_at: session.last_seq, rx })
-    }
-
-    /// Sends `feed`'s items to `out`: persisted events after `after_seq`
-    /// first (`None`: only events committed after the feed opened), then
-    /// live ones, with no gap and no duplicate; previews of `delta_types`
-    /// interleaved.
-    pub async fn follow(&self, feed: Feed, after_seq: Option<i64>, delta_types: Vec<String>, out: mpsc::Sender<Item>) -> Result<()> {
-        let Feed { session_id, opened_at, mut rx } = feed;
-        let session_id = &session_id;
-        // Subscribed first, then the log is replayed: nothing falls between.
-        let mut cursor = match after_seq {
-            Some(after) => self.replay(session_id, after.max(0), &out).await?,
-            None => opened_at,
-        };
-        loop {
-            let item = tokio::select! {
-                r = rx.recv() => r,
-                () = out.closed() => return Ok(()),
-            };
-            match item {
-                Ok(Item::Event(e)) => {
-                    if e.seq <= cursor {
-                        continue;
-                    }
-                    if e.seq > cursor + 1 {
-                        cursor = self.replay(session_id, cursor, &out).await?;
-                        if e.seq <= cursor {
-                            continue;
-                        }
-                    }
-                    cursor = e.seq;
-                    if out.send(Item::Event(e)).await.is_err() {
-                        return Ok(());
-                    }
-                }
-                Ok(Item::Delta(d)) => {
-                    if delta_types.contains(&d.event_type) && out.send(Item::Delta(d)).await.is_err() {
-                        return Ok(());
-                    }
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    cursor = self.replay(session_id, cursor, &out).await?;
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
-            }
-        }
-    }
-
-    async fn replay(&self, session_id: &SessionId, mut cursor: i64, out: &mpsc::Sender<Item>) -> Result<i64> {
-        loop {
-            let batch = self.store.list_events(session_id, &View::All, cursor, 500, &[]).await?;
-            let n = batch.len();
-            for e in batch {
-                cursor = e.seq;
-                if out.send(Item::Event(e)).await.is_err() {
-                    return Ok(cursor);
-                }
-            }
-            if n < 500 {
-                return Ok(cursor);
-            }
-        }
-    }
-
     pub async fn run(&self, id: &str) -> Result<Run> {
         let id = RunId::parse("id", id)?;
         self.store.get_run(&id).await?.ok_or_else(|| Error::not_found("run", &id))
     }
 
     pub async fn list_runs(&self, session_id: &str, page: &PageRequest) -> Result<Vec<Run>> {
-        let session_id = self.session(session_id).await?.id;
+        let session_id = self.log.session(session_id).await?.id;
         self.store.list_runs(&session_id, page).await
     }
 }
 
-/// A Session's live items on this replica, from the moment it was opened
-/// ([`SessionsService::open_feed`]).
-pub struct Feed {
-    session_id: SessionId,
-    /// The Session's last seq just before the subscription.
-    opened_at: i64,
-    rx: tokio::sync::broadcast::Receiver<Item>,
-}
-
 /// Whether a write leaves a Run waiting for a runner.
-/// Runs `sweep` every `every` until `stop`; a failed sweep is logged and
-/// tried again next time.
-pub(crate) async fn every<F, Fut, T>(every: std::time::Duration, stop: tokio_util::sync::CancellationToken, what: &str, sweep: F)
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(every) => {}
-        }
-        if let Err(e) = sweep().await {
-            tracing::warn!(error = %e, "{what} sweep failed; retrying");
-        }
-    }
-}
-
 fn queues(runs: &[Run]) -> bool {
     runs.iter().any(|r| r.status == RunStatus::Queued)
 }

@@ -69,7 +69,7 @@ impl SessionsService {
         let s = self.skill(skill_id).await?;
         let actor = PrincipalId::parse("actor_id", actor)?;
         if s.status == SkillStatus::Archived {
-            return Err(archived(&s));
+            return Err(skill_archived(&s));
         }
         let bundle = self.store_bundle(files).await?;
         if bundle.name != s.name {
@@ -88,7 +88,7 @@ impl SessionsService {
         if !self.store.insert_skill_version(&v).await? {
             let now = self.skill(skill_id).await?;
             if now.status == SkillStatus::Archived {
-                return Err(archived(&now));
+                return Err(skill_archived(&now));
             }
             return Err(Error::conflict("another version was created at the same time; read the skill again")
                 .with_details(json!({"latest_version": now.latest_version})));
@@ -114,11 +114,7 @@ impl SessionsService {
 
     pub async fn list_skill_versions(&self, skill_id: &str, page: &PageRequest) -> Result<Vec<SkillVersion>> {
         let s = self.skill(skill_id).await?;
-        let before = match &page.before_id {
-            Some(b) => b.parse::<i64>().map_err(|_| Error::invalid_field("page", "page is not a token this API issued"))?,
-            None => i64::MAX,
-        };
-        self.store.list_skill_versions(&s.id, before, page.fetch_limit()).await
+        self.store.list_skill_versions(&s.id, page.before_number()?, page.fetch_limit()).await
     }
 
     /// One file of a version, whole (a bundle is at most 8 MiB).
@@ -137,51 +133,10 @@ impl SessionsService {
         self.skill(id).await
     }
 
-    /// Publication pins each skill's version (the latest when omitted) and
-    /// refuses another Environment's, an archived one, a version that does
-    /// not exist, and two versions of one name.
-    pub(crate) async fn pin_skills(&self, environment_id: &EnvironmentId, mut definition: AgentDefinition) -> Result<AgentDefinition> {
-        if definition.skills.is_empty() {
-            return Ok(definition);
-        }
-        self.require_feature("skills")?;
-        let mut names: Vec<(String, String, i64)> = vec![];
-        for (i, r) in definition.skills.iter_mut().enumerate() {
-            let field = format!("draft.skills[{i}]");
-            let s = self
-                .store
-                .get_skill(&SkillId::parse(&field, &r.skill_id)?)
-                .await?
-                .ok_or_else(|| Error::invalid_field(&format!("{field}.skill_id"), format!("skill {} was not found", r.skill_id)))?;
-            if &s.environment_id != environment_id {
-                return Err(Error::invalid_field(&format!("{field}.skill_id"), format!("skill {} is in another environment", s.id))
-                    .with_reason("other_environment"));
-            }
-            if s.status == SkillStatus::Archived {
-                return Err(archived(&s));
-            }
-            let version = r.version.unwrap_or(s.latest_version);
-            if version > s.latest_version {
-                return Err(Error::invalid_field(&format!("{field}.version"), format!("skill {} has no version {version}", s.id)));
-            }
-            match names.iter().find(|(n, _, _)| *n == s.name) {
-                Some((_, id, v)) if *id == s.id.as_str() && *v == version => {}
-                Some(_) => {
-                    return Err(Error::invalid_field(&field, format!("two versions of a skill named {:?}", s.name))
-                        .with_reason("skill_version_conflict"));
-                }
-                None => names.push((s.name.clone(), s.id.to_string(), version)),
-            }
-            r.version = Some(version);
-        }
-        definition.skills.dedup();
-        Ok(definition)
-    }
-
     /// The skill versions a Session mounts: its pinned version's, less those
     /// the Session narrowed away.
     pub(crate) async fn session_skills(&self, session: &Session) -> Result<Vec<SkillVersion>> {
-        let Some(version) = self.pinned_version(&session.agent_id, session.pins.agent_version).await? else { return Ok(vec![]) };
+        let Some(version) = self.catalog.pinned_version(&session.agent_id, session.pins.agent_version).await? else { return Ok(vec![]) };
         let def = &version.definition;
         let mut out = vec![];
         for r in &def.skills {
@@ -205,11 +160,7 @@ impl SessionsService {
             return Ok(false);
         }
         let s = self.store.get_session(session).await?.ok_or_else(|| Error::not_found("session", session))?;
-        let Some(version) = self.pinned_version(&s.agent_id, s.pins.agent_version).await? else { return Ok(false) };
+        let Some(version) = self.catalog.pinned_version(&s.agent_id, s.pins.agent_version).await? else { return Ok(false) };
         Ok(version.definition.skills.iter().any(|r| holding.iter().any(|(id, v)| id.as_str() == r.skill_id && Some(*v) == r.version)))
     }
-}
-
-fn archived(s: &Skill) -> Error {
-    Error::conflict(format!("skill {} is archived", s.id)).with_reason("skill_archived")
 }

@@ -12,12 +12,12 @@
 //! [`SessionsService::call_thread_tool`] checks again — a revoked row stops
 //! a call approved before — and does it in one commit with its events.
 
-use crate::input::{Draft, system};
+use crate::draft::{Draft, system};
+use crate::model::Lease;
+use crate::model::primary_of;
 use crate::model::*;
-use crate::runs::Lease;
 use crate::service::SessionsService;
 use crate::store::View;
-use crate::threads::primary_of;
 use checkfu_core::events::EventType;
 use checkfu_core::id::SessionThreadId;
 use checkfu_core::{Code, Error, Result};
@@ -158,8 +158,8 @@ impl SessionsService {
     /// holds.
     async fn thread_of_lease(&self, lease: &Lease) -> Result<(Session, Option<String>)> {
         let session_id = self.session_of(lease).await?;
-        let s = self.session(session_id.as_str()).await?;
-        let run = match self.cached_run(s.id.as_str(), &lease.run_id) {
+        let s = self.log.session(session_id.as_str()).await?;
+        let run = match self.log.cached_run(s.id.as_str(), &lease.run_id) {
             Some(r) => r,
             None => self.run(lease.run_id.as_str()).await?,
         };
@@ -211,7 +211,7 @@ impl SessionsService {
 
     /// `agent_id` (or `"self"`) as a member of the Session's pinned roster.
     async fn roster_member(&self, s: &Session, wanted: &str) -> Result<Option<ThreadAgent>> {
-        let Some(v) = self.pinned_version(&s.agent_id, s.pins.agent_version).await? else { return Ok(None) };
+        let Some(v) = self.catalog.pinned_version(&s.agent_id, s.pins.agent_version).await? else { return Ok(None) };
         let members = v.definition.multiagent.as_ref().and_then(|m| m.get("resolved_agents")).and_then(Value::as_array).cloned();
         Ok(members.unwrap_or_default().iter().find_map(|m| {
             let itself = m.get("self").and_then(Value::as_bool).unwrap_or(false);

@@ -8,26 +8,17 @@
 
 use crate::model::*;
 use crate::service::SessionsService;
-use checkfu_core::id::{SessionId, SessionThreadId};
+use checkfu_core::id::SessionThreadId;
 use checkfu_core::time::rfc3339;
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
-
-/// The primary thread's id of a Session.
-pub fn primary_of(session_id: &SessionId) -> String {
-    format!(
-        "{}_{}",
-        <SessionThreadId as checkfu_core::id::TypedId>::PREFIX,
-        &session_id.as_str()[session_id.find('_').map_or(0, |i| i + 1)..]
-    )
-}
 
 impl SessionsService {
     /// The thread's API JSON, if it is this Session's (404 else, also for
     /// another Session's thread).
     pub async fn thread(&self, session_id: &str, thread_id: &str) -> Result<Value> {
         SessionThreadId::check("thread_id", thread_id)?;
-        let s = self.session(session_id).await?;
+        let s = self.log.session(session_id).await?;
         if primary_of(&s.id) == thread_id {
             return self.primary_view(&s).await;
         }
@@ -40,7 +31,7 @@ impl SessionsService {
         if !status.is_empty() && !["running", "idle", "rescheduling", "terminated"].contains(&status) {
             return Err(Error::invalid_field("status", "status must be running, idle, rescheduling or terminated"));
         }
-        let s = self.session(session_id).await?;
+        let s = self.log.session(session_id).await?;
         let mut out = vec![];
         if status.is_empty() || s.status.as_str() == status {
             out.push(self.primary_view(&s).await?);
@@ -52,7 +43,7 @@ impl SessionsService {
     /// Archives an idle, unparked child (again: the same answer). The
     /// primary is refused: archive the Session instead.
     pub async fn archive_thread(&self, session_id: &str, thread_id: &str, actor: &str) -> Result<Value> {
-        let s = self.session(session_id).await?;
+        let s = self.log.session(session_id).await?;
         if primary_of(&s.id) == thread_id {
             return Err(Error::conflict("the primary thread is archived with its Session (POST /v1/sessions/{id}/archive)")
                 .with_reason("primary_thread"));
@@ -64,7 +55,7 @@ impl SessionsService {
     }
 
     async fn primary_view(&self, s: &Session) -> Result<Value> {
-        let name = self.agent(s.agent_id.as_str()).await.map(|a| a.name).unwrap_or_default();
+        let name = self.catalog.agent(s.agent_id.as_str()).await.map(|a| a.name).unwrap_or_default();
         Ok(json!({
             "id": primary_of(&s.id),
             "type": "session_thread",
@@ -103,16 +94,4 @@ fn child_view(s: &Session, t: &SessionThread) -> Value {
         "usage": t.usage,
         "stats": null,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_primary_thread_id_follows_the_session_id() {
-        let sid = SessionId::parse("id", "sess_01jx0000000000000000000000").unwrap();
-        assert_eq!(primary_of(&sid), "sthr_01jx0000000000000000000000");
-        assert!(SessionThreadId::check("t", &primary_of(&SessionId::mint())).is_ok());
-    }
 }

@@ -4,7 +4,7 @@ use crate::model::{SkillFile, SkillVersion, UploadedFile};
 use crate::service::SessionsService;
 use crate::uploads::NewUpload;
 use checkfu_core::Error;
-use checkfu_core::page::{PageRequest, encode_token};
+use checkfu_core::page::PageRequest;
 use checkfu_proto::sessions::v1 as pb;
 use checkfu_proto::sessions::v1::files_service_server::FilesService;
 use checkfu_proto::sessions::v1::skills_service_server::SkillsService;
@@ -142,13 +142,8 @@ impl SkillsService for UploadsGrpc {
     async fn list_skill_versions(&self, r: Request<pb::ListSkillVersionsRequest>) -> R<pb::ListSkillVersionsResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
-        let mut rows = self.svc.list_skill_versions(&r.skill_id, &p).await?;
-        let more = rows.len() > p.limit as usize;
-        rows.truncate(p.limit as usize);
-        let next_page = match rows.last() {
-            Some(v) if more => encode_token(&v.version.to_string()),
-            _ => String::new(),
-        };
+        let rows = self.svc.list_skill_versions(&r.skill_id, &p).await?;
+        let (rows, next_page) = p.finish_numbered(rows, |v| v.version);
         ok(pb::ListSkillVersionsResponse { data: rows.into_iter().map(version).collect(), next_page })
     }
 

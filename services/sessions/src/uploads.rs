@@ -14,26 +14,11 @@
 use crate::model::*;
 use crate::service::SessionsService;
 use bytes::Bytes;
-use checkfu_core::features::Disabled;
 use checkfu_core::id::{EnvironmentId, FileId, PrincipalId, SessionId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
-
-/// What the installation says about uploads and skills.
-#[derive(Debug, Clone)]
-pub struct UploadSettings {
-    pub disabled: Disabled,
-    /// Days a File lives without `expires_in_seconds`; 0 keeps it for ever.
-    pub retention_days: i64,
-}
-
-impl Default for UploadSettings {
-    fn default() -> Self {
-        UploadSettings { disabled: Disabled::default(), retention_days: 30 }
-    }
-}
 
 /// What a caller sends ahead of a File's bytes.
 #[derive(Debug, Clone)]
@@ -136,7 +121,7 @@ impl SessionsService {
 
     /// Deletes expired Files every `every` until `stop`.
     pub async fn run_upload_sweeper(self, every: std::time::Duration, stop: tokio_util::sync::CancellationToken) {
-        crate::service::every(every, stop, "uploads", || async {
+        crate::sweeps::every(every, stop, "uploads", || async {
             let n = self.sweep_uploads().await?;
             if n > 0 {
                 tracing::info!(files = n, "deleted expired uploads");
@@ -288,7 +273,10 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn switched_off_files_answer_unavailable() {
         let (svc, _, _dir) = service().await;
-        let svc = svc.with_upload_settings(UploadSettings { disabled: Disabled::parse("files").expect("list"), retention_days: 30 });
+        let svc = svc.with_upload_settings(UploadSettings {
+            disabled: checkfu_core::features::Disabled::parse("files").expect("list"),
+            retention_days: 30,
+        });
         let e = svc.upload("file_01jx0000000000000000000001").await.expect_err("off");
         assert_eq!((e.code, e.details["reason"].as_str()), (checkfu_core::Code::Unavailable, Some("feature_disabled")));
         assert!(svc.skill("skl_01jx0000000000000000000001").await.is_err_and(|e| e.code == checkfu_core::Code::NotFound), "skills stay on");

@@ -10,7 +10,7 @@
 //! lapses puts the item back in the queue (`session.status_rescheduled`)
 //! and the old token's writes are refused from then on.
 
-use crate::input::system;
+use crate::draft::system;
 use crate::model::*;
 use crate::service::SessionsService;
 use crate::store::View;
@@ -20,35 +20,12 @@ use checkfu_core::page::PageRequest;
 use checkfu_core::time::{now_ms, rfc3339};
 use checkfu_core::{Code, Error, Result, sha256_hex};
 use serde_json::{Value, json};
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// The longest a poll waits for work (CMA caps `block_ms` at 999).
 const MAX_BLOCK_MS: u32 = 999;
-/// Workers seen polling this recently count in `workers_polling`.
-const POLLING_WINDOW_MS: i64 = 30_000;
 /// Bytes a tool result's content may hold.
 const MAX_RESULT_BYTES: usize = 1024 * 1024;
-
-/// Who polled which profile when, on this replica (`work_stats`).
-#[derive(Default)]
-pub struct Pollers(Mutex<HashMap<(String, String), i64>>);
-
-impl Pollers {
-    fn seen(&self, profile_id: &str, worker_id: &str, now: i64) {
-        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        m.retain(|_, at| now - *at < POLLING_WINDOW_MS);
-        if !worker_id.is_empty() && worker_id.len() <= 200 {
-            m.insert((profile_id.to_string(), worker_id.to_string()), now);
-        }
-    }
-
-    fn count(&self, profile_id: &str, now: i64) -> i64 {
-        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        m.iter().filter(|((p, _), at)| p == profile_id && now - **at < POLLING_WINDOW_MS).count() as i64
-    }
-}
 
 /// Who acts on an item: a Runner of the pool, the bearer of a delivery's
 /// token, or a manager the gateway checked.
@@ -150,7 +127,7 @@ impl SessionsService {
     /// The active Runner a credential names, if it serves `profile_id`.
     async fn pool_runner(&self, profile_id: &str, credential: &str) -> Result<Runner> {
         let runner = self.authenticate_runner(credential).await?;
-        let profile = self.sandbox_profile(profile_id).await?;
+        let profile = self.catalog.sandbox_profile(profile_id).await?;
         if runner.pool != pool_of(profile_id) || runner.environment_id != profile.environment_id {
             return Err(Error::denied("this Runner is not paired with that environment").with_reason("runner_not_in_pool"));
         }
@@ -541,7 +518,7 @@ impl SessionsService {
     }
 
     pub async fn run_work_sweeper(self, every: Duration, stop: tokio_util::sync::CancellationToken) {
-        crate::service::every(every, stop, "work", || self.sweep_work()).await
+        crate::sweeps::every(every, stop, "work", || self.sweep_work()).await
     }
 }
 

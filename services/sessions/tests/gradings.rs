@@ -54,7 +54,7 @@ async fn a_grading_left_behind_is_finished_once() {
     let svc = SessionsService::new(store.clone());
 
     assert_eq!(svc.resume_gradings().await.unwrap(), 1, "only the stale grading: a live one may still be at work");
-    let s = svc.session(&stale).await.unwrap();
+    let s = svc.log.session(&stale).await.unwrap();
     assert_eq!((s.status, s.stop_reason.clone()), (SessionStatus::Idle, Some(json!({"type": "end_turn"}))));
     let o = s.outcome.unwrap();
     assert_eq!((o.status, o.grading.clone(), o.iterations_used), (OutcomeStatus::Active, None, 0), "undecided: the iteration is not used");

@@ -29,7 +29,7 @@ async fn replicas_see_each_other(fanout: Arc<dyn Fanout>) {
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let follower = b.clone();
     let s = sid.clone();
-    tokio::spawn(async move { follower.subscribe(&s, 0, vec![], tx).await });
+    tokio::spawn(async move { follower.log.subscribe(&s, 0, vec![], tx).await });
     let first = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
     assert!(matches!(first, Item::Event(ref e) if e.seq == 1), "the replay comes first");
 

@@ -7,8 +7,8 @@ mod common;
 
 use checkfu_core::testing::tid;
 use checkfu_sessions::SessionsService;
+use checkfu_sessions::model::Lease;
 use checkfu_sessions::model::*;
-use checkfu_sessions::runs::Lease;
 use checkfu_sessions::store::{SessionsStore, SqlSessionsStore, View};
 use checkfu_sessions::thread_tools::ThreadCall;
 use checkfu_store::{Db, Location};

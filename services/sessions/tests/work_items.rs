@@ -47,6 +47,7 @@ async fn world() -> World {
     let svc = SessionsService::new(store.clone());
     let env = EnvironmentId::mint();
     let (profile, _) = svc
+        .catalog
         .create_sandbox_profile(env.as_str(), "sh", json!({"image": "self-hosted", "execution": "external_tools"}))
         .await
         .expect("profile");
@@ -72,7 +73,7 @@ async fn a_delivery_is_acknowledged_once_and_heartbeats_compare_and_set() {
     let w = world().await;
     let (svc, p) = (&w.svc, w.profile.as_str());
     // Only a Runner of the profile's pool polls.
-    let env = svc.sandbox_profile(p).await.expect("profile").environment_id;
+    let env = svc.catalog.sandbox_profile(p).await.expect("profile").environment_id;
     let (_, other) = runner(svc, &env, "cma:sbp_01jx0000000000000000000009").await;
     assert_eq!(svc.poll_work(p, &other, 0, None, "").await.expect_err("other pool").code, Code::PermissionDenied);
     assert_eq!(svc.poll_work(p, "crr_forged", 0, None, "").await.expect_err("forged").code, Code::InvalidKey);

@@ -18,10 +18,9 @@ use std::sync::Arc;
 pub use service::WebhooksService;
 pub use worker::{consume, deliver};
 
-static SQLITE: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite/webhooks");
-static POSTGRES: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres/webhooks");
-
-pub const MIGRATIONS: Migrations = Migrations { sqlite: &SQLITE, postgres: &POSTGRES };
+pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/webhooks":
+    "0001_init",
+);
 
 /// The consumer group the webhooks role reads the bus with.
 pub const GROUP: &str = "checkfu-webhooks";

@@ -66,6 +66,26 @@ pub const VARIABLES: &[Variable] = &[
 /// standard name, read before any configuration is loaded).
 pub const OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 
+/// The variable holding a sandbox agent's token (the Sandbox's Secret
+/// provides it; never a configuration key, so never in a file).
+pub const SANDBOX_AGENT_TOKEN: &str = "CHECKFU_SANDBOX_AGENT_TOKEN";
+
+/// Where this process runs, as Kubernetes tells a pod through its
+/// environment: the pod's name (`HOSTNAME`) and, from the downward API the
+/// chart sets up, its namespace (`POD_NAMESPACE`). Outside a cluster both
+/// are usually absent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pod {
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+}
+
+impl Pod {
+    pub fn of(env: &Env) -> Pod {
+        Pod { name: env.get("HOSTNAME"), namespace: env.get("POD_NAMESPACE") }
+    }
+}
+
 /// A snapshot of the environment.
 #[derive(Debug, Clone, Default)]
 pub struct Env(BTreeMap<String, String>);

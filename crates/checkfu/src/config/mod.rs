@@ -289,7 +289,7 @@ impl Config {
         }
         let (config, sources) = layers.finish::<Config>()?;
         let (sealer, model_endpoints) = validate(&config, &sources, env)?;
-        Ok(Loaded { config, sources, sealer, model_endpoints })
+        Ok(Loaded { config, sources, sealer, model_endpoints, pod: env::Pod::of(env) })
     }
 
     /// The SQLite directory or the PostgreSQL URL the stores live in.
@@ -325,6 +325,8 @@ pub struct Loaded {
     /// The model gateway's endpoints: the providers' defaults and those
     /// configured, each with its key (read from the variable it names).
     pub model_endpoints: Endpoints,
+    /// The pod this process runs in, when in a cluster.
+    pub pod: env::Pod,
 }
 
 impl std::ops::Deref for Loaded {

@@ -46,7 +46,7 @@ impl Play for Sessions {
             .with_models(models)
             .with_token_key(tokens)
             .with_blobs(Arc::new(blobs))
-            .with_upload_settings(checkfu_sessions::uploads::UploadSettings {
+            .with_upload_settings(checkfu_sessions::model::UploadSettings {
                 disabled: opts.features_disabled.clone(),
                 retention_days: opts.files_retention_days,
             })

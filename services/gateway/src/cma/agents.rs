@@ -65,10 +65,7 @@ pub async fn versions(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -
     let limit = wire::limit(&q, 20, 100)?;
     let agent = cx.native.get(&format!("/v1/agents/{id}")).await?;
     let latest = agent["latest_version"].as_i64().unwrap_or(0);
-    let top = match wire::param(&q, "page") {
-        Some(p) => p.parse::<i64>().map_err(|_| Error::invalid_field("page", "page is not a token this list gave"))?,
-        None => latest,
-    };
+    let top = wire::number_token::<i64>(&q)?.unwrap_or(latest);
     let mut data = vec![];
     let mut n = top;
     while n >= 1 && data.len() < limit as usize {

@@ -8,7 +8,6 @@ use axum::Json;
 use axum::extract::{Path, RawQuery};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use checkfu_core::Error;
 use serde_json::{Value, json};
 
 /// `GET /v1/sessions/{id}/threads`: the primary first, then children in
@@ -26,10 +25,7 @@ pub async fn list(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Cm
         .map(render)
         .filter(|t| statuses.is_empty() || statuses.contains(&t["status"].as_str().unwrap_or_default()))
         .collect();
-    let skip = match wire::param(&q, "page") {
-        Some(p) => p.parse::<usize>().map_err(|_| Error::invalid_field("page", "page is not a token this list gave"))?,
-        None => 0,
-    };
+    let skip = wire::number_token::<usize>(&q)?.unwrap_or(0);
     let data: Vec<Value> = all.iter().skip(skip).take(limit).cloned().collect();
     let next = (skip + data.len() < all.len()).then(|| (skip + data.len()).to_string());
     Ok(Json(wire::page(data, next)))

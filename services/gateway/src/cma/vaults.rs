@@ -118,10 +118,7 @@ pub async fn list_credentials(cx: Cx, Path(id): Path<String>, RawQuery(raw): Raw
     let q = wire::query_pairs(raw.as_deref())?;
     let limit = wire::limit(&q, 20, 100)? as usize;
     let include_archived = wire::param(&q, "include_archived") == Some("true");
-    let start = match wire::param(&q, "page") {
-        Some(p) => p.parse::<usize>().map_err(|_| Error::invalid_field("page", "page is not a token this list gave"))?,
-        None => 0,
-    };
+    let start = wire::number_token::<usize>(&q)?.unwrap_or(0);
     let v = read(&cx, &id).await?;
     let ids: Vec<String> = v["connection_ids"].as_array().into_iter().flatten().filter_map(|c| c.as_str().map(String::from)).collect();
     let mut data = vec![];

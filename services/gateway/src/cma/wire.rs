@@ -126,6 +126,15 @@ pub fn param<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
     pairs.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
 }
 
+/// A `page` token this projection issued as a number — an offset into a
+/// list it assembles, or the version a page starts at; `None` on the first
+/// page.
+pub fn number_token<T: std::str::FromStr>(pairs: &[(String, String)]) -> CmaResult<Option<T>> {
+    param(pairs, "page")
+        .map(|p| p.parse::<T>().map_err(|_| Error::invalid_field("page", "page is not a token this list gave").into()))
+        .transpose()
+}
+
 /// Every value of a repeated query parameter.
 pub fn params<'a>(pairs: &'a [(String, String)], key: &str) -> Vec<&'a str> {
     pairs.iter().filter(|(k, _)| k == key).map(|(_, v)| v.as_str()).collect()

@@ -206,7 +206,7 @@ impl SchedulerService {
         self.store.get_revision(&g.id, n).await?.ok_or_else(|| Error::not_found("automation_graph_revision", &format!("{id}/{n}")))
     }
 
-    pub async fn graph_revisions(&self, id: &str, before: i64, limit: i64) -> Result<Vec<Revision>> {
+    pub async fn graph_revisions(&self, id: &str, before: Option<i64>, limit: i64) -> Result<Vec<Revision>> {
         let g = self.graph(id).await?;
         self.store.list_revisions(&g.id, before, limit).await
     }

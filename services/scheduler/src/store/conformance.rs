@@ -326,9 +326,9 @@ async fn graphs_keep_immutable_revisions(s: &dyn SchedulerStore) {
     assert!(!s.update_graph(&Graph { version: 3, ..g2.clone() }, 1, Some(&rev(3)), None).await.expect("stale"), "the second writer loses");
     assert!(s.get_revision(&tid("agph_1"), 3).await.expect("get").is_none(), "and writes no revision");
     assert_eq!(s.get_revision(&tid("agph_1"), 2).await.expect("get"), Some(rev(2)));
-    let listed: Vec<i64> = s.list_revisions(&tid("agph_1"), 0, 10).await.expect("list").into_iter().map(|r| r.revision).collect();
+    let listed: Vec<i64> = s.list_revisions(&tid("agph_1"), None, 10).await.expect("list").into_iter().map(|r| r.revision).collect();
     assert_eq!(listed, [2, 1]);
-    assert_eq!(s.list_revisions(&tid("agph_1"), 2, 10).await.expect("page").len(), 1);
+    assert_eq!(s.list_revisions(&tid("agph_1"), Some(2), 10).await.expect("page").len(), 1);
     let app = Application {
         id: tid("agap_1"),
         graph_id: tid("agph_1"),

@@ -94,7 +94,7 @@ pub trait SchedulerStore: Send + Sync + 'static {
     async fn list_graphs(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Graph>>;
     async fn get_revision(&self, id: &GraphId, n: i64) -> Result<Option<Revision>>;
     /// Newest first, below `before` (0: from the latest).
-    async fn list_revisions(&self, id: &GraphId, before: i64, limit: i64) -> Result<Vec<Revision>>;
+    async fn list_revisions(&self, id: &GraphId, before: Option<i64>, limit: i64) -> Result<Vec<Revision>>;
     /// Newest first.
     async fn list_applications(&self, id: &GraphId, page: &PageRequest) -> Result<Vec<Application>>;
 }
@@ -557,7 +557,7 @@ impl SchedulerStore for SqlSchedulerStore {
         graphs::get_revision(&self.db, id, n).await
     }
 
-    async fn list_revisions(&self, id: &GraphId, before: i64, limit: i64) -> Result<Vec<Revision>> {
+    async fn list_revisions(&self, id: &GraphId, before: Option<i64>, limit: i64) -> Result<Vec<Revision>> {
         graphs::list_revisions(&self.db, id, before, limit).await
     }
 

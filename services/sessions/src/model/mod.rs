@@ -3,15 +3,18 @@
 //! declaration or status never gets past the boundary.
 
 mod budget;
+mod claim;
 mod files;
 mod memory;
 pub mod outcome;
+pub mod roster;
 mod runner;
 mod skills;
 mod thread;
 mod uploads;
 mod work;
 pub use budget::{Budget, BudgetChange, BudgetMetric, BudgetStatus};
+pub use claim::*;
 pub use files::*;
 pub use memory::*;
 pub use runner::*;
@@ -164,7 +167,7 @@ impl AgentDefinition {
             RoutingProfileId::check("draft.model.routing_profile_id", id)?;
         }
         if let Some(m) = &self.multiagent {
-            crate::roster::parse(m)?;
+            roster::parse(m)?;
         }
         if self.tools.len() > MAX_TOOLS {
             return Err(Error::invalid_field("draft.tools", format!("at most {MAX_TOOLS} tools")));

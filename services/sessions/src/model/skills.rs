@@ -203,6 +203,11 @@ impl SkillRef {
     }
 }
 
+/// The refusal of a change to an archived skill.
+pub fn skill_archived(s: &Skill) -> Error {
+    Error::conflict(format!("skill {} is archived", s.id)).with_reason("skill_archived")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,15 @@ use super::{SessionStatus, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The primary thread's id of a Session.
+pub fn primary_of(session_id: &checkfu_core::id::SessionId) -> String {
+    format!(
+        "{}_{}",
+        <checkfu_core::id::SessionThreadId as checkfu_core::id::TypedId>::PREFIX,
+        &session_id.as_str()[session_id.find('_').map_or(0, |i| i + 1)..]
+    )
+}
+
 /// At most this many non-archived threads per Session, the primary
 /// included.
 pub const MAX_THREADS: usize = 25;
@@ -59,4 +68,17 @@ impl SessionThread {
 /// Whether a stop reason is a `requires_action` wait.
 pub fn waits(stop_reason: &Option<Value>) -> bool {
     stop_reason.as_ref().and_then(|r| r.get("type")).and_then(Value::as_str) == Some("requires_action")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use checkfu_core::id::{SessionId, SessionThreadId};
+
+    #[test]
+    fn the_primary_thread_id_follows_the_session_id() {
+        let sid = SessionId::parse("id", "sess_01jx0000000000000000000000").unwrap();
+        assert_eq!(primary_of(&sid), "sthr_01jx0000000000000000000000");
+        assert!(SessionThreadId::check("t", &primary_of(&SessionId::mint())).is_ok());
+    }
 }

@@ -1,9 +1,24 @@
 //! Files people upload (api.md §16.7) and the copies a Session keeps of the
 //! ones it was given.
 
+use checkfu_core::features::Disabled;
 use checkfu_core::id::{EnvironmentId, FileId, PrincipalId, SessionId};
 use checkfu_core::{Code, Error, Result};
 use serde_json::Value;
+
+/// What the installation says about uploads and skills.
+#[derive(Debug, Clone)]
+pub struct UploadSettings {
+    pub disabled: Disabled,
+    /// Days a File lives without `expires_in_seconds`; 0 keeps it for ever.
+    pub retention_days: i64,
+}
+
+impl Default for UploadSettings {
+    fn default() -> Self {
+        UploadSettings { disabled: Disabled::default(), retention_days: 30 }
+    }
+}
 
 /// The largest upload.
 pub const MAX_UPLOAD_BYTES: u64 = 64 * 1024 * 1024;

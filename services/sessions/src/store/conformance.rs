@@ -718,9 +718,9 @@ async fn skills_keep_one_active_name_and_immutable_versions(s: Arc<dyn SessionsS
     let got = s.get_skill(&tid("skl_1")).await.expect("get").expect("exists");
     assert_eq!((got.latest_version, got.description.as_str()), (2, "v2"));
     assert_eq!(s.get_skill_version(&tid("skl_1"), 1).await.expect("v1"), Some(version("skl_1", 1, "a")), "version 1 is unchanged");
-    let listed = s.list_skill_versions(&tid("skl_1"), i64::MAX, 10).await.expect("versions");
+    let listed = s.list_skill_versions(&tid("skl_1"), None, 10).await.expect("versions");
     assert_eq!(listed.iter().map(|v| v.version).collect::<Vec<_>>(), [2, 1]);
-    assert_eq!(s.list_skill_versions(&tid("skl_1"), 2, 10).await.expect("before 2").len(), 1);
+    assert_eq!(s.list_skill_versions(&tid("skl_1"), Some(2), 10).await.expect("before 2").len(), 1);
     let mut holding = s.skill_versions_holding(&"f".repeat(64)).await.expect("holding");
     holding.sort();
     assert_eq!(holding, vec![(tid("skl_1"), 1), (tid("skl_1"), 2)]);

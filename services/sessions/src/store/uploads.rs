@@ -36,7 +36,7 @@ pub trait UploadsStore: Send + Sync + 'static {
     async fn archive_skill(&self, id: &SkillId, now_ms: i64) -> Result<()>;
     async fn get_skill_version(&self, id: &SkillId, version: i64) -> Result<Option<SkillVersion>>;
     /// Newest first, before `before_version`.
-    async fn list_skill_versions(&self, id: &SkillId, before_version: i64, limit: i64) -> Result<Vec<SkillVersion>>;
+    async fn list_skill_versions(&self, id: &SkillId, before_version: Option<i64>, limit: i64) -> Result<Vec<SkillVersion>>;
     /// The skill versions holding a file with these bytes.
     async fn skill_versions_holding(&self, sha256: &str) -> Result<Vec<(SkillId, i64)>>;
 }
@@ -311,10 +311,10 @@ impl UploadsStore for SqlSessionsStore {
         Ok(self.version_rows(rows).await?.into_iter().next())
     }
 
-    async fn list_skill_versions(&self, id: &SkillId, before_version: i64, limit: i64) -> Result<Vec<SkillVersion>> {
+    async fn list_skill_versions(&self, id: &SkillId, before_version: Option<i64>, limit: i64) -> Result<Vec<SkillVersion>> {
         let rows = sqlx::query("SELECT * FROM skill_versions WHERE skill_id = $1 AND version < $2 ORDER BY version DESC LIMIT $3")
             .bind(id)
-            .bind(before_version)
+            .bind(before_version.unwrap_or(i64::MAX))
             .bind(limit)
             .fetch_all(&self.db.pool)
             .await
