@@ -3,7 +3,7 @@
 //! public HTTP API, as an outside client would.
 #![allow(clippy::unwrap_used, reason = "test harness: a failed step panics, failing the test or the benchmark")]
 
-use checkfu::{Node, NodeOptions, Role};
+use checkfu_node::{Node, NodeOptions, Role};
 use checkfu_store::Location;
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
@@ -92,8 +92,8 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
             ..Default::default()
         },
         sse_ping: tuning.sse_ping,
-        approvals: checkfu::ApprovalTiming { ttl: tuning.approval_ttl, sweep_every: tuning.approval_sweep },
-        run_lease: Duration::from_millis(checkfu::config::Config::defaults(checkfu::config::Mode::Up).timing.run_lease_ms),
+        approvals: checkfu_node::ApprovalTiming { ttl: tuning.approval_ttl, sweep_every: tuning.approval_sweep },
+        run_lease: Duration::from_millis(checkfu_node::config::Config::defaults(checkfu_node::config::Mode::Up).timing.run_lease_ms),
         allow_private_targets: tuning.allow_private_targets,
         allow_unrestricted_network: true,
         cma_prefix: "/cma".into(),
@@ -119,10 +119,10 @@ pub fn mesh_dir(data_dir: &Path) -> PathBuf {
 }
 
 /// A mesh identity for `roles`, issued by the CA in `dir` (made on first use).
-pub fn mesh_identity(dir: &Path, name: &str, roles: &[Role]) -> checkfu::mesh::MeshTls {
+pub fn mesh_identity(dir: &Path, name: &str, roles: &[Role]) -> checkfu_node::mesh::MeshTls {
     let roles: BTreeSet<Role> = roles.iter().copied().collect();
-    let issued = checkfu::certs::issue(dir, name, &roles, 1).unwrap();
-    checkfu::mesh::MeshTls::load(&checkfu::mesh::MeshFiles { ca: issued.ca, cert: issued.cert, key: issued.key }).unwrap()
+    let issued = checkfu_node::certs::issue(dir, name, &roles, 1).unwrap();
+    checkfu_node::mesh::MeshTls::load(&checkfu_node::mesh::MeshFiles { ca: issued.ca, cert: issued.cert, key: issued.key }).unwrap()
 }
 
 impl Platform {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 /// The `checkfu` binary next to the test's directory (built by the
-/// workspace test build: `crates/checkfu` has integration tests).
+/// workspace test build: `bin/checkfu` has integration tests).
 pub fn binary() -> PathBuf {
     let bin = binary_path();
     assert!(bin.exists(), "{} is missing: run the workspace tests (cargo nextest run --workspace), which build it", bin.display());

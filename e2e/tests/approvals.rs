@@ -306,7 +306,7 @@ async fn a_response_before_the_run_settles_is_still_delivered() {
     use checkfu_proto::governance::v1 as gov;
     use checkfu_proto::runner::v1 as rp;
     let dir = tempfile::tempdir().unwrap();
-    let roles = checkfu::Role::ALL.into_iter().filter(|r| *r != checkfu::Role::Runner).collect();
+    let roles = checkfu_node::Role::ALL.into_iter().filter(|r| *r != checkfu_node::Role::Runner).collect();
     let p = Platform::start_roles(dir.path(), roles).await;
     let a = &p.admin;
     let me = p.admin_id.clone();
@@ -314,9 +314,12 @@ async fn a_response_before_the_run_settles_is_still_delivered() {
     let s = a.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "go")]})).await;
     let sid = id(&s.1);
     // Play the runner by hand.
-    let mut runner = rp::runner_service_client::RunnerServiceClient::new(p.internal(checkfu::Role::Runner, checkfu::Role::Runner));
+    let mut runner =
+        rp::runner_service_client::RunnerServiceClient::new(p.internal(checkfu_node::Role::Runner, checkfu_node::Role::Runner));
     let work = runner.claim(rp::ClaimRequest { runner_id: "by-hand".into(), wait_ms: 5000 }).await.unwrap().into_inner().work.unwrap();
-    let mut g = gov::governance_service_client::GovernanceServiceClient::new(p.internal(checkfu::Role::Runner, checkfu::Role::Governance));
+    let mut g = gov::governance_service_client::GovernanceServiceClient::new(
+        p.internal(checkfu_node::Role::Runner, checkfu_node::Role::Governance),
+    );
     let asked = g
         .request_approval(gov::RequestApprovalRequest {
             environment_id: p.env_id.clone(),
@@ -339,10 +342,13 @@ async fn a_response_before_the_run_settles_is_still_delivered() {
     let ok = respond(a, &ap.id, json!({"decision": "approve", "response_token": ap.response_token})).await;
     expect(&ok, 200, None);
     let events_for = |t: &str, p: &str| rp::NewEvent { r#type: t.into(), payload_json: p.into(), id: String::new() };
+    // As a 0.1.0 runner sends it: the stop reason only as JSON text.
+    #[allow(deprecated)]
     runner
         .complete(rp::CompleteRequest {
             lease: work.lease.clone(),
             stop_reason_json: json!({"type": "requires_action"}).to_string(),
+            stop_reason: 0,
             last_seen_seq: work.tail.last().unwrap().seq,
             events: vec![
                 events_for(

@@ -78,7 +78,7 @@ const MESH_CALLERS: [(&str, &[&str]); 7] = [
 
 /// The roles the chart deploys: the role table's, every one.
 fn roles() -> Vec<&'static str> {
-    checkfu::roles::TABLE.iter().map(|p| p.role().name()).collect()
+    checkfu_node::roles::TABLE.iter().map(|p| p.role().name()).collect()
 }
 
 #[test]
@@ -164,13 +164,13 @@ fn the_chart_renders_valid_manifests_for_every_role() {
     // Secret gives each pod through the environment.
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), toml).unwrap();
-    let pod_env = checkfu::config::Env::from([
+    let pod_env = checkfu_node::config::Env::from([
         ("CHECKFU_DATABASE_URL", "postgres://checkfu:pw@postgres:5432/checkfu"),
         ("CHECKFU_KAFKA_BROKERS", "kafka:9092"),
         ("CHECKFU_REDIS_URL", "redis://redis:6379"),
         ("CHECKFU_RATE_LIMIT_PER_SECOND", "2000"),
     ]);
-    let loaded = checkfu::config::Config::load(checkfu::config::Mode::Serve, Some(file.path()), &pod_env, &[])
+    let loaded = checkfu_node::config::Config::load(checkfu_node::config::Mode::Serve, Some(file.path()), &pod_env, &[])
         .unwrap_or_else(|e| panic!("the chart's default configuration is valid: {e}"));
     assert_eq!(loaded.bootstrap_key_file(), std::path::PathBuf::from("/var/lib/checkfu/admin.key"));
     assert_eq!(loaded.remotes().len(), toml.lines().filter(|l| l.contains("= \"https://")).count(), "every [endpoints] entry is a role");
@@ -197,8 +197,8 @@ fn the_chart_renders_valid_manifests_for_every_role() {
     let prod_toml = find(prod, "ConfigMap", "checkfu-config")["data"]["checkfu.toml"].as_str().unwrap().to_string();
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), &prod_toml).unwrap();
-    let env = checkfu::config::Env::from([("CHECKFU_MODEL_ENDPOINT_VLLM_KEY", "sk-vllm")]);
-    let parsed = checkfu::config::Config::load(checkfu::config::Mode::Serve, Some(file.path()), &env, &[])
+    let env = checkfu_node::config::Env::from([("CHECKFU_MODEL_ENDPOINT_VLLM_KEY", "sk-vllm")]);
+    let parsed = checkfu_node::config::Config::load(checkfu_node::config::Mode::Serve, Some(file.path()), &env, &[])
         .unwrap_or_else(|e| panic!("the chart's configuration is valid: {e}"));
     assert!(parsed.model_endpoints.get("vllm").is_some_and(|e| e.has_key()));
     let vllm = &parsed.config.model_endpoints["vllm"];
@@ -359,7 +359,7 @@ fn the_objects_the_operator_makes_validate() {
     if !tools_present() {
         return;
     }
-    use checkfu_operator::crd::{Resources, Runner, RunnerSpec, Sandbox, SandboxSpec, SecretKeyRef};
+    use checkfu_operator_api::crd::{Resources, Runner, RunnerSpec, Sandbox, SandboxSpec, SecretKeyRef};
     let mut sb = Sandbox::new(
         "sess-01jx",
         SandboxSpec {
@@ -531,24 +531,24 @@ async fn the_charts_certificates_authenticate_the_mesh() {
             std::fs::write(dir.path().join(format!("{role}-{key}")), secret(role, key)).unwrap();
         }
     }
-    let files = |role: &str| checkfu::mesh::MeshFiles {
+    let files = |role: &str| checkfu_node::mesh::MeshFiles {
         ca: dir.path().join(format!("{role}-ca.crt")),
         cert: dir.path().join(format!("{role}-tls.crt")),
         key: dir.path().join(format!("{role}-tls.key")),
     };
     let data = tempfile::tempdir().unwrap();
-    let opts = checkfu::NodeOptions {
-        roles: [checkfu::Role::Governance].into_iter().collect(),
+    let opts = checkfu_node::NodeOptions {
+        roles: [checkfu_node::Role::Governance].into_iter().collect(),
         storage: checkfu_store::Location::SqliteDir(data.path().to_path_buf()),
         remotes: Default::default(),
-        mesh: Some(checkfu::mesh::MeshTls::load(&files("governance")).unwrap()),
+        mesh: Some(checkfu_node::mesh::MeshTls::load(&files("governance")).unwrap()),
         bootstrap_key_file: Some(data.path().join("admin.key")),
         embedded: false,
         ..checkfu_e2e::embedded_options(data.path(), &checkfu_e2e::Tuning::default())
     };
     let public = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let internal = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let node = checkfu::Node::start_with(public, Some(internal), opts).await.unwrap();
+    let node = checkfu_node::Node::start_with(public, Some(internal), opts).await.unwrap();
     let url = format!("https://{}", node.internal_addr.unwrap());
     let client = |role: &str| {
         let f = files(role);

@@ -9,7 +9,7 @@ use std::time::Duration;
 #[tokio::test(flavor = "multi_thread")]
 async fn idle_streams_are_kept_alive_with_ping_comments() {
     let dir = tempfile::tempdir().unwrap();
-    let p = Platform::start_with(dir.path(), checkfu::Role::ALL.into_iter().collect(), Duration::from_secs(1)).await;
+    let p = Platform::start_with(dir.path(), checkfu_node::Role::ALL.into_iter().collect(), Duration::from_secs(1)).await;
     let d = deploy(&p.admin, &p.env_id, json!({})).await;
     let sid = id(&p.admin.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id})).await.1);
     let mut s = Stream::open(&p.base, &p.admin.key, &format!("/v1/sessions/{sid}/events/stream"), None).await;
@@ -32,7 +32,7 @@ async fn gauge(base: &str, name: &str) -> Option<f64> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_quiet_sessions_live_feed_ends_when_its_last_client_leaves() {
     let dir = tempfile::tempdir().unwrap();
-    let p = Platform::start_with(dir.path(), checkfu::Role::ALL.into_iter().collect(), Duration::from_millis(300)).await;
+    let p = Platform::start_with(dir.path(), checkfu_node::Role::ALL.into_iter().collect(), Duration::from_millis(300)).await;
     let d = deploy(&p.admin, &p.env_id, json!({})).await;
     let sid = id(&p.admin.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id})).await.1);
     let path = format!("/v1/sessions/{sid}/events/stream");

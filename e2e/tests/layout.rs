@@ -247,7 +247,7 @@ fn no_environment_read_outside_the_config_module() {
     // The config module reads the environment for everyone; the test
     // helpers and the black-box harness read which services a test run
     // provides.
-    let allowed = ["crates/checkfu/src/config/", "crates/core/src/testing.rs", "e2e/"];
+    let allowed = ["crates/node/src/config/", "crates/core/src/testing.rs", "e2e/"];
     let mut readers = BTreeSet::new();
     for src in crates() {
         for file in modules(&src).values() {
@@ -259,10 +259,63 @@ fn no_environment_read_outside_the_config_module() {
             }
         }
     }
-    assert!(readers.contains("crates/checkfu/src/config/env.rs"), "the scan sees the config module's reads: {readers:?}");
+    assert!(readers.contains("crates/node/src/config/env.rs"), "the scan sees the config module's reads: {readers:?}");
     let outside: Vec<&String> = readers.iter().filter(|f| !allowed.iter().any(|a| f.starts_with(a))).collect();
     assert!(
         outside.is_empty(),
-        "environment read outside the config module (read it in crates/checkfu/src/config and pass it down): {outside:?}"
+        "environment read outside the config module (read it in crates/node/src/config and pass it down): {outside:?}"
     );
+}
+
+/// Each workspace crate's tier, bottom up; a crate depends only on crates
+/// of lower tiers (docs/architecture.md, "The layout"), so services never
+/// depend on each other and nothing below the composition knows the roles.
+const TIERS: &[(&str, u8)] = &[
+    ("checkfu-core", 0),
+    ("checkfu-telemetry", 0),
+    ("checkfu-store", 1),
+    ("checkfu-ephemeral", 1),
+    ("checkfu-blobs", 1),
+    ("checkfu-operator-api", 1),
+    ("checkfu-bus", 2),
+    ("checkfu-proto", 2),
+    ("checkfu-gateway", 3),
+    ("checkfu-sessions", 3),
+    ("checkfu-governance", 3),
+    ("checkfu-model-gateway", 3),
+    ("checkfu-capability-gateway", 3),
+    ("checkfu-scheduler", 3),
+    ("checkfu-webhooks", 3),
+    ("checkfu-memory", 3),
+    ("checkfu-runner", 3),
+    ("checkfu-operator", 3),
+    ("checkfu-cli", 3),
+    ("checkfu-node", 4),
+    ("checkfu", 5),
+    ("checkfu-e2e", 6),
+];
+
+#[test]
+fn crates_depend_only_on_lower_tiers() {
+    let manifest: toml::Value = toml::from_str(&std::fs::read_to_string(root().join("Cargo.toml")).unwrap()).unwrap();
+    let tier = |name: &str| TIERS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t);
+    let mut problems = vec![];
+    let members = manifest["workspace"]["members"].as_array().unwrap();
+    for m in members {
+        let krate: toml::Value =
+            toml::from_str(&std::fs::read_to_string(root().join(m.as_str().unwrap()).join("Cargo.toml")).unwrap()).unwrap();
+        let name = krate["package"]["name"].as_str().unwrap();
+        let Some(mine) = tier(name) else {
+            problems.push(format!("{name}: no tier (place it in TIERS and in docs/architecture.md)"));
+            continue;
+        };
+        for dep in krate.get("dependencies").and_then(toml::Value::as_table).into_iter().flat_map(|t| t.keys()) {
+            match tier(dep) {
+                Some(t) if t >= mine => problems.push(format!("{name} (tier {mine}) depends on {dep} (tier {t})")),
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(members.len(), TIERS.len(), "every member has a tier");
+    assert!(problems.is_empty(), "dependencies must point down:\n{}", problems.join("\n"));
 }

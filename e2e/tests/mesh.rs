@@ -3,8 +3,8 @@
 //! installation CA, and each RPC is authorized by the role that calls it.
 #![cfg(test)]
 
-use checkfu::Role;
 use checkfu_e2e::*;
+use checkfu_node::Role;
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
 use checkfu_proto::runner::v1 as rp;
@@ -77,7 +77,7 @@ async fn connect(url: &str, cfg: ClientTlsConfig) -> Result<Channel, tonic::tran
 /// A client certificate for `roles` from the CA in `dir`.
 fn identity(dir: &std::path::Path, name: &str, roles: &[Role]) -> Identity {
     let set = roles.iter().copied().collect();
-    let issued = checkfu::certs::issue(dir, name, &set, 1).unwrap();
+    let issued = checkfu_node::certs::issue(dir, name, &set, 1).unwrap();
     Identity::from_pem(std::fs::read(issued.cert).unwrap(), std::fs::read(issued.key).unwrap())
 }
 

@@ -6,7 +6,7 @@
 //! source replaced — and these tests hold every embedded migration to them.
 #![cfg(test)]
 
-use checkfu::roles::TABLE;
+use checkfu_node::roles::TABLE;
 use checkfu_store::Dialect;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

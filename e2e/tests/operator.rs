@@ -8,10 +8,10 @@
 use base64::Engine;
 use checkfu_e2e::*;
 use checkfu_operator::context::Context;
-use checkfu_operator::crd::{Runner, RunnerSpec, SecretKeyRef};
 use checkfu_operator::installation::Paired;
-use checkfu_operator::mock_api::MockApi;
 use checkfu_operator::runners::{error_policy, reconcile};
+use checkfu_operator_api::crd::{Runner, RunnerSpec, SecretKeyRef};
+use checkfu_operator_api::mock_api::MockApi;
 use checkfu_proto::runner::v1 as rp;
 use checkfu_proto::runner::v1::runner_service_client::RunnerServiceClient;
 use kube::api::{Api as Kube, DeleteParams, Patch, PatchParams, PostParams};
@@ -31,7 +31,7 @@ struct World {
 
 fn world() -> World {
     let (mock, client) = MockApi::start();
-    let installation = Arc::new(checkfu::operator::PublicApi::new().unwrap());
+    let installation = Arc::new(checkfu_node::operator::PublicApi::new().unwrap());
     let ctx = Arc::new(Context::new(client.clone(), "ghcr.io/checkfu/checkfu:test".into(), "op-0".into(), installation));
     World { mock, runners: Kube::namespaced(client, NS), ctx }
 }

@@ -2,8 +2,8 @@
 //! stale lease, interrupts and steering messages.
 #![cfg(test)]
 
-use checkfu::Role;
 use checkfu_e2e::*;
+use checkfu_node::Role;
 use checkfu_proto::runner::v1 as rp;
 use checkfu_proto::runner::v1::runner_service_client::RunnerServiceClient;
 use serde_json::json;
@@ -125,10 +125,13 @@ async fn a_run_whose_runner_died_is_resumed_and_the_stale_lease_is_fenced() {
     assert_eq!(late.unwrap_err().code(), tonic::Code::FailedPrecondition);
     let lost = client.heartbeat(stale.clone()).await.unwrap().into_inner();
     assert_eq!(lost.status, "lost");
+    // As a 0.1.0 runner sends it: the stop reason only as JSON text.
+    #[allow(deprecated)]
     let done = client
         .complete(rp::CompleteRequest {
             lease: Some(stale),
             stop_reason_json: json!({"type": "end_turn"}).to_string(),
+            stop_reason: 0,
             last_seen_seq: 0,
             events: vec![],
         })

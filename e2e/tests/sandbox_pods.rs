@@ -9,9 +9,9 @@
 use base64::Engine;
 use checkfu_e2e::*;
 use checkfu_operator::context::Context;
-use checkfu_operator::crd::Sandbox;
 use checkfu_operator::installation::Unconfigured;
-use checkfu_operator::mock_api::MockApi;
+use checkfu_operator_api::crd::Sandbox;
+use checkfu_operator_api::mock_api::MockApi;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -249,7 +249,7 @@ async fn which_sandboxes_ended_is_asked_inside_the_mesh_only() {
     let refused = RunnerServiceClient::new(public).ended_sandboxes(ask.clone()).await.expect_err("not on the public port");
     assert_eq!(refused.code(), tonic::Code::Unimplemented);
 
-    let mut mesh = RunnerServiceClient::new(p.internal(checkfu::Role::Runner, checkfu::Role::Runner));
+    let mut mesh = RunnerServiceClient::new(p.internal(checkfu_node::Role::Runner, checkfu_node::Role::Runner));
     let ended = mesh.ended_sandboxes(ask.clone()).await.expect("the managed runner asks").into_inner().ended;
     // A Session whose sandbox never materialised has none to keep; the
     // unknown and malformed ids are ended too.

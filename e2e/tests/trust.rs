@@ -99,17 +99,17 @@ async fn no_installation_is_committed_without_its_admin_key() {
     let dir = tempfile::tempdir().unwrap();
     // The key's directory is a file: the key cannot be written.
     std::fs::write(dir.path().join("blocked"), "not a directory").unwrap();
-    let bad = checkfu::NodeOptions {
+    let bad = checkfu_node::NodeOptions {
         bootstrap_key_file: Some(dir.path().join("blocked").join("admin.key")),
         ..embedded_options(dir.path(), &Tuning::default())
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let failed = checkfu::Node::start(listener, bad).await;
+    let failed = checkfu_node::Node::start(listener, bad).await;
     assert!(failed.is_err(), "start must fail when the admin key cannot be written");
 
     // Nothing was committed: the next start bootstraps (and writes a key).
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let node = checkfu::Node::start(listener, embedded_options(dir.path(), &Tuning::default())).await.unwrap();
+    let node = checkfu_node::Node::start(listener, embedded_options(dir.path(), &Tuning::default())).await.unwrap();
     assert!(node.bootstrap.is_some(), "the failed start left an installation behind");
     let key = std::fs::read_to_string(dir.path().join("admin.key")).unwrap();
     let api = Api::new(&format!("http://{}", node.addr), key.trim());
@@ -123,7 +123,7 @@ async fn no_installation_is_committed_without_its_admin_key() {
     #[cfg(unix)]
     std::os::unix::fs::symlink(&victim, fresh.path().join("admin.key")).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    assert!(checkfu::Node::start(listener, embedded_options(fresh.path(), &Tuning::default())).await.is_err());
+    assert!(checkfu_node::Node::start(listener, embedded_options(fresh.path(), &Tuning::default())).await.is_err());
     assert!(!victim.exists(), "the key was written through a planted symlink");
 }
 

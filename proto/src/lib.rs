@@ -23,3 +23,4 @@ package!(memory, "checkfu.memory.v1");
 pub mod mesh;
 pub mod token;
 pub mod transport;
+pub mod views;

@@ -13,8 +13,8 @@
 //! the connections' first writes and cold caches.
 #![allow(clippy::unwrap_used, reason = "test harness: a failed step panics, failing the test or the benchmark")]
 
-use checkfu::{Node, NodeOptions, Role};
 use checkfu_e2e::*;
+use checkfu_node::{Node, NodeOptions, Role};
 use futures_util::StreamExt;
 use serde_json::json;
 use std::collections::BTreeMap;

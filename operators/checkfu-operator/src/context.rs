@@ -1,8 +1,8 @@
 //! What every reconcile shares: the client, the event recorder, the
 //! per-object failure counts behind the backoff, and the metrics.
 
-use crate::crd::Condition;
 use crate::error::Error;
+use checkfu_operator_api::crd::Condition;
 use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use kube::runtime::controller::Action;
@@ -169,7 +169,7 @@ mod tests {
             .enable_all()
             .build()
             .expect("rt")
-            .block_on(async { crate::mock_api::MockApi::start() });
+            .block_on(async { checkfu_operator_api::mock_api::MockApi::start() });
         let _ = api;
         let ctx = Context::new(client, "img".into(), "test".into(), Arc::new(crate::installation::Unconfigured));
         let waits: Vec<u64> = (0..11).map(|_| ctx.failed("ns/a").as_secs()).collect();

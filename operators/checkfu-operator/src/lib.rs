@@ -1,7 +1,7 @@
 //! The Kubernetes operator for self-hosted Runners and sandbox pods.
 //!
-//! - `crd.rs`: the `Runner` and `Sandbox` resources; their CRDs are
-//!   generated from these types and committed to `charts/checkfu-crds`.
+//! - the `Runner` and `Sandbox` resources are `checkfu_operator_api::crd`
+//!   (the runner creates Sandboxes from the same types).
 //! - `sandboxes.rs`: a Sandbox's pod, workspace claim and network policy
 //!   (`pod.rs` builds them), kept until the Sandbox goes or expires.
 //! - `runners.rs`: a Runner's Deployment of runner pods, each paired with
@@ -12,18 +12,15 @@
 //! [`run`] puts them together; `checkfu operator` calls it.
 
 pub mod context;
-pub mod crd;
 pub mod error;
 pub mod installation;
 pub mod leader;
-#[cfg(feature = "testing")]
-pub mod mock_api;
 pub mod pod;
 pub mod runners;
 pub mod sandboxes;
 
 use crate::context::Context;
-use crate::crd::{Runner, Sandbox};
+use checkfu_operator_api::crd::{Runner, Sandbox};
 use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};

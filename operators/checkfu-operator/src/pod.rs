@@ -8,7 +8,8 @@
 //! are its requests and limits. The in-pod agent is copied in by an init
 //! container from the operator's image, so any image works.
 
-use crate::crd::Sandbox;
+use checkfu_operator_api::TOKEN_KEY;
+use checkfu_operator_api::crd::Sandbox;
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, PersistentVolumeClaim, PersistentVolumeClaimSpec,
     PersistentVolumeClaimVolumeSource, Pod, PodSecurityContext, PodSpec, Probe, ResourceRequirements, SeccompProfile, SecretKeySelector,
@@ -31,8 +32,6 @@ const AGENT_DIR: &str = "/checkfu";
 const AGENT_IN_IMAGE: &str = "/usr/local/bin/checkfu";
 /// The agent's port.
 pub const AGENT_PORT: i32 = 7070;
-/// The key of the Sandbox's Secret holding the agent token.
-pub const TOKEN_KEY: &str = "token";
 
 /// The name of every child of a Sandbox.
 pub fn name(sb: &Sandbox) -> String {
@@ -237,7 +236,7 @@ pub fn network_policy(sb: &Sandbox) -> NetworkPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::{Resources, SandboxSpec};
+    use checkfu_operator_api::crd::{Resources, SandboxSpec};
 
     fn sandbox() -> Sandbox {
         let mut sb = Sandbox::new(

@@ -16,9 +16,9 @@
 //!   finalizer); the Deployment and Secret go with it (owner references).
 
 use crate::context::{Context, MANAGER, apply_status, condition, retry_later, under_finalizer};
-use crate::crd::{Runner, RunnerStatus};
 use crate::error::Error;
 use crate::installation::{PairRequest, Paired};
+use checkfu_operator_api::crd::{Runner, RunnerStatus};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{

@@ -8,9 +8,9 @@
 //! change, the old pod is deleted and the next pass creates the new one.
 
 use crate::context::{Context, MANAGER, apply_status, condition, retry_later, under_finalizer};
-use crate::crd::{Sandbox, SandboxStatus};
 use crate::error::{Error, is_not_found};
 use crate::pod::{AGENT_PORT, name, network_policy, sandbox_pod, workspace_claim};
+use checkfu_operator_api::crd::{Sandbox, SandboxStatus};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::jiff::Timestamp;

@@ -16,7 +16,7 @@ async fn a_client_from_a_kubeconfig_builds_its_tls_and_fails_cleanly() {
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.expect("config");
     assert_eq!(config.default_namespace, "agents");
     let client = kube::Client::try_from(config).expect("the TLS stack builds");
-    let sandboxes: kube::Api<checkfu_operator::crd::Sandbox> = kube::Api::default_namespaced(client);
+    let sandboxes: kube::Api<checkfu_operator_api::crd::Sandbox> = kube::Api::default_namespaced(client);
     let e = sandboxes.list(&Default::default()).await.expect_err("nothing listens there");
     let text = e.to_string();
     assert!(!text.is_empty(), "a connection error: {text}");

@@ -5,7 +5,7 @@
 
 use checkfu_operator::installation::Unconfigured;
 use checkfu_operator::leader::Elector;
-use checkfu_operator::mock_api::MockApi;
+use checkfu_operator_api::mock_api::MockApi;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;

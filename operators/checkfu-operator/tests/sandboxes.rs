@@ -4,10 +4,10 @@
 #![cfg(test)]
 
 use checkfu_operator::context::{Context, FINALIZER};
-use checkfu_operator::crd::{Resources, Sandbox, SandboxSpec};
 use checkfu_operator::installation::Unconfigured;
-use checkfu_operator::mock_api::MockApi;
 use checkfu_operator::sandboxes::{error_policy, reconcile};
+use checkfu_operator_api::crd::{Resources, Sandbox, SandboxSpec};
+use checkfu_operator_api::mock_api::MockApi;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;

@@ -459,6 +459,8 @@ fn sandbox(s: &ss::Session) -> Value {
     serde_json::json!({"expires_at": checkfu_core::time::rfc3339(at), "unenforced": v.get("unenforced").cloned().unwrap_or(Value::Array(vec![]))})
 }
 
+// Reads the deprecated JSON text of a 0.1.0 sessions service.
+#[allow(deprecated)]
 pub fn session(s: &ss::Session) -> Session {
     let sandbox = sandbox(s);
     Session {
@@ -468,7 +470,7 @@ pub fn session(s: &ss::Session) -> Session {
         deployment_revision: s.deployment_revision,
         principal_id: s.principal_id.clone(),
         status: s.status.clone(),
-        stop_reason: doc(&s.stop_reason_json),
+        stop_reason: checkfu_proto::views::stop_reason(s.stop_reason.as_ref(), &s.stop_reason_json),
         title: s.title.clone(),
         metadata: doc(&s.metadata_json),
         budget_id: opt(&s.budget_id),
@@ -625,13 +627,15 @@ pub struct Run {
     pub completed_at: Option<String>,
 }
 
+// Reads the deprecated JSON text of a 0.1.0 sessions service.
+#[allow(deprecated)]
 pub fn run(r: &ss::Run) -> Run {
     Run {
         id: r.id.clone(),
         session_id: r.session_id.clone(),
         status: r.status.clone(),
-        stop_reason: doc(&r.stop_reason_json),
-        execution_pins: doc(&r.execution_pins_json),
+        stop_reason: checkfu_proto::views::stop_reason(r.stop_reason.as_ref(), &r.stop_reason_json),
+        execution_pins: checkfu_proto::views::execution_pins(r.execution_pins.as_ref(), &r.execution_pins_json),
         usage: usage(&r.usage),
         created_at: r.created_at.clone(),
         completed_at: opt(&r.completed_at),

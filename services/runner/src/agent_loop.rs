@@ -7,6 +7,7 @@ use crate::transcript::Transcript;
 use checkfu_core::events::EventType as E;
 use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::runner::v1 as pb;
+use checkfu_proto::sessions::v1::StopReasonType;
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio_stream::StreamExt;
@@ -93,7 +94,12 @@ impl Runner {
             return;
         };
         let events = events.into_iter().map(|(t, p)| new_event(t, p)).collect();
-        let req = pb::CompleteRequest { lease: Some(lease), stop_reason_json: reason.to_string(), last_seen_seq: cursor, events };
+        let kind = reason.get("type").and_then(Value::as_str).unwrap_or_default().to_ascii_uppercase();
+        let stop_reason = StopReasonType::from_str_name(&format!("STOP_REASON_TYPE_{kind}")).unwrap_or_default() as i32;
+        // The JSON text too, for a 0.1.0 sessions service.
+        #[allow(deprecated)]
+        let req =
+            pb::CompleteRequest { lease: Some(lease), stop_reason, stop_reason_json: reason.to_string(), last_seen_seq: cursor, events };
         let r = self.runs.clone().complete(req).instrument(span).await;
         if let Err(status) = r {
             tracing::warn!(%status, run_id = %work.run_id, "completing the run failed; its lease will expire and it will be resumed");

@@ -14,8 +14,8 @@
 
 use crate::agent::RemoteSandbox;
 use crate::sandbox::Limits;
-use checkfu_operator::crd::{Resources, Sandbox, SandboxSpec};
-use checkfu_operator::pod::TOKEN_KEY;
+use checkfu_operator_api::TOKEN_KEY;
+use checkfu_operator_api::crd::{Resources, Sandbox, SandboxSpec};
 use checkfu_proto::runner::v1 as pb;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -284,7 +284,7 @@ impl KubeSandboxes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use checkfu_operator::mock_api::MockApi;
+    use checkfu_operator_api::mock_api::MockApi;
     use serde_json::json;
 
     const NS: &str = "agents";

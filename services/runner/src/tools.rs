@@ -143,7 +143,8 @@ impl Runner {
     /// Asks governance about each call.
     pub(crate) async fn decide(&self, work: &pb::WorkItem, calls: Vec<mg::ToolUse>) -> Result<Vec<Decided>, tonic::Status> {
         let tools: Vec<Value> = serde_json::from_str(&work.tools_json).unwrap_or_default();
-        let pins: Value = serde_json::from_str(&work.execution_pins_json).unwrap_or(Value::Null);
+        #[allow(deprecated)] // a 0.1.0 sessions service sends only the JSON text
+        let pins = checkfu_proto::views::execution_pins(work.execution_pins.as_ref(), &work.execution_pins_json);
         let agent_id = pins.get("agent_id").and_then(Value::as_str).unwrap_or_default().to_string();
         let mut out = Vec::with_capacity(calls.len());
         for call in calls {

@@ -223,7 +223,8 @@ impl SchedulerService {
             match self.sessions.clone().get_session(ss::GetByIdRequest { id: child.clone() }).await {
                 Ok(s) => {
                     let s = s.into_inner();
-                    let stop: Value = serde_json::from_str(&s.stop_reason_json).unwrap_or(Value::Null);
+                    #[allow(deprecated)] // a 0.1.0 sessions service sends only the JSON text
+                    let stop = checkfu_proto::views::stop_reason(s.stop_reason.as_ref(), &s.stop_reason_json);
                     let step = f.program.as_ref().and_then(|p| p.step_of_child(child)).map(|st| st.id.clone());
                     sessions.push(json!({"step_id": step, "session_id": s.id, "status": s.status, "stop_reason": stop}));
                 }

@@ -18,8 +18,7 @@ use serde_json::{Value, json};
 
 impl Draft {
     fn budget_reached(&self) -> bool {
-        self.session.status == SessionStatus::Idle
-            && self.session.stop_reason.as_ref().and_then(|r| r.get("type")).and_then(Value::as_str) == Some("budget_reached")
+        self.session.status == SessionStatus::Idle && matches!(self.session.stop_reason, Some(StopReason::BudgetReached))
     }
 
     /// Records usage and idles the Session with `budget_reached`.
@@ -34,7 +33,7 @@ impl Draft {
             caused_by.clone(),
             json!({"usage": self.session.usage, "budget": budget}),
         );
-        let stop = json!({"type": "budget_reached"});
+        let stop = StopReason::BudgetReached;
         if self.run.is_some() {
             self.complete_run(stop, caused_by);
         } else {
@@ -85,7 +84,7 @@ impl Draft {
                 .threads
                 .iter()
                 .filter(|t| !t.archived() && t.status == SessionStatus::Idle)
-                .filter(|t| t.stop_reason.as_ref().and_then(|r| r.get("type")).and_then(Value::as_str) == Some("budget_reached"))
+                .filter(|t| matches!(t.stop_reason, Some(StopReason::BudgetReached)))
                 .map(|t| t.id.clone())
                 .collect();
             for id in paused {

@@ -4,6 +4,7 @@ use crate::catalog::DeploymentInput;
 use crate::input::Input;
 use crate::live::Item;
 use crate::model::*;
+use crate::run_state_wire as wire;
 use crate::service::{NewSession, SessionsService};
 use crate::store::SessionFilter;
 use checkfu_core::page::PageRequest;
@@ -110,10 +111,13 @@ fn usage(u: Usage) -> pb::Usage {
     pb::Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd }
 }
 
+// Writes the deprecated JSON text for 0.1.0 peers (run_state_wire.rs).
+#[allow(deprecated)]
 pub(crate) fn session(s: Session) -> pb::Session {
     pb::Session {
         budget_id: s.budget_id().to_string(),
-        stop_reason_json: s.stop_reason.as_ref().map(Value::to_string).unwrap_or_default(),
+        stop_reason_json: wire::stop_reason_json(s.stop_reason.as_ref()),
+        stop_reason: s.stop_reason.as_ref().map(wire::stop_reason),
         metadata_json: s.metadata.to_string(),
         usage: Some(usage(s.usage)),
         id: s.id.into(),
@@ -206,10 +210,14 @@ pub(crate) fn event(e: Event) -> pb::Event {
     }
 }
 
+// Writes the deprecated JSON text for 0.1.0 peers (run_state_wire.rs).
+#[allow(deprecated)]
 fn run(r: Run) -> pb::Run {
     pb::Run {
-        stop_reason_json: r.stop_reason.as_ref().map(Value::to_string).unwrap_or_default(),
-        execution_pins_json: r.execution_pins.to_string(),
+        stop_reason_json: wire::stop_reason_json(r.stop_reason.as_ref()),
+        stop_reason: r.stop_reason.as_ref().map(wire::stop_reason),
+        execution_pins_json: wire::execution_pins_json(&r.execution_pins),
+        execution_pins: Some(wire::execution_pins(&r.execution_pins)),
         usage: Some(usage(r.usage)),
         id: r.id.into(),
         session_id: r.session_id.into(),

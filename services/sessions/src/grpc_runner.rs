@@ -81,6 +81,7 @@ impl Rpc for RunnerGrpc {
         };
         let r = r.into_inner();
         let work = self.svc.claim(claimant, Duration::from_millis(u64::from(r.wait_ms))).await?;
+        #[allow(deprecated)] // the JSON text too, for 0.1.0 runners
         let work = work.map(|w| pb::WorkItem {
             session_id: w.session.id.clone().into(),
             run_id: w.run.id.clone().into(),
@@ -93,7 +94,8 @@ impl Rpc for RunnerGrpc {
             capability_token: w.capability,
             placement: w.run.placement.clone(),
             sandbox_json: w.sandbox.to_string(),
-            execution_pins_json: w.run.execution_pins.to_string(),
+            execution_pins_json: crate::run_state_wire::execution_pins_json(&w.run.execution_pins),
+            execution_pins: Some(crate::run_state_wire::execution_pins(&w.run.execution_pins)),
             routing_profile_id: w.session.pins.model_routing_profile_id.clone().into(),
             instructions: w.instructions.clone(),
             tools_json: serde_json::to_string(&w.tools).unwrap_or_else(|_| "[]".into()),
@@ -163,7 +165,8 @@ impl Rpc for RunnerGrpc {
     async fn complete(&self, r: Request<pb::CompleteRequest>) -> R<pb::CompleteResponse> {
         self_hosted(&self.svc, &r).await?;
         let r = r.into_inner();
-        let stop = json_or_null("stop_reason", &r.stop_reason_json)?;
+        #[allow(deprecated)] // a 0.1.0 runner sends only the JSON text
+        let stop = crate::run_state_wire::runner_stop(r.stop_reason, &r.stop_reason_json)?;
         let events = r
             .events
             .into_iter()

@@ -19,6 +19,7 @@ pub mod memory;
 pub mod model;
 pub mod outcomes;
 mod pollers;
+pub mod run_state_wire;
 pub mod runners;
 pub mod runs;
 pub mod service;

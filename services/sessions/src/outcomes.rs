@@ -86,7 +86,7 @@ impl Draft {
     /// description as its user turn.
     pub(crate) fn define_outcome(&mut self, input: &Input) -> Result<EventId> {
         let definition = Definition::parse(&input.payload)?;
-        let stop = self.session.stop_reason.as_ref().and_then(|r| r.get("type")).and_then(Value::as_str);
+        let stop = self.session.stop_reason.as_ref().map(StopReason::kind);
         let settled = self.run.is_none() && self.session.status == SessionStatus::Idle && matches!(stop, None | Some("end_turn"));
         if !settled || self.outcome_active() {
             return Err(Error::conflict(
@@ -157,7 +157,7 @@ impl Draft {
         }
         self.end_outcome(OutcomeStatus::Interrupted, "interrupted", "user.interrupt", cause.clone());
         if grading {
-            self.set_status(SessionStatus::Idle, Some(json!({"type": "end_turn"})), cause);
+            self.set_status(SessionStatus::Idle, Some(StopReason::EndTurn), cause);
             return true;
         }
         false
@@ -177,7 +177,7 @@ impl Draft {
         if !due || kind != "end_turn" || input_waiting {
             return false;
         }
-        let Some(run_id) = self.settle_run(json!({"type": "end_turn"}), cause.clone()) else { return false };
+        let Some(run_id) = self.settle_run(StopReason::EndTurn, cause.clone()) else { return false };
         let started_seq = self.next_seq();
         let Some(o) = self.session.outcome.as_mut() else { return false };
         let iteration = o.iterations_used + 1;
@@ -264,7 +264,7 @@ impl Draft {
                 self.admit_run(trigger, cause);
             }
         } else {
-            self.set_status(SessionStatus::Idle, Some(json!({"type": "end_turn"})), cause);
+            self.set_status(SessionStatus::Idle, Some(StopReason::EndTurn), cause);
         }
         true
     }

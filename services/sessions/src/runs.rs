@@ -126,16 +126,16 @@ fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(EventType, Value, 
 /// custom tool uses and the approval-gated tool uses the completion appends.
 /// `event_ids` names the events a client acts on; `waiting_on` the tool use
 /// ids still outstanding; `approvals` maps gated ones to their approval.
-fn requires_action(events: &[NewEvent]) -> Result<Value> {
+fn requires_action(events: &[NewEvent]) -> Result<StopReason> {
     let str_of = |e: &NewEvent, k: &str| e.payload.get(k).and_then(Value::as_str).map(str::to_string);
     let mut event_ids = vec![];
     let mut waiting_on = vec![];
-    let mut approvals = serde_json::Map::new();
+    let mut approvals = std::collections::BTreeMap::new();
     for e in events {
         match e.event_type.as_str() {
             t if t == EventType::AgentCustomToolUse.as_str() => {
                 if let Some(id) = str_of(e, "custom_tool_use_id") {
-                    event_ids.push(e.id.clone());
+                    event_ids.push(e.id.to_string());
                     waiting_on.push(id);
                 }
             }
@@ -147,8 +147,8 @@ fn requires_action(events: &[NewEvent]) -> Result<Value> {
                 let tool_use = events
                     .iter()
                     .find(|u| u.event_type == EventType::AgentToolUse.as_str() && str_of(u, "tool_use_id").as_ref() == Some(&tool_use_id));
-                event_ids.push(tool_use.map_or_else(|| e.id.clone(), |u| u.id.clone()));
-                approvals.insert(tool_use_id.clone(), Value::String(approval_id));
+                event_ids.push(tool_use.map_or_else(|| e.id.to_string(), |u| u.id.to_string()));
+                approvals.insert(tool_use_id.clone(), approval_id);
                 waiting_on.push(tool_use_id);
             }
             _ => {}
@@ -160,11 +160,7 @@ fn requires_action(events: &[NewEvent]) -> Result<Value> {
             "requires_action needs the agent.custom_tool_use or action_approval.pending events it waits on",
         ));
     }
-    let mut stop = json!({"type": "requires_action", "event_ids": event_ids, "waiting_on": waiting_on});
-    if !approvals.is_empty() {
-        stop["approvals"] = Value::Object(approvals);
-    }
-    Ok(stop)
+    Ok(StopReason::RequiresAction(Wait { event_ids, waiting_on, approvals }))
 }
 
 /// The longest a run's read waits for the next event.
@@ -484,15 +480,15 @@ impl SessionsService {
 
     /// Settles the Run. Input the runner never saw (a `user.message` after
     /// `last_seen_seq`) starts the next Run at once, so nothing is dropped.
-    pub async fn complete(&self, lease: &Lease, stop_reason: Value, last_seen_seq: i64, events: Vec<RunEvent>) -> Result<()> {
+    pub async fn complete(&self, lease: &Lease, stop_reason: StopReason, last_seen_seq: i64, events: Vec<RunEvent>) -> Result<()> {
         let events = check_run_events(events)?;
-        let kind = stop_reason.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
-        if !matches!(kind.as_str(), "end_turn" | "requires_action" | "retries_exhausted" | "budget_reached") {
+        if matches!(stop_reason, StopReason::Terminated) {
             return Err(Error::invalid_field(
                 "stop_reason",
                 "stop_reason.type must be end_turn, requires_action, retries_exhausted or budget_reached",
             ));
         }
+        let kind = stop_reason.kind();
         let session_id = self.session_to_write(lease).await?;
         let (settled, _, _) = self
             .transact(&session_id, |d| {
@@ -511,23 +507,23 @@ impl SessionsService {
                 }
                 if kind == "budget_reached" {
                     // The Budget re-opened while the runner was stopping: go on.
-                    d.complete_run(json!({"type": "end_turn"}), cause.clone());
+                    d.complete_run(StopReason::EndTurn, cause.clone());
                     let trigger = d.session.last_seq + d.events.len() as i64;
                     d.admit_run(trigger, cause);
                     return Ok("end_turn");
                 }
                 let input_waiting = d.session.last_user_message_seq > last_seen_seq;
                 // An Outcome's Run is graded before the Session idles.
-                if d.start_grading(&kind, input_waiting, cause.clone()) {
+                if d.start_grading(kind, input_waiting, cause.clone()) {
                     return Ok("end_turn");
                 }
                 d.complete_run(stop, cause.clone());
-                d.outcome_after_run(&kind, cause.clone());
+                d.outcome_after_run(kind, cause.clone());
                 if kind == "end_turn" && input_waiting {
                     let trigger = d.session.last_user_message_seq;
                     d.admit_run(trigger, cause);
                 }
-                Ok(match kind.as_str() {
+                Ok(match kind {
                     "requires_action" => "requires_action",
                     "retries_exhausted" => "retries_exhausted",
                     _ => "end_turn",

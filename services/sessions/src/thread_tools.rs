@@ -471,13 +471,7 @@ fn deliver(d: &mut Draft, from_thread: &str, from_name: Option<&str>, content: &
     let id = d.push(EventType::AgentThreadMessageReceived, None, system(), cause, payload);
     d.session.last_user_message_seq = seq;
     let cause = json!({"kind": "event", "id": id});
-    let waiting = d
-        .session
-        .stop_reason
-        .as_ref()
-        .and_then(|r| r.get("type"))
-        .and_then(Value::as_str)
-        .is_some_and(|t| t == "requires_action" || t == "budget_reached");
+    let waiting = matches!(d.session.stop_reason, Some(StopReason::RequiresAction(_) | StopReason::BudgetReached));
     match d.session.status {
         SessionStatus::Idle if !waiting && d.admission_closed() => {
             d.pause_for_budget(cause);

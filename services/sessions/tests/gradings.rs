@@ -55,7 +55,7 @@ async fn a_grading_left_behind_is_finished_once() {
 
     assert_eq!(svc.resume_gradings().await.unwrap(), 1, "only the stale grading: a live one may still be at work");
     let s = svc.log.session(&stale).await.unwrap();
-    assert_eq!((s.status, s.stop_reason.clone()), (SessionStatus::Idle, Some(json!({"type": "end_turn"}))));
+    assert_eq!((s.status, serde_json::to_value(&s.stop_reason).unwrap()), (SessionStatus::Idle, json!({"type": "end_turn"})));
     let o = s.outcome.unwrap();
     assert_eq!((o.status, o.grading.clone(), o.iterations_used), (OutcomeStatus::Active, None, 0), "undecided: the iteration is not used");
     let events = store.list_events(&tid(&stale), &View::All, 0, 100, &[]).await.unwrap();

@@ -43,7 +43,7 @@ async fn a_message_sent_again_for_the_same_tool_use_is_delivered_once() {
         session_id: tid(&sid),
         status: RunStatus::Running,
         stop_reason: None,
-        execution_pins: json!({}),
+        execution_pins: checkfu_sessions::model::ExecutionPins::default(),
         usage: Usage::default(),
         start_seq: 1,
         lease_id: "lease_1".into(),

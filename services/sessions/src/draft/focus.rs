@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 pub(crate) struct Focus {
     index: usize,
     status: SessionStatus,
-    stop_reason: Option<Value>,
+    stop_reason: Option<StopReason>,
     last_user_message_seq: i64,
     run: Option<Run>,
     outcome: Option<Outcome>,
@@ -127,7 +127,13 @@ impl Draft {
     /// A status change of the child in focus: `session.thread_status_*` in
     /// its view, then the cross-post. A wait's cross-post names the
     /// cross-posts of what it waits on, so the primary view is whole.
-    pub(crate) fn thread_status(&mut self, status: SessionStatus, stop_reason: Option<Value>, caused_by: Value, run_id: Option<RunId>) {
+    pub(crate) fn thread_status(
+        &mut self,
+        status: SessionStatus,
+        stop_reason: Option<StopReason>,
+        caused_by: Value,
+        run_id: Option<RunId>,
+    ) {
         let Some(name) = self.focused().map(|t| t.agent.name.clone()) else { return };
         let (ty, mut payload) = match status {
             SessionStatus::Idle => (EventType::SessionThreadStatusIdle, json!({"agent_name": name, "stop_reason": stop_reason})),
@@ -204,9 +210,9 @@ impl Draft {
     /// thread is untouched.
     pub(crate) fn interrupt_child(&mut self, cause: Value) {
         if self.run.is_some() {
-            self.complete_run(json!({"type": "end_turn"}), cause);
+            self.complete_run(StopReason::EndTurn, cause);
         } else if self.session.status == SessionStatus::Idle && !self.session.waiting_ids().is_empty() {
-            self.set_status(SessionStatus::Idle, Some(json!({"type": "end_turn"})), cause);
+            self.set_status(SessionStatus::Idle, Some(StopReason::EndTurn), cause);
         }
     }
 
@@ -253,7 +259,7 @@ impl Draft {
         for id in ids {
             if self.focus(Some(&id)).is_ok() {
                 if self.run.is_some() {
-                    self.settle_run(json!({"type": "terminated"}), cause.clone());
+                    self.settle_run(StopReason::Terminated, cause.clone());
                 }
                 let stop = self.session.stop_reason.clone();
                 self.set_status(SessionStatus::Terminated, stop, cause.clone());
@@ -297,7 +303,7 @@ mod tests {
         d.admit_run(1, json!({"kind": "event", "id": "evt_1"}));
         let run = d.run.clone().expect("the child's Run");
         assert_eq!(run.thread_id.as_deref(), Some(CHILD));
-        assert_eq!((run.execution_pins["agent_id"].clone(), run.execution_pins["agent_version"].clone()), (json!("agt_b"), json!(2)));
+        assert_eq!((run.execution_pins.agent_id.as_str(), run.execution_pins.agent_version), ("agt_b", 2));
         d.unfocus();
         assert_eq!(d.session.status, SessionStatus::Running, "the primary's status is back");
         assert!(d.run.is_none(), "the primary has no Run");
@@ -345,14 +351,22 @@ mod tests {
     #[test]
     fn a_wait_is_answered_in_the_thread_that_holds_it() {
         let mut d = with_child();
-        let wait = json!({"type": "requires_action", "event_ids": ["evt_u"], "waiting_on": ["ctu_1"]});
+        let wait = StopReason::RequiresAction(Wait {
+            event_ids: vec!["evt_u".into()],
+            waiting_on: vec!["ctu_1".into()],
+            approvals: Default::default(),
+        });
         d.session.threads[0].stop_reason = Some(wait);
         d.focus_waiter(None, "ctu_1").expect("the only thread waiting on it");
         assert_eq!(d.focused().map(|t| t.id.as_str()), Some(CHILD));
         let primary = crate::model::primary_of(&d.session.id);
         assert_eq!(d.focus_waiter(Some(&primary), "ctu_1").expect_err("not the primary's").details["reason"], "no_such_wait");
         assert_eq!(d.focus_waiter(None, "ctu_9").expect_err("nobody's").details["reason"], "no_such_wait");
-        d.session.stop_reason = Some(json!({"type": "requires_action", "event_ids": ["evt_p"], "waiting_on": ["ctu_1"]}));
+        d.session.stop_reason = Some(StopReason::RequiresAction(Wait {
+            event_ids: vec!["evt_p".into()],
+            waiting_on: vec!["ctu_1".into()],
+            approvals: Default::default(),
+        }));
         d.session.status = SessionStatus::Idle;
         assert_eq!(d.focus_waiter(None, "ctu_1").expect_err("two hold it").details["reason"], "ambiguous_origin");
     }

@@ -114,12 +114,12 @@ impl Draft {
         self.run = if run.status == RunStatus::Completed { None } else { Some(run) };
     }
 
-    pub(crate) fn set_status(&mut self, status: SessionStatus, stop_reason: Option<Value>, caused_by: Value) {
+    pub(crate) fn set_status(&mut self, status: SessionStatus, stop_reason: Option<StopReason>, caused_by: Value) {
         let run_id = self.run.as_ref().map(|r| r.id.clone());
         self.set_status_for(status, stop_reason, caused_by, run_id);
     }
 
-    fn set_status_for(&mut self, status: SessionStatus, stop_reason: Option<Value>, caused_by: Value, run_id: Option<RunId>) {
+    fn set_status_for(&mut self, status: SessionStatus, stop_reason: Option<StopReason>, caused_by: Value, run_id: Option<RunId>) {
         self.session.status = status;
         self.session.stop_reason = stop_reason.clone();
         if self.focused().is_some() {
@@ -139,21 +139,18 @@ impl Draft {
     pub fn admit_run(&mut self, trigger_seq: i64, caused_by: Value) {
         let s = &self.session;
         let child = self.focused();
-        let pins = json!({
-            "agent_id": child.map_or(s.agent_id.as_str(), |t| t.agent.agent_id.as_str()),
-            "agent_version": child.map_or(s.pins.agent_version, |t| t.agent.version),
-            "release_sha256": child.and_then(|t| t.agent.release_sha256.as_deref()).unwrap_or(&s.selection.release_sha256),
-            "deployment_id": s.deployment_id,
-            "deployment_revision": s.deployment_revision,
-            "harness": s.pins.harness,
-            "model_routing_profile_id": s.pins.model_routing_profile_id,
-            "sandbox_profile_revision": s.pins.sandbox_profile_revision,
-            "instructions_sha256": s.selection.instructions_sha256,
-        });
-        let mut pins = pins;
-        if let Some(t) = child {
-            pins["session_thread_id"] = json!(t.id);
-        }
+        let pins = ExecutionPins {
+            agent_id: child.map_or(s.agent_id.as_str(), |t| t.agent.agent_id.as_str()).to_string(),
+            agent_version: child.map_or(s.pins.agent_version, |t| t.agent.version),
+            release_sha256: child.and_then(|t| t.agent.release_sha256.clone()).unwrap_or_else(|| s.selection.release_sha256.clone()),
+            deployment_id: s.deployment_id.to_string(),
+            deployment_revision: s.deployment_revision,
+            harness: s.pins.harness.clone(),
+            model_routing_profile_id: s.pins.model_routing_profile_id.to_string(),
+            sandbox_profile_revision: s.pins.sandbox_profile_revision,
+            instructions_sha256: s.selection.instructions_sha256.clone(),
+            session_thread_id: child.map(|t| t.id.clone()),
+        };
         let run = Run {
             id: RunId::mint(),
             session_id: s.id.clone(),
@@ -197,7 +194,7 @@ impl Draft {
     }
 
     /// Settles the active Run and idles the Session with `stop_reason`.
-    pub fn complete_run(&mut self, stop_reason: Value, caused_by: Value) {
+    pub fn complete_run(&mut self, stop_reason: StopReason, caused_by: Value) {
         if let Some(run_id) = self.settle_run(stop_reason.clone(), caused_by.clone()) {
             self.set_status_for(SessionStatus::Idle, Some(stop_reason), caused_by, Some(run_id));
         }
@@ -205,7 +202,7 @@ impl Draft {
 
     /// Settles the active Run (`run.completed`) without changing the
     /// Session's status; answers the Run's id, `None` when there is none.
-    pub(crate) fn settle_run(&mut self, stop_reason: Value, caused_by: Value) -> Option<RunId> {
+    pub(crate) fn settle_run(&mut self, stop_reason: StopReason, caused_by: Value) -> Option<RunId> {
         let mut run = self.run.clone()?;
         run.status = RunStatus::Completed;
         run.stop_reason = Some(stop_reason.clone());
@@ -225,7 +222,7 @@ impl Draft {
 
     pub fn terminate(&mut self, caused_by: Value) {
         if self.run.is_some() {
-            self.complete_run(json!({"type": "terminated"}), caused_by.clone());
+            self.complete_run(StopReason::Terminated, caused_by.clone());
         }
         self.set_status(SessionStatus::Terminated, self.session.stop_reason.clone(), caused_by);
     }
@@ -236,11 +233,9 @@ impl Draft {
         let remaining: Vec<String> = self.session.waiting_ids().into_iter().filter(|w| w != id).collect();
         if remaining.is_empty() {
             self.admit_run(trigger_seq, json!({"kind": "event", "id": cause_event}));
-        } else if let Some(Value::Object(reason)) = self.session.stop_reason.as_mut() {
-            reason.insert("waiting_on".into(), json!(remaining));
-            if let Some(Value::Object(approvals)) = reason.get_mut("approvals") {
-                approvals.remove(id);
-            }
+        } else if let Some(StopReason::RequiresAction(wait)) = self.session.stop_reason.as_mut() {
+            wait.waiting_on = remaining;
+            wait.approvals.remove(id);
         }
     }
 
@@ -314,13 +309,7 @@ impl Draft {
 
     fn waiting_on_action(&self) -> bool {
         self.session.status == SessionStatus::Idle
-            && self
-                .session
-                .stop_reason
-                .as_ref()
-                .and_then(|r| r.get("type"))
-                .and_then(Value::as_str)
-                .is_some_and(|t| t == "requires_action" || t == "budget_reached")
+            && matches!(self.session.stop_reason, Some(StopReason::RequiresAction(_) | StopReason::BudgetReached))
     }
 
     /// Applies one user input. Returns the id of the echoed event.
@@ -386,13 +375,13 @@ impl Draft {
             // A Run no execution plane has claimed yet stops right here; a
             // claimed one stops at its next boundary.
             EventType::UserInterrupt if self.run.as_ref().is_some_and(|r| r.status == RunStatus::Queued) => {
-                self.complete_run(json!({"type": "end_turn"}), cause);
+                self.complete_run(StopReason::EndTurn, cause);
             }
             // An interrupt also ends a wait for tool results.
             EventType::UserInterrupt
                 if self.session.status == SessionStatus::Idle && self.run.is_none() && !self.session.waiting_ids().is_empty() =>
             {
-                self.set_status_for(SessionStatus::Idle, Some(json!({"type": "end_turn"})), cause, None);
+                self.set_status_for(SessionStatus::Idle, Some(StopReason::EndTurn), cause, None);
             }
             _ => {}
         }
@@ -426,7 +415,8 @@ mod tests {
 
     fn waiting(on: &[&str]) -> Draft {
         let mut s = session("sess_1");
-        s.stop_reason = Some(json!({"type": "requires_action", "waiting_on": on, "event_ids": on}));
+        let on: Vec<String> = on.iter().map(|s| s.to_string()).collect();
+        s.stop_reason = Some(StopReason::RequiresAction(Wait { waiting_on: on.clone(), event_ids: on, approvals: Default::default() }));
         Draft::new(s, None, 1_000)
     }
 
@@ -506,7 +496,7 @@ mod tests {
         d.apply(&input("user.interrupt", json!({}))).expect("accepted");
         assert_eq!(&types(&d)[3..], ["user.interrupt", "run.completed", "session.status_idle"]);
         assert!(d.run.is_none(), "no Run left");
-        assert_eq!(d.session.stop_reason, Some(json!({"type": "end_turn"})));
+        assert_eq!(d.session.stop_reason, Some(StopReason::EndTurn));
 
         let mut w = waiting(&["ctu_1"]);
         w.apply(&input("user.interrupt", json!({}))).expect("an interrupt settles a wait");
@@ -523,7 +513,7 @@ mod tests {
         let mut d = Draft::new(s, None, 1_000);
         d.apply(&message("more")).expect("kept");
         assert_eq!(types(&d), ["user.message", "session.usage", "session.status_idle"]);
-        assert_eq!(d.session.stop_reason, Some(json!({"type": "budget_reached"})));
+        assert_eq!(d.session.stop_reason, Some(StopReason::BudgetReached));
         assert!(d.run.is_none(), "no Run admitted");
     }
 }

@@ -8,6 +8,7 @@ mod files;
 mod memory;
 pub mod outcome;
 pub mod roster;
+mod run_state;
 mod runner;
 mod skills;
 mod thread;
@@ -17,6 +18,7 @@ pub use budget::{Budget, BudgetChange, BudgetMetric, BudgetStatus};
 pub use claim::*;
 pub use files::*;
 pub use memory::*;
+pub use run_state::*;
 pub use runner::*;
 pub use skills::*;
 pub use thread::*;
@@ -618,24 +620,18 @@ impl Session {
 }
 
 /// The tool use ids a thread in `status` with `stop_reason` waits on.
-pub fn waiting_ids(status: SessionStatus, stop_reason: &Option<Value>) -> Vec<String> {
-    let Some(reason) = stop_reason.as_ref().filter(|_| status == SessionStatus::Idle) else { return vec![] };
-    if reason.get("type").and_then(Value::as_str) != Some("requires_action") {
-        return vec![];
+pub fn waiting_ids(status: SessionStatus, stop_reason: &Option<StopReason>) -> Vec<String> {
+    match stop_reason.as_ref().filter(|_| status == SessionStatus::Idle).and_then(StopReason::wait) {
+        Some(w) => w.waiting_on.clone(),
+        None => vec![],
     }
-    reason
-        .get("waiting_on")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default()
 }
 
-fn waiting_approval(status: SessionStatus, stop_reason: &Option<Value>, tool_use_id: &str) -> Option<String> {
+fn waiting_approval(status: SessionStatus, stop_reason: &Option<StopReason>, tool_use_id: &str) -> Option<String> {
     if !waiting_ids(status, stop_reason).iter().any(|w| w == tool_use_id) {
         return None;
     }
-    let approvals = stop_reason.as_ref()?.get("approvals")?;
-    approvals.get(tool_use_id).and_then(Value::as_str).map(str::to_string)
+    stop_reason.as_ref()?.wait()?.approvals.get(tool_use_id).cloned()
 }
 
 impl Usage {
@@ -655,7 +651,7 @@ pub struct Session {
     pub deployment_revision: i64,
     pub principal_id: PrincipalId,
     pub status: SessionStatus,
-    pub stop_reason: Option<Value>,
+    pub stop_reason: Option<StopReason>,
     pub title: String,
     pub metadata: Value,
     pub budget: Option<Budget>,
@@ -683,8 +679,8 @@ pub struct Run {
     pub id: RunId,
     pub session_id: SessionId,
     pub status: RunStatus,
-    pub stop_reason: Option<Value>,
-    pub execution_pins: Value,
+    pub stop_reason: Option<StopReason>,
+    pub execution_pins: ExecutionPins,
     pub usage: Usage,
     /// Seq of the input that started the Run.
     pub start_seq: i64,

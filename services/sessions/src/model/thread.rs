@@ -6,7 +6,6 @@
 
 use super::{SessionStatus, Usage};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The primary thread's id of a Session.
 pub fn primary_of(session_id: &checkfu_core::id::SessionId) -> String {
@@ -40,7 +39,7 @@ pub struct SessionThread {
     pub id: String,
     pub agent: ThreadAgent,
     pub status: SessionStatus,
-    pub stop_reason: Option<Value>,
+    pub stop_reason: Option<super::StopReason>,
     pub usage: Usage,
     /// Seq of the newest message delivered to it (its "user" turns).
     pub last_user_message_seq: i64,
@@ -66,8 +65,8 @@ impl SessionThread {
 }
 
 /// Whether a stop reason is a `requires_action` wait.
-pub fn waits(stop_reason: &Option<Value>) -> bool {
-    stop_reason.as_ref().and_then(|r| r.get("type")).and_then(Value::as_str) == Some("requires_action")
+pub fn waits(stop_reason: &Option<super::StopReason>) -> bool {
+    stop_reason.as_ref().is_some_and(|r| r.wait().is_some())
 }
 
 #[cfg(test)]

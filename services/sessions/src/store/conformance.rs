@@ -80,7 +80,7 @@ pub(crate) fn run(id: &str, session: &str, status: RunStatus, expires: i64) -> R
         session_id: tid(session),
         status,
         stop_reason: None,
-        execution_pins: json!({"a": 1}),
+        execution_pins: ExecutionPins { agent_id: "agt_a".into(), agent_version: 1, ..ExecutionPins::default() },
         usage: Usage::default(),
         start_seq: 1,
         lease_id: "lease_a".into(),

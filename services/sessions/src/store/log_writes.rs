@@ -12,7 +12,6 @@ use checkfu_core::id::SessionId;
 use checkfu_store::db_err;
 use checkfu_store::sqlx::query::Query;
 use checkfu_store::sqlx::{self, Any, AnyConnection, AssertSqlSafe, any::AnyArguments};
-use serde_json::Value;
 
 /// Where a claim's precondition is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +116,7 @@ async fn upsert_outcome(conn: &mut AnyConnection, o: &crate::model::outcome::Out
 /// the update list it (status through selection).
 fn bind_state<'q>(q: Query<'q, Any, AnyArguments>, se: &'q Session) -> Query<'q, Any, AnyArguments> {
     q.bind(se.status.as_str())
-        .bind(se.stop_reason.as_ref().map(Value::to_string))
+        .bind(se.stop_reason.as_ref().map(to_json))
         .bind(&se.title)
         .bind(se.metadata.to_string())
         .bind(se.budget_id())
@@ -229,8 +228,8 @@ async fn upsert_runs(conn: &mut AnyConnection, runs: &[Run]) -> Result<()> {
         .bind(&r.id)
         .bind(&r.session_id)
         .bind(r.status.as_str())
-        .bind(r.stop_reason.as_ref().map(Value::to_string))
-        .bind(r.execution_pins.to_string())
+        .bind(r.stop_reason.as_ref().map(to_json))
+        .bind(to_json(&r.execution_pins))
         .bind(r.usage.input_tokens)
         .bind(r.usage.output_tokens)
         .bind(r.usage.model_spend_micro_usd)

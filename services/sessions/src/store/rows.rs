@@ -7,7 +7,6 @@ use checkfu_core::{Error, Result};
 use checkfu_store::db_err;
 use checkfu_store::sqlx::{Row, any::AnyRow};
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 pub(super) fn s(r: &AnyRow, c: &str) -> Result<String> {
     r.try_get(c).map_err(db_err)
@@ -25,7 +24,7 @@ pub(super) fn i(r: &AnyRow, c: &str) -> Result<i64> {
 pub(super) fn json<T: DeserializeOwned>(r: &AnyRow, c: &str) -> Result<T> {
     serde_json::from_str(&s(r, c)?).map_err(|e| Error::internal(format!("stored {c} unreadable: {e}")))
 }
-pub(super) fn opt_json(r: &AnyRow, c: &str) -> Result<Option<Value>> {
+pub(super) fn opt_json<T: DeserializeOwned>(r: &AnyRow, c: &str) -> Result<Option<T>> {
     let raw: Option<String> = r.try_get(c).map_err(db_err)?;
     raw.map(|t| serde_json::from_str(&t).map_err(|e| Error::internal(format!("stored {c} unreadable: {e}")))).transpose()
 }

@@ -1,12 +1,17 @@
+//! The `checkfu` binary: the command line (`cli.rs`) over the node crate
+//! (`checkfu-node`) and the API client commands (`checkfu-cli`).
+
+mod cli;
+
 use clap::Parser;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let cli = checkfu::cli::Cli::parse();
+    let cli = cli::Cli::parse();
     // Logs to stderr; spans to OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
-    let otlp = checkfu::config::Env::process().get(checkfu::config::env::OTLP_ENDPOINT);
+    let otlp = checkfu_node::config::Env::process().get(checkfu_node::config::env::OTLP_ENDPOINT);
     let telemetry = checkfu_telemetry::init_with("checkfu", otlp.as_deref(), true);
-    let result = checkfu::cli::run(cli).await;
+    let result = cli::run(cli).await;
     let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -6,9 +6,9 @@
 #![cfg(test)]
 
 use axum::body::Body;
-use checkfu::config::{Config, Env, Mode};
-use checkfu::roles::{Assembly, Started, TABLE};
-use checkfu::{NodeOptions, Role};
+use checkfu_node::config::{Config, Env, Mode};
+use checkfu_node::roles::{Assembly, Started, TABLE};
+use checkfu_node::{NodeOptions, Role};
 use http::{Request, StatusCode};
 use serde_json::{Value, json};
 use tower::ServiceExt;

@@ -1,10 +1,10 @@
 //! The command line: `checkfu up`, `checkfu serve`.
 
-use crate::config::{Config, Env, Loaded, Mode};
-use crate::node::Node;
-use crate::options::NodeOptions;
 use anyhow::Context;
 use checkfu_core::Role;
+use checkfu_node::config::{Config, Env, Loaded, Mode};
+use checkfu_node::node::Node;
+use checkfu_node::options::NodeOptions;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -74,21 +74,21 @@ pub enum Command {
     #[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
     Runner {
         #[command(flatten)]
-        args: crate::self_hosted::RunnerArgs,
+        args: checkfu_node::self_hosted::RunnerArgs,
         #[command(subcommand)]
-        action: Option<crate::self_hosted::RunnerAction>,
+        action: Option<checkfu_node::self_hosted::RunnerAction>,
     },
     /// The Kubernetes operator: keeps `Runner` and `Sandbox` resources
     /// (docs/operator.md).
     Operator {
         #[command(flatten)]
-        args: crate::operator::OperatorArgs,
+        args: checkfu_node::operator::OperatorArgs,
     },
     /// The agent in a Kubernetes sandbox pod: serves a Session's sandbox
     /// tools to its runner (the operator's pods run it; not for people).
     SandboxAgent {
         #[command(flatten)]
-        args: crate::sandbox_agent::SandboxAgentArgs,
+        args: checkfu_node::sandbox_agent::SandboxAgentArgs,
     },
     /// Inside a local sandbox: relay `--listen` to the egress socket and run
     /// the command (the runner starts it; not for people).
@@ -106,7 +106,7 @@ pub enum Command {
         #[command(flatten)]
         settings: Settings,
         #[command(subcommand)]
-        action: crate::credentials::CredentialsAction,
+        action: checkfu_node::credentials::CredentialsAction,
     },
     /// The API client commands (docs/cli.md).
     #[command(flatten)]
@@ -195,7 +195,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Api(command) => checkfu_cli::run(command).await,
         Command::Migrate { settings } => {
             let config = settings.load(Mode::Serve, vec![])?;
-            crate::roles::migrate(&config.location(), |service| println!("migrated {service}")).await
+            checkfu_node::roles::migrate(&config.location(), |service| println!("migrated {service}")).await
         }
         Command::Config { settings, mode } => {
             let config = settings.load(mode, vec![])?;
@@ -204,7 +204,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Certs { out, name, roles, days } => {
             let roles = Role::parse_set(&roles).map_err(anyhow::Error::msg)?;
-            let issued = crate::certs::issue(&out, &name, &roles, days)?;
+            let issued = checkfu_node::certs::issue(&out, &name, &roles, days)?;
             if issued.created_ca {
                 println!("created the installation CA: {} (its key, keep it safe: {}/ca-key.pem)", issued.ca.display(), out.display());
             }
@@ -216,17 +216,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Runner { action: Some(action), .. } => crate::self_hosted::act(action).await,
-        Command::Runner { args, action: None } => crate::self_hosted::run(args, cancelled_on_signal("stopping: handing Runs back")).await,
-        Command::Operator { args } => crate::operator::run(args, cancelled_on_signal("stopping: giving the leader lease up")).await,
-        Command::SandboxAgent { args } => crate::sandbox_agent::run(args, cancelled_on_signal("stopping")).await,
+        Command::Runner { action: Some(action), .. } => checkfu_node::self_hosted::act(action).await,
+        Command::Runner { args, action: None } => {
+            checkfu_node::self_hosted::run(args, cancelled_on_signal("stopping: handing Runs back")).await
+        }
+        Command::Operator { args } => checkfu_node::operator::run(args, cancelled_on_signal("stopping: giving the leader lease up")).await,
+        Command::SandboxAgent { args } => checkfu_node::sandbox_agent::run(args, cancelled_on_signal("stopping")).await,
         Command::SandboxRelay { socket, listen, command } => {
             let code = checkfu_runner::egress::relay(socket, &listen, command).await;
             std::process::exit(code)
         }
         Command::Credentials { settings, action } => {
             let config = settings.load(Mode::Serve, vec![])?;
-            crate::credentials::credentials(&config, action, &mut std::io::stdout()).await
+            checkfu_node::credentials::credentials(&config, action, &mut std::io::stdout()).await
         }
         Command::Up { settings, allow_private_targets } => {
             let flag = allow_private_targets.then_some(("allow_private_targets", toml::Value::Boolean(true), "allow-private-targets"));

@@ -1,9 +1,11 @@
-//! The `checkfu` binary as a library: the command line (its API client
-//! commands are `checkfu-cli`'s), and [`Node`], which runs any set of roles
-//! on one listener. Tests boot whole meshes through it.
+//! The platform's composition: its configuration (`config/`), the roles
+//! (`roles/`, one file each) and [`Node`], which runs any set of them on one
+//! listener, the mesh's mutual TLS, health, and the process modes besides a
+//! node (`operator.rs`, `self_hosted.rs` for a Runner, `sandbox_agent.rs`).
+//! The `checkfu` binary (`bin/checkfu`) parses the command line over it;
+//! tests boot whole meshes through it.
 
 pub mod certs;
-pub mod cli;
 pub mod config;
 pub mod credentials;
 pub mod health;

@@ -156,7 +156,7 @@ mod tests {
     }
 
     /// The committed CRDs are the generated ones: regenerate with
-    /// `CHECKFU_WRITE_CRDS=1 cargo test -p checkfu-operator` after changing a type.
+    /// `CHECKFU_WRITE_CRDS=1 cargo test -p checkfu-operator-api` after changing a type.
     #[test]
     fn the_committed_crds_are_generated_from_the_types() {
         for (name, crd) in crds() {
@@ -165,7 +165,7 @@ mod tests {
                 std::fs::write(committed(name), &text).expect("write");
             }
             let on_disk = std::fs::read_to_string(committed(name)).unwrap_or_default();
-            assert!(on_disk == text, "{name} differs from the generated CRD: run CHECKFU_WRITE_CRDS=1 cargo test -p checkfu-operator");
+            assert!(on_disk == text, "{name} differs from the generated CRD: run CHECKFU_WRITE_CRDS=1 cargo test -p checkfu-operator-api");
         }
     }
 
