@@ -6,16 +6,40 @@
 use crate::sessions::v1::{ExecutionPins, StopReason, StopReasonType};
 use serde_json::{Value, json};
 
+impl StopReasonType {
+    /// The `type` the API shows; `None` for an unspecified one.
+    pub fn api_name(self) -> Option<&'static str> {
+        Some(match self {
+            StopReasonType::Unspecified => return None,
+            StopReasonType::EndTurn => "end_turn",
+            StopReasonType::RequiresAction => "requires_action",
+            StopReasonType::RetriesExhausted => "retries_exhausted",
+            StopReasonType::BudgetReached => "budget_reached",
+            StopReasonType::Terminated => "terminated",
+        })
+    }
+
+    /// The type an API name names; unspecified for any other text.
+    pub fn from_api_name(name: &str) -> StopReasonType {
+        const ALL: [StopReasonType; 5] = [
+            StopReasonType::EndTurn,
+            StopReasonType::RequiresAction,
+            StopReasonType::RetriesExhausted,
+            StopReasonType::BudgetReached,
+            StopReasonType::Terminated,
+        ];
+        ALL.into_iter().find(|t| t.api_name() == Some(name)).unwrap_or(StopReasonType::Unspecified)
+    }
+}
+
 /// A stop reason as the API shows it: `{"type": ...}`, and for a
 /// `requires_action` wait its `event_ids`, `waiting_on` and (when any)
 /// `approvals`. `null` when there is none.
 pub fn stop_reason(typed: Option<&StopReason>, json_text: &str) -> Value {
     let Some(r) = typed else { return text(json_text) };
     let kind = StopReasonType::try_from(r.r#type).unwrap_or(StopReasonType::Unspecified);
-    if kind == StopReasonType::Unspecified {
-        return Value::Null;
-    }
-    let mut v = json!({"type": kind.as_str_name().trim_start_matches("STOP_REASON_TYPE_").to_ascii_lowercase()});
+    let Some(name) = kind.api_name() else { return Value::Null };
+    let mut v = json!({"type": name});
     if kind == StopReasonType::RequiresAction {
         v["event_ids"] = json!(r.event_ids);
         v["waiting_on"] = json!(r.waiting_on);
@@ -69,6 +93,21 @@ mod tests {
         assert_eq!(stop_reason(None, r#"{"type":"budget_reached"}"#), json!({"type": "budget_reached"}), "a 0.1.0 peer's text");
         assert_eq!(stop_reason(None, ""), Value::Null);
         assert_eq!(stop_reason(Some(&StopReason::default()), ""), Value::Null);
+    }
+
+    #[test]
+    fn every_stop_reason_type_has_one_api_name() {
+        for t in [
+            StopReasonType::EndTurn,
+            StopReasonType::RequiresAction,
+            StopReasonType::RetriesExhausted,
+            StopReasonType::BudgetReached,
+            StopReasonType::Terminated,
+        ] {
+            assert_eq!(StopReasonType::from_api_name(t.api_name().expect("named")), t);
+        }
+        assert_eq!(StopReasonType::Unspecified.api_name(), None);
+        assert_eq!(StopReasonType::from_api_name("max_tokens"), StopReasonType::Unspecified);
     }
 
     #[test]

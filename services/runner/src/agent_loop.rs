@@ -94,8 +94,7 @@ impl Runner {
             return;
         };
         let events = events.into_iter().map(|(t, p)| new_event(t, p)).collect();
-        let kind = reason.get("type").and_then(Value::as_str).unwrap_or_default().to_ascii_uppercase();
-        let stop_reason = StopReasonType::from_str_name(&format!("STOP_REASON_TYPE_{kind}")).unwrap_or_default() as i32;
+        let stop_reason = StopReasonType::from_api_name(reason.get("type").and_then(Value::as_str).unwrap_or_default()) as i32;
         // The JSON text too, for a 0.1.0 sessions service.
         #[allow(deprecated)]
         let req =

@@ -37,7 +37,7 @@ pub fn runner_stop(typed: i32, json: &str) -> Result<StopReason> {
             let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
             v.get("type").and_then(serde_json::Value::as_str).unwrap_or_default().to_string()
         }
-        t => t.as_str_name().trim_start_matches("STOP_REASON_TYPE_").to_ascii_lowercase(),
+        t => t.api_name().unwrap_or_default().to_string(),
     };
     StopReason::of_kind(&kind).ok_or_else(|| {
         Error::invalid_field("stop_reason", "stop_reason.type must be end_turn, requires_action, retries_exhausted or budget_reached")

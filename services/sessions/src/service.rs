@@ -60,7 +60,7 @@ pub struct SessionsService {
 
 /// Sessions known to mount no MemoryStore kept in memory; beyond this the
 /// cache starts over.
-const SNAPSHOT_CACHE: usize = 10_000;
+const UNMOUNTED_CACHE: usize = 10_000;
 
 /// What a caller asked for when creating a Session, already shape-checked.
 #[derive(Debug, Clone, Default)]
@@ -147,7 +147,7 @@ impl SessionsService {
             work: Arc::new(Notify::new()),
             parked: Arc::new(Parked::default()),
             lease_ms: DEFAULT_LEASE_MS,
-            unmounted: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
+            unmounted: Arc::new(Bounded::new(UNMOUNTED_CACHE)),
             governance: None,
             memory: None,
             models: None,
@@ -166,13 +166,13 @@ impl SessionsService {
         self
     }
 
-    /// Keeps session files and workspace snapshots in `blobs`.
     /// Lets SandboxProfiles allow every public host (an installation setting).
     pub fn with_unrestricted_network(mut self, allowed: bool) -> Self {
         self.catalog.unrestricted_network = allowed;
         self
     }
 
+    /// Keeps session files and workspace snapshots in `blobs`.
     pub fn with_blobs(mut self, blobs: Arc<dyn checkfu_blobs::BlobStore>) -> Self {
         self.blobs = Some(blobs);
         self

@@ -178,7 +178,7 @@ pub(super) async fn get_revision(db: &Db, id: &GraphId, n: i64) -> Result<Option
     row.as_ref().map(revision).transpose()
 }
 
-/// Newest first, below revision `before` (0: from the latest).
+/// Newest first, below revision `before` (`None`: from the latest).
 pub(super) async fn list_revisions(db: &Db, id: &GraphId, before: Option<i64>, limit: i64) -> Result<Vec<Revision>> {
     let before = before.unwrap_or(i64::MAX);
     let rows = sqlx::query("SELECT * FROM graph_revisions WHERE graph_id = $1 AND revision < $2 ORDER BY revision DESC LIMIT $3")

@@ -93,7 +93,7 @@ pub trait SchedulerStore: Send + Sync + 'static {
     /// Live ones, newest first.
     async fn list_graphs(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Graph>>;
     async fn get_revision(&self, id: &GraphId, n: i64) -> Result<Option<Revision>>;
-    /// Newest first, below `before` (0: from the latest).
+    /// Newest first, below `before` (`None`: from the latest).
     async fn list_revisions(&self, id: &GraphId, before: Option<i64>, limit: i64) -> Result<Vec<Revision>>;
     /// Newest first.
     async fn list_applications(&self, id: &GraphId, page: &PageRequest) -> Result<Vec<Application>>;
