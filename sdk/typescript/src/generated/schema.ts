@@ -5112,7 +5112,9 @@ export interface operations {
                 status?: "pending" | "approved" | "denied" | "expired";
                 session_id?: string;
                 environment_id?: string;
+                /** @description 1 to 100; default 20. */
                 limit?: number;
+                /** @description The `next_page` token of the previous page. */
                 page?: string;
             };
             header?: never;
@@ -5845,7 +5847,9 @@ export interface operations {
             query?: {
                 resource_id?: string;
                 actor_id?: string;
+                /** @description 1 to 100; default 20. */
                 limit?: number;
+                /** @description The `next_page` token of the previous page. */
                 page?: string;
             };
             header?: never;
@@ -7438,6 +7442,7 @@ export interface operations {
                 include_archived?: boolean;
                 /** @description 1 to 100; default 20. */
                 limit?: number;
+                /** @description The `next_page` token of the previous page. */
                 page?: string;
             };
             header?: never;
@@ -8152,6 +8157,7 @@ export interface operations {
                 status?: "open" | "approved" | "rejected";
                 /** @description 1 to 100; default 20. */
                 limit?: number;
+                /** @description The `next_page` token of the previous page. */
                 page?: string;
             };
             header?: never;
@@ -8322,6 +8328,7 @@ export interface operations {
                 include_archived?: boolean;
                 /** @description 1 to 100; default 20. */
                 limit?: number;
+                /** @description The `next_page` token of the previous page. */
                 page?: string;
             };
             header?: never;
@@ -8623,6 +8630,7 @@ export interface operations {
                 at_version?: number;
                 /** @description 1 to 100; default 20. */
                 limit?: number;
+                /** @description The `next_page` token of the previous page. */
                 page?: string;
             };
             header?: never;
@@ -8882,7 +8890,9 @@ export interface operations {
                 subject_id?: string;
                 resource_id?: string;
                 permission?: "admin" | "manage" | "invoke" | "act_as" | "use_connection" | "use_agent" | "approve" | "read" | "write";
+                /** @description 1 to 100; default 20. */
                 limit?: number;
+                /** @description The `next_page` token of the previous page. */
                 page?: string;
             };
             header?: never;
@@ -9607,15 +9617,16 @@ export interface operations {
                 /** @description `idle`, `running`, `rescheduling` or `terminated`. */
                 status?: "idle" | "running" | "rescheduling" | "terminated";
                 agent_deployment_id?: string;
-                /** @description 1 to 100; default 20. */
-                limit?: number;
-                page?: string;
                 environment_id?: string;
                 /**
                  * @description `desc` (default: newest first) or `asc`; a page token continues in
                  *     the order it was given for.
                  */
                 order?: "asc" | "desc";
+                /** @description 1 to 100; default 20. */
+                limit?: number;
+                /** @description The `next_page` token of the previous page. */
+                page?: string;
             };
             header?: never;
             path?: never;

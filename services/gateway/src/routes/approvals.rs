@@ -2,6 +2,7 @@
 //! Environment sees its approvals; only holders of `approve` see a pending
 //! approval's response token, and only they may respond or revoke.
 
+use super::{InEnvironment, Paging};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::bodies::{self, parse};
@@ -32,10 +33,6 @@ pub struct ApprovalQuery {
     session_id: Option<String>,
     #[serde(default)]
     environment_id: Option<String>,
-    #[serde(default)]
-    limit: Option<u32>,
-    #[serde(default)]
-    page: Option<String>,
 }
 
 async fn approval_for(st: &AppState, id: &str) -> ApiResult<gov::ActionApproval> {
@@ -47,16 +44,21 @@ async fn may_approve(st: &AppState, caller: &Caller, env: &str) -> ApiResult<boo
     st.allowed(&caller.principal_id, "approve", "environment", env, env).await
 }
 
-#[utoipa::path(get, path = "/v1/action-approvals", tag = "approvals", operation_id = "approvals.listActionApprovals", params(ApprovalQuery),
+#[utoipa::path(get, path = "/v1/action-approvals", tag = "approvals", operation_id = "approvals.listActionApprovals", params(ApprovalQuery, Paging),
     responses((status = 200, body = Page<views::ActionApproval>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_approvals(State(st): State<AppState>, caller: Caller, Query(q): Query<ApprovalQuery>) -> J<Page<views::ActionApproval>> {
+pub async fn list_approvals(
+    State(st): State<AppState>,
+    caller: Caller,
+    Query(q): Query<ApprovalQuery>,
+    paging: Paging,
+) -> J<Page<views::ActionApproval>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
     let req = gov::ListActionApprovalsRequest {
         environment_ids: envs,
         status: q.status.unwrap_or_default(),
         session_id: q.session_id.unwrap_or_default(),
-        limit: super::explicit_limit(q.limit),
-        page: q.page.unwrap_or_default(),
+        limit: paging.limit(),
+        page: paging.page(),
     };
     let r = st.gov.clone().list_action_approvals(req).await?.into_inner();
     let mut approvers: BTreeMap<String, bool> = BTreeMap::new();
@@ -127,15 +129,16 @@ pub async fn respond(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/standing-approvals", tag = "standingApprovals", operation_id = "standingApprovals.listStandingApprovals", params(super::ListQuery),
+#[utoipa::path(get, path = "/v1/standing-approvals", tag = "standingApprovals", operation_id = "standingApprovals.listStandingApprovals", params(Paging, InEnvironment),
     responses((status = 200, body = Page<views::StandingApproval>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_standing(
     State(st): State<AppState>,
     caller: Caller,
-    Query(q): Query<super::ListQuery>,
+    paging: Paging,
+    Query(env): Query<InEnvironment>,
 ) -> J<Page<views::StandingApproval>> {
-    let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
-    let req = gov::ListStandingApprovalsRequest { environment_ids: envs, limit: q.limit(), page: q.page() };
+    let envs = st.readable_envs(&caller, env.environment_id.as_deref()).await?;
+    let req = gov::ListStandingApprovalsRequest { environment_ids: envs, limit: paging.limit(), page: paging.page() };
     let r = st.gov.clone().list_standing_approvals(req).await?.into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::standing_approval)))
 }

@@ -4,7 +4,7 @@
 //! read does not exist (404). Signed ingest has no Principal: the
 //! scheduler checks the Automation's ingest secret (`ingest`).
 
-use super::ListQuery;
+use super::{InEnvironment, Paging};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -306,12 +306,6 @@ pub async fn create_automation(
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AutomationQuery {
-    /// 1 to 100; default 20.
-    #[serde(default)]
-    pub limit: Option<u32>,
-    /// The `next_page` token of the previous page.
-    #[serde(default)]
-    pub page: Option<String>,
     /// Only this Environment.
     #[serde(default)]
     pub environment_id: Option<String>,
@@ -320,15 +314,20 @@ pub struct AutomationQuery {
     pub status: Option<String>,
 }
 
-#[utoipa::path(get, path = "/v1/automations", tag = "automations", operation_id = "automations.listAutomations", params(AutomationQuery),
+#[utoipa::path(get, path = "/v1/automations", tag = "automations", operation_id = "automations.listAutomations", params(Paging, AutomationQuery),
     responses((status = 200, description = "Newest first", body = Page<Automation>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_automations(State(st): State<AppState>, caller: Caller, Query(q): Query<AutomationQuery>) -> J<Page<Automation>> {
+pub async fn list_automations(
+    State(st): State<AppState>,
+    caller: Caller,
+    Query(q): Query<AutomationQuery>,
+    paging: Paging,
+) -> J<Page<Automation>> {
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
     let req = pb::ListAutomationsRequest {
         environment_ids: envs,
         status: q.status.unwrap_or_default(),
-        limit: super::explicit_limit(q.limit),
-        page: q.page.unwrap_or_default(),
+        limit: paging.limit(),
+        page: paging.page(),
     };
     let r = st.scheduler.clone().list_automations(req).await?.into_inner();
     Ok(Json(page(&r.data, &r.next_page, automation)))
@@ -432,12 +431,6 @@ pub async fn fire_automation(
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct FiringQuery {
-    /// 1 to 100; default 20.
-    #[serde(default)]
-    pub limit: Option<u32>,
-    /// The `next_page` token of the previous page.
-    #[serde(default)]
-    pub page: Option<String>,
     /// `manual`, `schedule` or `webhook`.
     #[serde(default)]
     pub source: Option<String>,
@@ -447,21 +440,22 @@ pub struct FiringQuery {
 }
 
 /// Readable after the Automation is deleted.
-#[utoipa::path(get, path = "/v1/automations/{id}/firings", tag = "automations", operation_id = "automations.listAutomationFirings", params(("id" = String, Path), FiringQuery),
+#[utoipa::path(get, path = "/v1/automations/{id}/firings", tag = "automations", operation_id = "automations.listAutomationFirings", params(("id" = String, Path), Paging, FiringQuery),
     responses((status = 200, description = "Newest first", body = Page<Firing>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_firings(
     State(st): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
     Query(q): Query<FiringQuery>,
+    paging: Paging,
 ) -> J<Page<Firing>> {
     checkfu_core::id::AutomationId::check("id", &id)?;
     let req = pb::ListFiringsRequest {
         automation_id: id.clone(),
         source: q.source.unwrap_or_default(),
         state: q.state.unwrap_or_default(),
-        limit: super::explicit_limit(q.limit),
-        page: q.page.unwrap_or_default(),
+        limit: paging.limit(),
+        page: paging.page(),
     };
     let r = st.scheduler.clone().list_firings(req).await?.into_inner();
     // Firings name their Environment; a caller who cannot read it sees none.
@@ -544,17 +538,16 @@ fn filtered(d: &pb::FilteredDelivery) -> FilteredDelivery {
 
 /// Webhook events the admission filter stopped, newest first; readable
 /// after the Automation is deleted.
-#[utoipa::path(get, path = "/v1/automations/{id}/filtered-deliveries", tag = "automations", operation_id = "automations.listAutomationFilteredDeliveries", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/automations/{id}/filtered-deliveries", tag = "automations", operation_id = "automations.listAutomationFilteredDeliveries", params(("id" = String, Path), Paging, InEnvironment),
     responses((status = 200, description = "Newest first", body = Page<FilteredDelivery>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_filtered(
     State(st): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(q): Query<ListQuery>,
+    paging: Paging,
 ) -> J<Page<FilteredDelivery>> {
     checkfu_core::id::AutomationId::check("id", &id)?;
-    let req =
-        pb::ListFilteredRequest { automation_id: id.clone(), limit: super::explicit_limit(q.limit), page: q.page.unwrap_or_default() };
+    let req = pb::ListFilteredRequest { automation_id: id.clone(), limit: paging.limit(), page: paging.page() };
     let r = st.scheduler.clone().list_filtered_deliveries(req).await?.into_inner();
     if !st.allowed(&caller.principal_id, "read", "environment", &r.environment_id, &r.environment_id).await? {
         return Err(Error::not_found("automation", &id).into());

@@ -2,7 +2,7 @@
 //! the limit, pausing and resuming need `manage` there, because a Budget is
 //! the platform team's cap on spend, not the Session owner's.
 
-use super::{ListQuery, created};
+use super::{InEnvironment, Paging, created};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::bodies::{self, parse};
@@ -24,11 +24,16 @@ async fn budget_for(st: &AppState, id: &str) -> ApiResult<ss::Budget> {
     Ok(st.sessions.clone().get_budget(ss::GetByIdRequest { id: id.into() }).await?.into_inner())
 }
 
-#[utoipa::path(get, path = "/v1/budgets", tag = "budgets", operation_id = "budgets.listBudgets", params(ListQuery),
+#[utoipa::path(get, path = "/v1/budgets", tag = "budgets", operation_id = "budgets.listBudgets", params(Paging, InEnvironment),
     responses((status = 200, body = Page<views::Budget>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_budgets(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Budget>> {
-    let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
-    let req = ss::ListInEnvironmentsRequest { environment_ids: envs, limit: q.limit(), page: q.page() };
+pub async fn list_budgets(
+    State(st): State<AppState>,
+    caller: Caller,
+    paging: Paging,
+    Query(env): Query<InEnvironment>,
+) -> J<Page<views::Budget>> {
+    let envs = st.readable_envs(&caller, env.environment_id.as_deref()).await?;
+    let req = ss::ListInEnvironmentsRequest { environment_ids: envs, limit: paging.limit(), page: paging.page() };
     let r = st.sessions.clone().list_budgets(req).await?.into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::budget)))
 }

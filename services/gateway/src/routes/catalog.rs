@@ -2,7 +2,7 @@
 //! and the price catalog. Writes need `manage` on the Environment, reads
 //! need `read`.
 
-use super::{ListQuery, created};
+use super::{InEnvironment, Paging, created};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::bodies::{self, parse};
@@ -42,14 +42,19 @@ pub async fn create_agent(State(st): State<AppState>, caller: Caller, headers: H
     .await
 }
 
-#[utoipa::path(get, path = "/v1/agents", tag = "agents", operation_id = "agents.listAgents", params(ListQuery),
+#[utoipa::path(get, path = "/v1/agents", tag = "agents", operation_id = "agents.listAgents", params(Paging, InEnvironment),
     responses((status = 200, body = Page<views::Agent>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_agents(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Agent>> {
-    let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
+pub async fn list_agents(
+    State(st): State<AppState>,
+    caller: Caller,
+    paging: Paging,
+    Query(env): Query<InEnvironment>,
+) -> J<Page<views::Agent>> {
+    let envs = st.readable_envs(&caller, env.environment_id.as_deref()).await?;
     let r = st
         .sessions
         .clone()
-        .list_agents(ss::ListInEnvironmentsRequest { environment_ids: envs, limit: q.limit(), page: q.page() })
+        .list_agents(ss::ListInEnvironmentsRequest { environment_ids: envs, limit: paging.limit(), page: paging.page() })
         .await?
         .into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::agent)))
@@ -110,20 +115,20 @@ pub async fn publish_version(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/agents/{id}/versions", tag = "agents", operation_id = "agents.listAgentVersions", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/agents/{id}/versions", tag = "agents", operation_id = "agents.listAgentVersions", params(("id" = String, Path), Paging, InEnvironment),
     responses((status = 200, body = Page<views::AgentVersion>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_versions(
     State(st): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(q): Query<ListQuery>,
+    paging: Paging,
 ) -> J<Page<views::AgentVersion>> {
     let a = agent_for(&st, &id).await?;
     st.require_read(&caller, &a.environment_id).await?;
     let r = st
         .sessions
         .clone()
-        .list_agent_versions(ss::ListAgentVersionsRequest { agent_id: id, limit: q.limit(), page: q.page() })
+        .list_agent_versions(ss::ListAgentVersionsRequest { agent_id: id, limit: paging.limit(), page: paging.page() })
         .await?
         .into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::agent_version)))
@@ -176,18 +181,19 @@ pub async fn create_sandbox_profile(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/sandbox-profiles", tag = "sandboxProfiles", operation_id = "sandboxProfiles.listSandboxProfiles", params(ListQuery),
+#[utoipa::path(get, path = "/v1/sandbox-profiles", tag = "sandboxProfiles", operation_id = "sandboxProfiles.listSandboxProfiles", params(Paging, InEnvironment),
     responses((status = 200, body = Page<views::SandboxProfile>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_sandbox_profiles(
     State(st): State<AppState>,
     caller: Caller,
-    Query(q): Query<ListQuery>,
+    paging: Paging,
+    Query(env): Query<InEnvironment>,
 ) -> J<Page<views::SandboxProfile>> {
-    let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
+    let envs = st.readable_envs(&caller, env.environment_id.as_deref()).await?;
     let r = st
         .sessions
         .clone()
-        .list_sandbox_profiles(ss::ListInEnvironmentsRequest { environment_ids: envs, limit: q.limit(), page: q.page() })
+        .list_sandbox_profiles(ss::ListInEnvironmentsRequest { environment_ids: envs, limit: paging.limit(), page: paging.page() })
         .await?
         .into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::sandbox_profile)))
@@ -276,15 +282,17 @@ pub async fn create_routing_profile(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/model-routing-profiles", tag = "modelRoutingProfiles", operation_id = "modelRoutingProfiles.listModelRoutingProfiles", params(ListQuery),
+#[utoipa::path(get, path = "/v1/model-routing-profiles", tag = "modelRoutingProfiles", operation_id = "modelRoutingProfiles.listModelRoutingProfiles", params(Paging, InEnvironment),
     responses((status = 200, body = Page<views::ModelRoutingProfile>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_routing_profiles(
     State(st): State<AppState>,
     caller: Caller,
-    Query(q): Query<ListQuery>,
+    paging: Paging,
+    Query(env): Query<InEnvironment>,
 ) -> J<Page<views::ModelRoutingProfile>> {
-    let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
-    let req = mg::ListRoutingProfilesRequest { environment_id: String::new(), environment_ids: envs, limit: q.limit(), page: q.page() };
+    let envs = st.readable_envs(&caller, env.environment_id.as_deref()).await?;
+    let req =
+        mg::ListRoutingProfilesRequest { environment_id: String::new(), environment_ids: envs, limit: paging.limit(), page: paging.page() };
     let r = st.models.clone().list_routing_profiles(req).await?.into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::routing_profile)))
 }
@@ -435,14 +443,19 @@ pub async fn get_deployment(State(st): State<AppState>, caller: Caller, Path(id)
     Ok(Json(views::deployment(&d)))
 }
 
-#[utoipa::path(get, path = "/v1/agent-deployments", tag = "agentDeployments", operation_id = "agentDeployments.listAgentDeployments", params(ListQuery),
+#[utoipa::path(get, path = "/v1/agent-deployments", tag = "agentDeployments", operation_id = "agentDeployments.listAgentDeployments", params(Paging, InEnvironment),
     responses((status = 200, body = Page<views::AgentDeployment>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_deployments(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::AgentDeployment>> {
-    let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
+pub async fn list_deployments(
+    State(st): State<AppState>,
+    caller: Caller,
+    paging: Paging,
+    Query(env): Query<InEnvironment>,
+) -> J<Page<views::AgentDeployment>> {
+    let envs = st.readable_envs(&caller, env.environment_id.as_deref()).await?;
     let r = st
         .sessions
         .clone()
-        .list_deployments(ss::ListInEnvironmentsRequest { environment_ids: envs, limit: q.limit(), page: q.page() })
+        .list_deployments(ss::ListInEnvironmentsRequest { environment_ids: envs, limit: paging.limit(), page: paging.page() })
         .await?
         .into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::deployment)))

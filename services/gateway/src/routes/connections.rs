@@ -8,7 +8,7 @@
 //! and mints an audited `use_connection` row for its owner. Credentials go
 //! in and never come out: every response carries the read form only.
 
-use super::ListQuery;
+use super::Paging;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::bodies::parse;
@@ -122,12 +122,6 @@ pub async fn create_connection(
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ConnectionQuery {
-    /// 1 to 100; default 20.
-    #[serde(default)]
-    pub limit: Option<u32>,
-    /// The `next_page` token of the previous page.
-    #[serde(default)]
-    pub page: Option<String>,
     /// Only this Environment.
     #[serde(default)]
     pub environment_id: Option<String>,
@@ -142,10 +136,14 @@ pub struct ConnectionQuery {
 /// The Connections the caller may see, in the named Environment or in
 /// every Environment it can read. A page holds at most `limit` and may hold
 /// fewer: rows the caller may not see are left out of it.
-#[utoipa::path(get, path = "/v1/connections", tag = "connections", operation_id = "connections.listConnections", params(ConnectionQuery),
+#[utoipa::path(get, path = "/v1/connections", tag = "connections", operation_id = "connections.listConnections", params(Paging, ConnectionQuery),
     responses((status = 200, body = Page<wire::Connection>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_connections(State(st): State<AppState>, caller: Caller, Query(q): Query<ConnectionQuery>) -> J<Page<wire::Connection>> {
-    let list = ListQuery { limit: q.limit, page: q.page.clone(), environment_id: q.environment_id.clone() };
+pub async fn list_connections(
+    State(st): State<AppState>,
+    caller: Caller,
+    Query(q): Query<ConnectionQuery>,
+    paging: Paging,
+) -> J<Page<wire::Connection>> {
     let envs = match q.environment_id.as_deref().filter(|e| !e.is_empty()) {
         // Named: a use_connection holder may list without `read` there.
         Some(env) => {
@@ -158,8 +156,8 @@ pub async fn list_connections(State(st): State<AppState>, caller: Caller, Query(
         environment_ids: envs,
         kind: q.kind.unwrap_or_default(),
         status: q.status.unwrap_or_default(),
-        limit: list.limit(),
-        page: list.page(),
+        limit: paging.limit(),
+        page: paging.page(),
     };
     let r = st.connections.clone().list_connections(req).await?.into_inner();
     let mut seen = vec![];

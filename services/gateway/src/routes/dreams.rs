@@ -2,6 +2,7 @@
 //! is a new store. The memory service checks `manage` (create, cancel,
 //! archive) and `read` on the input store (reading) itself.
 
+use super::Paging;
 use super::memory::{actor, answer, page_of};
 use crate::AppState;
 use crate::auth::Caller;
@@ -51,11 +52,6 @@ pub struct DreamQuery {
     /// Archived Dreams are hidden unless true.
     #[serde(default)]
     pub include_archived: Option<bool>,
-    /// 1 to 100; default 20.
-    #[serde(default)]
-    pub limit: Option<u32>,
-    #[serde(default)]
-    pub page: Option<String>,
 }
 
 #[utoipa::path(post, path = "/v1/dreams", tag = "dreams", operation_id = "dreams.createDream", params(crate::idempotency::IdempotencyKeyHeader), request_body = CreateDream,
@@ -76,15 +72,15 @@ pub async fn create_dream(State(st): State<AppState>, caller: Caller, headers: H
     .await
 }
 
-#[utoipa::path(get, path = "/v1/dreams", tag = "dreams", operation_id = "dreams.listDreams", params(DreamQuery),
+#[utoipa::path(get, path = "/v1/dreams", tag = "dreams", operation_id = "dreams.listDreams", params(DreamQuery, Paging),
     responses((status = 200, description = "The Dreams whose input store the caller may read, newest first", body = crate::views::Page<crate::memory_wire::Dream>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_dreams(State(st): State<AppState>, caller: Caller, Query(q): Query<DreamQuery>) -> J {
+pub async fn list_dreams(State(st): State<AppState>, caller: Caller, Query(q): Query<DreamQuery>, paging: Paging) -> J {
     let req = pb::ListDreamsRequest {
         environment_id: q.environment_id.unwrap_or_default(),
         status: q.status.unwrap_or_default(),
         include_archived: q.include_archived.unwrap_or(false),
-        limit: super::explicit_limit(q.limit),
-        page: q.page.unwrap_or_default(),
+        limit: paging.limit(),
+        page: paging.page(),
         actor_id: caller.principal_id,
     };
     Ok(Json(page_of(st.memory.clone().list_dreams(req).await?.into_inner())))

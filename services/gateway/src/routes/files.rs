@@ -1,7 +1,7 @@
 //! Session files: what the agent left in its outputs folder when each Run
 //! settled. Reading them needs read access to the Session.
 
-use super::ListQuery;
+use super::{InEnvironment, Paging};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::authz::facts_for;
@@ -15,19 +15,19 @@ use axum::response::{IntoResponse, Response};
 use checkfu_proto::sessions::v1 as ss;
 use utoipa::IntoParams;
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/files", tag = "sessions", operation_id = "sessions.listSessionFiles", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/sessions/{id}/files", tag = "sessions", operation_id = "sessions.listSessionFiles", params(("id" = String, Path), Paging, InEnvironment),
     responses((status = 200, description = "Newest capture first", body = Page<views::SessionFile>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_files(
     State(st): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(q): Query<ListQuery>,
+    paging: Paging,
 ) -> ApiResult<Json<Page<views::SessionFile>>> {
     facts_for(&st, &caller, &id, false).await?;
     let r = st
         .sessions
         .clone()
-        .list_session_files(ss::ListRunsRequest { session_id: id, limit: q.limit(), page: q.page() })
+        .list_session_files(ss::ListRunsRequest { session_id: id, limit: paging.limit(), page: paging.page() })
         .await?
         .into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::session_file)))

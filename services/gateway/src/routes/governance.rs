@@ -1,6 +1,6 @@
 //! ActionPolicies, the `evaluate` dry run, and the audit trail.
 
-use super::{ListQuery, created, explicit_limit};
+use super::{InEnvironment, Paging, created};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::bodies::{self, parse};
@@ -48,14 +48,19 @@ pub async fn create_policy(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/action-policies", tag = "actionPolicies", operation_id = "actionPolicies.listActionPolicies", params(ListQuery),
+#[utoipa::path(get, path = "/v1/action-policies", tag = "actionPolicies", operation_id = "actionPolicies.listActionPolicies", params(Paging, InEnvironment),
     responses((status = 200, body = Page<views::ActionPolicy>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_policies(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::ActionPolicy>> {
-    let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
+pub async fn list_policies(
+    State(st): State<AppState>,
+    caller: Caller,
+    paging: Paging,
+    Query(env): Query<InEnvironment>,
+) -> J<Page<views::ActionPolicy>> {
+    let envs = st.readable_envs(&caller, env.environment_id.as_deref()).await?;
     let r = st
         .gov
         .clone()
-        .list_action_policies(gov::ListActionPoliciesRequest { environment_ids: envs, limit: q.limit(), page: q.page() })
+        .list_action_policies(gov::ListActionPoliciesRequest { environment_ids: envs, limit: paging.limit(), page: paging.page() })
         .await?
         .into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::action_policy)))
@@ -134,24 +139,20 @@ pub struct AuditQuery {
     resource_id: String,
     #[serde(default)]
     actor_id: String,
-    #[serde(default)]
-    limit: Option<u32>,
-    #[serde(default)]
-    page: Option<String>,
 }
 
 /// The append-only audit trail: grants, revocations, policy and identity
 /// changes. Installation admins only.
-#[utoipa::path(get, path = "/v1/audit-events", tag = "auditEvents", operation_id = "auditEvents.listAuditEvents", params(AuditQuery),
+#[utoipa::path(get, path = "/v1/audit-events", tag = "auditEvents", operation_id = "auditEvents.listAuditEvents", params(AuditQuery, Paging),
     responses((status = 200, body = Page<views::AuditEvent>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_audit(State(st): State<AppState>, caller: Caller, Query(q): Query<AuditQuery>) -> J<Page<views::AuditEvent>> {
+pub async fn list_audit(
+    State(st): State<AppState>,
+    caller: Caller,
+    Query(q): Query<AuditQuery>,
+    paging: Paging,
+) -> J<Page<views::AuditEvent>> {
     st.require_admin(&caller).await?;
-    let req = gov::ListAuditEventsRequest {
-        resource_id: q.resource_id,
-        actor_id: q.actor_id,
-        limit: explicit_limit(q.limit),
-        page: q.page.unwrap_or_default(),
-    };
+    let req = gov::ListAuditEventsRequest { resource_id: q.resource_id, actor_id: q.actor_id, limit: paging.limit(), page: paging.page() };
     let r = st.gov.clone().list_audit_events(req).await?.into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::audit_event)))
 }

@@ -4,11 +4,11 @@
 //! must be the caller or a Principal it may act as (403). The scheduler
 //! answers each resource as its API JSON.
 
-use super::ListQuery;
+use super::{InEnvironment, Paging};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::{JsonBody, Query};
+use crate::extract::JsonBody;
 use crate::idempotency::once;
 use crate::views::ErrorEnvelope;
 use axum::Json;
@@ -137,11 +137,11 @@ pub async fn create_graph(State(st): State<AppState>, caller: Caller, headers: H
     .await
 }
 
-#[utoipa::path(get, path = "/v1/automation-graphs", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphs", params(ListQuery),
+#[utoipa::path(get, path = "/v1/automation-graphs", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphs", params(Paging, InEnvironment),
     responses((status = 200, description = "Newest first", body = crate::views::Page<crate::graph_wire::AutomationGraph>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_graphs(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J {
+pub async fn list_graphs(State(st): State<AppState>, caller: Caller, paging: Paging) -> J {
     let envs = st.readable_envs(&caller, None).await?;
-    let req = pb::ListGraphsRequest { environment_ids: envs, limit: super::explicit_limit(q.limit), page: q.page.unwrap_or_default() };
+    let req = pb::ListGraphsRequest { environment_ids: envs, limit: paging.limit(), page: paging.page() };
     let r = st.scheduler.clone().list_graphs(req).await?.into_inner();
     Ok(Json(list(&r)))
 }
@@ -194,11 +194,11 @@ pub async fn revise_graph(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/automation-graphs/{id}/revisions", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphRevisions", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/automation-graphs/{id}/revisions", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphRevisions", params(("id" = String, Path), Paging, InEnvironment),
     responses((status = 200, description = "Newest first", body = crate::views::Page<crate::graph_wire::AutomationGraphRevision>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_revisions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<ListQuery>) -> J {
+pub async fn list_revisions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J {
     readable(&st, &caller, &id).await?;
-    let req = pb::ListGraphItemsRequest { id, limit: super::explicit_limit(q.limit), page: q.page.unwrap_or_default() };
+    let req = pb::ListGraphItemsRequest { id, limit: paging.limit(), page: paging.page() };
     Ok(Json(list(&st.scheduler.clone().list_graph_revisions(req).await?.into_inner())))
 }
 
@@ -239,11 +239,11 @@ pub async fn apply_graph(State(st): State<AppState>, caller: Caller, Path(id): P
 }
 
 /// The apply journal, newest first.
-#[utoipa::path(get, path = "/v1/automation-graphs/{id}/applications", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphApplications", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/automation-graphs/{id}/applications", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphApplications", params(("id" = String, Path), Paging, InEnvironment),
     responses((status = 200, description = "Newest first", body = crate::views::Page<crate::graph_wire::GraphApplication>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_applications(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<ListQuery>) -> J {
+pub async fn list_applications(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J {
     readable(&st, &caller, &id).await?;
-    let req = pb::ListGraphItemsRequest { id, limit: super::explicit_limit(q.limit), page: q.page.unwrap_or_default() };
+    let req = pb::ListGraphItemsRequest { id, limit: paging.limit(), page: paging.page() };
     Ok(Json(list(&st.scheduler.clone().list_graph_applications(req).await?.into_inner())))
 }
 

@@ -1,6 +1,6 @@
 //! Principals, API keys, Groups, Environments and PermissionAssignments.
 
-use super::{ListQuery, created, explicit_limit};
+use super::{InEnvironment, Paging, created};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::bodies::{self, parse};
@@ -37,11 +37,11 @@ pub async fn create_principal(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/principals", tag = "principals", operation_id = "principals.listPrincipals", params(ListQuery),
+#[utoipa::path(get, path = "/v1/principals", tag = "principals", operation_id = "principals.listPrincipals", params(Paging, InEnvironment),
     responses((status = 200, body = Page<views::Principal>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_principals(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Principal>> {
+pub async fn list_principals(State(st): State<AppState>, caller: Caller, paging: Paging) -> J<Page<views::Principal>> {
     st.require_admin(&caller).await?;
-    let r = st.gov.clone().list_principals(gov::ListRequest { limit: q.limit(), page: q.page() }).await?.into_inner();
+    let r = st.gov.clone().list_principals(gov::ListRequest { limit: paging.limit(), page: paging.page() }).await?.into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::principal)))
 }
 
@@ -105,19 +105,18 @@ pub async fn create_api_key(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/principals/{id}/api-keys", tag = "apiKeys", operation_id = "apiKeys.listApiKeys", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/principals/{id}/api-keys", tag = "apiKeys", operation_id = "apiKeys.listApiKeys", params(("id" = String, Path), Paging, InEnvironment),
     responses((status = 200, body = Page<views::ApiKey>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_api_keys(
-    State(st): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
-    Query(q): Query<ListQuery>,
-) -> J<Page<views::ApiKey>> {
+pub async fn list_api_keys(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J<Page<views::ApiKey>> {
     if id != caller.principal_id {
         st.require_admin(&caller).await?;
     }
-    let r =
-        st.gov.clone().list_api_keys(gov::ListApiKeysRequest { principal_id: id, limit: q.limit(), page: q.page() }).await?.into_inner();
+    let r = st
+        .gov
+        .clone()
+        .list_api_keys(gov::ListApiKeysRequest { principal_id: id, limit: paging.limit(), page: paging.page() })
+        .await?
+        .into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::api_key)))
 }
 
@@ -149,11 +148,11 @@ pub async fn create_group(State(st): State<AppState>, caller: Caller, headers: H
     .await
 }
 
-#[utoipa::path(get, path = "/v1/groups", tag = "groups", operation_id = "groups.listGroups", params(ListQuery),
+#[utoipa::path(get, path = "/v1/groups", tag = "groups", operation_id = "groups.listGroups", params(Paging, InEnvironment),
     responses((status = 200, body = Page<views::Group>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_groups(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Group>> {
+pub async fn list_groups(State(st): State<AppState>, caller: Caller, paging: Paging) -> J<Page<views::Group>> {
     st.require_admin(&caller).await?;
-    let r = st.gov.clone().list_groups(gov::ListRequest { limit: q.limit(), page: q.page() }).await?.into_inner();
+    let r = st.gov.clone().list_groups(gov::ListRequest { limit: paging.limit(), page: paging.page() }).await?.into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::group)))
 }
 
@@ -212,10 +211,10 @@ pub async fn create_environment(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/environments", tag = "environments", operation_id = "environments.listEnvironments", params(ListQuery),
+#[utoipa::path(get, path = "/v1/environments", tag = "environments", operation_id = "environments.listEnvironments", params(Paging, InEnvironment),
     responses((status = 200, description = "The Environments the caller may read", body = Page<views::Environment>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_environments(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Environment>> {
-    let r = st.gov.clone().list_environments(gov::ListRequest { limit: q.limit(), page: q.page() }).await?.into_inner();
+pub async fn list_environments(State(st): State<AppState>, caller: Caller, paging: Paging) -> J<Page<views::Environment>> {
+    let r = st.gov.clone().list_environments(gov::ListRequest { limit: paging.limit(), page: paging.page() }).await?.into_inner();
     let mut data = vec![];
     for e in &r.data {
         if st.allowed(&caller.principal_id, "read", "environment", &e.id, &e.id).await? {
@@ -323,20 +322,17 @@ pub struct AssignmentQuery {
     resource_id: String,
     #[serde(default)]
     permission: String,
-    #[serde(default)]
-    limit: Option<u32>,
-    #[serde(default)]
-    page: Option<String>,
 }
 
 /// Admins list everything; others see their own grants, or the grants on a
 /// resource whose Environment they manage.
-#[utoipa::path(get, path = "/v1/permission-assignments", tag = "permissionAssignments", operation_id = "permissionAssignments.listPermissionAssignments", params(AssignmentQuery),
+#[utoipa::path(get, path = "/v1/permission-assignments", tag = "permissionAssignments", operation_id = "permissionAssignments.listPermissionAssignments", params(AssignmentQuery, Paging),
     responses((status = 200, body = Page<views::PermissionAssignment>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_assignments(
     State(st): State<AppState>,
     caller: Caller,
     Query(q): Query<AssignmentQuery>,
+    paging: Paging,
 ) -> J<Page<views::PermissionAssignment>> {
     if !st.is_admin(&caller).await? {
         let own = !q.subject_id.is_empty() && q.subject_id == caller.principal_id;
@@ -361,8 +357,8 @@ pub async fn list_assignments(
         subject_id: q.subject_id,
         resource_id: q.resource_id,
         permission: q.permission,
-        limit: explicit_limit(q.limit),
-        page: q.page.unwrap_or_default(),
+        limit: paging.limit(),
+        page: paging.page(),
     };
     let r = st.gov.clone().list_permission_assignments(req).await?.into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::assignment)))

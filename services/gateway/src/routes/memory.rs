@@ -3,6 +3,7 @@
 //! `manage` itself (403 without a row) and answers each resource as its API
 //! JSON; these handlers shape-check bodies and queries and pass the caller.
 
+use super::{InEnvironment, Paging};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -115,11 +116,6 @@ pub struct StoreQuery {
     pub owner_id: Option<String>,
     #[serde(default)]
     pub include_archived: Option<bool>,
-    /// 1 to 100; default 20.
-    #[serde(default)]
-    pub limit: Option<u32>,
-    #[serde(default)]
-    pub page: Option<String>,
 }
 
 /// `?path=&at_version=`.
@@ -148,11 +144,6 @@ pub struct DocumentsQuery {
     pub path_prefix: Option<String>,
     #[serde(default)]
     pub at_version: Option<i64>,
-    /// 1 to 100; default 20.
-    #[serde(default)]
-    pub limit: Option<u32>,
-    #[serde(default)]
-    pub page: Option<String>,
 }
 
 /// `?memory_store_id=&status=&limit=&page=`.
@@ -163,11 +154,6 @@ pub struct ProposalQuery {
     /// `open`, `approved` or `rejected`.
     #[serde(default)]
     pub status: Option<String>,
-    /// 1 to 100; default 20.
-    #[serde(default)]
-    pub limit: Option<u32>,
-    #[serde(default)]
-    pub page: Option<String>,
 }
 
 #[utoipa::path(post, path = "/v1/memory-stores", tag = "memoryStores", operation_id = "memoryStores.createMemoryStore", params(crate::idempotency::IdempotencyKeyHeader), request_body = CreateMemoryStore,
@@ -189,16 +175,16 @@ pub async fn create_store(State(st): State<AppState>, caller: Caller, headers: H
     .await
 }
 
-#[utoipa::path(get, path = "/v1/memory-stores", tag = "memoryStores", operation_id = "memoryStores.listMemoryStores", params(StoreQuery),
+#[utoipa::path(get, path = "/v1/memory-stores", tag = "memoryStores", operation_id = "memoryStores.listMemoryStores", params(StoreQuery, Paging),
     responses((status = 200, description = "The stores the caller may read, newest first", body = crate::views::Page<crate::memory_wire::MemoryStore>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_stores(State(st): State<AppState>, caller: Caller, Query(q): Query<StoreQuery>) -> J {
+pub async fn list_stores(State(st): State<AppState>, caller: Caller, Query(q): Query<StoreQuery>, paging: Paging) -> J {
     let req = pb::ListStoresRequest {
         environment_id: q.environment_id.unwrap_or_default(),
         owner_kind: q.owner_kind.unwrap_or_default(),
         owner_id: q.owner_id.unwrap_or_default(),
         include_archived: q.include_archived.unwrap_or(false),
-        limit: super::explicit_limit(q.limit),
-        page: q.page.unwrap_or_default(),
+        limit: paging.limit(),
+        page: paging.page(),
         actor_id: caller.principal_id,
     };
     Ok(Json(page_of(st.memory.clone().list_stores(req).await?.into_inner())))
@@ -291,15 +277,21 @@ pub async fn delete_document(
     Ok(Json(answer(st.memory.clone().delete_document(req).await?.into_inner())))
 }
 
-#[utoipa::path(get, path = "/v1/memory-stores/{id}/documents", tag = "memoryStores", operation_id = "memoryStores.listMemoryStoreDocuments", params(("id" = String, Path), DocumentsQuery),
+#[utoipa::path(get, path = "/v1/memory-stores/{id}/documents", tag = "memoryStores", operation_id = "memoryStores.listMemoryStoreDocuments", params(("id" = String, Path), DocumentsQuery, Paging),
     responses((status = 200, description = "{memory_store_id, store_version, data, next_page}: documents without content, by path", body = crate::memory_wire::MemoryDocumentPage), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_documents(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<DocumentsQuery>) -> J {
+pub async fn list_documents(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<DocumentsQuery>,
+    paging: Paging,
+) -> J {
     let req = pb::ListDocumentsRequest {
         store_id: id.clone(),
         path_prefix: q.path_prefix.unwrap_or_default(),
         at_version: q.at_version,
-        limit: super::explicit_limit(q.limit),
-        page: q.page.unwrap_or_default(),
+        limit: paging.limit(),
+        page: paging.page(),
         actor_id: caller.principal_id,
     };
     let mut l = st.memory.clone().list_documents(req).await?.into_inner();
@@ -311,10 +303,10 @@ pub async fn list_documents(State(st): State<AppState>, caller: Caller, Path(id)
     Ok(Json(page))
 }
 
-#[utoipa::path(get, path = "/v1/memory-stores/{id}/versions", tag = "memoryStores", operation_id = "memoryStores.listMemoryStoreVersions", params(("id" = String, Path), super::ListQuery),
+#[utoipa::path(get, path = "/v1/memory-stores/{id}/versions", tag = "memoryStores", operation_id = "memoryStores.listMemoryStoreVersions", params(("id" = String, Path), Paging, InEnvironment),
     responses((status = 200, description = "Versions, newest first", body = crate::views::Page<crate::memory_wire::MemoryVersion>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_versions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<super::ListQuery>) -> J {
-    let req = pb::ListVersionsRequest { store_id: id, limit: q.limit(), page: q.page(), actor_id: caller.principal_id };
+pub async fn list_versions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J {
+    let req = pb::ListVersionsRequest { store_id: id, limit: paging.limit(), page: paging.page(), actor_id: caller.principal_id };
     Ok(Json(page_of(st.memory.clone().list_versions(req).await?.into_inner())))
 }
 
@@ -347,14 +339,14 @@ pub async fn create_proposal(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/memory-proposals", tag = "memoryProposals", operation_id = "memoryProposals.listMemoryProposals", params(ProposalQuery),
+#[utoipa::path(get, path = "/v1/memory-proposals", tag = "memoryProposals", operation_id = "memoryProposals.listMemoryProposals", params(ProposalQuery, Paging),
     responses((status = 200, description = "A store's proposals, newest first", body = crate::views::Page<crate::memory_wire::MemoryProposal>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_proposals(State(st): State<AppState>, caller: Caller, Query(q): Query<ProposalQuery>) -> J {
+pub async fn list_proposals(State(st): State<AppState>, caller: Caller, Query(q): Query<ProposalQuery>, paging: Paging) -> J {
     let req = pb::ListProposalsRequest {
         store_id: q.memory_store_id,
         status: q.status.unwrap_or_default(),
-        limit: super::explicit_limit(q.limit),
-        page: q.page.unwrap_or_default(),
+        limit: paging.limit(),
+        page: paging.page(),
         actor_id: caller.principal_id,
     };
     Ok(Json(page_of(st.memory.clone().list_proposals(req).await?.into_inner())))

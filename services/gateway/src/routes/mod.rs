@@ -14,6 +14,7 @@ pub mod governance;
 pub mod graphs;
 pub mod identity;
 pub mod memory;
+pub mod paging;
 pub mod runners;
 pub mod sessions;
 pub mod skills;
@@ -22,43 +23,7 @@ pub mod uploads;
 pub mod vaults;
 pub mod webhooks;
 
-use serde::Deserialize;
-use utoipa::IntoParams;
-
-/// `?limit=&page=` of every list endpoint.
-#[derive(Debug, Default, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct ListQuery {
-    /// 1 to 100; default 20.
-    #[serde(default)]
-    pub limit: Option<u32>,
-    /// The `next_page` token of the previous page.
-    #[serde(default)]
-    pub page: Option<String>,
-    /// Only this Environment.
-    #[serde(default)]
-    pub environment_id: Option<String>,
-}
-
-impl ListQuery {
-    /// Absent means the default; an explicit 0 is out of range like 101.
-    pub fn limit(&self) -> u32 {
-        explicit_limit(self.limit)
-    }
-    pub fn page(&self) -> String {
-        self.page.clone().unwrap_or_default()
-    }
-}
-
-/// Maps `?limit=` for the services: absent → 0 (their default), an explicit
-/// 0 → out of range, so it is refused like any other bad limit.
-pub fn explicit_limit(l: Option<u32>) -> u32 {
-    match l {
-        Some(0) => u32::MAX,
-        Some(n) => n,
-        None => 0,
-    }
-}
+pub use paging::{InEnvironment, Paging};
 
 /// A page of resources a service answered as JSON texts:
 /// `{data, next_page}` (null on the last page).

@@ -2,7 +2,7 @@
 //! right to speak for the Principal the Runner acts as), the Runners made
 //! from them (`read`), and revocation (`manage`).
 
-use super::{ListQuery, created};
+use super::{InEnvironment, Paging, created};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::authz::require_speaks_for;
@@ -48,14 +48,19 @@ pub async fn create_pairing(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/runners", tag = "runners", operation_id = "runners.listRunners", params(ListQuery),
+#[utoipa::path(get, path = "/v1/runners", tag = "runners", operation_id = "runners.listRunners", params(Paging, InEnvironment),
     responses((status = 200, body = Page<views::Runner>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_runners(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::Runner>> {
-    let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
+pub async fn list_runners(
+    State(st): State<AppState>,
+    caller: Caller,
+    paging: Paging,
+    Query(env): Query<InEnvironment>,
+) -> J<Page<views::Runner>> {
+    let envs = st.readable_envs(&caller, env.environment_id.as_deref()).await?;
     let r = st
         .sessions
         .clone()
-        .list_runners(ss::ListInEnvironmentsRequest { environment_ids: envs, limit: q.limit(), page: q.page() })
+        .list_runners(ss::ListInEnvironmentsRequest { environment_ids: envs, limit: paging.limit(), page: paging.page() })
         .await?
         .into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::runner)))

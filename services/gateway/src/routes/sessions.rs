@@ -1,6 +1,6 @@
 //! Sessions, their events (paged and streamed over SSE) and Runs.
 
-use super::{ListQuery, created};
+use super::{InEnvironment, Paging, created};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::authz::{facts_for, require_speaks_for, session_for};
@@ -148,11 +148,6 @@ pub struct SessionQuery {
     status: String,
     #[serde(default)]
     agent_deployment_id: String,
-    /// 1 to 100; default 20.
-    #[serde(default)]
-    limit: Option<u32>,
-    #[serde(default)]
-    page: Option<String>,
     #[serde(default)]
     environment_id: Option<String>,
     /// `desc` (default: newest first) or `asc`; a page token continues in
@@ -171,9 +166,14 @@ pub enum SortOrder {
 }
 
 /// Sessions in every Environment the caller reads, or else the caller's own.
-#[utoipa::path(get, path = "/v1/sessions", tag = "sessions", operation_id = "sessions.listSessions", params(SessionQuery),
+#[utoipa::path(get, path = "/v1/sessions", tag = "sessions", operation_id = "sessions.listSessions", params(SessionQuery, Paging),
     responses((status = 200, body = Page<views::Session>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_sessions(State(st): State<AppState>, caller: Caller, Query(q): Query<SessionQuery>) -> J<Page<views::Session>> {
+pub async fn list_sessions(
+    State(st): State<AppState>,
+    caller: Caller,
+    Query(q): Query<SessionQuery>,
+    paging: Paging,
+) -> J<Page<views::Session>> {
     let envs = st.readable_envs(&caller, None).await?;
     let only_env = q.environment_id.clone().filter(|e| !e.is_empty());
     let (environment_ids, principal_id) = match (&only_env, envs.is_empty()) {
@@ -187,8 +187,8 @@ pub async fn list_sessions(State(st): State<AppState>, caller: Caller, Query(q):
         environment_ids,
         status: q.status,
         agent_deployment_id: q.agent_deployment_id,
-        limit: super::explicit_limit(q.limit),
-        page: q.page.unwrap_or_default(),
+        limit: paging.limit(),
+        page: paging.page(),
         principal_id,
         ascending,
     };
@@ -424,16 +424,16 @@ async fn stream_view(
     Ok(resp)
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/runs", tag = "sessions", operation_id = "sessions.listSessionRuns", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/sessions/{id}/runs", tag = "sessions", operation_id = "sessions.listSessionRuns", params(("id" = String, Path), Paging, InEnvironment),
     responses((status = 200, body = Page<views::Run>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_runs(
-    State(st): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
-    Query(q): Query<ListQuery>,
-) -> J<Page<views::Run>> {
+pub async fn list_runs(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J<Page<views::Run>> {
     facts_for(&st, &caller, &id, false).await?;
-    let r = st.sessions.clone().list_runs(ss::ListRunsRequest { session_id: id, limit: q.limit(), page: q.page() }).await?.into_inner();
+    let r = st
+        .sessions
+        .clone()
+        .list_runs(ss::ListRunsRequest { session_id: id, limit: paging.limit(), page: paging.page() })
+        .await?
+        .into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::run)))
 }
 
@@ -446,16 +446,16 @@ pub async fn get_run(State(st): State<AppState>, caller: Caller, Path(id): Path<
     Ok(Json(views::run(&r)))
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/outcomes", tag = "sessions", operation_id = "sessions.listSessionOutcomes", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/sessions/{id}/outcomes", tag = "sessions", operation_id = "sessions.listSessionOutcomes", params(("id" = String, Path), Paging, InEnvironment),
     responses((status = 200, description = "The Session's Outcomes, newest first", body = crate::views::Page<crate::threads_wire::Outcome>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_outcomes(
-    State(st): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
-    Query(q): Query<ListQuery>,
-) -> ApiResult<Json<Value>> {
+pub async fn list_outcomes(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> ApiResult<Json<Value>> {
     facts_for(&st, &caller, &id, false).await?;
-    let r = st.sessions.clone().list_outcomes(ss::ListRunsRequest { session_id: id, limit: q.limit(), page: q.page() }).await?.into_inner();
+    let r = st
+        .sessions
+        .clone()
+        .list_outcomes(ss::ListRunsRequest { session_id: id, limit: paging.limit(), page: paging.page() })
+        .await?
+        .into_inner();
     Ok(Json(super::json_page(&r.json, &r.next_page)))
 }
 

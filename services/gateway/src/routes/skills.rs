@@ -4,6 +4,7 @@
 //! file, its filename the path) or as JSON with each file's content in
 //! UTF-8 or base64; either way at most 12 MiB.
 
+use super::{InEnvironment, Paging};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -155,12 +156,6 @@ pub async fn create_version(
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SkillQuery {
-    /// 1 to 100; default 20.
-    #[serde(default)]
-    pub limit: Option<u32>,
-    /// The `next_page` token of the previous page.
-    #[serde(default)]
-    pub page: Option<String>,
     /// Only this Environment.
     #[serde(default)]
     pub environment_id: Option<String>,
@@ -169,16 +164,21 @@ pub struct SkillQuery {
     pub include_archived: Option<bool>,
 }
 
-#[utoipa::path(get, path = "/v1/skills", tag = "skills", operation_id = "skills.listSkills", params(SkillQuery),
+#[utoipa::path(get, path = "/v1/skills", tag = "skills", operation_id = "skills.listSkills", params(Paging, SkillQuery),
     responses((status = 200, body = Page<wire::Skill>), (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
-pub async fn list_skills(State(st): State<AppState>, caller: Caller, Query(q): Query<SkillQuery>) -> ApiResult<Json<Page<wire::Skill>>> {
+pub async fn list_skills(
+    State(st): State<AppState>,
+    caller: Caller,
+    Query(q): Query<SkillQuery>,
+    paging: Paging,
+) -> ApiResult<Json<Page<wire::Skill>>> {
     st.require_capability("skills").await?;
     let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
     let req = ss::ListSkillsRequest {
         environment_ids: envs,
         include_archived: q.include_archived.unwrap_or(false),
-        limit: super::explicit_limit(q.limit),
-        page: q.page.unwrap_or_default(),
+        limit: paging.limit(),
+        page: paging.page(),
     };
     let r = st.skills.clone().list_skills(req).await?.into_inner();
     Ok(Json(page(&r.data, &r.next_page, wire::skill)))
@@ -191,18 +191,22 @@ pub async fn get_skill(State(st): State<AppState>, caller: Caller, Path(id): Pat
     Ok(Json(wire::skill(&skill_for(&st, &caller, &id).await?)))
 }
 
-#[utoipa::path(get, path = "/v1/skills/{id}/versions", tag = "skills", operation_id = "skills.listSkillVersions", params(("id" = String, Path), super::ListQuery),
+#[utoipa::path(get, path = "/v1/skills/{id}/versions", tag = "skills", operation_id = "skills.listSkillVersions", params(("id" = String, Path), Paging, InEnvironment),
     responses((status = 200, description = "Newest first", body = Page<wire::SkillVersion>), (status = "4XX", body = ErrorEnvelope),
         (status = 503, body = ErrorEnvelope)))]
 pub async fn list_versions(
     State(st): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(q): Query<super::ListQuery>,
+    paging: Paging,
 ) -> ApiResult<Json<Page<wire::SkillVersion>>> {
     st.require_capability("skills").await?;
     skill_for(&st, &caller, &id).await?;
-    let r = st.skills.clone().list_skill_versions(ss::ListSkillVersionsRequest { skill_id: id, limit: q.limit(), page: q.page() }).await?;
+    let r = st
+        .skills
+        .clone()
+        .list_skill_versions(ss::ListSkillVersionsRequest { skill_id: id, limit: paging.limit(), page: paging.page() })
+        .await?;
     let r = r.into_inner();
     Ok(Json(page(&r.data, &r.next_page, wire::skill_version)))
 }

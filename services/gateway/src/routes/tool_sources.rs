@@ -2,7 +2,7 @@
 //! `manage` on the Environment writes (creating one also needs the caller's
 //! own `use_connection` on the Connection); `read` reads.
 
-use super::{ListQuery, created};
+use super::{InEnvironment, Paging, created};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::bodies::parse;
@@ -59,11 +59,16 @@ pub async fn create_tool_source(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/tool-sources", tag = "toolSources", operation_id = "toolSources.listToolSources", params(ListQuery),
+#[utoipa::path(get, path = "/v1/tool-sources", tag = "toolSources", operation_id = "toolSources.listToolSources", params(Paging, InEnvironment),
     responses((status = 200, body = Page<wire::ToolSource>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_tool_sources(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<wire::ToolSource>> {
-    let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
-    let req = cap::ListToolSourcesRequest { environment_ids: envs, limit: q.limit(), page: q.page() };
+pub async fn list_tool_sources(
+    State(st): State<AppState>,
+    caller: Caller,
+    paging: Paging,
+    Query(env): Query<InEnvironment>,
+) -> J<Page<wire::ToolSource>> {
+    let envs = st.readable_envs(&caller, env.environment_id.as_deref()).await?;
+    let req = cap::ListToolSourcesRequest { environment_ids: envs, limit: paging.limit(), page: paging.page() };
     let r = st.tool_sources.clone().list_tool_sources(req).await?.into_inner();
     Ok(Json(page(&r.data, &r.next_page, wire::tool_source)))
 }

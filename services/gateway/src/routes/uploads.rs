@@ -5,7 +5,7 @@
 //! Environment and admins; to anyone else it does not exist (404). A
 //! message or a new Session may name only Files its author can see.
 
-use super::ListQuery;
+use super::{InEnvironment, Paging};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -198,21 +198,26 @@ pub async fn upload_file(State(st): State<AppState>, caller: Caller, headers: He
     .await
 }
 
-#[utoipa::path(get, path = "/v1/files", tag = "files", operation_id = "files.listFiles", params(ListQuery),
+#[utoipa::path(get, path = "/v1/files", tag = "files", operation_id = "files.listFiles", params(Paging, InEnvironment),
     responses((status = 200, description = "Newest first: your own, or every File of an Environment you manage", body = Page<wire::File>),
         (status = "4XX", body = ErrorEnvelope), (status = 503, body = ErrorEnvelope)))]
-pub async fn list_files(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> ApiResult<Json<Page<wire::File>>> {
+pub async fn list_files(
+    State(st): State<AppState>,
+    caller: Caller,
+    paging: Paging,
+    Query(env): Query<InEnvironment>,
+) -> ApiResult<Json<Page<wire::File>>> {
     st.require_capability("files").await?;
-    let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
-    let everyone = match q.environment_id.as_deref().filter(|e| !e.is_empty()) {
+    let envs = st.readable_envs(&caller, env.environment_id.as_deref()).await?;
+    let everyone = match env.environment_id.as_deref().filter(|e| !e.is_empty()) {
         Some(env) => st.allowed(&caller.principal_id, "manage", "environment", env, env).await? || st.is_admin(&caller).await?,
         None => st.is_admin(&caller).await?,
     };
     let req = ss::ListUploadedFilesRequest {
         environment_ids: envs,
         created_by: if everyone { String::new() } else { caller.principal_id.clone() },
-        limit: q.limit(),
-        page: q.page(),
+        limit: paging.limit(),
+        page: paging.page(),
     };
     let r = st.files.clone().list_files(req).await?.into_inner();
     Ok(Json(page(&r.data, &r.next_page, wire::file)))

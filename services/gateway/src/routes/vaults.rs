@@ -3,7 +3,7 @@
 //! Environment (400 otherwise); governance checks Principals and Groups and
 //! compiles the rows.
 
-use super::{ListQuery, created};
+use super::{InEnvironment, Paging, created};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::bodies::parse;
@@ -113,16 +113,21 @@ pub async fn create_vault(State(st): State<AppState>, caller: Caller, headers: H
     .await
 }
 
-#[utoipa::path(get, path = "/v1/connection-vaults", tag = "connectionVaults", operation_id = "connectionVaults.listConnectionVaults", params(ListQuery),
+#[utoipa::path(get, path = "/v1/connection-vaults", tag = "connectionVaults", operation_id = "connectionVaults.listConnectionVaults", params(Paging, InEnvironment),
     responses((status = 200, body = Page<wire::ConnectionVault>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_vaults(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<wire::ConnectionVault>> {
+pub async fn list_vaults(
+    State(st): State<AppState>,
+    caller: Caller,
+    paging: Paging,
+    Query(env): Query<InEnvironment>,
+) -> J<Page<wire::ConnectionVault>> {
     let mut envs = vec![];
-    for env in st.readable_envs(&caller, q.environment_id.as_deref()).await? {
+    for env in st.readable_envs(&caller, env.environment_id.as_deref()).await? {
         if st.allowed(&caller.principal_id, "manage", "environment", &env, &env).await? {
             envs.push(env);
         }
     }
-    let req = gov::ListConnectionVaultsRequest { environment_ids: envs, limit: q.limit(), page: q.page() };
+    let req = gov::ListConnectionVaultsRequest { environment_ids: envs, limit: paging.limit(), page: paging.page() };
     let r = st.gov.clone().list_connection_vaults(req).await?.into_inner();
     Ok(Json(page(&r.data, &r.next_page, wire::vault)))
 }

@@ -3,7 +3,7 @@
 //! (no `environment_id`) needs installation `admin`. The signing secret is
 //! shown only when created or rotated.
 
-use super::{ListQuery, created};
+use super::{InEnvironment, Paging, created};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::bodies::{self, parse};
@@ -53,12 +53,17 @@ pub async fn create_endpoint(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/webhook-endpoints", tag = "webhookEndpoints", operation_id = "webhookEndpoints.listWebhookEndpoints", params(ListQuery),
+#[utoipa::path(get, path = "/v1/webhook-endpoints", tag = "webhookEndpoints", operation_id = "webhookEndpoints.listWebhookEndpoints", params(Paging, InEnvironment),
     responses((status = 200, body = Page<views::WebhookEndpoint>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_endpoints(State(st): State<AppState>, caller: Caller, Query(q): Query<ListQuery>) -> J<Page<views::WebhookEndpoint>> {
-    let envs = st.readable_envs(&caller, q.environment_id.as_deref()).await?;
-    let include_installation = q.environment_id.is_none() && st.is_admin(&caller).await?;
-    let req = wh::ListEndpointsRequest { environment_ids: envs, include_installation, limit: q.limit(), page: q.page() };
+pub async fn list_endpoints(
+    State(st): State<AppState>,
+    caller: Caller,
+    paging: Paging,
+    Query(env): Query<InEnvironment>,
+) -> J<Page<views::WebhookEndpoint>> {
+    let envs = st.readable_envs(&caller, env.environment_id.as_deref()).await?;
+    let include_installation = env.environment_id.is_none() && st.is_admin(&caller).await?;
+    let req = wh::ListEndpointsRequest { environment_ids: envs, include_installation, limit: paging.limit(), page: paging.page() };
     let r = st.webhooks.clone().list_endpoints(req).await?.into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, |e| views::webhook_endpoint(e, None))))
 }
@@ -113,20 +118,20 @@ pub async fn rotate_secret(State(st): State<AppState>, caller: Caller, Path(id):
 }
 
 /// Each delivery with every attempt: status, response code, next attempt.
-#[utoipa::path(get, path = "/v1/webhook-endpoints/{id}/deliveries", tag = "webhookEndpoints", operation_id = "webhookEndpoints.listWebhookEndpointDeliveries", params(("id" = String, Path), ListQuery),
+#[utoipa::path(get, path = "/v1/webhook-endpoints/{id}/deliveries", tag = "webhookEndpoints", operation_id = "webhookEndpoints.listWebhookEndpointDeliveries", params(("id" = String, Path), Paging, InEnvironment),
     responses((status = 200, body = Page<views::WebhookDelivery>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_deliveries(
     State(st): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(q): Query<ListQuery>,
+    paging: Paging,
 ) -> J<Page<views::WebhookDelivery>> {
     let e = endpoint_for(&st, &id).await?;
     require_see(&st, &caller, &e.environment_id).await?;
     let r = st
         .webhooks
         .clone()
-        .list_deliveries(wh::ListDeliveriesRequest { endpoint_id: id, limit: q.limit(), page: q.page() })
+        .list_deliveries(wh::ListDeliveriesRequest { endpoint_id: id, limit: paging.limit(), page: paging.page() })
         .await?
         .into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::webhook_delivery)))
