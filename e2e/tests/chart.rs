@@ -542,7 +542,6 @@ async fn the_charts_certificates_authenticate_the_mesh() {
         storage: checkfu_store::Location::SqliteDir(data.path().to_path_buf()),
         remotes: Default::default(),
         mesh: Some(checkfu_node::mesh::MeshTls::load(&files("governance")).unwrap()),
-        bootstrap_key_file: Some(data.path().join("admin.key")),
         embedded: false,
         ..checkfu_e2e::embedded_options(data.path(), &checkfu_e2e::Tuning::default())
     };

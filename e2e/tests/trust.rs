@@ -99,10 +99,8 @@ async fn no_installation_is_committed_without_its_admin_key() {
     let dir = tempfile::tempdir().unwrap();
     // The key's directory is a file: the key cannot be written.
     std::fs::write(dir.path().join("blocked"), "not a directory").unwrap();
-    let bad = checkfu_node::NodeOptions {
-        bootstrap_key_file: Some(dir.path().join("blocked").join("admin.key")),
-        ..embedded_options(dir.path(), &Tuning::default())
-    };
+    let mut bad = embedded_options(dir.path(), &Tuning::default());
+    bad.governance.bootstrap_key_file = Some(dir.path().join("blocked").join("admin.key"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let failed = checkfu_node::Node::start(listener, bad).await;
     assert!(failed.is_err(), "start must fail when the admin key cannot be written");

@@ -20,7 +20,9 @@ pub mod self_hosted;
 
 pub use checkfu_core::Role;
 pub use node::Node;
-pub use options::{ApprovalTiming, BootstrapInfo, NodeOptions};
+pub use options::{
+    BootstrapInfo, CapabilityGatewayOptions, GatewayOptions, GovernanceOptions, ModelGatewayOptions, NodeOptions, SessionsOptions,
+};
 
 /// The allocator of every process that runs the platform (`checkfu`, and
 /// the bench and tests that embed it): the event log's writers, the

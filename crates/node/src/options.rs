@@ -7,8 +7,11 @@ use checkfu_core::Role;
 use checkfu_store::Location;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::time::Duration;
 
-/// How a node is put together.
+/// How a node is put together: what the whole installation shares, then
+/// one section per role, which only that role reads (a role's `start` takes
+/// its own section and the shared fields, nothing of another role's).
 #[derive(Debug, Clone)]
 pub struct NodeOptions {
     pub roles: BTreeSet<Role>,
@@ -19,73 +22,100 @@ pub struct NodeOptions {
     /// This process's mesh identity: needed to reach remote roles and to
     /// serve the internal listener.
     pub mesh: Option<MeshTls>,
-    /// Where governance writes the bootstrap admin key (mode 0600).
-    pub bootstrap_key_file: Option<PathBuf>,
     /// One-process installation: leases held by a previous process are
     /// released at start, since its runner died with it.
     pub embedded: bool,
-    pub runner: checkfu_runner::RunnerConfig,
-    /// How often an idle SSE stream gets a `: ping` comment.
-    pub sse_ping: std::time::Duration,
-    pub approvals: ApprovalTiming,
-    /// How long a Run's lease lasts without a heartbeat.
-    pub run_lease: std::time::Duration,
-    /// Outbound fetches may reach private, loopback and link-local
-    /// addresses (local development and tests; production refuses them).
-    pub allow_private_targets: bool,
-    /// SandboxProfiles may allow every public host (`allowed_hosts:["*"]`).
-    pub allow_unrestricted_network: bool,
-    /// Where the CMA-compatible projection is mounted (`/cma`).
-    pub cma_prefix: String,
     /// Kafka bootstrap servers; `None` keeps durable events on the
     /// in-process bus (the embedded installation).
     pub kafka_brokers: Option<String>,
     /// Redis for live fan-out across replicas and shared rate limits;
     /// `None` keeps both in process.
     pub redis_url: Option<String>,
-    /// Session files and workspace snapshots: `s3://...` or a directory.
+    /// Seals stored secrets (webhook signing secrets) and signs capability
+    /// tokens under the installation key; `None` on SQLite keeps a key in
+    /// the data directory. A `Sealer`, never the key's text, so the options
+    /// can be printed.
+    pub sealer: Option<checkfu_store::sealed::Sealer>,
+    /// Session files, workspace snapshots and memory contents: `s3://...`
+    /// or a directory (the sessions and memory roles).
     pub blob_store: String,
+    /// Features switched off (docs/api.md, "Features"); each role that
+    /// serves one answers `feature_disabled` for it.
+    pub features_disabled: checkfu_core::features::Disabled,
+    /// Outbound fetches may reach private, loopback and link-local
+    /// addresses (local development and tests; production refuses them):
+    /// installation policy, which every role that reaches out obeys.
+    pub allow_private_targets: bool,
+    pub gateway: GatewayOptions,
+    pub governance: GovernanceOptions,
+    pub sessions: SessionsOptions,
+    pub capability_gateway: CapabilityGatewayOptions,
+    pub model_gateway: ModelGatewayOptions,
+    pub runner: checkfu_runner::RunnerConfig,
+}
+
+/// The gateway role's section: the public edge's limits and mounts.
+#[derive(Debug, Clone)]
+pub struct GatewayOptions {
+    /// How often an idle SSE stream gets a `: ping` comment.
+    pub sse_ping: Duration,
+    /// Where the CMA-compatible projection is mounted (`/cma`).
+    pub cma_prefix: String,
     /// Requests per second one principal may make (per installation).
     pub rate_limit_per_second: u32,
     /// Open SSE streams one principal may hold on one gateway.
     pub max_streams_per_principal: usize,
     /// Invalid API keys one client address may present per 10 s.
     pub auth_failures_per_window: u32,
-    /// Seals stored secrets (webhook signing secrets) under the
-    /// installation key; `None` on SQLite keeps a key in the data directory.
-    /// A `Sealer`, never the key's text, so the options can be printed.
-    pub sealer: Option<checkfu_store::sealed::Sealer>,
-    /// Where the model gateway may send each provider's requests, with
-    /// which key (installation configuration, never API input).
-    pub model_endpoints: checkfu_model_gateway::endpoints::Endpoints,
+}
+
+/// The governance role's section.
+#[derive(Debug, Clone)]
+pub struct GovernanceOptions {
+    /// Where bootstrap writes the first admin key (mode 0600).
+    pub bootstrap_key_file: Option<PathBuf>,
+    /// How long an ActionApproval waits for an answer.
+    pub approval_ttl: Duration,
+}
+
+/// The sessions role's section.
+#[derive(Debug, Clone)]
+pub struct SessionsOptions {
+    /// How long a Run's lease lasts without a heartbeat.
+    pub run_lease: Duration,
+    /// How often decided or expired ActionApprovals that Sessions have not
+    /// seen yet are recorded in their logs.
+    pub approval_sweep_every: Duration,
+    /// SandboxProfiles may allow every public host (`allowed_hosts:["*"]`).
+    pub allow_unrestricted_network: bool,
+    /// Days an uploaded File lives by default (0: until deleted).
+    pub files_retention_days: i64,
+}
+
+/// The capability gateway role's section.
+#[derive(Debug, Clone)]
+pub struct CapabilityGatewayOptions {
     /// The credential key file sealing Connection credentials; `None`
     /// keeps one in the data directory on SQLite and leaves `credentials`
     /// unavailable on PostgreSQL.
     pub credential_key_file: Option<PathBuf>,
-    /// Features switched off (api.md §16.8).
-    pub features_disabled: checkfu_core::features::Disabled,
     /// The sandbox egress proxy's listener; `None` runs none (sandboxes
     /// then have no network at all).
     pub egress_listen: Option<String>,
     /// The proxy's address as runners reach it; default the bound one.
     pub egress_advertise: Option<String>,
-    /// Days an uploaded File lives by default (0: until deleted).
-    pub files_retention_days: i64,
 }
 
-/// How long ActionApprovals wait, and how often the sessions role records
-/// decided or expired ones its Sessions have not seen yet.
-#[derive(Debug, Clone, Copy)]
-pub struct ApprovalTiming {
-    pub ttl: std::time::Duration,
-    pub sweep_every: std::time::Duration,
+/// The model gateway role's section.
+#[derive(Debug, Clone)]
+pub struct ModelGatewayOptions {
+    /// Where each provider's requests may go, with which key (installation
+    /// configuration, never API input).
+    pub endpoints: checkfu_model_gateway::endpoints::Endpoints,
 }
 
-impl Default for ApprovalTiming {
-    fn default() -> Self {
-        ApprovalTiming { ttl: std::time::Duration::from_secs(3600), sweep_every: std::time::Duration::from_secs(2) }
-    }
-}
+/// How often the sessions role records approvals decided elsewhere.
+const APPROVAL_SWEEP_EVERY: Duration = Duration::from_secs(2);
 
 impl NodeOptions {
     /// The options a validated configuration describes, for `roles`;
@@ -93,7 +123,7 @@ impl NodeOptions {
     pub fn from_config(config: &crate::config::Loaded, roles: BTreeSet<Role>, embedded: bool) -> anyhow::Result<NodeOptions> {
         let c = &config.config;
         let mut runner = checkfu_runner::RunnerConfig {
-            heartbeat_every: std::time::Duration::from_millis(c.runner.heartbeat_ms),
+            heartbeat_every: Duration::from_millis(c.runner.heartbeat_ms),
             workspaces: c.workspaces(),
             sandbox_cgroup: c.runner.sandbox_cgroup.clone(),
             kubernetes: (c.runner.sandbox_driver == "kubernetes").then(|| {
@@ -114,29 +144,38 @@ impl NodeOptions {
             storage: c.location(),
             remotes: c.remotes(),
             mesh: c.mesh.as_ref().map(|m| MeshTls::load(&m.files())).transpose()?,
-            bootstrap_key_file: Some(c.bootstrap_key_file()),
             embedded,
-            runner,
-            sse_ping: std::time::Duration::from_secs(c.timing.sse_ping_seconds),
-            approvals: ApprovalTiming { ttl: std::time::Duration::from_secs(c.timing.approval_ttl_seconds), ..Default::default() },
-            run_lease: std::time::Duration::from_millis(c.timing.run_lease_ms),
-            allow_private_targets: c.allow_private_targets,
-            allow_unrestricted_network: c.allow_unrestricted_network,
-            cma_prefix: c.cma_prefix.clone(),
             kafka_brokers: c.kafka_brokers.clone(),
             redis_url: c.redis_url.clone(),
-            blob_store: c.blob_store.clone().unwrap_or_else(|| c.data_dir.join("blobs").display().to_string()),
-            rate_limit_per_second: c.limits.rate_limit_per_second,
-            max_streams_per_principal: c.limits.max_streams_per_principal as usize,
-            auth_failures_per_window: c.limits.auth_failures_per_window,
             sealer: config.sealer.clone(),
-            model_endpoints: config.model_endpoints.clone(),
-            credential_key_file: c.credential_key_file.clone(),
-            egress_listen: (!c.egress_listen.is_empty()).then(|| c.egress_listen.clone()),
-            egress_advertise: c.egress_advertise.clone(),
-            files_retention_days: c.files_retention_days,
+            blob_store: c.blob_store.clone().unwrap_or_else(|| c.data_dir.join("blobs").display().to_string()),
             features_disabled: checkfu_core::features::Disabled::parse(&c.features_disabled)
                 .map_err(|e| anyhow::anyhow!("features_disabled: {}", e.message))?,
+            allow_private_targets: c.allow_private_targets,
+            gateway: GatewayOptions {
+                sse_ping: Duration::from_secs(c.timing.sse_ping_seconds),
+                cma_prefix: c.cma_prefix.clone(),
+                rate_limit_per_second: c.limits.rate_limit_per_second,
+                max_streams_per_principal: c.limits.max_streams_per_principal as usize,
+                auth_failures_per_window: c.limits.auth_failures_per_window,
+            },
+            governance: GovernanceOptions {
+                bootstrap_key_file: Some(c.bootstrap_key_file()),
+                approval_ttl: Duration::from_secs(c.timing.approval_ttl_seconds),
+            },
+            sessions: SessionsOptions {
+                run_lease: Duration::from_millis(c.timing.run_lease_ms),
+                approval_sweep_every: APPROVAL_SWEEP_EVERY,
+                allow_unrestricted_network: c.allow_unrestricted_network,
+                files_retention_days: c.files_retention_days,
+            },
+            capability_gateway: CapabilityGatewayOptions {
+                credential_key_file: c.credential_key_file.clone(),
+                egress_listen: (!c.egress_listen.is_empty()).then(|| c.egress_listen.clone()),
+                egress_advertise: c.egress_advertise.clone(),
+            },
+            model_gateway: ModelGatewayOptions { endpoints: config.model_endpoints.clone() },
+            runner,
         })
     }
 }

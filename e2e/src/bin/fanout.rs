@@ -206,16 +206,20 @@ async fn main() {
     let internal = p.internal_base.clone().unwrap();
     let remotes: BTreeMap<Role, String> =
         [Role::Governance, Role::Sessions, Role::ModelGateway, Role::Webhooks].into_iter().map(|r| (r, internal.clone())).collect();
+    let base = checkfu_e2e::embedded_options(second_dir.path(), &checkfu_e2e::Tuning::default());
     let opts = NodeOptions {
         roles: [Role::Gateway].into_iter().collect(),
         storage: checkfu_store::Location::SqliteDir(second_dir.path().to_path_buf()),
         remotes,
         mesh: Some(mesh_identity(&mesh_dir(&p.data_dir), "second-gateway", &[Role::Gateway])),
-        bootstrap_key_file: None,
         embedded: false,
-        rate_limit_per_second: 1_000_000,
-        max_streams_per_principal: 1_000_000,
-        ..checkfu_e2e::embedded_options(second_dir.path(), &checkfu_e2e::Tuning::default())
+        gateway: checkfu_node::GatewayOptions {
+            rate_limit_per_second: 1_000_000,
+            max_streams_per_principal: 1_000_000,
+            ..base.gateway.clone()
+        },
+        governance: checkfu_node::GovernanceOptions { bootstrap_key_file: None, ..base.governance.clone() },
+        ..base
     };
     let second = Node::start(listener, opts).await.unwrap();
     let second_base = format!("http://{}", second.addr);

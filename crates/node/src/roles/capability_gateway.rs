@@ -29,7 +29,9 @@ impl Play for CapabilityGateway {
         let governance = node.reach(Role::CapabilityGateway, Role::Governance)?;
         let settings = checkfu_capability_gateway::Settings {
             allow_private_targets: opts.allow_private_targets,
-            credential_keys: credential_keys(opts.credential_key_file.as_deref(), &opts.storage, true).ok().map(Arc::new),
+            credential_keys: credential_keys(opts.capability_gateway.credential_key_file.as_deref(), &opts.storage, true)
+                .ok()
+                .map(Arc::new),
             disabled: opts.features_disabled.clone(),
         };
         let (svc, db) =
@@ -39,7 +41,7 @@ impl Play for CapabilityGateway {
         );
         let sealer = super::installation_key(opts, Role::CapabilityGateway)?;
         // The sandbox egress proxy: the only network route a sandbox has.
-        let egress = match &opts.egress_listen {
+        let egress = match &opts.capability_gateway.egress_listen {
             Some(listen) if !opts.features_disabled.contains("sandbox_egress") => {
                 let (listener, bound) = checkfu_capability_gateway::egress::bind(listen)
                     .await
@@ -51,7 +53,7 @@ impl Play for CapabilityGateway {
                     opts.allow_private_targets,
                 );
                 node.spawn(proxy.serve(listener, node.shutdown.clone()));
-                Some((sealer.egress_key(), opts.egress_advertise.clone().unwrap_or_else(|| bound.to_string())))
+                Some((sealer.egress_key(), opts.capability_gateway.egress_advertise.clone().unwrap_or_else(|| bound.to_string())))
             }
             _ => None,
         };

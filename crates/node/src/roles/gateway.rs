@@ -37,10 +37,10 @@ impl Play for Gateway {
             Some(r) => Arc::new(r.clone()),
             None => Arc::new(checkfu_ephemeral::memory::MemoryLimiter::default()),
         };
-        let mut limits = checkfu_gateway::RateLimits::new(limiter, opts.rate_limit_per_second);
-        limits.max_streams_per_principal = opts.max_streams_per_principal;
-        limits.auth_failures_per_window = opts.auth_failures_per_window;
-        let state = checkfu_gateway::AppState::open(&opts.storage, upstreams, node.shutdown.clone(), opts.sse_ping, limits)
+        let mut limits = checkfu_gateway::RateLimits::new(limiter, opts.gateway.rate_limit_per_second);
+        limits.max_streams_per_principal = opts.gateway.max_streams_per_principal;
+        limits.auth_failures_per_window = opts.gateway.auth_failures_per_window;
+        let state = checkfu_gateway::AppState::open(&opts.storage, upstreams, node.shutdown.clone(), opts.gateway.sse_ping, limits)
             .await
             .context("opening the gateway store")?;
         node.ready("gateway", state.idem.clone(), |i| async move { i.ready().await });
@@ -55,7 +55,7 @@ impl Play for Gateway {
         };
         let native = checkfu_gateway::router(state.clone());
         let cma_on = !opts.features_disabled.contains("cma_projection");
-        let cma = checkfu_gateway::cma::router(state, native.clone(), &opts.cma_prefix, cma_on);
+        let cma = checkfu_gateway::cma::router(state, native.clone(), &opts.gateway.cma_prefix, cma_on);
         node.api = Some(native.merge(cma).merge(checkfu_gateway::runner_edge::routes(edge)));
         Ok(())
     }

@@ -22,7 +22,7 @@ impl Play for Governance {
     async fn start(&self, node: &mut Assembly<'_>) -> anyhow::Result<()> {
         let opts = node.opts;
         let (svc, db) = checkfu_governance::open(&opts.storage).await.context("opening the governance store")?;
-        let mut svc = svc.with_approval_ttl_ms(opts.approvals.ttl.as_millis() as i64);
+        let mut svc = svc.with_approval_ttl_ms(opts.governance.approval_ttl.as_millis() as i64);
         if matches!(opts.storage, checkfu_store::Location::SqliteDir(_)) {
             // One process owns an embedded store, so its own writes are all
             // the writes: keys and grants can be kept in memory.
@@ -30,7 +30,7 @@ impl Play for Governance {
         }
         node.spawn(checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "governance").run(super::RELAY_EVERY, node.shutdown.clone()));
 
-        let path = opts.bootstrap_key_file.clone().unwrap_or_else(|| "admin.key".into());
+        let path = opts.governance.bootstrap_key_file.clone().unwrap_or_else(|| "admin.key".into());
         let key_file = KeyFile::new(path.clone());
         let made = svc.bootstrap(|secret| key_file.place(secret).map_err(|e| checkfu_core::Error::internal(format!("{e:#}")))).await;
         match &made {

@@ -18,7 +18,7 @@ impl Play for ModelGateway {
     }
 
     async fn start(&self, node: &mut Assembly<'_>) -> anyhow::Result<()> {
-        let mut endpoints = node.opts.model_endpoints.clone();
+        let mut endpoints = node.opts.model_gateway.endpoints.clone();
         endpoints.allow_private |= node.opts.allow_private_targets;
         let svc = checkfu_model_gateway::open(&node.opts.storage, endpoints).await.context("opening the model-gateway store")?;
         node.ready("model-gateway", svc.clone(), |s| async move { s.ready().await });

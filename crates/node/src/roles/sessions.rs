@@ -48,16 +48,16 @@ impl Play for Sessions {
             .with_blobs(Arc::new(blobs))
             .with_upload_settings(checkfu_sessions::model::UploadSettings {
                 disabled: opts.features_disabled.clone(),
-                retention_days: opts.files_retention_days,
+                retention_days: opts.sessions.files_retention_days,
             })
-            .with_unrestricted_network(opts.allow_unrestricted_network)
+            .with_unrestricted_network(opts.sessions.allow_unrestricted_network)
             .with_outbox_wake(relay.wake.clone())
-            .with_lease_ms(opts.run_lease.as_millis() as i64);
+            .with_lease_ms(opts.sessions.run_lease.as_millis() as i64);
         if let Some(r) = &node.redis {
             svc = svc.with_fanout(Arc::new(r.clone())).await.context("subscribing to the live fan-out")?;
         }
         node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));
-        node.spawn(svc.clone().run_approval_sweeper(opts.approvals.sweep_every, node.shutdown.clone()));
+        node.spawn(svc.clone().run_approval_sweeper(opts.sessions.approval_sweep_every, node.shutdown.clone()));
         node.spawn(svc.clone().run_sandbox_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
         node.spawn(svc.clone().run_upload_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
         node.spawn(svc.clone().run_grading_sweeper(GRADING_SWEEP_EVERY, node.shutdown.clone()));
