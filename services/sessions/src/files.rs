@@ -199,10 +199,12 @@ impl SessionsService {
         if kind != BlobKind::Skills {
             return Ok(key(&sid, kind, sha256));
         }
-        if !self.may_read_skill_blob(&sid, sha256).await? {
+        let s = self.store.get_session(&sid).await?.ok_or_else(|| Error::not_found("session", &sid))?;
+        let version = self.catalog.pinned_version(&s.agent_id, s.pins.agent_version).await?;
+        if !self.uploads.mounts_skill_blob(version.as_ref(), sha256).await? {
             return Err(Error::not_found("blob", sha256));
         }
-        Ok(crate::skills::skill_key(sha256))
+        Ok(crate::uploads::skill_key(sha256))
     }
 
     /// A blob of the Session a lease holds, for restoring its workspace.
@@ -290,7 +292,8 @@ impl SessionsService {
     pub(crate) async fn sandbox_for(&self, session: &Session, run_id: &checkfu_core::id::RunId) -> Result<Value> {
         let rev = self.catalog.sandbox_revision(&session.pins.sandbox_profile_id, session.pins.sandbox_profile_revision).await?;
         let m = self.materialise(session, &rev.spec).await?;
-        let (mut mounts, skills) = self.mounts(session).await?;
+        let version = self.catalog.pinned_version(&session.agent_id, session.pins.agent_version).await?;
+        let (mut mounts, skills) = self.uploads.mounts(session, version.as_ref()).await?;
         let (memory, writable) = self.memory_mounts(session, run_id, m.fresh).await?;
         mounts.extend(memory);
         Ok(json!({

@@ -23,12 +23,10 @@ pub mod run_state_wire;
 pub mod runners;
 pub mod runs;
 pub mod service;
-pub mod skills;
 pub mod store;
 mod sweeps;
 pub mod thread_tools;
 pub mod threads;
-pub mod upload_grpc;
 pub mod uploads;
 pub mod upstream;
 pub mod work;
@@ -70,13 +68,13 @@ pub fn server(svc: SessionsService) -> SessionsServiceServer<grpc::SessionsGrpc>
     SessionsServiceServer::new(grpc::SessionsGrpc { svc })
 }
 
-pub fn files_server(svc: SessionsService) -> FilesServiceServer<upload_grpc::UploadsGrpc> {
-    FilesServiceServer::new(upload_grpc::UploadsGrpc { svc })
+pub fn files_server(uploads: uploads::Uploads) -> FilesServiceServer<uploads::grpc::UploadsGrpc> {
+    FilesServiceServer::new(uploads::grpc::UploadsGrpc { uploads })
 }
 
-pub fn skills_server(svc: SessionsService) -> SkillsServiceServer<upload_grpc::UploadsGrpc> {
+pub fn skills_server(uploads: uploads::Uploads) -> SkillsServiceServer<uploads::grpc::UploadsGrpc> {
     // A bundle is at most 8 MiB (and its paths), sent in one message.
-    SkillsServiceServer::new(upload_grpc::UploadsGrpc { svc }).max_decoding_message_size(16 * 1024 * 1024)
+    SkillsServiceServer::new(uploads::grpc::UploadsGrpc { uploads }).max_decoding_message_size(16 * 1024 * 1024)
 }
 
 pub fn runner_server(svc: SessionsService) -> RunnerServiceServer<grpc_runner::RunnerGrpc> {

@@ -9,6 +9,7 @@ use crate::input::Input;
 use crate::log::Log;
 use crate::model::*;
 use crate::store::{Change, SessionFilter, SessionsStore, View};
+use crate::uploads::Uploads;
 use checkfu_core::cache::Bounded;
 use checkfu_core::events::EventType;
 use checkfu_core::id::{DeploymentId, PrincipalId, RunId, SessionId};
@@ -50,8 +51,8 @@ pub struct SessionsService {
     pub(crate) token_key: Option<checkfu_core::capability::TokenKey>,
     /// Session files and workspace snapshots (`files.rs`).
     pub(crate) blobs: Option<Arc<dyn checkfu_blobs::BlobStore>>,
-    /// Files and skills: switched off or not, and how long Files live.
-    pub(crate) uploads: UploadSettings,
+    /// Files and skills people upload, and what Sessions are given of them.
+    pub uploads: Uploads,
     /// Woken whenever a work item is queued (api.md §17.13).
     pub(crate) work_queued: Arc<Notify>,
     /// Who polled for work recently, on this replica.
@@ -143,6 +144,7 @@ impl SessionsService {
         SessionsService {
             log: Log::new(store.clone()),
             catalog: Catalog::new(store.clone()),
+            uploads: Uploads::new(store.clone()),
             store,
             work: Arc::new(Notify::new()),
             parked: Arc::new(Parked::default()),
@@ -153,7 +155,6 @@ impl SessionsService {
             models: None,
             token_key: None,
             blobs: None,
-            uploads: UploadSettings::default(),
             work_queued: Arc::new(Notify::new()),
             pollers: Arc::default(),
         }
@@ -162,7 +163,7 @@ impl SessionsService {
     /// Whether Files and skills are offered, and how long Files live.
     pub fn with_upload_settings(mut self, settings: UploadSettings) -> Self {
         self.catalog.features = settings.disabled.clone();
-        self.uploads = settings;
+        self.uploads.set_settings(settings);
         self
     }
 
@@ -172,8 +173,9 @@ impl SessionsService {
         self
     }
 
-    /// Keeps session files and workspace snapshots in `blobs`.
+    /// Keeps session files, workspace snapshots and uploads in `blobs`.
     pub fn with_blobs(mut self, blobs: Arc<dyn checkfu_blobs::BlobStore>) -> Self {
+        self.uploads.set_blobs(blobs.clone());
         self.blobs = Some(blobs);
         self
     }
@@ -328,8 +330,8 @@ impl SessionsService {
         for e in req.initial_events.iter().filter(|e| e.event_type == EventType::UserMessage) {
             blocks.extend(file_blocks(&e.payload["content"])?);
         }
-        let files = self.files_for(&d.session.environment_id, &blocks).await?;
-        self.give_files(&d.session.id, &files).await?;
+        let files = self.uploads.files_for(&d.session.environment_id, &blocks).await?;
+        self.uploads.give_files(&d.session.id, &files).await?;
         // Mounts are pinned (and their access checked) before the Session
         // exists, so its first Run always finds them.
         let mounts = self.pin_mounts(&d.session.id, &d.session.environment_id, &d.session.principal_id, req.memory.clone()).await?;
@@ -458,8 +460,8 @@ impl SessionsService {
             let blocks = file_blocks(&input.payload["content"])?;
             if !blocks.is_empty() {
                 let s = self.log.session(session_id).await?;
-                let files = self.files_for(&s.environment_id, &blocks).await?;
-                self.give_files(&s.id, &files).await?;
+                let files = self.uploads.files_for(&s.environment_id, &blocks).await?;
+                self.uploads.give_files(&s.id, &files).await?;
             }
         }
         let ((id, dropped), _, events) = self

@@ -59,7 +59,7 @@ impl Play for Sessions {
         node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));
         node.spawn(svc.clone().run_approval_sweeper(opts.sessions.approval_sweep_every, node.shutdown.clone()));
         node.spawn(svc.clone().run_sandbox_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
-        node.spawn(svc.clone().run_upload_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
+        node.spawn(svc.uploads.clone().run_upload_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
         node.spawn(svc.clone().run_grading_sweeper(GRADING_SWEEP_EVERY, node.shutdown.clone()));
         node.spawn(svc.clone().run_work_sweeper(WORK_SWEEP_EVERY, node.shutdown.clone()));
         if opts.embedded {
@@ -71,8 +71,8 @@ impl Play for Sessions {
         }
         node.ready("sessions", svc.clone(), |s| async move { s.ready().await });
         node.serve(Role::Runner, checkfu_sessions::runner_server(svc.clone()));
-        node.serve(Role::Sessions, checkfu_sessions::files_server(svc.clone()));
-        node.serve(Role::Sessions, checkfu_sessions::skills_server(svc.clone()));
+        node.serve(Role::Sessions, checkfu_sessions::files_server(svc.uploads.clone()));
+        node.serve(Role::Sessions, checkfu_sessions::skills_server(svc.uploads.clone()));
         node.serve(Role::Sessions, checkfu_sessions::server(svc));
         Ok(())
     }

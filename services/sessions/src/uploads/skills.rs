@@ -4,12 +4,12 @@
 //! A version's files live in the blob store by content (`skills/<sha256>`),
 //! so a file unchanged between versions (or shared by two skills) is kept
 //! once. A runner reads one only for a Session whose pinned version holds
-//! it ([`SessionsService::may_read_skill_blob`]).
+//! it ([`Uploads::mounts_skill_blob`]).
 
+use super::Uploads;
 use crate::model::*;
-use crate::service::SessionsService;
 use bytes::Bytes;
-use checkfu_core::id::{EnvironmentId, PrincipalId, SessionId, SkillId};
+use checkfu_core::id::{EnvironmentId, PrincipalId, SkillId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
@@ -19,7 +19,7 @@ pub(crate) fn skill_key(sha256: &str) -> String {
     format!("skills/{sha256}")
 }
 
-impl SessionsService {
+impl Uploads {
     /// Checks a bundle and stores the bytes the installation lacks.
     async fn store_bundle(&self, files: Vec<(String, Vec<u8>)>) -> Result<Bundle> {
         let bundle = Bundle::parse(files)?;
@@ -133,10 +133,10 @@ impl SessionsService {
         self.skill(id).await
     }
 
-    /// The skill versions a Session mounts: its pinned version's, less those
-    /// the Session narrowed away.
-    pub(crate) async fn session_skills(&self, session: &Session) -> Result<Vec<SkillVersion>> {
-        let Some(version) = self.catalog.pinned_version(&session.agent_id, session.pins.agent_version).await? else { return Ok(vec![]) };
+    /// The skill versions a Session mounts: its pinned `version`'s, less
+    /// those the Session narrowed away.
+    pub(crate) async fn session_skills(&self, session: &Session, version: Option<&AgentVersion>) -> Result<Vec<SkillVersion>> {
+        let Some(version) = version else { return Ok(vec![]) };
         let def = &version.definition;
         let mut out = vec![];
         for r in &def.skills {
@@ -152,15 +152,12 @@ impl SessionsService {
         Ok(out)
     }
 
-    /// Whether a runner working for `session` may read the skill file with
-    /// these bytes: a version the Session mounts holds it.
-    pub(crate) async fn may_read_skill_blob(&self, session: &SessionId, sha256: &str) -> Result<bool> {
+    /// Whether the skill file with these bytes is in a skill version the
+    /// agent `version` a Session pins names: only then may a runner working
+    /// for that Session read it.
+    pub(crate) async fn mounts_skill_blob(&self, version: Option<&AgentVersion>, sha256: &str) -> Result<bool> {
+        let Some(version) = version else { return Ok(false) };
         let holding = self.store.skill_versions_holding(sha256).await?;
-        if holding.is_empty() {
-            return Ok(false);
-        }
-        let s = self.store.get_session(session).await?.ok_or_else(|| Error::not_found("session", session))?;
-        let Some(version) = self.catalog.pinned_version(&s.agent_id, s.pins.agent_version).await? else { return Ok(false) };
         Ok(version.definition.skills.iter().any(|r| holding.iter().any(|(id, v)| id.as_str() == r.skill_id && Some(*v) == r.version)))
     }
 }

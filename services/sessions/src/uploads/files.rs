@@ -11,8 +11,8 @@
 //! The gateway decided who may see or write each File; this module checks
 //! shape, limits, the Environment and the feature switch.
 
+use super::Uploads;
 use crate::model::*;
-use crate::service::SessionsService;
 use bytes::Bytes;
 use checkfu_core::id::{EnvironmentId, FileId, PrincipalId, SessionId};
 use checkfu_core::page::PageRequest;
@@ -39,11 +39,7 @@ fn session_key(session: &SessionId, sha256: &str) -> String {
     format!("sessions/{session}/uploads/{sha256}")
 }
 
-impl SessionsService {
-    pub(crate) fn require_feature(&self, feature: &str) -> Result<()> {
-        self.uploads.disabled.require(feature)
-    }
-
+impl Uploads {
     /// Stores an upload: the bytes must hash to the header's digest and
     /// stay within 64 MiB, else nothing is kept.
     pub async fn create_upload(
@@ -64,7 +60,7 @@ impl SessionsService {
             sha256: new.sha256,
             created_by: PrincipalId::parse("actor_id", &new.actor_id)?,
             created_ms,
-            expires_ms: upload_expiry(created_ms, new.expires_in_seconds, self.uploads.retention_days)?,
+            expires_ms: upload_expiry(created_ms, new.expires_in_seconds, self.settings.retention_days)?,
         };
         let key = upload_key(&f);
         f.size_bytes = self.blobs()?.put_stream(&key, &f.sha256, MAX_UPLOAD_BYTES, chunks).await? as i64;
@@ -202,14 +198,14 @@ impl SessionsService {
     /// What a runner copies into the workspace before a Run: the Session's
     /// Files at `uploads/<id>/<name>` and its skills at `skills/<name>/`,
     /// all read-only, with what the model is told about the skills.
-    pub(crate) async fn mounts(&self, session: &Session) -> Result<(Vec<Value>, Vec<Value>)> {
+    pub(crate) async fn mounts(&self, session: &Session, version: Option<&AgentVersion>) -> Result<(Vec<Value>, Vec<Value>)> {
         let mut mounts = vec![];
         for u in self.store.session_uploads(&session.id).await? {
             mounts.push(json!({"path": u.path(), "sha256": u.sha256, "size_bytes": u.size_bytes, "source": "uploads",
                 "file_id": u.file_id, "media_type": u.media_type}));
         }
         let mut listed = vec![];
-        for v in self.session_skills(session).await? {
+        for v in self.session_skills(session, version).await? {
             for f in &v.files {
                 mounts.push(json!({
                     "path": format!("{SKILLS_DIR}/{}/{}", v.name, f.path),
@@ -247,7 +243,7 @@ mod tests {
     async fn an_expired_file_is_deleted_bytes_and_all_and_a_session_keeps_its_copy() {
         let (svc, store, dir) = service().await;
         let blobs = Arc::new(ObjectBlobs::open(dir.path().join("blobs").to_str().expect("utf-8")).expect("blobs"));
-        let svc = svc.with_blobs(blobs.clone());
+        let svc = svc.with_blobs(blobs.clone()).uploads;
         let bytes = bytes::Bytes::from_static(b"alpha beta");
         let sha = sha256_hex(&bytes);
         let f = svc.create_upload(new_upload(&sha), &mut chunks_of(bytes.clone(), 3)).await.expect("upload");
@@ -273,10 +269,12 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn switched_off_files_answer_unavailable() {
         let (svc, _, _dir) = service().await;
-        let svc = svc.with_upload_settings(UploadSettings {
-            disabled: checkfu_core::features::Disabled::parse("files").expect("list"),
-            retention_days: 30,
-        });
+        let svc = svc
+            .with_upload_settings(UploadSettings {
+                disabled: checkfu_core::features::Disabled::parse("files").expect("list"),
+                retention_days: 30,
+            })
+            .uploads;
         let e = svc.upload("file_01jx0000000000000000000001").await.expect_err("off");
         assert_eq!((e.code, e.details["reason"].as_str()), (checkfu_core::Code::Unavailable, Some("feature_disabled")));
         assert!(svc.skill("skl_01jx0000000000000000000001").await.is_err_and(|e| e.code == checkfu_core::Code::NotFound), "skills stay on");

@@ -1,8 +1,7 @@
 //! Thin gRPC handlers for Files and Skills: convert, call, map errors.
 
+use super::{NewUpload, Uploads};
 use crate::model::{SkillFile, SkillVersion, UploadedFile};
-use crate::service::SessionsService;
-use crate::uploads::NewUpload;
 use checkfu_core::Error;
 use checkfu_core::page::PageRequest;
 use checkfu_proto::sessions::v1 as pb;
@@ -11,7 +10,7 @@ use checkfu_proto::sessions::v1::skills_service_server::SkillsService;
 use tonic::{Request, Response, Status};
 
 pub struct UploadsGrpc {
-    pub svc: SessionsService,
+    pub uploads: Uploads,
 }
 
 type R<T> = std::result::Result<Response<T>, Status>;
@@ -86,28 +85,28 @@ impl FilesService for UploadsGrpc {
         let head = futures_util::stream::iter([Ok(bytes::Bytes::from(first.data))]);
         let rest = stream.map(|c| c.map(|c| bytes::Bytes::from(c.data)).map_err(Error::from));
         let mut all = head.chain(rest);
-        ok(file(self.svc.create_upload(new, &mut all).await?))
+        ok(file(self.uploads.create_upload(new, &mut all).await?))
     }
 
     async fn get_file(&self, r: Request<pb::GetByIdRequest>) -> R<pb::UploadedFile> {
-        ok(file(self.svc.upload(&r.into_inner().id).await?))
+        ok(file(self.uploads.upload(&r.into_inner().id).await?))
     }
 
     async fn list_files(&self, r: Request<pb::ListUploadedFilesRequest>) -> R<pb::ListUploadedFilesResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
-        let (rows, next_page) = p.finish(self.svc.list_uploads(&r.environment_ids, &r.created_by, &p).await?, |f| &f.id);
+        let (rows, next_page) = p.finish(self.uploads.list_uploads(&r.environment_ids, &r.created_by, &p).await?, |f| &f.id);
         ok(pb::ListUploadedFilesResponse { data: rows.into_iter().map(file).collect(), next_page })
     }
 
     async fn read_file(&self, r: Request<pb::ReadUploadedFileRequest>) -> R<pb::UploadedFileWindow> {
         let r = r.into_inner();
-        let (f, data) = self.svc.read_upload(&r.id, r.offset, r.length).await?;
+        let (f, data) = self.uploads.read_upload(&r.id, r.offset, r.length).await?;
         ok(pb::UploadedFileWindow { file: Some(file(f)), data: data.to_vec() })
     }
 
     async fn delete_file(&self, r: Request<pb::GetByIdRequest>) -> R<pb::UploadedFile> {
-        ok(file(self.svc.delete_upload(&r.into_inner().id).await?))
+        ok(file(self.uploads.delete_upload(&r.into_inner().id).await?))
     }
 }
 
@@ -115,45 +114,45 @@ impl FilesService for UploadsGrpc {
 impl SkillsService for UploadsGrpc {
     async fn create_skill(&self, r: Request<pb::CreateSkillRequest>) -> R<pb::Skill> {
         let r = r.into_inner();
-        ok(skill(self.svc.create_skill(&r.environment_id, bundle(r.files), &r.actor_id).await?))
+        ok(skill(self.uploads.create_skill(&r.environment_id, bundle(r.files), &r.actor_id).await?))
     }
 
     async fn create_skill_version(&self, r: Request<pb::CreateSkillVersionRequest>) -> R<pb::SkillVersion> {
         let r = r.into_inner();
-        ok(version(self.svc.create_skill_version(&r.skill_id, bundle(r.files), &r.actor_id).await?))
+        ok(version(self.uploads.create_skill_version(&r.skill_id, bundle(r.files), &r.actor_id).await?))
     }
 
     async fn get_skill(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Skill> {
-        ok(skill(self.svc.skill(&r.into_inner().id).await?))
+        ok(skill(self.uploads.skill(&r.into_inner().id).await?))
     }
 
     async fn list_skills(&self, r: Request<pb::ListSkillsRequest>) -> R<pb::ListSkillsResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
-        let (rows, next_page) = p.finish(self.svc.list_skills(&r.environment_ids, r.include_archived, &p).await?, |s| &s.id);
+        let (rows, next_page) = p.finish(self.uploads.list_skills(&r.environment_ids, r.include_archived, &p).await?, |s| &s.id);
         ok(pb::ListSkillsResponse { data: rows.into_iter().map(skill).collect(), next_page })
     }
 
     async fn get_skill_version(&self, r: Request<pb::GetSkillVersionRequest>) -> R<pb::SkillVersion> {
         let r = r.into_inner();
-        ok(version(self.svc.skill_version(&r.skill_id, r.version).await?))
+        ok(version(self.uploads.skill_version(&r.skill_id, r.version).await?))
     }
 
     async fn list_skill_versions(&self, r: Request<pb::ListSkillVersionsRequest>) -> R<pb::ListSkillVersionsResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
-        let rows = self.svc.list_skill_versions(&r.skill_id, &p).await?;
+        let rows = self.uploads.list_skill_versions(&r.skill_id, &p).await?;
         let (rows, next_page) = p.finish_numbered(rows, |v| v.version);
         ok(pb::ListSkillVersionsResponse { data: rows.into_iter().map(version).collect(), next_page })
     }
 
     async fn read_skill_file(&self, r: Request<pb::ReadSkillFileRequest>) -> R<pb::SkillFileContent> {
         let r = r.into_inner();
-        let (f, data) = self.svc.read_skill_file(&r.skill_id, r.version, &r.path).await?;
+        let (f, data) = self.uploads.read_skill_file(&r.skill_id, r.version, &r.path).await?;
         ok(pb::SkillFileContent { file: Some(skill_file(f)), data: data.to_vec() })
     }
 
     async fn archive_skill(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Skill> {
-        ok(skill(self.svc.archive_skill(&r.into_inner().id).await?))
+        ok(skill(self.uploads.archive_skill(&r.into_inner().id).await?))
     }
 }
