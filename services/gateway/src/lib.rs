@@ -15,6 +15,7 @@ pub mod live;
 pub mod memory_wire;
 pub mod multipart;
 pub mod openapi_rules;
+pub mod policy_rules;
 pub mod reach_wire;
 pub mod routes;
 pub mod runner_edge;

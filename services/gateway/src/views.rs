@@ -660,7 +660,7 @@ pub fn action_policy(p: &gov::ActionPolicy) -> ActionPolicy {
         id: p.id.clone(),
         environment_id: p.environment_id.clone(),
         name: p.name.clone(),
-        rules: doc(&p.rules_json),
+        rules: crate::policy_rules::view(p),
         version: p.version,
         created_at: p.created_at.clone(),
         updated_at: p.updated_at.clone(),

@@ -125,9 +125,12 @@ fn grantees(g: Vec<pb::Grantee>) -> Vec<Grantee> {
     g.into_iter().map(|g| Grantee { kind: g.kind, id: g.id }).collect()
 }
 
+// `rules_json` is written for 0.1.0 readers until the release after it.
+#[allow(deprecated)]
 fn policy(p: crate::policy::ActionPolicy) -> pb::ActionPolicy {
     pb::ActionPolicy {
         rules_json: serde_json::to_string(&p.rules).unwrap_or_else(|_| "[]".into()),
+        rules: p.rules.iter().map(crate::policy_wire::rule).collect(),
         id: p.id.into(),
         environment_id: p.environment_id.into(),
         name: p.name,
@@ -430,9 +433,12 @@ impl Rpc for GovernanceGrpc {
         ok(pb::CheckResponse { allowed, matched_assignment_ids })
     }
 
+    // A 0.1.0 caller sends `rules_json` only.
+    #[allow(deprecated)]
     async fn create_action_policy(&self, r: Request<pb::CreateActionPolicyRequest>) -> R<pb::ActionPolicy> {
         let r = r.into_inner();
-        ok(policy(self.svc.create_policy(&r.environment_id, &r.name, json_doc("rules", &r.rules_json)?, &r.actor_id).await?))
+        let rules = crate::policy_wire::create_rules(r.rules, &r.rules_json)?;
+        ok(policy(self.svc.create_policy(&r.environment_id, &r.name, rules, &r.actor_id).await?))
     }
 
     async fn get_action_policy(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ActionPolicy> {
@@ -447,9 +453,11 @@ impl Rpc for GovernanceGrpc {
         ok(pb::ListActionPoliciesResponse { data, next_page })
     }
 
+    // A 0.1.0 caller sends `rules_json` only.
+    #[allow(deprecated)]
     async fn update_action_policy(&self, r: Request<pb::UpdateActionPolicyRequest>) -> R<pb::ActionPolicy> {
         let r = r.into_inner();
-        let rules = r.rules_json.as_deref().map(|j| json_doc("rules", j)).transpose()?;
+        let rules = crate::policy_wire::update_rules(r.rules, r.rules_json.as_deref())?;
         ok(policy(self.svc.update_policy(&r.id, r.name.as_deref(), rules, r.expected_version, &r.actor_id).await?))
     }
 

@@ -6,6 +6,7 @@ pub mod console;
 pub mod grpc;
 pub mod model;
 pub mod policy;
+mod policy_wire;
 mod read_cache;
 pub mod service;
 pub mod store;

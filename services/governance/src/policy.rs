@@ -66,9 +66,19 @@ pub struct ActionPolicy {
 
 pub const MAX_RULES: usize = 200;
 
-/// Parses and validates a rule list, assigning rule ids.
+/// Reads a rule list from JSON (a 0.1.0 caller's `rules_json`): shape
+/// only; [`check_rules`] validates it.
+pub fn rules_from_json(v: Value) -> Result<Vec<Rule>> {
+    serde_json::from_value(v).map_err(|e| Error::invalid_field("rules", format!("invalid rules: {e}")))
+}
+
+/// Parses and validates a rule list from JSON, assigning rule ids.
 pub fn parse_rules(policy_id: &str, v: Value) -> Result<Vec<Rule>> {
-    let mut rules: Vec<Rule> = serde_json::from_value(v).map_err(|e| Error::invalid_field("rules", format!("invalid rules: {e}")))?;
+    check_rules(policy_id, rules_from_json(v)?)
+}
+
+/// Validates a rule list, assigning rule ids (`<policy id>#<index>`).
+pub fn check_rules(policy_id: &str, mut rules: Vec<Rule>) -> Result<Vec<Rule>> {
     if rules.len() > MAX_RULES {
         return Err(Error::invalid_field("rules", format!("at most {MAX_RULES} rules")));
     }

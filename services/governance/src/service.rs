@@ -3,7 +3,7 @@
 //! revocations audited, checks following groups and the resource hierarchy.
 
 use crate::model::*;
-use crate::policy::{ActionPolicy, Actor, Decision, Disposition, SUBJECT_KINDS, classify, evaluate, parse_rules};
+use crate::policy::{ActionPolicy, Actor, Decision, Disposition, Rule, SUBJECT_KINDS, check_rules, classify, evaluate};
 use crate::read_cache::ReadCache;
 use crate::store::GovernanceStore;
 use checkfu_core::id::{AssignmentId, AuditId, EnvironmentId, GroupId, KeyId, PolicyId, PrincipalId, check as check_id};
@@ -568,14 +568,14 @@ pub struct ConnectionCall {
 }
 
 impl GovernanceService {
-    pub async fn create_policy(&self, environment_id: &str, name: &str, rules: serde_json::Value, actor: &str) -> Result<ActionPolicy> {
+    pub async fn create_policy(&self, environment_id: &str, name: &str, rules: Vec<Rule>, actor: &str) -> Result<ActionPolicy> {
         let environment_id = EnvironmentId::parse("environment_id", environment_id)?;
         self.environment(&environment_id).await?;
         check_name("name", name)?;
         let id = PolicyId::mint();
         let now = now_ms();
         let p = ActionPolicy {
-            rules: parse_rules(&id, rules)?,
+            rules: check_rules(&id, rules)?,
             id,
             environment_id,
             name: name.into(),
@@ -611,7 +611,7 @@ impl GovernanceService {
         &self,
         id: &str,
         name: Option<&str>,
-        rules: Option<serde_json::Value>,
+        rules: Option<Vec<Rule>>,
         expected_version: Option<i64>,
         actor: &str,
     ) -> Result<ActionPolicy> {
@@ -628,7 +628,7 @@ impl GovernanceService {
             next.name = n.into();
         }
         if let Some(r) = rules {
-            next.rules = parse_rules(id, r)?;
+            next.rules = check_rules(id, r)?;
         }
         next.version += 1;
         next.updated_ms = now_ms();

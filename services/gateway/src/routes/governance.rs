@@ -36,9 +36,12 @@ pub async fn create_policy(
 ) -> ApiResult<Response> {
     let b: bodies::CreateActionPolicy = parse(&body)?;
     st.require_manage(&caller, &b.environment_id).await?;
+    // `rules_json` too, for a 0.1.0 governance until the release after it.
+    #[allow(deprecated)]
     let req = gov::CreateActionPolicyRequest {
         environment_id: b.environment_id,
         name: b.name,
+        rules: crate::policy_rules::to_wire(&b.rules)?,
         rules_json: Value::Array(b.rules).to_string(),
         actor_id: caller.principal_id.clone(),
     };
@@ -85,9 +88,13 @@ pub async fn update_policy(
     let p = policy_for(&st, &id).await?;
     st.require_manage(&caller, &p.environment_id).await?;
     let b: bodies::UpdateActionPolicy = parse(&body)?;
+    let rules = b.rules.as_deref().map(crate::policy_rules::to_wire).transpose()?;
+    // `rules_json` too, for a 0.1.0 governance until the release after it.
+    #[allow(deprecated)]
     let req = gov::UpdateActionPolicyRequest {
         id,
         name: b.name,
+        rules: rules.map(|rules| gov::PolicyRules { rules }),
         rules_json: b.rules.map(|r| Value::Array(r).to_string()),
         expected_version: b.expected_version,
         actor_id: caller.principal_id,
