@@ -65,7 +65,8 @@ test("principals, groups, keys, grants, policies and the audit log", async () =>
   // Navigating away at once would cancel the grant's request in flight.
   await page.locator(".grants li", { hasText: "alice (principal) may read" }).first().waitFor();
   await page.goto(`${world.server.baseUrl}/console/governance/grants?subject_id=${alice.id}`);
-  const sentence = page.locator(".grants li").first();
+  // Names are resolved after the row first shows its ids.
+  const sentence = page.locator(".grants li", { hasText: `alice (principal) may read on environment ${environment.name}` }).first();
   await sentence.waitFor();
   assert.match((await sentence.textContent()) ?? "", new RegExp(`^alice \\(principal\\) may read on environment ${environment.name}`));
   assert.equal(await page.locator(".grants li").count(), 1, "only alice's grant");

@@ -47,6 +47,11 @@ async fn acceptance_13_a_graph_applies_to_an_automation_it_manages() {
     let g = id(&r.1);
     assert!(g.starts_with("agph_"), "{}", r.1);
     assert_eq!((r.1["latest_revision"].clone(), r.1["drift"]["state"].clone()), (json!(1), json!("not_applied")));
+    // The list narrows to one Environment when asked to.
+    let other = id(&a.post("/v1/environments", json!({"name": "other"})).await.1);
+    let listed = |env: String| async move { a.get(&format!("/v1/automation-graphs?environment_id={env}")).await.1["data"].clone() };
+    assert_eq!(listed(f.p.env_id.clone()).await.as_array().map(|l| l.iter().any(|x| x["id"] == g.as_str())), Some(true));
+    assert_eq!(listed(other).await, json!([]), "the other Environment holds no graph");
 
     let p = plan(&f, &g, 1).await;
     assert_eq!(p["kind"], "planned", "{p}");

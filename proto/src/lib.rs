@@ -4,6 +4,9 @@
 macro_rules! package {
     ($name:ident, $pkg:literal) => {
         pub mod $name {
+            // Generated: a oneof holding a large message (a firing) is as
+            // prost makes it; boxing it would only change every caller.
+            #[allow(clippy::large_enum_variant)]
             pub mod v1 {
                 tonic::include_proto!($pkg);
             }

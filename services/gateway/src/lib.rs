@@ -4,13 +4,16 @@
 
 pub mod auth;
 pub mod authz;
+pub mod automation_wire;
 pub mod bodies;
 pub mod cma;
 pub mod console;
 pub mod error;
+pub mod execution_wire;
 pub mod extract;
 pub mod graph_wire;
 pub mod idempotency;
+pub mod json_text;
 pub mod live;
 pub mod memory_wire;
 pub mod multipart;

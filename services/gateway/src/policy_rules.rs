@@ -57,7 +57,7 @@ pub fn to_wire(rules: &[Value]) -> Result<Vec<gov::PolicyRule>> {
 #[allow(deprecated)]
 pub fn view(p: &gov::ActionPolicy) -> Value {
     if p.rules.is_empty() && !p.rules_json.is_empty() {
-        return crate::views::doc(&p.rules_json);
+        return crate::json_text::doc(&p.rules_json);
     }
     let side = |m: &Option<gov::PolicyMatcher>| {
         let m = m.clone().unwrap_or_default();

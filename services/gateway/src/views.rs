@@ -10,10 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-/// Parses a JSON document a service sent; empty means null.
-pub fn doc(s: &str) -> Value {
-    if s.is_empty() { Value::Null } else { serde_json::from_str(s).unwrap_or(Value::Null) }
-}
+pub use crate::json_text::doc;
 
 pub fn opt(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
@@ -359,6 +356,8 @@ pub struct AgentDeployment {
     pub updated_at: String,
 }
 
+// Reads the deprecated JSON text of a 0.1.0 sessions service.
+#[allow(deprecated)]
 pub fn deployment(d: &ss::Deployment) -> AgentDeployment {
     let p = d.pins.clone().unwrap_or_default();
     AgentDeployment {
@@ -367,7 +366,7 @@ pub fn deployment(d: &ss::Deployment) -> AgentDeployment {
         key: d.key.clone(),
         agent_id: d.agent_id.clone(),
         revision: d.revision,
-        execution: doc(&p.execution_json),
+        execution: crate::execution_wire::view(p.execution.as_ref(), &p.execution_json),
         pins: Pins {
             agent_version: p.agent_version,
             release_sha256: p.release_sha256,
@@ -442,8 +441,10 @@ pub struct Session {
     pub version: i64,
 }
 
+// Reads the deprecated JSON text of a 0.1.0 sessions service.
+#[allow(deprecated)]
 fn execution(s: &ss::Session) -> Value {
-    let mut e = doc(&s.execution_json);
+    let mut e = crate::execution_wire::view(s.execution.as_ref(), &s.execution_json);
     if e.is_null() {
         e = serde_json::json!({"kind": "managed"});
     }
@@ -453,10 +454,35 @@ fn execution(s: &ss::Session) -> Value {
     e
 }
 
+/// `{expires_at, unenforced}` once the sandbox materialised, else null:
+/// from the typed summary, or a 0.1.0 sessions service's JSON text.
+#[allow(deprecated)]
 fn sandbox(s: &ss::Session) -> Value {
+    if let Some(x) = &s.sandbox {
+        let unenforced: Vec<Value> = x.unenforced.iter().map(|u| serde_json::json!({"field": u.field, "reason": u.reason})).collect();
+        return serde_json::json!({"expires_at": checkfu_core::time::rfc3339(x.expires_at_ms), "unenforced": unenforced});
+    }
     let v = doc(&s.sandbox_json);
     let Some(at) = v.get("expires_at_ms").and_then(Value::as_i64) else { return Value::Null };
     serde_json::json!({"expires_at": checkfu_core::time::rfc3339(at), "unenforced": v.get("unenforced").cloned().unwrap_or(Value::Array(vec![]))})
+}
+
+/// The MemoryStores a Session mounts, as its `resources`: from the typed
+/// list, or a 0.1.0 sessions service's JSON text.
+#[allow(deprecated)]
+fn resources(s: &ss::Session) -> Value {
+    if s.memory_resources.is_empty() && !s.resources_json.is_empty() {
+        return doc(&s.resources_json);
+    }
+    let list = s
+        .memory_resources
+        .iter()
+        .map(|m| {
+            serde_json::json!({"type": "memory_store", "memory_store_id": m.memory_store_id, "access": m.access,
+                "mount_name": m.mount_name, "store_version": m.store_version})
+        })
+        .collect();
+    Value::Array(list)
 }
 
 // Reads the deprecated JSON text of a 0.1.0 sessions service.
@@ -480,7 +506,7 @@ pub fn session(s: &ss::Session) -> Session {
         sandbox,
         connection_ids: s.connection_ids.clone(),
         connection_vault_ids: s.connection_vault_ids.clone(),
-        resources: if s.resources_json.is_empty() { Value::Array(vec![]) } else { doc(&s.resources_json) },
+        resources: resources(s),
         last_seq: s.last_seq,
         created_at: s.created_at.clone(),
         updated_at: s.updated_at.clone(),

@@ -31,9 +31,15 @@ fn doc(field: &str, s: &str) -> Result<Value> {
     serde_json::from_str(s).map_err(|e| Error::invalid_field(field, format!("{field} is not JSON: {e}")))
 }
 
+// The JSON text fields are written for 0.1.0 readers until the release
+// after it.
+#[allow(deprecated)]
 fn automation(a: Automation, r: &Readiness, last: Option<Firing>) -> pb::Automation {
     let triggers_json = a.triggers_json().to_string();
     pb::Automation {
+        pause_reason: a.pause_reason.as_ref().map(crate::automation_wire::pause_reason),
+        readiness: Some(crate::automation_wire::readiness(r)),
+        managed_by: Some(crate::automation_wire::managed_by(&a.managed_by)),
         id: a.id.into(),
         environment_id: a.environment_id.into(),
         name: a.name,
@@ -57,8 +63,13 @@ fn automation(a: Automation, r: &Readiness, last: Option<Firing>) -> pb::Automat
     }
 }
 
+// The JSON text fields are written for 0.1.0 readers until the release
+// after it.
+#[allow(deprecated)]
 fn firing(f: Firing) -> pb::Firing {
     pb::Firing {
+        error: f.error.as_ref().map(crate::automation_wire::firing_error),
+        graph: crate::automation_wire::graph_ref(&f.graph),
         id: f.id.into(),
         automation_id: f.automation_id.into(),
         environment_id: f.environment_id.into(),

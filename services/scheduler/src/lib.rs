@@ -4,10 +4,12 @@
 //! Read top-down: `service.rs` (writes and readiness), `admission.rs` (one
 //! durable path into a firing and its child), `occurrences.rs` (the timer
 //! loop), `ingest.rs` (signed webhooks), `settle.rs` (firings settled from
-//! their children's events), `grpc.rs` (the wire). Graphs are not built yet:
-//! a steps target is refused (`steps_require_graph`).
+//! their children's events), `graph/` (AutomationGraphs: a document, its
+//! plan, and applying it as a steps target), `steps.rs` and `program.rs`
+//! (running that target), `grpc.rs` and `automation_wire.rs` (the wire).
 
 pub mod admission;
+mod automation_wire;
 pub mod firing;
 pub mod graph;
 pub mod grpc;

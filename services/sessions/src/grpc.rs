@@ -86,6 +86,8 @@ fn sandbox_revision(r: SandboxRevision) -> pb::SandboxRevision {
     }
 }
 
+// Writes `execution_json` for 0.1.0 readers too.
+#[allow(deprecated)]
 fn deployment(d: Deployment) -> pb::Deployment {
     pb::Deployment {
         pins: Some(pb::DeploymentPins {
@@ -95,7 +97,8 @@ fn deployment(d: Deployment) -> pb::Deployment {
             model_routing_profile_id: d.pins.model_routing_profile_id.clone().into(),
             sandbox_profile_id: d.pins.sandbox_profile_id.clone().into(),
             sandbox_profile_revision: d.pins.sandbox_profile_revision,
-            execution_json: to_json(&d.pins.execution),
+            execution_json: crate::execution_wire::execution_json(&d.pins.execution),
+            execution: Some(crate::execution_wire::execution(&d.pins.execution)),
         }),
         id: d.id.into(),
         environment_id: d.environment_id.into(),
@@ -131,11 +134,14 @@ pub(crate) fn session(s: Session) -> pb::Session {
         updated_at: rfc3339(s.updated_ms),
         version: s.version,
         agent_id: s.agent_id.into(),
-        execution_json: to_json(&s.pins.execution),
+        execution_json: crate::execution_wire::execution_json(&s.pins.execution),
+        execution: Some(crate::execution_wire::execution(&s.pins.execution)),
         queued_for_pool: false,
         sandbox_json: String::new(),
+        sandbox: None,
         connection_ids: vec![],
         resources_json: String::new(),
+        memory_resources: vec![],
         connection_vault_ids: s.connection_vault_ids,
         last_seq: s.last_seq,
     }
@@ -167,10 +173,6 @@ fn session_file(f: SessionFile) -> pb::SessionFile {
     }
 }
 
-fn sandbox_json(x: Option<&SandboxState>) -> String {
-    x.map(|x| serde_json::json!({"expires_at_ms": x.expires_ms, "unenforced": x.unenforced}).to_string()).unwrap_or_default()
-}
-
 impl SessionsGrpc {
     /// The wire form of a Session, saying whether it waits for a Runner and
     /// what its sandbox is.
@@ -188,9 +190,19 @@ impl SessionsGrpc {
             .await?
             .map(|v| v.definition.connection_ids())
             .unwrap_or_default();
-        let resources = self.svc.memory_resources(&s.id).await?;
-        let resources_json = if resources.is_empty() { String::new() } else { Value::Array(resources).to_string() };
-        Ok(pb::Session { queued_for_pool: queued, sandbox_json: sandbox_json(sandbox), connection_ids, resources_json, ..session(s) })
+        let mounts = self.svc.memory_resources(&s.id).await?;
+        // The JSON text fields for 0.1.0 readers, until the release after it.
+        #[allow(deprecated)]
+        let answer = pb::Session {
+            queued_for_pool: queued,
+            sandbox_json: crate::session_wire::sandbox_json(sandbox),
+            sandbox: sandbox.map(crate::session_wire::sandbox),
+            connection_ids,
+            resources_json: crate::session_wire::resources_json(&mounts),
+            memory_resources: mounts.iter().map(crate::session_wire::memory_resource).collect(),
+            ..session(s)
+        };
+        Ok(answer)
     }
 }
 
@@ -233,6 +245,8 @@ fn input(e: pb::InputEvent) -> Result<Input> {
     Input::parse(&e.r#type, payload, &e.authored_by, caused_by)
 }
 
+// Reads a 0.1.0 caller's `execution_json` when the typed plane is absent.
+#[allow(deprecated)]
 fn deployment_input(i: Option<pb::DeploymentInput>) -> Result<DeploymentInput> {
     let i = i.unwrap_or_default();
     Ok(DeploymentInput {
@@ -241,7 +255,7 @@ fn deployment_input(i: Option<pb::DeploymentInput>) -> Result<DeploymentInput> {
         sandbox_profile_id: i.sandbox_profile_id,
         sandbox_profile_revision: i.sandbox_profile_revision,
         harness: i.harness,
-        execution: json_or_null("execution", &i.execution_json)?,
+        execution: crate::execution_wire::execution_input(i.execution, &i.execution_json)?,
     })
 }
 

@@ -65,18 +65,10 @@ impl SessionsService {
         Ok(out)
     }
 
-    /// The Session's `resources` of kind `memory_store`, as the API shows them.
-    pub async fn memory_resources(&self, session_id: &SessionId) -> Result<Vec<Value>> {
-        Ok(self
-            .store
-            .mounts(session_id)
-            .await?
-            .iter()
-            .map(|m| {
-                json!({"type": "memory_store", "memory_store_id": m.store_id, "access": m.access, "mount_name": m.mount_name,
-                    "store_version": m.store_version})
-            })
-            .collect())
+    /// The MemoryStores the Session mounts (its `resources` of kind
+    /// `memory_store`).
+    pub async fn memory_resources(&self, session_id: &SessionId) -> Result<Vec<MemoryMount>> {
+        self.store.mounts(session_id).await
     }
 
     /// What a runner mounts for a Run just claimed: each file of each

@@ -5713,8 +5713,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path: {
@@ -6072,8 +6070,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path: {
@@ -6208,8 +6204,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path: {
@@ -6490,8 +6484,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path: {
@@ -7604,8 +7596,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path?: never;
@@ -7944,8 +7934,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path?: never;
@@ -8667,8 +8655,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path: {
@@ -9050,8 +9036,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path?: never;
@@ -9183,8 +9167,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path: {
@@ -9909,8 +9891,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path: {
@@ -9983,8 +9963,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path: {
@@ -10020,8 +9998,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path: {
@@ -10421,8 +10397,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path: {
@@ -11083,8 +11057,6 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
-                /** @description Only this Environment. */
-                environment_id?: string;
             };
             header?: never;
             path: {

@@ -4,12 +4,13 @@
 //! read does not exist (404). Signed ingest has no Principal: the
 //! scheduler checks the Automation's ingest secret (`ingest`).
 
-use super::{InEnvironment, Paging};
+use super::Paging;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, Query, RawBody};
 use crate::idempotency::once;
+use crate::json_text::doc;
 use crate::views::{ErrorEnvelope, Page, opt, page};
 use axum::Json;
 use axum::extract::{Path, State};
@@ -72,10 +73,6 @@ pub struct LastFiring {
     pub created_at: String,
 }
 
-fn doc(s: &str) -> Value {
-    serde_json::from_str(s).unwrap_or(Value::Null)
-}
-
 fn automation(a: &pb::Automation) -> Automation {
     let triggers = doc(&a.triggers_json);
     Automation {
@@ -84,12 +81,12 @@ fn automation(a: &pb::Automation) -> Automation {
         name: a.name.clone(),
         service_principal_id: a.service_principal_id.clone(),
         status: a.status.clone(),
-        pause_reason: doc(&a.pause_reason_json),
+        pause_reason: crate::automation_wire::pause_reason(a),
         trigger: triggers.get(0).cloned().unwrap_or(Value::Null),
         triggers,
         target: doc(&a.target_json),
-        readiness: doc(&a.readiness_json),
-        managed_by: doc(&a.managed_by_json),
+        readiness: crate::automation_wire::readiness(a),
+        managed_by: crate::automation_wire::managed_by(a),
         metadata: doc(&a.metadata_json),
         version: a.version,
         created_at: rfc3339(a.created_ms),
@@ -157,12 +154,12 @@ fn firing(f: &pb::Firing) -> Firing {
         dedupe_value: opt(&f.dedupe_value),
         actor_principal_id: opt(&f.actor_principal_id),
         automation_version: f.automation_version,
-        graph: doc(&f.graph_json),
+        graph: crate::automation_wire::firing_graph(f),
         state: f.state.clone(),
         child_session_ids: f.child_session_ids.clone(),
         program: doc(&f.program_json),
         usage: FiringUsage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd },
-        error: doc(&f.error_json),
+        error: crate::automation_wire::firing_error(f),
         created_at: rfc3339(f.created_ms),
         settled_at: (f.settled_ms > 0).then(|| rfc3339(f.settled_ms)),
     }
@@ -538,7 +535,7 @@ fn filtered(d: &pb::FilteredDelivery) -> FilteredDelivery {
 
 /// Webhook events the admission filter stopped, newest first; readable
 /// after the Automation is deleted.
-#[utoipa::path(get, path = "/v1/automations/{id}/filtered-deliveries", tag = "automations", operation_id = "automations.listAutomationFilteredDeliveries", params(("id" = String, Path), Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/automations/{id}/filtered-deliveries", tag = "automations", operation_id = "automations.listAutomationFilteredDeliveries", params(("id" = String, Path), Paging),
     responses((status = 200, description = "Newest first", body = Page<FilteredDelivery>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_filtered(
     State(st): State<AppState>,

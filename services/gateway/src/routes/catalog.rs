@@ -115,7 +115,7 @@ pub async fn publish_version(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/agents/{id}/versions", tag = "agents", operation_id = "agents.listAgentVersions", params(("id" = String, Path), Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/agents/{id}/versions", tag = "agents", operation_id = "agents.listAgentVersions", params(("id" = String, Path), Paging),
     responses((status = 200, body = Page<views::AgentVersion>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_versions(
     State(st): State<AppState>,
@@ -359,7 +359,11 @@ async fn pins(st: &AppState, env: &str, b: bodies::DeploymentRevision) -> ApiRes
     if profile.into_inner().environment_id != env {
         return Err(Error::invalid_field("model_routing_profile_id", "the routing profile belongs to another environment").into());
     }
+    // `execution_json` too, for a 0.1.0 sessions service until the release
+    // after it.
+    #[allow(deprecated)]
     Ok(ss::DeploymentInput {
+        execution: crate::execution_wire::to_wire(&b.execution)?,
         agent_version: b.agent_version,
         model_routing_profile_id: mrp,
         sandbox_profile_id: b.sandbox_profile_id,

@@ -1,7 +1,7 @@
 //! Session files: what the agent left in its outputs folder when each Run
 //! settled. Reading them needs read access to the Session.
 
-use super::{InEnvironment, Paging};
+use super::Paging;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::authz::facts_for;
@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use checkfu_proto::sessions::v1 as ss;
 use utoipa::IntoParams;
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/files", tag = "sessions", operation_id = "sessions.listSessionFiles", params(("id" = String, Path), Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/sessions/{id}/files", tag = "sessions", operation_id = "sessions.listSessionFiles", params(("id" = String, Path), Paging),
     responses((status = 200, description = "Newest capture first", body = Page<views::SessionFile>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_files(
     State(st): State<AppState>,

@@ -8,7 +8,7 @@ use super::{InEnvironment, Paging};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
-use crate::extract::JsonBody;
+use crate::extract::{JsonBody, Query};
 use crate::idempotency::once;
 use crate::views::ErrorEnvelope;
 use axum::Json;
@@ -139,8 +139,8 @@ pub async fn create_graph(State(st): State<AppState>, caller: Caller, headers: H
 
 #[utoipa::path(get, path = "/v1/automation-graphs", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphs", params(Paging, InEnvironment),
     responses((status = 200, description = "Newest first", body = crate::views::Page<crate::graph_wire::AutomationGraph>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_graphs(State(st): State<AppState>, caller: Caller, paging: Paging) -> J {
-    let envs = st.readable_envs(&caller, None).await?;
+pub async fn list_graphs(State(st): State<AppState>, caller: Caller, paging: Paging, Query(env): Query<InEnvironment>) -> J {
+    let envs = st.readable_envs(&caller, env.environment_id.as_deref()).await?;
     let req = pb::ListGraphsRequest { environment_ids: envs, limit: paging.limit(), page: paging.page() };
     let r = st.scheduler.clone().list_graphs(req).await?.into_inner();
     Ok(Json(list(&r)))
@@ -194,7 +194,7 @@ pub async fn revise_graph(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/automation-graphs/{id}/revisions", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphRevisions", params(("id" = String, Path), Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/automation-graphs/{id}/revisions", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphRevisions", params(("id" = String, Path), Paging),
     responses((status = 200, description = "Newest first", body = crate::views::Page<crate::graph_wire::AutomationGraphRevision>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_revisions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J {
     readable(&st, &caller, &id).await?;
@@ -239,7 +239,7 @@ pub async fn apply_graph(State(st): State<AppState>, caller: Caller, Path(id): P
 }
 
 /// The apply journal, newest first.
-#[utoipa::path(get, path = "/v1/automation-graphs/{id}/applications", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphApplications", params(("id" = String, Path), Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/automation-graphs/{id}/applications", tag = "automationGraphs", operation_id = "automationGraphs.listAutomationGraphApplications", params(("id" = String, Path), Paging),
     responses((status = 200, description = "Newest first", body = crate::views::Page<crate::graph_wire::GraphApplication>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_applications(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J {
     readable(&st, &caller, &id).await?;

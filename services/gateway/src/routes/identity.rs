@@ -1,6 +1,6 @@
 //! Principals, API keys, Groups, Environments and PermissionAssignments.
 
-use super::{InEnvironment, Paging, created};
+use super::{Paging, created};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::bodies::{self, parse};
@@ -37,7 +37,7 @@ pub async fn create_principal(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/principals", tag = "principals", operation_id = "principals.listPrincipals", params(Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/principals", tag = "principals", operation_id = "principals.listPrincipals", params(Paging),
     responses((status = 200, body = Page<views::Principal>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_principals(State(st): State<AppState>, caller: Caller, paging: Paging) -> J<Page<views::Principal>> {
     st.require_admin(&caller).await?;
@@ -105,7 +105,7 @@ pub async fn create_api_key(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/principals/{id}/api-keys", tag = "apiKeys", operation_id = "apiKeys.listApiKeys", params(("id" = String, Path), Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/principals/{id}/api-keys", tag = "apiKeys", operation_id = "apiKeys.listApiKeys", params(("id" = String, Path), Paging),
     responses((status = 200, body = Page<views::ApiKey>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_api_keys(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J<Page<views::ApiKey>> {
     if id != caller.principal_id {
@@ -148,7 +148,7 @@ pub async fn create_group(State(st): State<AppState>, caller: Caller, headers: H
     .await
 }
 
-#[utoipa::path(get, path = "/v1/groups", tag = "groups", operation_id = "groups.listGroups", params(Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/groups", tag = "groups", operation_id = "groups.listGroups", params(Paging),
     responses((status = 200, body = Page<views::Group>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_groups(State(st): State<AppState>, caller: Caller, paging: Paging) -> J<Page<views::Group>> {
     st.require_admin(&caller).await?;
@@ -211,7 +211,7 @@ pub async fn create_environment(
     .await
 }
 
-#[utoipa::path(get, path = "/v1/environments", tag = "environments", operation_id = "environments.listEnvironments", params(Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/environments", tag = "environments", operation_id = "environments.listEnvironments", params(Paging),
     responses((status = 200, description = "The Environments the caller may read", body = Page<views::Environment>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_environments(State(st): State<AppState>, caller: Caller, paging: Paging) -> J<Page<views::Environment>> {
     let r = st.gov.clone().list_environments(gov::ListRequest { limit: paging.limit(), page: paging.page() }).await?.into_inner();

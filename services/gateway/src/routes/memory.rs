@@ -3,7 +3,7 @@
 //! `manage` itself (403 without a row) and answers each resource as its API
 //! JSON; these handlers shape-check bodies and queries and pass the caller.
 
-use super::{InEnvironment, Paging};
+use super::Paging;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -303,7 +303,7 @@ pub async fn list_documents(
     Ok(Json(page))
 }
 
-#[utoipa::path(get, path = "/v1/memory-stores/{id}/versions", tag = "memoryStores", operation_id = "memoryStores.listMemoryStoreVersions", params(("id" = String, Path), Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/memory-stores/{id}/versions", tag = "memoryStores", operation_id = "memoryStores.listMemoryStoreVersions", params(("id" = String, Path), Paging),
     responses((status = 200, description = "Versions, newest first", body = crate::views::Page<crate::memory_wire::MemoryVersion>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_versions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J {
     let req = pb::ListVersionsRequest { store_id: id, limit: paging.limit(), page: paging.page(), actor_id: caller.principal_id };

@@ -1,6 +1,6 @@
 //! Sessions, their events (paged and streamed over SSE) and Runs.
 
-use super::{InEnvironment, Paging, created};
+use super::{Paging, created};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::authz::{facts_for, require_speaks_for, session_for};
@@ -424,7 +424,7 @@ async fn stream_view(
     Ok(resp)
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/runs", tag = "sessions", operation_id = "sessions.listSessionRuns", params(("id" = String, Path), Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/sessions/{id}/runs", tag = "sessions", operation_id = "sessions.listSessionRuns", params(("id" = String, Path), Paging),
     responses((status = 200, body = Page<views::Run>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_runs(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J<Page<views::Run>> {
     facts_for(&st, &caller, &id, false).await?;
@@ -446,7 +446,7 @@ pub async fn get_run(State(st): State<AppState>, caller: Caller, Path(id): Path<
     Ok(Json(views::run(&r)))
 }
 
-#[utoipa::path(get, path = "/v1/sessions/{id}/outcomes", tag = "sessions", operation_id = "sessions.listSessionOutcomes", params(("id" = String, Path), Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/sessions/{id}/outcomes", tag = "sessions", operation_id = "sessions.listSessionOutcomes", params(("id" = String, Path), Paging),
     responses((status = 200, description = "The Session's Outcomes, newest first", body = crate::views::Page<crate::threads_wire::Outcome>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_outcomes(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> ApiResult<Json<Value>> {
     facts_for(&st, &caller, &id, false).await?;

@@ -4,7 +4,7 @@
 //! file, its filename the path) or as JSON with each file's content in
 //! UTF-8 or base64; either way at most 12 MiB.
 
-use super::{InEnvironment, Paging};
+use super::Paging;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -191,7 +191,7 @@ pub async fn get_skill(State(st): State<AppState>, caller: Caller, Path(id): Pat
     Ok(Json(wire::skill(&skill_for(&st, &caller, &id).await?)))
 }
 
-#[utoipa::path(get, path = "/v1/skills/{id}/versions", tag = "skills", operation_id = "skills.listSkillVersions", params(("id" = String, Path), Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/skills/{id}/versions", tag = "skills", operation_id = "skills.listSkillVersions", params(("id" = String, Path), Paging),
     responses((status = 200, description = "Newest first", body = Page<wire::SkillVersion>), (status = "4XX", body = ErrorEnvelope),
         (status = 503, body = ErrorEnvelope)))]
 pub async fn list_versions(

@@ -118,7 +118,7 @@ pub async fn rotate_secret(State(st): State<AppState>, caller: Caller, Path(id):
 }
 
 /// Each delivery with every attempt: status, response code, next attempt.
-#[utoipa::path(get, path = "/v1/webhook-endpoints/{id}/deliveries", tag = "webhookEndpoints", operation_id = "webhookEndpoints.listWebhookEndpointDeliveries", params(("id" = String, Path), Paging, InEnvironment),
+#[utoipa::path(get, path = "/v1/webhook-endpoints/{id}/deliveries", tag = "webhookEndpoints", operation_id = "webhookEndpoints.listWebhookEndpointDeliveries", params(("id" = String, Path), Paging),
     responses((status = 200, body = Page<views::WebhookDelivery>), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn list_deliveries(
     State(st): State<AppState>,

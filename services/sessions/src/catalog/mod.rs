@@ -25,7 +25,7 @@ pub struct DeploymentInput {
     pub sandbox_profile_id: String,
     pub sandbox_profile_revision: Option<i64>,
     pub harness: String,
-    pub execution: Value,
+    pub execution: Execution,
 }
 
 fn check_key(key: &str) -> Result<()> {
@@ -317,16 +317,7 @@ impl Catalog {
         if harness != BUILTIN_HARNESS {
             return Err(Error::invalid_field("harness", format!("unknown harness {harness:?}; available: {BUILTIN_HARNESS}")));
         }
-        let execution: Execution = if input.execution.is_null() {
-            Execution::Managed
-        } else {
-            serde_json::from_value(input.execution.clone()).map_err(|e| {
-                Error::invalid_field(
-                    "execution",
-                    format!("execution must be {{kind:\"managed\"}}, {{kind:\"runner\", pool}} or {{kind:\"external_tools\", pool}}: {e}"),
-                )
-            })?
-        };
+        let execution = input.execution.clone();
         if let Execution::Runner { pool } | Execution::ExternalTools { pool } = &execution {
             check_pool("execution.pool", pool)?;
         }

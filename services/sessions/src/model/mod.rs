@@ -508,9 +508,11 @@ pub struct SandboxRevision {
 
 pub const BUILTIN_HARNESS: &str = "checkfu-builtin-1";
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Execution {
+    /// Absent from a Deployment's input: the managed plane.
+    #[default]
     Managed,
     Runner {
         pool: String,
