@@ -6,7 +6,7 @@ use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::sessions::v1 as ss;
 use checkfu_proto::webhooks::v1 as wh;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
@@ -17,7 +17,7 @@ pub fn opt(s: &str) -> Option<String> {
 }
 
 /// A page of a collection, newest first.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Page<T> {
     pub data: Vec<T>,
     /// Opaque token for the next page; null on the last one.
@@ -147,7 +147,7 @@ pub fn assignment(a: &gov::PermissionAssignment) -> PermissionAssignment {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Agent {
     pub id: String,
     pub environment_id: String,
@@ -177,7 +177,7 @@ pub fn agent(a: &ss::Agent) -> Agent {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AgentVersion {
     pub agent_id: String,
     pub version: i64,
@@ -201,7 +201,7 @@ pub fn agent_version(v: &ss::AgentVersion) -> AgentVersion {
 }
 
 /// One immutable sandbox profile revision.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SandboxRevision {
     pub profile_id: String,
     pub revision: i64,
@@ -234,7 +234,7 @@ pub fn sandbox_revision(r: &ss::SandboxRevision) -> SandboxRevision {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SandboxProfile {
     pub id: String,
     pub environment_id: String,
@@ -260,7 +260,7 @@ pub fn sandbox_profile(p: &ss::SandboxProfile) -> SandboxProfile {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Candidate {
     /// `anthropic`, `openai` or `scripted`.
     pub provider: String,
@@ -290,7 +290,7 @@ pub struct ModelEndpoint {
     pub default: bool,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ModelRoutingProfile {
     pub id: String,
     pub environment_id: String,
@@ -329,7 +329,7 @@ pub struct PriceEntry {
     pub output_micro_usd_per_mtok: i64,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Pins {
     pub agent_version: i64,
     pub release_sha256: String,
@@ -339,7 +339,7 @@ pub struct Pins {
     pub sandbox_profile_revision: i64,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct AgentDeployment {
     pub id: String,
     pub environment_id: String,
@@ -668,7 +668,7 @@ pub fn run(r: &ss::Run) -> Run {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ActionPolicy {
     pub id: String,
     pub environment_id: String,
@@ -835,14 +835,14 @@ pub fn standing_approval(s: &gov::StandingApproval) -> StandingApproval {
 }
 
 /// What a Budget covers.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Scope {
     /// `session`.
     pub kind: String,
     pub id: String,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Budget {
     pub id: String,
     pub environment_id: String,

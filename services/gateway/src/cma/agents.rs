@@ -6,7 +6,7 @@ use super::cx::{Cx, Native, encode};
 use super::facts;
 use super::permissions::{Rule, policy};
 use super::wire::{self, CmaResult, refuse};
-use crate::AppState;
+use crate::{AppState, views};
 use axum::Json;
 use axum::extract::{Path, RawQuery};
 use checkfu_core::Error;
@@ -49,11 +49,11 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let r = cx.native.get(&url).await?;
     let mut data = vec![];
     for a in r["data"].as_array().cloned().unwrap_or_default() {
-        if a["latest_version"].is_null() || (a["archived"] == true && !include_archived) || !created(&a["created_at"]) {
+        let a: views::Agent = super::cx::view_of(a)?;
+        if a.latest_version.is_none() || (a.archived && !include_archived) || !created(&json!(a.created_at)) {
             continue;
         }
-        let id = a["id"].as_str().unwrap_or_default();
-        data.push(render(&cx.state, &a, &version_of(&cx.native, id, None, &a).await?).await?);
+        data.push(render(&cx.state, &a, &version_of(&cx.native, &a.id, None, &a).await?).await?);
     }
     Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
 }
@@ -63,13 +63,13 @@ pub async fn versions(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -
     let id = checked(&id)?;
     let q = wire::query_pairs(raw.as_deref())?;
     let limit = wire::limit(&q, 20, 100)?;
-    let agent = cx.native.get(&format!("/v1/agents/{id}")).await?;
-    let latest = agent["latest_version"].as_i64().unwrap_or(0);
+    let agent: views::Agent = cx.native.get_as(&format!("/v1/agents/{id}")).await?;
+    let latest = agent.latest_version.unwrap_or(0);
     let top = wire::number_token::<i64>(&q)?.unwrap_or(latest);
     let mut data = vec![];
     let mut n = top;
     while n >= 1 && data.len() < limit as usize {
-        let v = cx.native.get(&format!("/v1/agents/{id}/versions/{n}")).await?;
+        let v = cx.native.get_as(&format!("/v1/agents/{id}/versions/{n}")).await?;
         data.push(render(&cx.state, &agent, &v).await?);
         n -= 1;
     }
@@ -80,8 +80,8 @@ pub async fn versions(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -
 /// definition changed; `version` must be the latest (409 else).
 pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
-    let agent = cx.native.get(&format!("/v1/agents/{id}")).await?;
-    let latest = agent["latest_version"].as_i64().unwrap_or(0);
+    let agent: views::Agent = cx.native.get_as(&format!("/v1/agents/{id}")).await?;
+    let latest = agent.latest_version.unwrap_or(0);
     let expected =
         body["version"].as_i64().ok_or_else(|| Error::invalid_field("version", "version is required: the version you updated from"))?;
     if expected != latest {
@@ -89,7 +89,7 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
             .with_reason("version_mismatch")
             .into());
     }
-    let current = cx.native.get(&format!("/v1/agents/{id}/versions/{latest}")).await?;
+    let current: views::AgentVersion = cx.native.get_as(&format!("/v1/agents/{id}/versions/{latest}")).await?;
     let rules_now = current_rules(&cx.state, &cx.env_id, &id).await?;
     let current_view = render_with(&cx.state, &agent, &current, &rules_now).await?;
     // CMA's merge: omitted keeps, arrays replace, metadata is a patch.
@@ -102,13 +102,13 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     if let Some(m) = body.get("metadata") {
         merged["metadata"] = wire::patch_metadata(&current_view["metadata"], m)?;
     }
-    let compiled = compile(&cx, &merged, Some(&current["definition"])).await?;
-    let name_changed = merged["name"] != agent["name"];
+    let compiled = compile(&cx, &merged, Some(&current.definition)).await?;
+    let name_changed = merged["name"] != json!(agent.name);
     let rules_changed = compiled.rules != rules_now;
-    if compiled.draft == current["definition"] && !name_changed && !rules_changed {
+    if compiled.draft == current.definition && !name_changed && !rules_changed {
         return Ok(Json(current_view));
     }
-    let mut change = json!({"draft": compiled.draft, "expected_version": agent["version"]});
+    let mut change = json!({"draft": compiled.draft, "expected_version": agent.version});
     if name_changed {
         change["name"] = merged["name"].clone();
     }
@@ -428,7 +428,7 @@ fn policy_name(agent_id: &str) -> String {
 /// The rules now in force for an agent, as `(tool, disposition)`.
 pub async fn current_rules(st: &AppState, env_id: &str, agent_id: &str) -> CmaResult<Vec<Rule>> {
     let Some(p) = facts::policy_named(st, env_id, &policy_name(agent_id)).await? else { return Ok(vec![]) };
-    Ok(p["rules"]
+    Ok(p.rules
         .as_array()
         .map(|rs| {
             rs.iter()
@@ -460,51 +460,50 @@ async fn replace_rules(cx: &Cx, agent_id: &str, rules: &[Rule]) -> CmaResult<()>
             native.post("/v1/action-policies", &json!({"environment_id": env_id, "name": policy_name(agent_id), "rules": rules})).await?;
         }
         (Some(p), true) => {
-            native.delete(&format!("/v1/action-policies/{}", p["id"].as_str().unwrap_or_default())).await?;
+            native.delete(&format!("/v1/action-policies/{}", p.id)).await?;
         }
         (Some(p), false) => {
-            let change = json!({"rules": rules, "expected_version": p["version"]});
-            native.post(&format!("/v1/action-policies/{}", p["id"].as_str().unwrap_or_default()), &change).await?;
+            let change = json!({"rules": rules, "expected_version": p.version});
+            native.post(&format!("/v1/action-policies/{}", p.id), &change).await?;
         }
     }
     Ok(())
 }
 
 /// A native version (`None`: the latest) of an agent already read.
-async fn version_of(native: &Native, id: &str, version: Option<i64>, agent: &Value) -> CmaResult<Value> {
-    let n = version.or(agent["latest_version"].as_i64()).ok_or_else(|| Error::not_found("agent version", id))?;
-    native.get(&format!("/v1/agents/{id}/versions/{n}")).await
+async fn version_of(native: &Native, id: &str, version: Option<i64>, agent: &views::Agent) -> CmaResult<views::AgentVersion> {
+    let n = version.or(agent.latest_version).ok_or_else(|| Error::not_found("agent version", id))?;
+    native.get_as(&format!("/v1/agents/{id}/versions/{n}")).await
 }
 
 async fn render_latest(cx: &Cx, id: &str, version: Option<i64>) -> CmaResult<Value> {
-    let agent = cx.native.get(&format!("/v1/agents/{id}")).await?;
+    let agent: views::Agent = cx.native.get_as(&format!("/v1/agents/{id}")).await?;
     let v = version_of(&cx.native, id, version, &agent).await?;
     render(&cx.state, &agent, &v).await
 }
 
 /// A native Agent and one of its versions, as a CMA agent.
-pub async fn render(st: &AppState, agent: &Value, version: &Value) -> CmaResult<Value> {
-    let env_id = agent["environment_id"].as_str().unwrap_or_default();
-    let rules = current_rules(st, env_id, agent["id"].as_str().unwrap_or_default()).await?;
+pub async fn render(st: &AppState, agent: &views::Agent, version: &views::AgentVersion) -> CmaResult<Value> {
+    let rules = current_rules(st, &agent.environment_id, &agent.id).await?;
     render_with(st, agent, version, &rules).await
 }
 
 /// [`render`] with the agent's rules already read.
-async fn render_with(st: &AppState, agent: &Value, version: &Value, rules: &[Rule]) -> CmaResult<Value> {
-    let def = &version["definition"];
-    let id = agent["id"].as_str().unwrap_or_default();
+async fn render_with(st: &AppState, agent: &views::Agent, version: &views::AgentVersion, rules: &[Rule]) -> CmaResult<Value> {
+    let def = &version.definition;
+    let id = agent.id.as_str();
     let effort = match def["model"]["routing_profile_id"].as_str() {
-        Some(r) => facts::route(st, r).await.ok().and_then(|p| p["candidates"][0]["effort"].as_str().map(String::from)),
+        Some(r) => facts::route(st, r).await.ok().and_then(|p| p.candidates.first().map(|c| c.effort.clone())),
         None => None,
     };
     let servers = super::mcp::servers_of(st, def).await?;
     let mut v = snapshot(def, rules, effort, &servers);
     v["id"] = json!(id);
-    v["version"] = version["version"].clone();
-    v["name"] = agent["name"].clone();
-    v["created_at"] = wire::time(&agent["created_at"]);
-    v["updated_at"] = wire::time(&version["published_at"]);
-    v["archived_at"] = if agent["archived"] == true { wire::time(&agent["updated_at"]) } else { Value::Null };
+    v["version"] = json!(version.version);
+    v["name"] = json!(agent.name);
+    v["created_at"] = json!(agent.created_at);
+    v["updated_at"] = json!(version.published_at);
+    v["archived_at"] = if agent.archived { json!(agent.updated_at) } else { Value::Null };
     Ok(v)
 }
 

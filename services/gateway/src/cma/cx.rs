@@ -293,6 +293,12 @@ impl Native {
         self.call(Method::GET, path, None, &[]).await
     }
 
+    /// A native answer read as the view the native route renders, so a
+    /// field the projection reads is one the compiler knows.
+    pub async fn get_as<T: serde::de::DeserializeOwned>(&self, path: &str) -> CmaResult<T> {
+        view_of(self.get(path).await?)
+    }
+
     pub async fn post(&self, path: &str, body: &Value) -> CmaResult<Value> {
         self.call(Method::POST, path, Some(body), &[]).await
     }
@@ -419,4 +425,9 @@ mod tests {
         assert_eq!(encode("sess_01abc"), "sess_01abc");
         assert_eq!(encode("a/b?c"), "a%2Fb%3Fc");
     }
+}
+
+/// A native answer (or one item of a list) read as its view.
+pub fn view_of<T: serde::de::DeserializeOwned>(v: Value) -> CmaResult<T> {
+    serde_json::from_value(v).map_err(|e| Error::internal(format!("a native answer is not its view: {e}")).into())
 }

@@ -5,13 +5,14 @@
 use super::cx::{Cx, Native};
 use super::facts;
 use super::wire::{CmaResult, refuse};
+use crate::views;
 use checkfu_core::{Code, Error};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Whether a SandboxProfile (its view) is a self_hosted environment: its
 /// latest revision's tools run at the work item's holder (§17.13).
-pub fn self_hosted(profile: &Value) -> bool {
-    profile["latest"]["execution"] == "external_tools"
+pub fn self_hosted(profile: &views::SandboxProfile) -> bool {
+    profile.latest.as_ref().is_some_and(|r| r.execution == "external_tools")
 }
 
 /// The deployment key of (environment, agent, version).
@@ -22,21 +23,20 @@ fn key(sbp: &str, agent_id: &str, version: i64) -> String {
 /// The deployment a CMA session runs on: found by key, created or
 /// advanced to the profile's latest revision by a `manage` holder; anyone
 /// else runs on what exists, or gets 403 `deployment_missing`.
-pub async fn deployment_for(cx: &Cx, agent: &Value, version: i64, sbp: &str) -> CmaResult<String> {
-    let agent_id = agent["id"].as_str().unwrap_or_default();
+pub async fn deployment_for(cx: &Cx, agent_id: &str, version: i64, sbp: &str) -> CmaResult<String> {
     let k = key(sbp, agent_id, version);
-    let existing = facts::cma_deployments(&cx.state, &cx.env_id).await?.into_iter().find(|d| d["key"] == k.as_str());
+    let existing = facts::cma_deployments(&cx.state, &cx.env_id).await?.into_iter().find(|d| d.key == k);
     let profile = facts::profile(&cx.state, sbp).await.map_err(|e| match e.0.code {
         Code::NotFound => Error::invalid_field("environment_id", format!("no such environment {sbp}")).into(),
         _ => e,
     })?;
-    if profile["environment_id"] != cx.env_id.as_str() {
+    if profile.environment_id != cx.env_id {
         return Err(Error::invalid_field("environment_id", format!("no such environment {sbp} in this workspace")).into());
     }
-    if !profile["archived_at"].is_null() {
+    if profile.archived_at.is_some() {
         return Err(refuse("environment_archived", format!("environment {sbp} is archived: no new session starts in it")));
     }
-    let latest = profile["latest_revision"].as_i64().unwrap_or(1);
+    let latest = profile.latest_revision;
     let missing = |e: super::wire::CmaError| match e.0.code {
         Code::PermissionDenied => {
             Error::new(Code::PermissionDenied, format!("no deployment {k} exists and only a manager of the workspace may create it"))
@@ -46,9 +46,9 @@ pub async fn deployment_for(cx: &Cx, agent: &Value, version: i64, sbp: &str) -> 
         _ => e,
     };
     match existing {
-        Some(d) if d["pins"]["sandbox_profile_revision"].as_i64() == Some(latest) => Ok(d["id"].as_str().unwrap_or_default().into()),
+        Some(d) if d.pins.sandbox_profile_revision == latest => Ok(d.id),
         Some(d) => {
-            let id = d["id"].as_str().unwrap_or_default().to_string();
+            let id = d.id.clone();
             match advance(&cx.native, &d, latest).await {
                 // Not a manager: run on its head.
                 Err(e) if e.0.code == Code::PermissionDenied => Ok(id),
@@ -57,7 +57,7 @@ pub async fn deployment_for(cx: &Cx, agent: &Value, version: i64, sbp: &str) -> 
         }
         None => {
             let v = facts::version(&cx.state, agent_id, version).await?;
-            let route = v["definition"]["model"]["routing_profile_id"]
+            let route = v.definition["model"]["routing_profile_id"]
                 .as_str()
                 .ok_or_else(|| refuse("model_not_routable", "the agent's version names no model route"))?;
             let mut body = json!({"environment_id": cx.env_id, "key": k, "agent_id": agent_id, "agent_version": version,
@@ -74,11 +74,11 @@ pub async fn deployment_for(cx: &Cx, agent: &Value, version: i64, sbp: &str) -> 
 }
 
 /// Moves a deployment onto the profile's `revision`, other pins kept.
-async fn advance(native: &Native, d: &Value, revision: i64) -> CmaResult<()> {
-    let p = &d["pins"];
-    let body = json!({"agent_version": p["agent_version"], "model_routing_profile_id": p["model_routing_profile_id"],
-        "sandbox_profile_id": p["sandbox_profile_id"], "sandbox_profile_revision": revision, "harness": p["harness"], "execution": d["execution"]});
-    native.post(&format!("/v1/agent-deployments/{}/revisions", d["id"].as_str().unwrap_or_default()), &body).await?;
+async fn advance(native: &Native, d: &views::AgentDeployment, revision: i64) -> CmaResult<()> {
+    let p = &d.pins;
+    let body = json!({"agent_version": p.agent_version, "model_routing_profile_id": p.model_routing_profile_id,
+        "sandbox_profile_id": p.sandbox_profile_id, "sandbox_profile_revision": revision, "harness": p.harness, "execution": d.execution});
+    native.post(&format!("/v1/agent-deployments/{}/revisions", d.id), &body).await?;
     Ok(())
 }
 
@@ -86,17 +86,13 @@ async fn advance(native: &Native, d: &Value, revision: i64) -> CmaResult<()> {
 /// older versions were deployed to gets a deployment of the new one.
 pub async fn advance_deployments(cx: &Cx, agent_id: &str) -> CmaResult<()> {
     let agent = facts::agent(&cx.state, agent_id).await?;
-    let Some(latest) = agent["latest_version"].as_i64() else { return Ok(()) };
+    let Some(latest) = agent.latest_version else { return Ok(()) };
     let all = facts::cma_deployments(&cx.state, &cx.env_id).await?;
-    let mut profiles: Vec<String> = all
-        .iter()
-        .filter(|d| d["agent_id"] == agent_id)
-        .filter_map(|d| d["pins"]["sandbox_profile_id"].as_str().map(String::from))
-        .collect();
+    let mut profiles: Vec<String> = all.iter().filter(|d| d.agent_id == agent_id).map(|d| d.pins.sandbox_profile_id.clone()).collect();
     profiles.sort();
     profiles.dedup();
     for sbp in profiles {
-        deployment_for(cx, &agent, latest, &sbp).await?;
+        deployment_for(cx, agent_id, latest, &sbp).await?;
     }
     Ok(())
 }
@@ -105,9 +101,9 @@ pub async fn advance_deployments(cx: &Cx, agent_id: &str) -> CmaResult<()> {
 /// its new revision.
 pub async fn advance_environment(cx: &Cx, sbp: &str) -> CmaResult<()> {
     let profile = facts::profile(&cx.state, sbp).await?;
-    let latest = profile["latest_revision"].as_i64().unwrap_or(1);
+    let latest = profile.latest_revision;
     for d in facts::cma_deployments(&cx.state, &cx.env_id).await? {
-        if d["pins"]["sandbox_profile_id"] == sbp && d["pins"]["sandbox_profile_revision"].as_i64() != Some(latest) {
+        if d.pins.sandbox_profile_id == sbp && d.pins.sandbox_profile_revision != latest {
             advance(&cx.native, &d, latest).await?;
         }
     }

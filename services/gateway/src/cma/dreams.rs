@@ -53,7 +53,7 @@ async fn shown(cx: &Cx, d: &Value) -> Value {
 async fn model_of(cx: &Cx, d: &Value) -> Value {
     let Some(route) = d["model_routing_profile_id"].as_str() else { return Value::Null };
     match super::facts::route(&cx.state, route).await {
-        Ok(r) => r["name"].as_str().and_then(|n| n.strip_prefix("cma:")).filter(|n| *n != "*").map(|n| json!(n)).unwrap_or(Value::Null),
+        Ok(r) => r.name.strip_prefix("cma:").filter(|n| *n != "*").map(|n| json!(n)).unwrap_or(Value::Null),
         Err(_) => Value::Null,
     }
 }

@@ -3,12 +3,17 @@
 //! the profile's next revision (running Sessions keep theirs).
 
 use super::cx::Cx;
-use super::deployments::self_hosted;
 use super::wire::{self, CmaResult, refuse};
 use axum::Json;
 use axum::extract::{Path, RawQuery};
 use checkfu_core::Error;
 use serde_json::{Value, json};
+
+/// [`super::deployments::self_hosted`] of a native SandboxProfile answer,
+/// read as the native view (a profile that does not read as one is not).
+fn self_hosted(p: &Value) -> bool {
+    serde_json::from_value::<crate::views::SandboxProfile>(p.clone()).is_ok_and(|p| super::deployments::self_hosted(&p))
+}
 
 /// The image a CMA cloud environment runs (CMA names none).
 const IMAGE: &str = "debian:12";
@@ -223,7 +228,13 @@ mod tests {
         assert_eq!(spec["execution"], "external_tools");
         assert_eq!(spec["network"]["allowed_hosts"], json!([]), "the platform's sandbox reaches nothing; no sandbox runs here");
         assert!(compile(&json!({"type": "self_hosted", "packages": {"pip": ["x"]}})).is_err(), "packages are the worker's");
-        let p = json!({"id": "sbp_1", "name": "e", "latest": {"execution": "external_tools", "packages": [], "network": spec["network"]}});
+        // A native profile answer, whole: it is read as the native view.
+        let p = json!({"id": "sbp_1", "environment_id": "env_1", "name": "e", "latest_revision": 1, "created_at": "2026-01-01T00:00:00Z",
+            "archived_at": null, "latest": {"profile_id": "sbp_1", "revision": 1, "image": "", "packages": [], "network": spec["network"],
+            "resources": {}, "retention_days": 30, "execution": "external_tools", "created_at": "2026-01-01T00:00:00Z"}});
         assert_eq!(render(&p)["config"], json!({"type": "self_hosted"}));
+        let mut cloud = p.clone();
+        cloud["latest"]["execution"] = json!("managed");
+        assert_eq!(render(&cloud)["config"]["type"], "cloud");
     }
 }

@@ -10,43 +10,37 @@ use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::sessions::v1 as ss;
 use serde_json::Value;
 
-fn json<T: serde::Serialize>(v: T) -> Value {
-    serde_json::to_value(v).unwrap_or_default()
+pub async fn agent(st: &AppState, id: &str) -> CmaResult<views::Agent> {
+    Ok(views::agent(&st.sessions.clone().get_agent(ss::GetByIdRequest { id: id.into() }).await?.into_inner()))
 }
 
-pub async fn agent(st: &AppState, id: &str) -> CmaResult<Value> {
-    Ok(json(views::agent(&st.sessions.clone().get_agent(ss::GetByIdRequest { id: id.into() }).await?.into_inner())))
-}
-
-pub async fn version(st: &AppState, agent_id: &str, version: i64) -> CmaResult<Value> {
+pub async fn version(st: &AppState, agent_id: &str, version: i64) -> CmaResult<views::AgentVersion> {
     let req = ss::GetAgentVersionRequest { agent_id: agent_id.into(), version };
-    Ok(json(views::agent_version(&st.sessions.clone().get_agent_version(req).await?.into_inner())))
+    Ok(views::agent_version(&st.sessions.clone().get_agent_version(req).await?.into_inner()))
 }
 
 /// A SandboxProfile with its latest revision, as the native route shows it.
-pub async fn profile(st: &AppState, id: &str) -> CmaResult<Value> {
+pub async fn profile(st: &AppState, id: &str) -> CmaResult<views::SandboxProfile> {
     let p = st.sessions.clone().get_sandbox_profile(ss::GetByIdRequest { id: id.into() }).await?.into_inner();
-    Ok(json(crate::routes::catalog::profile_view(st, &p).await?))
+    Ok(crate::routes::catalog::profile_view(st, &p).await?)
 }
 
-pub async fn deployment(st: &AppState, id: &str) -> CmaResult<Value> {
-    Ok(json(views::deployment(&st.sessions.clone().get_deployment(ss::GetByIdRequest { id: id.into() }).await?.into_inner())))
+pub async fn deployment(st: &AppState, id: &str) -> CmaResult<views::AgentDeployment> {
+    Ok(views::deployment(&st.sessions.clone().get_deployment(ss::GetByIdRequest { id: id.into() }).await?.into_inner()))
 }
 
-pub async fn route(st: &AppState, id: &str) -> CmaResult<Value> {
-    Ok(json(views::routing_profile(
-        &st.models.clone().get_routing_profile(mg::GetRoutingProfileRequest { id: id.into() }).await?.into_inner(),
-    )))
+pub async fn route(st: &AppState, id: &str) -> CmaResult<views::ModelRoutingProfile> {
+    Ok(views::routing_profile(&st.models.clone().get_routing_profile(mg::GetRoutingProfileRequest { id: id.into() }).await?.into_inner()))
 }
 
 /// The ActionPolicy named `name` in `env_id`, if any.
-pub async fn policy_named(st: &AppState, env_id: &str, name: &str) -> CmaResult<Option<Value>> {
+pub async fn policy_named(st: &AppState, env_id: &str, name: &str) -> CmaResult<Option<views::ActionPolicy>> {
     let mut page = String::new();
     loop {
         let req = gov::ListActionPoliciesRequest { environment_ids: vec![env_id.into()], limit: 100, page: page.clone() };
         let r = st.gov.clone().list_action_policies(req).await?.into_inner();
         if let Some(p) = r.data.iter().find(|p| p.name == name) {
-            return Ok(Some(json(views::action_policy(p))));
+            return Ok(Some(views::action_policy(p)));
         }
         if r.next_page.is_empty() {
             return Ok(None);
@@ -56,13 +50,13 @@ pub async fn policy_named(st: &AppState, env_id: &str, name: &str) -> CmaResult<
 }
 
 /// The workspace's deployments the projection made (`cma:` keys).
-pub async fn cma_deployments(st: &AppState, env_id: &str) -> CmaResult<Vec<Value>> {
+pub async fn cma_deployments(st: &AppState, env_id: &str) -> CmaResult<Vec<views::AgentDeployment>> {
     let mut out = vec![];
     let mut page = String::new();
     loop {
         let req = ss::ListInEnvironmentsRequest { environment_ids: vec![env_id.into()], limit: 100, page: page.clone() };
         let r = st.sessions.clone().list_deployments(req).await?.into_inner();
-        out.extend(r.data.iter().filter(|d| d.key.starts_with("cma:")).map(|d| json(views::deployment(d))));
+        out.extend(r.data.iter().filter(|d| d.key.starts_with("cma:")).map(views::deployment));
         if r.next_page.is_empty() || out.len() > 10_000 {
             return Ok(out);
         }
@@ -86,11 +80,10 @@ pub async fn tool_source_names(st: &AppState, env_id: &str) -> CmaResult<std::co
     }
 }
 
-/// A Connection's secret-free record: `{id, kind, url, status, ...}`.
-pub async fn connection(st: &AppState, id: &str) -> CmaResult<Value> {
+/// A Connection's secret-free record.
+pub async fn connection(st: &AppState, id: &str) -> CmaResult<checkfu_proto::capability::v1::Connection> {
     use checkfu_proto::capability::v1 as cap;
-    let c = st.connections.clone().get_connection(cap::GetConnectionRequest { id: id.into() }).await?.into_inner();
-    Ok(serde_json::json!({"id": c.id, "kind": c.kind, "url": c.url, "status": c.status, "environment_id": c.environment_id}))
+    Ok(st.connections.clone().get_connection(cap::GetConnectionRequest { id: id.into() }).await?.into_inner())
 }
 
 /// A Session's Outcomes, oldest first (at most the newest 100).
@@ -100,8 +93,8 @@ pub async fn outcomes(st: &AppState, session_id: &str) -> CmaResult<Vec<Value>> 
     Ok(r.json.iter().rev().filter_map(|j| serde_json::from_str(j).ok()).collect())
 }
 
-pub async fn budget(st: &AppState, id: &str) -> CmaResult<Value> {
-    Ok(json(views::budget(&st.sessions.clone().get_budget(ss::GetByIdRequest { id: id.into() }).await?.into_inner())))
+pub async fn budget(st: &AppState, id: &str) -> CmaResult<views::Budget> {
+    Ok(views::budget(&st.sessions.clone().get_budget(ss::GetByIdRequest { id: id.into() }).await?.into_inner()))
 }
 
 /// The priced (provider, model) pairs; model `*` prices a whole provider.

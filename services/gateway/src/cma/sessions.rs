@@ -22,15 +22,15 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
         Code::NotFound => Error::invalid_field("agent", format!("no such agent {agent_id}")).into(),
         _ => e,
     })?;
-    if agent["environment_id"] != cx.env_id.as_str() {
+    if agent.environment_id != cx.env_id {
         return Err(Error::invalid_field("agent", format!("no such agent {agent_id} in this workspace")).into());
     }
-    if agent["archived"] == true {
+    if agent.archived {
         return Err(refuse("agent_archived", "the agent is archived"));
     }
     let version = match version {
         Some(v) => v,
-        None => agent["latest_version"].as_i64().ok_or_else(|| refuse("agent_unpublished", "the agent has no published version"))?,
+        None => agent.latest_version.ok_or_else(|| refuse("agent_unpublished", "the agent has no published version"))?,
     };
     let resources = resources(&body["resources"])?;
     if !resources.is_empty() && facts::profile(&cx.state, &sbp).await.is_ok_and(|p| self_hosted(&p)) {
@@ -44,7 +44,7 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
         Some(b) => Some(budget_limit(b)?),
         None => None,
     };
-    let deployment = deployment_for(&cx, &agent, version, &sbp).await?;
+    let deployment = deployment_for(&cx, &agent_id, version, &sbp).await?;
     if budget.is_some() {
         require_priced(&cx, &deployment).await?;
     }
@@ -324,8 +324,7 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     // `agent.tools` narrows the selection (while idle, natively checked).
     if let Some(t) = body["agent"].get("tools").filter(|t| !t.is_null()) {
         let d = facts::deployment(&cx.state, current["agent_deployment_id"].as_str().unwrap_or_default()).await?;
-        let (agent_id, version) = (d["agent_id"].as_str().unwrap_or_default(), d["pins"]["agent_version"].as_i64().unwrap_or(1));
-        let def = facts::version(&cx.state, agent_id, version).await?["definition"].clone();
+        let def = facts::version(&cx.state, &d.agent_id, d.pins.agent_version).await?.definition;
         let names = super::agents::tool_names(t, &super::mcp::servers_of(&cx.state, &def).await?)?;
         cx.native.post(&format!("/v1/sessions/{id}/selection"), &json!({"tools": names})).await.map_err(|e| match e.0.code {
             Code::Invalid => refuse("override_widens", e.0.message),
@@ -400,10 +399,10 @@ fn budget_limit(b: &Value) -> CmaResult<i64> {
 /// have a price (else 400 `model_not_budgetable`).
 async fn require_priced(cx: &Cx, deployment_id: &str) -> CmaResult<()> {
     let d = facts::deployment(&cx.state, deployment_id).await?;
-    let route = facts::route(&cx.state, d["pins"]["model_routing_profile_id"].as_str().unwrap_or_default()).await?;
+    let route = facts::route(&cx.state, &d.pins.model_routing_profile_id).await?;
     let prices = facts::prices(&cx.state).await?;
-    for c in route["candidates"].as_array().into_iter().flatten() {
-        let (p, m) = (c["provider"].as_str().unwrap_or_default(), c["model"].as_str().unwrap_or_default());
+    for c in &route.candidates {
+        let (p, m) = (c.provider.as_str(), c.model.as_str());
         if !prices.iter().any(|(pp, pm)| pp == p && (pm == m || pm == "*")) {
             return Err(refuse("model_not_budgetable", format!("{p}/{m} has no price, so spend on it cannot be capped")));
         }
@@ -467,7 +466,7 @@ async fn vaults_for(cx: &Cx, agent_id: &str, version: i64, v: &Value) -> CmaResu
     if ids.is_empty() {
         return Ok(ids);
     }
-    let def = facts::version(&cx.state, agent_id, version).await?["definition"].clone();
+    let def = facts::version(&cx.state, agent_id, version).await?.definition;
     let pinned: Vec<String> = def["tools"]
         .as_array()
         .into_iter()
@@ -477,7 +476,7 @@ async fn vaults_for(cx: &Cx, agent_id: &str, version: i64, v: &Value) -> CmaResu
         .collect();
     let mut pinned_urls = vec![];
     for c in &pinned {
-        pinned_urls.push((c.clone(), facts::connection(&cx.state, c).await?["url"].as_str().unwrap_or_default().to_string()));
+        pinned_urls.push((c.clone(), facts::connection(&cx.state, c).await?.url));
     }
     for id in &ids {
         let vault = super::vaults::read(cx, id).await?;
@@ -486,8 +485,8 @@ async fn vaults_for(cx: &Cx, agent_id: &str, version: i64, v: &Value) -> CmaResu
         }
         for cid in vault["connection_ids"].as_array().into_iter().flatten().filter_map(Value::as_str) {
             let c = facts::connection(&cx.state, cid).await?;
-            let url = c["url"].as_str().unwrap_or_default();
-            let live = c["status"] != "revoked";
+            let url = c.url.as_str();
+            let live = c.status != "revoked";
             let competes = pinned_urls.iter().any(|(p, u)| super::mcp::same_url(u, url) && p != cid);
             let is_pinned = pinned_urls.iter().any(|(p, _)| p == cid);
             if live && competes && !is_pinned {
@@ -513,7 +512,7 @@ async fn narrow(cx: &Cx, agent_id: &str, version: i64, overrides: &Value, native
     if tools.is_none() && skills.is_none() {
         return Ok(());
     }
-    let def = facts::version(&cx.state, agent_id, version).await?["definition"].clone();
+    let def = facts::version(&cx.state, agent_id, version).await?.definition;
     let declared = super::agents::declared_tool_names(def["tools"].as_array().map(Vec::as_slice).unwrap_or_default());
     if let Some(t) = tools {
         let names = super::agents::tool_names(t, &super::mcp::servers_of(&cx.state, &def).await?)?;
@@ -537,10 +536,8 @@ async fn narrow(cx: &Cx, agent_id: &str, version: i64, overrides: &Value, native
 /// session; what it was pinned to is read as facts.
 pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
     let d = facts::deployment(st, s["agent_deployment_id"].as_str().unwrap_or_default()).await?;
-    let agent_id = d["agent_id"].as_str().unwrap_or_default();
-    let version = d["pins"]["agent_version"].as_i64().unwrap_or(1);
-    let agent = facts::agent(st, agent_id).await?;
-    let v = facts::version(st, agent_id, version).await?;
+    let agent = facts::agent(st, &d.agent_id).await?;
+    let v = facts::version(st, &d.agent_id, d.pins.agent_version).await?;
     let mut pinned = super::agents::render(st, &agent, &v).await?;
     if let Some(o) = pinned.as_object_mut() {
         for k in ["created_at", "updated_at", "archived_at", "metadata"] {
@@ -550,8 +547,7 @@ pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
     let micro = s["usage"]["model_spend_micro_usd"].as_u64().unwrap_or(0);
     let budget = match s["budget_id"].as_str().filter(|b| !b.is_empty()) {
         Some(b) => {
-            let b = facts::budget(st, b).await?;
-            let cents = b["limit"].as_i64().unwrap_or(0) / 10_000;
+            let cents = facts::budget(st, b).await?.limit / 10_000;
             json!({"type": "limit", "max_list_cost": {"amount": cents.to_string(), "currency": "USD"}})
         }
         None => Value::Null,
@@ -565,7 +561,7 @@ pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
         "title": s["title"],
         "metadata": s.get("metadata").cloned().filter(Value::is_object).unwrap_or(json!({})),
         "agent": pinned,
-        "environment_id": d["pins"]["sandbox_profile_id"],
+        "environment_id": d.pins.sandbox_profile_id,
         "usage": {
             "input_tokens": s["usage"]["input_tokens"],
             "output_tokens": s["usage"]["output_tokens"],
