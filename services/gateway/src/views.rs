@@ -380,7 +380,7 @@ pub fn deployment(d: &ss::Deployment) -> AgentDeployment {
     }
 }
 
-#[derive(Debug, Default, Serialize, ToSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 pub struct Usage {
     pub input_tokens: i64,
     pub output_tokens: i64,
@@ -392,7 +392,7 @@ fn usage(u: &Option<ss::Usage>) -> Usage {
     Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Session {
     pub id: String,
     pub environment_id: String,

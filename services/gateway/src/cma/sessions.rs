@@ -1,12 +1,12 @@
 //! CMA sessions (api.md §17.7) ↔ native Sessions on Deployments keyed
 //! `cma:<sbp>:<agt>:v<n>`, created as the caller's Principal.
 
-use super::cx::{Cx, encode};
+use super::cx::{Cx, encode, view_of};
 use super::deployments::{deployment_for, self_hosted};
 use super::facts;
 use super::mapping;
 use super::wire::{self, CmaResult, refuse};
-use crate::AppState;
+use crate::{AppState, views};
 use axum::Json;
 use axum::extract::{Path, RawQuery};
 use checkfu_core::{Code, Error};
@@ -93,13 +93,13 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
     let sent = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(String::from);
     let key = sent.or_else(|| (several).then(|| checkfu_core::id::new_id("cma")));
     let idem: Vec<(&str, String)> = key.map(|k| ("idempotency-key", k)).into_iter().collect();
-    let s = cx.native.call(axum::http::Method::POST, "/v1/sessions", Some(&native), &idem).await?;
+    let s = view_of(cx.native.call(axum::http::Method::POST, "/v1/sessions", Some(&native), &idem).await?)?;
     Ok(Json(render(&cx.state, &s).await?))
 }
 
 /// `GET /v1/sessions/{id}`.
 pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    let s = cx.native.get(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
+    let s = cx.native.get_as(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
     Ok(Json(render(&cx.state, &s).await?))
 }
 
@@ -127,11 +127,11 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
         url.push_str(&format!("&page={}", encode(&checkfu_core::page::encode_token(&c.id))));
     }
     let r = cx.native.get(&url).await?;
-    let mut rows = r["data"].as_array().cloned().unwrap_or_default();
+    let mut rows: Vec<views::Session> = view_of(r["data"].clone())?;
     if back {
         rows.reverse();
     }
-    let (first, last) = (rows.first().map(|s| s["id"].clone()), rows.last().map(|s| s["id"].clone()));
+    let (first, last) = (rows.first().map(|s| json!(s.id)), rows.last().map(|s| json!(s.id)));
     let native_more = r["next_page"].as_str().is_some_and(|p| !p.is_empty());
     let token =
         |back: bool, id: &Option<Value>| id.as_ref().and_then(Value::as_str).map(|id| Cursor { descending, back, id: id.into() }.token());
@@ -146,16 +146,16 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     };
     let mut data = vec![];
     for s in rows {
-        let status = s["status"].as_str().unwrap_or_default();
+        let status = s.status.as_str();
         if (!statuses.is_empty() && !statuses.contains(&status))
             || (status == "terminated" && !include_archived && !statuses.contains(&"terminated"))
         {
             continue;
         }
-        if !created(&s["created_at"]) {
+        if !created(&json!(s.created_at)) {
             continue;
         }
-        if store_filter.is_some_and(|m| !s["resources"].as_array().into_iter().flatten().any(|r| r["memory_store_id"] == m)) {
+        if store_filter.is_some_and(|m| !s.resources.as_array().into_iter().flatten().any(|r| r["memory_store_id"] == m)) {
             continue;
         }
         let v = render(&cx.state, &s).await?;
@@ -190,10 +190,10 @@ fn outcome_evaluation(o: &Value) -> Value {
 
 /// CMA's timing statistics: the Session's age (frozen once terminated);
 /// time spent running is not tracked, so it is left out (`null`).
-fn stats(s: &Value, status: &str) -> Value {
-    let at = |k: &str| s[k].as_str().and_then(|t| checkfu_core::time::parse_rfc3339(t, 9));
-    let end = if status == "terminated" { at("updated_at") } else { Some(checkfu_core::time::now_ms()) };
-    let duration = match (at("created_at"), end) {
+fn stats(s: &views::Session, status: &str) -> Value {
+    let at = |t: &str| checkfu_core::time::parse_rfc3339(t, 9);
+    let end = if status == "terminated" { at(&s.updated_at) } else { Some(checkfu_core::time::now_ms()) };
+    let duration = match (at(&s.created_at), end) {
         (Some(a), Some(b)) => json!((b - a).max(0) as f64 / 1000.0),
         _ => Value::Null,
     };
@@ -320,10 +320,10 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     if body["agent"].get("mcp_servers").is_some_and(|v| !v.is_null()) {
         return Err(refuse("mcp_servers_fixed", "a session's MCP servers are its release's: they cannot be changed"));
     }
-    let current = cx.native.get(&format!("/v1/sessions/{id}")).await?;
+    let current: views::Session = cx.native.get_as(&format!("/v1/sessions/{id}")).await?;
     // `agent.tools` narrows the selection (while idle, natively checked).
     if let Some(t) = body["agent"].get("tools").filter(|t| !t.is_null()) {
-        let d = facts::deployment(&cx.state, current["agent_deployment_id"].as_str().unwrap_or_default()).await?;
+        let d = facts::deployment(&cx.state, &current.agent_deployment_id).await?;
         let def = facts::version(&cx.state, &d.agent_id, d.pins.agent_version).await?.definition;
         let names = super::agents::tool_names(t, &super::mcp::servers_of(&cx.state, &def).await?)?;
         cx.native.post(&format!("/v1/sessions/{id}/selection"), &json!({"tools": names})).await.map_err(|e| match e.0.code {
@@ -336,13 +336,13 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
         change["title"] = json!(t.as_str().unwrap_or_default());
     }
     if let Some(m) = body.get("metadata") {
-        change["metadata"] = if m.is_null() { json!({}) } else { wire::patch_metadata(&current["metadata"], m)? };
+        change["metadata"] = if m.is_null() { json!({}) } else { wire::patch_metadata(&current.metadata, m)? };
     }
     if change.as_object().is_some_and(|c| !c.is_empty()) {
         cx.native.post(&format!("/v1/sessions/{id}"), &change).await?;
     }
     if let Some(b) = body.get("budget") {
-        let existing = current["budget_id"].as_str().filter(|b| !b.is_empty());
+        let existing = current.budget_id.as_deref().filter(|b| !b.is_empty());
         match (b.is_null(), existing) {
             (true, Some(budget)) => {
                 cx.native.delete(&format!("/v1/budgets/{budget}")).await?;
@@ -360,13 +360,13 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
                 cx.native.post(&format!("/v1/budgets/{budget}"), &json!({"limit": limit})).await?;
             }
             (false, None) => {
-                require_priced(&cx, current["agent_deployment_id"].as_str().unwrap_or_default()).await?;
+                require_priced(&cx, &current.agent_deployment_id).await?;
                 let attach = json!({"scope": {"kind": "session", "id": id}, "limit": budget_limit(b)?, "metric": "model_spend"});
                 cx.native.post("/v1/budgets", &attach).await?;
             }
         }
     }
-    let s = cx.native.get(&format!("/v1/sessions/{id}")).await?;
+    let s = cx.native.get_as(&format!("/v1/sessions/{id}")).await?;
     Ok(Json(render(&cx.state, &s).await?))
 }
 
@@ -413,7 +413,7 @@ async fn require_priced(cx: &Cx, deployment_id: &str) -> CmaResult<()> {
 /// `POST /v1/sessions/{id}/archive`.
 pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
     let id = super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?;
-    let s = cx.native.post(&format!("/v1/sessions/{id}/archive"), &json!({})).await?;
+    let s = view_of(cx.native.post(&format!("/v1/sessions/{id}/archive"), &json!({})).await?)?;
     Ok(Json(render(&cx.state, &s).await?))
 }
 
@@ -534,8 +534,8 @@ async fn narrow(cx: &Cx, agent_id: &str, version: i64, overrides: &Value, native
 
 /// A native Session (which the caller was allowed to read) as a CMA
 /// session; what it was pinned to is read as facts.
-pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
-    let d = facts::deployment(st, s["agent_deployment_id"].as_str().unwrap_or_default()).await?;
+pub async fn render(st: &AppState, s: &views::Session) -> CmaResult<Value> {
+    let d = facts::deployment(st, &s.agent_deployment_id).await?;
     let agent = facts::agent(st, &d.agent_id).await?;
     let v = facts::version(st, &d.agent_id, d.pins.agent_version).await?;
     let mut pinned = super::agents::render(st, &agent, &v).await?;
@@ -544,39 +544,39 @@ pub async fn render(st: &AppState, s: &Value) -> CmaResult<Value> {
             o.remove(k);
         }
     }
-    let micro = s["usage"]["model_spend_micro_usd"].as_u64().unwrap_or(0);
-    let budget = match s["budget_id"].as_str().filter(|b| !b.is_empty()) {
+    let micro = u64::try_from(s.usage.model_spend_micro_usd).unwrap_or(0);
+    let budget = match s.budget_id.as_deref().filter(|b| !b.is_empty()) {
         Some(b) => {
             let cents = facts::budget(st, b).await?.limit / 10_000;
             json!({"type": "limit", "max_list_cost": {"amount": cents.to_string(), "currency": "USD"}})
         }
         None => Value::Null,
     };
-    let status = s["status"].as_str().unwrap_or_default();
-    let evaluations: Vec<Value> = facts::outcomes(st, s["id"].as_str().unwrap_or_default()).await?.iter().map(outcome_evaluation).collect();
+    let status = s.status.as_str();
+    let evaluations: Vec<Value> = facts::outcomes(st, &s.id).await?.iter().map(outcome_evaluation).collect();
     Ok(json!({
         "type": "session",
-        "id": s["id"],
+        "id": s.id,
         "status": status,
-        "title": s["title"],
-        "metadata": s.get("metadata").cloned().filter(Value::is_object).unwrap_or(json!({})),
+        "title": s.title,
+        "metadata": Some(s.metadata.clone()).filter(Value::is_object).unwrap_or(json!({})),
         "agent": pinned,
         "environment_id": d.pins.sandbox_profile_id,
         "usage": {
-            "input_tokens": s["usage"]["input_tokens"],
-            "output_tokens": s["usage"]["output_tokens"],
+            "input_tokens": s.usage.input_tokens,
+            "output_tokens": s.usage.output_tokens,
             "cache_read_input_tokens": 0,
             "list_cost": {"amount": micro.div_ceil(10_000).to_string(), "currency": "USD"},
         },
         "stats": stats(s, status),
-        "resources": s["resources"].as_array().map(|a| a.iter().map(resource).collect::<Vec<_>>()).unwrap_or_default(),
-        "vault_ids": s.get("connection_vault_ids").cloned().filter(Value::is_array).unwrap_or(json!([])),
+        "resources": s.resources.as_array().map(|a| a.iter().map(resource).collect::<Vec<_>>()).unwrap_or_default(),
+        "vault_ids": s.connection_vault_ids,
         "outcome_evaluations": evaluations,
         "budget": budget,
         "deployment_id": Value::Null,
-        "created_at": s["created_at"],
-        "updated_at": s["updated_at"],
-        "archived_at": if status == "terminated" { s["updated_at"].clone() } else { Value::Null },
+        "created_at": s.created_at,
+        "updated_at": s.updated_at,
+        "archived_at": if status == "terminated" { json!(s.updated_at) } else { Value::Null },
     }))
 }
 
