@@ -69,8 +69,8 @@ async fn extend(native: &Native, id: &str, view: &Option<String>, memo: &mut sup
 /// agent, and its ToolSources' names (read as the caller: a Session the
 /// caller may not read is an error here, before anything is shown).
 async fn mapper_for(cx: &Cx, id: &str) -> CmaResult<Mapper> {
-    let s = cx.native.get(&format!("/v1/sessions/{id}")).await?;
-    let d = facts::deployment(&cx.state, s["agent_deployment_id"].as_str().unwrap_or_default()).await?;
+    let s: crate::views::Session = cx.native.get_as(&format!("/v1/sessions/{id}")).await?;
+    let d = facts::deployment(&cx.state, &s.agent_deployment_id).await?;
     let (agent, env) = (d.agent_id.as_str(), d.environment_id.as_str());
     let rules = match facts::policy_named(&cx.state, env, &format!("cma:{agent}")).await? {
         Some(p) => p.rules.as_array().map(|rs| rs.iter().filter_map(|r| r["id"].as_str().map(String::from)).collect()).unwrap_or_default(),
