@@ -13,7 +13,7 @@ pub fn pause_reason(p: &PauseReason) -> pb::PauseReason {
 
 pub fn readiness(r: &Readiness) -> pb::Readiness {
     pb::Readiness {
-        state: if r.ready() { "ready" } else { "blocked" }.into(),
+        state: r.state().into(),
         checked_at: checkfu_core::time::rfc3339(r.checked_ms),
         checks: r
             .checks

@@ -325,9 +325,14 @@ impl Readiness {
         self.checks.iter().all(|c| c.status == "pass")
     }
 
+    /// `ready`, or `blocked` while a check fails or is unknown.
+    pub fn state(&self) -> &'static str {
+        if self.ready() { "ready" } else { "blocked" }
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
-            "state": if self.ready() { "ready" } else { "blocked" },
+            "state": self.state(),
             "checked_at": checkfu_core::time::rfc3339(self.checked_ms),
             "checks": self.checks,
         })

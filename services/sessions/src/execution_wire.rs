@@ -17,11 +17,6 @@ pub fn execution(e: &Execution) -> pb::ExecutionPlane {
     pb::ExecutionPlane { kind: kind.into(), pool: pool.into() }
 }
 
-/// The plane as the 0.1.0 JSON text carried it.
-pub fn execution_json(e: &Execution) -> String {
-    serde_json::to_string(e).unwrap_or_default()
-}
-
 const SHAPES: &str = "execution must be {kind:\"managed\"}, {kind:\"runner\", pool} or {kind:\"external_tools\", pool}";
 
 /// A Deployment input's plane: the typed one, else a 0.1.0 caller's JSON;
@@ -55,7 +50,8 @@ mod tests {
     fn a_plane_reads_back_typed_or_from_a_0_1_0_callers_json() {
         for e in [Execution::Managed, Execution::Runner { pool: "gpu".into() }, Execution::ExternalTools { pool: "ci".into() }] {
             assert_eq!(execution_input(Some(execution(&e)), "").expect("typed"), e);
-            assert_eq!(execution_input(None, &execution_json(&e)).expect("json"), e);
+            let text = serde_json::to_string(&e).expect("serialises");
+            assert_eq!(execution_input(None, &text).expect("json"), e);
         }
         assert_eq!(execution_input(None, "").expect("absent"), Execution::Managed);
         assert_eq!(execution_input(None, "null").expect("null"), Execution::Managed);

@@ -94,7 +94,7 @@ fn body<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
 }
 
 fn answer(a: &pb::GraphAnswer) -> Value {
-    serde_json::from_str(&a.json).unwrap_or(Value::Null)
+    crate::json_text::doc(&a.json)
 }
 
 /// The graph, if the caller may read its Environment (else 404).

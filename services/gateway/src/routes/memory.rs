@@ -27,7 +27,7 @@ fn body<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
 }
 
 pub(super) fn answer(a: pb::Answer) -> Value {
-    serde_json::from_str(&a.json).unwrap_or(Value::Null)
+    crate::json_text::doc(&a.json)
 }
 
 pub(super) fn page_of(l: pb::ListAnswer) -> Value {
@@ -296,7 +296,7 @@ pub async fn list_documents(
     };
     let mut l = st.memory.clone().list_documents(req).await?.into_inner();
     // The service sends the version read first.
-    let head: Value = if l.json.is_empty() { Value::Null } else { serde_json::from_str(&l.json.remove(0)).unwrap_or(Value::Null) };
+    let head: Value = if l.json.is_empty() { Value::Null } else { crate::json_text::doc(&l.json.remove(0)) };
     let mut page = page_of(l);
     page["memory_store_id"] = Value::String(id);
     page["store_version"] = head["store_version"].clone();

@@ -465,7 +465,7 @@ pub async fn get_outcome(State(st): State<AppState>, caller: Caller, Path(id): P
     checkfu_core::id::OutcomeId::check("id", &id)?;
     let r = st.sessions.clone().get_outcome(ss::GetByIdRequest { id }).await?.into_inner();
     facts_for(&st, &caller, &r.session_id, false).await?;
-    Ok(Json(serde_json::from_str(&r.json).unwrap_or(Value::Null)))
+    Ok(Json(crate::json_text::doc(&r.json)))
 }
 
 /// `?status=`.
@@ -500,7 +500,7 @@ async fn thread_of(st: &AppState, caller: &Caller, session_id: &str, thread_id: 
     facts_for(st, caller, session_id, write).await?;
     let req = ss::ThreadRequest { session_id: session_id.into(), thread_id: thread_id.into(), actor_id: caller.principal_id.clone() };
     let r = st.sessions.clone().get_thread(req).await?.into_inner();
-    Ok(serde_json::from_str(&r.json).unwrap_or(Value::Null))
+    Ok(crate::json_text::doc(&r.json))
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}", tag = "sessions", operation_id = "sessions.getSessionThread", params(("id" = String, Path), ("thread_id" = String, Path)),
@@ -523,7 +523,7 @@ pub async fn archive_thread(
     facts_for(&st, &caller, &id, true).await?;
     let req = ss::ThreadRequest { session_id: id, thread_id, actor_id: caller.principal_id };
     let r = st.sessions.clone().archive_thread(req).await?.into_inner();
-    Ok(Json(serde_json::from_str(&r.json).unwrap_or(Value::Null)))
+    Ok(Json(crate::json_text::doc(&r.json)))
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}/events", tag = "sessions", operation_id = "sessions.listSessionThreadEvents",
