@@ -17,8 +17,18 @@ export type Field = {
   placeholder?: string;
 };
 
-/** A labelled form whose `create` gets every field's trimmed text; it resets on success and shows the API's error otherwise. */
-export function CreateForm(props: { label: string; submit?: string; fields: Field[]; create: (v: Record<string, string>) => Promise<unknown> }) {
+/**
+ * A labelled form whose `create` gets every field's trimmed text; it resets on success and shows the API's error otherwise.
+ * `disabled` holds the submit button until what `create` needs has loaded (the page's Environment), so a quick click
+ * cannot send a request the page was not ready to make.
+ */
+export function CreateForm(props: {
+  label: string;
+  submit?: string;
+  fields: Field[];
+  disabled?: boolean;
+  create: (v: Record<string, string>) => Promise<unknown>;
+}) {
   const [error, setError] = useState<unknown>(null);
   return (
     <form
@@ -57,7 +67,7 @@ export function CreateForm(props: { label: string; submit?: string; fields: Fiel
           )}
         </label>
       ))}
-      <button type="submit" class="primary">
+      <button type="submit" class="primary" disabled={props.disabled}>
         {props.submit ?? props.label}
       </button>
       {error !== null && <ErrorBox error={error} />}

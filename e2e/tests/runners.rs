@@ -139,7 +139,7 @@ async fn the_runner_protocol_on_the_public_port_is_fenced_by_credential_lease_an
         subject: Some(gov::ResourceRef { kind: "principal".into(), id: p.admin_id.clone() }),
         resource: Some(gov::ResourceRef { kind: "tool".into(), id: "read".into() }),
         permission: "invoke".into(),
-        tool_json: json!({"type": "builtin", "name": "read"}).to_string(),
+        tool: Some(gov::CalledTool { r#type: "builtin".into(), name: "read".into(), ..Default::default() }),
         also: vec![],
         record: false,
         session_id: session.into(),

@@ -23,7 +23,10 @@ package!(scheduler, "checkfu.scheduler.v1");
 package!(webhooks, "checkfu.webhooks.v1");
 package!(memory, "checkfu.memory.v1");
 
+pub mod called_tool;
+pub mod event_refs;
 pub mod mesh;
+pub mod selection;
 pub mod token;
 pub mod transport;
 pub mod views;

@@ -52,7 +52,7 @@ export function Agents() {
         <label>
           Instructions <input name="instructions" />
         </label>
-        <button type="submit" class="primary">
+        <button type="submit" class="primary" disabled={!env.current}>
           Create agent
         </button>
       </form>

@@ -421,6 +421,7 @@ function Policies() {
       <CreateForm
         label="New policy"
         submit="Create policy"
+        disabled={!env.current}
         fields={[
           { name: "name", label: "Name" },
           { name: "rules", label: "Rules (JSON)", multiline: true, value: RULE_EXAMPLE },

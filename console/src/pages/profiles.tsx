@@ -25,6 +25,7 @@ export function Profiles() {
       <h2>Sandbox profiles</h2>
       <CreateForm
         label="Create sandbox profile"
+        disabled={!env.current}
         fields={[
           { name: "name", label: "Name" },
           { name: "image", label: "Image", value: "debian:12" },
@@ -49,6 +50,7 @@ export function Profiles() {
       <h2>Model routing profiles</h2>
       <CreateForm
         label="Create model route"
+        disabled={!env.current}
         fields={[
           { name: "name", label: "Name" },
           { name: "provider", label: "Provider", value: "scripted" },

@@ -105,40 +105,7 @@ impl ReachService {
         features::ALL
             .iter()
             .filter_map(|name| {
-                let (preview, limits, built) = match *name {
-                    "connections" => (false, json!({"max_url_bytes": MAX_URL, "max_name_chars": 200}), true),
-                    "credentials" => (false, json!({"max_secret_bytes": MAX_SECRET}), true),
-                    "tool_sources" => (
-                        false,
-                        json!({"max_tools": MAX_TOOLS, "max_schema_bytes": MAX_SCHEMA_BYTES, "max_call_timeout_seconds": MAX_CALL_TIMEOUT_SECONDS,
-                            "max_response_bytes": crate::mcp::MAX_RESPONSE_BYTES, "transports": ["streamable_http"]}),
-                        true,
-                    ),
-                    "sandbox_egress" => (false, json!({"schemes": ["http", "connect"], "max_request_head_bytes": 16_384}), true),
-                    // Skills and Files are served by the sessions service;
-                    // these are its limits (sessions `model/skills.rs`, `model/uploads.rs`).
-                    "skills" => (
-                        false,
-                        json!({"max_files": 512, "max_bytes": 8 << 20, "max_body_bytes": 12 << 20, "max_path_bytes": 256, "max_per_definition": 500}),
-                        true,
-                    ),
-                    "files" => (
-                        false,
-                        json!({"max_bytes": 64 << 20, "max_window_bytes": 8 << 20, "max_blocks_per_message": 20, "max_image_bytes": 5 << 20,
-                            "expires_in_seconds": {"min": 3_600, "max": 31_536_000}}),
-                        true,
-                    ),
-                    "http_connections" => (true, json!({}), false),
-                    // Served by the memory service (`model.rs` there).
-                    "memory" => (
-                        false,
-                        json!({"max_path_bytes": 1024, "max_document_bytes": 256 * 1024, "max_proposal_changes": 1000}),
-                        true,
-                    ),
-                    // Served by the gateway under `/cma` (docs/cma.md).
-                    "cma_projection" => (false, json!({"sdk": "anthropic 2.14", "max_events_per_send": 50, "max_initial_events": 50}), true),
-                    _ => return None,
-                };
+                let (preview, limits, built) = feature(name)?;
                 let reason = if self.disabled.contains(name) {
                     Some(features::FEATURE_DISABLED)
                 } else if !built {
@@ -422,6 +389,41 @@ pub async fn rewrap_all(store: &dyn ReachStore, keys: &KeyRing) -> Result<Rewrap
             }
         }
     }
+}
+
+/// A feature's preview flag, limits and whether this build has it; `None`
+/// for a name this service does not describe.
+pub(crate) fn feature(name: &str) -> Option<(bool, Value, bool)> {
+    Some(match name {
+        "connections" => (false, json!({"max_url_bytes": MAX_URL, "max_name_chars": 200}), true),
+        "credentials" => (false, json!({"max_secret_bytes": MAX_SECRET}), true),
+        "tool_sources" => (
+            false,
+            json!({"max_tools": MAX_TOOLS, "max_schema_bytes": MAX_SCHEMA_BYTES, "max_call_timeout_seconds": MAX_CALL_TIMEOUT_SECONDS,
+                    "max_response_bytes": crate::mcp::MAX_RESPONSE_BYTES, "transports": ["streamable_http"]}),
+            true,
+        ),
+        "sandbox_egress" => (false, json!({"schemes": ["http", "connect"], "max_request_head_bytes": 16_384}), true),
+        // Skills and Files are served by the sessions service;
+        // these are its limits (sessions `model/skills.rs`, `model/uploads.rs`).
+        "skills" => (
+            false,
+            json!({"max_files": 512, "max_bytes": 8 << 20, "max_body_bytes": 12 << 20, "max_path_bytes": 256, "max_per_definition": 500}),
+            true,
+        ),
+        "files" => (
+            false,
+            json!({"max_bytes": 64 << 20, "max_window_bytes": 8 << 20, "max_blocks_per_message": 20, "max_image_bytes": 5 << 20,
+                    "expires_in_seconds": {"min": 3_600, "max": 31_536_000}}),
+            true,
+        ),
+        "http_connections" => (true, json!({}), false),
+        // Served by the memory service (`model.rs` there).
+        "memory" => (false, json!({"max_path_bytes": 1024, "max_document_bytes": 256 * 1024, "max_proposal_changes": 1000}), true),
+        // Served by the gateway under `/cma` (docs/cma.md).
+        "cma_projection" => (false, json!({"sdk": "anthropic 2.14", "max_events_per_send": 50, "max_initial_events": 50}), true),
+        _ => return None,
+    })
 }
 
 /// A feature's availability.

@@ -52,6 +52,11 @@ impl WebFetcher {
     /// The Session's allowlist, from its pinned SandboxProfile revision.
     pub async fn allowlist(&self, session_id: &str) -> Result<Vec<String>> {
         let rev = self.sessions.clone().get_session_sandbox(ss::GetByIdRequest { id: session_id.into() }).await?.into_inner();
+        if let Some(spec) = rev.spec {
+            return Ok(spec.network.map(|n| n.allowed_hosts).unwrap_or_default());
+        }
+        // A 0.1.0 sessions service sends the revision as JSON text only.
+        #[allow(deprecated)]
         let spec: serde_json::Value =
             serde_json::from_str(&rev.spec_json).map_err(|e| Error::internal(format!("sandbox revision unreadable: {e}")))?;
         Ok(spec["network"]["allowed_hosts"]

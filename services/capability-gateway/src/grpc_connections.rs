@@ -50,14 +50,39 @@ impl ConnectionsGrpc {
     }
 }
 
+// Writes `limits_json` for 0.1.0 readers too.
+#[allow(deprecated)]
 fn capability(c: Capability) -> pb::Capability {
     pb::Capability {
+        limits: limits(&c.limits),
+        limits_json: c.limits.to_string(),
         name: c.name,
         available: c.reason.is_none(),
         reason: c.reason.unwrap_or_default(),
         preview: c.preview,
-        limits_json: c.limits.to_string(),
     }
+}
+
+/// A feature's limits, typed: each a number, a word, a list of words or a
+/// `{min, max}` range (the test below checks every feature's fit).
+fn limits(v: &serde_json::Value) -> std::collections::HashMap<String, pb::FeatureLimit> {
+    use pb::feature_limit::Value as L;
+    use serde_json::Value;
+    let one = |v: &Value| -> Option<L> {
+        Some(match v {
+            Value::Number(n) => L::Number(n.as_i64()?),
+            Value::String(s) => L::Text(s.clone()),
+            Value::Array(a) => {
+                L::Texts(pb::FeatureLimitTexts { values: a.iter().map(|x| x.as_str().map(str::to_string)).collect::<Option<_>>()? })
+            }
+            Value::Object(o) if o.len() == 2 => {
+                L::Range(pb::FeatureLimitRange { min: o.get("min")?.as_i64()?, max: o.get("max")?.as_i64()? })
+            }
+            _ => return None,
+        })
+    };
+    let fields = v.as_object().into_iter().flatten();
+    fields.filter_map(|(k, v)| Some((k.clone(), pb::FeatureLimit { value: Some(one(v)?) }))).collect()
 }
 
 #[tonic::async_trait]
@@ -119,5 +144,24 @@ impl Rpc for ConnectionsGrpc {
 
     async fn list_capabilities(&self, _: Request<pb::ListCapabilitiesRequest>) -> R<pb::ListCapabilitiesResponse> {
         Ok(Response::new(pb::ListCapabilitiesResponse { data: self.svc.capabilities().into_iter().map(capability).collect() }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_features_limits_fit_the_typed_form() {
+        for name in checkfu_core::features::ALL {
+            let Some((_, v, _)) = crate::connections::feature(name) else { continue };
+            let typed = limits(&v);
+            assert_eq!(typed.len(), v.as_object().map_or(0, |o| o.len()), "{name}: a limit of another shape would be dropped");
+        }
+        let typed = limits(&serde_json::json!({"expires_in_seconds": {"min": 1, "max": 2}, "transports": ["http"]}));
+        assert!(matches!(
+            typed["expires_in_seconds"].value,
+            Some(pb::feature_limit::Value::Range(pb::FeatureLimitRange { min: 1, max: 2 }))
+        ));
     }
 }

@@ -2,10 +2,13 @@
 //! serde, and a failure names the offending path in `details.field`. They
 //! derive the OpenAPI request schemas.
 
+use crate::sandbox_wire::{Network, Resources};
 use checkfu_core::Error;
+use checkfu_proto::sessions::v1 as ss;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use utoipa::ToSchema;
 
 /// Parses a JSON object body into `T`, with the envelope on failure.
@@ -121,37 +124,32 @@ pub struct PublishVersion {
     pub expected_version: Option<i64>,
 }
 
-#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSandboxProfile {
     pub environment_id: String,
     pub name: String,
     pub image: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub packages: Option<Vec<String>>,
     /// `{allowed_hosts, allow_package_managers, allow_mcp_servers}`.
     #[schema(value_type = Option<Object>)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub network: Option<Value>,
+    pub network: Option<Network>,
     /// `{cpu_millis, memory_mib, disk_mib}`.
     #[schema(value_type = Option<Object>)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub resources: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
     pub retention_days: Option<i64>,
     /// What the profile is for (≤ 2,048 characters); revised with it.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Caller-defined labels: ≤ 16 pairs, keys ≤ 64, values ≤ 512 characters.
     #[schema(value_type = Option<Object>)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
+    pub metadata: Option<BTreeMap<String, String>>,
     /// Where its sandbox tools run: `managed` (default) or `external_tools`
     /// (the holder of each Session's work item, api.md §17.13).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub execution: Option<SandboxExecution>,
 }
 
+// Serialized, absent fields left out, it is the JSON text a 0.1.0 sessions
+// service reads (a plain comment: a doc comment would describe the schema).
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PublishSandboxRevision {
@@ -160,10 +158,10 @@ pub struct PublishSandboxRevision {
     pub packages: Option<Vec<String>>,
     #[schema(value_type = Option<Object>)]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub network: Option<Value>,
+    pub network: Option<Network>,
     #[schema(value_type = Option<Object>)]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub resources: Option<Value>,
+    pub resources: Option<Resources>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retention_days: Option<i64>,
     /// What the profile is for (≤ 2,048 characters); revised with it.
@@ -172,7 +170,7 @@ pub struct PublishSandboxRevision {
     /// Caller-defined labels: ≤ 16 pairs, keys ≤ 64, values ≤ 512 characters.
     #[schema(value_type = Option<Object>)]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
+    pub metadata: Option<BTreeMap<String, String>>,
     /// Where its sandbox tools run: `managed` (default) or `external_tools`
     /// (the holder of each Session's work item, api.md §17.13).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -180,23 +178,40 @@ pub struct PublishSandboxRevision {
 }
 
 impl CreateSandboxProfile {
-    /// The revision document it describes: the body less what names the
-    /// profile, absent fields left out.
-    pub fn spec(&self) -> Value {
-        let mut spec = serde_json::to_value(self).unwrap_or_default();
-        if let Some(fields) = spec.as_object_mut() {
-            fields.remove("environment_id");
-            fields.remove("name");
-        }
-        spec
+    /// The Environment, the name, and the revision 1 it describes.
+    pub fn split(self) -> (String, String, PublishSandboxRevision) {
+        let revision = PublishSandboxRevision {
+            image: self.image,
+            packages: self.packages,
+            network: self.network,
+            resources: self.resources,
+            retention_days: self.retention_days,
+            description: self.description,
+            metadata: self.metadata,
+            execution: self.execution,
+        };
+        (self.environment_id, self.name, revision)
     }
 }
 
 impl PublishSandboxRevision {
-    /// The revision document it describes: the body, absent fields left
-    /// out.
-    pub fn spec(&self) -> Value {
-        serde_json::to_value(self).unwrap_or_default()
+    /// The revision it describes, absent fields left for the sessions
+    /// service's defaults.
+    pub fn spec(self) -> ss::SandboxSpec {
+        ss::SandboxSpec {
+            image: self.image,
+            description: self.description,
+            metadata: self.metadata.unwrap_or_default().into_iter().collect(),
+            packages: self.packages.unwrap_or_default(),
+            network: self.network.map(Into::into),
+            resources: self.resources.map(Into::into),
+            retention_days: self.retention_days,
+            execution: match self.execution {
+                None => String::new(),
+                Some(SandboxExecution::Managed) => "managed".into(),
+                Some(SandboxExecution::ExternalTools) => "external_tools".into(),
+            },
+        }
     }
 }
 

@@ -22,6 +22,7 @@ pub mod policy_rules;
 pub mod reach_wire;
 pub mod routes;
 pub mod runner_edge;
+pub mod sandbox_wire;
 pub mod streams;
 pub mod threads_wire;
 pub mod uploads_wire;

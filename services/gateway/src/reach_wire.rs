@@ -7,7 +7,7 @@ use crate::views::{doc, opt};
 use checkfu_proto::capability::v1 as cap;
 use checkfu_proto::governance::v1 as gov;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
 
@@ -191,7 +191,25 @@ pub struct Capability {
 }
 
 pub fn capability(c: &cap::Capability) -> Capability {
-    Capability { name: c.name.clone(), available: c.available, reason: opt(&c.reason), preview: c.preview, limits: doc(&c.limits_json) }
+    Capability { name: c.name.clone(), available: c.available, reason: opt(&c.reason), preview: c.preview, limits: limits(c) }
+}
+
+/// The limits as a JSON object: from the typed map, or from a 0.1.0
+/// capability gateway's text.
+#[allow(deprecated)] // limits_json: a 0.1.0 service's text
+fn limits(c: &cap::Capability) -> Value {
+    use cap::feature_limit::Value as L;
+    if c.limits.is_empty() && !c.limits_json.is_empty() {
+        return doc(&c.limits_json);
+    }
+    let one = |l: &cap::FeatureLimit| match &l.value {
+        Some(L::Number(n)) => json!(n),
+        Some(L::Text(t)) => json!(t),
+        Some(L::Texts(t)) => json!(t.values),
+        Some(L::Range(r)) => json!({"min": r.min, "max": r.max}),
+        None => Value::Null,
+    };
+    Value::Object(c.limits.iter().map(|(k, l)| (k.clone(), one(l))).collect())
 }
 
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
@@ -403,5 +421,32 @@ pub fn tool_source(t: &cap::ToolSource) -> ToolSource {
         created_at: t.created_at.clone(),
         updated_at: t.updated_at.clone(),
         version: t.version,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(deprecated)]
+    fn limits_render_the_same_typed_or_from_a_0_1_0_services_text() {
+        use cap::feature_limit::Value as L;
+        let text =
+            json!({"max_bytes": 8, "sdk": "anthropic 2.14", "transports": ["streamable_http"], "expires_in_seconds": {"min": 1, "max": 2}});
+        let typed = [
+            ("max_bytes", L::Number(8)),
+            ("sdk", L::Text("anthropic 2.14".into())),
+            ("transports", L::Texts(cap::FeatureLimitTexts { values: vec!["streamable_http".into()] })),
+            ("expires_in_seconds", L::Range(cap::FeatureLimitRange { min: 1, max: 2 })),
+        ];
+        let c = cap::Capability {
+            limits: typed.into_iter().map(|(k, v)| (k.to_string(), cap::FeatureLimit { value: Some(v) })).collect(),
+            ..Default::default()
+        };
+        assert_eq!(capability(&c).limits, text);
+        let old = cap::Capability { limits_json: text.to_string(), ..Default::default() };
+        assert_eq!(capability(&old).limits, text);
+        assert_eq!(capability(&cap::Capability { limits_json: "{}".into(), ..Default::default() }).limits, json!({}));
     }
 }

@@ -220,16 +220,16 @@ pub struct SandboxRevision {
 }
 
 pub fn sandbox_revision(r: &ss::SandboxRevision) -> SandboxRevision {
-    let spec = doc(&r.spec_json);
+    let spec = crate::sandbox_wire::rendered(r);
     SandboxRevision {
         profile_id: r.profile_id.clone(),
         revision: r.revision,
-        image: spec["image"].as_str().unwrap_or_default().to_string(),
-        packages: serde_json::from_value(spec["packages"].clone()).unwrap_or_default(),
-        network: spec["network"].clone(),
-        resources: spec["resources"].clone(),
-        retention_days: spec["retention_days"].as_i64().unwrap_or_default(),
-        execution: spec["execution"].as_str().unwrap_or("managed").to_string(),
+        image: spec.image,
+        packages: spec.packages,
+        network: spec.network,
+        resources: spec.resources,
+        retention_days: spec.retention_days,
+        execution: spec.execution,
         created_at: r.created_at.clone(),
     }
 }
@@ -622,6 +622,9 @@ pub struct Event {
     pub payload: Value,
 }
 
+// Reads a 0.1.0 sessions service's author and cause text when the typed
+// ones are absent (a system event has neither: its text says null).
+#[allow(deprecated)]
 pub fn event(e: &ss::Event) -> Event {
     Event {
         id: e.id.clone(),
@@ -632,8 +635,14 @@ pub fn event(e: &ss::Event) -> Event {
         run_id: opt(&e.run_id),
         session_thread_id: opt(&e.session_thread_id),
         origin_event_id: opt(&e.origin_event_id),
-        authored_by: doc(&e.authored_by_json),
-        caused_by: doc(&e.caused_by_json),
+        authored_by: match &e.authored_by {
+            Some(a) => ss::Author::json(Some(a)),
+            None => doc(&e.authored_by_json),
+        },
+        caused_by: match &e.caused_by {
+            Some(c) => ss::Cause::json(Some(c)),
+            None => doc(&e.caused_by_json),
+        },
         payload: doc(&e.payload_json),
     }
 }

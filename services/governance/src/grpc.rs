@@ -189,6 +189,15 @@ fn standing(s: crate::model::StandingApproval) -> pb::StandingApproval {
     }
 }
 
+/// The tool of an evaluation: the typed one, else a 0.1.0 caller's JSON.
+fn called_tool(typed: Option<pb::CalledTool>, json: &str) -> Result<crate::policy::CalledTool, Status> {
+    let t = match typed {
+        Some(t) => t,
+        None => pb::CalledTool::from_declaration(&json_doc("tool", json)?),
+    };
+    Ok(crate::policy::CalledTool { kind: t.r#type, name: t.name, read_only: t.read_only, destructive: t.destructive })
+}
+
 fn json_doc(field: &str, s: &str) -> Result<serde_json::Value, Status> {
     serde_json::from_str(s).map_err(|e| Status::from(checkfu_core::Error::invalid_field(field, format!("{field} is not valid JSON: {e}"))))
 }
@@ -471,6 +480,7 @@ impl Rpc for GovernanceGrpc {
         let r = r.into_inner();
         within(&claims, &r.environment_id, &r.session_id)?;
         let (subject, resource) = (r.subject.unwrap_or_default(), r.resource.unwrap_or_default());
+        #[allow(deprecated)] // a 0.1.0 caller's tool_json
         let req = crate::service::EvaluationRequest {
             environment_id: r.environment_id,
             subject_kind: subject.kind,
@@ -478,7 +488,7 @@ impl Rpc for GovernanceGrpc {
             resource_kind: resource.kind,
             resource_id: resource.id,
             permission: r.permission,
-            tool: json_doc("tool", &r.tool_json)?,
+            tool: called_tool(r.tool, &r.tool_json)?,
             also: r.also.into_iter().map(|a| (a.kind, a.id)).collect(),
             connection: (!r.connection_id.is_empty()).then_some(crate::service::ConnectionCall {
                 connection_id: r.connection_id,

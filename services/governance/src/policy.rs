@@ -124,32 +124,40 @@ pub enum ToolClass {
     Platform,
 }
 
-/// Classifies a tool declaration (`{"type":"builtin","name"}`,
+/// The tool a decision is about, as its declaration describes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CalledTool {
+    /// `builtin`, `custom`, `tool_source` (or `mcp`) or `platform`.
+    pub kind: String,
+    pub name: String,
+    /// A custom tool's own say.
+    pub read_only: bool,
+    pub destructive: bool,
+}
+
+/// Classifies a tool (`{"type":"builtin","name"}`,
 /// `{"type":"custom","read_only","destructive"}`, `{"type":"tool_source"}`).
-pub fn classify(tool: &Value) -> Result<ToolClass> {
-    match tool.get("type").and_then(Value::as_str) {
-        Some("builtin") => match tool.get("name").and_then(Value::as_str) {
-            Some("read" | "glob" | "grep" | "web_fetch") => Ok(ToolClass::ReadOnly),
-            Some("write" | "edit") => Ok(ToolClass::Write),
-            Some("bash") => Ok(ToolClass::Destructive),
+pub fn classify(tool: &CalledTool) -> Result<ToolClass> {
+    match tool.kind.as_str() {
+        "builtin" => match tool.name.as_str() {
+            "read" | "glob" | "grep" | "web_fetch" => Ok(ToolClass::ReadOnly),
+            "write" | "edit" => Ok(ToolClass::Write),
+            "bash" => Ok(ToolClass::Destructive),
+            "" => Err(Error::invalid_field("tool.name", "a builtin tool is named")),
             other => Err(Error::invalid_field("tool.name", format!("unknown builtin tool {other:?}"))),
         },
-        Some("custom") => {
-            let ro = tool.get("read_only").and_then(Value::as_bool).unwrap_or(false);
-            let destructive = tool.get("destructive").and_then(Value::as_bool).unwrap_or(false);
-            Ok(if destructive {
-                ToolClass::Destructive
-            } else if ro {
-                ToolClass::ReadOnly
-            } else {
-                ToolClass::Write
-            })
-        }
-        Some("tool_source" | "mcp") => Ok(ToolClass::Mcp),
+        "custom" => Ok(if tool.destructive {
+            ToolClass::Destructive
+        } else if tool.read_only {
+            ToolClass::ReadOnly
+        } else {
+            ToolClass::Write
+        }),
+        "tool_source" | "mcp" => Ok(ToolClass::Mcp),
         // Multiagent's spawn_agent and send_message (`use_agent`): with no
         // matching rule they are allowed; the roster and the coordinator's
         // use_agent rows already bound them (api.md §15.3).
-        Some("platform") => Ok(ToolClass::Platform),
+        "platform" => Ok(ToolClass::Platform),
         _ => Err(Error::invalid_field("tool.type", "tool.type must be builtin, custom or tool_source")),
     }
 }
@@ -254,31 +262,39 @@ mod tests {
         assert_eq!(d.disposition, Disposition::RequireApproval, "the ToolSource's rule does not reach other tools");
     }
 
+    fn called(decl: Value) -> CalledTool {
+        let t = checkfu_proto::governance::v1::CalledTool::from_declaration(&decl);
+        CalledTool { kind: t.r#type, name: t.name, read_only: t.read_only, destructive: t.destructive }
+    }
+
     #[test]
     fn defaults_follow_the_tool_classification() {
         let none: Vec<ActionPolicy> = vec![];
         let a = actor();
         assert_eq!(
-            evaluate(&none, &a, &[("tool", "read")], "invoke", classify(&json!({"type": "builtin", "name": "read"})).expect("c"))
+            evaluate(&none, &a, &[("tool", "read")], "invoke", classify(&called(json!({"type": "builtin", "name": "read"}))).expect("c"))
                 .disposition,
             Disposition::Allow
         );
         assert_eq!(
-            evaluate(&none, &a, &[("tool", "write")], "invoke", classify(&json!({"type": "builtin", "name": "write"})).expect("c"))
+            evaluate(&none, &a, &[("tool", "write")], "invoke", classify(&called(json!({"type": "builtin", "name": "write"}))).expect("c"))
                 .disposition,
             Disposition::RequireApproval
         );
         assert_eq!(
-            evaluate(&none, &a, &[("tool", "bash")], "invoke", classify(&json!({"type": "builtin", "name": "bash"})).expect("c"))
+            evaluate(&none, &a, &[("tool", "bash")], "invoke", classify(&called(json!({"type": "builtin", "name": "bash"}))).expect("c"))
                 .disposition,
             Disposition::RequireApproval
         );
-        let mcp = classify(&json!({"type": "tool_source", "tool_source_id": "tsrc_1"})).expect("c");
+        let mcp = classify(&called(json!({"type": "tool_source", "tool_source_id": "tsrc_1"}))).expect("c");
         assert_eq!(evaluate(&none, &a, &[("tool", "search")], "invoke", mcp).disposition, Disposition::RequireApproval);
-        let ro_custom = classify(&json!({"type": "custom", "read_only": true, "destructive": false})).expect("c");
+        let ro_custom = classify(&called(json!({"type": "custom", "read_only": true, "destructive": false}))).expect("c");
         assert_eq!(ro_custom, ToolClass::ReadOnly);
-        assert_eq!(classify(&json!({"type": "custom", "read_only": true, "destructive": true})).expect("c"), ToolClass::Destructive);
-        assert!(classify(&json!({"type": "builtin", "name": "teleport"})).is_err());
+        assert_eq!(
+            classify(&called(json!({"type": "custom", "read_only": true, "destructive": true}))).expect("c"),
+            ToolClass::Destructive
+        );
+        assert!(classify(&called(json!({"type": "builtin", "name": "teleport"}))).is_err());
     }
 
     #[test]

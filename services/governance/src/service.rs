@@ -550,7 +550,7 @@ pub struct EvaluationRequest {
     pub resource_kind: String,
     pub resource_id: String,
     pub permission: String,
-    pub tool: serde_json::Value,
+    pub tool: crate::policy::CalledTool,
     /// Further `(kind, id)` identities the actor counts as.
     pub also: Vec<(String, String)>,
     /// A call through a Connection (a ToolSource tool).

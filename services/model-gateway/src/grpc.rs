@@ -83,6 +83,29 @@ pub fn block_to_pb(b: &Block) -> pb::ContentBlock {
     }
 }
 
+/// A report output's acceptance: the typed one, else a 0.1.0 caller's
+/// JSON text; none when neither says.
+fn acceptance(typed: Option<pb::Acceptance>, json: &str) -> Option<crate::tasks::grade::Acceptance> {
+    use pb::report_value::Value as V;
+    use serde_json::Value;
+    let Some(a) = typed else {
+        return crate::tasks::grade::Acceptance::from_json(&serde_json::from_str(json).unwrap_or(Value::Null));
+    };
+    let scalar = |v: pb::ReportValue| match v.value {
+        Some(V::Text(t)) => Value::from(t),
+        Some(V::Integer(i)) => Value::from(i),
+        Some(V::Unsigned(u)) => Value::from(u),
+        Some(V::Number(n)) => Value::from(n),
+        Some(V::Boolean(b)) => Value::from(b),
+        None => Value::Null,
+    };
+    Some(crate::tasks::grade::Acceptance {
+        values: (!a.values.is_empty()).then(|| a.values.into_iter().map(scalar).collect()),
+        min: a.min,
+        max: a.max,
+    })
+}
+
 fn request_from_pb(r: pb::GenerateRequest) -> Result<ModelRequest> {
     let messages = r
         .messages
@@ -242,6 +265,7 @@ impl Rpc for ModelGatewayGrpc {
         use crate::tasks::grade::ReportOutput;
         use crate::tasks::{Answer, DreamTask, GradeTask, Task};
         let r = r.into_inner();
+        #[allow(deprecated)] // a 0.1.0 caller's acceptance_json
         let task = match r.task {
             Some(pb::task_request::Task::Dream(d)) => Task::Dream(DreamTask {
                 instructions: d.instructions,
@@ -258,7 +282,7 @@ impl Rpc for ModelGatewayGrpc {
                         name: o.name,
                         kind: o.r#type,
                         description: o.description,
-                        acceptance: serde_json::from_str(&o.acceptance_json).unwrap_or(serde_json::Value::Null),
+                        acceptance: acceptance(o.acceptance, &o.acceptance_json),
                     })
                     .collect(),
                 evidence_message: g.evidence_message,
@@ -289,5 +313,30 @@ impl Rpc for ModelGatewayGrpc {
             model: done.model,
             answer: Some(answer),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_acceptance_reads_the_same_typed_or_from_a_0_1_0_callers_text() {
+        use pb::report_value::Value as V;
+        let typed = pb::Acceptance {
+            values: [V::Integer(5), V::Number(5.5), V::Text("ok".into()), V::Boolean(true)]
+                .into_iter()
+                .map(|v| pb::ReportValue { value: Some(v) })
+                .collect(),
+            min: Some(1.0),
+            max: None,
+        };
+        let text = json!({"values": [5, 5.5, "ok", true], "min": 1.0}).to_string();
+        let a = acceptance(Some(typed), "").expect("typed");
+        assert_eq!(Some(a.clone()), acceptance(None, &text));
+        assert_eq!(a.values.as_deref(), Some(&[json!(5), json!(5.5), json!("ok"), json!(true)][..]), "an integer stays an integer");
+        assert_eq!(acceptance(None, ""), None, "none");
+        assert_eq!(acceptance(Some(pb::Acceptance::default()), "").expect("empty").values, None, "no values listed: any passes");
     }
 }

@@ -175,11 +175,14 @@ impl Runner {
                 None => String::new(),
             };
             let (tool_source_id, connection_id) = source.unwrap_or_default();
+            // `tool_json` too, for a 0.1.0 governance until the release after it.
+            #[allow(deprecated)]
             let req = gov::EvaluateActionRequest {
                 environment_id: work.environment_id.clone(),
                 subject: Some(gov::ResourceRef { kind: "principal".into(), id: work.principal_id.clone() }),
                 resource: Some(gov::ResourceRef { kind: "tool".into(), id: call.name.clone() }),
                 permission: "invoke".into(),
+                tool: Some(gov::CalledTool::from_declaration(&decl)),
                 tool_json: decl.to_string(),
                 also: vec![
                     gov::ResourceRef { kind: "agent_definition".into(), id: agent_id.clone() },

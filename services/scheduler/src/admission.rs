@@ -171,10 +171,14 @@ impl SchedulerService {
     /// The child: an ordinary Session of the service Principal at the
     /// pinned revision, whose first message the firing caused.
     async fn create_child(&self, c: &ChildRequest) -> Result<String> {
+        // `caused_by_json` too, for a 0.1.0 sessions service until the
+        // release after it.
+        #[allow(deprecated)]
         let message = ss::InputEvent {
             r#type: "user.message".into(),
             payload_json: json!({"content": [{"type": "text", "text": c.prompt}]}).to_string(),
             authored_by: c.principal_id.clone(),
+            caused_by: Some(ss::Cause { kind: "automation_firing".into(), id: c.firing_id.clone(), ..Default::default() }),
             caused_by_json: json!({"kind": "automation_firing", "id": c.firing_id}).to_string(),
         };
         let req = ss::CreateSessionRequest {

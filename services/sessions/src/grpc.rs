@@ -77,8 +77,11 @@ fn sandbox_profile(p: SandboxProfile) -> pb::SandboxProfile {
     }
 }
 
+// Writes `spec_json` for 0.1.0 readers too.
+#[allow(deprecated)]
 fn sandbox_revision(r: SandboxRevision) -> pb::SandboxRevision {
     pb::SandboxRevision {
+        spec: Some(crate::sandbox_wire::spec(&r.spec)),
         spec_json: to_json(&r.spec),
         profile_id: r.profile_id.into(),
         revision: r.revision,
@@ -206,8 +209,12 @@ impl SessionsGrpc {
     }
 }
 
+// Writes `authored_by_json` and `caused_by_json` for 0.1.0 readers too.
+#[allow(deprecated)]
 pub(crate) fn event(e: Event) -> pb::Event {
     pb::Event {
+        authored_by: pb::Author::from_json(&e.authored_by),
+        caused_by: pb::Cause::from_json(&e.caused_by),
         id: e.id.into(),
         session_id: e.session_id.into(),
         seq: e.seq,
@@ -239,9 +246,14 @@ fn run(r: Run) -> pb::Run {
     }
 }
 
+// Reads a 0.1.0 caller's `caused_by_json` when the typed cause is absent.
+#[allow(deprecated)]
 fn input(e: pb::InputEvent) -> Result<Input> {
     let payload = json_or_null("payload", &e.payload_json)?;
-    let caused_by = json_or_null("caused_by", &e.caused_by_json)?;
+    let caused_by = match &e.caused_by {
+        Some(c) => pb::Cause::json(Some(c)),
+        None => json_or_null("caused_by", &e.caused_by_json)?,
+    };
     Input::parse(&e.r#type, payload, &e.authored_by, caused_by)
 }
 
@@ -259,22 +271,17 @@ fn deployment_input(i: Option<pb::DeploymentInput>) -> Result<DeploymentInput> {
     })
 }
 
-fn names(field: &str, s: &Option<String>) -> Result<Option<Vec<String>>> {
-    s.as_deref()
+/// A selection: the typed one, else a 0.1.0 caller's JSON array; `None`
+/// when neither is given (nothing narrowed or changed).
+fn names(field: &str, typed: Option<pb::Selection>, json: &Option<String>) -> Result<Option<Vec<String>>> {
+    if let Some(t) = typed {
+        return Ok(Some(t.names));
+    }
+    json.as_deref()
         .map(|raw| {
             let v: Value = serde_json::from_str(raw).map_err(|e| Error::invalid_field(field, e.to_string()))?;
             let arr = v.as_array().ok_or_else(|| Error::invalid_field(field, format!("{field} must be an array of names")))?;
-            arr.iter()
-                .map(|x| match x {
-                    Value::String(s) => Ok(s.clone()),
-                    Value::Object(o) => o
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                        .ok_or_else(|| Error::invalid_field(field, "each entry needs a name")),
-                    _ => Err(Error::invalid_field(field, "each entry must be a name")),
-                })
-                .collect()
+            Ok(pb::Selection::from_json(field, arr)?.names)
         })
         .transpose()
 }
@@ -320,12 +327,16 @@ impl Rpc for SessionsGrpc {
 
     async fn create_sandbox_profile(&self, r: Request<pb::CreateSandboxProfileRequest>) -> R<pb::SandboxProfile> {
         let r = r.into_inner();
-        let (p, _) = self.svc.catalog.create_sandbox_profile(&r.environment_id, &r.name, json_or_null("spec", &r.spec_json)?).await?;
+        #[allow(deprecated)] // a 0.1.0 caller's spec_json
+        let spec = crate::sandbox_wire::spec_input(r.spec, &r.spec_json)?;
+        let (p, _) = self.svc.catalog.create_sandbox_profile(&r.environment_id, &r.name, spec).await?;
         ok(sandbox_profile(p))
     }
     async fn publish_sandbox_revision(&self, r: Request<pb::PublishSandboxRevisionRequest>) -> R<pb::SandboxRevision> {
         let r = r.into_inner();
-        ok(sandbox_revision(self.svc.catalog.publish_sandbox_revision(&r.profile_id, json_or_null("spec", &r.spec_json)?).await?))
+        #[allow(deprecated)] // a 0.1.0 caller's spec_json
+        let spec = crate::sandbox_wire::spec_input(r.spec, &r.spec_json)?;
+        ok(sandbox_revision(self.svc.catalog.publish_sandbox_revision(&r.profile_id, spec).await?))
     }
     async fn archive_sandbox_profile(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxProfile> {
         ok(sandbox_profile(self.svc.catalog.archive_sandbox_profile(&r.into_inner().id).await?))
@@ -366,14 +377,15 @@ impl Rpc for SessionsGrpc {
 
     async fn create_session(&self, r: Request<pb::CreateSessionRequest>) -> R<pb::Session> {
         let r = r.into_inner();
+        #[allow(deprecated)] // a 0.1.0 caller's tools_json and skills_json
         let req = NewSession {
             deployment_id: r.agent_deployment_id,
             principal_id: r.principal_id,
             title: r.title,
             metadata: json_or_null("metadata", &r.metadata_json)?,
             instructions: r.instructions,
-            tools: names("tools", &r.tools_json)?,
-            skills: names("skills", &r.skills_json)?,
+            tools: names("tools", r.tools, &r.tools_json)?,
+            skills: names("skills", r.skills, &r.skills_json)?,
             initial_events: r
                 .initial_events
                 .into_iter()
@@ -425,8 +437,8 @@ impl Rpc for SessionsGrpc {
     }
     async fn update_selection(&self, r: Request<pb::UpdateSelectionRequest>) -> R<pb::Session> {
         let r = r.into_inner();
-        let tools = names("tools", &r.tools_json)?;
-        let skills = names("skills", &r.skills_json)?;
+        #[allow(deprecated)] // a 0.1.0 caller's tools_json and skills_json
+        let (tools, skills) = (names("tools", r.tools, &r.tools_json)?, names("skills", r.skills, &r.skills_json)?);
         ok(session(self.svc.update_selection(&r.id, tools, skills, &r.actor_id).await?))
     }
     async fn poll_work(&self, r: Request<pb::PollWorkRequest>) -> R<pb::PollWorkResponse> {

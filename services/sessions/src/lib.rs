@@ -23,6 +23,7 @@ mod pollers;
 pub mod run_state_wire;
 pub mod runners;
 pub mod runs;
+mod sandbox_wire;
 pub mod service;
 mod session_wire;
 pub mod store;

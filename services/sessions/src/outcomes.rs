@@ -270,6 +270,30 @@ impl Draft {
     }
 }
 
+/// A declared output's acceptance (`{values?, min?, max?}`, checked at
+/// definition) as the grader is told it.
+fn acceptance(a: &Value) -> mg::Acceptance {
+    use mg::report_value::Value as V;
+    let scalar = |v: &Value| {
+        let value = match v {
+            Value::String(t) => V::Text(t.clone()),
+            Value::Bool(b) => V::Boolean(*b),
+            Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => V::Integer(i),
+                (None, Some(u)) => V::Unsigned(u),
+                _ => V::Number(n.as_f64().unwrap_or_default()),
+            },
+            _ => return None,
+        };
+        Some(mg::ReportValue { value: Some(value) })
+    };
+    mg::Acceptance {
+        values: a["values"].as_array().map(|l| l.iter().filter_map(scalar).collect()).unwrap_or_default(),
+        min: a["min"].as_f64(),
+        max: a["max"].as_f64(),
+    }
+}
+
 /// The hex SHA-256 of the canonical encoding of what the grader sees:
 /// equal inputs, equal digest.
 pub(crate) fn evaluation_digest(d: &Definition, message: &str, files: &[(String, String)]) -> String {
@@ -337,6 +361,8 @@ impl SessionsService {
     /// The grader's verdicts; a grader that cannot answer (after the
     /// gateway's fallbacks) leaves every judgment `unresolved`.
     async fn ask_grader(&self, session: &Session, d: &Definition, message: &str, files: &[(String, String)], digest: String) -> Verdicts {
+        // `acceptance_json` too, for a 0.1.0 model gateway until the release after it.
+        #[allow(deprecated)]
         let task = mg::TaskRequest {
             routing_profile_id: session.pins.model_routing_profile_id.to_string(),
             environment_id: session.environment_id.to_string(),
@@ -351,6 +377,7 @@ impl SessionsService {
                         name: o.name.clone(),
                         r#type: o.kind.clone(),
                         description: o.description.clone().unwrap_or_default(),
+                        acceptance: o.acceptance.as_ref().map(acceptance),
                         acceptance_json: o.acceptance.as_ref().map(Value::to_string).unwrap_or_default(),
                     })
                     .collect(),
@@ -470,4 +497,19 @@ pub fn view(o: &Outcome) -> Value {
         "created_at": at(o.created_ms),
         "completed_at": at(o.completed_ms),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_acceptance_keeps_each_values_kind_for_the_grader() {
+        use mg::report_value::Value as V;
+        let a = acceptance(&json!({"values": [5, 5.5, "ok", true, 18446744073709551615u64], "min": 1, "max": 9.5}));
+        let kinds: Vec<_> = a.values.into_iter().filter_map(|v| v.value).collect();
+        assert_eq!(kinds, [V::Integer(5), V::Number(5.5), V::Text("ok".into()), V::Boolean(true), V::Unsigned(u64::MAX)]);
+        assert_eq!((a.min, a.max), (Some(1.0), Some(9.5)));
+        assert!(acceptance(&json!({"min": 2})).values.is_empty(), "no values listed");
+    }
 }

@@ -241,11 +241,14 @@ impl SessionsService {
         if !g.check(check).await.map_err(Error::from)?.into_inner().allowed {
             return Ok(ThreadDecision::refused("permission.denied", format!("agent {} holds no use_agent on agent {member}", s.agent_id)));
         }
+        // `tool_json` too, for a 0.1.0 governance until the release after it.
+        #[allow(deprecated)]
         let req = gov::EvaluateActionRequest {
             environment_id: s.environment_id.to_string(),
             subject: Some(gov::ResourceRef { kind: "principal".into(), id: s.principal_id.to_string() }),
             resource: Some(gov::ResourceRef { kind: "agent".into(), id: member.into() }),
             permission: "use_agent".into(),
+            tool: Some(gov::CalledTool { r#type: "platform".into(), name: call.name.clone(), ..Default::default() }),
             tool_json: json!({"type": "platform", "name": call.name}).to_string(),
             also: vec![coordinator, gov::ResourceRef { kind: "session".into(), id: s.id.to_string() }],
             record: true,

@@ -48,7 +48,11 @@ async fn world() -> World {
     let env = EnvironmentId::mint();
     let (profile, _) = svc
         .catalog
-        .create_sandbox_profile(env.as_str(), "sh", json!({"image": "self-hosted", "execution": "external_tools"}))
+        .create_sandbox_profile(
+            env.as_str(),
+            "sh",
+            SandboxSpec::requested(json!({"image": "self-hosted", "execution": "external_tools"})).expect("spec"),
+        )
         .await
         .expect("profile");
     let pool = checkfu_sessions::work::pool_of(profile.id.as_str());

@@ -172,8 +172,15 @@ pub async fn create_sandbox_profile(
 ) -> ApiResult<Response> {
     let b: bodies::CreateSandboxProfile = parse(&body)?;
     st.require_manage(&caller, &b.environment_id).await?;
-    let spec = b.spec();
-    let req = ss::CreateSandboxProfileRequest { environment_id: b.environment_id, name: b.name, spec_json: spec.to_string() };
+    let (environment_id, name, revision) = b.split();
+    // `spec_json` too, for a 0.1.0 sessions service until the release after it.
+    #[allow(deprecated)]
+    let req = ss::CreateSandboxProfileRequest {
+        environment_id,
+        name,
+        spec_json: serde_json::to_string(&revision).unwrap_or_default(),
+        spec: Some(revision.spec()),
+    };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/sandbox-profiles", &body, || async {
         let p = st.sessions.clone().create_sandbox_profile(req).await?.into_inner();
         created(profile_view(&st, &p).await?)
@@ -230,8 +237,13 @@ pub async fn publish_sandbox_revision(
     let p = profile_for(&st, &id).await?;
     st.require_manage(&caller, &p.environment_id).await?;
     let b: bodies::PublishSandboxRevision = parse(&body)?;
-    let spec = b.spec();
-    let req = ss::PublishSandboxRevisionRequest { profile_id: id.clone(), spec_json: spec.to_string() };
+    // `spec_json` too, for a 0.1.0 sessions service until the release after it.
+    #[allow(deprecated)]
+    let req = ss::PublishSandboxRevisionRequest {
+        profile_id: id.clone(),
+        spec_json: serde_json::to_string(&b).unwrap_or_default(),
+        spec: Some(b.spec()),
+    };
     let route = format!("POST /v1/sandbox-profiles/{id}/revisions");
     once(&st.idem, &caller.principal_id, &headers, &route, &body, || async {
         created(views::sandbox_revision(&st.sessions.clone().publish_sandbox_revision(req).await?.into_inner()))

@@ -127,11 +127,14 @@ pub async fn evaluate(State(st): State<AppState>, caller: Caller, JsonBody(body)
     };
     checkfu_core::id::EnvironmentId::check("environment_id", &env)?;
     st.require_read(&caller, &env).await?;
+    // `tool_json` too, for a 0.1.0 governance until the release after it.
+    #[allow(deprecated)]
     let req = gov::EvaluateActionRequest {
         environment_id: env,
         subject: Some(gov::ResourceRef { kind: b.subject.kind, id: b.subject.id }),
         resource: Some(gov::ResourceRef { kind: b.resource.kind, id: b.resource.id }),
         permission: b.permission,
+        tool: Some(gov::CalledTool::from_declaration(&b.tool)),
         tool_json: b.tool.to_string(),
         ..Default::default()
     };

@@ -49,12 +49,16 @@ async fn input_event(st: &AppState, caller: &Caller, e: bodies::InputEvent, fiel
     {
         super::uploads::check_file_blocks(st, &authored_by, p).await?;
     }
-    Ok(ss::InputEvent {
+    // `caused_by_json` too, for a 0.1.0 sessions service until the release after it.
+    #[allow(deprecated)]
+    let event = ss::InputEvent {
         r#type: e.kind,
         payload_json: e.payload.as_ref().map(Value::to_string).unwrap_or_default(),
         authored_by,
+        caused_by: ss::Cause::from_json(&caused_by),
         caused_by_json: caused_by.to_string(),
-    })
+    };
+    Ok(event)
 }
 
 /// The causes a client may name: a Principal it speaks for (itself, or one
@@ -74,6 +78,11 @@ async fn check_cause(st: &AppState, caller: &Caller, cause: &Value, field: &str)
     }
 }
 
+fn selection(field: &str, v: &Option<Vec<Value>>) -> ApiResult<Option<ss::Selection>> {
+    Ok(v.as_deref().map(|entries| ss::Selection::from_json(field, entries)).transpose()?)
+}
+
+/// The 0.1.0 text of a selection.
 fn names(v: &Option<Vec<Value>>) -> Option<String> {
     v.as_ref().map(|a| Value::Array(a.clone()).to_string())
 }
@@ -117,12 +126,16 @@ pub async fn create_session(
     }
     let connection_vault_ids = b.connection_vault_ids.unwrap_or_default();
     super::vaults::check_session_vaults(&st, &caller, &dep.environment_id, &connection_vault_ids).await?;
+    // `tools_json` and `skills_json` too, for a 0.1.0 sessions service until the release after it.
+    #[allow(deprecated)]
     let req = ss::CreateSessionRequest {
         agent_deployment_id: b.agent_deployment_id,
         principal_id,
         title: b.title.unwrap_or_default(),
         metadata_json: b.metadata.as_ref().map(Value::to_string).unwrap_or_default(),
         instructions: b.instructions,
+        tools: selection("tools", &b.tools)?,
+        skills: selection("skills", &b.skills)?,
         tools_json: names(&b.tools),
         skills_json: names(&b.skills),
         initial_events,
@@ -243,7 +256,16 @@ pub async fn update_selection(
     let s = session_for(&st, &caller, &id, true).await?;
     require_invoke(&st, &s.principal_id, &s.agent_id, &s.environment_id).await?;
     let b: bodies::UpdateSelection = parse(&body)?;
-    let req = ss::UpdateSelectionRequest { id, tools_json: names(&b.tools), skills_json: names(&b.skills), actor_id: caller.principal_id };
+    // `tools_json` and `skills_json` too, for a 0.1.0 sessions service until the release after it.
+    #[allow(deprecated)]
+    let req = ss::UpdateSelectionRequest {
+        id,
+        tools: selection("tools", &b.tools)?,
+        skills: selection("skills", &b.skills)?,
+        tools_json: names(&b.tools),
+        skills_json: names(&b.skills),
+        actor_id: caller.principal_id,
+    };
     Ok(Json(views::session(&st.sessions.clone().update_selection(req).await?.into_inner())))
 }
 

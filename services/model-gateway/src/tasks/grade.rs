@@ -63,8 +63,28 @@ pub struct ReportOutput {
     /// `string`, `integer`, `number` or `boolean`.
     pub kind: String,
     pub description: String,
-    /// `{values?, min?, max?}`, or null.
-    pub acceptance: Value,
+    pub acceptance: Option<Acceptance>,
+}
+
+/// What a reported value must be to pass.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Acceptance {
+    /// Listed: the value is one of these JSON scalars.
+    pub values: Option<Vec<Value>>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl Acceptance {
+    /// `{values?, min?, max?}` (a 0.1.0 caller's text); null is none.
+    pub fn from_json(v: &Value) -> Option<Acceptance> {
+        let o = v.as_object()?;
+        Some(Acceptance {
+            values: o.get("values").and_then(Value::as_array).cloned(),
+            min: o.get("min").and_then(Value::as_f64),
+            max: o.get("max").and_then(Value::as_f64),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -256,20 +276,20 @@ fn typed(kind: &str, v: &Value) -> bool {
     }
 }
 
-fn accepted(acceptance: &Value, v: &Value) -> bool {
-    if let Some(values) = acceptance.get("values").and_then(Value::as_array)
+fn accepted(acceptance: &Option<Acceptance>, v: &Value) -> bool {
+    let Some(a) = acceptance else { return true };
+    if let Some(values) = &a.values
         && !values.contains(v)
     {
         return false;
     }
     let n = v.as_f64();
-    let bound = |k: &str| acceptance.get(k).and_then(Value::as_f64);
-    if let (Some(min), Some(n)) = (bound("min"), n)
+    if let (Some(min), Some(n)) = (a.min, n)
         && n < min
     {
         return false;
     }
-    if let (Some(max), Some(n)) = (bound("max"), n)
+    if let (Some(max), Some(n)) = (a.max, n)
         && n > max
     {
         return false;
@@ -322,7 +342,7 @@ mod tests {
             name: name.into(),
             kind: kind.into(),
             description: String::new(),
-            acceptance,
+            acceptance: Acceptance::from_json(&acceptance),
         };
         let mut t = task("", r#"echo: {"score": 7, "label": "ok", "text": "7", "ratio": 0.5}"#);
         t.report = vec![

@@ -219,10 +219,17 @@ impl Catalog {
         Ok(p.finish_numbered(rows, |v| v.version))
     }
 
-    pub async fn create_sandbox_profile(&self, environment_id: &str, name: &str, spec: Value) -> Result<(SandboxProfile, SandboxRevision)> {
+    /// A new profile and its revision 1 from `spec` as requested (checked
+    /// and compiled here).
+    pub async fn create_sandbox_profile(
+        &self,
+        environment_id: &str,
+        name: &str,
+        spec: SandboxSpec,
+    ) -> Result<(SandboxProfile, SandboxRevision)> {
         let environment_id = EnvironmentId::parse("environment_id", environment_id)?;
         check_name("name", name)?;
-        let spec = SandboxSpec::compile_with(spec, self.unrestricted_network)?;
+        let spec = spec.checked(self.unrestricted_network)?;
         let now = now_ms();
         let p = SandboxProfile {
             id: SandboxProfileId::mint(),
@@ -247,10 +254,10 @@ impl Catalog {
         self.store.archive_sandbox_profile(&id, now_ms()).await?.ok_or_else(|| Error::not_found("sandbox_profile", profile_id))
     }
 
-    pub async fn publish_sandbox_revision(&self, profile_id: &str, spec: Value) -> Result<SandboxRevision> {
+    pub async fn publish_sandbox_revision(&self, profile_id: &str, spec: SandboxSpec) -> Result<SandboxRevision> {
         let p = self.sandbox_profile(profile_id).await?;
         refuse_archived(&p)?;
-        let spec = SandboxSpec::compile_with(spec, self.unrestricted_network)?;
+        let spec = spec.checked(self.unrestricted_network)?;
         let r = SandboxRevision { profile_id: p.id.clone(), revision: p.latest_revision + 1, spec, created_ms: now_ms() };
         if !self.store.insert_sandbox_revision(&r).await? {
             return Err(Error::conflict("another revision was published concurrently; read the profile again"));

@@ -356,8 +356,11 @@ fn default_mem() -> i64 {
 fn default_disk() -> i64 {
     4096
 }
+/// How long a sandbox is kept when its profile does not say.
+pub const DEFAULT_RETENTION_DAYS: i64 = 30;
+
 fn default_retention() -> i64 {
-    30
+    DEFAULT_RETENTION_DAYS
 }
 
 impl Default for Resources {
@@ -418,7 +421,19 @@ impl SandboxSpec {
     /// still carries and records the traffic, and private addresses stay
     /// refused).
     pub fn compile_with(v: Value, any_host: bool) -> Result<SandboxSpec> {
-        let mut s: SandboxSpec = serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid sandbox profile: {e}")))?;
+        Self::requested(v)?.checked(any_host)
+    }
+
+    /// A requested revision as JSON (a 0.1.0 caller's text), its shape
+    /// checked and absent fields defaulted; [`SandboxSpec::checked`] does
+    /// the rest.
+    pub fn requested(v: Value) -> Result<SandboxSpec> {
+        serde_json::from_value(v).map_err(|e| Error::invalid(format!("invalid sandbox profile: {e}")))
+    }
+
+    /// Validates a requested revision (see [`SandboxSpec::compile_with`]).
+    pub fn checked(mut self, any_host: bool) -> Result<SandboxSpec> {
+        let s = &mut self;
         if s.image.trim().is_empty() || s.image.chars().count() > 512 {
             return Err(Error::invalid_field("image", "image must be 1 to 512 characters"));
         }
@@ -472,7 +487,7 @@ impl SandboxSpec {
         if !(1..=30).contains(&s.retention_days) {
             return Err(Error::invalid_field("retention_days", "retention_days must be 1 to 30"));
         }
-        Ok(s)
+        Ok(self)
     }
 }
 
