@@ -24,6 +24,7 @@ package!(webhooks, "checkfu.webhooks.v1");
 package!(memory, "checkfu.memory.v1");
 
 pub mod called_tool;
+pub mod credential_input;
 pub mod event_refs;
 pub mod mesh;
 pub mod selection;

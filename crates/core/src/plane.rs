@@ -4,17 +4,16 @@
 //! materialises and a runner reports only a difference, so the common case
 //! costs no call.
 
-use serde_json::Value;
-
-/// The profile fields (`profile` is a revision's JSON) this plane does not
-/// enforce, each with why. `cpu_share`: the runner has a delegated cgroup
-/// with the `cpu` controller, so `cpu_millis` becomes `cpu.max`.
-pub fn local_unenforced(profile: &Value, cpu_share: bool) -> Vec<(String, String)> {
+/// The profile fields this plane does not enforce, each with why.
+/// `packages`: the revision lists packages to install. `cpu_share`: the
+/// runner has a delegated cgroup with the `cpu` controller, so
+/// `cpu_millis` becomes `cpu.max`.
+pub fn local_unenforced(packages: bool, cpu_share: bool) -> Vec<(String, String)> {
     let mut out = vec![(
         "image".to_string(),
         "this plane runs tools on the runner host's own userland (read-only /usr, /bin, /lib), not the image".to_string(),
     )];
-    if profile.get("packages").and_then(Value::as_array).is_some_and(|p| !p.is_empty()) {
+    if packages {
         out.push(("packages".into(), "this plane does not install packages; install them on the runner host".into()));
     }
     if !cpu_share {
@@ -31,9 +30,9 @@ pub fn local_unenforced(profile: &Value, cpu_share: bool) -> Vec<(String, String
 /// profile's image, with its cpu, memory and disk as the pod's limits)
 /// does not enforce: only `packages`, which a read-only root filesystem
 /// cannot take at run time (build them into the image).
-pub fn kubernetes_unenforced(profile: &Value) -> Vec<(String, String)> {
+pub fn kubernetes_unenforced(packages: bool) -> Vec<(String, String)> {
     let mut out = vec![];
-    if profile.get("packages").and_then(Value::as_array).is_some_and(|p| !p.is_empty()) {
+    if packages {
         out.push((
             "packages".into(),
             "sandbox pods run the image as built (read-only root filesystem): build the packages into the image".into(),
@@ -48,19 +47,17 @@ mod tests {
 
     #[test]
     fn the_kubernetes_plane_enforces_all_but_packages() {
-        assert!(kubernetes_unenforced(&serde_json::json!({"image": "debian:12", "packages": []})).is_empty());
-        let f = kubernetes_unenforced(&serde_json::json!({"image": "debian:12", "packages": ["jq"]}));
+        assert!(kubernetes_unenforced(false).is_empty());
+        let f = kubernetes_unenforced(true);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].0, "packages");
     }
 
     #[test]
     fn what_the_local_plane_cannot_enforce_is_named() {
-        let fields = |profile: Value, cpu| local_unenforced(&profile, cpu).into_iter().map(|(f, _)| f).collect::<Vec<_>>();
-        let plain = serde_json::json!({"image": "debian:12", "packages": []});
-        assert_eq!(fields(plain.clone(), false), ["image", "resources.cpu_millis", "resources.disk_mib"]);
-        assert_eq!(fields(plain, true), ["image", "resources.disk_mib"], "a cpu cgroup enforces cpu_millis");
-        let with_packages = serde_json::json!({"image": "debian:12", "packages": ["jq"]});
-        assert!(fields(with_packages, false).contains(&"packages".to_string()));
+        let fields = |packages, cpu| local_unenforced(packages, cpu).into_iter().map(|(f, _)| f).collect::<Vec<_>>();
+        assert_eq!(fields(false, false), ["image", "resources.cpu_millis", "resources.disk_mib"]);
+        assert_eq!(fields(false, true), ["image", "resources.disk_mib"], "a cpu cgroup enforces cpu_millis");
+        assert!(fields(true, false).contains(&"packages".to_string()));
     }
 }

@@ -45,7 +45,8 @@ pub struct NewConnection {
     pub url: String,
     pub owner_kind: String,
     pub owner_id: String,
-    pub credential_json: String,
+    /// Set: the Connection starts with this credential.
+    pub credential: Option<CredentialFields>,
 }
 
 /// A partial update.
@@ -163,9 +164,8 @@ impl ReachService {
         })
     }
 
-    fn parse_credential(&self, json: &str) -> Result<NewCredential> {
-        let v: Value = serde_json::from_str(json).map_err(|_| Error::invalid_field("credential", "credential must be a JSON object"))?;
-        NewCredential::parse(&v, |field, url| check_url(field, url, self.allow_private))
+    fn parse_credential(&self, fields: &CredentialFields) -> Result<NewCredential> {
+        NewCredential::parse(fields, |field, url| check_url(field, url, self.allow_private))
     }
 
     pub async fn create(&self, n: NewConnection, actor: &str) -> Result<Connection> {
@@ -178,11 +178,9 @@ impl ReachService {
         let url = check_url("endpoint.url", &n.url, self.allow_private)?;
         let owner = Owner::parse(&n.owner_kind, &n.owner_id)?;
         let id = ConnectionId::mint();
-        let credential = if n.credential_json.is_empty() {
-            None
-        } else {
-            let cred = self.parse_credential(&n.credential_json)?;
-            Some(self.seal(&id, cred, None)?)
+        let credential = match &n.credential {
+            None => None,
+            Some(fields) => Some(self.seal(&id, self.parse_credential(fields)?, None)?),
         };
         let now = now_ms();
         let c = Connection {
@@ -301,11 +299,11 @@ impl ReachService {
     }
 
     /// Sets or replaces (rotates) the credential.
-    pub async fn set_credential(&self, id: &str, credential_json: &str, actor: &str) -> Result<Connection> {
+    pub async fn set_credential(&self, id: &str, fields: &CredentialFields, actor: &str) -> Result<Connection> {
         self.keys()?;
         let current = self.get(id).await?;
         current.writable()?;
-        let cred = self.parse_credential(credential_json)?;
+        let cred = self.parse_credential(fields)?;
         let (before, after) = self
             .change(
                 id,

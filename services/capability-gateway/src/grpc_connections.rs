@@ -3,6 +3,7 @@
 
 use crate::connections::{Capability, ConnectionChange, NewConnection, ReachService};
 use crate::model::*;
+use checkfu_core::Error;
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::{rfc3339, rfc3339_opt};
 use checkfu_proto::capability::v1 as pb;
@@ -50,6 +51,38 @@ impl ConnectionsGrpc {
     }
 }
 
+/// A request's credential: the typed one, else a 0.1.0 caller's JSON text;
+/// `None` when neither is given.
+fn credential(typed: Option<pb::CredentialInput>, json: &str) -> Result<Option<CredentialFields>, Status> {
+    if let Some(c) = typed {
+        return Ok(Some(c.into()));
+    }
+    if json.is_empty() {
+        return Ok(None);
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|_| Error::invalid_field("credential", "credential must be a JSON object"))?;
+    Ok(Some(pb::CredentialInput::from_json(&v)?.into()))
+}
+
+impl From<pb::CredentialInput> for CredentialFields {
+    fn from(c: pb::CredentialInput) -> Self {
+        CredentialFields {
+            kind: c.r#type,
+            token: c.token,
+            header: c.header,
+            value: c.value,
+            token_endpoint: c.token_endpoint,
+            client_id: c.client_id,
+            client_secret: c.client_secret,
+            token_endpoint_auth: c.token_endpoint_auth,
+            refresh_token: c.refresh_token,
+            scope: c.scope,
+            unknown: c.unknown_fields,
+        }
+    }
+}
+
 // Writes `limits_json` for 0.1.0 readers too.
 #[allow(deprecated)]
 fn capability(c: Capability) -> pb::Capability {
@@ -89,6 +122,7 @@ fn limits(v: &serde_json::Value) -> std::collections::HashMap<String, pb::Featur
 impl Rpc for ConnectionsGrpc {
     async fn create_connection(&self, r: Request<pb::CreateConnectionRequest>) -> R<pb::Connection> {
         let r = r.into_inner();
+        #[allow(deprecated)] // a 0.1.0 caller's credential_json
         let n = NewConnection {
             environment_id: r.environment_id,
             name: r.name,
@@ -98,7 +132,7 @@ impl Rpc for ConnectionsGrpc {
             url: r.url,
             owner_kind: r.owner_kind,
             owner_id: r.owner_id,
-            credential_json: r.credential_json,
+            credential: credential(r.credential, &r.credential_json)?,
         };
         Ok(Response::new(self.view(self.svc.create(n, &r.actor_id).await?)))
     }
@@ -134,7 +168,9 @@ impl Rpc for ConnectionsGrpc {
 
     async fn set_credential(&self, r: Request<pb::SetCredentialRequest>) -> R<pb::Connection> {
         let r = r.into_inner();
-        Ok(Response::new(self.view(self.svc.set_credential(&r.id, &r.credential_json, &r.actor_id).await?)))
+        #[allow(deprecated)] // a 0.1.0 caller's credential_json
+        let fields = credential(r.credential, &r.credential_json)?.unwrap_or_default();
+        Ok(Response::new(self.view(self.svc.set_credential(&r.id, &fields, &r.actor_id).await?)))
     }
 
     async fn delete_credential(&self, r: Request<pb::ConnectionActorRequest>) -> R<pb::Connection> {

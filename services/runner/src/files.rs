@@ -9,7 +9,6 @@ use crate::tree::Tree;
 use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::runner::v1 as pb;
 use futures_util::StreamExt;
-use serde_json::Value;
 use std::collections::HashMap;
 
 /// Text longer than this many characters is named, not inlined.
@@ -34,15 +33,11 @@ fn is_native(media_type: &str) -> bool {
 }
 
 fn mounted(work: &pb::WorkItem) -> HashMap<String, Mounted> {
-    let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
-    let list = sandbox.get("mounts").and_then(Value::as_array).cloned().unwrap_or_default();
-    list.iter()
-        .filter_map(|m| {
-            let id = m.get("file_id")?.as_str()?.to_string();
-            let path = m.get("path")?.as_str()?.to_string();
-            let media_type = m.get("media_type").and_then(Value::as_str).unwrap_or("application/octet-stream").to_string();
-            let size = m.get("size_bytes").and_then(Value::as_u64).unwrap_or(u64::MAX);
-            Some((id, Mounted { path, media_type, size }))
+    let mounts = crate::work_sandbox::of(work).mounts.into_iter().filter(|m| !m.file_id.is_empty());
+    mounts
+        .map(|m| {
+            let media_type = if m.media_type.is_empty() { "application/octet-stream".into() } else { m.media_type };
+            (m.file_id, Mounted { path: m.path, media_type, size: m.size_bytes })
         })
         .collect()
 }

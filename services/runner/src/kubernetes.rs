@@ -23,7 +23,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
-use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -103,25 +102,25 @@ struct Wanted {
 }
 
 fn wanted(work: &pb::WorkItem, settings: &KubeSettings, name: &str) -> Result<Wanted> {
-    let sandbox: Value = serde_json::from_str(&work.sandbox_json).map_err(|_| "the Run carries no sandbox description".to_string())?;
-    let profile = &sandbox["profile"];
-    let image = profile["image"].as_str().filter(|i| !i.is_empty()).ok_or("the SandboxProfile names no image")?.to_string();
-    let r = &profile["resources"];
-    let n = |k: &str, d: u64| r[k].as_u64().unwrap_or(d).min(u64::from(u32::MAX)) as u32;
-    let expires_ms = sandbox["expires_at_ms"].as_i64().ok_or("the sandbox has no expiry")?;
+    let sandbox = crate::work_sandbox::of(work);
+    let profile = sandbox.profile.ok_or("the Run carries no sandbox description")?;
+    let image = Some(profile.image).filter(|i| !i.is_empty()).ok_or("the SandboxProfile names no image")?;
+    let r = profile.resources.unwrap_or_default();
+    let n = |v: Option<i64>, d: u32| v.map_or(d, |v| v.clamp(0, i64::from(u32::MAX)) as u32);
+    let expires_ms = Some(sandbox.expires_at_ms).filter(|&ms| ms > 0).ok_or("the sandbox has no expiry")?;
     let expires = Timestamp::from_millisecond(expires_ms).map_err(|e| format!("the sandbox expiry is out of range: {e}"))?;
     Ok(Wanted {
         spec: SandboxSpec {
             session_id: work.session_id.clone(),
             environment_id: work.environment_id.clone(),
             image,
-            resources: Resources { cpu_millis: n("cpu_millis", 1000), memory_mib: n("memory_mib", 1024), disk_mib: n("disk_mib", 4096) },
+            resources: Resources { cpu_millis: n(r.cpu_millis, 1000), memory_mib: n(r.memory_mib, 1024), disk_mib: n(r.disk_mib, 4096) },
             expires_at: expires.to_string(),
             storage_class: settings.storage_class.clone(),
             agent_secret: agent_secret(name),
             platform_namespace: settings.platform_namespace.clone(),
         },
-        fresh: sandbox["fresh"].as_bool() == Some(true),
+        fresh: sandbox.fresh,
     })
 }
 
@@ -290,15 +289,19 @@ mod tests {
     const NS: &str = "agents";
 
     fn work(fresh: bool, expires_ms: i64) -> pb::WorkItem {
-        let sandbox = json!({
-            "fresh": fresh,
-            "expires_at_ms": expires_ms,
-            "profile": {"image": "python:3.12-slim", "resources": {"cpu_millis": 750, "memory_mib": 640, "disk_mib": 2048}},
-        });
+        let profile = checkfu_proto::sessions::v1::SandboxSpec {
+            image: "python:3.12-slim".into(),
+            resources: Some(checkfu_proto::sessions::v1::SandboxResources {
+                cpu_millis: Some(750),
+                memory_mib: Some(640),
+                disk_mib: Some(2048),
+            }),
+            ..Default::default()
+        };
         pb::WorkItem {
             session_id: "sess_01ABC".into(),
             environment_id: "env_1".into(),
-            sandbox_json: sandbox.to_string(),
+            sandbox: Some(pb::WorkSandbox { fresh, expires_at_ms: expires_ms, profile: Some(profile), ..Default::default() }),
             ..Default::default()
         }
     }
@@ -392,7 +395,8 @@ mod tests {
         let e = k.open(&work(true, Timestamp::now().as_millisecond() + 60_000), Limits::default()).await.err().expect("not ready");
         assert!(e.contains("not ready") && e.contains("operator"), "{e}");
         assert!(started.elapsed() < Duration::from_secs(3));
-        let bad = pb::WorkItem { sandbox_json: json!({"profile": {}}).to_string(), ..work(true, 0) };
+        let mut bad = work(true, 0);
+        bad.sandbox = Some(pb::WorkSandbox { profile: Some(Default::default()), ..Default::default() });
         assert!(k.open(&bad, Limits::default()).await.err().expect("no image").contains("image"));
     }
 }

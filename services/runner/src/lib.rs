@@ -23,6 +23,7 @@ pub mod sync;
 pub mod tools;
 pub mod transcript;
 pub mod tree;
+pub mod work_sandbox;
 
 use checkfu_proto::capability::v1::capability_gateway_service_client::CapabilityGatewayServiceClient;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;

@@ -19,32 +19,17 @@ use crate::tree::Tree;
 use checkfu_proto::runner::v1 as pb;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The read-write memory mounts of a Run's sandbox (`memory/<name>`).
 pub fn writable_mounts(work: &pb::WorkItem) -> Vec<String> {
-    let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
-    serde_json::from_value::<Vec<String>>(sandbox.get("writable_mounts").cloned().unwrap_or(Value::Null))
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|f| is_memory_folder(f))
-        .collect()
+    crate::work_sandbox::of(work).writable_mounts.into_iter().filter(|f| is_memory_folder(f)).collect()
 }
 
 /// The largest memory document written back (the store's limit).
 const MAX_MEMORY_DOCUMENT: u64 = 256 * 1024;
 
-/// One file the control plane mounts.
-#[derive(Debug, Clone, Deserialize)]
-struct Mount {
-    path: String,
-    sha256: String,
-    size_bytes: u64,
-    /// The blob kind it is read as: `uploads` or `skills`.
-    source: String,
-}
 /// The most a capture offers (the rest are not offered).
 const MAX_OFFERED: usize = 1_000;
 /// The largest file the control plane captures.
@@ -119,22 +104,21 @@ enum Upload<'a> {
 }
 
 /// What the control plane has recorded as unenforced for this sandbox.
-fn recorded(sandbox: &Value) -> Vec<(String, String)> {
-    let list = sandbox.get("unenforced").and_then(Value::as_array).cloned().unwrap_or_default();
-    list.iter().filter_map(|u| Some((u.get("field")?.as_str()?.to_string(), u.get("reason")?.as_str()?.to_string()))).collect()
+fn recorded(sandbox: &pb::WorkSandbox) -> Vec<(String, String)> {
+    sandbox.unenforced.iter().map(|u| (u.field.clone(), u.reason.clone())).collect()
 }
 
 /// The sandbox limits a Run's SandboxProfile asks for, on this plane: its
 /// memory per command and its disk as the largest file a command writes.
 pub fn limits(work: &pb::WorkItem, cgroup: Option<PathBuf>) -> crate::sandbox::Limits {
-    let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
-    let r = &sandbox["profile"]["resources"];
+    let r = crate::work_sandbox::of(work).profile.and_then(|p| p.resources).unwrap_or_default();
+    let mib = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
     let d = crate::sandbox::Limits::default();
     let cpu = cgroup.as_deref().is_some_and(crate::cgroup::SandboxCgroup::cpu_available);
     crate::sandbox::Limits {
-        memory_mib: r["memory_mib"].as_u64().unwrap_or(d.memory_mib),
-        file_mib: r["disk_mib"].as_u64().unwrap_or(d.file_mib),
-        cpu_millis: if cpu { r["cpu_millis"].as_u64() } else { None },
+        memory_mib: mib(r.memory_mib).unwrap_or(d.memory_mib),
+        file_mib: mib(r.disk_mib).unwrap_or(d.file_mib),
+        cpu_millis: if cpu { mib(r.cpu_millis) } else { None },
         cgroup,
         ..d
     }
@@ -174,9 +158,9 @@ impl Runner {
     }
 
     async fn restore_into(&self, tree: &Tree, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<(), Status> {
-        let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
+        let sandbox = crate::work_sandbox::of(work);
         let mut local = remembered(&self.cfg.workspaces, &work.session_id, tree);
-        if sandbox.get("fresh").and_then(Value::as_bool) == Some(true) {
+        if sandbox.fresh {
             // A new (or expired) sandbox: nothing of an older one survives
             // (a pod's is replaced with its Sandbox).
             if let Tree::Local(root) = tree {
@@ -185,7 +169,7 @@ impl Runner {
             let _ = std::fs::remove_file(local_path(&self.cfg.workspaces, &work.session_id));
             return Ok(());
         }
-        let want = sandbox.get("snapshot_sha256").and_then(Value::as_str).unwrap_or_default();
+        let want = sandbox.snapshot_sha256.as_str();
         if want.is_empty() || want == local.snapshot_sha256 {
             return Ok(());
         }
@@ -239,8 +223,7 @@ impl Runner {
     /// the workspace, replacing whatever the mount folders held that the
     /// control plane does not list; unchanged files are not fetched again.
     async fn mount(&self, tree: &Tree, work: &pb::WorkItem, lease: &pb::LeaseRef) -> Result<(), Status> {
-        let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
-        let mounts: Vec<Mount> = serde_json::from_value(sandbox.get("mounts").cloned().unwrap_or(Value::Null)).unwrap_or_default();
+        let mounts = crate::work_sandbox::of(work).mounts;
         let writable = writable_mounts(work);
         if let Tree::Local(root) = tree {
             // A mount folder is a real directory: anything else in its
@@ -316,16 +299,16 @@ impl Runner {
             None => Some(self.local_tree(&work.session_id)),
             Some(_) => self.pods_opened.lock().unwrap_or_else(|p| p.into_inner()).remove(&work.run_id).map(|sb| Tree::Pod(Box::new(sb))),
         };
-        let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
+        let sandbox = crate::work_sandbox::of(work);
         let mut local = match &tree {
             Some(t) => remembered(&self.cfg.workspaces, &work.session_id, t),
             None => read_local(&self.cfg.workspaces, &work.session_id),
         };
         let cpu_share = self.cfg.sandbox_cgroup.as_deref().is_some_and(crate::cgroup::SandboxCgroup::cpu_available);
-        let profile = sandbox.get("profile").unwrap_or(&Value::Null);
+        let packages = sandbox.profile.as_ref().is_some_and(|p| !p.packages.is_empty());
         let reported = match self.kubernetes {
-            Some(_) => checkfu_core::plane::kubernetes_unenforced(profile),
-            None => checkfu_core::plane::local_unenforced(profile, cpu_share),
+            Some(_) => checkfu_core::plane::kubernetes_unenforced(packages),
+            None => checkfu_core::plane::local_unenforced(packages, cpu_share),
         };
         // The control plane recorded this plane's list when the sandbox
         // materialised; report only a difference.
@@ -393,8 +376,7 @@ impl Runner {
         if writable.is_empty() {
             return Ok(());
         }
-        let sandbox: Value = serde_json::from_str(&work.sandbox_json).unwrap_or(Value::Null);
-        let mounts: Vec<Mount> = serde_json::from_value(sandbox.get("mounts").cloned().unwrap_or(Value::Null)).unwrap_or_default();
+        let mounts = crate::work_sandbox::of(work).mounts;
         for folder in &writable {
             let prefix = format!("{folder}/");
             let given: BTreeMap<&str, &str> =

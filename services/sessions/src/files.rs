@@ -271,8 +271,7 @@ impl SessionsService {
         }
         // Most runners have no delegated cgroup; one that does reports the
         // difference.
-        let profile = serde_json::to_value(spec).unwrap_or(Value::Null);
-        let unenforced = checkfu_core::plane::local_unenforced(&profile, false)
+        let unenforced = checkfu_core::plane::local_unenforced(!spec.packages.is_empty(), false)
             .into_iter()
             .map(|(field, reason)| Unenforced { field, reason })
             .collect();
@@ -289,23 +288,23 @@ impl SessionsService {
     }
 
     /// What a runner is told about the sandbox of a Run it claims.
-    pub(crate) async fn sandbox_for(&self, session: &Session, run_id: &checkfu_core::id::RunId) -> Result<Value> {
+    pub(crate) async fn sandbox_for(&self, session: &Session, run_id: &checkfu_core::id::RunId) -> Result<WorkSandbox> {
         let rev = self.catalog.sandbox_revision(&session.pins.sandbox_profile_id, session.pins.sandbox_profile_revision).await?;
         let m = self.materialise(session, &rev.spec).await?;
         let version = self.catalog.pinned_version(&session.agent_id, session.pins.agent_version).await?;
         let (mut mounts, skills) = self.uploads.mounts(session, version.as_ref()).await?;
         let (memory, writable) = self.memory_mounts(session, run_id, m.fresh).await?;
         mounts.extend(memory);
-        Ok(json!({
-            "snapshot_sha256": m.state.snapshot_sha256,
-            "fresh": m.fresh,
-            "expires_at_ms": m.state.expires_ms,
-            "unenforced": m.state.unenforced,
-            "profile": rev.spec,
-            "mounts": mounts,
-            "writable_mounts": writable,
-            "skills": skills,
-        }))
+        Ok(WorkSandbox {
+            snapshot_sha256: m.state.snapshot_sha256,
+            fresh: m.fresh,
+            expires_at_ms: m.state.expires_ms,
+            unenforced: m.state.unenforced,
+            profile: rev.spec,
+            mounts,
+            writable_mounts: writable,
+            skills,
+        })
     }
 
     /// Deletes the snapshots of sandboxes that expired; their Sessions'

@@ -652,7 +652,7 @@ impl Rpc for SessionsGrpc {
             ttl_seconds: r.ttl_seconds,
             created_by: &r.created_by,
         };
-        let (p, code) = self.svc.create_pairing(new).await?;
+        let (p, code) = self.svc.runners.create_pairing(new).await?;
         ok(pb::RunnerPairing {
             id: p.id.into(),
             environment_id: p.environment_id.into(),
@@ -665,13 +665,13 @@ impl Rpc for SessionsGrpc {
     }
 
     async fn get_runner(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Runner> {
-        ok(runner(self.svc.get_runner(&r.into_inner().id).await?))
+        ok(runner(self.svc.runners.get(&r.into_inner().id).await?))
     }
 
     async fn list_runners(&self, r: Request<pb::ListInEnvironmentsRequest>) -> R<pb::ListRunnersResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
-        let (rows, next_page) = p.finish(self.svc.list_runners(&r.environment_ids, &p).await?, |x: &Runner| &x.id);
+        let (rows, next_page) = p.finish(self.svc.runners.list(&r.environment_ids, &p).await?, |x: &Runner| &x.id);
         ok(pb::ListRunnersResponse { data: rows.into_iter().map(runner).collect(), next_page })
     }
 
@@ -682,7 +682,7 @@ impl Rpc for SessionsGrpc {
     async fn verify_capability(&self, r: Request<pb::VerifyCapabilityRequest>) -> R<pb::CapabilityScope> {
         let r = r.into_inner();
         let c = self.svc.verify_capability(&r.token).await?;
-        if !r.runner_credential.is_empty() && self.svc.authenticate_runner(&r.runner_credential).await?.id.as_str() != c.runner_id {
+        if !r.runner_credential.is_empty() && self.svc.runners.authenticate(&r.runner_credential).await?.id.as_str() != c.runner_id {
             return Err(Error::new(checkfu_core::Code::PermissionDenied, "the capability token belongs to another runner").into());
         }
         ok(pb::CapabilityScope {

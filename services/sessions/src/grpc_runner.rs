@@ -57,14 +57,14 @@ async fn self_hosted<T>(svc: &SessionsService, r: &Request<T>) -> Result<Option<
     let Some(credential) = bearer else {
         return Err(Error::new(Code::MissingKey, "the runner credential is missing (authorization: Bearer crr_...)").into());
     };
-    Ok(Some(svc.authenticate_runner(credential.trim()).await?))
+    Ok(Some(svc.runners.authenticate(credential.trim()).await?))
 }
 
 #[tonic::async_trait]
 impl Rpc for RunnerGrpc {
     async fn redeem(&self, r: Request<pb::RedeemRequest>) -> R<pb::RedeemResponse> {
         let r = r.into_inner();
-        let (runner, credential) = self.svc.redeem(&r.pairing_code, &r.name).await?;
+        let (runner, credential) = self.svc.runners.redeem(&r.pairing_code, &r.name).await?;
         Ok(Response::new(pb::RedeemResponse {
             runner_id: runner.id.into(),
             credential,
@@ -93,7 +93,8 @@ impl Rpc for RunnerGrpc {
             }),
             capability_token: w.capability,
             placement: w.run.placement.clone(),
-            sandbox_json: w.sandbox.to_string(),
+            sandbox: Some(crate::sandbox_wire::work_sandbox(&w.sandbox)),
+            sandbox_json: serde_json::to_string(&w.sandbox).unwrap_or_default(),
             execution_pins_json: crate::run_state_wire::execution_pins_json(&w.run.execution_pins),
             execution_pins: Some(crate::run_state_wire::execution_pins(&w.run.execution_pins)),
             routing_profile_id: w.session.pins.model_routing_profile_id.clone().into(),

@@ -75,7 +75,7 @@ impl SessionsService {
     /// mount the Principal may still read, and the folders it may change.
     /// When the sandbox is `fresh` (it materialises now), each mount is
     /// recorded as `memory.accessed {operation:"mount"}`.
-    pub(crate) async fn memory_mounts(&self, session: &Session, run_id: &RunId, fresh: bool) -> Result<(Vec<Value>, Vec<String>)> {
+    pub(crate) async fn memory_mounts(&self, session: &Session, run_id: &RunId, fresh: bool) -> Result<(Vec<WorkMount>, Vec<String>)> {
         if self.unmounted.get(&session.id).is_some() {
             return Ok((vec![], vec![]));
         }
@@ -111,9 +111,14 @@ impl SessionsService {
                 self.store.put_mount_state(&session.id, &m).await?;
             }
             for (path, f) in &m.files {
-                files.push(
-                    json!({"path": format!("{}{path}", m.folder()), "sha256": f.sha256, "size_bytes": f.size_bytes, "source": "memory"}),
-                );
+                files.push(WorkMount {
+                    path: format!("{}{path}", m.folder()),
+                    sha256: f.sha256.clone(),
+                    size_bytes: f.size_bytes,
+                    source: "memory",
+                    file_id: None,
+                    media_type: None,
+                });
             }
             if m.read_write() {
                 writable.push(m.folder());

@@ -1,6 +1,8 @@
 //! Self-hosted Runners: pairing codes minted by the API, redeemed over the
 //! runner protocol for a Runner credential, and revocation that fences a
-//! Runner at once.
+//! Runner at once. A component of the sessions service holding only the
+//! store: it knows nothing of Runs; revoking a Runner answers the Runs it
+//! held, which the service puts back in the queue (`work.rs`).
 //!
 //! Codes and credentials are high-entropy secrets shown once and stored as
 //! their SHA-256. A revoked Runner's credential stops authenticating, and
@@ -8,13 +10,13 @@
 //! heartbeats answer `lost` and its appends and capability tokens are
 //! refused from that commit on.
 
-use crate::model::Lease;
 use crate::model::*;
-use crate::service::SessionsService;
-use checkfu_core::id::{EnvironmentId, PairingId, PrincipalId, RunnerId};
+use crate::store::SessionsStore;
+use checkfu_core::id::{EnvironmentId, PairingId, PrincipalId, RunId, RunnerId, SessionId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result, sha256_hex};
+use std::sync::Arc;
 
 /// A Runner credential's prefix.
 pub const CREDENTIAL_PREFIX: &str = checkfu_core::RUNNER_CREDENTIAL_PREFIX;
@@ -50,7 +52,16 @@ pub struct NewPairing<'a> {
     pub created_by: &'a str,
 }
 
-impl SessionsService {
+#[derive(Clone)]
+pub struct Runners {
+    store: Arc<dyn SessionsStore>,
+}
+
+impl Runners {
+    pub fn new(store: Arc<dyn SessionsStore>) -> Self {
+        Runners { store }
+    }
+
     /// Mints a pairing code; the code is returned once.
     pub async fn create_pairing(&self, p: NewPairing<'_>) -> Result<(Pairing, String)> {
         check_pool("pool", p.pool)?;
@@ -108,7 +119,7 @@ impl SessionsService {
     }
 
     /// The active Runner a credential names, noting that it was seen.
-    pub async fn authenticate_runner(&self, credential: &str) -> Result<Runner> {
+    pub async fn authenticate(&self, credential: &str) -> Result<Runner> {
         if !credential.starts_with(CREDENTIAL_PREFIX) || credential.len() > 200 {
             return Err(invalid_credential());
         }
@@ -123,44 +134,23 @@ impl SessionsService {
         Ok(runner)
     }
 
-    pub async fn get_runner(&self, id: &str) -> Result<Runner> {
+    pub async fn get(&self, id: &str) -> Result<Runner> {
         let id = RunnerId::parse("id", id)?;
         self.store.get_runner(&id).await?.ok_or_else(|| Error::not_found("runner", &id))
     }
 
-    pub async fn list_runners(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Runner>> {
+    pub async fn list(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<Runner>> {
         self.store.list_runners(environment_ids, page).await
     }
 
-    /// Revokes a Runner and puts every Run it holds back in the queue.
-    pub async fn revoke_runner(&self, id: &str) -> Result<Runner> {
-        let runner = self.get_runner(id).await?;
+    /// Revokes a Runner: its credential stops authenticating at once.
+    /// Answers it, and the Runs it held (`(run, session)`), which go back
+    /// in the queue.
+    pub(crate) async fn revoke(&self, id: &str) -> Result<(Runner, Vec<(RunId, SessionId)>)> {
+        let runner = self.get(id).await?;
         self.store.revoke_runner(&runner.id, now_ms()).await?;
-        for (run_id, session_id) in self.store.runs_held_by(&runner.id).await? {
-            self.queue_again(&session_id, |r| r.id == run_id && r.status == RunStatus::Running).await?;
-        }
-        self.get_runner(id).await
-    }
-
-    /// Whether a runner-plane Session's Run waits for a Runner of its pool
-    /// (queued, or its lease lapsed).
-    pub async fn queued_for_pool(&self, s: &Session) -> Result<bool> {
-        if !matches!(s.pins.execution, Execution::Runner { .. })
-            || !matches!(s.status, SessionStatus::Running | SessionStatus::Rescheduling)
-        {
-            return Ok(false);
-        }
-        let run = match self.log.cached_active_run(&s.id) {
-            Some(r) => Some(r),
-            None => self.store.active_run(&s.id).await?,
-        };
-        Ok(run.is_some_and(|r| r.status == RunStatus::Queued || (r.status == RunStatus::Running && r.lease_expires_ms < now_ms())))
-    }
-
-    /// A Runner hands a Run back (it is stopping): the Run goes back in the
-    /// queue at once instead of waiting for its lease to lapse.
-    pub async fn release(&self, lease: &Lease) -> Result<()> {
-        self.requeue(lease).await
+        let held = self.store.runs_held_by(&runner.id).await?;
+        Ok((self.get(id).await?, held))
     }
 }
 

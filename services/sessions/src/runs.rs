@@ -18,16 +18,17 @@ use std::time::Duration;
 
 /// The Session's instructions followed by each mounted skill's name,
 /// description and `SKILL.md` path.
-fn with_skills(instructions: &str, skills: &Value) -> String {
-    let Some(list) = skills.as_array().filter(|l| !l.is_empty()) else { return instructions.to_string() };
+fn with_skills(instructions: &str, skills: &[WorkSkill]) -> String {
+    if skills.is_empty() {
+        return instructions.to_string();
+    }
     let mut out = instructions.to_string();
     if !out.is_empty() {
         out.push_str("\n\n");
     }
     out.push_str("Skills are mounted read-only in the workspace; open a skill's SKILL.md before using it:");
-    for s in list {
-        let field = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-        out.push_str(&format!("\n- {} ({}): {}", field("name"), field("path"), field("description")));
+    for s in skills {
+        out.push_str(&format!("\n- {} ({}): {}", s.name, s.path, s.description));
     }
     out
 }
@@ -286,7 +287,7 @@ impl SessionsService {
         let (tools, own_instructions) = self.thread_tools(&session, &run).await?;
         let capability = self.mint_capability(&session, &run, &tools)?;
         let sandbox = self.sandbox_for(&session, &run.id).await?;
-        let instructions = with_skills(&own_instructions, &sandbox["skills"]);
+        let instructions = with_skills(&own_instructions, &sandbox.skills);
         Ok(WorkItem { lease: Lease::of(&run), session, run, tools, tail, capability, sandbox, instructions })
     }
 
@@ -350,6 +351,36 @@ impl SessionsService {
                 tracing::warn!(error = %e, run_id = %lease.run_id, "a handed-off run could not be queued again; it waits for its lease");
             }
         });
+    }
+
+    /// Revokes a Runner and puts every Run it held back in the queue.
+    pub async fn revoke_runner(&self, id: &str) -> Result<Runner> {
+        let (runner, held) = self.runners.revoke(id).await?;
+        for (run_id, session_id) in held {
+            self.queue_again(&session_id, |r| r.id == run_id && r.status == RunStatus::Running).await?;
+        }
+        Ok(runner)
+    }
+
+    /// Whether a runner-plane Session's Run waits for a Runner of its pool
+    /// (queued, or its lease lapsed).
+    pub async fn queued_for_pool(&self, s: &Session) -> Result<bool> {
+        if !matches!(s.pins.execution, Execution::Runner { .. })
+            || !matches!(s.status, SessionStatus::Running | SessionStatus::Rescheduling)
+        {
+            return Ok(false);
+        }
+        let run = match self.log.cached_active_run(&s.id) {
+            Some(r) => Some(r),
+            None => self.store.active_run(&s.id).await?,
+        };
+        Ok(run.is_some_and(|r| r.status == RunStatus::Queued || (r.status == RunStatus::Running && r.lease_expires_ms < now_ms())))
+    }
+
+    /// A Runner hands a Run back (it is stopping): the Run goes back in the
+    /// queue at once instead of waiting for its lease to lapse.
+    pub async fn release(&self, lease: &Lease) -> Result<()> {
+        self.requeue(lease).await
     }
 
     /// Puts a Run still held under `lease` back in the queue.
@@ -538,16 +569,20 @@ impl SessionsService {
 #[cfg(test)]
 mod tests {
     use super::with_skills;
+    use crate::model::WorkSkill;
     use serde_json::json;
+
+    fn skill(name: &str, description: &str, path: &str) -> WorkSkill {
+        WorkSkill { name: name.into(), description: description.into(), path: path.into() }
+    }
 
     #[test]
     fn the_model_is_told_each_mounted_skill() {
-        assert_eq!(with_skills("Be brief.", &json!([])), "Be brief.", "no skills, no section");
-        let told =
-            with_skills("Be brief.", &json!([{"name": "greeting", "description": "Says hello", "path": "skills/greeting/SKILL.md"}]));
+        assert_eq!(with_skills("Be brief.", &[]), "Be brief.", "no skills, no section");
+        let told = with_skills("Be brief.", &[skill("greeting", "Says hello", "skills/greeting/SKILL.md")]);
         assert!(told.starts_with("Be brief.\n\n"), "{told}");
         assert!(told.ends_with("\n- greeting (skills/greeting/SKILL.md): Says hello"), "{told}");
-        assert!(with_skills("", &json!([{"name": "a", "description": "d", "path": "p"}])).starts_with("Skills are mounted"));
+        assert!(with_skills("", &[skill("a", "d", "p")]).starts_with("Skills are mounted"));
     }
     #[test]
     fn only_an_agent_message_proposes_its_id() {

@@ -3,8 +3,9 @@
 //! too, and a 0.1.0 caller's JSON is still read (docs/architecture.md, "JSON
 //! on the mesh").
 
-use crate::model::{Network, Resources, SandboxExecution, SandboxSpec};
+use crate::model::{Network, Resources, SandboxExecution, SandboxSpec, WorkSandbox};
 use checkfu_core::{Error, Result};
+use checkfu_proto::runner::v1 as rpb;
 use checkfu_proto::sessions::v1 as pb;
 
 /// A stored revision's spec: every field set.
@@ -30,6 +31,35 @@ pub fn spec(s: &SandboxSpec) -> pb::SandboxSpec {
             SandboxExecution::ExternalTools => "external_tools",
         }
         .into(),
+    }
+}
+
+/// A claimed Run's sandbox as its runner is told it.
+pub fn work_sandbox(w: &WorkSandbox) -> rpb::WorkSandbox {
+    rpb::WorkSandbox {
+        snapshot_sha256: w.snapshot_sha256.clone(),
+        fresh: w.fresh,
+        expires_at_ms: w.expires_at_ms,
+        unenforced: w.unenforced.iter().map(|u| pb::UnenforcedField { field: u.field.clone(), reason: u.reason.clone() }).collect(),
+        profile: Some(spec(&w.profile)),
+        mounts: w
+            .mounts
+            .iter()
+            .map(|m| rpb::WorkMount {
+                path: m.path.clone(),
+                sha256: m.sha256.clone(),
+                size_bytes: u64::try_from(m.size_bytes).unwrap_or_default(),
+                source: m.source.into(),
+                file_id: m.file_id.clone().unwrap_or_default(),
+                media_type: m.media_type.clone().unwrap_or_default(),
+            })
+            .collect(),
+        writable_mounts: w.writable_mounts.clone(),
+        skills: w
+            .skills
+            .iter()
+            .map(|s| rpb::WorkSkill { name: s.name.clone(), description: s.description.clone(), path: s.path.clone() })
+            .collect(),
     }
 }
 

@@ -53,6 +53,8 @@ pub struct SessionsService {
     pub(crate) blobs: Option<Arc<dyn checkfu_blobs::BlobStore>>,
     /// Files and skills people upload, and what Sessions are given of them.
     pub uploads: Uploads,
+    /// Self-hosted Runners: pairing, credentials, revocation.
+    pub runners: crate::runners::Runners,
     /// Woken whenever a work item is queued (api.md §17.13).
     pub(crate) work_queued: Arc<Notify>,
     /// Who polled for work recently, on this replica.
@@ -145,6 +147,7 @@ impl SessionsService {
             log: Log::new(store.clone()),
             catalog: Catalog::new(store.clone()),
             uploads: Uploads::new(store.clone()),
+            runners: crate::runners::Runners::new(store.clone()),
             store,
             work: Arc::new(Notify::new()),
             parked: Arc::new(Parked::default()),

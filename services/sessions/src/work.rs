@@ -126,7 +126,7 @@ impl SessionsService {
 
     /// The active Runner a credential names, if it serves `profile_id`.
     async fn pool_runner(&self, profile_id: &str, credential: &str) -> Result<Runner> {
-        let runner = self.authenticate_runner(credential).await?;
+        let runner = self.runners.authenticate(credential).await?;
         let profile = self.catalog.sandbox_profile(profile_id).await?;
         if runner.pool != pool_of(profile_id) || runner.environment_id != profile.environment_id {
             return Err(Error::denied("this Runner is not paired with that environment").with_reason("runner_not_in_pool"));
@@ -387,7 +387,7 @@ impl SessionsService {
         let Some(runner_id) = item.runner_id.clone() else {
             return Ok((item, generation, None));
         };
-        let runner = self.get_runner(&runner_id).await.map_err(|_| unknown_token())?;
+        let runner = self.runners.get(&runner_id).await.map_err(|_| unknown_token())?;
         if runner.status != RunnerStatus::Active {
             return Err(Error::new(Code::InvalidKey, "the Runner this work was delivered to is revoked"));
         }

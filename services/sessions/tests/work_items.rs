@@ -35,8 +35,8 @@ async fn runner(svc: &SessionsService, env: &EnvironmentId, pool: &str) -> (Runn
         ttl_seconds: None,
         created_by: "prin_01jx0000000000000000000001",
     };
-    let (_, code) = svc.create_pairing(p).await.expect("pairing");
-    svc.redeem(&code, "w").await.expect("redeem")
+    let (_, code) = svc.runners.create_pairing(p).await.expect("pairing");
+    svc.runners.redeem(&code, "w").await.expect("redeem")
 }
 
 /// An external_tools Session whose Run waits on `toolu_1` (bash).

@@ -1,13 +1,13 @@
 //! A Connection's credential (api.md §16.2): what a client sends once, what
 //! is sealed, what may be shown, and what goes upstream.
 //!
-//! The input is read field by field from JSON rather than through serde's
-//! derive: serde's messages quote the offending value ("invalid type:
-//! string \"s3cret\""), and an error must never carry a secret.
+//! The input arrives as named fields (`CredentialFields`, read from the
+//! public JSON by `checkfu_proto::credential_input` rather than through
+//! serde's derive, whose messages quote the offending value): an error
+//! names a field, never carries a secret.
 
 use checkfu_core::{Error, Result, string_enum};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 /// Secrets are 1 to 8,192 bytes.
 pub const MAX_SECRET: usize = 8192;
@@ -109,19 +109,64 @@ pub struct NewCredential {
     pub secret: Secret,
 }
 
-fn text<'a>(o: &'a Map<String, Value>, field: &str) -> Result<Option<&'a str>> {
-    match o.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(Error::invalid_field(&format!("credential.{field}"), format!("credential.{field} must be a string"))),
+/// A credential's fields as a client sent them (absent or null: `None`),
+/// and the names of any it sent that no credential has. Its `Debug` shows
+/// none of them: it holds secrets.
+#[derive(Clone, Default)]
+pub struct CredentialFields {
+    pub kind: Option<String>,
+    pub token: Option<String>,
+    pub header: Option<String>,
+    pub value: Option<String>,
+    pub token_endpoint: Option<String>,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub token_endpoint_auth: Option<String>,
+    pub refresh_token: Option<String>,
+    pub scope: Option<String>,
+    pub unknown: Vec<String>,
+}
+
+impl std::fmt::Debug for CredentialFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CredentialFields([redacted])")
     }
 }
 
-fn required<'a>(o: &'a Map<String, Value>, field: &str) -> Result<&'a str> {
-    text(o, field)?.ok_or_else(|| Error::invalid_field(&format!("credential.{field}"), format!("credential.{field} is required")))
+impl CredentialFields {
+    fn named(&self) -> [(&'static str, Option<&str>); 10] {
+        [
+            ("type", self.kind.as_deref()),
+            ("token", self.token.as_deref()),
+            ("header", self.header.as_deref()),
+            ("value", self.value.as_deref()),
+            ("token_endpoint", self.token_endpoint.as_deref()),
+            ("client_id", self.client_id.as_deref()),
+            ("client_secret", self.client_secret.as_deref()),
+            ("token_endpoint_auth", self.token_endpoint_auth.as_deref()),
+            ("refresh_token", self.refresh_token.as_deref()),
+            ("scope", self.scope.as_deref()),
+        ]
+    }
+
+    fn get(&self, field: &str) -> Option<&str> {
+        self.named().into_iter().find(|(n, _)| *n == field).and_then(|(_, v)| v)
+    }
+
+    /// Every name it sent, in the order a JSON object's keys sort.
+    fn sent(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.named().into_iter().filter(|(_, v)| v.is_some()).map(|(n, _)| n).collect();
+        names.extend(self.unknown.iter().map(String::as_str));
+        names.sort_unstable();
+        names
+    }
 }
 
-fn secret(o: &Map<String, Value>, field: &str) -> Result<String> {
+fn required<'a>(o: &'a CredentialFields, field: &str) -> Result<&'a str> {
+    o.get(field).ok_or_else(|| Error::invalid_field(&format!("credential.{field}"), format!("credential.{field} is required")))
+}
+
+fn secret(o: &CredentialFields, field: &str) -> Result<String> {
     let s = required(o, field)?;
     if s.is_empty() || s.len() > MAX_SECRET {
         return Err(Error::invalid_field(&format!("credential.{field}"), format!("credential.{field} must be 1 to {MAX_SECRET} bytes")));
@@ -147,8 +192,7 @@ fn header_forbidden(name: &str) -> bool {
 impl NewCredential {
     /// Checks a credential body. `check_url` applies the Connection's URL
     /// rules to an OAuth token endpoint.
-    pub fn parse(v: &Value, check_url: impl Fn(&str, &str) -> Result<String>) -> Result<NewCredential> {
-        let o = v.as_object().ok_or_else(|| Error::invalid_field("credential", "credential must be an object"))?;
+    pub fn parse(o: &CredentialFields, check_url: impl Fn(&str, &str) -> Result<String>) -> Result<NewCredential> {
         let kind = CredentialType::parse("credential.type", required(o, "type")?).map_err(|_| {
             Error::invalid_field("credential.type", "credential.type must be one of static_bearer, api_key, oauth2_refresh")
         })?;
@@ -159,7 +203,7 @@ impl NewCredential {
                 &["type", "token_endpoint", "client_id", "client_secret", "token_endpoint_auth", "refresh_token", "scope"]
             }
         };
-        if let Some(extra) = o.keys().find(|k| !allowed.contains(&k.as_str())) {
+        if let Some(extra) = o.sent().into_iter().find(|k| !allowed.contains(k)) {
             // The field's name is the client's own text, bounded; never its value.
             let name: String = extra.chars().take(64).collect();
             return Err(Error::invalid_field("credential", format!("credential.{name} is not a field of a {} credential", kind.as_str())));
@@ -196,14 +240,14 @@ impl NewCredential {
                     return Err(Error::invalid_field("credential.client_id", "credential.client_id must be 1 to 1,024 printable bytes"));
                 }
                 meta.client_id = Some(client_id.into());
-                if let Some(scope) = text(o, "scope")? {
+                if let Some(scope) = o.get("scope") {
                     if scope.len() > 1024 || scope.chars().any(char::is_control) {
                         return Err(Error::invalid_field("credential.scope", "credential.scope must be at most 1,024 printable bytes"));
                     }
                     meta.scope = Some(scope.into());
                 }
-                let client_secret = o.get("client_secret").filter(|v| !v.is_null()).map(|_| secret(o, "client_secret")).transpose()?;
-                let auth = match text(o, "token_endpoint_auth")? {
+                let client_secret = o.client_secret.as_ref().map(|_| secret(o, "client_secret")).transpose()?;
+                let auth = match o.get("token_endpoint_auth") {
                     Some(a) => TokenEndpointAuth::parse("credential.token_endpoint_auth", a).map_err(|_| {
                         Error::invalid_field(
                             "credential.token_endpoint_auth",
@@ -323,6 +367,11 @@ mod tests {
         Ok(u.to_string())
     }
 
+    /// A body as the gateway reads it.
+    fn fields(v: &serde_json::Value) -> Result<CredentialFields> {
+        Ok(checkfu_proto::capability::v1::CredentialInput::from_json(v)?.into())
+    }
+
     #[test]
     fn errors_name_fields_never_values() {
         let bad = [
@@ -336,22 +385,26 @@ mod tests {
             json!({"type": "s3cret-XYZ"}),
         ];
         for b in bad {
-            let e = NewCredential::parse(&b, any_url).expect_err("refused");
+            let e = fields(&b).and_then(|f| NewCredential::parse(&f, any_url)).expect_err("refused");
             let shown = format!("{} {}", e.message, e.details);
             assert!(!shown.contains("s3cret-XYZ\n") && !shown.contains("\"s3cret-XYZ\""), "{shown}");
         }
         let long = "x".repeat(MAX_SECRET + 1);
-        assert!(NewCredential::parse(&json!({"type": "static_bearer", "token": long}), any_url).is_err());
+        assert!(NewCredential::parse(&fields(&json!({"type": "static_bearer", "token": long})).expect("fields"), any_url).is_err());
     }
 
     #[test]
     fn each_type_reads_and_injects() {
-        let c = NewCredential::parse(&json!({"type": "api_key", "header": "X-Api-Key", "value": "k-123456"}), any_url).expect("ok");
+        let c = NewCredential::parse(
+            &fields(&json!({"type": "api_key", "header": "X-Api-Key", "value": "k-123456"})).expect("fields"),
+            any_url,
+        )
+        .expect("ok");
         let h = upstream_headers(&c.meta, &c.secret).expect("h");
         assert_eq!(h.get("x-api-key").map(|v| v.as_bytes()), Some(&b"k-123456"[..]));
         assert!(h.get("x-api-key").is_some_and(http::HeaderValue::is_sensitive));
         let c = NewCredential::parse(
-            &json!({"type": "oauth2_refresh", "token_endpoint": "https://t/token", "client_id": "c", "client_secret": "cs-1234", "refresh_token": "r-1234"}),
+            &fields(&json!({"type": "oauth2_refresh", "token_endpoint": "https://t/token", "client_id": "c", "client_secret": "cs-1234", "refresh_token": "r-1234"})).expect("fields"),
             any_url,
         )
         .expect("ok");

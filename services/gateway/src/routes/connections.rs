@@ -88,6 +88,8 @@ pub async fn create_connection(
     } else {
         st.require_manage(&caller, &b.environment_id).await?;
     }
+    // `credential_json` too, for a 0.1.0 capability gateway until the release after it.
+    #[allow(deprecated)]
     let req = cap::CreateConnectionRequest {
         environment_id: b.environment_id.clone(),
         name: b.name,
@@ -97,6 +99,7 @@ pub async fn create_connection(
         url: b.endpoint.url,
         owner_kind,
         owner_id,
+        credential: b.credential.as_ref().map(cap::CredentialInput::from_json).transpose()?,
         credential_json: b.credential.map(|c| c.to_string()).unwrap_or_default(),
         actor_id: caller.principal_id.clone(),
     };
@@ -223,7 +226,14 @@ pub async fn set_credential(
 ) -> J<wire::Connection> {
     let c = connection_for(&st, &id).await?;
     require_write(&st, &caller, &c).await?;
-    let req = cap::SetCredentialRequest { id, credential_json: body.to_string(), actor_id: caller.principal_id };
+    // `credential_json` too, for a 0.1.0 capability gateway until the release after it.
+    #[allow(deprecated)]
+    let req = cap::SetCredentialRequest {
+        id,
+        credential: Some(cap::CredentialInput::from_json(&body)?),
+        credential_json: body.to_string(),
+        actor_id: caller.principal_id,
+    };
     Ok(Json(wire::connection(&st.connections.clone().set_credential(req).await?.into_inner())))
 }
 

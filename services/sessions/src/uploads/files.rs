@@ -18,7 +18,6 @@ use checkfu_core::id::{EnvironmentId, FileId, PrincipalId, SessionId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
-use serde_json::{Value, json};
 
 /// What a caller sends ahead of a File's bytes.
 #[derive(Debug, Clone)]
@@ -198,23 +197,31 @@ impl Uploads {
     /// What a runner copies into the workspace before a Run: the Session's
     /// Files at `uploads/<id>/<name>` and its skills at `skills/<name>/`,
     /// all read-only, with what the model is told about the skills.
-    pub(crate) async fn mounts(&self, session: &Session, version: Option<&AgentVersion>) -> Result<(Vec<Value>, Vec<Value>)> {
+    pub(crate) async fn mounts(&self, session: &Session, version: Option<&AgentVersion>) -> Result<(Vec<WorkMount>, Vec<WorkSkill>)> {
         let mut mounts = vec![];
         for u in self.store.session_uploads(&session.id).await? {
-            mounts.push(json!({"path": u.path(), "sha256": u.sha256, "size_bytes": u.size_bytes, "source": "uploads",
-                "file_id": u.file_id, "media_type": u.media_type}));
+            mounts.push(WorkMount {
+                path: u.path(),
+                sha256: u.sha256,
+                size_bytes: u.size_bytes,
+                source: "uploads",
+                file_id: Some(u.file_id.to_string()),
+                media_type: Some(u.media_type),
+            });
         }
         let mut listed = vec![];
         for v in self.session_skills(session, version).await? {
             for f in &v.files {
-                mounts.push(json!({
-                    "path": format!("{SKILLS_DIR}/{}/{}", v.name, f.path),
-                    "sha256": f.sha256,
-                    "size_bytes": f.size_bytes,
-                    "source": "skills",
-                }));
+                mounts.push(WorkMount {
+                    path: format!("{SKILLS_DIR}/{}/{}", v.name, f.path),
+                    sha256: f.sha256.clone(),
+                    size_bytes: f.size_bytes,
+                    source: "skills",
+                    file_id: None,
+                    media_type: None,
+                });
             }
-            listed.push(json!({"name": v.name, "description": v.description, "path": format!("{SKILLS_DIR}/{}/{SKILL_MD}", v.name)}));
+            listed.push(WorkSkill { path: format!("{SKILLS_DIR}/{}/{SKILL_MD}", v.name), name: v.name, description: v.description });
         }
         Ok((mounts, listed))
     }
