@@ -101,7 +101,7 @@ pub enum CredentialInput {
 }
 
 /// The read form of a credential: never the secret.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ConnectionCredential {
     #[serde(rename = "type")]
     pub kind: String,
@@ -123,7 +123,7 @@ pub struct ConnectionCredential {
     pub last_used_at: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Connection {
     pub id: String,
     pub environment_id: String,
@@ -256,7 +256,7 @@ pub struct UpdateConnectionVault {
 /// A named access bundle: it stores no credential and grants nothing by
 /// itself; saving it compiles one `use_connection` PermissionAssignment per
 /// (grantee, Connection), each with `via` naming the vault.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ConnectionVault {
     pub id: String,
     pub environment_id: String,
@@ -342,7 +342,7 @@ pub struct SetTool {
     pub enabled: Option<bool>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ToolSourceTool {
     pub name: String,
     pub description: String,
@@ -356,7 +356,7 @@ pub struct ToolSourceTool {
     pub offered: bool,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SyncErrorView {
     /// `authentication_failed`, `unreachable`, `timeout`, `protocol_error`,
     /// `credential.refresh_failed`, `credential.unreadable`.
@@ -365,7 +365,7 @@ pub struct SyncErrorView {
     pub message: String,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ToolSource {
     pub id: String,
     pub environment_id: String,

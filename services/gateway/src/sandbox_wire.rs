@@ -5,7 +5,7 @@
 
 use checkfu_proto::sessions::v1 as ss;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// `network` as a body gives it and a revision shows it.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -51,9 +51,11 @@ impl From<Resources> for ss::SandboxResources {
 /// A revision's spec as the public JSON shows its parts.
 pub struct Rendered {
     pub image: String,
+    pub description: Option<String>,
+    pub metadata: BTreeMap<String, String>,
     pub packages: Vec<String>,
-    pub network: Value,
-    pub resources: Value,
+    pub network: Network,
+    pub resources: Resources,
     pub retention_days: i64,
     pub execution: String,
 }
@@ -65,9 +67,11 @@ pub fn rendered(r: &ss::SandboxRevision) -> Rendered {
         let spec = crate::json_text::doc(&r.spec_json);
         return Rendered {
             image: spec["image"].as_str().unwrap_or_default().to_string(),
+            description: spec["description"].as_str().map(String::from),
+            metadata: serde_json::from_value(spec["metadata"].clone()).unwrap_or_default(),
             packages: serde_json::from_value(spec["packages"].clone()).unwrap_or_default(),
-            network: spec["network"].clone(),
-            resources: spec["resources"].clone(),
+            network: serde_json::from_value(spec["network"].clone()).unwrap_or_default(),
+            resources: serde_json::from_value(spec["resources"].clone()).unwrap_or_default(),
             retention_days: spec["retention_days"].as_i64().unwrap_or_default(),
             execution: spec["execution"].as_str().unwrap_or("managed").to_string(),
         };
@@ -82,9 +86,11 @@ pub fn rendered(r: &ss::SandboxRevision) -> Rendered {
     let resources = Resources { cpu_millis: r.cpu_millis, memory_mib: r.memory_mib, disk_mib: r.disk_mib };
     Rendered {
         image: s.image.clone(),
+        description: s.description.clone(),
+        metadata: s.metadata.clone().into_iter().collect(),
         packages: s.packages.clone(),
-        network: serde_json::to_value(network).unwrap_or(Value::Null),
-        resources: serde_json::to_value(resources).unwrap_or(Value::Null),
+        network,
+        resources,
         retention_days: s.retention_days.unwrap_or_default(),
         execution: if s.execution.is_empty() { "managed".into() } else { s.execution.clone() },
     }
@@ -93,7 +99,7 @@ pub fn rendered(r: &ss::SandboxRevision) -> Rendered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[allow(deprecated)]
     fn revision(spec: Option<ss::SandboxSpec>, text: Value) -> ss::SandboxRevision {
@@ -104,24 +110,27 @@ mod tests {
     fn a_revision_renders_the_same_typed_or_from_a_0_1_0_services_text() {
         let stored = json!({
             "image": "debian:12", "packages": ["git"], "retention_days": 7, "execution": "external_tools",
+            "description": "builds", "metadata": {"team": "a"},
             "network": {"allowed_hosts": ["example.com"], "allow_package_managers": false, "allow_mcp_servers": true},
             "resources": {"cpu_millis": 2000, "memory_mib": 1024, "disk_mib": 4096},
         });
         let typed = ss::SandboxSpec {
             image: "debian:12".into(),
+            description: Some("builds".into()),
+            metadata: [("team".to_string(), "a".to_string())].into(),
             packages: vec!["git".into()],
             network: Some(parsed::<Network>(&stored["network"]).into()),
             resources: Some(parsed::<Resources>(&stored["resources"]).into()),
             retention_days: Some(7),
             execution: "external_tools".into(),
-            ..Default::default()
         };
         for r in [revision(Some(typed), Value::Null), revision(None, stored.clone())] {
             let v = rendered(&r);
             assert_eq!(
-                (v.image.as_str(), v.packages, v.network, v.resources, v.retention_days, v.execution.as_str()),
+                (v.image.as_str(), v.packages, json!(v.network), json!(v.resources), v.retention_days, v.execution.as_str()),
                 ("debian:12", vec!["git".to_string()], stored["network"].clone(), stored["resources"].clone(), 7, "external_tools")
             );
+            assert_eq!((v.description.as_deref(), json!(v.metadata)), (Some("builds"), stored["metadata"].clone()));
         }
     }
 

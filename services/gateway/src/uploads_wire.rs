@@ -6,7 +6,7 @@ use checkfu_proto::sessions::v1 as ss;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct File {
     pub id: String,
     pub environment_id: String,
@@ -42,7 +42,7 @@ pub struct Deleted {
     pub deleted: bool,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Skill {
     pub id: String,
     pub environment_id: String,
@@ -76,14 +76,14 @@ pub fn skill(s: &ss::Skill) -> Skill {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SkillFile {
     pub path: String,
     pub size_bytes: i64,
     pub sha256: String,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SkillVersion {
     pub skill_id: String,
     pub version: i64,

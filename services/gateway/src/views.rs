@@ -8,6 +8,7 @@ use checkfu_proto::sessions::v1 as ss;
 use checkfu_proto::webhooks::v1 as wh;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use utoipa::ToSchema;
 
 pub use crate::json_text::doc;
@@ -94,7 +95,7 @@ pub fn group(g: &gov::Group) -> Group {
     Group { id: g.id.clone(), name: g.name.clone(), member_ids: g.member_ids.clone(), created_at: g.created_at.clone() }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Environment {
     pub id: String,
     pub name: String,
@@ -107,7 +108,7 @@ pub fn environment(e: &gov::Environment) -> Environment {
     Environment { id: e.id.clone(), name: e.name.clone(), version: e.version, disabled: e.disabled, created_at: e.created_at.clone() }
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Ref {
     pub kind: String,
     pub id: String,
@@ -118,7 +119,7 @@ fn rref(r: &Option<gov::ResourceRef>) -> Ref {
     Ref { kind: r.kind, id: r.id }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PermissionAssignment {
     pub id: String,
     pub subject: Ref,
@@ -206,13 +207,19 @@ pub struct SandboxRevision {
     pub profile_id: String,
     pub revision: i64,
     pub image: String,
+    /// What the profile is for, as this revision was published with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Caller-defined labels of this revision.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
     pub packages: Vec<String>,
     /// `{allowed_hosts, allow_package_managers, allow_mcp_servers}`; package-manager hosts are listed explicitly.
     #[schema(value_type = Object)]
-    pub network: Value,
+    pub network: crate::sandbox_wire::Network,
     /// `{cpu_millis, memory_mib, disk_mib}`.
     #[schema(value_type = Object)]
-    pub resources: Value,
+    pub resources: crate::sandbox_wire::Resources,
     pub retention_days: i64,
     /// `managed`, or `external_tools` (api.md §17.13).
     pub execution: String,
@@ -225,6 +232,8 @@ pub fn sandbox_revision(r: &ss::SandboxRevision) -> SandboxRevision {
         profile_id: r.profile_id.clone(),
         revision: r.revision,
         image: spec.image,
+        description: spec.description,
+        metadata: spec.metadata,
         packages: spec.packages,
         network: spec.network,
         resources: spec.resources,
@@ -515,7 +524,7 @@ pub fn session(s: &ss::Session) -> Session {
 }
 
 /// A file captured from a Session's outputs folder.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct SessionFile {
     pub id: String,
     /// Relative to the outputs folder (`/mnt/session/outputs`).

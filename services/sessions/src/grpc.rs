@@ -7,6 +7,7 @@ use crate::model::*;
 use crate::run_state_wire as wire;
 use crate::service::{NewSession, SessionsService};
 use crate::store::SessionFilter;
+use crate::threads::ThreadView;
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::{rfc3339, rfc3339_opt};
 use checkfu_core::{Error, Result};
@@ -110,6 +111,31 @@ fn deployment(d: Deployment) -> pb::Deployment {
         revision: d.revision,
         created_at: rfc3339(d.created_ms),
         updated_at: rfc3339(d.updated_ms),
+    }
+}
+
+/// A thread typed, and as the JSON a 0.1.0 gateway reads.
+fn thread_answer(t: ThreadView) -> pb::JsonAnswer {
+    pb::JsonAnswer { json: t.to_json().to_string(), session_id: t.session_id.clone(), thread: Some(thread(t)) }
+}
+
+fn thread(t: ThreadView) -> pb::SessionThread {
+    pb::SessionThread {
+        stop_reason: t.stop_reason.as_ref().map(wire::stop_reason),
+        usage: Some(usage(t.usage)),
+        id: t.id,
+        session_id: t.session_id,
+        parent_thread_id: t.parent_thread_id.unwrap_or_default(),
+        agent: Some(pb::ThreadAgent {
+            agent_id: t.agent_id,
+            version: t.agent_version,
+            release_sha256: t.release_sha256,
+            name: t.agent_name,
+        }),
+        status: t.status.as_str().into(),
+        created_at: rfc3339(t.created_ms),
+        updated_at: rfc3339(t.updated_ms),
+        archived_at: rfc3339_opt(t.archived_ms),
     }
 }
 
@@ -542,33 +568,34 @@ impl Rpc for SessionsGrpc {
 
     async fn get_outcome(&self, r: Request<pb::GetByIdRequest>) -> R<pb::JsonAnswer> {
         let o = self.svc.get_outcome(&r.into_inner().id).await?;
-        ok(pb::JsonAnswer { json: crate::outcomes::view(&o).to_string(), session_id: o.session_id })
+        ok(pb::JsonAnswer { json: crate::outcomes::view(&o).to_string(), session_id: o.session_id, thread: None })
     }
 
     async fn list_outcomes(&self, r: Request<pb::ListRunsRequest>) -> R<pb::JsonList> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
         let (rows, next_page) = p.finish(self.svc.list_outcomes(&r.session_id, &p).await?, |o| o.id.as_str());
-        ok(pb::JsonList { json: rows.iter().map(|o| crate::outcomes::view(o).to_string()).collect(), next_page })
+        ok(pb::JsonList { json: rows.iter().map(|o| crate::outcomes::view(o).to_string()).collect(), next_page, threads: vec![] })
     }
 
     async fn list_threads(&self, r: Request<pb::ListThreadsRequest>) -> R<pb::JsonList> {
         let r = r.into_inner();
         let rows = self.svc.threads(&r.session_id, &r.status).await?;
-        ok(pb::JsonList { json: rows.iter().map(Value::to_string).collect(), next_page: String::new() })
+        ok(pb::JsonList {
+            json: rows.iter().map(|t| t.to_json().to_string()).collect(),
+            next_page: String::new(),
+            threads: rows.into_iter().map(thread).collect(),
+        })
     }
 
     async fn get_thread(&self, r: Request<pb::ThreadRequest>) -> R<pb::JsonAnswer> {
         let r = r.into_inner();
-        ok(pb::JsonAnswer { json: self.svc.thread(&r.session_id, &r.thread_id).await?.to_string(), session_id: r.session_id })
+        ok(thread_answer(self.svc.thread(&r.session_id, &r.thread_id).await?))
     }
 
     async fn archive_thread(&self, r: Request<pb::ThreadRequest>) -> R<pb::JsonAnswer> {
         let r = r.into_inner();
-        ok(pb::JsonAnswer {
-            json: self.svc.archive_thread(&r.session_id, &r.thread_id, &r.actor_id).await?.to_string(),
-            session_id: r.session_id,
-        })
+        ok(thread_answer(self.svc.archive_thread(&r.session_id, &r.thread_id, &r.actor_id).await?))
     }
 
     async fn get_session_sandbox(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxRevision> {

@@ -13,10 +13,51 @@ use checkfu_core::time::rfc3339;
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
 
+/// A thread as the API shows it: the primary's drawn from its Session,
+/// a child's from its row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadView {
+    pub id: String,
+    pub session_id: String,
+    /// The primary's id for a child; `None` for the primary.
+    pub parent_thread_id: Option<String>,
+    pub agent_id: String,
+    pub agent_version: i64,
+    pub release_sha256: String,
+    pub agent_name: String,
+    pub status: SessionStatus,
+    pub stop_reason: Option<StopReason>,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+    pub archived_ms: Option<i64>,
+    pub usage: Usage,
+}
+
+impl ThreadView {
+    /// Its API JSON, as a 0.1.0 gateway reads it.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "type": "session_thread",
+            "session_id": self.session_id,
+            "parent_thread_id": self.parent_thread_id,
+            "agent": {"agent_id": self.agent_id, "version": self.agent_version, "release_sha256": self.release_sha256,
+                "name": self.agent_name},
+            "status": self.status.as_str(),
+            "stop_reason": self.stop_reason,
+            "created_at": rfc3339(self.created_ms),
+            "updated_at": rfc3339(self.updated_ms),
+            "archived_at": self.archived_ms.map(rfc3339),
+            "usage": self.usage,
+            "stats": null,
+        })
+    }
+}
+
 impl SessionsService {
-    /// The thread's API JSON, if it is this Session's (404 else, also for
-    /// another Session's thread).
-    pub async fn thread(&self, session_id: &str, thread_id: &str) -> Result<Value> {
+    /// The thread, if it is this Session's (404 else, also for another
+    /// Session's thread).
+    pub async fn thread(&self, session_id: &str, thread_id: &str) -> Result<ThreadView> {
         SessionThreadId::check("thread_id", thread_id)?;
         let s = self.log.session(session_id).await?;
         if primary_of(&s.id) == thread_id {
@@ -27,7 +68,7 @@ impl SessionsService {
     }
 
     /// The Session's threads, the primary first; `status` filters.
-    pub async fn threads(&self, session_id: &str, status: &str) -> Result<Vec<Value>> {
+    pub async fn threads(&self, session_id: &str, status: &str) -> Result<Vec<ThreadView>> {
         if !status.is_empty() && !["running", "idle", "rescheduling", "terminated"].contains(&status) {
             return Err(Error::invalid_field("status", "status must be running, idle, rescheduling or terminated"));
         }
@@ -42,7 +83,7 @@ impl SessionsService {
 
     /// Archives an idle, unparked child (again: the same answer). The
     /// primary is refused: archive the Session instead.
-    pub async fn archive_thread(&self, session_id: &str, thread_id: &str, actor: &str) -> Result<Value> {
+    pub async fn archive_thread(&self, session_id: &str, thread_id: &str, actor: &str) -> Result<ThreadView> {
         let s = self.log.session(session_id).await?;
         if primary_of(&s.id) == thread_id {
             return Err(Error::conflict("the primary thread is archived with its Session (POST /v1/sessions/{id}/archive)")
@@ -54,44 +95,41 @@ impl SessionsService {
         self.thread(session_id, thread_id).await
     }
 
-    async fn primary_view(&self, s: &Session) -> Result<Value> {
+    async fn primary_view(&self, s: &Session) -> Result<ThreadView> {
         let name = self.catalog.agent(s.agent_id.as_str()).await.map(|a| a.name).unwrap_or_default();
-        Ok(json!({
-            "id": primary_of(&s.id),
-            "type": "session_thread",
-            "session_id": s.id,
-            "parent_thread_id": null,
-            "agent": {"agent_id": s.agent_id, "version": s.pins.agent_version, "release_sha256": s.selection.release_sha256, "name": name},
-            "status": s.status.as_str(),
-            "stop_reason": s.stop_reason,
-            "created_at": rfc3339(s.created_ms),
-            "updated_at": rfc3339(s.updated_ms),
-            "archived_at": null,
-            "usage": s.usage,
-            "stats": null,
-        }))
+        Ok(ThreadView {
+            id: primary_of(&s.id),
+            session_id: s.id.to_string(),
+            parent_thread_id: None,
+            agent_id: s.agent_id.to_string(),
+            agent_version: s.pins.agent_version,
+            release_sha256: s.selection.release_sha256.clone(),
+            agent_name: name,
+            status: s.status,
+            stop_reason: s.stop_reason.clone(),
+            created_ms: s.created_ms,
+            updated_ms: s.updated_ms,
+            archived_ms: None,
+            usage: s.usage,
+        })
     }
 }
 
-/// A child thread's API JSON.
-fn child_view(s: &Session, t: &SessionThread) -> Value {
-    json!({
-        "id": t.id,
-        "type": "session_thread",
-        "session_id": s.id,
-        "parent_thread_id": primary_of(&s.id),
-        "agent": {
-            "agent_id": t.agent.agent_id,
-            "version": t.agent.version,
-            "release_sha256": t.agent.release_sha256.as_deref().unwrap_or(&s.selection.release_sha256),
-            "name": t.agent.name,
-        },
-        "status": t.status.as_str(),
-        "stop_reason": t.stop_reason,
-        "created_at": rfc3339(t.created_ms),
-        "updated_at": rfc3339(t.updated_ms),
-        "archived_at": t.archived_ms.map(rfc3339),
-        "usage": t.usage,
-        "stats": null,
-    })
+/// A child thread as the API shows it.
+fn child_view(s: &Session, t: &SessionThread) -> ThreadView {
+    ThreadView {
+        id: t.id.clone(),
+        session_id: s.id.to_string(),
+        parent_thread_id: Some(primary_of(&s.id)),
+        agent_id: t.agent.agent_id.to_string(),
+        agent_version: t.agent.version,
+        release_sha256: t.agent.release_sha256.clone().unwrap_or_else(|| s.selection.release_sha256.clone()),
+        agent_name: t.agent.name.clone(),
+        status: t.status,
+        stop_reason: t.stop_reason.clone(),
+        created_ms: t.created_ms,
+        updated_ms: t.updated_ms,
+        archived_ms: t.archived_ms,
+        usage: t.usage,
+    }
 }

@@ -4605,9 +4605,15 @@ export interface components {
         /** @description One immutable sandbox profile revision. */
         SandboxRevision: {
             created_at: string;
+            /** @description What the profile is for, as this revision was published with it. */
+            description?: string | null;
             /** @description `managed`, or `external_tools` (api.md §17.13). */
             execution: string;
             image: string;
+            /** @description Caller-defined labels of this revision. */
+            metadata?: {
+                [key: string]: string;
+            };
             /** @description `{allowed_hosts, allow_package_managers, allow_mcp_servers}`; package-manager hosts are listed explicitly. */
             network: Record<string, unknown>;
             packages: string[];

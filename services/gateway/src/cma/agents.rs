@@ -20,9 +20,10 @@ const TOOLSET_TYPE: &str = "agent_toolset_20260401";
 pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     let name = body["name"].as_str().ok_or_else(|| Error::invalid_field("name", "name is required"))?;
     let compiled = compile(&cx, &body, None).await?;
-    let created = cx.native.post("/v1/agents", &json!({"environment_id": cx.env_id, "name": name, "draft": compiled.draft})).await?;
-    let id = created["id"].as_str().unwrap_or_default().to_string();
-    cx.native.post(&format!("/v1/agents/{id}/versions"), &json!({})).await?;
+    let created: views::Agent =
+        cx.native.post("/v1/agents", &json!({"environment_id": cx.env_id, "name": name, "draft": compiled.draft})).await?;
+    let id = created.id;
+    cx.native.post::<views::AgentVersion>(&format!("/v1/agents/{id}/versions"), &json!({})).await?;
     replace_rules(&cx, &id, &compiled.rules).await?;
     mint_use_agent(&cx, &id).await?;
     mint_use_connection(&cx, &id, &compiled.connections).await?;
@@ -46,16 +47,15 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     if let Some(p) = wire::param(&q, "page") {
         url.push_str(&format!("&page={}", encode(p)));
     }
-    let r = cx.native.get(&url).await?;
+    let r: views::Page<views::Agent> = cx.native.get(&url).await?;
     let mut data = vec![];
-    for a in r["data"].as_array().cloned().unwrap_or_default() {
-        let a: views::Agent = super::cx::view_of(a)?;
+    for a in r.data {
         if a.latest_version.is_none() || (a.archived && !include_archived) || !created(&json!(a.created_at)) {
             continue;
         }
         data.push(render(&cx.state, &a, &version_of(&cx.native, &a.id, None, &a).await?).await?);
     }
-    Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
+    Ok(Json(wire::page(data, r.next_page)))
 }
 
 /// `GET /v1/agents/{id}/versions`: newest first.
@@ -63,13 +63,13 @@ pub async fn versions(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -
     let id = checked(&id)?;
     let q = wire::query_pairs(raw.as_deref())?;
     let limit = wire::limit(&q, 20, 100)?;
-    let agent: views::Agent = cx.native.get_as(&format!("/v1/agents/{id}")).await?;
+    let agent: views::Agent = cx.native.get(&format!("/v1/agents/{id}")).await?;
     let latest = agent.latest_version.unwrap_or(0);
     let top = wire::number_token::<i64>(&q)?.unwrap_or(latest);
     let mut data = vec![];
     let mut n = top;
     while n >= 1 && data.len() < limit as usize {
-        let v = cx.native.get_as(&format!("/v1/agents/{id}/versions/{n}")).await?;
+        let v = cx.native.get(&format!("/v1/agents/{id}/versions/{n}")).await?;
         data.push(render(&cx.state, &agent, &v).await?);
         n -= 1;
     }
@@ -80,7 +80,7 @@ pub async fn versions(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -
 /// definition changed; `version` must be the latest (409 else).
 pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
-    let agent: views::Agent = cx.native.get_as(&format!("/v1/agents/{id}")).await?;
+    let agent: views::Agent = cx.native.get(&format!("/v1/agents/{id}")).await?;
     let latest = agent.latest_version.unwrap_or(0);
     let expected =
         body["version"].as_i64().ok_or_else(|| Error::invalid_field("version", "version is required: the version you updated from"))?;
@@ -89,7 +89,7 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
             .with_reason("version_mismatch")
             .into());
     }
-    let current: views::AgentVersion = cx.native.get_as(&format!("/v1/agents/{id}/versions/{latest}")).await?;
+    let current: views::AgentVersion = cx.native.get(&format!("/v1/agents/{id}/versions/{latest}")).await?;
     let rules_now = current_rules(&cx.state, &cx.env_id, &id).await?;
     let current_view = render_with(&cx.state, &agent, &current, &rules_now).await?;
     // CMA's merge: omitted keeps, arrays replace, metadata is a patch.
@@ -112,8 +112,8 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     if name_changed {
         change["name"] = merged["name"].clone();
     }
-    cx.native.post(&format!("/v1/agents/{id}"), &change).await?;
-    cx.native.post(&format!("/v1/agents/{id}/versions"), &json!({})).await?;
+    cx.native.post::<views::Agent>(&format!("/v1/agents/{id}"), &change).await?;
+    cx.native.post::<views::AgentVersion>(&format!("/v1/agents/{id}/versions"), &json!({})).await?;
     replace_rules(&cx, &id, &compiled.rules).await?;
     mint_use_agent(&cx, &id).await?;
     mint_use_connection(&cx, &id, &compiled.connections).await?;
@@ -124,7 +124,7 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
 /// `POST /v1/agents/{id}/archive`.
 pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
-    cx.native.post(&format!("/v1/agents/{id}/archive"), &json!({})).await?;
+    cx.native.post::<views::Agent>(&format!("/v1/agents/{id}/archive"), &json!({})).await?;
     Ok(Json(render_latest(&cx, &id, None).await?))
 }
 
@@ -293,10 +293,10 @@ fn roster(m: &Value) -> CmaResult<Option<Value>> {
 /// The publisher mints the coordinator's `use_agent` rows on its roster's
 /// members (api.md §17.5); a row that exists already is kept.
 async fn mint_use_agent(cx: &Cx, coordinator: &str) -> CmaResult<()> {
-    let agent = cx.native.get(&format!("/v1/agents/{coordinator}")).await?;
-    let Some(latest) = agent["latest_version"].as_i64() else { return Ok(()) };
-    let v = cx.native.get(&format!("/v1/agents/{coordinator}/versions/{latest}")).await?;
-    for member in v["definition"]["multiagent"]["resolved_agents"].as_array().into_iter().flatten() {
+    let agent: views::Agent = cx.native.get(&format!("/v1/agents/{coordinator}")).await?;
+    let Some(latest) = agent.latest_version else { return Ok(()) };
+    let v: views::AgentVersion = cx.native.get(&format!("/v1/agents/{coordinator}/versions/{latest}")).await?;
+    for member in v.definition["multiagent"]["resolved_agents"].as_array().into_iter().flatten() {
         let Some(id) = member["agent_id"].as_str() else { continue };
         cx.native.grant(json!({"kind": "agent_definition", "id": coordinator}), "use_agent", json!({"kind": "agent", "id": id})).await?;
     }
@@ -400,18 +400,19 @@ async fn resolve_model(native: &Native, env_id: &str, model: &Value, previous: O
     if model.get("inference_geo").is_some_and(|g| !g.is_null()) || speed.as_deref().is_some_and(|s| s != "standard") {
         return Err(refuse("model_option_unsupported", "speed \"fast\" and inference_geo are not served"));
     }
-    let profiles = native.all(&format!("/v1/model-routing-profiles?environment_id={env_id}"), 1000).await?;
-    let find = |n: &str| profiles.iter().find(|p| p["name"] == n).cloned();
+    let profiles: Vec<views::ModelRoutingProfile> =
+        native.all(&format!("/v1/model-routing-profiles?environment_id={env_id}"), 1000).await?;
+    let find = |n: &str| profiles.iter().find(|p| p.name == n);
     let route = find(&format!("cma:{id}"))
         .or_else(|| find("cma:*"))
         .ok_or_else(|| refuse("model_not_routable", format!("no routing profile cma:{id} (or cma:*) in this workspace routes {id:?}")))?;
-    let route_effort = route["candidates"][0]["effort"].as_str().unwrap_or_default();
+    let route_effort = route.candidates.first().map(|c| c.effort.as_str()).unwrap_or_default();
     if let Some(e) = effort
         && e != route_effort
     {
         return Err(refuse("model_option_unsupported", format!("effort {e:?} is not this route's ({route_effort:?})")));
     }
-    Ok((route["id"].as_str().unwrap_or_default().into(), id))
+    Ok((route.id.clone(), id))
 }
 
 /// The routing profile a CMA `model` names in the caller's workspace
@@ -457,14 +458,19 @@ async fn replace_rules(cx: &Cx, agent_id: &str, rules: &[Rule]) -> CmaResult<()>
     match (facts::policy_named(&cx.state, env_id, &policy_name(agent_id)).await?, rules.is_empty()) {
         (None, true) => {}
         (None, false) => {
-            native.post("/v1/action-policies", &json!({"environment_id": env_id, "name": policy_name(agent_id), "rules": rules})).await?;
+            native
+                .post::<views::ActionPolicy>(
+                    "/v1/action-policies",
+                    &json!({"environment_id": env_id, "name": policy_name(agent_id), "rules": rules}),
+                )
+                .await?;
         }
         (Some(p), true) => {
             native.delete(&format!("/v1/action-policies/{}", p.id)).await?;
         }
         (Some(p), false) => {
             let change = json!({"rules": rules, "expected_version": p.version});
-            native.post(&format!("/v1/action-policies/{}", p.id), &change).await?;
+            native.post::<views::ActionPolicy>(&format!("/v1/action-policies/{}", p.id), &change).await?;
         }
     }
     Ok(())
@@ -473,11 +479,11 @@ async fn replace_rules(cx: &Cx, agent_id: &str, rules: &[Rule]) -> CmaResult<()>
 /// A native version (`None`: the latest) of an agent already read.
 async fn version_of(native: &Native, id: &str, version: Option<i64>, agent: &views::Agent) -> CmaResult<views::AgentVersion> {
     let n = version.or(agent.latest_version).ok_or_else(|| Error::not_found("agent version", id))?;
-    native.get_as(&format!("/v1/agents/{id}/versions/{n}")).await
+    native.get(&format!("/v1/agents/{id}/versions/{n}")).await
 }
 
 async fn render_latest(cx: &Cx, id: &str, version: Option<i64>) -> CmaResult<Value> {
-    let agent: views::Agent = cx.native.get_as(&format!("/v1/agents/{id}")).await?;
+    let agent: views::Agent = cx.native.get(&format!("/v1/agents/{id}")).await?;
     let v = version_of(&cx.native, id, version, &agent).await?;
     render(&cx.state, &agent, &v).await
 }

@@ -4,12 +4,14 @@
 use super::wire::{CmaError, CmaResult};
 use crate::AppState;
 use crate::auth::Caller;
+use crate::views::Page;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode};
 use checkfu_core::{Code, Error};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::sync::Arc;
 use tower::ServiceExt;
@@ -127,7 +129,10 @@ impl FromRequestParts<Cma> for Cx {
         let env_id = match parts.headers.get("anthropic-workspace-id").and_then(|v| v.to_str().ok()).map(str::trim) {
             Some(id) => {
                 // Unreadable or malformed: not found, as any other id.
-                native.get(&format!("/v1/environments/{}", encode(id))).await.map_err(|_| Error::not_found("workspace", id))?;
+                native
+                    .get::<crate::views::Environment>(&format!("/v1/environments/{}", encode(id)))
+                    .await
+                    .map_err(|_| Error::not_found("workspace", id))?;
                 id.to_string()
             }
             None => cma.default_env().await?,
@@ -271,7 +276,7 @@ impl Native {
     /// as the caller; one that exists already is kept (not an error).
     pub async fn grant(&self, subject: Value, permission: &str, resource: Value) -> CmaResult<()> {
         let row = serde_json::json!({"subject": subject, "permission": permission, "resource": resource});
-        match self.post("/v1/permission-assignments", &row).await {
+        match self.post::<crate::views::PermissionAssignment>("/v1/permission-assignments", &row).await {
             Err(e) if e.0.code != Code::Conflict => Err(e),
             _ => Ok(()),
         }
@@ -289,39 +294,38 @@ impl Native {
         serde_json::from_slice(&bytes).map_err(|e| Error::internal(format!("a native response is not JSON: {e}")).into())
     }
 
-    pub async fn get(&self, path: &str) -> CmaResult<Value> {
-        self.call(Method::GET, path, None, &[]).await
-    }
-
     /// A native answer read as the view the native route renders, so a
-    /// field the projection reads is one the compiler knows.
-    pub async fn get_as<T: serde::de::DeserializeOwned>(&self, path: &str) -> CmaResult<T> {
-        view_of(self.get(path).await?)
+    /// field the projection reads is one the compiler knows (`Value` only
+    /// where the native route itself passes a service's JSON through).
+    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> CmaResult<T> {
+        view_of(self.call(Method::GET, path, None, &[]).await?)
     }
 
-    pub async fn post(&self, path: &str, body: &Value) -> CmaResult<Value> {
-        self.call(Method::POST, path, Some(body), &[]).await
+    /// [`Native::get`] for a `POST`.
+    pub async fn post<T: DeserializeOwned>(&self, path: &str, body: &Value) -> CmaResult<T> {
+        view_of(self.call(Method::POST, path, Some(body), &[]).await?)
     }
 
-    pub async fn delete(&self, path: &str) -> CmaResult<Value> {
-        self.call(Method::DELETE, path, None, &[]).await
+    /// A `DELETE`; what the native route answers is not read.
+    pub async fn delete(&self, path: &str) -> CmaResult<()> {
+        self.call(Method::DELETE, path, None, &[]).await.map(drop)
     }
 
     /// One page of the native list at `path` (its own filters in a
     /// `?query`), as a CMA page of `map`ped items: CMA's `limit` (default
     /// 20, at most 100) and `page` token go through unchanged.
-    pub async fn page(&self, path: &str, q: &[(String, String)], map: impl Fn(&Value) -> Value) -> CmaResult<Value> {
+    pub async fn page<T: DeserializeOwned>(&self, path: &str, q: &[(String, String)], map: impl Fn(&T) -> Value) -> CmaResult<Value> {
         self.page_where(path, q, map, |_| true).await
     }
 
     /// [`Native::page`] keeping only the mapped items `keep` accepts (a
     /// filter the native list lacks: a page may then hold fewer than
     /// `limit` while `next_page` goes on).
-    pub async fn page_where(
+    pub async fn page_where<T: DeserializeOwned>(
         &self,
         path: &str,
         q: &[(String, String)],
-        map: impl Fn(&Value) -> Value,
+        map: impl Fn(&T) -> Value,
         keep: impl Fn(&Value) -> bool,
     ) -> CmaResult<Value> {
         let limit = super::wire::limit(q, 20, 100)?;
@@ -330,24 +334,24 @@ impl Native {
         if let Some(p) = super::wire::param(q, "page") {
             url.push_str(&format!("&page={}", encode(p)));
         }
-        let r = self.get(&url).await?;
-        let data = r["data"].as_array().map(|a| a.iter().map(map).filter(|v| keep(v)).collect()).unwrap_or_default();
-        Ok(super::wire::page(data, r["next_page"].as_str().map(String::from)))
+        let r: Page<T> = self.get(&url).await?;
+        let data = r.data.iter().map(map).filter(|v| keep(v)).collect();
+        Ok(super::wire::page(data, r.next_page))
     }
 
     /// Every item of a native list, following `next_page` (at most
     /// `max` items: the projection's own reads stay bounded).
-    pub async fn all(&self, path: &str, max: usize) -> CmaResult<Vec<Value>> {
+    pub async fn all<T: DeserializeOwned>(&self, path: &str, max: usize) -> CmaResult<Vec<T>> {
         let sep = if path.contains('?') { '&' } else { '?' };
         let mut out = vec![];
         let mut page = String::new();
         loop {
             let url =
                 if page.is_empty() { format!("{path}{sep}limit=100") } else { format!("{path}{sep}limit=100&page={}", encode(&page)) };
-            let r = self.get(&url).await?;
-            out.extend(r["data"].as_array().cloned().unwrap_or_default());
-            match r["next_page"].as_str() {
-                Some(p) if !p.is_empty() && out.len() < max => page = p.to_string(),
+            let r: Page<T> = self.get(&url).await?;
+            out.extend(r.data);
+            match r.next_page {
+                Some(p) if !p.is_empty() && out.len() < max => page = p,
                 _ => return Ok(out),
             }
         }
@@ -428,6 +432,6 @@ mod tests {
 }
 
 /// A native answer (or one item of a list) read as its view.
-pub fn view_of<T: serde::de::DeserializeOwned>(v: Value) -> CmaResult<T> {
+pub fn view_of<T: DeserializeOwned>(v: Value) -> CmaResult<T> {
     serde_json::from_value(v).map_err(|e| Error::internal(format!("a native answer is not its view: {e}")).into())
 }

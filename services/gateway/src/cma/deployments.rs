@@ -67,8 +67,8 @@ pub async fn deployment_for(cx: &Cx, agent_id: &str, version: i64, sbp: &str) ->
             if self_hosted(&profile) {
                 body["execution"] = json!({"kind": "external_tools", "pool": format!("cma:{sbp}")});
             }
-            let d = cx.native.post("/v1/agent-deployments", &body).await.map_err(missing)?;
-            Ok(d["id"].as_str().unwrap_or_default().into())
+            let d: views::AgentDeployment = cx.native.post("/v1/agent-deployments", &body).await.map_err(missing)?;
+            Ok(d.id)
         }
     }
 }
@@ -78,7 +78,7 @@ async fn advance(native: &Native, d: &views::AgentDeployment, revision: i64) -> 
     let p = &d.pins;
     let body = json!({"agent_version": p.agent_version, "model_routing_profile_id": p.model_routing_profile_id,
         "sandbox_profile_id": p.sandbox_profile_id, "sandbox_profile_revision": revision, "harness": p.harness, "execution": d.execution});
-    native.post(&format!("/v1/agent-deployments/{}/revisions", d.id), &body).await?;
+    native.post::<views::AgentDeployment>(&format!("/v1/agent-deployments/{}/revisions", d.id), &body).await?;
     Ok(())
 }
 

@@ -34,12 +34,12 @@ pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     if let Some(i) = body["instructions"].as_str() {
         native["instructions"] = json!(i);
     }
-    let d = cx.native.post("/v1/dreams", &native).await?;
+    let d = cx.native.post::<Value>("/v1/dreams", &native).await?;
     Ok(Json(dream(&d, &body["model"])))
 }
 
 pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    let d = cx.native.get(&format!("/v1/dreams/{}", checked(&id)?)).await?;
+    let d = cx.native.get::<Value>(&format!("/v1/dreams/{}", checked(&id)?)).await?;
     Ok(Json(shown(&cx, &d).await))
 }
 
@@ -70,12 +70,12 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
 }
 
 pub async fn cancel(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    let d = cx.native.post(&format!("/v1/dreams/{}/cancel", checked(&id)?), &json!({})).await?;
+    let d = cx.native.post::<Value>(&format!("/v1/dreams/{}/cancel", checked(&id)?), &json!({})).await?;
     Ok(Json(shown(&cx, &d).await))
 }
 
 pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    let d = cx.native.post(&format!("/v1/dreams/{}/archive", checked(&id)?), &json!({})).await?;
+    let d = cx.native.post::<Value>(&format!("/v1/dreams/{}/archive", checked(&id)?), &json!({})).await?;
     Ok(Json(shown(&cx, &d).await))
 }
 

@@ -3,17 +3,13 @@
 //! the profile's next revision (running Sessions keep theirs).
 
 use super::cx::Cx;
+use super::deployments::self_hosted;
 use super::wire::{self, CmaResult, refuse};
+use crate::views::SandboxProfile;
 use axum::Json;
 use axum::extract::{Path, RawQuery};
 use checkfu_core::Error;
 use serde_json::{Value, json};
-
-/// [`super::deployments::self_hosted`] of a native SandboxProfile answer,
-/// read as the native view (a profile that does not read as one is not).
-fn self_hosted(p: &Value) -> bool {
-    serde_json::from_value::<crate::views::SandboxProfile>(p.clone()).is_ok_and(|p| super::deployments::self_hosted(&p))
-}
 
 /// The image a CMA cloud environment runs (CMA names none).
 const IMAGE: &str = "debian:12";
@@ -33,7 +29,7 @@ pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     spec["environment_id"] = json!(cx.env_id);
     spec["name"] = json!(name);
     describe(&mut spec, &body, &json!({}))?;
-    let p = cx.native.post("/v1/sandbox-profiles", &spec).await?;
+    let p: SandboxProfile = cx.native.post("/v1/sandbox-profiles", &spec).await?;
     Ok(Json(render(&p)))
 }
 
@@ -46,15 +42,15 @@ pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> 
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
     let include_archived = wire::param(&q, "include_archived") == Some("true");
-    let keep = |e: &Value| include_archived || e["archived_at"].is_null();
+    let keep = |e: &Value| include_archived || e["archived_at"].is_null(); // the CMA item's own field
     Ok(Json(cx.native.page_where(&format!("/v1/sandbox-profiles?environment_id={}", cx.env_id), &q, render, keep).await?))
 }
 
 /// `POST /v1/environments/{id}`: the profile's next revision.
 pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
-    let current = cx.native.get(&format!("/v1/sandbox-profiles/{id}")).await?;
-    let latest = &current["latest"];
+    let current: SandboxProfile = cx.native.get(&format!("/v1/sandbox-profiles/{id}")).await?;
+    let latest = current.latest.as_ref().ok_or_else(|| Error::internal("a native profile answer lacks its latest revision"))?;
     let config = match body.get("config").filter(|c| !c.is_null()) {
         Some(c) => {
             let now = if self_hosted(&current) { "self_hosted" } else { "cloud" };
@@ -66,15 +62,15 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
         None => render(&current)["config"].clone(),
     };
     let mut spec = compile(&config)?;
-    spec["resources"] = latest["resources"].clone();
-    spec["retention_days"] = latest["retention_days"].clone();
-    let mut merged = json!({"description": latest["description"], "metadata": latest.get("metadata").cloned().unwrap_or(json!({}))});
+    spec["resources"] = json!(latest.resources);
+    spec["retention_days"] = json!(latest.retention_days);
+    let mut merged = json!({"description": latest.description, "metadata": latest.metadata});
     if let Some(d) = body.get("description") {
         merged["description"] = d.clone();
     }
     describe(&mut spec, &merged, &body["metadata"])?;
-    cx.native.post(&format!("/v1/sandbox-profiles/{id}/revisions"), &spec).await?;
-    let p = cx.native.get(&format!("/v1/sandbox-profiles/{id}")).await?;
+    cx.native.post::<crate::views::SandboxRevision>(&format!("/v1/sandbox-profiles/{id}/revisions"), &spec).await?;
+    let p: SandboxProfile = cx.native.get(&format!("/v1/sandbox-profiles/{id}")).await?;
     super::deployments::advance_environment(&cx, &id).await?;
     Ok(Json(render(&p)))
 }
@@ -162,27 +158,26 @@ fn compile(config: &Value) -> CmaResult<Value> {
 }
 
 /// A native SandboxProfile as a CMA environment.
-pub fn render(p: &Value) -> Value {
-    let latest = &p["latest"];
+pub fn render(p: &SandboxProfile) -> Value {
+    let latest = p.latest.as_ref();
     let mut packages = json!({"type": "packages"});
     for m in MANAGERS {
         packages[*m] = json!([]);
     }
-    for pkg in latest["packages"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+    for pkg in latest.map(|l| l.packages.as_slice()).unwrap_or_default() {
         let (mgr, name) = match pkg.split_once(':') {
             Some((m, n)) if MANAGERS.contains(&m) => (m, n),
-            _ => ("apt", pkg),
+            _ => ("apt", pkg.as_str()),
         };
         if let Some(a) = packages[mgr].as_array_mut() {
             a.push(json!(name));
         }
     }
-    let net = &latest["network"];
-    let hosts = net["allowed_hosts"].as_array().cloned().unwrap_or_default();
-    let networking = if hosts.len() == 1 && hosts[0] == "*" {
-        json!({"type": "unrestricted"})
-    } else {
-        json!({"type": "limited", "allowed_hosts": hosts, "allow_package_managers": net["allow_package_managers"], "allow_mcp_servers": net["allow_mcp_servers"]})
+    let networking = match latest.map(|l| &l.network) {
+        Some(net) if net.allowed_hosts.len() == 1 && net.allowed_hosts[0] == "*" => json!({"type": "unrestricted"}),
+        Some(net) => json!({"type": "limited", "allowed_hosts": net.allowed_hosts,
+            "allow_package_managers": net.allow_package_managers, "allow_mcp_servers": net.allow_mcp_servers}),
+        None => json!({"type": "limited", "allowed_hosts": [], "allow_package_managers": null, "allow_mcp_servers": null}),
     };
     let config = if self_hosted(p) {
         json!({"type": "self_hosted"})
@@ -191,14 +186,14 @@ pub fn render(p: &Value) -> Value {
     };
     json!({
         "type": "environment",
-        "id": p["id"],
-        "name": p["name"],
-        "description": latest["description"],
-        "metadata": latest.get("metadata").cloned().filter(Value::is_object).unwrap_or(json!({})),
+        "id": p.id,
+        "name": p.name,
+        "description": latest.and_then(|l| l.description.as_deref()),
+        "metadata": latest.map(|l| json!(l.metadata)).unwrap_or(json!({})),
         "config": config,
-        "created_at": p["created_at"],
-        "updated_at": latest["created_at"],
-        "archived_at": p["archived_at"],
+        "created_at": p.created_at,
+        "updated_at": latest.map(|l| l.created_at.as_str()),
+        "archived_at": p.archived_at,
         "scope": Value::Null,
     })
 }
@@ -207,19 +202,37 @@ pub fn render(p: &Value) -> Value {
 mod tests {
     use super::*;
 
+    /// A native profile answer, whole, read as the native view.
+    fn profile(latest: Value) -> SandboxProfile {
+        let mut revision = json!({"profile_id": "sbp_1", "revision": 1, "image": "debian:12", "packages": [],
+            "network": {"allowed_hosts": []}, "resources": {}, "retention_days": 30, "execution": "managed",
+            "created_at": "2026-01-01T00:00:00Z"});
+        for (k, v) in latest.as_object().into_iter().flatten() {
+            revision[k] = v.clone();
+        }
+        super::super::cx::view_of(json!({"id": "sbp_1", "environment_id": "env_1", "name": "e", "latest_revision": 1,
+            "created_at": "2026-01-01T00:00:00Z", "archived_at": null, "latest": revision}))
+        .expect("a native profile")
+    }
+
     #[test]
     fn configs_round_trip_through_native_revisions() {
         let config = json!({"type": "cloud", "packages": {"apt": ["curl"], "pip": ["requests"]},
             "networking": {"type": "limited", "allowed_hosts": ["example.com"], "allow_package_managers": true}});
         let spec = compile(&config).expect("compiles");
         assert_eq!(spec["packages"], json!(["curl", "pip:requests"]));
-        let p = json!({"id": "sbp_1", "name": "e", "latest": {"packages": spec["packages"], "network": {"allowed_hosts": ["example.com", "pypi.org"], "allow_package_managers": true, "allow_mcp_servers": false}}});
+        let p = profile(json!({"packages": spec["packages"], "description": "for tests", "metadata": {"team": "a"},
+            "network": {"allowed_hosts": ["example.com", "pypi.org"], "allow_package_managers": true, "allow_mcp_servers": false}}));
         let v = render(&p);
         assert_eq!(v["config"]["packages"]["pip"], json!(["requests"]));
         assert_eq!(v["config"]["packages"]["apt"], json!(["curl"]));
         assert_eq!(v["config"]["networking"]["allowed_hosts"], json!(["example.com", "pypi.org"]), "compiled hosts read back");
+        assert_eq!(v["description"], "for tests", "the revision's description");
+        assert_eq!(v["metadata"], json!({"team": "a"}));
+        assert_eq!(v["updated_at"], "2026-01-01T00:00:00Z", "the latest revision's time");
         let open = compile(&json!({"type": "cloud", "networking": {"type": "unrestricted"}})).expect("compiles");
         assert_eq!(open["network"]["allowed_hosts"], json!(["*"]));
+        assert_eq!(render(&profile(json!({"network": open["network"]})))["config"]["networking"], json!({"type": "unrestricted"}));
     }
 
     #[test]
@@ -228,13 +241,8 @@ mod tests {
         assert_eq!(spec["execution"], "external_tools");
         assert_eq!(spec["network"]["allowed_hosts"], json!([]), "the platform's sandbox reaches nothing; no sandbox runs here");
         assert!(compile(&json!({"type": "self_hosted", "packages": {"pip": ["x"]}})).is_err(), "packages are the worker's");
-        // A native profile answer, whole: it is read as the native view.
-        let p = json!({"id": "sbp_1", "environment_id": "env_1", "name": "e", "latest_revision": 1, "created_at": "2026-01-01T00:00:00Z",
-            "archived_at": null, "latest": {"profile_id": "sbp_1", "revision": 1, "image": "", "packages": [], "network": spec["network"],
-            "resources": {}, "retention_days": 30, "execution": "external_tools", "created_at": "2026-01-01T00:00:00Z"}});
+        let p = profile(json!({"image": "", "network": spec["network"], "execution": "external_tools"}));
         assert_eq!(render(&p)["config"], json!({"type": "self_hosted"}));
-        let mut cloud = p.clone();
-        cloud["latest"]["execution"] = json!("managed");
-        assert_eq!(render(&cloud)["config"]["type"], "cloud");
+        assert_eq!(render(&profile(json!({"execution": "managed"})))["config"]["type"], "cloud");
     }
 }

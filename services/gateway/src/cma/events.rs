@@ -5,6 +5,7 @@ use super::cx::{Cx, Native, encode};
 use super::facts;
 use super::mapping::{self, Mapper, hidden, native_input};
 use super::wire::{self, CmaResult, refuse};
+use crate::views::Page;
 use axum::Json;
 use axum::extract::{Path, RawQuery};
 use axum::http::{HeaderMap, Method};
@@ -38,10 +39,11 @@ async fn log_after(native: &Native, id: &str, view: &Option<String>, seq: i64) -
     let mut out: Vec<Value> = vec![];
     loop {
         let after = out.last().and_then(|e| e["seq"].as_i64()).unwrap_or(seq);
-        let r = native.get(&format!("{path}?after_seq={after}&limit=1000")).await?;
-        let batch = r["data"].as_array().cloned().unwrap_or_default();
-        let done = batch.is_empty() || r["next_page"].is_null();
-        out.extend(batch);
+        // Events stay JSON: the mapping table reads each one as a client
+        // would, its payload (free JSON) included.
+        let r: Page<Value> = native.get(&format!("{path}?after_seq={after}&limit=1000")).await?;
+        let done = r.data.is_empty() || r.next_page.is_none();
+        out.extend(r.data);
         if done || out.len() >= MAX_LOG {
             return Ok(out);
         }
@@ -69,7 +71,7 @@ async fn extend(native: &Native, id: &str, view: &Option<String>, memo: &mut sup
 /// agent, and its ToolSources' names (read as the caller: a Session the
 /// caller may not read is an error here, before anything is shown).
 async fn mapper_for(cx: &Cx, id: &str) -> CmaResult<Mapper> {
-    let s: crate::views::Session = cx.native.get_as(&format!("/v1/sessions/{id}")).await?;
+    let s: crate::views::Session = cx.native.get(&format!("/v1/sessions/{id}")).await?;
     let d = facts::deployment(&cx.state, &s.agent_deployment_id).await?;
     let (agent, env) = (d.agent_id.as_str(), d.environment_id.as_str());
     let rules = match facts::policy_named(&cx.state, env, &format!("cma:{agent}")).await? {

@@ -3,6 +3,8 @@
 
 use super::cx::Cx;
 use super::wire::{self, CmaResult};
+use crate::uploads_wire::File;
+use crate::views::SessionFile;
 use axum::Json;
 use axum::extract::{Path, RawQuery, Request};
 use axum::http::Method;
@@ -47,7 +49,7 @@ pub async fn upload(cx: Cx, req: Request) -> CmaResult<Json<Value>> {
     let bytes =
         axum::body::to_bytes(resp.into_body(), 1 << 20).await.map_err(|e| Error::internal(format!("reading a native response: {e}")))?;
     let f: Value = serde_json::from_slice(&bytes).map_err(|e| Error::internal(format!("a native response is not JSON: {e}")))?;
-    Ok(Json(file(&f)))
+    Ok(Json(file(&super::cx::view_of(f)?)))
 }
 
 /// `GET /v1/files`: the workspace's Files, or with `scope_id=sess_…` the
@@ -55,6 +57,7 @@ pub async fn upload(cx: Cx, req: Request) -> CmaResult<Json<Value>> {
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
     let ids = wire::params(&q, "ids");
+    // Over the CMA items (their `id` is the native one).
     let keep = |f: &Value| ids.is_empty() || ids.contains(&f["id"].as_str().unwrap_or_default());
     if let Some(scope) = wire::param(&q, "scope_id") {
         let sid = super::wire::path_id::<checkfu_core::id::SessionId>("session", scope)
@@ -77,8 +80,8 @@ pub async fn delete(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
 /// `GET /v1/files/{id}/content`: the whole file, read window by window.
 pub async fn download(cx: Cx, Path(id): Path<String>) -> CmaResult<Response> {
     let id = checked(&id)?;
-    let meta = cx.native.get(&format!("/v1/files/{id}")).await?;
-    let size = meta["size_bytes"].as_i64().unwrap_or(0);
+    let meta: File = cx.native.get(&format!("/v1/files/{id}")).await?;
+    let size = meta.size_bytes;
     let mut out: Vec<u8> = Vec::with_capacity(size.max(0) as usize);
     let mut offset = 0;
     while offset < size {
@@ -92,8 +95,7 @@ pub async fn download(cx: Cx, Path(id): Path<String>) -> CmaResult<Response> {
         offset += chunk.len() as i64;
         out.extend_from_slice(&chunk);
     }
-    let media = meta["media_type"].as_str().unwrap_or("application/octet-stream").to_string();
-    Ok(([(axum::http::header::CONTENT_TYPE, media)], out).into_response())
+    Ok(([(axum::http::header::CONTENT_TYPE, meta.media_type)], out).into_response())
 }
 
 fn checked(id: &str) -> CmaResult<String> {
@@ -101,13 +103,13 @@ fn checked(id: &str) -> CmaResult<String> {
 }
 
 /// A native File as CMA shows it.
-fn file(f: &Value) -> Value {
-    json!({"type": "file", "id": f["id"], "filename": f["filename"], "mime_type": f["media_type"], "size_bytes": f["size_bytes"],
-        "created_at": f["created_at"], "downloadable": true, "scope": Value::Null})
+fn file(f: &File) -> Value {
+    json!({"type": "file", "id": f.id, "filename": f.filename, "mime_type": f.media_type, "size_bytes": f.size_bytes,
+        "created_at": f.created_at, "downloadable": true, "scope": Value::Null})
 }
 
 /// A file a Session captured from `outputs/`, scoped to it.
-fn output(session_id: &str, f: &Value) -> Value {
-    json!({"type": "file", "id": f["id"], "filename": f["path"], "size_bytes": f["size"], "created_at": f["captured_at"],
-        "downloadable": f["status"] == "captured", "scope": {"type": "session", "id": session_id}})
+fn output(session_id: &str, f: &SessionFile) -> Value {
+    json!({"type": "file", "id": f.id, "filename": f.path, "size_bytes": f.size, "created_at": f.captured_at,
+        "downloadable": f.status == "captured", "scope": {"type": "session", "id": session_id}})
 }

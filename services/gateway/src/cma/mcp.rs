@@ -9,6 +9,7 @@ use super::cx::Cx;
 use super::permissions::{Rule, policy};
 use super::wire::{CmaResult, refuse};
 use crate::AppState;
+use crate::reach_wire::{Connection, ToolSource};
 use checkfu_core::{Code, Error};
 use checkfu_proto::capability::v1 as cap;
 use serde_json::{Value, json};
@@ -94,9 +95,9 @@ pub fn pair<'a>(servers: &'a [Declared], toolsets: &'a [Value]) -> CmaResult<Vec
 /// use, created over the one such Connection when there is none.
 pub async fn resolve(cx: &Cx, name: &str, url: &str) -> CmaResult<Source> {
     let env = &cx.env_id;
-    let sources = cx.native.all(&format!("/v1/tool-sources?environment_id={env}"), 1000).await?;
-    if let Some(ts) = sources.iter().find(|t| t["name"] == name && t["status"] == "active") {
-        let cid = ts["connection_id"].as_str().unwrap_or_default();
+    let sources: Vec<ToolSource> = cx.native.all(&format!("/v1/tool-sources?environment_id={env}"), 1000).await?;
+    if let Some(ts) = sources.iter().find(|t| t.name == name && t.status == "active") {
+        let cid = &ts.connection_id;
         let fits = match cx.native.get(&format!("/v1/connections/{cid}")).await {
             Ok(c) => usable(cx, &c, url).await?,
             Err(e) if matches!(e.0.code, Code::NotFound | Code::PermissionDenied) => false,
@@ -111,7 +112,7 @@ pub async fn resolve(cx: &Cx, name: &str, url: &str) -> CmaResult<Source> {
         return Ok(source(ts));
     }
     let mut found = vec![];
-    for c in cx.native.all(&format!("/v1/connections?environment_id={env}&kind=mcp&status=active"), 1000).await? {
+    for c in cx.native.all::<Connection>(&format!("/v1/connections?environment_id={env}&kind=mcp&status=active"), 1000).await? {
         if usable(cx, &c, url).await? {
             found.push(c);
         }
@@ -131,17 +132,16 @@ pub async fn resolve(cx: &Cx, name: &str, url: &str) -> CmaResult<Source> {
             ));
         }
     };
-    let create = json!({"environment_id": env, "name": name, "connection_id": c["id"], "default_config": {"enabled": true}});
+    let create = json!({"environment_id": env, "name": name, "connection_id": c.id, "default_config": {"enabled": true}});
     Ok(source(&cx.native.post("/v1/tool-sources", &create).await?))
 }
 
 /// An active Connection at `url` on which the caller holds `use_connection`.
-async fn usable(cx: &Cx, c: &Value, url: &str) -> CmaResult<bool> {
-    if c["status"] != "active" || !same_url(c["endpoint"]["url"].as_str().unwrap_or_default(), url) {
+async fn usable(cx: &Cx, c: &Connection, url: &str) -> CmaResult<bool> {
+    if c.status != "active" || !same_url(&c.endpoint.url, url) {
         return Ok(false);
     }
-    let (id, env) = (c["id"].as_str().unwrap_or_default(), c["environment_id"].as_str().unwrap_or_default());
-    Ok(cx.state.allowed(&cx.caller.principal_id, "use_connection", "connection", id, env).await?)
+    Ok(cx.state.allowed(&cx.caller.principal_id, "use_connection", "connection", &c.id, &c.environment_id).await?)
 }
 
 /// URLs match up to a trailing slash.
@@ -149,19 +149,9 @@ pub fn same_url(a: &str, b: &str) -> bool {
     a.trim_end_matches('/') == b.trim_end_matches('/')
 }
 
-fn source(ts: &Value) -> Source {
-    let offered = ts["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|t| t["offered"] == true)
-        .filter_map(|t| t["name"].as_str().map(String::from))
-        .collect();
-    Source {
-        id: ts["id"].as_str().unwrap_or_default().into(),
-        connection_id: ts["connection_id"].as_str().unwrap_or_default().into(),
-        offered,
-    }
+fn source(ts: &ToolSource) -> Source {
+    let offered = ts.tools.iter().filter(|t| t.offered).map(|t| t.name.clone()).collect();
+    Source { id: ts.id.clone(), connection_id: ts.connection_id.clone(), offered }
 }
 
 /// The tools a toolset selects from `tools`, with each one's disposition:

@@ -23,7 +23,7 @@ pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     }
     // A store is a workspace resource: its managers create them.
     cx.state.require_manage(&cx.caller, &cx.env_id).await?;
-    let s = cx.native.post("/v1/memory-stores", &native).await?;
+    let s = cx.native.post::<Value>("/v1/memory-stores", &native).await?;
     let id = s["id"].as_str().unwrap_or_default();
     for permission in ["read", "write"] {
         cx.native.grant(json!({"kind": "principal", "id": me}), permission, json!({"kind": "memory_store", "id": id})).await?;
@@ -32,7 +32,7 @@ pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
 }
 
 pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    Ok(Json(store(&cx.native.get(&format!("/v1/memory-stores/{}", checked(&id)?)).await?)))
+    Ok(Json(store(&cx.native.get::<Value>(&format!("/v1/memory-stores/{}", checked(&id)?)).await?)))
 }
 
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
@@ -45,7 +45,7 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
 
 pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
-    let current = cx.native.get(&format!("/v1/memory-stores/{id}")).await?;
+    let current = cx.native.get::<Value>(&format!("/v1/memory-stores/{id}")).await?;
     let mut change = json!({"expected_version": current["version"]});
     for k in ["name", "description"] {
         if let Some(v) = body.get(k).filter(|v| !v.is_null()) {
@@ -55,18 +55,18 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     if let Some(m) = body.get("metadata") {
         change["metadata"] = wire::patch_metadata(&current["metadata"], m)?;
     }
-    Ok(Json(store(&cx.native.post(&format!("/v1/memory-stores/{id}"), &change).await?)))
+    Ok(Json(store(&cx.native.post::<Value>(&format!("/v1/memory-stores/{id}"), &change).await?)))
 }
 
 pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
-    Ok(Json(store(&cx.native.post(&format!("/v1/memory-stores/{id}/archive"), &json!({})).await?)))
+    Ok(Json(store(&cx.native.post::<Value>(&format!("/v1/memory-stores/{id}/archive"), &json!({})).await?)))
 }
 
 /// `DELETE`: archived, then deleted natively (a mounted store → 409).
 pub async fn delete(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
-    cx.native.post(&format!("/v1/memory-stores/{id}/archive"), &json!({})).await?;
+    cx.native.post::<Value>(&format!("/v1/memory-stores/{id}/archive"), &json!({})).await?;
     cx.native.delete(&format!("/v1/memory-stores/{id}")).await?;
     Ok(Json(json!({"id": id, "type": "memory_store_deleted"})))
 }
@@ -82,7 +82,11 @@ pub async fn create_memory(
     let path = native_path(body["path"].as_str().unwrap_or_default())?;
     let content = body["content"].as_str().unwrap_or_default();
     let write = json!({"path": path, "content": content, "expected_sha256": null});
-    let r = cx.native.post(&format!("/v1/memory-stores/{store_id}/document"), &write).await.map_err(|e| conflict_on(e, "create", &path))?;
+    let r = cx
+        .native
+        .post::<Value>(&format!("/v1/memory-stores/{store_id}/document"), &write)
+        .await
+        .map_err(|e| conflict_on(e, "create", &path))?;
     Ok(Json(memory(&store_id, &r["document"], r["store_version"].as_i64(), full(&raw)?)))
 }
 
@@ -90,7 +94,7 @@ pub async fn create_memory(
 pub async fn retrieve_memory(cx: Cx, Path((store_id, mem)): Path<(String, String)>, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let store_id = checked(&store_id)?;
     let path = path_of(&mem)?;
-    let r = cx.native.get(&format!("/v1/memory-stores/{store_id}/document?path={}", encode(&path))).await?;
+    let r = cx.native.get::<Value>(&format!("/v1/memory-stores/{store_id}/document?path={}", encode(&path))).await?;
     Ok(Json(memory(&store_id, &r["document"], r["document"]["updated_in_version"].as_i64(), full(&raw)?)))
 }
 
@@ -107,7 +111,7 @@ pub async fn list_memories(cx: Cx, Path(store_id): Path<String>, RawQuery(raw): 
     if let Some(p) = wire::param(&q, "page") {
         url.push_str(&format!("&page={}", encode(p)));
     }
-    let r = cx.native.get(&url).await?;
+    let r = cx.native.get::<Value>(&url).await?;
     let base = prefix.trim_end_matches('/').matches('/').count();
     let mut data: Vec<Value> = vec![];
     for d in r["data"].as_array().into_iter().flatten() {
@@ -123,7 +127,7 @@ pub async fn list_memories(cx: Cx, Path(store_id): Path<String>, RawQuery(raw): 
             _ => {
                 let mut m = memory(&store_id, d, d["updated_in_version"].as_i64(), false);
                 if full {
-                    let one = cx.native.get(&format!("/v1/memory-stores/{store_id}/document?path={}", encode(path))).await?;
+                    let one = cx.native.get::<Value>(&format!("/v1/memory-stores/{store_id}/document?path={}", encode(path))).await?;
                     m["content"] = one["document"]["content"].clone();
                 }
                 data.push(m);
@@ -149,7 +153,7 @@ pub async fn update_memory(
     let expected = match body["precondition"]["content_sha256"].as_str() {
         Some(sha) => sha.to_string(),
         None => {
-            let now = cx.native.get(&format!("/v1/memory-stores/{store_id}/document?path={}", encode(&path))).await?;
+            let now = cx.native.get::<Value>(&format!("/v1/memory-stores/{store_id}/document?path={}", encode(&path))).await?;
             now["document"]["content_sha256"].as_str().unwrap_or_default().to_string()
         }
     };
@@ -158,7 +162,11 @@ pub async fn update_memory(
         _ => return Err(Error::invalid_field("content", "content is required").into()),
     };
     let write = json!({"path": path, "content": content, "expected_sha256": expected});
-    let r = cx.native.post(&format!("/v1/memory-stores/{store_id}/document"), &write).await.map_err(|e| conflict_on(e, "update", &path))?;
+    let r = cx
+        .native
+        .post::<Value>(&format!("/v1/memory-stores/{store_id}/document"), &write)
+        .await
+        .map_err(|e| conflict_on(e, "update", &path))?;
     Ok(Json(memory(&store_id, &r["document"], r["store_version"].as_i64(), full(&raw)?)))
 }
 
@@ -211,7 +219,7 @@ pub async fn list_versions(cx: Cx, Path(store_id): Path<String>, RawQuery(raw): 
         if !native_page.is_empty() {
             url.push_str(&format!("&page={}", encode(&native_page)));
         }
-        let r = cx.native.get(&url).await?;
+        let r = cx.native.get::<Value>(&url).await?;
         let kept: Vec<Value> = r["data"]
             .as_array()
             .into_iter()
@@ -245,12 +253,12 @@ fn version_token(t: &str) -> CmaResult<(String, usize)> {
 pub async fn retrieve_version(cx: Cx, Path((store_id, vid)): Path<(String, String)>) -> CmaResult<Json<Value>> {
     let store_id = checked(&store_id)?;
     let (n, path) = version_of(&vid)?;
-    let v = cx.native.get(&format!("/v1/memory-stores/{store_id}/versions/{n}")).await?;
+    let v = cx.native.get::<Value>(&format!("/v1/memory-stores/{store_id}/versions/{n}")).await?;
     let c = v["changes"].as_array().into_iter().flatten().find(|c| c["path"] == path.as_str()).cloned();
     let c = c.ok_or_else(|| Error::not_found("memory version", &vid))?;
     let mut out = version(&store_id, &v, &c);
     if c["operation"] != "deleted" {
-        let at = cx.native.get(&format!("/v1/memory-stores/{store_id}/document?path={}&at_version={n}", encode(&path))).await?;
+        let at = cx.native.get::<Value>(&format!("/v1/memory-stores/{store_id}/document?path={}&at_version={n}", encode(&path))).await?;
         out["content"] = at["document"]["content"].clone();
     }
     Ok(Json(out))

@@ -202,12 +202,13 @@ async fn model(cx: Cx, Path(id): Path<String>) -> CmaResult<axum::Json<Value>> {
 
 /// The models named by `cma:<id>` routing profiles (`cma:*` names none).
 async fn routed(cx: &Cx) -> CmaResult<Vec<Value>> {
-    let profiles = cx.native.all(&format!("/v1/model-routing-profiles?environment_id={}", cx.env_id), 1000).await?;
+    let profiles: Vec<crate::views::ModelRoutingProfile> =
+        cx.native.all(&format!("/v1/model-routing-profiles?environment_id={}", cx.env_id), 1000).await?;
     Ok(profiles
         .iter()
         .filter_map(|p| {
-            let name = p["name"].as_str()?.strip_prefix("cma:")?;
-            (name != "*").then(|| json!({"type": "model", "id": name, "display_name": name, "created_at": p["created_at"]}))
+            let name = p.name.strip_prefix("cma:")?;
+            (name != "*").then(|| json!({"type": "model", "id": name, "display_name": name, "created_at": p.created_at}))
         })
         .collect())
 }

@@ -93,13 +93,13 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
     let sent = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(String::from);
     let key = sent.or_else(|| (several).then(|| checkfu_core::id::new_id("cma")));
     let idem: Vec<(&str, String)> = key.map(|k| ("idempotency-key", k)).into_iter().collect();
-    let s = view_of(cx.native.call(axum::http::Method::POST, "/v1/sessions", Some(&native), &idem).await?)?;
+    let s: views::Session = view_of(cx.native.call(axum::http::Method::POST, "/v1/sessions", Some(&native), &idem).await?)?;
     Ok(Json(render(&cx.state, &s).await?))
 }
 
 /// `GET /v1/sessions/{id}`.
 pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    let s = cx.native.get_as(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
+    let s = cx.native.get(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
     Ok(Json(render(&cx.state, &s).await?))
 }
 
@@ -126,13 +126,13 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     if let Some(c) = &cursor {
         url.push_str(&format!("&page={}", encode(&checkfu_core::page::encode_token(&c.id))));
     }
-    let r = cx.native.get(&url).await?;
-    let mut rows: Vec<views::Session> = view_of(r["data"].clone())?;
+    let r: views::Page<views::Session> = cx.native.get(&url).await?;
+    let mut rows = r.data;
     if back {
         rows.reverse();
     }
     let (first, last) = (rows.first().map(|s| json!(s.id)), rows.last().map(|s| json!(s.id)));
-    let native_more = r["next_page"].as_str().is_some_and(|p| !p.is_empty());
+    let native_more = r.next_page.is_some_and(|p| !p.is_empty());
     let token =
         |back: bool, id: &Option<Value>| id.as_ref().and_then(Value::as_str).map(|id| Cursor { descending, back, id: id.into() }.token());
     // Forward: more when the native page says so; a page back always has
@@ -293,15 +293,17 @@ fn resource(r: &Value) -> Value {
 
 /// `GET /v1/sessions/{id}/resources`.
 pub async fn list_resources(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    let s = cx.native.get(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
-    let data = s["resources"].as_array().map(|a| a.iter().map(resource).collect()).unwrap_or_default();
+    let s: views::Session =
+        cx.native.get(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
+    let data = s.resources.as_array().map(|a| a.iter().map(resource).collect()).unwrap_or_default();
     Ok(Json(wire::page(data, None)))
 }
 
 /// `GET /v1/sessions/{id}/resources/{rid}`.
 pub async fn retrieve_resource(cx: Cx, Path((id, rid)): Path<(String, String)>) -> CmaResult<Json<Value>> {
-    let s = cx.native.get(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
-    let found = s["resources"].as_array().into_iter().flatten().map(resource).find(|r| r["id"] == rid.as_str());
+    let s: views::Session =
+        cx.native.get(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
+    let found = s.resources.as_array().into_iter().flatten().map(resource).find(|r| r["id"] == rid.as_str());
     found.map(Json).ok_or_else(|| Error::not_found("session resource", &rid).into())
 }
 
@@ -320,15 +322,17 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     if body["agent"].get("mcp_servers").is_some_and(|v| !v.is_null()) {
         return Err(refuse("mcp_servers_fixed", "a session's MCP servers are its release's: they cannot be changed"));
     }
-    let current: views::Session = cx.native.get_as(&format!("/v1/sessions/{id}")).await?;
+    let current: views::Session = cx.native.get(&format!("/v1/sessions/{id}")).await?;
     // `agent.tools` narrows the selection (while idle, natively checked).
     if let Some(t) = body["agent"].get("tools").filter(|t| !t.is_null()) {
         let d = facts::deployment(&cx.state, &current.agent_deployment_id).await?;
         let def = facts::version(&cx.state, &d.agent_id, d.pins.agent_version).await?.definition;
         let names = super::agents::tool_names(t, &super::mcp::servers_of(&cx.state, &def).await?)?;
-        cx.native.post(&format!("/v1/sessions/{id}/selection"), &json!({"tools": names})).await.map_err(|e| match e.0.code {
-            Code::Invalid => refuse("override_widens", e.0.message),
-            _ => e,
+        cx.native.post::<views::Session>(&format!("/v1/sessions/{id}/selection"), &json!({"tools": names})).await.map_err(|e| {
+            match e.0.code {
+                Code::Invalid => refuse("override_widens", e.0.message),
+                _ => e,
+            }
         })?;
     }
     let mut change = json!({});
@@ -339,7 +343,7 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
         change["metadata"] = if m.is_null() { json!({}) } else { wire::patch_metadata(&current.metadata, m)? };
     }
     if change.as_object().is_some_and(|c| !c.is_empty()) {
-        cx.native.post(&format!("/v1/sessions/{id}"), &change).await?;
+        cx.native.post::<views::Session>(&format!("/v1/sessions/{id}"), &change).await?;
     }
     if let Some(b) = body.get("budget") {
         let existing = current.budget_id.as_deref().filter(|b| !b.is_empty());
@@ -350,23 +354,23 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
             (true, None) => {}
             (false, Some(budget)) => {
                 let limit = budget_limit(b)?;
-                let now = cx.native.get(&format!("/v1/budgets/{budget}")).await?;
-                if limit <= now["consumed"].as_i64().unwrap_or(0) {
+                let now: views::Budget = cx.native.get(&format!("/v1/budgets/{budget}")).await?;
+                if limit <= now.consumed {
                     return Err(refuse(
                         "budget_not_raised",
                         "the new budget is not above what the session has consumed; raise it or detach it",
                     ));
                 }
-                cx.native.post(&format!("/v1/budgets/{budget}"), &json!({"limit": limit})).await?;
+                cx.native.post::<views::Budget>(&format!("/v1/budgets/{budget}"), &json!({"limit": limit})).await?;
             }
             (false, None) => {
                 require_priced(&cx, &current.agent_deployment_id).await?;
                 let attach = json!({"scope": {"kind": "session", "id": id}, "limit": budget_limit(b)?, "metric": "model_spend"});
-                cx.native.post("/v1/budgets", &attach).await?;
+                cx.native.post::<views::Budget>("/v1/budgets", &attach).await?;
             }
         }
     }
-    let s = cx.native.get_as(&format!("/v1/sessions/{id}")).await?;
+    let s: views::Session = cx.native.get(&format!("/v1/sessions/{id}")).await?;
     Ok(Json(render(&cx.state, &s).await?))
 }
 
@@ -413,13 +417,15 @@ async fn require_priced(cx: &Cx, deployment_id: &str) -> CmaResult<()> {
 /// `POST /v1/sessions/{id}/archive`.
 pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
     let id = super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?;
-    let s = view_of(cx.native.post(&format!("/v1/sessions/{id}/archive"), &json!({})).await?)?;
+    let s: views::Session = cx.native.post(&format!("/v1/sessions/{id}/archive"), &json!({})).await?;
     Ok(Json(render(&cx.state, &s).await?))
 }
 
 /// `DELETE /v1/sessions/{id}`: the log is append-only.
 pub async fn delete(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    cx.native.get(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
+    cx.native
+        .get::<views::Session>(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?))
+        .await?;
     Err(refuse("session_delete_unsupported", "sessions are not deleted: their event log is the audit record; archive it"))
 }
 
@@ -480,10 +486,10 @@ async fn vaults_for(cx: &Cx, agent_id: &str, version: i64, v: &Value) -> CmaResu
     }
     for id in &ids {
         let vault = super::vaults::read(cx, id).await?;
-        if vault["status"] == "archived" {
+        if vault.status == "archived" {
             return Err(refuse("vault_archived", format!("vault {id} is archived")));
         }
-        for cid in vault["connection_ids"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        for cid in &vault.connection_ids {
             let c = facts::connection(&cx.state, cid).await?;
             let url = c.url.as_str();
             let live = c.status != "revoked";

@@ -3,6 +3,7 @@
 
 use super::cx::{Cx, encode};
 use super::wire::{self, CmaError, CmaResult, refuse};
+use crate::uploads_wire::{Skill, SkillVersion};
 use axum::Json;
 use axum::extract::{Path, RawQuery, Request};
 use axum::http::{Method, header};
@@ -17,7 +18,7 @@ const MAX_BODY: usize = 12 << 20;
 /// `POST /v1/skills` (multipart `files[]`, `display_name?`).
 pub async fn create(cx: Cx, req: Request) -> CmaResult<Json<Value>> {
     let files = bundle(req).await?;
-    let s = cx.native.post("/v1/skills", &json!({"environment_id": cx.env_id, "files": files})).await?;
+    let s: Skill = cx.native.post("/v1/skills", &json!({"environment_id": cx.env_id, "files": files})).await?;
     Ok(Json(skill(&s)))
 }
 
@@ -29,7 +30,7 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     }
     // Skills deleted here (archived natively) are gone from this surface.
     let path = format!("/v1/skills?environment_id={}", cx.env_id);
-    let live = |s: &Value| if s["status"] != "archived" { skill(s) } else { Value::Null };
+    let live = |s: &Skill| if s.status != "archived" { skill(s) } else { Value::Null };
     Ok(Json(cx.native.page_where(&path, &q, live, |s| !s.is_null()).await?))
 }
 
@@ -42,7 +43,7 @@ pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> 
 pub async fn delete(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
     live(&cx, &id).await?;
-    cx.native.post(&format!("/v1/skills/{id}/archive"), &json!({})).await?;
+    cx.native.post::<Skill>(&format!("/v1/skills/{id}/archive"), &json!({})).await?;
     Ok(Json(json!({"id": id, "type": "skill_deleted"})))
 }
 
@@ -50,7 +51,7 @@ pub async fn delete(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
 pub async fn create_version(cx: Cx, Path(id): Path<String>, req: Request) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
     let files = bundle(req).await?;
-    let v = cx.native.post(&format!("/v1/skills/{id}/versions"), &json!({"files": files})).await?;
+    let v: SkillVersion = cx.native.post(&format!("/v1/skills/{id}/versions"), &json!({"files": files})).await?;
     Ok(Json(version(&v)))
 }
 
@@ -77,13 +78,13 @@ pub async fn delete_version(_cx: Cx, Path(_ids): Path<(String, String)>) -> CmaE
 /// uploads take it. Entries are stored: the bundle is small (≤ 8 MiB) and
 /// mostly text already compressed in transit.
 pub async fn download_version(cx: Cx, Path((id, n)): Path<(String, String)>) -> CmaResult<Response> {
-    let id = live(&cx, &id).await?["id"].as_str().unwrap_or_default().to_string();
+    let id = live(&cx, &id).await?.id;
     let n: i64 = n.parse().map_err(|_| Error::not_found("skill_version", &n))?;
-    let v = cx.native.get(&format!("/v1/skills/{id}/versions/{n}")).await?;
-    let top = v["name"].as_str().filter(|t| !t.is_empty()).unwrap_or("skill").to_string();
+    let v: SkillVersion = cx.native.get(&format!("/v1/skills/{id}/versions/{n}")).await?;
+    let top = if v.name.is_empty() { "skill".to_string() } else { v.name.clone() };
     let mut files = vec![];
-    for f in v["files"].as_array().into_iter().flatten() {
-        let path = f["path"].as_str().unwrap_or_default();
+    for f in &v.files {
+        let path = &f.path;
         let resp = cx.native.raw(Method::GET, &format!("/v1/skills/{id}/versions/{n}/content?path={}", encode(path)), None, &[]).await?;
         let bytes =
             axum::body::to_bytes(resp.into_body(), MAX_BODY).await.map_err(|e| Error::internal(format!("reading a skill file: {e}")))?;
@@ -111,10 +112,10 @@ fn checked(id: &str) -> CmaResult<String> {
 }
 
 /// A skill not deleted through this surface (archived ones are gone).
-async fn live(cx: &Cx, id: &str) -> CmaResult<Value> {
+async fn live(cx: &Cx, id: &str) -> CmaResult<Skill> {
     let id = checked(id)?;
-    let s = cx.native.get(&format!("/v1/skills/{id}")).await?;
-    if s["status"] == "archived" {
+    let s: Skill = cx.native.get(&format!("/v1/skills/{id}")).await?;
+    if s.status == "archived" {
         return Err(Error::not_found("skill", &id).into());
     }
     Ok(s)
@@ -149,14 +150,14 @@ async fn bundle(req: Request) -> CmaResult<Vec<Value>> {
         .collect())
 }
 
-fn skill(s: &Value) -> Value {
-    json!({"type": "skill", "id": s["id"], "display_name": s["name"], "description": s["description"], "source": "custom",
-        "latest_version": s["latest_version"].as_i64().map(|v| v.to_string()), "created_at": s["created_at"], "updated_at": s["updated_at"]})
+fn skill(s: &Skill) -> Value {
+    json!({"type": "skill", "id": s.id, "display_name": s.name, "description": s.description, "source": "custom",
+        "latest_version": s.latest_version.to_string(), "created_at": s.created_at, "updated_at": s.updated_at})
 }
 
-fn version(v: &Value) -> Value {
-    json!({"type": "skill_version", "id": format!("{}", v["version"]), "skill_id": v["skill_id"], "version": v["version"].as_i64().map(|n| n.to_string()),
-        "name": v["name"], "description": v["description"], "directory": v["name"], "created_at": v["created_at"]})
+fn version(v: &SkillVersion) -> Value {
+    json!({"type": "skill_version", "id": v.version.to_string(), "skill_id": v.skill_id, "version": v.version.to_string(),
+        "name": v.name, "description": v.description, "directory": v.name, "created_at": v.created_at})
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use super::cx::{Cx, encode};
 use super::events;
 use super::wire::{self, CmaResult};
+use crate::threads_wire::SessionThread;
 use axum::Json;
 use axum::extract::{Path, RawQuery};
 use axum::http::HeaderMap;
@@ -19,11 +20,11 @@ pub async fn list(cx: Cx, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Cm
     let statuses = wire::params(&q, "statuses");
     let all: Vec<Value> = cx
         .native
-        .all(&format!("/v1/sessions/{id}/threads"), 10_000)
+        .all::<SessionThread>(&format!("/v1/sessions/{id}/threads"), 10_000)
         .await?
         .iter()
+        .filter(|t| statuses.is_empty() || statuses.contains(&t.status.as_str()))
         .map(render)
-        .filter(|t| statuses.is_empty() || statuses.contains(&t["status"].as_str().unwrap_or_default()))
         .collect();
     let skip = wire::number_token::<usize>(&q)?.unwrap_or(0);
     let data: Vec<Value> = all.iter().skip(skip).take(limit).cloned().collect();
@@ -66,19 +67,19 @@ fn checked(id: &str, tid: &str) -> CmaResult<(String, String)> {
 }
 
 /// A native SessionThread as CMA shows it.
-pub fn render(t: &Value) -> Value {
+pub fn render(t: &SessionThread) -> Value {
     json!({
         "type": "session_thread",
-        "id": t["id"],
-        "session_id": t["session_id"],
-        "parent_thread_id": t["parent_thread_id"],
-        "agent": {"type": "agent", "id": t["agent"]["agent_id"], "version": t["agent"]["version"], "name": t["agent"]["name"]},
-        "status": t["status"],
-        "stop_reason": t["stop_reason"],
-        "usage": t["usage"],
-        "stats": t.get("stats").cloned().unwrap_or(json!({})),
-        "created_at": t["created_at"],
-        "updated_at": t["updated_at"],
-        "archived_at": t["archived_at"],
+        "id": t.id,
+        "session_id": t.session_id,
+        "parent_thread_id": t.parent_thread_id,
+        "agent": {"type": "agent", "id": t.agent.agent_id, "version": t.agent.version, "name": t.agent.name},
+        "status": t.status,
+        "stop_reason": t.stop_reason,
+        "usage": t.usage,
+        "stats": t.stats,
+        "created_at": t.created_at,
+        "updated_at": t.updated_at,
+        "archived_at": t.archived_at,
     })
 }

@@ -7,6 +7,7 @@
 
 use super::cx::{Cx, encode};
 use super::wire::{self, CmaResult, refuse};
+use crate::reach_wire::{Connection, ConnectionVault};
 use axum::Json;
 use axum::extract::{Path, RawQuery};
 use checkfu_core::{Code, Error};
@@ -29,24 +30,21 @@ pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> 
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let q = wire::query_pairs(raw.as_deref())?;
     let include_archived = wire::param(&q, "include_archived") == Some("true");
-    let mut page = cx.native.page(&format!("/v1/connection-vaults?environment_id={}", cx.env_id), &q, Value::clone).await?;
-    let data: Vec<Value> =
-        page["data"].as_array().into_iter().flatten().filter(|v| include_archived || v["status"] != "archived").map(vault).collect();
-    page["data"] = json!(data);
-    Ok(Json(page))
+    let live = |v: &ConnectionVault| if include_archived || v.status != "archived" { vault(v) } else { Value::Null };
+    Ok(Json(cx.native.page_where(&format!("/v1/connection-vaults?environment_id={}", cx.env_id), &q, live, |v| !v.is_null()).await?))
 }
 
 /// `POST /v1/vaults/{id}`: `display_name` renames, `metadata` patches.
 pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     let current = read(&cx, &id).await?;
-    let mut change = json!({"expected_version": current["version"]});
+    let mut change = json!({"expected_version": current.version});
     if let Some(n) = body["display_name"].as_str() {
         change["name"] = json!(n);
     }
     if let Some(m) = body.get("metadata") {
-        change["metadata"] = wire::patch_metadata(&current["metadata"], m)?;
+        change["metadata"] = wire::patch_metadata(&json!(current.metadata), m)?;
     }
-    Ok(Json(vault(&cx.native.post(&format!("/v1/connection-vaults/{}", current["id"].as_str().unwrap_or_default()), &change).await?)))
+    Ok(Json(vault(&cx.native.post(&format!("/v1/connection-vaults/{}", current.id), &change).await?)))
 }
 
 /// `POST /v1/vaults/{id}/archive`: its credentials are revoked, then the
@@ -70,7 +68,7 @@ pub async fn delete(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
 /// of the caller at `mcp_server_url`, added to the vault.
 pub async fn create_credential(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     let v = read(&cx, &id).await?;
-    if v["status"] == "archived" {
+    if v.status == "archived" {
         return Err(refuse("vault_archived", format!("vault {id} is archived: it takes no credentials")));
     }
     let auth = &body["auth"];
@@ -92,15 +90,16 @@ pub async fn create_credential(cx: Cx, Path(id): Path<String>, Json(body): Json<
     if let Some(d) = display_name(&body)? {
         native["description"] = json!(d);
     }
-    let c = cx.native.post("/v1/connections", &native).await?;
-    let cid = c["id"].as_str().unwrap_or_default().to_string();
-    let mut ids: Vec<Value> = v["connection_ids"].as_array().cloned().unwrap_or_default();
-    ids.push(json!(cid));
-    let joined =
-        cx.native.post(&format!("/v1/connection-vaults/{id}"), &json!({"connection_ids": ids, "expected_version": v["version"]})).await;
+    let c: Connection = cx.native.post("/v1/connections", &native).await?;
+    let mut ids = v.connection_ids.clone();
+    ids.push(c.id.clone());
+    let joined = cx
+        .native
+        .post::<ConnectionVault>(&format!("/v1/connection-vaults/{id}"), &json!({"connection_ids": ids, "expected_version": v.version}))
+        .await;
     if let Err(e) = joined {
         // Never leave a live credential outside its vault.
-        let _ = cx.native.post(&format!("/v1/connections/{cid}/revoke"), &json!({})).await;
+        let _ = cx.native.post::<Connection>(&format!("/v1/connections/{}/revoke", c.id), &json!({})).await;
         return Err(e);
     }
     Ok(Json(credential_view(&id, &c)))
@@ -120,7 +119,7 @@ pub async fn list_credentials(cx: Cx, Path(id): Path<String>, RawQuery(raw): Raw
     let include_archived = wire::param(&q, "include_archived") == Some("true");
     let start = wire::number_token::<usize>(&q)?.unwrap_or(0);
     let v = read(&cx, &id).await?;
-    let ids: Vec<String> = v["connection_ids"].as_array().into_iter().flatten().filter_map(|c| c.as_str().map(String::from)).collect();
+    let ids = &v.connection_ids;
     let mut data = vec![];
     let mut next = start;
     for cid in ids.iter().skip(start) {
@@ -128,8 +127,8 @@ pub async fn list_credentials(cx: Cx, Path(id): Path<String>, RawQuery(raw): Raw
             break;
         }
         next += 1;
-        let c = cx.native.get(&format!("/v1/connections/{}", encode(cid))).await?;
-        if include_archived || c["status"] != "revoked" {
+        let c: Connection = cx.native.get(&format!("/v1/connections/{}", encode(cid))).await?;
+        if include_archived || c.status != "revoked" {
             data.push(credential_view(&id, &c));
         }
     }
@@ -141,7 +140,7 @@ pub async fn list_credentials(cx: Cx, Path(id): Path<String>, RawQuery(raw): Raw
 pub async fn update_credential(cx: Cx, Path((id, cid)): Path<(String, String)>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     let (_, c) = member(&cx, &id, &cid).await?;
     if let Some(auth) = body.get("auth").filter(|a| !a.is_null()) {
-        let current = auth_view(&c);
+        let current = auth_view(&c); // the CMA form, compared with the CMA body
         if auth["type"] != current["type"] {
             return Err(Error::invalid_field("auth.type", "a credential's type cannot change").into());
         }
@@ -149,7 +148,7 @@ pub async fn update_credential(cx: Cx, Path((id, cid)): Path<(String, String)>, 
             return Err(Error::invalid_field("auth.mcp_server_url", "a credential's mcp_server_url cannot change").into());
         }
         if let Some(secret) = rotation(auth)? {
-            cx.native.post(&format!("/v1/connections/{cid}/credential"), &secret).await?;
+            cx.native.post::<Connection>(&format!("/v1/connections/{cid}/credential"), &secret).await?;
         }
     }
     let mut change = json!({});
@@ -157,9 +156,9 @@ pub async fn update_credential(cx: Cx, Path((id, cid)): Path<(String, String)>, 
         change["description"] = json!(d);
     }
     if let Some(m) = body.get("metadata") {
-        change["metadata"] = labels(&wire::patch_metadata(&c["metadata"], m)?)?;
+        change["metadata"] = labels(&wire::patch_metadata(&c.metadata, m)?)?;
     }
-    let c = if change.as_object().is_some_and(|o| !o.is_empty()) {
+    let c: Connection = if change.as_object().is_some_and(|o| !o.is_empty()) {
         cx.native.post(&format!("/v1/connections/{cid}"), &change).await?
     } else {
         cx.native.get(&format!("/v1/connections/{cid}")).await?
@@ -171,16 +170,18 @@ pub async fn update_credential(cx: Cx, Path((id, cid)): Path<(String, String)>, 
 /// secret destroyed); it stays listed with `archived_at`.
 pub async fn archive_credential(cx: Cx, Path((id, cid)): Path<(String, String)>) -> CmaResult<Json<Value>> {
     let (_, c) = member(&cx, &id, &cid).await?;
-    Ok(Json(credential_view(&id, &revoke(&cx, &c).await?)))
+    Ok(Json(credential_view(&id, &revoke(&cx, c).await?)))
 }
 
 /// `DELETE …/credentials/{cid}`: revoked, then out of the vault; later
 /// reads are 404.
 pub async fn delete_credential(cx: Cx, Path((id, cid)): Path<(String, String)>) -> CmaResult<Json<Value>> {
     let (v, c) = member(&cx, &id, &cid).await?;
-    revoke(&cx, &c).await?;
-    let ids: Vec<&Value> = v["connection_ids"].as_array().into_iter().flatten().filter(|x| *x != cid.as_str()).collect();
-    cx.native.post(&format!("/v1/connection-vaults/{id}"), &json!({"connection_ids": ids, "expected_version": v["version"]})).await?;
+    revoke(&cx, c).await?;
+    let ids: Vec<&String> = v.connection_ids.iter().filter(|x| **x != cid).collect();
+    cx.native
+        .post::<ConnectionVault>(&format!("/v1/connection-vaults/{id}"), &json!({"connection_ids": ids, "expected_version": v.version}))
+        .await?;
     Ok(Json(json!({"id": cid, "type": "vault_credential_deleted"})))
 }
 
@@ -191,7 +192,7 @@ pub async fn validate_credential(_cx: Cx, Path(_ids): Path<(String, String)>) ->
 }
 
 /// The vault `id` as the caller may see it: anything else is not found.
-pub(super) async fn read(cx: &Cx, id: &str) -> CmaResult<Value> {
+pub(super) async fn read(cx: &Cx, id: &str) -> CmaResult<ConnectionVault> {
     if checkfu_core::id::VaultId::check("id", id).is_err() {
         return Err(Error::not_found("vault", id).into());
     }
@@ -202,9 +203,9 @@ pub(super) async fn read(cx: &Cx, id: &str) -> CmaResult<Value> {
 }
 
 /// The vault and its member Connection `cid` (404 unless a member).
-async fn member(cx: &Cx, id: &str, cid: &str) -> CmaResult<(Value, Value)> {
+async fn member(cx: &Cx, id: &str, cid: &str) -> CmaResult<(ConnectionVault, Connection)> {
     let v = read(cx, id).await?;
-    if !v["connection_ids"].as_array().is_some_and(|a| a.iter().any(|c| c == cid)) {
+    if !v.connection_ids.iter().any(|c| c == cid) {
         return Err(Error::not_found("vault_credential", cid).into());
     }
     let c = cx.native.get(&format!("/v1/connections/{cid}")).await?;
@@ -212,18 +213,18 @@ async fn member(cx: &Cx, id: &str, cid: &str) -> CmaResult<(Value, Value)> {
 }
 
 /// Revokes a Connection unless it is already.
-async fn revoke(cx: &Cx, c: &Value) -> CmaResult<Value> {
-    if c["status"] == "revoked" {
-        return Ok(c.clone());
+async fn revoke(cx: &Cx, c: Connection) -> CmaResult<Connection> {
+    if c.status == "revoked" {
+        return Ok(c);
     }
-    cx.native.post(&format!("/v1/connections/{}/revoke", c["id"].as_str().unwrap_or_default()), &json!({})).await
+    cx.native.post(&format!("/v1/connections/{}/revoke", c.id), &json!({})).await
 }
 
-async fn revoke_all(cx: &Cx, v: &Value) -> CmaResult<()> {
-    for cid in v["connection_ids"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+async fn revoke_all(cx: &Cx, v: &ConnectionVault) -> CmaResult<()> {
+    for cid in &v.connection_ids {
         match cx.native.get(&format!("/v1/connections/{cid}")).await {
             Ok(c) => {
-                revoke(cx, &c).await?;
+                revoke(cx, c).await?;
             }
             Err(e) if e.0.code == Code::NotFound => {}
             Err(e) => return Err(e),
@@ -304,46 +305,45 @@ fn labels(v: &Value) -> CmaResult<Value> {
 }
 
 /// A native ConnectionVault as a CMA vault.
-fn vault(v: &Value) -> Value {
+fn vault(v: &ConnectionVault) -> Value {
     json!({
         "type": "vault",
-        "id": v["id"],
-        "display_name": v["name"],
-        "metadata": v.get("metadata").cloned().filter(Value::is_object).unwrap_or(json!({})),
-        "created_at": wire::time(&v["created_at"]),
-        "updated_at": wire::time(&v["updated_at"]),
-        "archived_at": wire::time(&v["archived_at"]),
+        "id": v.id,
+        "display_name": v.name,
+        "metadata": v.metadata,
+        "created_at": v.created_at,
+        "updated_at": v.updated_at,
+        "archived_at": v.archived_at,
     })
 }
 
 /// A credential's `auth` read back from its Connection: the type and URL,
 /// never a secret.
-fn auth_view(c: &Value) -> Value {
-    let cred = &c["credential"];
-    match cred["type"].as_str() {
-        Some("oauth2_refresh") => json!({
+fn auth_view(c: &Connection) -> Value {
+    match &c.credential {
+        Some(cred) if cred.kind == "oauth2_refresh" => json!({
             "type": "mcp_oauth",
-            "mcp_server_url": c["endpoint"]["url"],
+            "mcp_server_url": c.endpoint.url,
             "expires_at": null,
-            "refresh": {"client_id": cred["client_id"], "token_endpoint": cred["token_endpoint"], "scope": cred["scope"],
-                "token_endpoint_auth": {"type": cred["token_endpoint_auth"].as_str().unwrap_or("none")}},
+            "refresh": {"client_id": cred.client_id, "token_endpoint": cred.token_endpoint, "scope": cred.scope,
+                "token_endpoint_auth": {"type": cred.token_endpoint_auth.as_deref().unwrap_or("none")}},
         }),
-        _ => json!({"type": "static_bearer", "mcp_server_url": c["endpoint"]["url"]}),
+        _ => json!({"type": "static_bearer", "mcp_server_url": c.endpoint.url}),
     }
 }
 
 /// A native Connection as a credential of vault `vault_id`.
-fn credential_view(vault_id: &str, c: &Value) -> Value {
+fn credential_view(vault_id: &str, c: &Connection) -> Value {
     json!({
         "type": "vault_credential",
-        "id": c["id"],
+        "id": c.id,
         "vault_id": vault_id,
-        "display_name": c["description"].as_str().filter(|d| !d.is_empty()),
-        "metadata": c.get("metadata").cloned().filter(Value::is_object).unwrap_or(json!({})),
+        "display_name": Some(c.description.as_str()).filter(|d| !d.is_empty()),
+        "metadata": Some(&c.metadata).filter(|m| m.is_object()).cloned().unwrap_or(json!({})),
         "auth": auth_view(c),
-        "created_at": wire::time(&c["created_at"]),
-        "updated_at": wire::time(&c["updated_at"]),
-        "archived_at": wire::time(&c["revoked_at"]),
+        "created_at": c.created_at,
+        "updated_at": c.updated_at,
+        "archived_at": c.revoked_at,
     })
 }
 
@@ -373,8 +373,13 @@ mod tests {
 
     #[test]
     fn no_secret_is_read_back() {
-        let c = json!({"id": "conn_1", "description": "gh", "endpoint": {"url": "https://m"}, "metadata": {},
-            "credential": {"type": "static_bearer", "state": "ok"}, "revoked_at": null});
+        let c = super::super::cx::view_of(json!({"id": "conn_1", "environment_id": "env_1", "name": "n", "description": "gh",
+            "metadata": {}, "kind": "mcp", "endpoint": {"url": "https://m"}, "owner": {"kind": "principal", "id": "prn_1"},
+            "credential": {"type": "static_bearer", "state": "ok", "created_at": "2026-01-01T00:00:00Z", "rotated_at": null,
+                "last_used_at": null},
+            "status": "active", "created_by": "prn_1", "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+            "revoked_at": null, "version": 1}))
+        .expect("a native Connection");
         let v = credential_view("cvlt_1", &c);
         assert_eq!(v["auth"], json!({"type": "static_bearer", "mcp_server_url": "https://m"}));
         assert_eq!((v["display_name"].as_str(), v["vault_id"].as_str()), (Some("gh"), Some("cvlt_1")));

@@ -196,11 +196,6 @@ pub fn page(data: Vec<Value>, next_page: Option<String>) -> Value {
     json!({"data": data, "next_page": next_page.filter(|p| !p.is_empty())})
 }
 
-/// A native RFC 3339 timestamp as CMA shows it (the same text).
-pub fn time(v: &Value) -> Value {
-    v.as_str().map(|s| json!(s)).unwrap_or(Value::Null)
-}
-
 /// A CMA `metadata` object: string values only (native keeps the same).
 pub fn metadata(v: &Value) -> CmaResult<Value> {
     match v {

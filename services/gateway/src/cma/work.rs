@@ -84,8 +84,8 @@ impl WorkCx {
                 Err(refused("this call takes the environment key (a Runner credential of the environment's pool), not an API key"))
             }
             Cred::Key(cx) => {
-                let p = cx.native.get(&format!("/v1/sandbox-profiles/{}", encode(profile_id))).await?;
-                cx.state.require_manage(&cx.caller, p["environment_id"].as_str().unwrap_or_default()).await?;
+                let p: crate::views::SandboxProfile = cx.native.get(&format!("/v1/sandbox-profiles/{}", encode(profile_id))).await?;
+                cx.state.require_manage(&cx.caller, &p.environment_id).await?;
                 Ok(String::new())
             }
         }

@@ -8,6 +8,7 @@ use crate::bodies::{self, parse};
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, Query};
 use crate::idempotency::{key_of, once};
+use crate::threads_wire::{self, SessionThread};
 use crate::views::{self, ErrorEnvelope, Page};
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
@@ -506,7 +507,7 @@ pub async fn list_threads(
     caller: Caller,
     Path(id): Path<String>,
     Query(q): Query<ThreadQuery>,
-) -> ApiResult<Json<Value>> {
+) -> J<Page<SessionThread>> {
     facts_for(&st, &caller, &id, false).await?;
     let r = st
         .sessions
@@ -514,38 +515,35 @@ pub async fn list_threads(
         .list_threads(ss::ListThreadsRequest { session_id: id, status: q.status.unwrap_or_default() })
         .await?
         .into_inner();
-    Ok(Json(super::json_page(&r.json, &r.next_page)))
+    let data = if r.threads.is_empty() {
+        r.json.iter().map(|j| threads_wire::thread(None, j)).collect::<Result<_, _>>()?
+    } else {
+        r.threads.iter().map(|t| threads_wire::thread(Some(t), "")).collect::<Result<_, _>>()?
+    };
+    Ok(Json(Page { data, next_page: None }))
 }
 
-/// Checks the thread is the Session's (404 else).
-async fn thread_of(st: &AppState, caller: &Caller, session_id: &str, thread_id: &str, write: bool) -> ApiResult<Value> {
+/// The thread, if it is the Session's (404 else).
+async fn thread_of(st: &AppState, caller: &Caller, session_id: &str, thread_id: &str, write: bool) -> ApiResult<SessionThread> {
     facts_for(st, caller, session_id, write).await?;
     let req = ss::ThreadRequest { session_id: session_id.into(), thread_id: thread_id.into(), actor_id: caller.principal_id.clone() };
     let r = st.sessions.clone().get_thread(req).await?.into_inner();
-    Ok(crate::json_text::doc(&r.json))
+    Ok(threads_wire::thread(r.thread.as_ref(), &r.json)?)
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}", tag = "sessions", operation_id = "sessions.getSessionThread", params(("id" = String, Path), ("thread_id" = String, Path)),
     responses((status = 200, body = crate::threads_wire::SessionThread), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn get_thread(
-    State(st): State<AppState>,
-    caller: Caller,
-    Path((id, thread_id)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+pub async fn get_thread(State(st): State<AppState>, caller: Caller, Path((id, thread_id)): Path<(String, String)>) -> J<SessionThread> {
     Ok(Json(thread_of(&st, &caller, &id, &thread_id, false).await?))
 }
 
 #[utoipa::path(post, path = "/v1/sessions/{id}/threads/{thread_id}/archive", tag = "sessions", operation_id = "sessions.archiveSessionThread", params(("id" = String, Path), ("thread_id" = String, Path)),
     responses((status = 200, description = "An idle, unparked child, terminated; the primary is 409", body = crate::threads_wire::SessionThread), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn archive_thread(
-    State(st): State<AppState>,
-    caller: Caller,
-    Path((id, thread_id)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+pub async fn archive_thread(State(st): State<AppState>, caller: Caller, Path((id, thread_id)): Path<(String, String)>) -> J<SessionThread> {
     facts_for(&st, &caller, &id, true).await?;
     let req = ss::ThreadRequest { session_id: id, thread_id, actor_id: caller.principal_id };
     let r = st.sessions.clone().archive_thread(req).await?.into_inner();
-    Ok(Json(crate::json_text::doc(&r.json)))
+    Ok(Json(threads_wire::thread(r.thread.as_ref(), &r.json)?))
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}/events", tag = "sessions", operation_id = "sessions.listSessionThreadEvents",
@@ -575,6 +573,6 @@ pub async fn stream_thread_events(
 ) -> ApiResult<Response> {
     let thread = thread_of(&st, &caller, &id, &thread_id, false).await?;
     // The primary's view is the Session's.
-    let view = thread.get("parent_thread_id").and_then(Value::as_str).is_some().then_some(thread_id);
+    let view = thread.parent_thread_id.is_some().then_some(thread_id);
     stream_view(st, caller, id, view, headers, raw).await
 }
