@@ -1,7 +1,6 @@
-//! A Session's threads and Outcomes (api.md §14–15). A thread crosses the
-//! mesh typed and is rendered here; an Outcome's JSON is still the sessions
-//! service's, passed on, and its shape below is for the OpenAPI document
-//! (schemathesis checks every answer against it).
+//! A Session's threads and Outcomes (api.md §14–15): they cross the mesh
+//! typed and are rendered here (or read from a 0.1.0 sessions service's
+//! JSON).
 
 use crate::views::Usage;
 use checkfu_core::Error;
@@ -74,12 +73,12 @@ pub fn thread(typed: Option<&ss::SessionThread>, json_text: &str) -> Result<Sess
 }
 
 /// An Outcome: what done means for a Session, graded each iteration.
-#[derive(ToSchema)]
-#[allow(dead_code, reason = "the OpenAPI shape of the JSON the sessions service renders")]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Outcome {
     pub id: String,
     /// `outcome`.
     #[schema(rename = "type")]
+    #[serde(rename = "type")]
     pub kind: String,
     pub session_id: String,
     pub define_event_id: String,
@@ -88,9 +87,9 @@ pub struct Outcome {
     pub max_iterations: i64,
     /// `{name, question, failure}` each.
     #[schema(value_type = Vec<Object>)]
-    pub criteria: Vec<Value>,
+    pub criteria: Vec<Criterion>,
     #[schema(value_type = Option<Object>)]
-    pub report_declaration: Option<Value>,
+    pub report_declaration: Option<ReportDeclaration>,
     /// `pending`, `running`, `satisfied`, `max_iterations_reached`, `failed` or `interrupted`.
     pub status: String,
     pub reason: Option<String>,
@@ -100,9 +99,88 @@ pub struct Outcome {
     #[schema(value_type = Option<Object>)]
     pub report: Option<Value>,
     #[schema(value_type = Object)]
-    pub usage: Value,
+    pub usage: OutcomeUsage,
     pub created_at: String,
     pub completed_at: Option<String>,
+}
+
+// The parts of an Outcome; the OpenAPI document shows them as objects.
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Criterion {
+    pub name: String,
+    pub question: String,
+    pub failure: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ReportDeclaration {
+    pub extraction: String,
+    pub outputs: Vec<DeclaredOutput>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DeclaredOutput {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// As its author wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance: Option<Value>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OutcomeUsage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cost_micro_usd: i64,
+}
+
+/// An Outcome from its typed form, or from a 0.1.0 sessions service's JSON.
+pub fn outcome(typed: Option<&ss::Outcome>, json_text: &str) -> Result<Outcome, Error> {
+    let Some(o) = typed else {
+        return serde_json::from_str(json_text).map_err(|e| Error::internal(format!("a 0.1.0 Outcome answer is unreadable: {e}")));
+    };
+    let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    let json = |s: &str| (!s.is_empty()).then(|| crate::json_text::doc(s));
+    let usage = o.usage.unwrap_or_default();
+    Ok(Outcome {
+        id: o.id.clone(),
+        kind: "outcome".into(),
+        session_id: o.session_id.clone(),
+        define_event_id: o.define_event_id.clone(),
+        description: o.description.clone(),
+        rubric: o.rubric.clone(),
+        max_iterations: o.max_iterations,
+        criteria: o
+            .criteria
+            .iter()
+            .map(|c| Criterion { name: c.name.clone(), question: c.question.clone(), failure: c.failure.clone() })
+            .collect(),
+        report_declaration: o.report_declaration.as_ref().map(|r| ReportDeclaration {
+            extraction: r.extraction.clone(),
+            outputs: r
+                .outputs
+                .iter()
+                .map(|d| DeclaredOutput {
+                    name: d.name.clone(),
+                    kind: d.r#type.clone(),
+                    description: d.description.clone(),
+                    acceptance: json(&d.acceptance_json),
+                })
+                .collect(),
+        }),
+        status: o.status.clone(),
+        reason: o.reason.clone(),
+        iterations_used: o.iterations_used,
+        evaluations: o.evaluations_json.iter().map(|e| crate::json_text::doc(e)).collect(),
+        report: json(&o.report_json),
+        usage: OutcomeUsage { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens, cost_micro_usd: usage.cost_micro_usd },
+        created_at: o.created_at.clone(),
+        completed_at: opt(&o.completed_at),
+    })
 }
 
 #[cfg(test)]
@@ -136,5 +214,63 @@ mod tests {
         let v = json!(thread(Some(&primary), "").expect("typed"));
         assert_eq!((v["parent_thread_id"].clone(), v["stop_reason"].clone()), (json!(null), json!(null)), "absent is null");
         assert!(thread(None, "not json").is_err(), "an unreadable answer is an error, not an empty thread");
+    }
+
+    #[test]
+    fn an_outcome_renders_the_same_typed_or_from_a_0_1_0_services_json() {
+        let text = json!({"id": "out_1", "type": "outcome", "session_id": "sess_1", "define_event_id": "evt_1",
+            "description": "say hello", "rubric": "require: hello", "max_iterations": 3,
+            "criteria": [{"name": "greets", "question": "does it greet?", "failure": "no greeting"}],
+            "report_declaration": {"extraction": "read it", "outputs": [
+                {"name": "count", "type": "integer", "acceptance": {"min": 1, "values": [1, 2]}},
+                {"name": "note", "type": "string", "description": "why"}]},
+            "status": "satisfied", "reason": null, "iterations_used": 2,
+            "evaluations": [{"iteration": 1, "result": "needs_revision"}, {"iteration": 2, "result": "satisfied", "explanation": "ok"}],
+            "report": {"count": 2, "note": "fine"},
+            "usage": {"input_tokens": 10, "output_tokens": 4, "cost_micro_usd": 3},
+            "created_at": "2026-01-01T00:00:00Z", "completed_at": "2026-01-01T00:00:05Z"});
+        let typed = ss::Outcome {
+            id: "out_1".into(),
+            session_id: "sess_1".into(),
+            define_event_id: "evt_1".into(),
+            description: "say hello".into(),
+            rubric: "require: hello".into(),
+            max_iterations: 3,
+            criteria: vec![ss::OutcomeCriterion {
+                name: "greets".into(),
+                question: "does it greet?".into(),
+                failure: "no greeting".into(),
+            }],
+            report_declaration: Some(ss::ReportDeclaration {
+                extraction: "read it".into(),
+                outputs: vec![
+                    ss::DeclaredOutput {
+                        name: "count".into(),
+                        r#type: "integer".into(),
+                        description: None,
+                        acceptance_json: r#"{"min":1,"values":[1,2]}"#.into(),
+                    },
+                    ss::DeclaredOutput {
+                        name: "note".into(),
+                        r#type: "string".into(),
+                        description: Some("why".into()),
+                        acceptance_json: String::new(),
+                    },
+                ],
+            }),
+            status: "satisfied".into(),
+            reason: None,
+            iterations_used: 2,
+            evaluations_json: text["evaluations"].as_array().expect("list").iter().map(Value::to_string).collect(),
+            report_json: text["report"].to_string(),
+            usage: Some(ss::OutcomeUsage { input_tokens: 10, output_tokens: 4, cost_micro_usd: 3 }),
+            created_at: "2026-01-01T00:00:00Z".into(),
+            completed_at: "2026-01-01T00:00:05Z".into(),
+        };
+        assert_eq!(json!(outcome(Some(&typed), "").expect("typed")), text);
+        assert_eq!(json!(outcome(None, &text.to_string()).expect("0.1.0 text")), text);
+        let open = ss::Outcome { report_declaration: None, report_json: String::new(), completed_at: String::new(), ..typed };
+        let v = json!(outcome(Some(&open), "").expect("typed"));
+        assert_eq!((&v["report_declaration"], &v["report"], &v["completed_at"]), (&json!(null), &json!(null), &json!(null)));
     }
 }

@@ -115,8 +115,9 @@ fn deployment(d: Deployment) -> pb::Deployment {
 }
 
 /// A thread typed, and as the JSON a 0.1.0 gateway reads.
+#[allow(deprecated)] // json: a 0.1.0 gateway's
 fn thread_answer(t: ThreadView) -> pb::JsonAnswer {
-    pb::JsonAnswer { json: t.to_json().to_string(), session_id: t.session_id.clone(), thread: Some(thread(t)) }
+    pb::JsonAnswer { json: t.to_json().to_string(), session_id: t.session_id.clone(), thread: Some(thread(t)), outcome: None }
 }
 
 fn thread(t: ThreadView) -> pb::SessionThread {
@@ -568,24 +569,41 @@ impl Rpc for SessionsGrpc {
 
     async fn get_outcome(&self, r: Request<pb::GetByIdRequest>) -> R<pb::JsonAnswer> {
         let o = self.svc.get_outcome(&r.into_inner().id).await?;
-        ok(pb::JsonAnswer { json: crate::outcomes::view(&o).to_string(), session_id: o.session_id, thread: None })
+        #[allow(deprecated)] // json: a 0.1.0 gateway's
+        let answer = pb::JsonAnswer {
+            json: crate::outcomes::view(&o).to_string(),
+            outcome: Some(crate::outcome_wire::outcome(&o)),
+            session_id: o.session_id,
+            thread: None,
+        };
+        ok(answer)
     }
 
     async fn list_outcomes(&self, r: Request<pb::ListRunsRequest>) -> R<pb::JsonList> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
         let (rows, next_page) = p.finish(self.svc.list_outcomes(&r.session_id, &p).await?, |o| o.id.as_str());
-        ok(pb::JsonList { json: rows.iter().map(|o| crate::outcomes::view(o).to_string()).collect(), next_page, threads: vec![] })
+        #[allow(deprecated)] // json: a 0.1.0 gateway's
+        let list = pb::JsonList {
+            json: rows.iter().map(|o| crate::outcomes::view(o).to_string()).collect(),
+            next_page,
+            threads: vec![],
+            outcomes: rows.iter().map(crate::outcome_wire::outcome).collect(),
+        };
+        ok(list)
     }
 
     async fn list_threads(&self, r: Request<pb::ListThreadsRequest>) -> R<pb::JsonList> {
         let r = r.into_inner();
         let rows = self.svc.threads(&r.session_id, &r.status).await?;
-        ok(pb::JsonList {
+        #[allow(deprecated)] // json: a 0.1.0 gateway's
+        let list = pb::JsonList {
             json: rows.iter().map(|t| t.to_json().to_string()).collect(),
             next_page: String::new(),
             threads: rows.into_iter().map(thread).collect(),
-        })
+            outcomes: vec![],
+        };
+        ok(list)
     }
 
     async fn get_thread(&self, r: Request<pb::ThreadRequest>) -> R<pb::JsonAnswer> {

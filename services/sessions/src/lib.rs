@@ -18,6 +18,7 @@ pub mod live;
 pub mod log;
 pub mod memory;
 pub mod model;
+mod outcome_wire;
 pub mod outcomes;
 mod pollers;
 pub mod run_state_wire;

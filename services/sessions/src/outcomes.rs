@@ -475,7 +475,7 @@ impl SessionsService {
     }
 }
 
-/// The API JSON of an Outcome.
+/// The API JSON of an Outcome, as a 0.1.0 gateway reads it (`JsonAnswer.json`).
 pub fn view(o: &Outcome) -> Value {
     let at = |ms: i64| if ms == 0 { Value::Null } else { Value::String(checkfu_core::time::rfc3339(ms)) };
     json!({

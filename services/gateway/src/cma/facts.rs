@@ -4,11 +4,11 @@
 //! decision: the native call that follows (or came first) makes that.
 
 use super::wire::CmaResult;
+use crate::threads_wire::{self, Outcome};
 use crate::{AppState, views};
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::sessions::v1 as ss;
-use serde_json::Value;
 
 pub async fn agent(st: &AppState, id: &str) -> CmaResult<views::Agent> {
     Ok(views::agent(&st.sessions.clone().get_agent(ss::GetByIdRequest { id: id.into() }).await?.into_inner()))
@@ -87,10 +87,16 @@ pub async fn connection(st: &AppState, id: &str) -> CmaResult<checkfu_proto::cap
 }
 
 /// A Session's Outcomes, oldest first (at most the newest 100).
-pub async fn outcomes(st: &AppState, session_id: &str) -> CmaResult<Vec<Value>> {
+pub async fn outcomes(st: &AppState, session_id: &str) -> CmaResult<Vec<Outcome>> {
     let req = ss::ListRunsRequest { session_id: session_id.into(), limit: 100, page: String::new() };
     let r = st.sessions.clone().list_outcomes(req).await?.into_inner();
-    Ok(r.json.iter().rev().filter_map(|j| serde_json::from_str(j).ok()).collect())
+    #[allow(deprecated)] // json: a 0.1.0 sessions service's
+    let rows: Vec<Outcome> = if r.outcomes.is_empty() {
+        r.json.iter().map(|j| threads_wire::outcome(None, j)).collect::<Result<_, _>>()?
+    } else {
+        r.outcomes.iter().map(|o| threads_wire::outcome(Some(o), "")).collect::<Result<_, _>>()?
+    };
+    Ok(rows.into_iter().rev().collect())
 }
 
 pub async fn budget(st: &AppState, id: &str) -> CmaResult<views::Budget> {

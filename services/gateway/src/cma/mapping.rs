@@ -107,8 +107,8 @@ pub struct Mapper {
     uses: HashMap<(String, String), (Value, bool)>,
     /// (thread, native id) → the `agent.custom_tool_use` event.
     custom_uses: HashMap<(String, String), Value>,
-    /// Calls confirmed in the Session (their approval's resolution is not
-    /// shown again as a confirmation).
+    /// Calls whose confirmation was shown — the client's echo, or their
+    /// approval's resolution — so each call shows one.
     confirmed: HashSet<(String, String)>,
     /// The ids of the rules the projection compiled for the Session's
     /// agent (`cma:<agt>`): their decisions are `always_allow`/`always_ask`.
@@ -140,7 +140,11 @@ impl Mapper {
         let (kind, body) = match t {
             _ if t == "action_approval.resolved" => {
                 let key = (thread.clone(), native_use("tool_use_id"));
-                if self.confirmed.contains(&key) {
+                // One confirmation per call, whichever the log holds first:
+                // the client's echo usually, but when governance's outcome
+                // reached the Session before the echo (a sweeper raced the
+                // confirming call), this resolution, and the echo is hidden.
+                if !self.confirmed.insert(key.clone()) {
                     return None;
                 }
                 // Answered outside the Session (the native inbox, or expiry).
@@ -203,7 +207,9 @@ impl Mapper {
             "user.tool_confirmation" => {
                 let key = (thread.clone(), native_use("tool_use_id"));
                 let id = self.use_id(&key);
-                self.confirmed.insert(key);
+                if !self.confirmed.insert(key) {
+                    return None;
+                }
                 let mut b = p;
                 b.insert("tool_use_id".into(), id);
                 (t.to_string(), Value::Object(b))
@@ -366,6 +372,15 @@ mod tests {
             "answered in the Session: shown once"
         );
         let r = m.map(&native(5, "agent.tool_result", json!({"tool_use_id": "toolu_1", "content": "hi\n", "is_error": false}))).expect("r");
+        // Governance's outcome recorded before the client's echo: still one.
+        let ask3 = json!({"tool_use_id": "toolu_3", "name": "bash", "input": {}, "evaluated_permission": "require_approval", "matched_rule_id": null});
+        m.map(&native(7, "agent.tool_use", ask3)).expect("shown");
+        let first = m.map(&native(8, "action_approval.resolved", json!({"tool_use_id": "toolu_3", "status": "approved"}))).expect("shown");
+        assert_eq!((first["type"].as_str(), first["result"].as_str()), (Some("user.tool_confirmation"), Some("allow")));
+        assert!(
+            m.map(&native(9, "user.tool_confirmation", json!({"tool_use_id": "toolu_3", "result": "allow"}))).is_none(),
+            "the echo after its resolution: shown once"
+        );
         assert_eq!((r["tool_use_id"].as_str(), r["content"][0]["text"].as_str()), (Some("evt_1"), Some("hi\n")));
         let allowed = json!({"tool_use_id": "toolu_2", "name": "bash", "input": {}, "evaluated_permission": "allow", "matched_rule_id": "rule_agent"});
         assert_eq!(m.map(&native(6, "agent.tool_use", allowed)).expect("shown")["evaluation"], json!({"type": "always_allow"}));
@@ -384,9 +399,15 @@ mod tests {
             (c["type"].as_str(), c["tool_use_id"].as_str(), c["result"].as_str()),
             (Some("user.tool_confirmation"), Some("evt_1"), Some("deny"))
         );
-        let expired = m.map(&native(3, "action_approval.resolved", json!({"tool_use_id": "t", "status": "expired"}))).expect("shown");
+        assert!(m.map(&native(3, "action_approval.resolved", json!({"tool_use_id": "t", "status": "denied"}))).is_none(), "once");
+        m.map(&native(
+            4,
+            "agent.tool_use",
+            json!({"tool_use_id": "t2", "name": "bash", "input": {}, "evaluated_permission": "require_approval"}),
+        ));
+        let expired = m.map(&native(5, "action_approval.resolved", json!({"tool_use_id": "t2", "status": "expired"}))).expect("shown");
         assert_eq!(expired["result"], "deny", "expiry is a deny");
-        let d = m.map(&native(4, "policy.denied", json!({"tool_use_id": "t", "guidance": "denied: no"}))).expect("shown");
+        let d = m.map(&native(6, "policy.denied", json!({"tool_use_id": "t", "guidance": "denied: no"}))).expect("shown");
         assert_eq!(
             (d["type"].as_str(), d["is_error"].as_bool(), d["content"][0]["text"].as_str()),
             (Some("agent.tool_result"), Some(true), Some("denied: no"))

@@ -6,6 +6,7 @@ use super::deployments::{deployment_for, self_hosted};
 use super::facts;
 use super::mapping;
 use super::wire::{self, CmaResult, refuse};
+use crate::threads_wire::Outcome;
 use crate::{AppState, views};
 use axum::Json;
 use axum::extract::{Path, RawQuery};
@@ -171,20 +172,21 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
 
 /// A native Outcome as CMA's per-outcome evaluation state: `running`
 /// while active (being worked on or graded), else how it ended.
-fn outcome_evaluation(o: &Value) -> Value {
-    let last = o["evaluations"].as_array().and_then(|e| e.last()).cloned().unwrap_or(Value::Null);
-    let result = match o["status"].as_str().unwrap_or_default() {
+fn outcome_evaluation(o: &Outcome) -> Value {
+    // The newest evaluation's payload (free JSON, as its event recorded it).
+    let last = o.evaluations.last().cloned().unwrap_or(Value::Null);
+    let result = match o.status.as_str() {
         "active" => "running",
         other => other,
     };
     json!({
         "type": "outcome_evaluation",
-        "outcome_id": o["id"],
-        "description": o["description"].as_str().unwrap_or_default(),
-        "iteration": o["iterations_used"].as_i64().unwrap_or(0),
+        "outcome_id": o.id,
+        "description": o.description,
+        "iteration": o.iterations_used,
         "result": result,
         "explanation": last["explanation"],
-        "completed_at": o["completed_at"],
+        "completed_at": o.completed_at,
     })
 }
 

@@ -8,7 +8,7 @@ use crate::bodies::{self, parse};
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, Query};
 use crate::idempotency::{key_of, once};
-use crate::threads_wire::{self, SessionThread};
+use crate::threads_wire::{self, Outcome, SessionThread};
 use crate::views::{self, ErrorEnvelope, Page};
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
@@ -471,7 +471,7 @@ pub async fn get_run(State(st): State<AppState>, caller: Caller, Path(id): Path<
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/outcomes", tag = "sessions", operation_id = "sessions.listSessionOutcomes", params(("id" = String, Path), Paging),
     responses((status = 200, description = "The Session's Outcomes, newest first", body = crate::views::Page<crate::threads_wire::Outcome>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_outcomes(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> ApiResult<Json<Value>> {
+pub async fn list_outcomes(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J<Page<Outcome>> {
     facts_for(&st, &caller, &id, false).await?;
     let r = st
         .sessions
@@ -479,16 +479,24 @@ pub async fn list_outcomes(State(st): State<AppState>, caller: Caller, Path(id):
         .list_outcomes(ss::ListRunsRequest { session_id: id, limit: paging.limit(), page: paging.page() })
         .await?
         .into_inner();
-    Ok(Json(super::json_page(&r.json, &r.next_page)))
+    #[allow(deprecated)] // json: a 0.1.0 sessions service's
+    let data = if r.outcomes.is_empty() {
+        r.json.iter().map(|j| threads_wire::outcome(None, j)).collect::<Result<_, _>>()?
+    } else {
+        r.outcomes.iter().map(|o| threads_wire::outcome(Some(o), "")).collect::<Result<_, _>>()?
+    };
+    Ok(Json(Page { data, next_page: (!r.next_page.is_empty()).then_some(r.next_page) }))
 }
 
 #[utoipa::path(get, path = "/v1/outcomes/{id}", tag = "sessions", operation_id = "sessions.getOutcome", params(("id" = String, Path)),
     responses((status = 200, description = "An Outcome, for whoever may read its Session", body = crate::threads_wire::Outcome), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn get_outcome(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get_outcome(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<Outcome> {
     checkfu_core::id::OutcomeId::check("id", &id)?;
     let r = st.sessions.clone().get_outcome(ss::GetByIdRequest { id }).await?.into_inner();
     facts_for(&st, &caller, &r.session_id, false).await?;
-    Ok(Json(crate::json_text::doc(&r.json)))
+    #[allow(deprecated)] // json: a 0.1.0 sessions service's
+    let json = &r.json;
+    Ok(Json(threads_wire::outcome(r.outcome.as_ref(), json)?))
 }
 
 /// `?status=`.
@@ -515,6 +523,7 @@ pub async fn list_threads(
         .list_threads(ss::ListThreadsRequest { session_id: id, status: q.status.unwrap_or_default() })
         .await?
         .into_inner();
+    #[allow(deprecated)] // json: a 0.1.0 sessions service's
     let data = if r.threads.is_empty() {
         r.json.iter().map(|j| threads_wire::thread(None, j)).collect::<Result<_, _>>()?
     } else {
@@ -528,7 +537,9 @@ async fn thread_of(st: &AppState, caller: &Caller, session_id: &str, thread_id: 
     facts_for(st, caller, session_id, write).await?;
     let req = ss::ThreadRequest { session_id: session_id.into(), thread_id: thread_id.into(), actor_id: caller.principal_id.clone() };
     let r = st.sessions.clone().get_thread(req).await?.into_inner();
-    Ok(threads_wire::thread(r.thread.as_ref(), &r.json)?)
+    #[allow(deprecated)] // json: a 0.1.0 sessions service's
+    let json = &r.json;
+    Ok(threads_wire::thread(r.thread.as_ref(), json)?)
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}", tag = "sessions", operation_id = "sessions.getSessionThread", params(("id" = String, Path), ("thread_id" = String, Path)),
@@ -543,7 +554,9 @@ pub async fn archive_thread(State(st): State<AppState>, caller: Caller, Path((id
     facts_for(&st, &caller, &id, true).await?;
     let req = ss::ThreadRequest { session_id: id, thread_id, actor_id: caller.principal_id };
     let r = st.sessions.clone().archive_thread(req).await?.into_inner();
-    Ok(Json(threads_wire::thread(r.thread.as_ref(), &r.json)?))
+    #[allow(deprecated)] // json: a 0.1.0 sessions service's
+    let json = &r.json;
+    Ok(Json(threads_wire::thread(r.thread.as_ref(), json)?))
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}/events", tag = "sessions", operation_id = "sessions.listSessionThreadEvents",
