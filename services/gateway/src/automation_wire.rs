@@ -68,6 +68,54 @@ pub fn firing_graph(f: &pb::Firing) -> Value {
     }
 }
 
+/// A steps firing's progress, `{state, result, attempt, outcomes}`; `null`
+/// for an Agent target.
+#[allow(deprecated)]
+pub fn trace_steps(t: &pb::FiringTrace) -> Value {
+    let Some(p) = &t.steps else { return text(&t.steps_json) };
+    let outcomes: Vec<Value> = p
+        .outcomes
+        .iter()
+        .map(|o| {
+            let mut v = json!({"n": o.n, "step_id": o.step_id, "kind": o.kind, "at": o.at});
+            if let Some(r) = &o.reason {
+                v["reason"] = json!(r);
+            }
+            if let Some(b) = &o.branch {
+                v["branch"] = json!(b);
+            }
+            v
+        })
+        .collect();
+    json!({"state": p.state, "result": p.result, "attempt": p.attempt, "outcomes": outcomes})
+}
+
+/// `{sessions:[{step_id, session_id, status, stop_reason}], approvals, waits}`.
+#[allow(deprecated)]
+pub fn trace_receipts(t: &pb::FiringTrace) -> Value {
+    let Some(r) = &t.receipts else { return text(&t.receipts_json) };
+    let sessions: Vec<Value> = r
+        .sessions
+        .iter()
+        .map(|s| {
+            let stop = checkfu_proto::views::stop_reason(s.stop_reason.as_ref(), &s.stop_reason_json);
+            json!({"step_id": s.step_id, "session_id": s.session_id, "status": s.status, "stop_reason": stop})
+        })
+        .collect();
+    let approvals: Vec<Value> =
+        r.approvals.iter().map(|a| json!({"step_id": a.step_id, "action_approval_id": a.action_approval_id, "status": a.status})).collect();
+    let waits: Vec<Value> = r.waits.iter().map(|w| json!({"step_id": w.step_id, "until": w.until, "elapsed": w.elapsed})).collect();
+    json!({"sessions": sessions, "approvals": approvals, "waits": waits})
+}
+
+/// `{complete, missing:[{kind, id}]}`.
+#[allow(deprecated)]
+pub fn trace_evidence(t: &pb::FiringTrace) -> Value {
+    let Some(e) = &t.evidence else { return text(&t.evidence_json) };
+    let missing: Vec<Value> = e.missing.iter().map(|m| json!({"kind": m.kind, "id": m.id})).collect();
+    json!({"complete": e.complete, "missing": missing})
+}
+
 #[cfg(test)]
 #[allow(deprecated)]
 mod tests {
@@ -126,5 +174,72 @@ mod tests {
             assert_eq!(firing_graph(f), json!({"graph_id": "agr_1", "revision": null}));
         }
         assert_eq!((firing_error(&pb::Firing::default()), firing_graph(&pb::Firing::default())), (Value::Null, Value::Null));
+    }
+
+    #[test]
+    fn a_trace_renders_the_same_typed_or_from_a_0_1_0_schedulers_text() {
+        let steps = json!({"state": "settled", "result": "succeeded", "attempt": 1, "outcomes": [
+            {"n": 1, "step_id": "s1", "kind": "succeeded", "at": "2026-01-01T00:00:00Z"},
+            {"n": 2, "step_id": "s2", "kind": "branched", "at": "2026-01-01T00:00:01Z", "reason": "r", "branch": "yes"}]});
+        let receipts = json!({"sessions": [{"step_id": "s1", "session_id": "sess_1", "status": "idle", "stop_reason": {"type": "end_turn"}}],
+            "approvals": [{"step_id": "s3", "action_approval_id": "apr_1", "status": "approved"}],
+            "waits": [{"step_id": "s4", "until": "2026-01-01T00:01:00Z", "elapsed": true}]});
+        let evidence = json!({"complete": false, "missing": [{"kind": "session", "id": "sess_2"}]});
+        let typed = pb::FiringTrace {
+            steps: Some(pb::StepsProgress {
+                state: "settled".into(),
+                result: Some("succeeded".into()),
+                attempt: 1,
+                outcomes: vec![
+                    pb::StepTransition {
+                        n: 1,
+                        step_id: "s1".into(),
+                        kind: "succeeded".into(),
+                        at: "2026-01-01T00:00:00Z".into(),
+                        reason: None,
+                        branch: None,
+                    },
+                    pb::StepTransition {
+                        n: 2,
+                        step_id: "s2".into(),
+                        kind: "branched".into(),
+                        at: "2026-01-01T00:00:01Z".into(),
+                        reason: Some("r".into()),
+                        branch: Some("yes".into()),
+                    },
+                ],
+            }),
+            receipts: Some(pb::FiringReceipts {
+                sessions: vec![pb::SessionReceipt {
+                    step_id: Some("s1".into()),
+                    session_id: "sess_1".into(),
+                    status: "idle".into(),
+                    stop_reason: Some(checkfu_proto::sessions::v1::StopReason { r#type: 1, ..Default::default() }),
+                    stop_reason_json: String::new(),
+                }],
+                approvals: vec![pb::ApprovalReceipt {
+                    step_id: "s3".into(),
+                    action_approval_id: "apr_1".into(),
+                    status: "approved".into(),
+                }],
+                waits: vec![pb::WaitReceipt { step_id: "s4".into(), until: "2026-01-01T00:01:00Z".into(), elapsed: true }],
+            }),
+            evidence: Some(pb::FiringEvidence {
+                complete: false,
+                missing: vec![pb::MissingRecord { kind: "session".into(), id: "sess_2".into() }],
+            }),
+            ..Default::default()
+        };
+        let old = pb::FiringTrace {
+            steps_json: steps.to_string(),
+            receipts_json: receipts.to_string(),
+            evidence_json: evidence.to_string(),
+            ..Default::default()
+        };
+        for t in [&typed, &old] {
+            assert_eq!((trace_steps(t), trace_receipts(t), trace_evidence(t)), (steps.clone(), receipts.clone(), evidence.clone()));
+        }
+        let agent = pb::FiringTrace { steps_json: "null".into(), ..Default::default() };
+        assert_eq!(trace_steps(&agent), Value::Null, "an Agent target has no steps");
     }
 }

@@ -216,48 +216,6 @@ impl SchedulerService {
         Ok(done)
     }
 
-    /// A firing and its receipts: each child Session's status and stop
-    /// reason as the Session says now. A child that cannot be read is listed
-    /// as missing evidence. Reading resumes nothing.
-    pub async fn trace(&self, id: &str) -> Result<(Firing, Value, Value)> {
-        let f = self.firing(id).await?;
-        let mut sessions = vec![];
-        let mut missing = vec![];
-        for child in &f.child_session_ids {
-            match self.sessions.clone().get_session(ss::GetByIdRequest { id: child.clone() }).await {
-                Ok(s) => {
-                    let s = s.into_inner();
-                    #[allow(deprecated)] // a 0.1.0 sessions service sends only the JSON text
-                    let stop = checkfu_proto::views::stop_reason(s.stop_reason.as_ref(), &s.stop_reason_json);
-                    let step = f.program.as_ref().and_then(|p| p.step_of_child(child)).map(|st| st.id.clone());
-                    sessions.push(json!({"step_id": step, "session_id": s.id, "status": s.status, "stop_reason": stop}));
-                }
-                Err(st) if st.code() == tonic::Code::NotFound => missing.push(json!({"kind": "session", "id": child})),
-                Err(st) => return Err(st.into()),
-            }
-        }
-        let now = now_ms();
-        let waits: Vec<Value> = f
-            .program
-            .iter()
-            .flat_map(|p| p.steps.iter())
-            .filter(|s| s.wait_until_ms > 0)
-            .map(|s| json!({"step_id": s.id, "until": checkfu_core::time::rfc3339(s.wait_until_ms), "elapsed": now >= s.wait_until_ms}))
-            .collect();
-        let mut approvals = vec![];
-        for s in f.program.iter().flat_map(|p| p.steps.iter()) {
-            let Some(id) = &s.action_approval_id else { continue };
-            match self.governance.clone().get_action_approval(checkfu_proto::governance::v1::GetByIdRequest { id: id.clone() }).await {
-                Ok(a) => approvals.push(json!({"step_id": s.id, "action_approval_id": id, "status": a.into_inner().status})),
-                Err(st) if st.code() == tonic::Code::NotFound => missing.push(json!({"kind": "action_approval", "id": id})),
-                Err(st) => return Err(st.into()),
-            }
-        }
-        let receipts = json!({"sessions": sessions, "approvals": approvals, "waits": waits});
-        let evidence = json!({"complete": missing.is_empty(), "missing": missing});
-        Ok((f, receipts, evidence))
-    }
-
     pub async fn firing(&self, id: &str) -> Result<Firing> {
         let id = FiringId::parse("id", id)?;
         self.store.get_firing(&id).await?.ok_or_else(|| Error::not_found("automation_firing", &id))

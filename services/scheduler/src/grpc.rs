@@ -201,14 +201,9 @@ impl Rpc for SchedulerGrpc {
     }
 
     async fn get_firing_trace(&self, r: Request<pb::GetByIdRequest>) -> R<pb::FiringTrace> {
-        let (f, receipts, evidence) = self.svc.trace(&r.into_inner().id).await?;
-        let steps = f.program.as_ref().map(|p| p.trace_json()).unwrap_or(Value::Null);
-        ok(pb::FiringTrace {
-            firing: Some(firing(f)),
-            steps_json: steps.to_string(),
-            receipts_json: receipts.to_string(),
-            evidence_json: evidence.to_string(),
-        })
+        let t = self.svc.trace(&r.into_inner().id).await?;
+        let parts = crate::trace_wire::trace(&t);
+        ok(pb::FiringTrace { firing: Some(firing(t.firing)), ..parts })
     }
 
     async fn list_firings(&self, r: Request<pb::ListFiringsRequest>) -> R<pb::ListFiringsResponse> {

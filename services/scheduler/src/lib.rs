@@ -22,6 +22,8 @@ pub mod service;
 pub mod settle;
 pub mod steps;
 pub mod store;
+pub mod trace;
+mod trace_wire;
 pub mod triggers;
 
 use checkfu_core::Result;

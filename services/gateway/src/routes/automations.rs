@@ -483,16 +483,16 @@ pub struct FiringTrace {
     responses((status = 200, body = FiringTrace), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_trace(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<FiringTrace> {
     checkfu_core::id::FiringId::check("id", &id)?;
-    let t = st.scheduler.clone().get_firing_trace(pb::GetByIdRequest { id: id.clone() }).await?.into_inner();
-    let f = t.firing.unwrap_or_default();
+    let mut t = st.scheduler.clone().get_firing_trace(pb::GetByIdRequest { id: id.clone() }).await?.into_inner();
+    let f = t.firing.take().unwrap_or_default();
     if !st.allowed(&caller.principal_id, "read", "environment", &f.environment_id, &f.environment_id).await? {
         return Err(Error::not_found("automation_firing", &id).into());
     }
     Ok(Json(FiringTrace {
         firing: firing(&f),
-        steps: doc(&t.steps_json),
-        receipts: doc(&t.receipts_json),
-        evidence: doc(&t.evidence_json),
+        steps: crate::automation_wire::trace_steps(&t),
+        receipts: crate::automation_wire::trace_receipts(&t),
+        evidence: crate::automation_wire::trace_evidence(&t),
     }))
 }
 

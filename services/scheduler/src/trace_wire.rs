@@ -1,0 +1,75 @@
+//! A firing's trace on the mesh, typed; until the release after 0.1.0 the
+//! JSON text fields it replaced are written too (docs/architecture.md,
+//! "JSON on the mesh").
+
+use crate::program::Program;
+use crate::trace::Trace;
+use checkfu_core::time::rfc3339;
+use checkfu_proto::scheduler::v1 as pb;
+use serde_json::Value;
+
+/// The trace's parts; the caller adds the firing itself.
+#[allow(deprecated)] // the JSON text fields, for 0.1.0 readers
+pub fn trace(t: &Trace) -> pb::FiringTrace {
+    let steps_json = t.firing.program.as_ref().map(Program::trace_json).unwrap_or(Value::Null).to_string();
+    let steps = t.firing.program.as_ref().map(progress);
+    let r = &t.receipts;
+    pb::FiringTrace {
+        steps_json,
+        receipts_json: r.to_json().to_string(),
+        evidence_json: t.evidence.to_json().to_string(),
+        steps,
+        receipts: Some(pb::FiringReceipts {
+            sessions: r
+                .sessions
+                .iter()
+                .map(|s| pb::SessionReceipt {
+                    step_id: s.step_id.clone(),
+                    session_id: s.session_id.clone(),
+                    status: s.status.clone(),
+                    stop_reason: s.stop_reason.clone(),
+                    stop_reason_json: s.stop_reason_json.clone(),
+                })
+                .collect(),
+            approvals: r
+                .approvals
+                .iter()
+                .map(|a| pb::ApprovalReceipt {
+                    step_id: a.step_id.clone(),
+                    action_approval_id: a.action_approval_id.clone(),
+                    status: a.status.clone(),
+                })
+                .collect(),
+            waits: r
+                .waits
+                .iter()
+                .map(|w| pb::WaitReceipt { step_id: w.step_id.clone(), until: rfc3339(w.until_ms), elapsed: w.elapsed })
+                .collect(),
+        }),
+        evidence: Some(pb::FiringEvidence {
+            complete: t.evidence.missing.is_empty(),
+            missing: t.evidence.missing.iter().map(|(kind, id)| pb::MissingRecord { kind: (*kind).into(), id: id.clone() }).collect(),
+        }),
+        firing: None,
+    }
+}
+
+fn progress(p: &Program) -> pb::StepsProgress {
+    pb::StepsProgress {
+        state: p.state.clone(),
+        result: p.result.clone(),
+        attempt: p.attempt,
+        outcomes: p
+            .transitions
+            .iter()
+            .map(|t| pb::StepTransition {
+                n: t.n,
+                step_id: t.step_id.clone(),
+                kind: t.outcome.kind.clone(),
+                at: rfc3339(t.at_ms),
+                reason: t.outcome.reason.clone(),
+                branch: t.outcome.branch.clone(),
+            })
+            .collect(),
+    }
+}
