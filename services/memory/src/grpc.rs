@@ -209,10 +209,21 @@ impl pb::memory_service_server::MemoryService for MemoryGrpc {
             .collect();
         let w = self.svc.writeback(&r.store_id, &r.principal_id, &r.session_id, &r.run_id, edits).await?;
         Ok(Response::new(match w {
+            #[allow(deprecated)] // changes_json: a 0.1.0 sessions service's
             Written::Committed(v) => pb::WritebackResponse {
                 outcome: "committed".into(),
                 store_version: v.store_version,
                 changes_json: serde_json::to_string(&v.changes).unwrap_or_default(),
+                changes: v
+                    .changes
+                    .iter()
+                    .map(|c| pb::VersionChange {
+                        path: c.path.clone(),
+                        operation: c.operation.clone(),
+                        sha256_before: c.sha256_before.clone(),
+                        sha256_after: c.sha256_after.clone(),
+                    })
+                    .collect(),
                 ..Default::default()
             },
             Written::Proposed { proposal, reason } => pb::WritebackResponse {
@@ -221,7 +232,7 @@ impl pb::memory_service_server::MemoryService for MemoryGrpc {
                 memory_proposal_id: proposal.id.to_string(),
                 reason: reason.as_str().into(),
                 base_version: proposal.base_version,
-                changes_json: String::new(),
+                ..Default::default()
             },
             Written::Unchanged(head) => pb::WritebackResponse { outcome: "unchanged".into(), store_version: head, ..Default::default() },
             Written::Refused(why) => pb::WritebackResponse { outcome: "refused".into(), reason: why.into(), ..Default::default() },

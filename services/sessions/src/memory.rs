@@ -219,10 +219,7 @@ impl SessionsService {
                 "store_version": store_version, "changes": changes})
         };
         let mut event = match w.outcome.as_str() {
-            "committed" => {
-                let changes: Value = serde_json::from_str(&w.changes_json).unwrap_or(Value::Null);
-                Some((EventType::MemoryAccessed, written(w.store_version, changes)))
-            }
+            "committed" => Some((EventType::MemoryAccessed, written(w.store_version, changes_of(&w)))),
             // The Session keeps seeing its changes; the store does not.
             "proposed" => Some((
                 EventType::MemoryProposalCreated,
@@ -259,5 +256,54 @@ impl SessionsService {
             .await?;
         }
         Ok(())
+    }
+}
+
+/// A committed writeback's changes as the `memory.accessed` event records
+/// them: from the typed list, or a 0.1.0 memory service's JSON text.
+fn changes_of(w: &mpb::WritebackResponse) -> Value {
+    #[allow(deprecated)] // changes_json: a 0.1.0 memory service's
+    let text = &w.changes_json;
+    if w.changes.is_empty() && !text.is_empty() {
+        return serde_json::from_str(text).unwrap_or(Value::Null);
+    }
+    let changes: Vec<Value> = w
+        .changes
+        .iter()
+        .map(|c| json!({"path": c.path, "operation": c.operation, "sha256_before": c.sha256_before, "sha256_after": c.sha256_after}))
+        .collect();
+    Value::Array(changes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(deprecated)]
+    fn a_commits_changes_read_the_same_typed_or_from_a_0_1_0_memory_service() {
+        let text = json!([{"path": "a.md", "operation": "created", "sha256_before": null, "sha256_after": "ab"},
+            {"path": "b.md", "operation": "deleted", "sha256_before": "cd", "sha256_after": null}]);
+        let typed = mpb::WritebackResponse {
+            changes: vec![
+                mpb::VersionChange {
+                    path: "a.md".into(),
+                    operation: "created".into(),
+                    sha256_before: None,
+                    sha256_after: Some("ab".into()),
+                },
+                mpb::VersionChange {
+                    path: "b.md".into(),
+                    operation: "deleted".into(),
+                    sha256_before: Some("cd".into()),
+                    sha256_after: None,
+                },
+            ],
+            changes_json: text.to_string(),
+            ..Default::default()
+        };
+        let old = mpb::WritebackResponse { changes_json: text.to_string(), ..Default::default() };
+        assert_eq!((changes_of(&typed), changes_of(&old)), (text.clone(), text));
+        assert_eq!(changes_of(&mpb::WritebackResponse::default()), json!([]), "a commit of nothing lists nothing");
     }
 }
