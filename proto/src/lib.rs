@@ -26,6 +26,7 @@ package!(memory, "checkfu.memory.v1");
 pub mod called_tool;
 pub mod credential_input;
 pub mod event_refs;
+pub mod firing_trace;
 pub mod mesh;
 pub mod selection;
 pub mod token;

@@ -1,6 +1,6 @@
 //! The public JSON of typed mesh values that more than one service shows:
-//! the gateway's views, and the scheduler's firing traces (still JSON on
-//! the mesh). Each reads the typed message and, from a 0.1.0 peer that
+//! the gateway's views, the runner's tools and a firing trace's receipts
+//! (`firing_trace`). Each reads the typed message and, from a 0.1.0 peer that
 //! sends only the JSON text field it replaced, that text.
 
 use crate::sessions::v1::{ExecutionPins, StopReason, StopReasonType};

@@ -3,6 +3,7 @@
 //! scheduler sent instead (kept on the wire until the release after it).
 
 use crate::json_text::doc as text;
+use checkfu_proto::firing_trace;
 use checkfu_proto::scheduler::v1 as pb;
 use serde_json::{Map, Value, json};
 
@@ -68,52 +69,20 @@ pub fn firing_graph(f: &pb::Firing) -> Value {
     }
 }
 
-/// A steps firing's progress, `{state, result, attempt, outcomes}`; `null`
-/// for an Agent target.
+/// A steps firing's progress; `null` for an Agent target.
 #[allow(deprecated)]
 pub fn trace_steps(t: &pb::FiringTrace) -> Value {
-    let Some(p) = &t.steps else { return text(&t.steps_json) };
-    let outcomes: Vec<Value> = p
-        .outcomes
-        .iter()
-        .map(|o| {
-            let mut v = json!({"n": o.n, "step_id": o.step_id, "kind": o.kind, "at": o.at});
-            if let Some(r) = &o.reason {
-                v["reason"] = json!(r);
-            }
-            if let Some(b) = &o.branch {
-                v["branch"] = json!(b);
-            }
-            v
-        })
-        .collect();
-    json!({"state": p.state, "result": p.result, "attempt": p.attempt, "outcomes": outcomes})
+    t.steps.as_ref().map(firing_trace::steps).unwrap_or_else(|| text(&t.steps_json))
 }
 
-/// `{sessions:[{step_id, session_id, status, stop_reason}], approvals, waits}`.
 #[allow(deprecated)]
 pub fn trace_receipts(t: &pb::FiringTrace) -> Value {
-    let Some(r) = &t.receipts else { return text(&t.receipts_json) };
-    let sessions: Vec<Value> = r
-        .sessions
-        .iter()
-        .map(|s| {
-            let stop = checkfu_proto::views::stop_reason(s.stop_reason.as_ref(), &s.stop_reason_json);
-            json!({"step_id": s.step_id, "session_id": s.session_id, "status": s.status, "stop_reason": stop})
-        })
-        .collect();
-    let approvals: Vec<Value> =
-        r.approvals.iter().map(|a| json!({"step_id": a.step_id, "action_approval_id": a.action_approval_id, "status": a.status})).collect();
-    let waits: Vec<Value> = r.waits.iter().map(|w| json!({"step_id": w.step_id, "until": w.until, "elapsed": w.elapsed})).collect();
-    json!({"sessions": sessions, "approvals": approvals, "waits": waits})
+    t.receipts.as_ref().map(firing_trace::receipts).unwrap_or_else(|| text(&t.receipts_json))
 }
 
-/// `{complete, missing:[{kind, id}]}`.
 #[allow(deprecated)]
 pub fn trace_evidence(t: &pb::FiringTrace) -> Value {
-    let Some(e) = &t.evidence else { return text(&t.evidence_json) };
-    let missing: Vec<Value> = e.missing.iter().map(|m| json!({"kind": m.kind, "id": m.id})).collect();
-    json!({"complete": e.complete, "missing": missing})
+    t.evidence.as_ref().map(firing_trace::evidence).unwrap_or_else(|| text(&t.evidence_json))
 }
 
 #[cfg(test)]

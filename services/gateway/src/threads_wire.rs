@@ -45,7 +45,7 @@ pub struct SessionThread {
 }
 
 /// A thread from its typed form, or from a 0.1.0 sessions service's JSON.
-pub fn thread(typed: Option<&ss::SessionThread>, json_text: &str) -> Result<SessionThread, Error> {
+fn thread(typed: Option<&ss::SessionThread>, json_text: &str) -> Result<SessionThread, Error> {
     let Some(t) = typed else {
         return serde_json::from_str(json_text).map_err(|e| Error::internal(format!("a 0.1.0 thread answer is unreadable: {e}")));
     };
@@ -139,7 +139,7 @@ pub struct OutcomeUsage {
 }
 
 /// An Outcome from its typed form, or from a 0.1.0 sessions service's JSON.
-pub fn outcome(typed: Option<&ss::Outcome>, json_text: &str) -> Result<Outcome, Error> {
+fn outcome(typed: Option<&ss::Outcome>, json_text: &str) -> Result<Outcome, Error> {
     let Some(o) = typed else {
         return serde_json::from_str(json_text).map_err(|e| Error::internal(format!("a 0.1.0 Outcome answer is unreadable: {e}")));
     };
@@ -181,6 +181,36 @@ pub fn outcome(typed: Option<&ss::Outcome>, json_text: &str) -> Result<Outcome, 
         created_at: o.created_at.clone(),
         completed_at: opt(&o.completed_at),
     })
+}
+
+/// The thread a sessions answer carries (typed, or a 0.1.0 service's JSON).
+#[allow(deprecated)] // json: a 0.1.0 sessions service's
+pub fn thread_of(r: &ss::JsonAnswer) -> Result<SessionThread, Error> {
+    thread(r.thread.as_ref(), &r.json)
+}
+
+/// The threads a sessions list carries.
+#[allow(deprecated)] // json: a 0.1.0 sessions service's
+pub fn threads_of(r: &ss::JsonList) -> Result<Vec<SessionThread>, Error> {
+    if r.threads.is_empty() {
+        return r.json.iter().map(|j| thread(None, j)).collect();
+    }
+    r.threads.iter().map(|t| thread(Some(t), "")).collect()
+}
+
+/// The Outcome a sessions answer carries.
+#[allow(deprecated)] // json: a 0.1.0 sessions service's
+pub fn outcome_of(r: &ss::JsonAnswer) -> Result<Outcome, Error> {
+    outcome(r.outcome.as_ref(), &r.json)
+}
+
+/// The Outcomes a sessions list carries.
+#[allow(deprecated)] // json: a 0.1.0 sessions service's
+pub fn outcomes_of(r: &ss::JsonList) -> Result<Vec<Outcome>, Error> {
+    if r.outcomes.is_empty() {
+        return r.json.iter().map(|j| outcome(None, j)).collect();
+    }
+    r.outcomes.iter().map(|o| outcome(Some(o), "")).collect()
 }
 
 #[cfg(test)]

@@ -394,25 +394,6 @@ impl Program {
             .collect();
         json!({"state": self.state, "result": self.result, "attempt": self.attempt, "steps": steps})
     }
-
-    /// The trace's `steps` (§12.5): the ordered transition history.
-    pub fn trace_json(&self) -> Value {
-        let outcomes: Vec<Value> = self
-            .transitions
-            .iter()
-            .map(|t| {
-                let mut v = json!({"n": t.n, "step_id": t.step_id, "kind": t.outcome.kind, "at": checkfu_core::time::rfc3339(t.at_ms)});
-                if let Some(r) = &t.outcome.reason {
-                    v["reason"] = json!(r);
-                }
-                if let Some(b) = &t.outcome.branch {
-                    v["branch"] = json!(b);
-                }
-                v
-            })
-            .collect();
-        json!({"state": self.state, "result": self.result, "attempt": self.attempt, "outcomes": outcomes})
-    }
 }
 
 #[cfg(test)]

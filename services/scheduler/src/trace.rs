@@ -5,10 +5,9 @@
 use crate::firing::Firing;
 use crate::service::SchedulerService;
 use checkfu_core::Result;
-use checkfu_core::time::{now_ms, rfc3339};
+use checkfu_core::time::now_ms;
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::sessions::v1 as ss;
-use serde_json::{Value, json};
 
 /// A firing with its receipts and evidence.
 pub struct Trace {
@@ -53,36 +52,6 @@ pub struct WaitReceipt {
 pub struct Evidence {
     /// `(kind, id)` of each record that could not be read.
     pub missing: Vec<(&'static str, String)>,
-}
-
-impl Receipts {
-    /// The JSON a 0.1.0 gateway reads.
-    pub fn to_json(&self) -> Value {
-        let sessions: Vec<Value> = self
-            .sessions
-            .iter()
-            .map(|s| {
-                let stop = checkfu_proto::views::stop_reason(s.stop_reason.as_ref(), &s.stop_reason_json);
-                json!({"step_id": s.step_id, "session_id": s.session_id, "status": s.status, "stop_reason": stop})
-            })
-            .collect();
-        let approvals: Vec<Value> = self
-            .approvals
-            .iter()
-            .map(|a| json!({"step_id": a.step_id, "action_approval_id": a.action_approval_id, "status": a.status}))
-            .collect();
-        let waits: Vec<Value> =
-            self.waits.iter().map(|w| json!({"step_id": w.step_id, "until": rfc3339(w.until_ms), "elapsed": w.elapsed})).collect();
-        json!({"sessions": sessions, "approvals": approvals, "waits": waits})
-    }
-}
-
-impl Evidence {
-    /// The JSON a 0.1.0 gateway reads.
-    pub fn to_json(&self) -> Value {
-        let missing: Vec<Value> = self.missing.iter().map(|(kind, id)| json!({"kind": kind, "id": id})).collect();
-        json!({"complete": self.missing.is_empty(), "missing": missing})
-    }
 }
 
 impl SchedulerService {

@@ -3,54 +3,61 @@
 //! "JSON on the mesh").
 
 use crate::program::Program;
-use crate::trace::Trace;
+use crate::trace::{Receipts, Trace};
 use checkfu_core::time::rfc3339;
+use checkfu_proto::firing_trace;
 use checkfu_proto::scheduler::v1 as pb;
 use serde_json::Value;
 
-/// The trace's parts; the caller adds the firing itself.
+/// The trace's parts; the caller adds the firing itself. The JSON text is
+/// the typed parts rendered as the gateway renders them.
 #[allow(deprecated)] // the JSON text fields, for 0.1.0 readers
 pub fn trace(t: &Trace) -> pb::FiringTrace {
-    let steps_json = t.firing.program.as_ref().map(Program::trace_json).unwrap_or(Value::Null).to_string();
     let steps = t.firing.program.as_ref().map(progress);
-    let r = &t.receipts;
+    let receipts = receipts(&t.receipts);
+    let evidence = pb::FiringEvidence {
+        complete: t.evidence.missing.is_empty(),
+        missing: t.evidence.missing.iter().map(|(kind, id)| pb::MissingRecord { kind: (*kind).into(), id: id.clone() }).collect(),
+    };
     pb::FiringTrace {
-        steps_json,
-        receipts_json: r.to_json().to_string(),
-        evidence_json: t.evidence.to_json().to_string(),
+        steps_json: steps.as_ref().map(firing_trace::steps).unwrap_or(Value::Null).to_string(),
+        receipts_json: firing_trace::receipts(&receipts).to_string(),
+        evidence_json: firing_trace::evidence(&evidence).to_string(),
         steps,
-        receipts: Some(pb::FiringReceipts {
-            sessions: r
-                .sessions
-                .iter()
-                .map(|s| pb::SessionReceipt {
-                    step_id: s.step_id.clone(),
-                    session_id: s.session_id.clone(),
-                    status: s.status.clone(),
-                    stop_reason: s.stop_reason.clone(),
-                    stop_reason_json: s.stop_reason_json.clone(),
-                })
-                .collect(),
-            approvals: r
-                .approvals
-                .iter()
-                .map(|a| pb::ApprovalReceipt {
-                    step_id: a.step_id.clone(),
-                    action_approval_id: a.action_approval_id.clone(),
-                    status: a.status.clone(),
-                })
-                .collect(),
-            waits: r
-                .waits
-                .iter()
-                .map(|w| pb::WaitReceipt { step_id: w.step_id.clone(), until: rfc3339(w.until_ms), elapsed: w.elapsed })
-                .collect(),
-        }),
-        evidence: Some(pb::FiringEvidence {
-            complete: t.evidence.missing.is_empty(),
-            missing: t.evidence.missing.iter().map(|(kind, id)| pb::MissingRecord { kind: (*kind).into(), id: id.clone() }).collect(),
-        }),
+        receipts: Some(receipts),
+        evidence: Some(evidence),
         firing: None,
+    }
+}
+
+#[allow(deprecated)] // stop_reason_json: a 0.1.0 sessions service's text, passed on
+fn receipts(r: &Receipts) -> pb::FiringReceipts {
+    pb::FiringReceipts {
+        sessions: r
+            .sessions
+            .iter()
+            .map(|s| pb::SessionReceipt {
+                step_id: s.step_id.clone(),
+                session_id: s.session_id.clone(),
+                status: s.status.clone(),
+                stop_reason: s.stop_reason.clone(),
+                stop_reason_json: s.stop_reason_json.clone(),
+            })
+            .collect(),
+        approvals: r
+            .approvals
+            .iter()
+            .map(|a| pb::ApprovalReceipt {
+                step_id: a.step_id.clone(),
+                action_approval_id: a.action_approval_id.clone(),
+                status: a.status.clone(),
+            })
+            .collect(),
+        waits: r
+            .waits
+            .iter()
+            .map(|w| pb::WaitReceipt { step_id: w.step_id.clone(), until: rfc3339(w.until_ms), elapsed: w.elapsed })
+            .collect(),
     }
 }
 

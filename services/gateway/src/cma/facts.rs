@@ -90,13 +90,7 @@ pub async fn connection(st: &AppState, id: &str) -> CmaResult<checkfu_proto::cap
 pub async fn outcomes(st: &AppState, session_id: &str) -> CmaResult<Vec<Outcome>> {
     let req = ss::ListRunsRequest { session_id: session_id.into(), limit: 100, page: String::new() };
     let r = st.sessions.clone().list_outcomes(req).await?.into_inner();
-    #[allow(deprecated)] // json: a 0.1.0 sessions service's
-    let rows: Vec<Outcome> = if r.outcomes.is_empty() {
-        r.json.iter().map(|j| threads_wire::outcome(None, j)).collect::<Result<_, _>>()?
-    } else {
-        r.outcomes.iter().map(|o| threads_wire::outcome(Some(o), "")).collect::<Result<_, _>>()?
-    };
-    Ok(rows.into_iter().rev().collect())
+    Ok(threads_wire::outcomes_of(&r)?.into_iter().rev().collect())
 }
 
 pub async fn budget(st: &AppState, id: &str) -> CmaResult<views::Budget> {

@@ -479,12 +479,7 @@ pub async fn list_outcomes(State(st): State<AppState>, caller: Caller, Path(id):
         .list_outcomes(ss::ListRunsRequest { session_id: id, limit: paging.limit(), page: paging.page() })
         .await?
         .into_inner();
-    #[allow(deprecated)] // json: a 0.1.0 sessions service's
-    let data = if r.outcomes.is_empty() {
-        r.json.iter().map(|j| threads_wire::outcome(None, j)).collect::<Result<_, _>>()?
-    } else {
-        r.outcomes.iter().map(|o| threads_wire::outcome(Some(o), "")).collect::<Result<_, _>>()?
-    };
+    let data = threads_wire::outcomes_of(&r)?;
     Ok(Json(Page { data, next_page: (!r.next_page.is_empty()).then_some(r.next_page) }))
 }
 
@@ -494,9 +489,7 @@ pub async fn get_outcome(State(st): State<AppState>, caller: Caller, Path(id): P
     checkfu_core::id::OutcomeId::check("id", &id)?;
     let r = st.sessions.clone().get_outcome(ss::GetByIdRequest { id }).await?.into_inner();
     facts_for(&st, &caller, &r.session_id, false).await?;
-    #[allow(deprecated)] // json: a 0.1.0 sessions service's
-    let json = &r.json;
-    Ok(Json(threads_wire::outcome(r.outcome.as_ref(), json)?))
+    Ok(Json(threads_wire::outcome_of(&r)?))
 }
 
 /// `?status=`.
@@ -523,13 +516,7 @@ pub async fn list_threads(
         .list_threads(ss::ListThreadsRequest { session_id: id, status: q.status.unwrap_or_default() })
         .await?
         .into_inner();
-    #[allow(deprecated)] // json: a 0.1.0 sessions service's
-    let data = if r.threads.is_empty() {
-        r.json.iter().map(|j| threads_wire::thread(None, j)).collect::<Result<_, _>>()?
-    } else {
-        r.threads.iter().map(|t| threads_wire::thread(Some(t), "")).collect::<Result<_, _>>()?
-    };
-    Ok(Json(Page { data, next_page: None }))
+    Ok(Json(Page { data: threads_wire::threads_of(&r)?, next_page: None }))
 }
 
 /// The thread, if it is the Session's (404 else).
@@ -537,9 +524,7 @@ async fn thread_of(st: &AppState, caller: &Caller, session_id: &str, thread_id: 
     facts_for(st, caller, session_id, write).await?;
     let req = ss::ThreadRequest { session_id: session_id.into(), thread_id: thread_id.into(), actor_id: caller.principal_id.clone() };
     let r = st.sessions.clone().get_thread(req).await?.into_inner();
-    #[allow(deprecated)] // json: a 0.1.0 sessions service's
-    let json = &r.json;
-    Ok(threads_wire::thread(r.thread.as_ref(), json)?)
+    Ok(threads_wire::thread_of(&r)?)
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}", tag = "sessions", operation_id = "sessions.getSessionThread", params(("id" = String, Path), ("thread_id" = String, Path)),
@@ -554,9 +539,7 @@ pub async fn archive_thread(State(st): State<AppState>, caller: Caller, Path((id
     facts_for(&st, &caller, &id, true).await?;
     let req = ss::ThreadRequest { session_id: id, thread_id, actor_id: caller.principal_id };
     let r = st.sessions.clone().archive_thread(req).await?.into_inner();
-    #[allow(deprecated)] // json: a 0.1.0 sessions service's
-    let json = &r.json;
-    Ok(Json(threads_wire::thread(r.thread.as_ref(), json)?))
+    Ok(Json(threads_wire::thread_of(&r)?))
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/threads/{thread_id}/events", tag = "sessions", operation_id = "sessions.listSessionThreadEvents",

@@ -1,0 +1,48 @@
+//! The public JSON of a firing trace's typed parts: the gateway renders an
+//! answer with it, and the scheduler writes it as the JSON text a 0.1.0
+//! gateway reads — one rendering for both.
+
+use crate::scheduler::v1::{FiringEvidence, FiringReceipts, StepsProgress};
+use serde_json::{Value, json};
+
+/// `{state, result, attempt, outcomes:[{n, step_id, kind, at, reason?, branch?}]}`.
+pub fn steps(p: &StepsProgress) -> Value {
+    let outcomes: Vec<Value> = p
+        .outcomes
+        .iter()
+        .map(|o| {
+            let mut v = json!({"n": o.n, "step_id": o.step_id, "kind": o.kind, "at": o.at});
+            if let Some(r) = &o.reason {
+                v["reason"] = json!(r);
+            }
+            if let Some(b) = &o.branch {
+                v["branch"] = json!(b);
+            }
+            v
+        })
+        .collect();
+    json!({"state": p.state, "result": p.result, "attempt": p.attempt, "outcomes": outcomes})
+}
+
+/// `{sessions:[{step_id, session_id, status, stop_reason}], approvals, waits}`.
+#[allow(deprecated)] // stop_reason_json: a 0.1.0 sessions service's text, passed on
+pub fn receipts(r: &FiringReceipts) -> Value {
+    let sessions: Vec<Value> = r
+        .sessions
+        .iter()
+        .map(|s| {
+            let stop = crate::views::stop_reason(s.stop_reason.as_ref(), &s.stop_reason_json);
+            json!({"step_id": s.step_id, "session_id": s.session_id, "status": s.status, "stop_reason": stop})
+        })
+        .collect();
+    let approvals: Vec<Value> =
+        r.approvals.iter().map(|a| json!({"step_id": a.step_id, "action_approval_id": a.action_approval_id, "status": a.status})).collect();
+    let waits: Vec<Value> = r.waits.iter().map(|w| json!({"step_id": w.step_id, "until": w.until, "elapsed": w.elapsed})).collect();
+    json!({"sessions": sessions, "approvals": approvals, "waits": waits})
+}
+
+/// `{complete, missing:[{kind, id}]}`.
+pub fn evidence(e: &FiringEvidence) -> Value {
+    let missing: Vec<Value> = e.missing.iter().map(|m| json!({"kind": m.kind, "id": m.id})).collect();
+    json!({"complete": e.complete, "missing": missing})
+}
