@@ -217,6 +217,20 @@ async fn acceptance_5_shared_stores_change_by_reviewed_proposal() {
     assert_eq!((r.1["status"].clone(), r.1["reason"].clone(), r.1["base_version"].clone()), (json!("open"), json!("requested"), json!(0)));
     assert_eq!(r.1["changes"][0]["content"], "one");
     let first = id(&r.1);
+    // A malformed change is refused naming its entry: the shape (checked
+    // by the gateway) and the rules (checked by the memory service).
+    for (changes, field) in [
+        (json!({"path": "/a.md"}), "changes"),
+        (json!([]), "changes"),
+        (json!([{"path": "/c.md", "content": "c", "expected_sha256": null}, {"path": "/d.md", "content": "d", "extra": 1}]), "changes[1]"),
+        (json!([{"path": "/c.md", "content": "c"}]), "changes[0].expected_sha256"),
+        (json!([{"path": "c.md", "content": "c", "expected_sha256": null}]), "changes[0].path"),
+        (json!([{"path": "/c.md", "content": "c", "expected_sha256": "nope"}]), "changes[0].expected_sha256"),
+    ] {
+        let r = p.admin.post("/v1/memory-proposals", proposal(changes.clone())).await;
+        expect(&r, 400, Some("validation.invalid"));
+        assert_eq!(r.1["error"]["details"]["field"], field, "{changes}");
+    }
     // A human with `approve` approves: head + 1; again → 409.
     let (dana, d) = someone(&p, "human", "dana").await;
     grant(&p, &dana, "approve", "memory_store", &s).await;

@@ -28,6 +28,7 @@ pub mod credential_input;
 pub mod event_refs;
 pub mod firing_trace;
 pub mod mesh;
+pub mod proposed_change;
 pub mod selection;
 pub mod token;
 pub mod transport;

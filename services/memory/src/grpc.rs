@@ -8,7 +8,7 @@ use crate::model::{Edit, Expect};
 use crate::mounts::Written;
 use crate::service::{MemoryService, NewStore, StorePatch};
 use crate::store::StoreFilter;
-use crate::view;
+use crate::{view, wire};
 use checkfu_core::Error;
 use checkfu_proto::memory::v1 as pb;
 use serde_json::{Value, json};
@@ -20,12 +20,33 @@ pub struct MemoryGrpc {
 
 type R<T> = Result<Response<T>, Status>;
 
-fn answer(v: Value, environment_id: &str, store_id: &str) -> R<pb::Answer> {
-    Ok(Response::new(pb::Answer { json: v.to_string(), environment_id: environment_id.into(), memory_store_id: store_id.into() }))
+use pb::answer::Resource;
+
+/// One resource, typed, and as the JSON text a 0.1.0 gateway reads.
+#[allow(deprecated)] // json: the 0.1.0 text
+fn answer(resource: Resource, text: Value, environment_id: &str, store_id: &str) -> R<pb::Answer> {
+    Ok(Response::new(pb::Answer {
+        json: text.to_string(),
+        environment_id: environment_id.into(),
+        memory_store_id: store_id.into(),
+        resource: Some(resource),
+    }))
 }
 
-fn list(items: impl IntoIterator<Item = Value>, next_page: String) -> R<pb::ListAnswer> {
-    Ok(Response::new(pb::ListAnswer { json: items.into_iter().map(|v| v.to_string()).collect(), next_page }))
+/// A page: `typed` holds its list, `text` each item as a 0.1.0 gateway
+/// reads it.
+#[allow(deprecated)] // json: the 0.1.0 text
+fn list(typed: pb::ListAnswer, text: impl IntoIterator<Item = Value>, next_page: String) -> R<pb::ListAnswer> {
+    Ok(Response::new(pb::ListAnswer { json: text.into_iter().map(|v| v.to_string()).collect(), next_page, typed: true, ..typed }))
+}
+
+fn document_read(store_id: &str, n: i64, d: &crate::model::DocumentMeta, text: &str) -> R<pb::Answer> {
+    answer(
+        Resource::Document(pb::DocumentRead { store_version: n, document: Some(wire::document(d, Some(text))) }),
+        json!({"memory_store_id": store_id, "store_version": n, "document": view::document(d, Some(text))}),
+        "",
+        store_id,
+    )
 }
 
 fn parse_json(field: &str, s: &str) -> Result<Value, Error> {
@@ -36,7 +57,11 @@ fn parse_json(field: &str, s: &str) -> Result<Value, Error> {
 }
 
 fn store(s: &crate::model::Store) -> R<pb::Answer> {
-    answer(view::store(s), &s.environment_id, &s.id)
+    answer(Resource::Store(wire::store(s)), view::store(s), &s.environment_id, &s.id)
+}
+
+fn version(v: &crate::model::Version) -> R<pb::Answer> {
+    answer(Resource::Version(wire::version(v)), view::version(v), "", &v.store_id)
 }
 
 #[tonic::async_trait]
@@ -78,7 +103,7 @@ impl pb::memory_service_server::MemoryService for MemoryGrpc {
             include_archived: r.include_archived,
         };
         let (rows, next) = self.svc.list_stores(f, r.limit, &r.page, &r.actor_id).await?;
-        list(rows.iter().map(view::store), next)
+        list(pb::ListAnswer { stores: rows.iter().map(wire::store).collect(), ..Default::default() }, rows.iter().map(view::store), next)
     }
 
     async fn update_store(&self, r: Request<pb::UpdateStoreRequest>) -> R<pb::Answer> {
@@ -105,15 +130,17 @@ impl pb::memory_service_server::MemoryService for MemoryGrpc {
     async fn read_document(&self, r: Request<pb::ReadDocumentRequest>) -> R<pb::Answer> {
         let r = r.into_inner();
         let (n, d, text) = self.svc.read_document(&r.store_id, &r.path, r.at_version, &r.actor_id).await?;
-        answer(json!({"memory_store_id": r.store_id, "store_version": n, "document": view::document(&d, Some(&text))}), "", &r.store_id)
+        document_read(&r.store_id, n, &d, &text)
     }
 
     async fn list_documents(&self, r: Request<pb::ListDocumentsRequest>) -> R<pb::ListAnswer> {
         let r = r.into_inner();
         let (n, rows, next) = self.svc.list_documents(&r.store_id, &r.path_prefix, r.at_version, r.limit, &r.page, &r.actor_id).await?;
-        // The version read travels as the first entry.
+        // A 0.1.0 gateway reads the version as the text's first entry.
         let head = std::iter::once(json!({"store_version": n}));
-        list(head.chain(rows.iter().map(|d| view::document(d, None))), next)
+        let typed =
+            pb::ListAnswer { store_version: n, documents: rows.iter().map(|d| wire::document(d, None)).collect(), ..Default::default() };
+        list(typed, head.chain(rows.iter().map(|d| view::document(d, None))), next)
     }
 
     async fn write_document(&self, r: Request<pb::WriteDocumentRequest>) -> R<pb::Answer> {
@@ -124,13 +151,14 @@ impl pb::memory_service_server::MemoryService for MemoryGrpc {
             (false, None) => None,
         };
         let (n, d, text) = self.svc.write_document(&r.store_id, &r.path, &r.content, expected, &r.actor_id).await?;
-        answer(json!({"memory_store_id": r.store_id, "store_version": n, "document": view::document(&d, Some(&text))}), "", &r.store_id)
+        document_read(&r.store_id, n, &d, &text)
     }
 
     async fn delete_document(&self, r: Request<pb::DeleteDocumentRequest>) -> R<pb::Answer> {
         let r = r.into_inner();
         let (n, sha) = self.svc.delete_document(&r.store_id, &r.path, &r.expected_sha256, &r.actor_id).await?;
         answer(
+            Resource::Deleted(pb::DocumentDeleted { store_version: n, path: r.path.clone(), content_sha256: sha.clone() }),
             json!({"memory_store_id": r.store_id, "store_version": n, "deleted": {"path": r.path, "content_sha256": sha}}),
             "",
             &r.store_id,
@@ -140,42 +168,50 @@ impl pb::memory_service_server::MemoryService for MemoryGrpc {
     async fn list_versions(&self, r: Request<pb::ListVersionsRequest>) -> R<pb::ListAnswer> {
         let r = r.into_inner();
         let (rows, next) = self.svc.versions(&r.store_id, r.limit, &r.page, &r.actor_id).await?;
-        list(rows.iter().map(view::version), next)
+        list(
+            pb::ListAnswer { versions: rows.iter().map(wire::version).collect(), ..Default::default() },
+            rows.iter().map(view::version),
+            next,
+        )
     }
 
     async fn get_version(&self, r: Request<pb::GetVersionRequest>) -> R<pb::Answer> {
         let r = r.into_inner();
-        let v = self.svc.version(&r.store_id, r.version, &r.actor_id).await?;
-        answer(view::version(&v), "", &r.store_id)
+        version(&self.svc.version(&r.store_id, r.version, &r.actor_id).await?)
     }
 
     async fn create_proposal(&self, r: Request<pb::CreateProposalRequest>) -> R<pb::Answer> {
         let r = r.into_inner();
-        let changes = parse_json("changes", &r.changes_json)?;
-        let p = self.svc.create_proposal(&r.store_id, &changes, &r.rationale, &r.actor_id).await?;
-        answer(self.svc.proposal_json(&p).await?, "", &p.store_id)
+        #[allow(deprecated)] // changes_json: a 0.1.0 gateway's
+        let changes = if r.changes.is_empty() && !r.changes_json.is_empty() {
+            pb::ProposedChange::list_from_json(&parse_json("changes", &r.changes_json)?)?
+        } else {
+            r.changes
+        };
+        let p = self.svc.create_proposal(&r.store_id, wire::proposed_edits(changes), &r.rationale, &r.actor_id).await?;
+        self.proposal(&p).await
     }
 
     async fn get_proposal(&self, r: Request<pb::ActorRequest>) -> R<pb::Answer> {
         let r = r.into_inner();
-        let p = self.svc.get_proposal(&r.id, &r.actor_id).await?;
-        answer(self.svc.proposal_json(&p).await?, "", &p.store_id)
+        self.proposal(&self.svc.get_proposal(&r.id, &r.actor_id).await?).await
     }
 
     async fn list_proposals(&self, r: Request<pb::ListProposalsRequest>) -> R<pb::ListAnswer> {
         let r = r.into_inner();
         let (rows, next) = self.svc.list_proposals(&r.store_id, &r.status, r.limit, &r.page, &r.actor_id).await?;
-        let mut out = Vec::with_capacity(rows.len());
+        let (mut typed, mut text) = (Vec::with_capacity(rows.len()), Vec::with_capacity(rows.len()));
         for p in &rows {
-            out.push(self.svc.proposal_json(p).await?);
+            let texts = self.svc.proposal_texts(p).await?;
+            typed.push(wire::proposal(p, &texts));
+            text.push(view::proposal(p, &texts));
         }
-        list(out, next)
+        list(pb::ListAnswer { proposals: typed, ..Default::default() }, text, next)
     }
 
     async fn decide_proposal(&self, r: Request<pb::DecideProposalRequest>) -> R<pb::Answer> {
         let r = r.into_inner();
-        let p = self.svc.decide(&r.id, r.approve, &r.note, &r.actor_id).await?;
-        answer(self.svc.proposal_json(&p).await?, "", &p.store_id)
+        self.proposal(&self.svc.decide(&r.id, r.approve, &r.note, &r.actor_id).await?).await
     }
 
     async fn mount(&self, r: Request<pb::MountRequest>) -> R<pb::MountResponse> {
@@ -214,16 +250,7 @@ impl pb::memory_service_server::MemoryService for MemoryGrpc {
                 outcome: "committed".into(),
                 store_version: v.store_version,
                 changes_json: serde_json::to_string(&v.changes).unwrap_or_default(),
-                changes: v
-                    .changes
-                    .iter()
-                    .map(|c| pb::VersionChange {
-                        path: c.path.clone(),
-                        operation: c.operation.clone(),
-                        sha256_before: c.sha256_before.clone(),
-                        sha256_after: c.sha256_after.clone(),
-                    })
-                    .collect(),
+                changes: v.changes.iter().map(wire::version_change).collect(),
                 ..Default::default()
             },
             Written::Proposed { proposal, reason } => pb::WritebackResponse {
@@ -272,7 +299,7 @@ impl pb::memory_service_server::MemoryService for MemoryGrpc {
         };
         let f = DreamFilter { environment_ids, status, include_archived: r.include_archived };
         let (rows, next) = self.svc.list_dreams(f, r.limit, &r.page, &r.actor_id).await?;
-        list(rows.iter().map(view::dream), next)
+        list(pb::ListAnswer { dreams: rows.iter().map(wire::dream).collect(), ..Default::default() }, rows.iter().map(view::dream), next)
     }
 
     async fn cancel_dream(&self, r: Request<pb::ActorRequest>) -> R<pb::Answer> {
@@ -287,5 +314,12 @@ impl pb::memory_service_server::MemoryService for MemoryGrpc {
 }
 
 fn dream(d: &Dream) -> R<pb::Answer> {
-    answer(view::dream(d), &d.environment_id, &d.input_store_id)
+    answer(Resource::Dream(wire::dream(d)), view::dream(d), &d.environment_id, &d.input_store_id)
+}
+
+impl MemoryGrpc {
+    async fn proposal(&self, p: &crate::model::Proposal) -> R<pb::Answer> {
+        let texts = self.svc.proposal_texts(p).await?;
+        answer(Resource::Proposal(wire::proposal(p, &texts)), view::proposal(p, &texts), "", &p.store_id)
+    }
 }

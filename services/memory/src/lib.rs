@@ -6,8 +6,9 @@
 //! (stores, documents and versions, with every access checked and audited),
 //! `proposals.rs` (review), `mounts.rs` (what sessions asks for a Session's
 //! mounts), `dreams/` (curation passes whose output is a new store), `content.rs` (content by digest, large content in the blob
-//! store), `store/` (storage, with its conformance suite), `view.rs` (API
-//! JSON), `grpc.rs` (the wire).
+//! store), `store/` (storage, with its conformance suite), `wire.rs` (the
+//! typed answers), `view.rs` (their API JSON as a 0.1.0 gateway reads it,
+//! until the release after 0.1.0), `grpc.rs` (the wire).
 
 pub mod content;
 pub mod dreams;
@@ -18,6 +19,7 @@ pub mod proposals;
 pub mod service;
 pub mod store;
 pub mod view;
+pub mod wire;
 
 use checkfu_core::Result;
 use checkfu_proto::memory::v1::memory_service_server::MemoryServiceServer;

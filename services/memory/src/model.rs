@@ -180,6 +180,16 @@ pub struct Edit {
     pub expected: Expect,
 }
 
+/// One change as a caller proposed it: its shape checked, its limits not
+/// yet. `expected: None` says nothing about the path's current content and
+/// is refused (no blind writes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProposedEdit {
+    pub path: String,
+    pub content: Option<String>,
+    pub expected: Option<Expect>,
+}
+
 /// Content of one change on its way into a commit or a proposal: its
 /// digest and size, and the text itself unless it lives in the blob store.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,51 +10,33 @@ use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
 use checkfu_proto::governance::v1 as gov;
-use serde_json::{Value, json};
+use serde_json::json;
 
-/// One change as the API takes it, shape-checked.
-#[derive(Debug, Clone, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WireChange {
-    path: String,
-    content: Option<String>,
-    /// Required: `null` for a path that must not exist.
-    #[serde(default, deserialize_with = "present")]
-    expected_sha256: Option<Option<String>>,
-}
-
-/// Tells a field given as `null` from one left out.
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<Option<String>>, D::Error> {
-    use serde::Deserialize;
-    Ok(Some(Option::<String>::deserialize(d)?))
-}
-
-/// Parses and checks `[1..1000]` changes, one per path.
-pub fn parse_changes(v: &Value) -> Result<Vec<Edit>> {
-    let list = v.as_array().ok_or_else(|| Error::invalid_field("changes", "changes must be a list"))?;
-    if list.is_empty() || list.len() > MAX_CHANGES {
+/// Checks `[1..1000]` proposed changes, one per path, each with an
+/// expectation.
+pub fn check_changes(changes: Vec<ProposedEdit>) -> Result<Vec<Edit>> {
+    if changes.is_empty() || changes.len() > MAX_CHANGES {
         return Err(Error::invalid_field("changes", format!("changes holds 1 to {MAX_CHANGES} entries")));
     }
-    let mut out: Vec<Edit> = Vec::with_capacity(list.len());
-    for (i, c) in list.iter().enumerate() {
+    let mut out: Vec<Edit> = Vec::with_capacity(changes.len());
+    for (i, w) in changes.into_iter().enumerate() {
         let field = format!("changes[{i}]");
-        let w: WireChange = serde_json::from_value(c.clone()).map_err(|e| Error::invalid_field(&field, format!("{field}: {e}")))?;
         check_path(&format!("{field}.path"), &w.path)?;
         if let Some(c) = &w.content {
             check_content(&format!("{field}.content"), c)?;
         }
-        let expected = match w.expected_sha256 {
+        let expected = match w.expected {
             None => {
                 return Err(Error::invalid_field(
                     &format!("{field}.expected_sha256"),
                     "expected_sha256 is required (null when the path must not exist)",
                 ));
             }
-            Some(None) => Expect::Absent,
-            Some(Some(sha)) => {
+            Some(Expect::Sha(sha)) => {
                 check_sha(&format!("{field}.expected_sha256"), &sha)?;
                 Expect::Sha(sha)
             }
+            Some(Expect::Absent) => Expect::Absent,
         };
         if out.iter().any(|e| e.path == w.path) {
             return Err(Error::invalid_field(&format!("{field}.path"), format!("{} appears twice", w.path)));
@@ -106,8 +88,8 @@ impl MemoryService {
         Ok(p)
     }
 
-    pub async fn create_proposal(&self, store_id: &str, changes: &Value, rationale: &str, actor: &str) -> Result<Proposal> {
-        let edits = parse_changes(changes)?;
+    pub async fn create_proposal(&self, store_id: &str, changes: Vec<ProposedEdit>, rationale: &str, actor: &str) -> Result<Proposal> {
+        let edits = check_changes(changes)?;
         if rationale.len() > MAX_NOTE_BYTES {
             return Err(Error::invalid_field("rationale", format!("rationale holds at most {MAX_NOTE_BYTES} bytes")));
         }
@@ -218,20 +200,27 @@ fn decided(p: &Proposal) -> Error {
 mod tests {
     use super::*;
 
+    fn edit(path: &str, content: Option<&str>, expected: Option<Expect>) -> ProposedEdit {
+        ProposedEdit { path: path.into(), content: content.map(str::to_string), expected }
+    }
+
     #[test]
     fn changes_need_an_expectation_and_distinct_paths() {
-        let ok = parse_changes(&json!([{"path": "/a", "content": "x", "expected_sha256": null}, {"path": "/b", "content": null, "expected_sha256": "a".repeat(64)}])).expect("ok");
+        let sha = "a".repeat(64);
+        let ok =
+            check_changes(vec![edit("/a", Some("x"), Some(Expect::Absent)), edit("/b", None, Some(Expect::Sha(sha.clone())))]).expect("ok");
         assert_eq!(ok[0].expected, Expect::Absent);
         assert_eq!(ok[1].content, None);
-        for bad in [
-            json!([]),
-            json!([{"path": "/a", "content": "x"}]),
-            json!([{"path": "a", "content": "x", "expected_sha256": null}]),
-            json!([{"path": "/a", "content": "x", "expected_sha256": null}, {"path": "/a", "content": "y", "expected_sha256": null}]),
-            json!([{"path": "/a", "content": "x", "expected_sha256": "nope"}]),
-            json!([{"path": "/a", "content": "x", "expected_sha256": null, "extra": 1}]),
+        for (bad, field) in [
+            (vec![], "changes"),
+            (vec![edit("/a", Some("x"), None)], "changes[0].expected_sha256"),
+            (vec![edit("a", Some("x"), Some(Expect::Absent))], "changes[0].path"),
+            (vec![edit("/a", Some("x"), Some(Expect::Absent)), edit("/a", Some("y"), Some(Expect::Absent))], "changes[1].path"),
+            (vec![edit("/a", Some("x"), Some(Expect::Sha("nope".into())))], "changes[0].expected_sha256"),
+            ((0..=MAX_CHANGES).map(|i| edit(&format!("/{i}"), Some("x"), Some(Expect::Absent))).collect(), "changes"),
         ] {
-            assert!(parse_changes(&bad).is_err(), "{bad}");
+            let e = check_changes(bad).expect_err(field);
+            assert_eq!(e.details["field"], field);
         }
     }
 }

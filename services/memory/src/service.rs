@@ -7,7 +7,6 @@
 use crate::content::Contents;
 use crate::model::*;
 use crate::store::{Commit, Committed, MemoryDb, StoreFilter};
-use crate::view;
 use checkfu_bus::{Record, resource_record};
 use checkfu_core::features::Disabled;
 use checkfu_core::id::{EnvironmentId, MemoryStoreId};
@@ -567,7 +566,9 @@ impl MemoryService {
     }
 
     /// The API JSON of a proposal, with each change's text.
-    pub async fn proposal_json(&self, p: &Proposal) -> Result<Value> {
+    /// Each change's text, in the order of the proposal's changes; `None`
+    /// for a deletion.
+    pub async fn proposal_texts(&self, p: &Proposal) -> Result<Vec<Option<String>>> {
         let mut texts = Vec::with_capacity(p.changes.len());
         for c in &p.changes {
             texts.push(match &c.content {
@@ -575,6 +576,6 @@ impl MemoryService {
                 None => None,
             });
         }
-        Ok(view::proposal(p, &texts))
+        Ok(texts)
     }
 }

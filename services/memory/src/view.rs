@@ -1,4 +1,7 @@
-//! The API JSON of memory resources (api.md §13), made in one place.
+//! The API JSON of memory resources (api.md §13) as a 0.1.0 gateway reads
+//! it from the deprecated `json` fields; a 0.2.0 gateway renders the typed
+//! answers (`wire.rs`) itself. Goes with those fields in the release after
+//! 0.1.0.
 
 use crate::model::*;
 use checkfu_core::time::rfc3339;

@@ -3,6 +3,7 @@
 
 use super::cx::Cx;
 use super::wire::{self, CmaResult, refuse};
+use crate::memory_wire::Dream;
 use axum::Json;
 use axum::extract::{Path, RawQuery};
 use checkfu_core::Error;
@@ -34,24 +35,24 @@ pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     if let Some(i) = body["instructions"].as_str() {
         native["instructions"] = json!(i);
     }
-    let d = cx.native.post::<Value>("/v1/dreams", &native).await?;
+    let d = cx.native.post::<Dream>("/v1/dreams", &native).await?;
     Ok(Json(dream(&d, &body["model"])))
 }
 
 pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    let d = cx.native.get::<Value>(&format!("/v1/dreams/{}", checked(&id)?)).await?;
+    let d = cx.native.get::<Dream>(&format!("/v1/dreams/{}", checked(&id)?)).await?;
     Ok(Json(shown(&cx, &d).await))
 }
 
 /// A native Dream with the model it ran, as CMA shows it.
-async fn shown(cx: &Cx, d: &Value) -> Value {
+async fn shown(cx: &Cx, d: &Dream) -> Value {
     dream(d, &model_of(cx, d).await)
 }
 
 /// The model a Dream ran, as CMA names it: its route's `cma:<id>` (the
 /// catch-all `cma:*` names none).
-async fn model_of(cx: &Cx, d: &Value) -> Value {
-    let Some(route) = d["model_routing_profile_id"].as_str() else { return Value::Null };
+async fn model_of(cx: &Cx, d: &Dream) -> Value {
+    let Some(route) = d.model_routing_profile_id.as_deref() else { return Value::Null };
     match super::facts::route(&cx.state, route).await {
         Ok(r) => r.name.strip_prefix("cma:").filter(|n| *n != "*").map(|n| json!(n)).unwrap_or(Value::Null),
         Err(_) => Value::Null,
@@ -66,16 +67,16 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let keep =
         |d: &Value| created(&d["created_at"]) && (statuses.is_empty() || statuses.contains(&d["status"].as_str().unwrap_or_default()));
     let path = format!("/v1/dreams?environment_id={}{archived}", cx.env_id);
-    Ok(Json(cx.native.page_where(&path, &q, |d| dream(d, &Value::Null), keep).await?))
+    Ok(Json(cx.native.page_where(&path, &q, |d: &Dream| dream(d, &Value::Null), keep).await?))
 }
 
 pub async fn cancel(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    let d = cx.native.post::<Value>(&format!("/v1/dreams/{}/cancel", checked(&id)?), &json!({})).await?;
+    let d = cx.native.post::<Dream>(&format!("/v1/dreams/{}/cancel", checked(&id)?), &json!({})).await?;
     Ok(Json(shown(&cx, &d).await))
 }
 
 pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    let d = cx.native.post::<Value>(&format!("/v1/dreams/{}/archive", checked(&id)?), &json!({})).await?;
+    let d = cx.native.post::<Dream>(&format!("/v1/dreams/{}/archive", checked(&id)?), &json!({})).await?;
     Ok(Json(shown(&cx, &d).await))
 }
 
@@ -84,21 +85,20 @@ fn checked(id: &str) -> CmaResult<String> {
 }
 
 /// A native Dream as CMA shows it; `model` echoes the request's when known.
-fn dream(d: &Value, model: &Value) -> Value {
-    let mut inputs = vec![json!({"type": "memory_store", "memory_store_id": d["inputs"]["memory_store_id"]})];
-    if d["inputs"]["session_ids"].as_array().is_some_and(|s| !s.is_empty()) {
-        inputs.push(json!({"type": "sessions", "session_ids": d["inputs"]["session_ids"]}));
+fn dream(d: &Dream, model: &Value) -> Value {
+    let mut inputs = vec![json!({"type": "memory_store", "memory_store_id": d.inputs.memory_store_id})];
+    if !d.inputs.session_ids.is_empty() {
+        inputs.push(json!({"type": "sessions", "session_ids": d.inputs.session_ids}));
     }
-    let outputs: Vec<Value> =
-        d["outputs"]["memory_store_id"].as_str().map(|s| json!({"type": "memory_store", "memory_store_id": s})).into_iter().collect();
+    let outputs: Vec<Value> = d.outputs.memory_store_id.iter().map(|s| json!({"type": "memory_store", "memory_store_id": s})).collect();
     let model = match model {
         Value::String(id) => json!({"id": id}),
         Value::Object(_) => model.clone(),
         _ => json!({"id": Value::Null}),
     };
     json!({
-        "type": "dream", "id": d["id"], "status": d["status"], "inputs": inputs, "outputs": outputs, "instructions": d["instructions"],
-        "model": model, "output_behavior": {"type": "create_new"}, "usage": d["usage"], "error": d["error"],
-        "created_at": d["created_at"], "ended_at": d["ended_at"], "archived_at": d["archived_at"], "session_id": Value::Null,
+        "type": "dream", "id": d.id, "status": d.status, "inputs": inputs, "outputs": outputs, "instructions": d.instructions,
+        "model": model, "output_behavior": {"type": "create_new"}, "usage": d.usage, "error": d.error,
+        "created_at": d.created_at, "ended_at": d.ended_at, "archived_at": d.archived_at, "session_id": Value::Null,
     })
 }

@@ -4,6 +4,8 @@
 
 use super::cx::{Cx, encode};
 use super::wire::{self, CmaError, CmaResult, refuse};
+use crate::memory_wire::{MemoryDocument, MemoryDocumentAnswer, MemoryDocumentPage, MemoryStore, MemoryVersion, VersionChange};
+use crate::views::Page;
 use axum::Json;
 use axum::extract::{Path, RawQuery};
 use base64::Engine;
@@ -23,16 +25,15 @@ pub async fn create(cx: Cx, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     }
     // A store is a workspace resource: its managers create them.
     cx.state.require_manage(&cx.caller, &cx.env_id).await?;
-    let s = cx.native.post::<Value>("/v1/memory-stores", &native).await?;
-    let id = s["id"].as_str().unwrap_or_default();
+    let s = cx.native.post::<MemoryStore>("/v1/memory-stores", &native).await?;
     for permission in ["read", "write"] {
-        cx.native.grant(json!({"kind": "principal", "id": me}), permission, json!({"kind": "memory_store", "id": id})).await?;
+        cx.native.grant(json!({"kind": "principal", "id": me}), permission, json!({"kind": "memory_store", "id": s.id})).await?;
     }
     Ok(Json(store(&s)))
 }
 
 pub async fn retrieve(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
-    Ok(Json(store(&cx.native.get::<Value>(&format!("/v1/memory-stores/{}", checked(&id)?)).await?)))
+    Ok(Json(store(&cx.native.get::<MemoryStore>(&format!("/v1/memory-stores/{}", checked(&id)?)).await?)))
 }
 
 pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
@@ -45,28 +46,28 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
 
 pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
-    let current = cx.native.get::<Value>(&format!("/v1/memory-stores/{id}")).await?;
-    let mut change = json!({"expected_version": current["version"]});
+    let current = cx.native.get::<MemoryStore>(&format!("/v1/memory-stores/{id}")).await?;
+    let mut change = json!({"expected_version": current.version});
     for k in ["name", "description"] {
         if let Some(v) = body.get(k).filter(|v| !v.is_null()) {
             change[k] = v.clone();
         }
     }
     if let Some(m) = body.get("metadata") {
-        change["metadata"] = wire::patch_metadata(&current["metadata"], m)?;
+        change["metadata"] = wire::patch_metadata(&current.metadata, m)?;
     }
-    Ok(Json(store(&cx.native.post::<Value>(&format!("/v1/memory-stores/{id}"), &change).await?)))
+    Ok(Json(store(&cx.native.post::<MemoryStore>(&format!("/v1/memory-stores/{id}"), &change).await?)))
 }
 
 pub async fn archive(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
-    Ok(Json(store(&cx.native.post::<Value>(&format!("/v1/memory-stores/{id}/archive"), &json!({})).await?)))
+    Ok(Json(store(&cx.native.post::<MemoryStore>(&format!("/v1/memory-stores/{id}/archive"), &json!({})).await?)))
 }
 
 /// `DELETE`: archived, then deleted natively (a mounted store → 409).
 pub async fn delete(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
     let id = checked(&id)?;
-    cx.native.post::<Value>(&format!("/v1/memory-stores/{id}/archive"), &json!({})).await?;
+    cx.native.post::<MemoryStore>(&format!("/v1/memory-stores/{id}/archive"), &json!({})).await?;
     cx.native.delete(&format!("/v1/memory-stores/{id}")).await?;
     Ok(Json(json!({"id": id, "type": "memory_store_deleted"})))
 }
@@ -84,18 +85,18 @@ pub async fn create_memory(
     let write = json!({"path": path, "content": content, "expected_sha256": null});
     let r = cx
         .native
-        .post::<Value>(&format!("/v1/memory-stores/{store_id}/document"), &write)
+        .post::<MemoryDocumentAnswer>(&format!("/v1/memory-stores/{store_id}/document"), &write)
         .await
         .map_err(|e| conflict_on(e, "create", &path))?;
-    Ok(Json(memory(&store_id, &r["document"], r["store_version"].as_i64(), full(&raw)?)))
+    Ok(Json(memory(&store_id, &r.document, r.store_version, full(&raw)?)))
 }
 
 /// `GET …/memories/{id}?view=basic|full`.
 pub async fn retrieve_memory(cx: Cx, Path((store_id, mem)): Path<(String, String)>, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
     let store_id = checked(&store_id)?;
     let path = path_of(&mem)?;
-    let r = cx.native.get::<Value>(&format!("/v1/memory-stores/{store_id}/document?path={}", encode(&path))).await?;
-    Ok(Json(memory(&store_id, &r["document"], r["document"]["updated_in_version"].as_i64(), full(&raw)?)))
+    let r = cx.native.get::<MemoryDocumentAnswer>(&format!("/v1/memory-stores/{store_id}/document?path={}", encode(&path))).await?;
+    Ok(Json(memory(&store_id, &r.document, r.document.updated_in_version, full(&raw)?)))
 }
 
 /// `GET …/memories?path_prefix&depth`: memories, and `memory_prefix`
@@ -111,11 +112,11 @@ pub async fn list_memories(cx: Cx, Path(store_id): Path<String>, RawQuery(raw): 
     if let Some(p) = wire::param(&q, "page") {
         url.push_str(&format!("&page={}", encode(p)));
     }
-    let r = cx.native.get::<Value>(&url).await?;
+    let r = cx.native.get::<MemoryDocumentPage>(&url).await?;
     let base = prefix.trim_end_matches('/').matches('/').count();
     let mut data: Vec<Value> = vec![];
-    for d in r["data"].as_array().into_iter().flatten() {
-        let path = d["path"].as_str().unwrap_or_default();
+    for d in &r.data {
+        let path = d.path.as_str();
         let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         match depth {
             Some(n) if segments.len() > base + n => {
@@ -125,16 +126,19 @@ pub async fn list_memories(cx: Cx, Path(store_id): Path<String>, RawQuery(raw): 
                 }
             }
             _ => {
-                let mut m = memory(&store_id, d, d["updated_in_version"].as_i64(), false);
+                let mut m = memory(&store_id, d, d.updated_in_version, false);
                 if full {
-                    let one = cx.native.get::<Value>(&format!("/v1/memory-stores/{store_id}/document?path={}", encode(path))).await?;
-                    m["content"] = one["document"]["content"].clone();
+                    let one = cx
+                        .native
+                        .get::<MemoryDocumentAnswer>(&format!("/v1/memory-stores/{store_id}/document?path={}", encode(path)))
+                        .await?;
+                    m["content"] = json!(one.document.content);
                 }
                 data.push(m);
             }
         }
     }
-    Ok(Json(wire::page(data, r["next_page"].as_str().map(String::from))))
+    Ok(Json(wire::page(data, r.next_page)))
 }
 
 /// `POST …/memories/{id}`: a compare-and-set write, against the sent
@@ -153,8 +157,9 @@ pub async fn update_memory(
     let expected = match body["precondition"]["content_sha256"].as_str() {
         Some(sha) => sha.to_string(),
         None => {
-            let now = cx.native.get::<Value>(&format!("/v1/memory-stores/{store_id}/document?path={}", encode(&path))).await?;
-            now["document"]["content_sha256"].as_str().unwrap_or_default().to_string()
+            let now =
+                cx.native.get::<MemoryDocumentAnswer>(&format!("/v1/memory-stores/{store_id}/document?path={}", encode(&path))).await?;
+            now.document.content_sha256
         }
     };
     let content = match body.get("content") {
@@ -164,10 +169,10 @@ pub async fn update_memory(
     let write = json!({"path": path, "content": content, "expected_sha256": expected});
     let r = cx
         .native
-        .post::<Value>(&format!("/v1/memory-stores/{store_id}/document"), &write)
+        .post::<MemoryDocumentAnswer>(&format!("/v1/memory-stores/{store_id}/document"), &write)
         .await
         .map_err(|e| conflict_on(e, "update", &path))?;
-    Ok(Json(memory(&store_id, &r["document"], r["store_version"].as_i64(), full(&raw)?)))
+    Ok(Json(memory(&store_id, &r.document, r.store_version, full(&raw)?)))
 }
 
 /// `DELETE …/memories/{id}?expected_content_sha256`.
@@ -200,11 +205,11 @@ pub async fn list_versions(cx: Cx, Path(store_id): Path<String>, RawQuery(raw): 
     let operation = wire::param(&q, "operation");
     let session = wire::param(&q, "session_id");
     let created = wire::created_at_filter(&q)?;
-    let keep = |v: &Value, c: &Value| {
-        only_path.as_deref().is_none_or(|p| c["path"] == p)
-            && operation.is_none_or(|o| c["operation"] == o)
-            && session.is_none_or(|s| v["actor"]["kind"] == "session" && v["actor"]["id"] == s)
-            && created(&v["created_at"])
+    let keep = |v: &MemoryVersion, c: &VersionChange| {
+        only_path.as_deref().is_none_or(|p| c.path == p)
+            && operation.is_none_or(|o| c.operation == o)
+            && session.is_none_or(|s| v.actor.kind == "session" && v.actor.id == s)
+            && created(&json!(v.created_at))
     };
     // A token is the native page a CMA page started in and how many of
     // that page's (kept) items came before it: a native version holds
@@ -219,13 +224,9 @@ pub async fn list_versions(cx: Cx, Path(store_id): Path<String>, RawQuery(raw): 
         if !native_page.is_empty() {
             url.push_str(&format!("&page={}", encode(&native_page)));
         }
-        let r = cx.native.get::<Value>(&url).await?;
-        let kept: Vec<Value> = r["data"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|v| v["changes"].as_array().into_iter().flatten().filter(|c| keep(v, c)).map(|c| version(&store_id, v, c)))
-            .collect();
+        let r = cx.native.get::<Page<MemoryVersion>>(&url).await?;
+        let kept: Vec<Value> =
+            r.data.iter().flat_map(|v| v.changes.iter().filter(|c| keep(v, c)).map(|c| version(&store_id, v, c))).collect();
         let room = limit - data.len();
         if kept.len() > skip + room {
             data.extend(kept[skip..skip + room].iter().cloned());
@@ -234,7 +235,7 @@ pub async fn list_versions(cx: Cx, Path(store_id): Path<String>, RawQuery(raw): 
         }
         data.extend(kept.into_iter().skip(skip));
         skip = 0;
-        match r["next_page"].as_str().filter(|p| !p.is_empty()) {
+        match r.next_page.filter(|p| !p.is_empty()) {
             Some(p) if data.len() < limit => native_page = p.to_string(),
             Some(p) => return Ok(Json(wire::page(data, Some(format!("{p}~0"))))),
             None => return Ok(Json(wire::page(data, None))),
@@ -253,13 +254,12 @@ fn version_token(t: &str) -> CmaResult<(String, usize)> {
 pub async fn retrieve_version(cx: Cx, Path((store_id, vid)): Path<(String, String)>) -> CmaResult<Json<Value>> {
     let store_id = checked(&store_id)?;
     let (n, path) = version_of(&vid)?;
-    let v = cx.native.get::<Value>(&format!("/v1/memory-stores/{store_id}/versions/{n}")).await?;
-    let c = v["changes"].as_array().into_iter().flatten().find(|c| c["path"] == path.as_str()).cloned();
-    let c = c.ok_or_else(|| Error::not_found("memory version", &vid))?;
-    let mut out = version(&store_id, &v, &c);
-    if c["operation"] != "deleted" {
-        let at = cx.native.get::<Value>(&format!("/v1/memory-stores/{store_id}/document?path={}&at_version={n}", encode(&path))).await?;
-        out["content"] = at["document"]["content"].clone();
+    let v = cx.native.get::<MemoryVersion>(&format!("/v1/memory-stores/{store_id}/versions/{n}")).await?;
+    let c = v.changes.iter().find(|c| c.path == path).ok_or_else(|| Error::not_found("memory version", &vid))?;
+    let mut out = version(&store_id, &v, c);
+    if c.operation != "deleted" {
+        let url = format!("/v1/memory-stores/{store_id}/document?path={}&at_version={n}", encode(&path));
+        out["content"] = json!(cx.native.get::<MemoryDocumentAnswer>(&url).await?.document.content);
     }
     Ok(Json(out))
 }
@@ -331,39 +331,39 @@ fn conflict_on(e: CmaError, op: &str, path: &str) -> CmaError {
     }
 }
 
-fn store(s: &Value) -> Value {
+fn store(s: &MemoryStore) -> Value {
     json!({
-        "type": "memory_store", "id": s["id"], "name": s["name"], "description": s["description"],
-        "metadata": s.get("metadata").cloned().filter(Value::is_object).unwrap_or(json!({})),
-        "created_at": s["created_at"], "updated_at": s["updated_at"], "archived_at": s["archived_at"],
+        "type": "memory_store", "id": s.id, "name": s.name, "description": s.description,
+        "metadata": if s.metadata.is_object() { s.metadata.clone() } else { json!({}) },
+        "created_at": s.created_at, "updated_at": s.updated_at, "archived_at": s.archived_at,
     })
 }
 
-fn memory(store_id: &str, d: &Value, version: Option<i64>, full: bool) -> Value {
-    let path = d["path"].as_str().unwrap_or_default();
+fn memory(store_id: &str, d: &MemoryDocument, version: i64, full: bool) -> Value {
+    let path = d.path.as_str();
     let mut m = json!({
         "type": "memory", "id": memory_id(path), "memory_store_id": store_id, "path": path,
-        "content_sha256": d["content_sha256"], "content_size_bytes": d["size_bytes"],
-        "memory_version_id": format!("memver_{}_{}", version.unwrap_or(0), URL_SAFE_NO_PAD.encode(path)),
-        "created_at": d["updated_at"], "updated_at": d["updated_at"],
+        "content_sha256": d.content_sha256, "content_size_bytes": d.size_bytes,
+        "memory_version_id": format!("memver_{version}_{}", URL_SAFE_NO_PAD.encode(path)),
+        "created_at": d.updated_at, "updated_at": d.updated_at,
     });
     if full {
-        m["content"] = d["content"].clone();
+        m["content"] = json!(d.content);
     }
     m
 }
 
-fn version(store_id: &str, v: &Value, c: &Value) -> Value {
-    let path = c["path"].as_str().unwrap_or_default();
-    let n = v["store_version"].as_i64().unwrap_or(0);
-    let created_by = match v["actor"]["kind"].as_str() {
-        Some("session") => json!({"type": "session_actor", "session_id": v["actor"]["id"]}),
-        _ => json!({"type": "api_actor", "api_key_id": Value::Null, "principal_id": v["actor"]["id"]}),
+fn version(store_id: &str, v: &MemoryVersion, c: &VersionChange) -> Value {
+    let path = c.path.as_str();
+    let n = v.store_version;
+    let created_by = match v.actor.kind.as_str() {
+        "session" => json!({"type": "session_actor", "session_id": v.actor.id}),
+        _ => json!({"type": "api_actor", "api_key_id": Value::Null, "principal_id": v.actor.id}),
     };
     json!({
         "type": "memory_version", "id": format!("memver_{n}_{}", URL_SAFE_NO_PAD.encode(path)),
         "memory_store_id": store_id, "memory_id": memory_id(path), "path": path,
-        "operation": c["operation"], "content_sha256": c["sha256_after"], "created_at": v["created_at"], "created_by": created_by,
+        "operation": c.operation, "content_sha256": c.sha256_after, "created_at": v.created_at, "created_by": created_by,
     })
 }
 

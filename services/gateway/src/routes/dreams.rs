@@ -3,23 +3,24 @@
 //! archive) and `read` on the input store (reading) itself.
 
 use super::Paging;
-use super::memory::{actor, answer, page_of};
+use super::memory::actor;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, Query};
 use crate::idempotency::once;
+use crate::memory_wire::{Dream, one, page};
 use crate::views::ErrorEnvelope;
+use crate::views::Page;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use checkfu_proto::memory::v1 as pb;
 use serde::Deserialize;
-use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-type J = ApiResult<Json<Value>>;
+type J<T> = ApiResult<Json<T>>;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -67,14 +68,14 @@ pub async fn create_dream(State(st): State<AppState>, caller: Caller, headers: H
         actor_id: caller.principal_id.clone(),
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/dreams", &raw, || async {
-        super::created(answer(st.memory.clone().create_dream(req).await?.into_inner()))
+        super::created(one::<Dream>(st.memory.clone().create_dream(req).await?.into_inner())?)
     })
     .await
 }
 
 #[utoipa::path(get, path = "/v1/dreams", tag = "dreams", operation_id = "dreams.listDreams", params(DreamQuery, Paging),
     responses((status = 200, description = "The Dreams whose input store the caller may read, newest first", body = crate::views::Page<crate::memory_wire::Dream>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_dreams(State(st): State<AppState>, caller: Caller, Query(q): Query<DreamQuery>, paging: Paging) -> J {
+pub async fn list_dreams(State(st): State<AppState>, caller: Caller, Query(q): Query<DreamQuery>, paging: Paging) -> J<Page<Dream>> {
     let req = pb::ListDreamsRequest {
         environment_id: q.environment_id.unwrap_or_default(),
         status: q.status.unwrap_or_default(),
@@ -83,23 +84,23 @@ pub async fn list_dreams(State(st): State<AppState>, caller: Caller, Query(q): Q
         page: paging.page(),
         actor_id: caller.principal_id,
     };
-    Ok(Json(page_of(st.memory.clone().list_dreams(req).await?.into_inner())))
+    Ok(Json(page(st.memory.clone().list_dreams(req).await?.into_inner())?))
 }
 
 #[utoipa::path(get, path = "/v1/dreams/{id}", tag = "dreams", operation_id = "dreams.getDream", params(("id" = String, Path)),
     responses((status = 200, body = crate::memory_wire::Dream), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn get_dream(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
-    Ok(Json(answer(st.memory.clone().get_dream(actor(id, &caller)).await?.into_inner())))
+pub async fn get_dream(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<Dream> {
+    Ok(Json(one(st.memory.clone().get_dream(actor(id, &caller)).await?.into_inner())?))
 }
 
 #[utoipa::path(post, path = "/v1/dreams/{id}/cancel", tag = "dreams", operation_id = "dreams.cancelDream", params(("id" = String, Path)),
     responses((status = 200, description = "Canceled (a repeat answers the same); a finished Dream is 409", body = crate::memory_wire::Dream), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn cancel_dream(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
-    Ok(Json(answer(st.memory.clone().cancel_dream(actor(id, &caller)).await?.into_inner())))
+pub async fn cancel_dream(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<Dream> {
+    Ok(Json(one(st.memory.clone().cancel_dream(actor(id, &caller)).await?.into_inner())?))
 }
 
 #[utoipa::path(post, path = "/v1/dreams/{id}/archive", tag = "dreams", operation_id = "dreams.archiveDream", params(("id" = String, Path)),
     responses((status = 200, description = "Archived (idempotent; only a finished Dream); its output is untouched", body = crate::memory_wire::Dream), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn archive_dream(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
-    Ok(Json(answer(st.memory.clone().archive_dream(actor(id, &caller)).await?.into_inner())))
+pub async fn archive_dream(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<Dream> {
+    Ok(Json(one(st.memory.clone().archive_dream(actor(id, &caller)).await?.into_inner())?))
 }

@@ -9,7 +9,9 @@ use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::extract::{JsonBody, Query};
 use crate::idempotency::once;
+use crate::memory_wire::{self as w, one, page};
 use crate::views::ErrorEnvelope;
+use crate::views::Page;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -20,18 +22,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-type J = ApiResult<Json<Value>>;
+type J<T> = ApiResult<Json<T>>;
 
 fn body<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
     Ok(crate::bodies::parse(v)?)
-}
-
-pub(super) fn answer(a: pb::Answer) -> Value {
-    crate::json_text::doc(&a.json)
-}
-
-pub(super) fn page_of(l: pb::ListAnswer) -> Value {
-    super::json_page(&l.json, &l.next_page)
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -170,14 +164,19 @@ pub async fn create_store(State(st): State<AppState>, caller: Caller, headers: H
         actor_id: caller.principal_id.clone(),
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/memory-stores", &raw, || async {
-        super::created(answer(st.memory.clone().create_store(req).await?.into_inner()))
+        super::created(one::<w::MemoryStore>(st.memory.clone().create_store(req).await?.into_inner())?)
     })
     .await
 }
 
 #[utoipa::path(get, path = "/v1/memory-stores", tag = "memoryStores", operation_id = "memoryStores.listMemoryStores", params(StoreQuery, Paging),
     responses((status = 200, description = "The stores the caller may read, newest first", body = crate::views::Page<crate::memory_wire::MemoryStore>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_stores(State(st): State<AppState>, caller: Caller, Query(q): Query<StoreQuery>, paging: Paging) -> J {
+pub async fn list_stores(
+    State(st): State<AppState>,
+    caller: Caller,
+    Query(q): Query<StoreQuery>,
+    paging: Paging,
+) -> J<Page<w::MemoryStore>> {
     let req = pb::ListStoresRequest {
         environment_id: q.environment_id.unwrap_or_default(),
         owner_kind: q.owner_kind.unwrap_or_default(),
@@ -187,7 +186,7 @@ pub async fn list_stores(State(st): State<AppState>, caller: Caller, Query(q): Q
         page: paging.page(),
         actor_id: caller.principal_id,
     };
-    Ok(Json(page_of(st.memory.clone().list_stores(req).await?.into_inner())))
+    Ok(Json(page(st.memory.clone().list_stores(req).await?.into_inner())?))
 }
 
 pub(super) fn actor(id: String, caller: &Caller) -> pb::ActorRequest {
@@ -196,13 +195,18 @@ pub(super) fn actor(id: String, caller: &Caller) -> pb::ActorRequest {
 
 #[utoipa::path(get, path = "/v1/memory-stores/{id}", tag = "memoryStores", operation_id = "memoryStores.getMemoryStore", params(("id" = String, Path)),
     responses((status = 200, body = crate::memory_wire::MemoryStore), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn get_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
-    Ok(Json(answer(st.memory.clone().get_store(actor(id, &caller)).await?.into_inner())))
+pub async fn get_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<w::MemoryStore> {
+    Ok(Json(one(st.memory.clone().get_store(actor(id, &caller)).await?.into_inner())?))
 }
 
 #[utoipa::path(post, path = "/v1/memory-stores/{id}", tag = "memoryStores", operation_id = "memoryStores.updateMemoryStore", params(("id" = String, Path)), request_body = UpdateMemoryStore,
     responses((status = 200, body = crate::memory_wire::MemoryStore), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn update_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
+pub async fn update_store(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(raw): JsonBody,
+) -> J<w::MemoryStore> {
     let b: UpdateMemoryStore = body(&raw)?;
     let req = pb::UpdateStoreRequest {
         id,
@@ -212,26 +216,31 @@ pub async fn update_store(State(st): State<AppState>, caller: Caller, Path(id): 
         expected_version: b.expected_version,
         actor_id: caller.principal_id,
     };
-    Ok(Json(answer(st.memory.clone().update_store(req).await?.into_inner())))
+    Ok(Json(one(st.memory.clone().update_store(req).await?.into_inner())?))
 }
 
 #[utoipa::path(post, path = "/v1/memory-stores/{id}/archive", tag = "memoryStores", operation_id = "memoryStores.archiveMemoryStore", params(("id" = String, Path)),
     responses((status = 200, description = "Archived (idempotent); still readable", body = crate::memory_wire::MemoryStore), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn archive_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
-    Ok(Json(answer(st.memory.clone().archive_store(actor(id, &caller)).await?.into_inner())))
+pub async fn archive_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<w::MemoryStore> {
+    Ok(Json(one(st.memory.clone().archive_store(actor(id, &caller)).await?.into_inner())?))
 }
 
 #[utoipa::path(delete, path = "/v1/memory-stores/{id}", tag = "memoryStores", operation_id = "memoryStores.deleteMemoryStore", params(("id" = String, Path)),
     responses((status = 200, description = "The store's last state; only an archived store no live Session mounts", body = crate::memory_wire::MemoryStore), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn delete_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
-    Ok(Json(answer(st.memory.clone().delete_store(actor(id, &caller)).await?.into_inner())))
+pub async fn delete_store(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<w::MemoryStore> {
+    Ok(Json(one(st.memory.clone().delete_store(actor(id, &caller)).await?.into_inner())?))
 }
 
 #[utoipa::path(get, path = "/v1/memory-stores/{id}/document", tag = "memoryStores", operation_id = "memoryStores.readMemoryStoreDocument", params(("id" = String, Path), DocumentQuery),
     responses((status = 200, description = "{memory_store_id, store_version, document}", body = crate::memory_wire::MemoryDocumentAnswer), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn read_document(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, Query(q): Query<DocumentQuery>) -> J {
+pub async fn read_document(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(q): Query<DocumentQuery>,
+) -> J<w::MemoryDocumentAnswer> {
     let req = pb::ReadDocumentRequest { store_id: id, path: q.path, at_version: q.at_version, actor_id: caller.principal_id };
-    Ok(Json(answer(st.memory.clone().read_document(req).await?.into_inner())))
+    Ok(Json(one(st.memory.clone().read_document(req).await?.into_inner())?))
 }
 
 #[utoipa::path(post, path = "/v1/memory-stores/{id}/document", tag = "memoryStores", operation_id = "memoryStores.writeMemoryStoreDocument", params(crate::idempotency::IdempotencyKeyHeader, ("id" = String, Path)), request_body = WriteMemoryDocument,
@@ -260,7 +269,8 @@ pub async fn write_document(
         actor_id: caller.principal_id.clone(),
     };
     once(&st.idem, &caller.principal_id, &headers, &format!("POST /v1/memory-stores/{id}/document"), &raw, || async {
-        Ok((axum::http::StatusCode::OK, answer(st.memory.clone().write_document(req).await?.into_inner())))
+        let d: w::MemoryDocumentAnswer = one(st.memory.clone().write_document(req).await?.into_inner())?;
+        Ok((axum::http::StatusCode::OK, serde_json::to_value(d).map_err(|e| Error::internal(e.to_string()))?))
     })
     .await
 }
@@ -272,9 +282,9 @@ pub async fn delete_document(
     caller: Caller,
     Path(id): Path<String>,
     Query(q): Query<DeleteDocumentQuery>,
-) -> J {
+) -> J<w::MemoryDocumentDeleted> {
     let req = pb::DeleteDocumentRequest { store_id: id, path: q.path, expected_sha256: q.expected_sha256, actor_id: caller.principal_id };
-    Ok(Json(answer(st.memory.clone().delete_document(req).await?.into_inner())))
+    Ok(Json(one(st.memory.clone().delete_document(req).await?.into_inner())?))
 }
 
 #[utoipa::path(get, path = "/v1/memory-stores/{id}/documents", tag = "memoryStores", operation_id = "memoryStores.listMemoryStoreDocuments", params(("id" = String, Path), DocumentsQuery, Paging),
@@ -285,7 +295,7 @@ pub async fn list_documents(
     Path(id): Path<String>,
     Query(q): Query<DocumentsQuery>,
     paging: Paging,
-) -> J {
+) -> J<w::MemoryDocumentPage> {
     let req = pb::ListDocumentsRequest {
         store_id: id.clone(),
         path_prefix: q.path_prefix.unwrap_or_default(),
@@ -294,28 +304,27 @@ pub async fn list_documents(
         page: paging.page(),
         actor_id: caller.principal_id,
     };
-    let mut l = st.memory.clone().list_documents(req).await?.into_inner();
-    // The service sends the version read first.
-    let head: Value = if l.json.is_empty() { Value::Null } else { crate::json_text::doc(&l.json.remove(0)) };
-    let mut page = page_of(l);
-    page["memory_store_id"] = Value::String(id);
-    page["store_version"] = head["store_version"].clone();
-    Ok(Json(page))
+    Ok(Json(w::document_page(st.memory.clone().list_documents(req).await?.into_inner(), id)?))
 }
 
 #[utoipa::path(get, path = "/v1/memory-stores/{id}/versions", tag = "memoryStores", operation_id = "memoryStores.listMemoryStoreVersions", params(("id" = String, Path), Paging),
     responses((status = 200, description = "Versions, newest first", body = crate::views::Page<crate::memory_wire::MemoryVersion>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_versions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J {
+pub async fn list_versions(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    paging: Paging,
+) -> J<Page<w::MemoryVersion>> {
     let req = pb::ListVersionsRequest { store_id: id, limit: paging.limit(), page: paging.page(), actor_id: caller.principal_id };
-    Ok(Json(page_of(st.memory.clone().list_versions(req).await?.into_inner())))
+    Ok(Json(page(st.memory.clone().list_versions(req).await?.into_inner())?))
 }
 
 #[utoipa::path(get, path = "/v1/memory-stores/{id}/versions/{n}", tag = "memoryStores", operation_id = "memoryStores.getMemoryStoreVersion", params(("id" = String, Path), ("n" = i64, Path)),
     responses((status = 200, body = crate::memory_wire::MemoryVersion), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn get_version(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, String)>) -> J {
+pub async fn get_version(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, String)>) -> J<w::MemoryVersion> {
     let n: i64 = n.parse().ok().filter(|n| *n >= 1).ok_or_else(|| Error::invalid_field("n", "a version number is 1 or more"))?;
     let req = pb::GetVersionRequest { store_id: id, version: n, actor_id: caller.principal_id };
-    Ok(Json(answer(st.memory.clone().get_version(req).await?.into_inner())))
+    Ok(Json(one(st.memory.clone().get_version(req).await?.into_inner())?))
 }
 
 #[utoipa::path(post, path = "/v1/memory-proposals", tag = "memoryProposals", operation_id = "memoryProposals.createMemoryProposal", params(crate::idempotency::IdempotencyKeyHeader), request_body = CreateMemoryProposal,
@@ -327,21 +336,30 @@ pub async fn create_proposal(
     JsonBody(raw): JsonBody,
 ) -> ApiResult<Response> {
     let b: CreateMemoryProposal = body(&raw)?;
+    // The changes' shape is checked here, before the idempotency layer.
+    let changes = pb::ProposedChange::list_from_json(&b.changes)?;
+    #[allow(deprecated)] // changes_json: a 0.1.0 memory service's
     let req = pb::CreateProposalRequest {
         store_id: b.memory_store_id,
         changes_json: b.changes.to_string(),
         rationale: b.rationale.unwrap_or_default(),
         actor_id: caller.principal_id.clone(),
+        changes,
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/memory-proposals", &raw, || async {
-        super::created(answer(st.memory.clone().create_proposal(req).await?.into_inner()))
+        super::created(one::<w::MemoryProposal>(st.memory.clone().create_proposal(req).await?.into_inner())?)
     })
     .await
 }
 
 #[utoipa::path(get, path = "/v1/memory-proposals", tag = "memoryProposals", operation_id = "memoryProposals.listMemoryProposals", params(ProposalQuery, Paging),
     responses((status = 200, description = "A store's proposals, newest first", body = crate::views::Page<crate::memory_wire::MemoryProposal>), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn list_proposals(State(st): State<AppState>, caller: Caller, Query(q): Query<ProposalQuery>, paging: Paging) -> J {
+pub async fn list_proposals(
+    State(st): State<AppState>,
+    caller: Caller,
+    Query(q): Query<ProposalQuery>,
+    paging: Paging,
+) -> J<Page<w::MemoryProposal>> {
     let req = pb::ListProposalsRequest {
         store_id: q.memory_store_id,
         status: q.status.unwrap_or_default(),
@@ -349,29 +367,39 @@ pub async fn list_proposals(State(st): State<AppState>, caller: Caller, Query(q)
         page: paging.page(),
         actor_id: caller.principal_id,
     };
-    Ok(Json(page_of(st.memory.clone().list_proposals(req).await?.into_inner())))
+    Ok(Json(page(st.memory.clone().list_proposals(req).await?.into_inner())?))
 }
 
 #[utoipa::path(get, path = "/v1/memory-proposals/{id}", tag = "memoryProposals", operation_id = "memoryProposals.getMemoryProposal", params(("id" = String, Path)),
     responses((status = 200, body = crate::memory_wire::MemoryProposal), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn get_proposal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
-    Ok(Json(answer(st.memory.clone().get_proposal(actor(id, &caller)).await?.into_inner())))
+pub async fn get_proposal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<w::MemoryProposal> {
+    Ok(Json(one(st.memory.clone().get_proposal(actor(id, &caller)).await?.into_inner())?))
 }
 
-async fn decide(st: AppState, caller: Caller, id: String, raw: Value, approve: bool) -> J {
+async fn decide(st: AppState, caller: Caller, id: String, raw: Value, approve: bool) -> J<w::MemoryProposal> {
     let b: DecideMemoryProposal = if raw.is_null() { DecideMemoryProposal::default() } else { body(&raw)? };
     let req = pb::DecideProposalRequest { id, approve, note: b.note.unwrap_or_default(), actor_id: caller.principal_id };
-    Ok(Json(answer(st.memory.clone().decide_proposal(req).await?.into_inner())))
+    Ok(Json(one(st.memory.clone().decide_proposal(req).await?.into_inner())?))
 }
 
 #[utoipa::path(post, path = "/v1/memory-proposals/{id}/approve", tag = "memoryProposals", operation_id = "memoryProposals.approveMemoryProposal", params(("id" = String, Path)), request_body = DecideMemoryProposal,
     responses((status = 200, description = "Approved: every change applied as one version", body = crate::memory_wire::MemoryProposal), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn approve_proposal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
+pub async fn approve_proposal(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(raw): JsonBody,
+) -> J<w::MemoryProposal> {
     decide(st, caller, id, raw, true).await
 }
 
 #[utoipa::path(post, path = "/v1/memory-proposals/{id}/reject", tag = "memoryProposals", operation_id = "memoryProposals.rejectMemoryProposal", params(("id" = String, Path)), request_body = DecideMemoryProposal,
     responses((status = 200, body = crate::memory_wire::MemoryProposal), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn reject_proposal(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
+pub async fn reject_proposal(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(raw): JsonBody,
+) -> J<w::MemoryProposal> {
     decide(st, caller, id, raw, false).await
 }
