@@ -350,6 +350,11 @@ async fn acceptance_12_an_admission_filter_records_what_it_stops() {
         "admission_filter": {"kind": "predicates", "predicates": [{"kind": "equals", "pointer": "/kind", "value": null}]}}]);
     let r = create_with(&f, "bad", bad, a0(&f.d.deployment_id), Some(S)).await;
     assert_eq!((r.0.as_u16(), r.1["error"]["details"]["reason"].clone()), (400, json!("invalid_trigger")), "{}", r.1);
+    let d = &r.1["error"]["details"];
+    assert_eq!(
+        (d["field"].clone(), d["code"].clone()),
+        (json!("triggers[0].admission_filter.predicates[0]"), json!("invalid_predicate_value"))
+    );
     f.p.stop().await;
 }
 

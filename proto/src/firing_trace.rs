@@ -1,9 +1,45 @@
-//! The public JSON of a firing trace's typed parts: the gateway renders an
-//! answer with it, and the scheduler writes it as the JSON text a 0.1.0
-//! gateway reads — one rendering for both.
+//! The public JSON of a firing's and a firing trace's typed parts: the
+//! gateway renders an answer with it, and the scheduler writes it as the
+//! JSON text a 0.1.0 gateway reads — one rendering for both.
 
-use crate::scheduler::v1::{FiringEvidence, FiringReceipts, StepsProgress};
+use crate::scheduler::v1::{FiringEvidence, FiringProgram, FiringReceipts, StepsProgress};
 use serde_json::{Value, json};
+
+/// A firing's `program`: `{state, result, attempt, steps:[{id, kind,
+/// outcome, started_at, settled_at, child_session_id?, wait_until?,
+/// action_approval_id?}]}`.
+pub fn program(p: &FiringProgram) -> Value {
+    let at = |s: &str| if s.is_empty() { Value::Null } else { json!(s) };
+    let steps: Vec<Value> = p
+        .steps
+        .iter()
+        .map(|s| {
+            let outcome = s.outcome.as_ref().map(|o| {
+                let mut v = json!({"kind": o.kind});
+                if let Some(r) = &o.reason {
+                    v["reason"] = json!(r);
+                }
+                if let Some(b) = &o.branch {
+                    v["branch"] = json!(b);
+                }
+                v
+            });
+            let mut v =
+                json!({"id": s.id, "kind": s.kind, "outcome": outcome, "started_at": at(&s.started_at), "settled_at": at(&s.settled_at)});
+            if let Some(c) = &s.child_session_id {
+                v["child_session_id"] = json!(c);
+            }
+            if !s.wait_until.is_empty() {
+                v["wait_until"] = json!(s.wait_until);
+            }
+            if let Some(a) = &s.action_approval_id {
+                v["action_approval_id"] = json!(a);
+            }
+            v
+        })
+        .collect();
+    json!({"state": p.state, "result": p.result, "attempt": p.attempt, "steps": steps})
+}
 
 /// `{state, result, attempt, outcomes:[{n, step_id, kind, at, reason?, branch?}]}`.
 pub fn steps(p: &StepsProgress) -> Value {

@@ -7,6 +7,25 @@ use checkfu_proto::firing_trace;
 use checkfu_proto::scheduler::v1 as pb;
 use serde_json::{Map, Value, json};
 
+/// `[{kind, ..., next_at}]`: each trigger as written, with when the
+/// pending occurrence is due on the timed one.
+#[allow(deprecated)]
+pub fn triggers(a: &pb::Automation) -> Value {
+    match &a.triggers {
+        Some(l) => pb::Trigger::list_to_json(&l.triggers),
+        None => text(&a.triggers_json),
+    }
+}
+
+/// `{kind:"agent", ...}` or `{kind:"steps", ...}`.
+#[allow(deprecated)]
+pub fn target(a: &pb::Automation) -> Value {
+    match &a.target {
+        Some(t) => t.to_json(),
+        None => text(&a.target_json),
+    }
+}
+
 /// `null`, or `{code, note}`.
 #[allow(deprecated)]
 pub fn pause_reason(a: &pb::Automation) -> Value {
@@ -69,6 +88,13 @@ pub fn firing_graph(f: &pb::Firing) -> Value {
     }
 }
 
+/// A steps firing's `{state, result, attempt, steps}`; `null` for an
+/// Agent target.
+#[allow(deprecated)]
+pub fn firing_program(f: &pb::Firing) -> Value {
+    f.program.as_ref().map(firing_trace::program).unwrap_or_else(|| text(&f.program_json))
+}
+
 /// A steps firing's progress; `null` for an Agent target.
 #[allow(deprecated)]
 pub fn trace_steps(t: &pb::FiringTrace) -> Value {
@@ -128,6 +154,61 @@ mod tests {
             pb::Automation { managed_by: Some(pb::ManagedBy { kind: "direct".into(), ..Default::default() }), ..Default::default() };
         assert_eq!((managed_by(&direct), pause_reason(&direct)), (json!({"kind": "direct"}), Value::Null));
 
+        let triggers_text = json!([{"kind": "schedule", "cron": "0 9 * * *", "timezone": "Europe/Berlin", "next_at": "2030-01-01T08:00:00.000Z"},
+            {"kind": "webhook", "dedupe_key": "/id", "next_at": null,
+             "admission_filter": {"kind": "predicates", "predicates": [{"kind": "contains", "pointer": "/title", "value": "bug"}]}}]);
+        let target_text = json!({"kind": "agent", "agent_deployment_id": "dep_1", "deployment_revision": 3, "prompt": "triage",
+            "budget": {"limit": 100, "metric": "model_tokens"}, "session_target": {"mode": "start_new"}});
+        let typed = pb::Automation {
+            triggers: Some(pb::TriggerList {
+                triggers: vec![
+                    pb::Trigger {
+                        kind: Some(pb::trigger::Kind::Schedule(pb::ScheduleTrigger {
+                            cron: "0 9 * * *".into(),
+                            timezone: "Europe/Berlin".into(),
+                        })),
+                        next_at: Some("2030-01-01T08:00:00.000Z".into()),
+                    },
+                    pb::Trigger {
+                        kind: Some(pb::trigger::Kind::Webhook(pb::WebhookTrigger {
+                            dedupe_key: "/id".into(),
+                            admission_filter: vec![pb::Predicate {
+                                kind: "contains".into(),
+                                pointer: "/title".into(),
+                                value_json: "\"bug\"".into(),
+                            }],
+                        })),
+                        next_at: Some(String::new()),
+                    },
+                ],
+            }),
+            target: Some(pb::Target {
+                kind: Some(pb::target::Kind::Agent(pb::AgentTarget {
+                    agent_deployment_id: "dep_1".into(),
+                    deployment_revision: Some(3),
+                    prompt: "triage".into(),
+                    budget: Some(pb::ChildBudget { limit: 100, metric: "model_tokens".into() }),
+                    session_target: Some(pb::SessionTarget { mode: "start_new".into(), session: None }),
+                })),
+            }),
+            ..Default::default()
+        };
+        let old = pb::Automation { triggers_json: triggers_text.to_string(), target_json: target_text.to_string(), ..Default::default() };
+        for a in [&typed, &old] {
+            assert_eq!((triggers(a), target(a)), (triggers_text.clone(), target_text.clone()));
+        }
+        let steps = pb::Target {
+            kind: Some(pb::target::Kind::Steps(pb::StepsTarget {
+                program_sha256: "ab".into(),
+                steps_json: vec![r#"{"id":"s1","kind":"step_wait"}"#.into()],
+                edges_json: vec![r#"{"from":"t","to":"s1"}"#.into()],
+            })),
+        };
+        assert_eq!(
+            target(&pb::Automation { target: Some(steps), ..Default::default() }),
+            json!({"kind": "steps", "program_sha256": "ab", "steps": [{"id": "s1", "kind": "step_wait"}], "edges": [{"from": "t", "to": "s1"}]})
+        );
+
         let typed = pb::Firing {
             error: Some(pb::FiringError { reason: "budget".into(), message: "spent".into() }),
             graph: Some(pb::GraphRef { graph_id: "agr_1".into(), revision: None }),
@@ -143,6 +224,48 @@ mod tests {
             assert_eq!(firing_graph(f), json!({"graph_id": "agr_1", "revision": null}));
         }
         assert_eq!((firing_error(&pb::Firing::default()), firing_graph(&pb::Firing::default())), (Value::Null, Value::Null));
+
+        let program = json!({"state": "pending", "result": null, "attempt": 1, "steps": [
+            {"id": "ask", "kind": "step_agent", "outcome": {"kind": "completed"}, "started_at": "2026-01-01T00:00:00Z",
+             "settled_at": "2026-01-01T00:00:02Z", "child_session_id": "sess_1"},
+            {"id": "route", "kind": "decision", "outcome": {"kind": "completed", "branch": "yes"}, "started_at": "2026-01-01T00:00:02Z",
+             "settled_at": "2026-01-01T00:00:02Z"},
+            {"id": "hold", "kind": "step_wait", "outcome": {"kind": "waiting"}, "started_at": "2026-01-01T00:00:02Z", "settled_at": null,
+             "wait_until": "2026-01-01T01:00:00Z"},
+            {"id": "ok", "kind": "step_approval", "outcome": null, "started_at": null, "settled_at": null}]});
+        let step = |id: &str, kind: &str, outcome: Option<(&str, Option<&str>)>, started: &str, settled: &str| pb::ProgramStep {
+            id: id.into(),
+            kind: kind.into(),
+            outcome: outcome.map(|(k, b)| pb::StepOutcome { kind: k.into(), reason: None, branch: b.map(String::from) }),
+            started_at: started.into(),
+            settled_at: settled.into(),
+            ..Default::default()
+        };
+        let typed = pb::Firing {
+            program: Some(pb::FiringProgram {
+                state: "pending".into(),
+                result: None,
+                attempt: 1,
+                steps: vec![
+                    pb::ProgramStep {
+                        child_session_id: Some("sess_1".into()),
+                        ..step("ask", "step_agent", Some(("completed", None)), "2026-01-01T00:00:00Z", "2026-01-01T00:00:02Z")
+                    },
+                    step("route", "decision", Some(("completed", Some("yes"))), "2026-01-01T00:00:02Z", "2026-01-01T00:00:02Z"),
+                    pb::ProgramStep {
+                        wait_until: "2026-01-01T01:00:00Z".into(),
+                        ..step("hold", "step_wait", Some(("waiting", None)), "2026-01-01T00:00:02Z", "")
+                    },
+                    step("ok", "step_approval", None, "", ""),
+                ],
+            }),
+            ..Default::default()
+        };
+        let old = pb::Firing { program_json: program.to_string(), ..Default::default() };
+        for f in [&typed, &old] {
+            assert_eq!(firing_program(f), program);
+        }
+        assert_eq!(firing_program(&pb::Firing { program_json: "null".into(), ..Default::default() }), Value::Null, "an Agent target's");
     }
 
     #[test]

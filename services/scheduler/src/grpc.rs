@@ -4,8 +4,9 @@ use crate::firing::Firing;
 use crate::graph::service::NodeTest;
 use crate::graph::{Graph, wire};
 use crate::ingest::{Ingested, Signed};
-use crate::model::{Automation, FilteredDelivery, Readiness};
+use crate::model::{AgentTarget, Automation, FilteredDelivery, Readiness};
 use crate::service::{AutomationChange, NewAutomation, SchedulerService, Written};
+use crate::triggers::{from_specs, parse_triggers};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_proto::scheduler::v1 as pb;
@@ -35,7 +36,8 @@ fn doc(field: &str, s: &str) -> Result<Value> {
 // after it.
 #[allow(deprecated)]
 fn automation(a: Automation, r: &Readiness, last: Option<Firing>) -> pb::Automation {
-    let triggers_json = a.triggers_json().to_string();
+    let triggers = a.trigger_specs();
+    let target = a.target.to_spec();
     pb::Automation {
         pause_reason: a.pause_reason.as_ref().map(crate::automation_wire::pause_reason),
         readiness: Some(crate::automation_wire::readiness(r)),
@@ -46,8 +48,10 @@ fn automation(a: Automation, r: &Readiness, last: Option<Firing>) -> pb::Automat
         service_principal_id: a.service_principal_id.into(),
         status: a.status.as_str().into(),
         pause_reason_json: serde_json::to_string(&a.pause_reason).unwrap_or_else(|_| "null".into()),
-        triggers_json,
-        target_json: a.target.to_json().to_string(),
+        triggers_json: pb::Trigger::list_to_json(&triggers).to_string(),
+        target_json: target.to_json().to_string(),
+        triggers: Some(pb::TriggerList { triggers }),
+        target: Some(target),
         readiness_json: r.to_json().to_string(),
         managed_by_json: a.managed_by.to_string(),
         metadata_json: a.metadata.to_string(),
@@ -67,6 +71,7 @@ fn automation(a: Automation, r: &Readiness, last: Option<Firing>) -> pb::Automat
 // after it.
 #[allow(deprecated)]
 fn firing(f: Firing) -> pb::Firing {
+    let program = f.program.as_ref().map(|p| p.to_spec());
     pb::Firing {
         error: f.error.as_ref().map(crate::automation_wire::firing_error),
         graph: crate::automation_wire::graph_ref(&f.graph),
@@ -89,7 +94,8 @@ fn firing(f: Firing) -> pb::Firing {
         error_json: f.error.map(|e| e.to_string()).unwrap_or_else(|| "null".into()),
         created_ms: f.created_ms,
         settled_ms: f.settled_ms,
-        program_json: f.program.as_ref().map(|p| p.to_json()).unwrap_or(Value::Null).to_string(),
+        program_json: program.as_ref().map(checkfu_proto::firing_trace::program).unwrap_or(Value::Null).to_string(),
+        program,
         graph_json: f.graph.to_string(),
     }
 }
@@ -131,12 +137,18 @@ impl SchedulerGrpc {
 impl Rpc for SchedulerGrpc {
     async fn create_automation(&self, r: Request<pb::CreateAutomationRequest>) -> R<pb::AutomationWrite> {
         let r = r.into_inner();
+        // A 0.2.0 gateway always sends the typed forms; a 0.1.0 one, JSON.
+        #[allow(deprecated)]
+        let (triggers, target) = match (r.triggers, r.target) {
+            (Some(t), Some(a)) => (from_specs(&t.triggers)?, AgentTarget::from_spec(a)?),
+            _ => (parse_triggers(&doc("triggers", &r.triggers_json)?)?, AgentTarget::parse(&doc("target", &r.target_json)?)?),
+        };
         let new = NewAutomation {
             environment_id: r.environment_id,
             name: r.name,
             service_principal_id: r.service_principal_id,
-            triggers: doc("triggers", &r.triggers_json)?,
-            target: doc("target", &r.target_json)?,
+            triggers,
+            target,
             metadata: doc("metadata", &r.metadata_json)?,
             ingest_secret: r.ingest_secret,
             actor_id: r.actor_id,
@@ -162,10 +174,23 @@ impl Rpc for SchedulerGrpc {
 
     async fn update_automation(&self, r: Request<pb::UpdateAutomationRequest>) -> R<pb::AutomationWrite> {
         let r = r.into_inner();
+        // Typed when set; a 0.1.0 gateway sends only the JSON.
+        #[allow(deprecated)]
+        let triggers = match (r.triggers, r.triggers_json.as_deref()) {
+            (Some(t), _) => Some(from_specs(&t.triggers)?),
+            (None, Some(text)) => Some(parse_triggers(&doc("triggers", text)?)?),
+            (None, None) => None,
+        };
+        #[allow(deprecated)]
+        let target = match (r.target, r.target_json.as_deref()) {
+            (Some(t), _) => Some(AgentTarget::from_spec(t)?),
+            (None, Some(text)) => Some(AgentTarget::parse(&doc("target", text)?)?),
+            (None, None) => None,
+        };
         let ch = AutomationChange {
             name: r.name,
-            triggers: r.triggers_json.as_deref().map(|t| doc("triggers", t)).transpose()?,
-            target: r.target_json.as_deref().map(|t| doc("target", t)).transpose()?,
+            triggers,
+            target,
             metadata: r.metadata_json.as_deref().map(|m| doc("metadata", m)).transpose()?,
             ingest_secret: r.ingest_secret,
             expected_version: r.expected_version,

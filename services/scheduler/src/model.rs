@@ -1,8 +1,10 @@
 //! Automations and their firings (api.md §12.2, §12.5): domain types, and
-//! the checks that turn wire JSON into them once.
+//! the checks that turn the typed wire forms (their shape read by
+//! `checkfu_proto::automation_spec`) into them once.
 
 use checkfu_core::id::{AutomationId, DeploymentId, EnvironmentId, FilteredDeliveryId, PrincipalId};
 use checkfu_core::{Error, Result, string_enum};
+use checkfu_proto::scheduler::v1 as pb;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -41,22 +43,23 @@ fn default_metric() -> String {
 }
 
 /// An Agent target: children of one deployment at a pinned revision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AgentTarget {
     pub agent_deployment_id: String,
     /// Pinned when the target is saved (its deployment's revision then).
-    #[serde(default)]
     pub deployment_revision: Option<i64>,
     pub prompt: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<ChildBudget>,
-    #[serde(default = "start_new")]
-    pub session_target: Value,
+    pub session_target: SessionTarget,
 }
 
-fn start_new() -> Value {
-    json!({"mode": "start_new"})
+/// Which Session a firing's prompt goes to: a new child, or (saved, not
+/// yet executable) a selected one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionTarget {
+    pub continue_selected: bool,
+    /// The Session a `continue_selected` target names.
+    pub session: Option<String>,
 }
 
 fn invalid_target(why: impl Into<String>) -> Error {
@@ -64,21 +67,14 @@ fn invalid_target(why: impl Into<String>) -> Error {
 }
 
 impl AgentTarget {
-    /// Parses a target as written: `{kind:"agent", ...}`; a steps target is
-    /// written by graph apply only.
+    /// A target as written (or stored): `{kind:"agent", ...}`; a steps
+    /// target is written by graph apply only.
     pub fn parse(v: &Value) -> Result<AgentTarget> {
-        let Some(obj) = v.as_object() else { return Err(invalid_target("target is an object")) };
-        match obj.get("kind").and_then(Value::as_str) {
-            Some("agent") => {}
-            Some("steps") => {
-                return Err(Error::invalid_field("target", "a steps target is written by applying an AutomationGraph")
-                    .with_reason("steps_require_graph"));
-            }
-            _ => return Err(invalid_target("target.kind is agent")),
-        }
-        let mut rest = obj.clone();
-        rest.remove("kind");
-        let t: AgentTarget = serde_json::from_value(Value::Object(rest)).map_err(|e| invalid_target(format!("target: {e}")))?;
+        AgentTarget::from_spec(pb::AgentTarget::from_json(v)?)
+    }
+
+    /// A target whose shape was read: checks its rules.
+    pub fn from_spec(t: pb::AgentTarget) -> Result<AgentTarget> {
         DeploymentId::check("target.agent_deployment_id", &t.agent_deployment_id)?;
         if t.deployment_revision.is_some_and(|r| r < 1) {
             return Err(invalid_target("target.deployment_revision is 1 or more"));
@@ -94,28 +90,36 @@ impl AgentTarget {
                 return Err(invalid_target("target.budget.metric is model_spend or model_tokens"));
             }
         }
-        match t.session_target.get("mode").and_then(Value::as_str) {
-            Some("start_new") => {}
-            Some("continue_selected") if t.budget.is_some() => {
-                return Err(invalid_target("a continue_selected session_target takes no budget"));
-            }
-            Some("continue_selected") => {}
-            _ => return Err(invalid_target("target.session_target.mode is start_new or continue_selected")),
-        }
-        Ok(t)
+        let session_target = match t.session_target {
+            None => SessionTarget { continue_selected: false, session: None },
+            Some(s) if s.mode == "start_new" => SessionTarget { continue_selected: false, session: s.session },
+            Some(_) if t.budget.is_some() => return Err(invalid_target("a continue_selected session_target takes no budget")),
+            Some(s) if s.mode == "continue_selected" => SessionTarget { continue_selected: true, session: s.session },
+            Some(_) => return Err(invalid_target("target.session_target.mode is start_new or continue_selected")),
+        };
+        Ok(AgentTarget {
+            agent_deployment_id: t.agent_deployment_id,
+            deployment_revision: t.deployment_revision,
+            prompt: t.prompt,
+            budget: t.budget.map(|b| ChildBudget { limit: b.limit, metric: b.metric }),
+            session_target,
+        })
     }
 
-    pub fn to_json(&self) -> Value {
-        let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
-        if let Some(o) = v.as_object_mut() {
-            o.insert("kind".into(), json!("agent"));
+    pub fn to_spec(&self) -> pb::AgentTarget {
+        let mode = if self.session_target.continue_selected { "continue_selected" } else { "start_new" };
+        pb::AgentTarget {
+            agent_deployment_id: self.agent_deployment_id.clone(),
+            deployment_revision: self.deployment_revision,
+            prompt: self.prompt.clone(),
+            budget: self.budget.as_ref().map(|b| pb::ChildBudget { limit: b.limit, metric: b.metric.clone() }),
+            session_target: Some(pb::SessionTarget { mode: mode.into(), session: self.session_target.session.clone() }),
         }
-        v
     }
 
     /// Whether a feature §12.9 lists as not yet executable is used.
     pub fn not_executable(&self) -> bool {
-        self.session_target.get("mode").and_then(Value::as_str) == Some("continue_selected")
+        self.session_target.continue_selected
     }
 }
 
@@ -201,16 +205,22 @@ impl Target {
         AgentTarget::parse(v).map(Target::Agent)
     }
 
+    /// The stored (and compared) form, as the API shows it.
     pub fn to_json(&self) -> Value {
-        match self {
-            Target::Agent(a) => a.to_json(),
-            Target::Steps(s) => {
-                let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
-                if let Some(o) = v.as_object_mut() {
-                    o.insert("kind".into(), json!("steps"));
-                }
-                v
-            }
+        self.to_spec().to_json()
+    }
+
+    pub fn to_spec(&self) -> pb::Target {
+        use pb::target::Kind;
+        pb::Target {
+            kind: Some(match self {
+                Target::Agent(a) => Kind::Agent(a.to_spec()),
+                Target::Steps(s) => Kind::Steps(pb::StepsTarget {
+                    program_sha256: s.program_sha256.clone(),
+                    steps_json: s.steps.iter().map(Value::to_string).collect(),
+                    edges_json: s.edges.iter().map(Value::to_string).collect(),
+                }),
+            }),
         }
     }
 
@@ -283,9 +293,8 @@ impl Automation {
 
     /// `triggers` as read: each with `next_at` (the pending occurrence on
     /// the timed one, null elsewhere).
-    pub fn triggers_json(&self) -> Value {
-        let list = self.triggers.iter().map(|t| t.to_json(Some(if t.is_timed() { self.next_ms } else { None }))).collect();
-        Value::Array(list)
+    pub fn trigger_specs(&self) -> Vec<pb::Trigger> {
+        crate::triggers::to_specs(&self.triggers, Some(self.next_ms))
     }
 }
 
@@ -499,13 +508,21 @@ mod tests {
     fn targets_are_checked() {
         let t = AgentTarget::parse(&json!({"kind": "agent", "agent_deployment_id": "dep_01jx0000000000000000000001", "prompt": "p"}))
             .expect("target");
-        assert_eq!(t.session_target, json!({"mode": "start_new"}));
-        assert_eq!(t.to_json()["kind"], "agent");
+        assert_eq!(t.session_target, SessionTarget { continue_selected: false, session: None });
+        assert_eq!(AgentTarget::from_spec(t.to_spec()).expect("round trip"), t, "the typed form round-trips");
+        assert_eq!(Target::Agent(t).to_json()["session_target"], json!({"mode": "start_new"}));
         let e = AgentTarget::parse(&json!({"kind": "steps"})).expect_err("graph only");
         assert_eq!(e.details["reason"], "steps_require_graph");
         assert!(AgentTarget::parse(&json!({"kind": "agent", "agent_deployment_id": "x", "prompt": ""})).is_err());
         let cs = json!({"kind": "agent", "agent_deployment_id": "dep_01jx0000000000000000000001", "prompt": "p",
             "session_target": {"mode": "continue_selected", "session": "sess_1"}, "budget": {"limit": 1}});
         assert!(AgentTarget::parse(&cs).is_err(), "continue_selected refuses a budget");
+        let mut cs = cs;
+        cs.as_object_mut().expect("object").remove("budget");
+        let t = AgentTarget::parse(&cs).expect("saved");
+        assert!(t.not_executable());
+        assert_eq!(Target::Agent(t).to_json()["session_target"], json!({"mode": "continue_selected", "session": "sess_1"}));
+        let typed = pb::AgentTarget { deployment_revision: Some(0), ..AgentTarget::parse(&cs).expect("saved").to_spec() };
+        assert!(AgentTarget::from_spec(typed).is_err(), "a typed caller is held to the same rules");
     }
 }

@@ -4,7 +4,8 @@
 //! and null are never equal); `contains` is a substring test on strings. A
 //! pointer that resolves to nothing never matches.
 
-use checkfu_core::{Error, Result};
+pub use checkfu_proto::automation_spec::{Refusal, is_pointer};
+use checkfu_proto::scheduler::v1 as pb;
 use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,59 +22,24 @@ pub struct Predicate {
     pub value: Value,
 }
 
-/// Why a predicate list was refused: `(index, reason code, detail)`.
-pub type Refusal = (usize, &'static str, String);
-
-/// Whether `p` is an RFC 6901 pointer: empty, or `/`-separated tokens whose
-/// `~` escapes are `~0` or `~1`.
-pub fn is_pointer(p: &str) -> bool {
-    if p.is_empty() {
-        return true;
-    }
-    if !p.starts_with('/') {
-        return false;
-    }
-    let mut chars = p.chars();
-    while let Some(c) = chars.next() {
-        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-            return false;
-        }
-    }
-    true
-}
-
 impl Predicate {
-    /// `{kind:"equals"|"contains", pointer, value}`.
+    /// A predicate as written, its shape read by
+    /// `checkfu_proto::automation_spec`; a refusal is `(code, detail)`.
     pub fn parse(v: &Value) -> std::result::Result<Predicate, (&'static str, String)> {
-        let Some(o) = v.as_object() else { return Err(("invalid_predicate", "a predicate is an object".into())) };
-        if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "kind" | "pointer" | "value")) {
-            return Err(("invalid_predicate", format!("a predicate has no field {k:?}")));
-        }
-        let op = match o.get("kind").and_then(Value::as_str) {
-            Some("equals") => Op::Equals,
-            Some("contains") => Op::Contains,
-            _ => return Err(("invalid_predicate", "a predicate's kind is equals or contains".into())),
-        };
-        let pointer = match o.get("pointer") {
-            Some(Value::String(p)) if is_pointer(p) => p.clone(),
-            _ => return Err(("invalid_predicate", "a predicate's pointer is a JSON Pointer (RFC 6901)".into())),
-        };
-        let value = match o.get("value") {
-            None | Some(Value::Null) => return Err(("invalid_predicate_value", "a predicate's value is not null".into())),
-            Some(v) => v.clone(),
-        };
-        if op == Op::Contains && !value.is_string() {
-            return Err(("invalid_predicate_value", "a contains predicate's value is a string".into()));
-        }
-        Ok(Predicate { op, pointer, value })
+        pb::Predicate::from_json(v).map(|p| Predicate::from_spec(&p))
     }
 
-    pub fn to_json(&self) -> Value {
+    /// The typed form, whose shape was read (on whichever side of the mesh).
+    pub fn from_spec(p: &pb::Predicate) -> Predicate {
+        Predicate { op: if p.kind == "contains" { Op::Contains } else { Op::Equals }, pointer: p.pointer.clone(), value: p.value() }
+    }
+
+    pub fn to_spec(&self) -> pb::Predicate {
         let kind = match self.op {
             Op::Equals => "equals",
             Op::Contains => "contains",
         };
-        serde_json::json!({"kind": kind, "pointer": self.pointer, "value": self.value})
+        pb::Predicate { kind: kind.into(), pointer: self.pointer.clone(), value_json: self.value.to_string() }
     }
 
     /// Whether the predicate holds of `doc`.
@@ -107,32 +73,12 @@ pub fn equals(a: &Value, b: &Value) -> bool {
 /// `{kind:"predicates", predicates:[...]}`, refused with the first bad
 /// entry's index and reason.
 pub fn parse_condition(v: &Value) -> std::result::Result<Vec<Predicate>, Refusal> {
-    let Some(o) = v.as_object() else { return Err((0, "invalid_predicate", "a condition is an object".into())) };
-    if o.get("kind").and_then(Value::as_str) != Some("predicates") || o.keys().any(|k| k != "kind" && k != "predicates") {
-        return Err((0, "invalid_predicate", "a condition is {kind:\"predicates\", predicates:[...]}".into()));
-    }
-    let Some(list) = o.get("predicates").and_then(Value::as_array) else {
-        return Err((0, "invalid_predicate", "predicates is a list".into()));
-    };
-    if list.is_empty() || list.len() > 32 {
-        return Err((0, "invalid_predicate", "a condition holds 1 to 32 predicates".into()));
-    }
-    list.iter().enumerate().map(|(i, p)| Predicate::parse(p).map_err(|(code, why)| (i, code, why))).collect()
+    Ok(checkfu_proto::automation_spec::condition_from_json(v)?.iter().map(Predicate::from_spec).collect())
 }
 
 /// The index of the first predicate that does not hold, if any.
 pub fn first_failing(predicates: &[Predicate], doc: &Value) -> Option<usize> {
     predicates.iter().position(|p| !p.holds(doc))
-}
-
-/// A condition as an API error (400 with `reason`) for `field`.
-pub fn condition_error(field: &str, (i, code, why): Refusal, reason: &str) -> Error {
-    Error::invalid_field(&format!("{field}.predicates[{i}]"), why).with_details(serde_json::json!({"reason": reason, "code": code}))
-}
-
-/// Parses a condition for `field`, refusing it with `reason`.
-pub fn parse_for(field: &str, v: &Value, reason: &str) -> Result<Vec<Predicate>> {
-    parse_condition(v).map_err(|r| condition_error(field, r, reason))
 }
 
 #[cfg(test)]
@@ -161,15 +107,11 @@ mod tests {
     }
 
     #[test]
-    fn conditions_are_checked() {
+    fn conditions_hold_when_every_predicate_does() {
         let ok = json!({"kind": "predicates", "predicates": [{"kind": "equals", "pointer": "/kind", "value": "issue"}]});
         let preds = parse_condition(&ok).expect("condition");
         assert_eq!(first_failing(&preds, &json!({"kind": "pr"})), Some(0));
         assert_eq!(first_failing(&preds, &json!({"kind": "issue"})), None);
-        let null = json!({"kind": "predicates", "predicates": [{"kind": "equals", "pointer": "/x", "value": null}]});
-        assert_eq!(parse_condition(&null).expect_err("null").1, "invalid_predicate_value");
-        let bad_ptr = json!({"kind": "predicates", "predicates": [{"kind": "equals", "pointer": "x", "value": 1}]});
-        assert_eq!(parse_condition(&bad_ptr).expect_err("pointer").1, "invalid_predicate");
-        assert!(is_pointer("/a~1b/~0") && !is_pointer("/a~2") && !is_pointer("a"));
+        assert_eq!(Predicate::from_spec(&preds[0].to_spec()), preds[0], "the typed form round-trips");
     }
 }

@@ -11,8 +11,9 @@
 
 use crate::model::{MAX_PROMPT_BYTES, StepsTarget, render};
 use crate::predicates::Predicate;
+use checkfu_proto::scheduler::v1 as pb;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// A step's outcome (§12.5): unfinished `running`, `waiting`,
 /// `awaiting_approval`; settled `completed` (a Decision adds `branch`),
@@ -372,33 +373,39 @@ impl Program {
     }
 
     /// The program as a firing shows it (content-free).
-    pub fn to_json(&self) -> Value {
-        let steps: Vec<Value> = self
-            .steps
-            .iter()
-            .map(|s| {
-                let mut v = json!({"id": s.id, "kind": s.kind, "outcome": s.outcome,
-                    "started_at": (s.started_ms > 0).then(|| checkfu_core::time::rfc3339(s.started_ms)),
-                    "settled_at": (s.settled_ms > 0).then(|| checkfu_core::time::rfc3339(s.settled_ms))});
-                if let Some(c) = &s.child_session_id {
-                    v["child_session_id"] = json!(c);
-                }
-                if s.wait_until_ms > 0 {
-                    v["wait_until"] = json!(checkfu_core::time::rfc3339(s.wait_until_ms));
-                }
-                if let Some(a) = &s.action_approval_id {
-                    v["action_approval_id"] = json!(a);
-                }
-                v
-            })
-            .collect();
-        json!({"state": self.state, "result": self.result, "attempt": self.attempt, "steps": steps})
+    /// The typed form a firing shows.
+    pub fn to_spec(&self) -> pb::FiringProgram {
+        let at = |ms: i64| if ms > 0 { checkfu_core::time::rfc3339(ms) } else { String::new() };
+        pb::FiringProgram {
+            state: self.state.clone(),
+            result: self.result.clone(),
+            attempt: self.attempt,
+            steps: self
+                .steps
+                .iter()
+                .map(|s| pb::ProgramStep {
+                    id: s.id.clone(),
+                    kind: s.kind.clone(),
+                    outcome: s.outcome.as_ref().map(|o| pb::StepOutcome {
+                        kind: o.kind.clone(),
+                        reason: o.reason.clone(),
+                        branch: o.branch.clone(),
+                    }),
+                    started_at: at(s.started_ms),
+                    settled_at: at(s.settled_ms),
+                    child_session_id: s.child_session_id.clone(),
+                    wait_until: at(s.wait_until_ms),
+                    action_approval_id: s.action_approval_id.clone(),
+                })
+                .collect(),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn target(steps: Value, edges: Value) -> StepsTarget {
         StepsTarget {
@@ -493,7 +500,7 @@ mod tests {
         let first = p.advance(&Value::Null, false, 1_000);
         assert_eq!((first.agents.len(), first.waits.clone()), (0, vec![("w".to_string(), 6_000)]));
         assert!(p.advance(&Value::Null, false, 2_000).is_empty(), "armed once");
-        assert_eq!(p.to_json()["steps"][0]["outcome"]["kind"], "waiting");
+        assert_eq!(checkfu_proto::firing_trace::program(&p.to_spec())["steps"][0]["outcome"]["kind"], "waiting");
         p.set("w", Outcome::completed(), 6_000);
         assert_eq!(p.advance(&Value::Null, false, 6_001).agents.len(), 1);
     }

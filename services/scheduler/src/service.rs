@@ -6,7 +6,6 @@
 
 use crate::model::*;
 use crate::store::SchedulerStore;
-use crate::triggers::parse_triggers;
 use checkfu_bus::{Record, resource_record};
 use checkfu_core::id::{AutomationId, EnvironmentId, PrincipalId};
 use checkfu_core::page::PageRequest;
@@ -33,14 +32,15 @@ pub struct SchedulerService {
     pub(crate) sealer: Sealer,
 }
 
-/// What a caller asked for when creating an Automation, shape-checked.
-#[derive(Debug, Clone, Default)]
+/// What a caller asked for when creating an Automation, its triggers and
+/// target checked.
+#[derive(Debug, Clone)]
 pub struct NewAutomation {
     pub environment_id: String,
     pub name: String,
     pub service_principal_id: String,
-    pub triggers: Value,
-    pub target: Value,
+    pub triggers: Vec<Trigger>,
+    pub target: AgentTarget,
     pub metadata: Value,
     /// Supplied, or empty to generate one when a webhook trigger needs it.
     pub ingest_secret: String,
@@ -51,8 +51,8 @@ pub struct NewAutomation {
 #[derive(Debug, Clone, Default)]
 pub struct AutomationChange {
     pub name: Option<String>,
-    pub triggers: Option<Value>,
-    pub target: Option<Value>,
+    pub triggers: Option<Vec<Trigger>>,
+    pub target: Option<AgentTarget>,
     pub metadata: Option<Value>,
     /// A new ingest secret: replaces the old one at once (no overlap).
     pub ingest_secret: Option<String>,
@@ -317,12 +317,12 @@ impl SchedulerService {
         let environment_id = EnvironmentId::parse("environment_id", &new.environment_id)?;
         let service_principal_id = PrincipalId::parse("service_principal_id", &new.service_principal_id)?;
         check_name(&new.name)?;
-        let triggers = parse_triggers(&new.triggers)?;
+        let triggers = new.triggers;
         let now = now_ms();
         check_future(&triggers, now)?;
         let supplied = (!new.ingest_secret.is_empty()).then_some(new.ingest_secret.as_str());
         let (ingest_secret, generated_secret) = self.secret_for(&triggers, "", supplied)?;
-        let target = Target::Agent(self.pin(AgentTarget::parse(&new.target)?, &environment_id).await?);
+        let target = Target::Agent(self.pin(new.target, &environment_id).await?);
         let metadata = check_metadata(&new.metadata)?;
         match self.governance.clone().get_principal(gov::GetByIdRequest { id: service_principal_id.to_string() }).await {
             Ok(p) if p.get_ref().kind != "service" => {
@@ -401,9 +401,7 @@ impl SchedulerService {
         if let Some(s) = &ch.ingest_secret {
             check_secret(s)?;
         }
-        let triggers = ch.triggers.as_ref().map(parse_triggers).transpose()?;
         let metadata = ch.metadata.as_ref().map(check_metadata).transpose()?;
-        let target = ch.target.as_ref().map(AgentTarget::parse).transpose()?;
         for _ in 0..3 {
             let cur = self.current(id, ch.expected_version).await?;
             if cur.managed_by["kind"] == "graph" && (ch.name.is_some() || ch.triggers.is_some() || ch.target.is_some()) {
@@ -413,13 +411,13 @@ impl SchedulerService {
             if let Some(n) = &ch.name {
                 next.name = n.clone();
             }
-            if let Some(t) = &triggers {
+            if let Some(t) = &ch.triggers {
                 next.triggers = t.clone();
             }
             if let Some(m) = &metadata {
                 next.metadata = m.clone();
             }
-            if let Some(t) = &target {
+            if let Some(t) = &ch.target {
                 next.target = Target::Agent(self.pin(t.clone(), &cur.environment_id).await?);
             }
             let (secret, generated_secret) = self.secret_for(&next.triggers, &cur.ingest_secret, ch.ingest_secret.as_deref())?;

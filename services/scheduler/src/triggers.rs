@@ -1,6 +1,7 @@
 //! Triggers (api.md §12.3): what starts an Automation besides a manual
-//! fire. Parsed once on the way in (and again from the stored JSON), so the
-//! rest of the service holds typed triggers.
+//! fire. Their shape is read by `checkfu_proto::automation_spec` (from a
+//! request, a graph document or a stored row); here their rules are checked
+//! once, so the rest of the service holds typed triggers.
 //!
 //! Cron patterns are read by `croner` (5 fields, or 6 with leading seconds)
 //! and evaluated in the trigger's IANA zone with `jiff`. Daylight-saving
@@ -9,11 +10,13 @@
 //! fixed time repeated by a fall-back runs once, at its earlier instant; an
 //! interval pattern (`*/15 * * * *`) runs on every real instant it names.
 
-use crate::predicates::{self, Predicate, is_pointer};
+use crate::predicates::{Predicate, is_pointer};
 use checkfu_core::{Error, Result};
+use checkfu_proto::scheduler::v1 as pb;
+use checkfu_proto::scheduler::v1::trigger::Kind;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 /// A recurring schedule: a parsed cron pattern in a time zone.
 #[derive(Debug, Clone)]
@@ -80,75 +83,52 @@ fn invalid(i: usize, field: &str, why: impl Into<String>) -> Error {
     Error::invalid_field(&format!("triggers[{i}].{field}"), why).with_reason("invalid_trigger")
 }
 
-fn fields(i: usize, kind: &str, o: &Map<String, Value>, allowed: &[&str]) -> Result<()> {
-    match o.keys().find(|k| k.as_str() != "kind" && !allowed.contains(&k.as_str())) {
-        Some(k) => Err(invalid(i, k, format!("a {kind} trigger has no field {k:?}"))),
-        None => Ok(()),
-    }
-}
-
-fn text<'a>(i: usize, o: &'a Map<String, Value>, field: &str) -> Result<&'a str> {
-    o.get(field).and_then(Value::as_str).ok_or_else(|| invalid(i, field, format!("{field} is a string")))
-}
-
 impl Trigger {
-    /// One entry as written (or stored). `next_at` is read back, never
-    /// written, so it is ignored here.
+    /// Entry `i` of a list as written (or stored).
     pub fn parse(i: usize, v: &Value) -> Result<Trigger> {
-        let Some(o) = v.as_object() else { return Err(invalid(i, "kind", "a trigger is an object")) };
-        let mut o = o.clone();
-        o.remove("next_at");
-        match o.get("kind").and_then(Value::as_str).unwrap_or_default() {
-            "schedule" => {
-                fields(i, "schedule", &o, &["cron", "timezone"])?;
-                let cron = text(i, &o, "cron")?;
-                let tz = text(i, &o, "timezone")?;
-                Schedule::new(cron, tz).map(|s| Trigger::Schedule(Box::new(s))).map_err(|why| invalid(i, "cron", why))
+        Trigger::from_spec(i, &pb::Trigger::from_json(i, v)?)
+    }
+
+    /// Entry `i`, its shape already read: checks its rules.
+    pub fn from_spec(i: usize, t: &pb::Trigger) -> Result<Trigger> {
+        match &t.kind {
+            Some(Kind::Schedule(s)) => {
+                Schedule::new(&s.cron, &s.timezone).map(|s| Trigger::Schedule(Box::new(s))).map_err(|why| invalid(i, "cron", why))
             }
-            "schedule_once" => {
-                fields(i, "schedule_once", &o, &["at"])?;
-                let at = text(i, &o, "at")?;
-                checkfu_core::time::parse_rfc3339(at, 3)
-                    .map(Trigger::Once)
-                    .ok_or_else(|| invalid(i, "at", "at is RFC 3339 with an explicit offset and at most 3 fraction digits"))
-            }
-            "webhook" => {
-                fields(i, "webhook", &o, &["dedupe_key", "admission_filter"])?;
-                let dedupe_key = text(i, &o, "dedupe_key")?;
-                if dedupe_key.is_empty() || !is_pointer(dedupe_key) || dedupe_key.len() > 1024 {
+            Some(Kind::ScheduleOnce(o)) => checkfu_core::time::parse_rfc3339(&o.at, 3)
+                .map(Trigger::Once)
+                .ok_or_else(|| invalid(i, "at", "at is RFC 3339 with an explicit offset and at most 3 fraction digits")),
+            Some(Kind::Webhook(w)) => {
+                let k = &w.dedupe_key;
+                if k.is_empty() || !is_pointer(k) || k.len() > 1024 {
                     return Err(invalid(i, "dedupe_key", "dedupe_key is a JSON Pointer into the body, such as /id"));
                 }
-                let filter = match o.get("admission_filter") {
-                    None | Some(Value::Null) => vec![],
-                    Some(f) => predicates::parse_for(&format!("triggers[{i}].admission_filter"), f, "invalid_trigger")?,
+                // A typed caller's filter is held to the shape a written one is.
+                let field = format!("triggers[{i}].admission_filter");
+                let filter = if w.admission_filter.is_empty() {
+                    vec![]
+                } else {
+                    crate::predicates::parse_condition(&pb::Predicate::condition_json(&w.admission_filter))
+                        .map_err(|r| checkfu_proto::automation_spec::condition_error(&field, r, "invalid_trigger"))?
                 };
-                Ok(Trigger::Webhook(Webhook { dedupe_key: dedupe_key.to_string(), filter }))
+                Ok(Trigger::Webhook(Webhook { dedupe_key: k.clone(), filter }))
             }
-            "subscription" => Err(Error::invalid_field(&format!("triggers[{i}].kind"), "subscription triggers are not available yet")
-                .with_reason("capability_unavailable")),
-            _ => Err(invalid(i, "kind", "a trigger's kind is schedule, schedule_once or webhook")),
+            None => Err(invalid(i, "kind", "a trigger's kind is schedule, schedule_once or webhook")),
         }
     }
 
-    /// The wire form, with `next_at` when this is the trigger the pending
+    /// The typed form, with `next_at` when this is the trigger the pending
     /// occurrence belongs to (`None` for the stored form).
-    pub fn to_json(&self, next_at: Option<Option<i64>>) -> Value {
-        let mut v = match self {
-            Trigger::Schedule(s) => json!({"kind": "schedule", "cron": s.cron, "timezone": s.timezone}),
-            Trigger::Once(at) => json!({"kind": "schedule_once", "at": checkfu_core::time::rfc3339(*at)}),
-            Trigger::Webhook(w) => {
-                let mut v = json!({"kind": "webhook", "dedupe_key": w.dedupe_key});
-                if !w.filter.is_empty() {
-                    let preds: Vec<Value> = w.filter.iter().map(Predicate::to_json).collect();
-                    v["admission_filter"] = json!({"kind": "predicates", "predicates": preds});
-                }
-                v
-            }
+    pub fn to_spec(&self, next_at: Option<Option<i64>>) -> pb::Trigger {
+        let kind = match self {
+            Trigger::Schedule(s) => Kind::Schedule(pb::ScheduleTrigger { cron: s.cron.clone(), timezone: s.timezone.clone() }),
+            Trigger::Once(at) => Kind::ScheduleOnce(pb::ScheduleOnceTrigger { at: checkfu_core::time::rfc3339(*at) }),
+            Trigger::Webhook(w) => Kind::Webhook(pb::WebhookTrigger {
+                dedupe_key: w.dedupe_key.clone(),
+                admission_filter: w.filter.iter().map(Predicate::to_spec).collect(),
+            }),
         };
-        if let Some(next) = next_at {
-            v["next_at"] = next.map(|ms| Value::String(checkfu_core::time::rfc3339(ms))).unwrap_or(Value::Null);
-        }
-        v
+        pb::Trigger { kind: Some(kind), next_at: next_at.map(|n| n.map(checkfu_core::time::rfc3339).unwrap_or_default()) }
     }
 
     pub fn is_timed(&self) -> bool {
@@ -156,18 +136,18 @@ impl Trigger {
     }
 }
 
-/// Parses `triggers` (a list; null for none): 0–2 entries, at most one
-/// schedule-kind and one webhook.
+/// Parses `triggers` as written (a list; null for none).
 pub fn parse_triggers(triggers: &Value) -> Result<Vec<Trigger>> {
-    let list = match triggers {
-        Value::Null => return Ok(vec![]),
-        Value::Array(l) => l,
-        _ => return Err(Error::invalid_field("triggers", "triggers is a list").with_reason("invalid_trigger")),
-    };
-    if list.len() > 2 {
+    from_specs(&pb::Trigger::list_from_json(triggers)?)
+}
+
+/// Checks a list whose shape was read: 0–2 entries, at most one
+/// schedule-kind and one webhook.
+pub fn from_specs(specs: &[pb::Trigger]) -> Result<Vec<Trigger>> {
+    if specs.len() > checkfu_proto::automation_spec::MAX_TRIGGERS {
         return Err(Error::invalid_field("triggers", "at most 2 triggers").with_reason("invalid_trigger"));
     }
-    let parsed = list.iter().enumerate().map(|(i, t)| Trigger::parse(i, t)).collect::<Result<Vec<_>>>()?;
+    let parsed = specs.iter().enumerate().map(|(i, t)| Trigger::from_spec(i, t)).collect::<Result<Vec<_>>>()?;
     if parsed.iter().filter(|t| t.is_timed()).count() > 1 {
         return Err(
             Error::invalid_field("triggers", "at most one schedule or schedule_once trigger").with_reason("multiple_schedule_triggers")
@@ -181,12 +161,18 @@ pub fn parse_triggers(triggers: &Value) -> Result<Vec<Trigger>> {
 
 /// The stored (and compared) form of a list.
 pub fn to_json(triggers: &[Trigger]) -> Value {
-    Value::Array(triggers.iter().map(|t| t.to_json(None)).collect())
+    pb::Trigger::list_to_json(&to_specs(triggers, None))
+}
+
+/// The typed list, each with `next_at` when given.
+pub fn to_specs(triggers: &[Trigger], next_ms: Option<Option<i64>>) -> Vec<pb::Trigger> {
+    triggers.iter().map(|t| t.to_spec(next_ms.map(|n| if t.is_timed() { n } else { None }))).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn ms(s: &str) -> i64 {
         checkfu_core::time::parse_rfc3339(s, 3).expect("time")
@@ -209,8 +195,8 @@ mod tests {
     #[test]
     fn triggers_are_checked() {
         let t = parse_triggers(&json!([{"kind": "schedule_once", "at": "2030-01-01T19:00:00+02:00"}])).expect("once");
-        assert_eq!(t[0].to_json(Some(None))["at"], "2030-01-01T17:00:00.000Z");
-        assert_eq!(t[0].to_json(Some(None))["next_at"], Value::Null);
+        assert_eq!(t[0].to_spec(Some(None)).to_json()["at"], "2030-01-01T17:00:00.000Z");
+        assert_eq!(t[0].to_spec(Some(None)).to_json()["next_at"], Value::Null);
         let reason = |v: Value| parse_triggers(&v).expect_err("refused").details["reason"].clone();
         assert_eq!(reason(json!([{"kind": "schedule_once", "at": "2030-01-01T19:00:00"}])), "invalid_trigger");
         assert_eq!(reason(json!([{"kind": "schedule_once", "at": "2030-01-01T19:00:00.1234Z"}])), "invalid_trigger");

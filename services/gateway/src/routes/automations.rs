@@ -74,7 +74,7 @@ pub struct LastFiring {
 }
 
 fn automation(a: &pb::Automation) -> Automation {
-    let triggers = doc(&a.triggers_json);
+    let triggers = crate::automation_wire::triggers(a);
     Automation {
         id: a.id.clone(),
         environment_id: a.environment_id.clone(),
@@ -84,7 +84,7 @@ fn automation(a: &pb::Automation) -> Automation {
         pause_reason: crate::automation_wire::pause_reason(a),
         trigger: triggers.get(0).cloned().unwrap_or(Value::Null),
         triggers,
-        target: doc(&a.target_json),
+        target: crate::automation_wire::target(a),
         readiness: crate::automation_wire::readiness(a),
         managed_by: crate::automation_wire::managed_by(a),
         metadata: doc(&a.metadata_json),
@@ -157,7 +157,7 @@ fn firing(f: &pb::Firing) -> Firing {
         graph: crate::automation_wire::firing_graph(f),
         state: f.state.clone(),
         child_session_ids: f.child_session_ids.clone(),
-        program: doc(&f.program_json),
+        program: crate::automation_wire::firing_program(f),
         usage: FiringUsage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd },
         error: crate::automation_wire::firing_error(f),
         created_at: rfc3339(f.created_ms),
@@ -245,13 +245,16 @@ fn body<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
 }
 
 /// `triggers` as the service takes it: the list, or the one `trigger`.
-fn triggers_of(triggers: &Option<Value>, trigger: &Option<Value>) -> ApiResult<Option<String>> {
-    match (triggers.as_ref().filter(|t| !t.is_null()), trigger.as_ref().filter(|t| !t.is_null())) {
-        (Some(_), Some(_)) => Err(Error::invalid_field("trigger", "send triggers or trigger, not both").into()),
-        (Some(t), None) => Ok(Some(t.to_string())),
-        (None, Some(t)) => Ok(Some(json!([t]).to_string())),
-        (None, None) => Ok(None),
-    }
+/// The triggers a body sets (`triggers`, or the one `trigger`), their
+/// shape read: typed, and as the text a 0.1.0 scheduler reads.
+fn triggers_of(triggers: &Option<Value>, trigger: &Option<Value>) -> ApiResult<Option<(pb::TriggerList, String)>> {
+    let list = match (triggers.as_ref().filter(|t| !t.is_null()), trigger.as_ref().filter(|t| !t.is_null())) {
+        (Some(_), Some(_)) => return Err(Error::invalid_field("trigger", "send triggers or trigger, not both").into()),
+        (Some(t), None) => t.clone(),
+        (None, Some(t)) => json!([t]),
+        (None, None) => return Ok(None),
+    };
+    Ok(Some((pb::TriggerList { triggers: pb::Trigger::list_from_json(&list)? }, list.to_string())))
 }
 
 /// The Automation, if the caller may read its Environment (else 404).
@@ -283,12 +286,17 @@ pub async fn create_automation(
     let b: CreateAutomation = body(&raw)?;
     st.require_manage(&caller, &b.environment_id).await?;
     crate::authz::require_speaks_for(&st, &caller, &b.service_principal_id, "service_principal_id").await?;
+    let (triggers, triggers_json) = triggers_of(&b.triggers, &b.trigger)?.unwrap_or_default();
+    let target = pb::AgentTarget::from_json(&b.target)?;
+    #[allow(deprecated)] // the JSON fields: a 0.1.0 scheduler's
     let req = pb::CreateAutomationRequest {
         environment_id: b.environment_id,
         name: b.name,
         service_principal_id: b.service_principal_id,
-        triggers_json: triggers_of(&b.triggers, &b.trigger)?.unwrap_or_default(),
+        triggers_json,
         target_json: b.target.to_string(),
+        triggers: Some(triggers),
+        target: Some(target),
         metadata_json: b.metadata.map(|m| m.to_string()).unwrap_or_default(),
         ingest_secret: b.ingest_secret.unwrap_or_default(),
         actor_id: caller.principal_id.clone(),
@@ -346,11 +354,16 @@ pub async fn update_automation(
 ) -> J<Automation> {
     let b: UpdateAutomation = body(&raw)?;
     writable(&st, &caller, &id).await?;
+    let (triggers, triggers_json) = triggers_of(&b.triggers, &b.trigger)?.unzip();
+    let target = b.target.as_ref().map(pb::AgentTarget::from_json).transpose()?;
+    #[allow(deprecated)] // the JSON fields: a 0.1.0 scheduler's
     let req = pb::UpdateAutomationRequest {
         id,
         name: b.name,
-        triggers_json: triggers_of(&b.triggers, &b.trigger)?,
+        triggers_json,
         target_json: b.target.map(|t| t.to_string()),
+        triggers,
+        target,
         metadata_json: b.metadata.map(|m| m.to_string()),
         ingest_secret: b.ingest_secret,
         expected_version: b.expected_version,
@@ -591,14 +604,18 @@ pub async fn ingest(State(st): State<AppState>, Path(id): Path<String>, headers:
 
 #[cfg(test)]
 mod tests {
-    use super::triggers_of;
+    use super::{pb, triggers_of};
     use serde_json::json;
 
     #[test]
     fn one_trigger_becomes_a_list_and_both_are_refused() {
-        assert_eq!(triggers_of(&Some(json!([])), &None).expect("list").as_deref(), Some("[]"));
-        assert_eq!(triggers_of(&None, &Some(json!({"kind": "x"}))).expect("one").as_deref(), Some(r#"[{"kind":"x"}]"#));
-        assert_eq!(triggers_of(&None, &None).expect("none"), None);
+        let text = |r: Option<(pb::TriggerList, String)>| r.map(|(_, t)| t);
+        assert_eq!(text(triggers_of(&Some(json!([])), &None).expect("list")).as_deref(), Some("[]"));
+        let one = json!({"kind": "schedule_once", "at": "2030-01-01T00:00:00Z"});
+        let (typed, json) = triggers_of(&None, &Some(one.clone())).expect("one").expect("set");
+        assert_eq!((typed.triggers.len(), json), (1, json!([one]).to_string()));
+        assert!(triggers_of(&None, &None).expect("none").is_none());
+        assert!(triggers_of(&None, &Some(json!({"kind": "x"}))).is_err(), "its shape is read here");
         assert!(triggers_of(&Some(json!([])), &Some(json!({}))).is_err(), "triggers and trigger together");
     }
 }
