@@ -38,7 +38,14 @@ pub fn pause_reason(a: &pb::Automation) -> Value {
 /// `{state, checked_at, checks:[{name, status, reason, resource_id?}]}`.
 #[allow(deprecated)]
 pub fn readiness(a: &pb::Automation) -> Value {
-    let Some(r) = &a.readiness else { return text(&a.readiness_json) };
+    match &a.readiness {
+        Some(r) => readiness_of(r),
+        None => text(&a.readiness_json),
+    }
+}
+
+/// A readiness (an Automation's, or a plan's if applied now).
+pub fn readiness_of(r: &pb::Readiness) -> Value {
     let checks: Vec<Value> = r
         .checks
         .iter()

@@ -1,8 +1,8 @@
 //! Thin gRPC handlers: convert, call, map errors.
 
 use crate::firing::Firing;
-use crate::graph::service::NodeTest;
-use crate::graph::{Graph, wire};
+use crate::graph::service::{Drift, NodeTest};
+use crate::graph::{Graph, Revision, answers, wire};
 use crate::ingest::{Ingested, Signed};
 use crate::model::{AgentTarget, Automation, FilteredDelivery, Readiness};
 use crate::service::{AutomationChange, NewAutomation, SchedulerService, Written};
@@ -10,6 +10,7 @@ use crate::triggers::{from_specs, parse_triggers};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use checkfu_proto::scheduler::v1 as pb;
+use checkfu_proto::scheduler::v1::graph_answer::Resource as Graph_;
 use checkfu_proto::scheduler::v1::scheduler_service_server::SchedulerService as Rpc;
 use serde_json::Value;
 use tonic::{Request, Response, Status};
@@ -270,10 +271,7 @@ impl Rpc for SchedulerGrpc {
         let r = r.into_inner();
         let layout = doc("layout", &r.layout_json)?;
         let (g, rev) = self.svc.create_graph(&r.created_by_principal_id, &doc("document", &r.document_json)?, layout, &r.actor_id).await?;
-        let drift = self.svc.drift(&g).await;
-        let mut v = wire::graph(&g, drift);
-        v["revision"] = wire::revision(&rev);
-        ok(graph_answer(v, &g, true))
+        ok(self.graph_written(&g, &rev, true).await)
     }
 
     async fn revise_graph(&self, r: Request<pb::ReviseGraphRequest>) -> R<pb::GraphAnswer> {
@@ -281,35 +279,33 @@ impl Rpc for SchedulerGrpc {
         let layout = r.layout_json.as_deref().map(|l| doc("layout", l)).transpose()?;
         let (g, rev, created) =
             self.svc.revise_graph(&r.id, &doc("document", &r.document_json)?, layout, r.expected_version, &r.actor_id).await?;
-        let drift = self.svc.drift(&g).await;
-        let mut v = wire::graph(&g, drift);
-        v["revision"] = wire::revision(&rev);
-        ok(graph_answer(v, &g, created))
+        ok(self.graph_written(&g, &rev, created).await)
     }
 
     async fn get_graph(&self, r: Request<pb::GetByIdRequest>) -> R<pb::GraphAnswer> {
         let g = self.svc.graph(&r.into_inner().id).await?;
         let drift = self.svc.drift(&g).await;
-        ok(graph_answer(wire::graph(&g, drift), &g, false))
+        ok(graph_answer(Graph_::Graph(answers::graph(&g, &drift, None)), wire::graph(&g, &drift), &g, false))
     }
 
     async fn list_graphs(&self, r: Request<pb::ListGraphsRequest>) -> R<pb::ListGraphsResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
         let (rows, next_page) = p.finish(self.svc.list_graphs(&r.environment_ids, &p).await?, |g| &g.id);
-        let mut data_json = vec![];
+        let (mut graphs, mut text) = (vec![], vec![]);
         for g in rows {
             let drift = self.svc.drift(&g).await;
-            data_json.push(wire::graph(&g, drift).to_string());
+            graphs.push(answers::graph(&g, &drift, None));
+            text.push(wire::graph(&g, &drift));
         }
-        ok(pb::ListGraphsResponse { data_json, next_page, environment_id: String::new() })
+        ok(graph_list(pb::ListGraphsResponse { graphs, next_page, ..Default::default() }, text))
     }
 
     async fn get_graph_revision(&self, r: Request<pb::GraphRevisionRequest>) -> R<pb::GraphAnswer> {
         let r = r.into_inner();
         let g = self.svc.graph(&r.id).await?;
         let rev = self.svc.graph_revision(&r.id, r.revision).await?;
-        ok(graph_answer(wire::revision(&rev), &g, false))
+        ok(graph_answer(Graph_::Revision(answers::revision(&rev)), wire::revision(&rev), &g, false))
     }
 
     async fn list_graph_revisions(&self, r: Request<pb::ListGraphItemsRequest>) -> R<pb::ListGraphsResponse> {
@@ -318,18 +314,20 @@ impl Rpc for SchedulerGrpc {
         let p = PageRequest::standard(r.limit, &r.page)?;
         let rows = self.svc.graph_revisions(&r.id, p.before_number()?, p.fetch_limit()).await?;
         let (rows, next_page) = p.finish_numbered(rows, |x| x.revision);
-        ok(pb::ListGraphsResponse {
-            data_json: rows.iter().map(|x| wire::revision(x).to_string()).collect(),
+        let typed = pb::ListGraphsResponse {
+            revisions: rows.iter().map(answers::revision).collect(),
             next_page,
             environment_id: g.environment_id.to_string(),
-        })
+            ..Default::default()
+        };
+        ok(graph_list(typed, rows.iter().map(wire::revision).collect()))
     }
 
     async fn plan_graph(&self, r: Request<pb::GraphRevisionRequest>) -> R<pb::GraphAnswer> {
         let r = r.into_inner();
         let g = self.svc.graph(&r.id).await?;
         let plan = self.svc.plan(&r.id, r.revision).await?;
-        ok(graph_answer(plan.to_json(), &g, false))
+        ok(graph_answer(Graph_::Plan(answers::plan(&plan)), plan.to_json(), &g, false))
     }
 
     async fn apply_graph(&self, r: Request<pb::ApplyGraphRequest>) -> R<pb::GraphAnswer> {
@@ -338,10 +336,10 @@ impl Rpc for SchedulerGrpc {
         let a = self.svc.apply(&r.id, r.revision, &r.plan_sha256, r.ingest_secret.as_deref(), &r.actor_id).await?;
         let mut v = serde_json::json!({"graph_id": g.id, "revision": r.revision, "application": a.application.to_json(),
             "automation_id": a.automation_id, "action": a.action});
-        if let Some(s) = a.generated_secret {
+        if let Some(s) = &a.generated_secret {
             v["ingest_secret"] = serde_json::json!(s);
         }
-        ok(graph_answer(v, &g, false))
+        ok(graph_answer(Graph_::Applied(answers::applied(g.id.as_str(), r.revision, &a)), v, &g, false))
     }
 
     async fn list_graph_applications(&self, r: Request<pb::ListGraphItemsRequest>) -> R<pb::ListGraphsResponse> {
@@ -349,17 +347,20 @@ impl Rpc for SchedulerGrpc {
         let g = self.svc.graph(&r.id).await?;
         let p = PageRequest::standard(r.limit, &r.page)?;
         let (rows, next_page) = p.finish(self.svc.graph_applications(&r.id, &p).await?, |a| &a.id);
-        ok(pb::ListGraphsResponse {
-            data_json: rows.iter().map(|a| a.to_json().to_string()).collect(),
+        let typed = pb::ListGraphsResponse {
+            applications: rows.iter().map(answers::application).collect(),
             next_page,
             environment_id: g.environment_id.to_string(),
-        })
+            ..Default::default()
+        };
+        ok(graph_list(typed, rows.iter().map(|a| a.to_json()).collect()))
     }
 
     async fn delete_graph(&self, r: Request<pb::ActorRequest>) -> R<pb::GraphAnswer> {
         let r = r.into_inner();
         let g = self.svc.delete_graph(&r.id, &r.actor_id).await?;
-        ok(graph_answer(wire::graph(&g, serde_json::json!({"state": "not_applied", "reasons": []})), &g, false))
+        let drift = Drift::not_applied();
+        ok(graph_answer(Graph_::Graph(answers::graph(&g, &drift, None)), wire::graph(&g, &drift), &g, false))
     }
 
     async fn test_graph_node(&self, r: Request<pb::GraphNodeTestRequest>) -> R<pb::GraphAnswer> {
@@ -372,15 +373,36 @@ impl Rpc for SchedulerGrpc {
             event: Some(doc("event", &r.event_json)?).filter(|e| !r.event_json.is_empty() || !e.is_null()),
             previous_output: Some(doc("previous_output", &r.previous_output_json)?).filter(|_| !r.previous_output_json.is_empty()),
         };
-        ok(graph_answer(self.svc.node_test(&r.id, t).await?, &g, false))
+        let p = self.svc.node_test(&r.id, t).await?;
+        ok(graph_answer(Graph_::Preview(answers::preview(&p)), p.to_json(), &g, false))
     }
 }
 
-fn graph_answer(v: Value, g: &Graph, created: bool) -> pb::GraphAnswer {
+impl SchedulerGrpc {
+    /// A graph a write made, with the revision it wrote.
+    async fn graph_written(&self, g: &Graph, rev: &Revision, created: bool) -> pb::GraphAnswer {
+        let drift = self.svc.drift(g).await;
+        let mut text = wire::graph(g, &drift);
+        text["revision"] = wire::revision(rev);
+        graph_answer(Graph_::Graph(answers::graph(g, &drift, Some(rev))), text, g, created)
+    }
+}
+
+/// A graph answer: typed, and as the JSON text a 0.1.0 gateway reads.
+#[allow(deprecated)] // json: the 0.1.0 text
+fn graph_answer(resource: Graph_, text: Value, g: &Graph, created: bool) -> pb::GraphAnswer {
     pb::GraphAnswer {
-        json: v.to_string(),
+        json: text.to_string(),
         environment_id: g.environment_id.to_string(),
         service_principal_id: g.service_principal_id.to_string(),
         created,
+        resource: Some(resource),
     }
+}
+
+/// A page: `typed` holds its list, `text` each item as a 0.1.0 gateway
+/// reads it.
+#[allow(deprecated)] // data_json: the 0.1.0 text
+fn graph_list(typed: pb::ListGraphsResponse, text: Vec<Value>) -> pb::ListGraphsResponse {
+    pb::ListGraphsResponse { data_json: text.iter().map(Value::to_string).collect(), typed: true, ..typed }
 }

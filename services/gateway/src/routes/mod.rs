@@ -25,13 +25,6 @@ pub mod webhooks;
 
 pub use paging::{InEnvironment, Paging};
 
-/// A page of resources a service answered as JSON texts:
-/// `{data, next_page}` (null on the last page).
-pub fn json_page(items: &[String], next_page: &str) -> serde_json::Value {
-    let data: Vec<serde_json::Value> = items.iter().map(|d| serde_json::from_str(d).unwrap_or(serde_json::Value::Null)).collect();
-    serde_json::json!({"data": data, "next_page": (!next_page.is_empty()).then_some(next_page)})
-}
-
 /// A created resource: 201 with its JSON, through the idempotency layer.
 pub fn created<T: serde::Serialize>(v: T) -> crate::error::ApiResult<(axum::http::StatusCode, serde_json::Value)> {
     Ok((axum::http::StatusCode::CREATED, serde_json::to_value(v).map_err(|e| checkfu_core::Error::internal(e.to_string()))?))

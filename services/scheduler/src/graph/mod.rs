@@ -1,8 +1,10 @@
 //! AutomationGraphs (api.md §12.7): documents with immutable revisions that
 //! compile, by `plan` and `apply`, into an ordinary Automation
 //! (`managed_by.kind:"graph"`). `document.rs` reads a document, `plan.rs`
-//! checks and compiles it, `service.rs` holds the endpoints' logic.
+//! checks and compiles it, `service.rs` holds the endpoints' logic,
+//! `answers.rs` makes the typed answers (and `wire.rs` their 0.1.0 text).
 
+pub mod answers;
 pub mod document;
 pub mod plan;
 pub mod service;

@@ -45,11 +45,8 @@ impl Plan {
             Plan::Rejected { graph_id, revision, errors } => json!({"kind": "rejected", "graph_id": graph_id, "revision": revision,
                 "errors": errors.iter().map(PlanError::to_json).collect::<Vec<_>>()}),
             Plan::Planned(p) => {
-                let inputs = if p.triggers.iter().any(|t| matches!(t, Trigger::Webhook(_))) {
-                    json!([{"name": "ingest_secret", "generated_if_absent": true}])
-                } else {
-                    json!([])
-                };
+                let inputs =
+                    if p.needs_ingest_secret() { json!([{"name": "ingest_secret", "generated_if_absent": true}]) } else { json!([]) };
                 json!({"kind": "planned", "graph_id": p.graph_id, "revision": p.revision, "plan_sha256": p.plan_sha256,
                     "automation": {"id": p.automation_id, "action": p.action}, "target_kind": p.target["kind"],
                     "pins": p.pins.iter().map(Pin::to_json).collect::<Vec<_>>(),
@@ -57,6 +54,57 @@ impl Plan {
                     "readiness": p.readiness.to_json(), "required_inputs": inputs})
             }
         }
+    }
+}
+
+impl Planned {
+    /// Whether apply takes an `ingest_secret` (generated when absent): the
+    /// graph has a webhook trigger.
+    pub fn needs_ingest_secret(&self) -> bool {
+        self.triggers.iter().any(|t| matches!(t, Trigger::Webhook(_)))
+    }
+}
+
+/// Whether the applied Automation still matches what its revision plans:
+/// `not_applied`, `in_sync` or `drifted`, with a reason per difference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drift {
+    pub state: &'static str,
+    pub reasons: Vec<PlanError>,
+}
+
+impl Drift {
+    pub fn not_applied() -> Drift {
+        Drift { state: "not_applied", reasons: vec![] }
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({"state": self.state, "reasons": self.reasons.iter().map(PlanError::to_json).collect::<Vec<_>>()})
+    }
+}
+
+/// A `prompt_preview`: the node's prompt as a Session would get it, and
+/// what it would pin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preview {
+    pub graph_id: String,
+    pub revision: i64,
+    pub node: String,
+    pub prompt_source: &'static str,
+    pub rendered_prompt: String,
+    pub missing_event_references: Vec<String>,
+    pub pin: Option<Pin>,
+    pub agent_deployment_id: String,
+    pub environment_id: String,
+}
+
+impl Preview {
+    pub fn to_json(&self) -> Value {
+        json!({"mode": "prompt_preview", "graph_id": self.graph_id, "revision": self.revision, "node": self.node,
+            "prompt_source": self.prompt_source, "rendered_prompt": self.rendered_prompt,
+            "missing_event_references": self.missing_event_references,
+            "agent_id": self.pin.as_ref().map(|p| p.agent_id.clone()), "agent_version": self.pin.as_ref().map(|p| p.agent_version),
+            "agent_deployment_id": self.agent_deployment_id, "environment_id": self.environment_id})
     }
 }
 
@@ -218,30 +266,35 @@ impl SchedulerService {
 
     /// `{state, reasons}`: `drifted` when planning the applied revision now
     /// gives another plan than the one applied.
-    pub async fn drift(&self, g: &Graph) -> Value {
+    pub async fn drift(&self, g: &Graph) -> Drift {
         if g.applied_revision == 0 {
-            return json!({"state": "not_applied", "reasons": []});
+            return Drift::not_applied();
         }
+        let drifted = |reasons| Drift { state: "drifted", reasons };
         match self.plan_graph(g, g.applied_revision).await {
-            Ok(Plan::Planned(p)) if p.plan_sha256 == g.applied_plan_sha256 => json!({"state": "in_sync", "reasons": []}),
+            Ok(Plan::Planned(p)) if p.plan_sha256 == g.applied_plan_sha256 => Drift { state: "in_sync", reasons: vec![] },
             Ok(Plan::Planned(p)) => {
                 let mut reasons = vec![];
                 for pin in &p.pins {
-                    reasons.push(json!({"code": "pin_changed", "node": pin.node,
-                        "detail": format!("{} is now at revision {} (agent version {})", pin.agent_deployment_id, pin.deployment_revision, pin.agent_version)}));
+                    let detail = format!(
+                        "{} is now at revision {} (agent version {})",
+                        pin.agent_deployment_id, pin.deployment_revision, pin.agent_version
+                    );
+                    reasons.push(PlanError { code: "pin_changed", detail, node: Some(pin.node.clone()), edge: None });
                 }
-                for b in &p.blockers {
-                    reasons.push(b.to_json());
-                }
+                reasons.extend(p.blockers.iter().cloned());
                 if reasons.is_empty() {
-                    reasons.push(json!({"code": "plan_changed", "detail": "planning the applied revision now gives another plan"}));
+                    reasons.push(PlanError {
+                        code: "plan_changed",
+                        detail: "planning the applied revision now gives another plan".into(),
+                        node: None,
+                        edge: None,
+                    });
                 }
-                json!({"state": "drifted", "reasons": reasons})
+                drifted(reasons)
             }
-            Ok(Plan::Rejected { errors, .. }) => {
-                json!({"state": "drifted", "reasons": errors.iter().map(PlanError::to_json).collect::<Vec<_>>()})
-            }
-            Err(e) => json!({"state": "drifted", "reasons": [{"code": "unknown", "detail": e.message}]}),
+            Ok(Plan::Rejected { errors, .. }) => drifted(errors),
+            Err(e) => drifted(vec![PlanError { code: "unknown", detail: e.message, node: None, edge: None }]),
         }
     }
 
@@ -563,7 +616,7 @@ impl SchedulerService {
     }
 
     /// A prompt preview of a `step_agent` node: free, recording nothing.
-    pub async fn node_test(&self, id: &str, t: NodeTest) -> Result<Value> {
+    pub async fn node_test(&self, id: &str, t: NodeTest) -> Result<Preview> {
         let bad = |reason: &str, why: &str| Error::invalid_field("node", why).with_reason(reason);
         if t.mode != "prompt_preview" {
             return Err(Error::invalid_field("mode", "mode is prompt_preview").with_reason("unsupported_mode"));
@@ -605,11 +658,17 @@ impl SchedulerService {
             ));
         }
         let pin = self.pin_node(&t.node, &s.agent, g.environment_id.as_str()).await.ok();
-        Ok(json!({"mode": "prompt_preview", "graph_id": g.id, "revision": t.revision, "node": t.node,
-            "prompt_source": source, "rendered_prompt": rendered, "missing_event_references": missing,
-            "agent_id": pin.as_ref().map(|p| p.agent_id.clone()), "agent_version": pin.as_ref().map(|p| p.agent_version),
-            "agent_deployment_id": pin.as_ref().map(|p| p.agent_deployment_id.clone()).unwrap_or_else(|| s.agent.clone()),
-            "environment_id": g.environment_id}))
+        Ok(Preview {
+            graph_id: g.id.to_string(),
+            revision: t.revision,
+            agent_deployment_id: pin.as_ref().map(|p| p.agent_deployment_id.clone()).unwrap_or_else(|| s.agent.clone()),
+            node: t.node,
+            prompt_source: source,
+            rendered_prompt: rendered,
+            missing_event_references: missing,
+            pin,
+            environment_id: g.environment_id.to_string(),
+        })
     }
 
     async fn audit_graph(&self, actor: &str, action: &str, g: &Graph, details: Value) {
