@@ -11,7 +11,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={}", f.display());
     }
     let fds = protox::compile(&files, [&root])?;
-    tonic_prost_build::configure().build_client(true).build_server(true).compile_fds(fds)?;
+    // Messages that carry a credential get a redacting Debug
+    // (`src/credential_input.rs`) instead of the derived one, so no
+    // `{:?}` can print a secret.
+    let redacted = [
+        "checkfu.capability.v1.CredentialInput",
+        "checkfu.capability.v1.CreateConnectionRequest",
+        "checkfu.capability.v1.SetCredentialRequest",
+    ];
+    tonic_prost_build::configure().build_client(true).build_server(true).skip_debug(redacted).compile_fds(fds)?;
     Ok(())
 }
 

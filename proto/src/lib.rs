@@ -32,5 +32,6 @@ pub mod mesh;
 pub mod proposed_change;
 pub mod selection;
 pub mod token;
+pub mod tool_declaration;
 pub mod transport;
 pub mod views;

@@ -211,7 +211,7 @@ impl Runner {
 
     /// One model call and what it produced.
     async fn turn(&self, work: &pb::WorkItem, lease: &pb::LeaseRef, t: &mut Transcript) -> Result<Turn, Stop> {
-        let declared: Vec<Value> = serde_json::from_str(&work.tools_json).unwrap_or_default();
+        let declared = crate::tools::declared(work);
         let mut tools = declared
             .iter()
             .filter_map(|d| {

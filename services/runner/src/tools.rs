@@ -132,6 +132,16 @@ fn mark_external(work: &pb::WorkItem, decided: &mut [Decided]) {
     }
 }
 
+/// The tools a work item declares, in their public JSON shape: from the
+/// typed list, or a 0.1.0 sessions service's text.
+#[allow(deprecated)] // tools_json: a 0.1.0 sessions service's
+pub(crate) fn declared(work: &pb::WorkItem) -> Vec<Value> {
+    if work.tools.is_empty() {
+        return serde_json::from_str(&work.tools_json).unwrap_or_default();
+    }
+    work.tools.iter().map(checkfu_proto::sessions::v1::ToolDeclaration::to_json).collect()
+}
+
 pub(crate) fn declaration<'a>(tools: &'a [Value], name: &str) -> Option<&'a Value> {
     tools.iter().find(|d| match d.get("type").and_then(Value::as_str) {
         Some("tool_source") => d.get("tools").and_then(Value::as_array).is_some_and(|t| t.iter().any(|n| n == name)),
@@ -142,7 +152,7 @@ pub(crate) fn declaration<'a>(tools: &'a [Value], name: &str) -> Option<&'a Valu
 impl Runner {
     /// Asks governance about each call.
     pub(crate) async fn decide(&self, work: &pb::WorkItem, calls: Vec<mg::ToolUse>) -> Result<Vec<Decided>, tonic::Status> {
-        let tools: Vec<Value> = serde_json::from_str(&work.tools_json).unwrap_or_default();
+        let tools = declared(work);
         #[allow(deprecated)] // a 0.1.0 sessions service sends only the JSON text
         let pins = checkfu_proto::views::execution_pins(work.execution_pins.as_ref(), &work.execution_pins_json);
         let agent_id = pins.get("agent_id").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -552,7 +562,7 @@ impl Runner {
     /// expired ones are refused; ones whose wait ended without a decision
     /// (an interrupt) are refused too, so every tool use gets an answer.
     pub(crate) fn resume_outstanding(work: &pb::WorkItem, outstanding: &[crate::transcript::Outstanding]) -> Vec<Decided> {
-        let tools: Vec<Value> = serde_json::from_str(&work.tools_json).unwrap_or_default();
+        let tools = declared(work);
         let mut decided: Vec<Decided> = outstanding
             .iter()
             .map(|o| {
@@ -627,7 +637,20 @@ mod tests {
     }
 
     fn work() -> rpb::WorkItem {
-        rpb::WorkItem { tools_json: json!([{"type": "builtin", "name": "bash"}]).to_string(), ..Default::default() }
+        use checkfu_proto::sessions::v1::{BuiltinTool, ToolDeclaration, tool_declaration::Kind};
+        rpb::WorkItem {
+            tools: vec![ToolDeclaration { kind: Some(Kind::Builtin(BuiltinTool { name: "bash".into() })) }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    #[allow(deprecated)] // tools_json: a 0.1.0 sessions service's
+    fn declarations_read_the_same_typed_or_from_a_0_1_0_services_text() {
+        let old = rpb::WorkItem { tools_json: json!([{"type": "builtin", "name": "bash"}]).to_string(), ..Default::default() };
+        assert_eq!(declared(&work()), declared(&old));
+        assert_eq!(declared(&work()), vec![json!({"type": "builtin", "name": "bash"})]);
+        assert!(declared(&rpb::WorkItem::default()).is_empty(), "none declared");
     }
 
     #[test]

@@ -100,6 +100,7 @@ impl Rpc for RunnerGrpc {
             routing_profile_id: w.session.pins.model_routing_profile_id.clone().into(),
             instructions: w.instructions.clone(),
             tools_json: serde_json::to_string(&w.tools).unwrap_or_else(|_| "[]".into()),
+            tools: w.tools.iter().map(crate::tools_wire::declaration).collect(),
             principal_id: w.session.principal_id.clone().into(),
             environment_id: w.session.environment_id.clone().into(),
             start_seq: w.run.start_seq,

@@ -31,6 +31,7 @@ pub mod store;
 mod sweeps;
 pub mod thread_tools;
 pub mod threads;
+mod tools_wire;
 pub mod uploads;
 pub mod upstream;
 pub mod work;
