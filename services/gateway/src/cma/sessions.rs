@@ -156,7 +156,7 @@ pub async fn list(cx: Cx, RawQuery(raw): RawQuery) -> CmaResult<Json<Value>> {
         if !created(&json!(s.created_at)) {
             continue;
         }
-        if store_filter.is_some_and(|m| !s.resources.as_array().into_iter().flatten().any(|r| r["memory_store_id"] == m)) {
+        if store_filter.is_some_and(|m| !s.resources.iter().any(|r| r.memory_store_id == m)) {
             continue;
         }
         let v = render(&cx.state, &s).await?;
@@ -275,29 +275,18 @@ fn resources(v: &Value) -> CmaResult<Vec<Value>> {
     Ok(out)
 }
 
-/// A native Session resource as CMA shows it (its id is the File's or
-/// the store's).
-fn resource(r: &Value) -> Value {
-    let mut out = r.clone();
-    match r["type"].as_str() {
-        Some("file") => {
-            out["id"] = r["file_id"].clone();
-        }
-        Some("memory_store") => {
-            out["id"] = r["memory_store_id"].clone();
-            let mount = r["mount_name"].as_str().or(r["memory_store_id"].as_str()).unwrap_or_default();
-            out["mount_path"] = json!(format!("/mnt/memory/{mount}"));
-        }
-        _ => {}
-    }
-    out
+/// A native Session resource — a MemoryStore it mounts — as CMA shows
+/// it: its id is the store's, its path where it is mounted.
+fn resource(r: &views::SessionResource) -> Value {
+    json!({"type": r.kind, "id": r.memory_store_id, "memory_store_id": r.memory_store_id, "access": r.access,
+        "mount_name": r.mount_name, "store_version": r.store_version, "mount_path": format!("/mnt/memory/{}", r.mount_name)})
 }
 
 /// `GET /v1/sessions/{id}/resources`.
 pub async fn list_resources(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Value>> {
     let s: views::Session =
         cx.native.get(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
-    let data = s.resources.as_array().map(|a| a.iter().map(resource).collect()).unwrap_or_default();
+    let data = s.resources.iter().map(resource).collect();
     Ok(Json(wire::page(data, None)))
 }
 
@@ -305,7 +294,7 @@ pub async fn list_resources(cx: Cx, Path(id): Path<String>) -> CmaResult<Json<Va
 pub async fn retrieve_resource(cx: Cx, Path((id, rid)): Path<(String, String)>) -> CmaResult<Json<Value>> {
     let s: views::Session =
         cx.native.get(&format!("/v1/sessions/{}", super::wire::path_id::<checkfu_core::id::SessionId>("session", &id)?)).await?;
-    let found = s.resources.as_array().into_iter().flatten().map(resource).find(|r| r["id"] == rid.as_str());
+    let found = s.resources.iter().find(|r| r.memory_store_id == rid).map(resource);
     found.map(Json).ok_or_else(|| Error::not_found("session resource", &rid).into())
 }
 
@@ -577,7 +566,7 @@ pub async fn render(st: &AppState, s: &views::Session) -> CmaResult<Value> {
             "list_cost": {"amount": micro.div_ceil(10_000).to_string(), "currency": "USD"},
         },
         "stats": stats(s, status),
-        "resources": s.resources.as_array().map(|a| a.iter().map(resource).collect::<Vec<_>>()).unwrap_or_default(),
+        "resources": s.resources.iter().map(resource).collect::<Vec<_>>(),
         "vault_ids": s.connection_vault_ids,
         "outcome_evaluations": evaluations,
         "budget": budget,

@@ -57,7 +57,7 @@ pub struct Session {
     /// MemoryStores it mounts: `{type: "memory_store", memory_store_id,
     /// access, mount_name, store_version}` (the head when it was created).
     #[schema(value_type = Vec<Object>)]
-    pub resources: Value,
+    pub resources: Vec<SessionResource>,
     /// The seq of its newest event (0: none yet). The log is gapless from
     /// 1, so `GET …/events?after_seq={last_seq - n}` is its newest `n`
     /// events: a reader opens a long log at its end without reading it all.
@@ -93,22 +93,40 @@ fn sandbox(s: &ss::Session) -> Value {
     serde_json::json!({"expires_at": checkfu_core::time::rfc3339(at), "unenforced": v.get("unenforced").cloned().unwrap_or(Value::Array(vec![]))})
 }
 
+/// A MemoryStore a Session mounts; the OpenAPI document shows it as an
+/// object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionResource {
+    /// `memory_store`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub memory_store_id: String,
+    /// `read_only` or `read_write`.
+    pub access: String,
+    pub mount_name: String,
+    /// The store's head when the Session was created.
+    pub store_version: i64,
+}
+
 /// The MemoryStores a Session mounts, as its `resources`: from the typed
-/// list, or a 0.1.0 sessions service's JSON text.
+/// list, or a 0.1.0 sessions service's JSON text (whose entries are
+/// memory stores too).
 #[allow(deprecated)]
-fn resources(s: &ss::Session) -> Value {
+fn resources(s: &ss::Session) -> Vec<SessionResource> {
     if s.memory_resources.is_empty() && !s.resources_json.is_empty() {
-        return doc(&s.resources_json);
+        let entries: Vec<Value> = serde_json::from_str(&s.resources_json).unwrap_or_default();
+        return entries.into_iter().filter_map(|e| serde_json::from_value(e).ok()).collect();
     }
-    let list = s
-        .memory_resources
+    s.memory_resources
         .iter()
-        .map(|m| {
-            serde_json::json!({"type": "memory_store", "memory_store_id": m.memory_store_id, "access": m.access,
-                "mount_name": m.mount_name, "store_version": m.store_version})
+        .map(|m| SessionResource {
+            kind: "memory_store".into(),
+            memory_store_id: m.memory_store_id.clone(),
+            access: m.access.clone(),
+            mount_name: m.mount_name.clone(),
+            store_version: m.store_version,
         })
-        .collect();
-    Value::Array(list)
+        .collect()
 }
 
 // Reads the deprecated JSON text of a 0.1.0 sessions service.
@@ -300,5 +318,32 @@ pub fn run(r: &ss::Run) -> Run {
         usage: usage(&r.usage),
         created_at: r.created_at.clone(),
         completed_at: opt(&r.completed_at),
+    }
+}
+
+#[cfg(test)]
+#[allow(deprecated)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn resources_read_the_same_typed_or_from_a_0_1_0_services_text() {
+        let want = json!([{"type": "memory_store", "memory_store_id": "mstr_1", "access": "read_write", "mount_name": "notes", "store_version": 3}]);
+        let typed = ss::Session {
+            memory_resources: vec![ss::MemoryResource {
+                memory_store_id: "mstr_1".into(),
+                access: "read_write".into(),
+                mount_name: "notes".into(),
+                store_version: 3,
+            }],
+            ..Default::default()
+        };
+        assert_eq!(json!(resources(&typed)), want);
+        let old = ss::Session { resources_json: want.to_string(), ..Default::default() };
+        assert_eq!(json!(resources(&old)), want);
+        let other = ss::Session { resources_json: json!([{"type": "file", "file_id": "file_1"}]).to_string(), ..Default::default() };
+        assert!(resources(&other).is_empty(), "a Session's resources are the stores it mounts");
+        assert!(resources(&ss::Session::default()).is_empty());
     }
 }
