@@ -43,6 +43,24 @@ pub fn is_pointer(p: &str) -> bool {
     true
 }
 
+/// The rules every predicate holds to, written or typed, checked in this
+/// order; a refusal is `(code, detail)`.
+fn predicate_rules(kind: Option<&str>, pointer: Option<&str>, value: Option<&Value>) -> Result<(), (&'static str, String)> {
+    if !matches!(kind, Some("equals" | "contains")) {
+        return Err(("invalid_predicate", "a predicate's kind is equals or contains".into()));
+    }
+    if !pointer.is_some_and(is_pointer) {
+        return Err(("invalid_predicate", "a predicate's pointer is a JSON Pointer (RFC 6901)".into()));
+    }
+    match value {
+        None | Some(Value::Null) => Err(("invalid_predicate_value", "a predicate's value is not null".into())),
+        Some(v) if kind == Some("contains") && !v.is_string() => {
+            Err(("invalid_predicate_value", "a contains predicate's value is a string".into()))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
 impl Predicate {
     /// `{kind:"equals"|"contains", pointer, value}`; a refusal is `(code,
     /// detail)`.
@@ -51,22 +69,19 @@ impl Predicate {
         if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "kind" | "pointer" | "value")) {
             return Err(("invalid_predicate", format!("a predicate has no field {k:?}")));
         }
-        let kind = match o.get("kind").and_then(Value::as_str) {
-            Some(k @ ("equals" | "contains")) => k,
-            _ => return Err(("invalid_predicate", "a predicate's kind is equals or contains".into())),
-        };
-        let pointer = match o.get("pointer") {
-            Some(Value::String(p)) if is_pointer(p) => p.clone(),
-            _ => return Err(("invalid_predicate", "a predicate's pointer is a JSON Pointer (RFC 6901)".into())),
-        };
-        let value = match o.get("value") {
-            None | Some(Value::Null) => return Err(("invalid_predicate_value", "a predicate's value is not null".into())),
-            Some(v) => v,
-        };
-        if kind == "contains" && !value.is_string() {
-            return Err(("invalid_predicate_value", "a contains predicate's value is a string".into()));
-        }
-        Ok(Predicate { kind: kind.into(), pointer, value_json: value.to_string() })
+        let (kind, pointer, value) = (o.get("kind").and_then(Value::as_str), o.get("pointer").and_then(Value::as_str), o.get("value"));
+        predicate_rules(kind, pointer, value)?;
+        Ok(Predicate {
+            kind: kind.unwrap_or_default().into(),
+            pointer: pointer.unwrap_or_default().into(),
+            value_json: v["value"].to_string(),
+        })
+    }
+
+    /// Whether a typed predicate (from a caller on the mesh) holds to the
+    /// rules a written one does.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        predicate_rules(Some(&self.kind), Some(&self.pointer), serde_json::from_str::<Value>(&self.value_json).ok().as_ref())
     }
 
     /// The value it compares with (null only if the sender broke the
@@ -95,10 +110,25 @@ pub fn condition_from_json(v: &Value) -> Result<Vec<Predicate>, Refusal> {
     let Some(list) = o.get("predicates").and_then(Value::as_array) else {
         return Err((0, "invalid_predicate", "predicates is a list".into()));
     };
-    if list.is_empty() || list.len() > MAX_PREDICATES {
+    check_count(list.len())?;
+    list.iter().enumerate().map(|(i, p)| Predicate::from_json(p).map_err(|(code, why)| (i, code, why))).collect()
+}
+
+fn check_count(n: usize) -> Result<(), Refusal> {
+    if n == 0 || n > MAX_PREDICATES {
         return Err((0, "invalid_predicate", format!("a condition holds 1 to {MAX_PREDICATES} predicates")));
     }
-    list.iter().enumerate().map(|(i, p)| Predicate::from_json(p).map_err(|(code, why)| (i, code, why))).collect()
+    Ok(())
+}
+
+/// Whether a typed condition (from a caller on the mesh) holds to the
+/// rules a written one does: 1 to 32 predicates, each checked.
+pub fn check_condition(predicates: &[Predicate]) -> Result<(), Refusal> {
+    check_count(predicates.len())?;
+    for (i, p) in predicates.iter().enumerate() {
+        p.check().map_err(|(code, why)| (i, code, why))?;
+    }
+    Ok(())
 }
 
 /// A refused condition as an API error (400 naming the predicate, with
@@ -111,7 +141,9 @@ pub fn condition_error(field: &str, (i, code, why): Refusal, reason: &str) -> Er
     e
 }
 
-fn invalid_trigger(i: usize, field: &str, why: impl Into<String>) -> Error {
+/// A refused trigger: 400 naming `triggers[i].field`, reason
+/// `invalid_trigger` (shared with the scheduler's rules).
+pub fn invalid_trigger(i: usize, field: &str, why: impl Into<String>) -> Error {
     Error::invalid_field(&format!("triggers[{i}].{field}"), why).with_reason("invalid_trigger")
 }
 
@@ -225,7 +257,9 @@ fn model_spend() -> String {
     "model_spend".into()
 }
 
-fn invalid_target(why: impl Into<String>) -> Error {
+/// A refused target: 400 on `target`, reason `invalid_target` (shared
+/// with the scheduler's rules).
+pub fn invalid_target(why: impl Into<String>) -> Error {
     Error::invalid_field("target", why).with_reason("invalid_target")
 }
 
@@ -356,6 +390,20 @@ mod tests {
         assert_eq!(condition_from_json(&bad_ptr).expect_err("pointer").1, "invalid_predicate");
         let contains = json!({"kind": "predicates", "predicates": [{"kind": "contains", "pointer": "/x", "value": 1}]});
         assert_eq!(condition_from_json(&contains).expect_err("contains a number").1, "invalid_predicate_value");
+        let no_kind_no_value = json!({"kind": "predicates", "predicates": [{"pointer": "/x"}]});
+        assert_eq!(condition_from_json(&no_kind_no_value).expect_err("kind first").2, "a predicate's kind is equals or contains");
+        // A typed caller is held to the same rules.
+        let p = |kind: &str, pointer: &str, value_json: &str| Predicate {
+            kind: kind.into(),
+            pointer: pointer.into(),
+            value_json: value_json.into(),
+        };
+        assert_eq!(check_condition(&[p("equals", "/x", "1")]), Ok(()));
+        assert_eq!(check_condition(&[p("equals", "/x", "1"), p("matches", "/x", "1")]).expect_err("kind").0, 1);
+        assert_eq!(check_condition(&[p("equals", "x", "1")]).expect_err("pointer").1, "invalid_predicate");
+        assert_eq!(check_condition(&[p("equals", "/x", "null")]).expect_err("null").1, "invalid_predicate_value");
+        assert_eq!(check_condition(&[p("contains", "/x", "3")]).expect_err("contains a number").1, "invalid_predicate_value");
+        assert_eq!(check_condition(&vec![p("equals", "/x", "1"); MAX_PREDICATES + 1]).expect_err("too many").1, "invalid_predicate");
         assert_eq!(condition_from_json(&json!({"kind": "predicates", "predicates": []})).expect_err("empty").1, "invalid_predicate");
         assert!(is_pointer("/a~1b/~0") && !is_pointer("/a~2") && !is_pointer("a"));
     }

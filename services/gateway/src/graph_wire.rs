@@ -3,7 +3,7 @@
 //! JSON text) and described for the OpenAPI document (schemathesis checks
 //! every answer against them in CI, and the SDK's types come from them).
 
-use crate::json_text::doc;
+use crate::json_text::{doc, value};
 use crate::views::{Page, opt};
 use checkfu_core::Error;
 use checkfu_proto::scheduler::v1 as pb;
@@ -315,20 +315,16 @@ impl From<pb::NodePreview> for NodeTestPreview {
     }
 }
 
-fn rendered<T: Serialize>(v: T) -> Result<Value, Error> {
-    serde_json::to_value(v).map_err(|e| Error::internal(format!("a graph answer did not render: {e}")))
-}
-
 /// A graph answer's public JSON: its typed resource rendered, or a 0.1.0
 /// scheduler's text.
 #[allow(deprecated)] // json: a 0.1.0 scheduler's
-pub fn answer(a: &pb::GraphAnswer) -> Result<Value, Error> {
-    match a.resource.clone() {
-        Some(Resource::Graph(g)) => rendered(AutomationGraph::from(g)),
-        Some(Resource::Revision(r)) => rendered(AutomationGraphRevision::from(r)),
-        Some(Resource::Plan(p)) => rendered(GraphPlan::from(p)),
-        Some(Resource::Applied(x)) => rendered(GraphApplied::from(x)),
-        Some(Resource::Preview(p)) => rendered(NodeTestPreview::from(p)),
+pub fn answer(a: pb::GraphAnswer) -> Result<Value, Error> {
+    match a.resource {
+        Some(Resource::Graph(g)) => value(AutomationGraph::from(g)),
+        Some(Resource::Revision(r)) => value(AutomationGraphRevision::from(r)),
+        Some(Resource::Plan(p)) => value(GraphPlan::from(p)),
+        Some(Resource::Applied(x)) => value(GraphApplied::from(x)),
+        Some(Resource::Preview(p)) => value(NodeTestPreview::from(p)),
         None => Ok(doc(&a.json)),
     }
 }
@@ -336,19 +332,19 @@ pub fn answer(a: &pb::GraphAnswer) -> Result<Value, Error> {
 /// A page of graphs, revisions or applications: the typed list it holds,
 /// or a 0.1.0 scheduler's text.
 #[allow(deprecated)] // data_json: a 0.1.0 scheduler's
-pub fn page(r: &pb::ListGraphsResponse) -> Result<Value, Error> {
+pub fn page(r: pb::ListGraphsResponse) -> Result<Value, Error> {
     let next_page = opt(&r.next_page);
     if !r.typed {
         return Ok(json!({"data": r.data_json.iter().map(|d| doc(d)).collect::<Vec<_>>(), "next_page": next_page}));
     }
     let data: Vec<Value> = if !r.revisions.is_empty() {
-        r.revisions.iter().cloned().map(AutomationGraphRevision::from).map(rendered).collect::<Result<_, _>>()?
+        r.revisions.into_iter().map(AutomationGraphRevision::from).map(value).collect::<Result<_, _>>()?
     } else if !r.applications.is_empty() {
-        r.applications.iter().cloned().map(GraphApplication::from).map(rendered).collect::<Result<_, _>>()?
+        r.applications.into_iter().map(GraphApplication::from).map(value).collect::<Result<_, _>>()?
     } else {
-        r.graphs.iter().cloned().map(AutomationGraph::from).map(rendered).collect::<Result<_, _>>()?
+        r.graphs.into_iter().map(AutomationGraph::from).map(value).collect::<Result<_, _>>()?
     };
-    rendered(Page { data, next_page })
+    value(Page { data, next_page })
 }
 
 #[cfg(test)]
@@ -366,8 +362,8 @@ mod tests {
 
     /// Rendered from the typed answer and read from the 0.1.0 text, alike.
     fn same(resource: Resource, want: Value) {
-        assert_eq!(answer(&typed(resource)).expect("typed"), want);
-        assert_eq!(answer(&text(&want)).expect("0.1.0 text"), want);
+        assert_eq!(answer(typed(resource)).expect("typed"), want);
+        assert_eq!(answer(text(&want)).expect("0.1.0 text"), want);
     }
 
     fn revision() -> (pb::GraphRevision, Value) {
@@ -431,16 +427,16 @@ mod tests {
         written["revision"] = rev_text.clone();
         same(Resource::Graph(pb::AutomationGraph { revision: Some(rev.clone()), ..g.clone() }), written);
         let fresh = pb::AutomationGraph { applied_revision: 0, automation_id: String::new(), ..g };
-        let v = answer(&typed(Resource::Graph(fresh))).expect("typed");
+        let v = answer(typed(Resource::Graph(fresh))).expect("typed");
         assert_eq!((v["applied_revision"].clone(), v["automation_id"].clone()), (Value::Null, Value::Null), "null before the first apply");
         same(Resource::Revision(rev.clone()), rev_text.clone());
 
-        let page = page(&pb::ListGraphsResponse { revisions: vec![rev], next_page: "p2".into(), typed: true, ..Default::default() });
+        let page = page(pb::ListGraphsResponse { revisions: vec![rev], next_page: "p2".into(), typed: true, ..Default::default() });
         assert_eq!(page.expect("typed"), json!({"data": [rev_text.clone()], "next_page": "p2"}));
         let old = pb::ListGraphsResponse { data_json: vec![rev_text.to_string()], ..Default::default() };
-        assert_eq!(super::page(&old).expect("0.1.0 text"), json!({"data": [rev_text], "next_page": null}));
+        assert_eq!(super::page(old).expect("0.1.0 text"), json!({"data": [rev_text], "next_page": null}));
         let empty = pb::ListGraphsResponse { typed: true, ..Default::default() };
-        assert_eq!(super::page(&empty).expect("typed"), json!({"data": [], "next_page": null}));
+        assert_eq!(super::page(empty).expect("typed"), json!({"data": [], "next_page": null}));
     }
 
     #[test]
@@ -508,7 +504,7 @@ mod tests {
             Resource::Applied(applied.clone()),
             json!({"graph_id": "agr_1", "revision": 2, "application": app_text, "automation_id": "aut_1", "action": "create"}),
         );
-        let v = answer(&typed(Resource::Applied(pb::GraphApplied { ingest_secret: Some("whsec".into()), ..applied }))).expect("typed");
+        let v = answer(typed(Resource::Applied(pb::GraphApplied { ingest_secret: Some("whsec".into()), ..applied }))).expect("typed");
         assert_eq!(v["ingest_secret"], "whsec", "a generated secret shows once");
         let preview = pb::NodePreview {
             mode: "prompt_preview".into(),

@@ -4,6 +4,7 @@
 
 use checkfu_core::id::{AutomationId, DeploymentId, EnvironmentId, FilteredDeliveryId, PrincipalId};
 use checkfu_core::{Error, Result, string_enum};
+use checkfu_proto::automation_spec::invalid_target;
 use checkfu_proto::scheduler::v1 as pb;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -60,10 +61,6 @@ pub struct SessionTarget {
     pub continue_selected: bool,
     /// The Session a `continue_selected` target names.
     pub session: Option<String>,
-}
-
-fn invalid_target(why: impl Into<String>) -> Error {
-    Error::invalid_field("target", why).with_reason("invalid_target")
 }
 
 impl AgentTarget {

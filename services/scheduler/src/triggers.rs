@@ -12,6 +12,7 @@
 
 use crate::predicates::{Predicate, is_pointer};
 use checkfu_core::{Error, Result};
+use checkfu_proto::automation_spec::{check_condition, condition_error, invalid_trigger};
 use checkfu_proto::scheduler::v1 as pb;
 use checkfu_proto::scheduler::v1::trigger::Kind;
 use croner::Cron;
@@ -79,10 +80,6 @@ pub enum Trigger {
     Webhook(Webhook),
 }
 
-fn invalid(i: usize, field: &str, why: impl Into<String>) -> Error {
-    Error::invalid_field(&format!("triggers[{i}].{field}"), why).with_reason("invalid_trigger")
-}
-
 impl Trigger {
     /// Entry `i` of a list as written (or stored).
     pub fn parse(i: usize, v: &Value) -> Result<Trigger> {
@@ -93,27 +90,27 @@ impl Trigger {
     pub fn from_spec(i: usize, t: &pb::Trigger) -> Result<Trigger> {
         match &t.kind {
             Some(Kind::Schedule(s)) => {
-                Schedule::new(&s.cron, &s.timezone).map(|s| Trigger::Schedule(Box::new(s))).map_err(|why| invalid(i, "cron", why))
+                Schedule::new(&s.cron, &s.timezone).map(|s| Trigger::Schedule(Box::new(s))).map_err(|why| invalid_trigger(i, "cron", why))
             }
             Some(Kind::ScheduleOnce(o)) => checkfu_core::time::parse_rfc3339(&o.at, 3)
                 .map(Trigger::Once)
-                .ok_or_else(|| invalid(i, "at", "at is RFC 3339 with an explicit offset and at most 3 fraction digits")),
+                .ok_or_else(|| invalid_trigger(i, "at", "at is RFC 3339 with an explicit offset and at most 3 fraction digits")),
             Some(Kind::Webhook(w)) => {
                 let k = &w.dedupe_key;
                 if k.is_empty() || !is_pointer(k) || k.len() > 1024 {
-                    return Err(invalid(i, "dedupe_key", "dedupe_key is a JSON Pointer into the body, such as /id"));
+                    return Err(invalid_trigger(i, "dedupe_key", "dedupe_key is a JSON Pointer into the body, such as /id"));
                 }
-                // A typed caller's filter is held to the shape a written one is.
-                let field = format!("triggers[{i}].admission_filter");
-                let filter = if w.admission_filter.is_empty() {
-                    vec![]
-                } else {
-                    crate::predicates::parse_condition(&pb::Predicate::condition_json(&w.admission_filter))
-                        .map_err(|r| checkfu_proto::automation_spec::condition_error(&field, r, "invalid_trigger"))?
-                };
-                Ok(Trigger::Webhook(Webhook { dedupe_key: k.clone(), filter }))
+                // A typed caller's filter is held to the rules a written one is.
+                if !w.admission_filter.is_empty() {
+                    check_condition(&w.admission_filter)
+                        .map_err(|r| condition_error(&format!("triggers[{i}].admission_filter"), r, "invalid_trigger"))?;
+                }
+                Ok(Trigger::Webhook(Webhook {
+                    dedupe_key: k.clone(),
+                    filter: w.admission_filter.iter().map(Predicate::from_spec).collect(),
+                }))
             }
-            None => Err(invalid(i, "kind", "a trigger's kind is schedule, schedule_once or webhook")),
+            None => Err(invalid_trigger(i, "kind", "a trigger's kind is schedule, schedule_once or webhook")),
         }
     }
 

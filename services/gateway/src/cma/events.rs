@@ -228,7 +228,7 @@ async fn tool_result(cx: &Cx, session_id: &str, e: &Value, uses: &HashMap<String
     };
     let r = cx.state.sessions.clone().send_tool_result(req).await.map_err(Error::from)?.into_inner();
     let event = r.event.ok_or_else(|| Error::internal("the sessions service answered no event"))?;
-    serde_json::to_value(crate::views::event(&event)).map_err(|e| Error::internal(format!("rendering an event: {e}")).into())
+    Ok(crate::json_text::value(crate::views::event(&event))?)
 }
 
 /// A `user.define_outcome` whose rubric is a File gets the File's text

@@ -123,8 +123,7 @@ pub async fn respond(
         {
             tracing::warn!(%status, approval_id = %decided.id, "the session will record this approval on its next sweep");
         }
-        let v = serde_json::to_value(views::action_approval(&decided, false)).map_err(|e| Error::internal(e.to_string()))?;
-        Ok((StatusCode::OK, v))
+        Ok((StatusCode::OK, crate::json_text::value(views::action_approval(&decided, false))?))
     })
     .await
 }

@@ -93,7 +93,7 @@ fn body<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
     Ok(crate::bodies::parse(v)?)
 }
 
-fn answer(a: &pb::GraphAnswer) -> ApiResult<Value> {
+fn answer(a: pb::GraphAnswer) -> ApiResult<Value> {
     Ok(crate::graph_wire::answer(a)?)
 }
 
@@ -132,7 +132,7 @@ pub async fn create_graph(State(st): State<AppState>, caller: Caller, headers: H
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/automation-graphs", &raw, || async {
         let a = st.scheduler.clone().create_graph(req).await?.into_inner();
-        Ok((StatusCode::CREATED, answer(&a)?))
+        Ok((StatusCode::CREATED, answer(a)?))
     })
     .await
 }
@@ -143,17 +143,17 @@ pub async fn list_graphs(State(st): State<AppState>, caller: Caller, paging: Pag
     let envs = st.readable_envs(&caller, env.environment_id.as_deref()).await?;
     let req = pb::ListGraphsRequest { environment_ids: envs, limit: paging.limit(), page: paging.page() };
     let r = st.scheduler.clone().list_graphs(req).await?.into_inner();
-    Ok(Json(list(&r)?))
+    Ok(Json(list(r)?))
 }
 
-fn list(r: &pb::ListGraphsResponse) -> ApiResult<Value> {
+fn list(r: pb::ListGraphsResponse) -> ApiResult<Value> {
     Ok(crate::graph_wire::page(r)?)
 }
 
 #[utoipa::path(get, path = "/v1/automation-graphs/{id}", tag = "automationGraphs", operation_id = "automationGraphs.getAutomationGraph", params(("id" = String, Path)),
     responses((status = 200, body = crate::graph_wire::AutomationGraph), (status = "4XX", body = ErrorEnvelope)))]
 pub async fn get_graph(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
-    Ok(Json(answer(&readable(&st, &caller, &id).await?)?))
+    Ok(Json(answer(readable(&st, &caller, &id).await?)?))
 }
 
 /// Deletes the graph and the Automation it manages.
@@ -162,7 +162,7 @@ pub async fn get_graph(State(st): State<AppState>, caller: Caller, Path(id): Pat
 pub async fn delete_graph(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J {
     writable(&st, &caller, &id).await?;
     let a = st.scheduler.clone().delete_graph(pb::ActorRequest { id, actor_id: caller.principal_id }).await?.into_inner();
-    Ok(Json(answer(&a)?))
+    Ok(Json(answer(a)?))
 }
 
 /// A new revision (201), or the same document as the latest (200: only
@@ -189,7 +189,8 @@ pub async fn revise_graph(
     };
     once(&st.idem, &caller.principal_id, &headers, &route, &raw, || async {
         let a = st.scheduler.clone().revise_graph(req).await?.into_inner();
-        Ok((if a.created { StatusCode::CREATED } else { StatusCode::OK }, answer(&a)?))
+        let status = if a.created { StatusCode::CREATED } else { StatusCode::OK };
+        Ok((status, answer(a)?))
     })
     .await
 }
@@ -199,7 +200,7 @@ pub async fn revise_graph(
 pub async fn list_revisions(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J {
     readable(&st, &caller, &id).await?;
     let req = pb::ListGraphItemsRequest { id, limit: paging.limit(), page: paging.page() };
-    Ok(Json(list(&st.scheduler.clone().list_graph_revisions(req).await?.into_inner())?))
+    Ok(Json(list(st.scheduler.clone().list_graph_revisions(req).await?.into_inner())?))
 }
 
 /// One revision: its `document` and `layout` are the export.
@@ -208,7 +209,7 @@ pub async fn list_revisions(State(st): State<AppState>, caller: Caller, Path(id)
 pub async fn get_revision(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, String)>) -> J {
     let n: i64 = n.parse().ok().filter(|n| *n >= 1).ok_or_else(|| Error::invalid_field("n", "a revision number is 1 or more"))?;
     readable(&st, &caller, &id).await?;
-    Ok(Json(answer(&st.scheduler.clone().get_graph_revision(pb::GraphRevisionRequest { id, revision: n }).await?.into_inner())?))
+    Ok(Json(answer(st.scheduler.clone().get_graph_revision(pb::GraphRevisionRequest { id, revision: n }).await?.into_inner())?))
 }
 
 /// `planned` (with pins, blockers, readiness and `plan_sha256`) or
@@ -218,7 +219,7 @@ pub async fn get_revision(State(st): State<AppState>, caller: Caller, Path((id, 
 pub async fn plan_graph(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, JsonBody(raw): JsonBody) -> J {
     let b: PlanGraph = body(&raw)?;
     writable(&st, &caller, &id).await?;
-    Ok(Json(answer(&st.scheduler.clone().plan_graph(pb::GraphRevisionRequest { id, revision: b.revision }).await?.into_inner())?))
+    Ok(Json(answer(st.scheduler.clone().plan_graph(pb::GraphRevisionRequest { id, revision: b.revision }).await?.into_inner())?))
 }
 
 /// Writes the planned Automation (`create`, `update` or `unchanged`);
@@ -235,7 +236,7 @@ pub async fn apply_graph(State(st): State<AppState>, caller: Caller, Path(id): P
         ingest_secret: b.inputs.and_then(|i| i.ingest_secret),
         actor_id: caller.principal_id,
     };
-    Ok(Json(answer(&st.scheduler.clone().apply_graph(req).await?.into_inner())?))
+    Ok(Json(answer(st.scheduler.clone().apply_graph(req).await?.into_inner())?))
 }
 
 /// The apply journal, newest first.
@@ -244,7 +245,7 @@ pub async fn apply_graph(State(st): State<AppState>, caller: Caller, Path(id): P
 pub async fn list_applications(State(st): State<AppState>, caller: Caller, Path(id): Path<String>, paging: Paging) -> J {
     readable(&st, &caller, &id).await?;
     let req = pb::ListGraphItemsRequest { id, limit: paging.limit(), page: paging.page() };
-    Ok(Json(list(&st.scheduler.clone().list_graph_applications(req).await?.into_inner())?))
+    Ok(Json(list(st.scheduler.clone().list_graph_applications(req).await?.into_inner())?))
 }
 
 /// A prompt preview of a `step_agent` node: no Session, model call or record.
@@ -261,5 +262,5 @@ pub async fn test_node(State(st): State<AppState>, caller: Caller, Path(id): Pat
         event_json: b.event.filter(|e| !e.is_null()).map(|e| e.to_string()).unwrap_or_default(),
         previous_output_json: b.previous_output.map(|e| e.to_string()).unwrap_or_default(),
     };
-    Ok(Json(answer(&st.scheduler.clone().test_graph_node(req).await?.into_inner())?))
+    Ok(Json(answer(st.scheduler.clone().test_graph_node(req).await?.into_inner())?))
 }

@@ -270,7 +270,7 @@ pub async fn write_document(
     };
     once(&st.idem, &caller.principal_id, &headers, &format!("POST /v1/memory-stores/{id}/document"), &raw, || async {
         let d: w::MemoryDocumentAnswer = one(st.memory.clone().write_document(req).await?.into_inner())?;
-        Ok((axum::http::StatusCode::OK, serde_json::to_value(d).map_err(|e| Error::internal(e.to_string()))?))
+        Ok((axum::http::StatusCode::OK, crate::json_text::value(d)?))
     })
     .await
 }

@@ -27,5 +27,5 @@ pub use paging::{InEnvironment, Paging};
 
 /// A created resource: 201 with its JSON, through the idempotency layer.
 pub fn created<T: serde::Serialize>(v: T) -> crate::error::ApiResult<(axum::http::StatusCode, serde_json::Value)> {
-    Ok((axum::http::StatusCode::CREATED, serde_json::to_value(v).map_err(|e| checkfu_core::Error::internal(e.to_string()))?))
+    Ok((axum::http::StatusCode::CREATED, crate::json_text::value(v)?))
 }

@@ -290,8 +290,7 @@ pub async fn post_event(
         let r =
             st.sessions.clone().append_user_event(ss::AppendUserEventRequest { session_id: id, event: Some(event) }).await?.into_inner();
         let status = if r.replayed { StatusCode::OK } else { StatusCode::CREATED };
-        let v = serde_json::to_value(views::event(&r.event.unwrap_or_default())).map_err(|e| Error::internal(e.to_string()))?;
-        Ok((status, v))
+        Ok((status, crate::json_text::value(views::event(&r.event.unwrap_or_default()))?))
     })
     .await
 }

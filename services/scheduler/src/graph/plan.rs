@@ -23,7 +23,7 @@ pub struct PlanError {
 }
 
 impl PlanError {
-    fn new(code: &'static str, detail: impl Into<String>) -> PlanError {
+    pub(crate) fn new(code: &'static str, detail: impl Into<String>) -> PlanError {
         PlanError { code, detail: detail.into(), node: None, edge: None }
     }
     fn at_node(mut self, node: &str) -> PlanError {

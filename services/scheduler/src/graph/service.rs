@@ -280,21 +280,16 @@ impl SchedulerService {
                         "{} is now at revision {} (agent version {})",
                         pin.agent_deployment_id, pin.deployment_revision, pin.agent_version
                     );
-                    reasons.push(PlanError { code: "pin_changed", detail, node: Some(pin.node.clone()), edge: None });
+                    reasons.push(blocker("pin_changed", &pin.node, detail));
                 }
                 reasons.extend(p.blockers.iter().cloned());
                 if reasons.is_empty() {
-                    reasons.push(PlanError {
-                        code: "plan_changed",
-                        detail: "planning the applied revision now gives another plan".into(),
-                        node: None,
-                        edge: None,
-                    });
+                    reasons.push(PlanError::new("plan_changed", "planning the applied revision now gives another plan"));
                 }
                 drifted(reasons)
             }
             Ok(Plan::Rejected { errors, .. }) => drifted(errors),
-            Err(e) => drifted(vec![PlanError { code: "unknown", detail: e.message, node: None, edge: None }]),
+            Err(e) => drifted(vec![PlanError::new("unknown", e.message)]),
         }
     }
 
