@@ -94,6 +94,18 @@ async fn acceptance_1_rosters_are_checked_and_frozen_at_publication() {
     expect(&v2, 201, None);
     let r2 = resolved(&v2.1);
     assert_eq!((r2[0]["version"].clone(), r2[1]["version"].clone()), (json!(2), json!(1)));
+
+    // A published definition written back as the draft reads back whole,
+    // its resolved list included (publication replaces it); a resolved
+    // member not as publication writes it is refused, naming it.
+    let again = p.admin.post(&format!("/v1/agents/{a}"), json!({"draft": v2.1["definition"]})).await;
+    expect(&again, 200, None);
+    assert_eq!(again.1["draft"], v2.1["definition"]);
+    let mut broken = v2.1["definition"].clone();
+    broken["multiagent"]["resolved_agents"][1] = json!({"agent_id": c});
+    let bad = p.admin.post(&format!("/v1/agents/{a}"), json!({"draft": broken})).await;
+    expect(&bad, 400, Some("validation.invalid"));
+    assert_eq!(bad.1["error"]["details"]["field"], "draft.multiagent.resolved_agents[1]", "{}", bad.1);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -23,6 +23,7 @@ package!(scheduler, "checkfu.scheduler.v1");
 package!(webhooks, "checkfu.webhooks.v1");
 package!(memory, "checkfu.memory.v1");
 
+pub mod agent_definition;
 pub mod automation_spec;
 pub mod called_tool;
 pub mod credential_input;

@@ -1,6 +1,7 @@
 //! Thin gRPC handlers for the catalog and sessions: convert, call, map errors.
 
 use crate::catalog::DeploymentInput;
+use crate::definition_wire;
 use crate::input::Input;
 use crate::live::Item;
 use crate::model::*;
@@ -41,8 +42,10 @@ fn to_json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
+#[allow(deprecated)] // draft_json: for a 0.1.0 gateway
 fn agent(a: Agent) -> pb::Agent {
     pb::Agent {
+        draft: Some(definition_wire::message(&a.draft)),
         draft_json: to_json(&a.draft),
         id: a.id.into(),
         environment_id: a.environment_id.into(),
@@ -55,8 +58,10 @@ fn agent(a: Agent) -> pb::Agent {
     }
 }
 
+#[allow(deprecated)] // definition_json: for a 0.1.0 gateway
 fn agent_version(v: AgentVersion) -> pb::AgentVersion {
     pb::AgentVersion {
+        definition: Some(definition_wire::message(&v.definition)),
         definition_json: to_json(&v.definition),
         agent_id: v.agent_id.into(),
         version: v.version,
@@ -317,9 +322,17 @@ type EventStream = Pin<Box<dyn Stream<Item = std::result::Result<pb::StreamItem,
 
 #[tonic::async_trait]
 impl Rpc for SessionsGrpc {
+    #[allow(deprecated)] // draft_json: a 0.1.0 gateway's
     async fn create_agent(&self, r: Request<pb::CreateAgentRequest>) -> R<pb::Agent> {
         let r = r.into_inner();
-        ok(agent(self.svc.catalog.create_agent(&r.environment_id, &r.name, json_or_null("draft", &r.draft_json)?).await?))
+        let draft = match r.draft {
+            Some(d) => definition_wire::definition(d)?,
+            None => match json_or_null("draft", &r.draft_json)? {
+                Value::Null => AgentDefinition::default(),
+                v => definition_wire::from_json(v)?,
+            },
+        };
+        ok(agent(self.svc.catalog.create_agent(&r.environment_id, &r.name, draft).await?))
     }
     async fn get_agent(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Agent> {
         ok(agent(self.svc.catalog.agent(&r.into_inner().id).await?))
@@ -332,7 +345,12 @@ impl Rpc for SessionsGrpc {
     }
     async fn update_agent(&self, r: Request<pb::UpdateAgentRequest>) -> R<pb::Agent> {
         let r = r.into_inner();
-        let draft = r.draft_json.as_deref().map(|d| json_or_null("draft", d)).transpose()?;
+        #[allow(deprecated)] // draft_json: a 0.1.0 gateway's
+        let draft = match (r.draft, r.draft_json) {
+            (Some(d), _) => Some(definition_wire::definition(d)?),
+            (None, Some(text)) => Some(definition_wire::from_json(json_or_null("draft", &text)?)?),
+            (None, None) => None,
+        };
         ok(agent(self.svc.catalog.update_agent(&r.id, r.name.as_deref(), draft, r.expected_version).await?))
     }
     async fn archive_agent(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Agent> {

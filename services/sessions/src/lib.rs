@@ -6,6 +6,7 @@ pub mod approvals;
 pub mod budget;
 pub mod capability;
 pub mod catalog;
+mod definition_wire;
 pub mod draft;
 mod execution_wire;
 pub mod files;

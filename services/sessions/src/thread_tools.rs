@@ -212,17 +212,12 @@ impl SessionsService {
     /// `agent_id` (or `"self"`) as a member of the Session's pinned roster.
     async fn roster_member(&self, s: &Session, wanted: &str) -> Result<Option<ThreadAgent>> {
         let Some(v) = self.catalog.pinned_version(&s.agent_id, s.pins.agent_version).await? else { return Ok(None) };
-        let members = v.definition.multiagent.as_ref().and_then(|m| m.get("resolved_agents")).and_then(Value::as_array).cloned();
-        Ok(members.unwrap_or_default().iter().find_map(|m| {
-            let itself = m.get("self").and_then(Value::as_bool).unwrap_or(false);
-            let id = m.get("agent_id").and_then(Value::as_str).unwrap_or_default();
-            let hit = if wanted == "self" { itself } else { id == wanted };
-            hit.then(|| ThreadAgent {
-                agent_id: id.to_string(),
-                version: m.get("version").and_then(Value::as_i64).unwrap_or_default(),
-                release_sha256: m.get("release_sha256").and_then(Value::as_str).map(str::to_string),
-                name: m.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
-            })
+        let members = v.definition.multiagent.and_then(|m| m.resolved).unwrap_or_default();
+        Ok(members.into_iter().find(|m| if wanted == "self" { m.itself } else { m.agent_id == wanted }).map(|m| ThreadAgent {
+            agent_id: m.agent_id,
+            version: m.version,
+            release_sha256: m.release_sha256,
+            name: m.name,
         }))
     }
 

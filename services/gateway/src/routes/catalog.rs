@@ -15,9 +15,10 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use checkfu_core::Error;
+use checkfu_proto::agent_definition;
 use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::sessions::v1 as ss;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 type J<T> = ApiResult<Json<T>>;
 
@@ -35,7 +36,10 @@ async fn agent_for(st: &AppState, id: &str) -> ApiResult<ss::Agent> {
 pub async fn create_agent(State(st): State<AppState>, caller: Caller, headers: HeaderMap, JsonBody(body): JsonBody) -> ApiResult<Response> {
     let b: bodies::CreateAgent = parse(&body)?;
     st.require_manage(&caller, &b.environment_id).await?;
-    let req = ss::CreateAgentRequest { draft_json: json_text(&b.draft), environment_id: b.environment_id, name: b.name };
+    let draft = agent_definition::read(b.draft.clone().unwrap_or_else(|| json!({})))?;
+    #[allow(deprecated)] // draft_json: for a 0.1.0 sessions service
+    let req =
+        ss::CreateAgentRequest { draft_json: json_text(&b.draft), draft: Some(draft), environment_id: b.environment_id, name: b.name };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/agents", &body, || async {
         created(views::agent(&st.sessions.clone().create_agent(req).await?.into_inner()))
     })
@@ -74,10 +78,12 @@ pub async fn update_agent(State(st): State<AppState>, caller: Caller, Path(id): 
     let a = agent_for(&st, &id).await?;
     st.require_manage(&caller, &a.environment_id).await?;
     let b: bodies::UpdateAgent = parse(&body)?;
+    #[allow(deprecated)] // draft_json: for a 0.1.0 sessions service
     let req = ss::UpdateAgentRequest {
         id,
         name: b.name,
         draft_json: b.draft.as_ref().map(Value::to_string),
+        draft: b.draft.map(agent_definition::read).transpose()?,
         expected_version: b.expected_version,
     };
     Ok(Json(views::agent(&st.sessions.clone().update_agent(req).await?.into_inner())))

@@ -25,12 +25,13 @@ pub struct Agent {
     pub updated_at: String,
 }
 
+#[allow(deprecated)] // draft_json: a 0.1.0 sessions service's
 pub fn agent(a: &ss::Agent) -> Agent {
     Agent {
         id: a.id.clone(),
         environment_id: a.environment_id.clone(),
         name: a.name.clone(),
-        draft: doc(&a.draft_json),
+        draft: a.draft.as_ref().map_or_else(|| doc(&a.draft_json), ss::AgentDefinition::to_json),
         latest_version: (a.latest_version != 0).then_some(a.latest_version),
         version: a.version,
         archived: a.archived,
@@ -51,12 +52,13 @@ pub struct AgentVersion {
     pub published_at: String,
 }
 
+#[allow(deprecated)] // definition_json: a 0.1.0 sessions service's
 pub fn agent_version(v: &ss::AgentVersion) -> AgentVersion {
     AgentVersion {
         agent_id: v.agent_id.clone(),
         version: v.version,
         release_sha256: v.release_sha256.clone(),
-        definition: doc(&v.definition_json),
+        definition: v.definition.as_ref().map_or_else(|| doc(&v.definition_json), ss::AgentDefinition::to_json),
         published_by: v.published_by.clone(),
         published_at: v.published_at.clone(),
     }

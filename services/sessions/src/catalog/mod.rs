@@ -14,7 +14,7 @@ use checkfu_core::id::{AgentId, DeploymentId, EnvironmentId, RoutingProfileId, S
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result, sha256_hex};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::Arc;
 
 /// What a Deployment (or its next revision) asks to pin.
@@ -83,10 +83,12 @@ impl Catalog {
         Ok(found)
     }
 
-    pub async fn create_agent(&self, environment_id: &str, name: &str, draft: Value) -> Result<Agent> {
+    /// A new Agent whose draft is `draft` (read for its shape; its rules
+    /// are checked here).
+    pub async fn create_agent(&self, environment_id: &str, name: &str, draft: AgentDefinition) -> Result<Agent> {
         let environment_id = EnvironmentId::parse("environment_id", environment_id)?;
         check_name("name", name)?;
-        let draft = AgentDefinition::parse(if draft.is_null() { json!({}) } else { draft })?;
+        draft.validate()?;
         let now = now_ms();
         let a = Agent {
             id: AgentId::mint(),
@@ -112,7 +114,13 @@ impl Catalog {
         self.store.list_agents(environment_ids, page).await
     }
 
-    pub async fn update_agent(&self, id: &str, name: Option<&str>, draft: Option<Value>, expected_version: Option<i64>) -> Result<Agent> {
+    pub async fn update_agent(
+        &self,
+        id: &str,
+        name: Option<&str>,
+        draft: Option<AgentDefinition>,
+        expected_version: Option<i64>,
+    ) -> Result<Agent> {
         let current = self.agent(id).await?;
         if current.archived {
             return Err(Error::conflict("an archived agent cannot be edited"));
@@ -129,7 +137,8 @@ impl Catalog {
             next.name = n.into();
         }
         if let Some(d) = draft {
-            next.draft = AgentDefinition::parse(d)?;
+            d.validate()?;
+            next.draft = d;
         }
         next.version += 1;
         next.updated_ms = now_ms();

@@ -3,9 +3,8 @@
 
 use super::Catalog;
 use crate::model::AgentDefinition;
-use crate::model::roster::{Entry, MAX_ROSTER, MAX_ROSTER_SKILLS, parse, refused};
+use crate::model::roster::{Entry, MAX_ROSTER, MAX_ROSTER_SKILLS, Member, refused};
 use checkfu_core::Result;
-use serde_json::{Value, json};
 
 impl Catalog {
     /// Freezes the roster of `definition` (the coordinator `me`, about to
@@ -16,8 +15,8 @@ impl Catalog {
         version: i64,
         mut definition: AgentDefinition,
     ) -> Result<AgentDefinition> {
-        let Some(m) = definition.multiagent.clone() else { return Ok(definition) };
-        let entries = parse(&m)?;
+        let Some(mut roster) = definition.multiagent.take() else { return Ok(definition) };
+        let entries = &roster.agents;
         if entries.is_empty() {
             return Err(refused("roster_empty", "a coordinator's roster names at least one Agent"));
         }
@@ -25,7 +24,7 @@ impl Catalog {
             return Err(refused("roster_too_large", format!("a roster holds at most {MAX_ROSTER} entries")));
         }
         let mut ids: Vec<String> = vec![];
-        for e in &entries {
+        for e in entries {
             let id = match e {
                 Entry::Bare(id) | Entry::Exact(id, _) => id.clone(),
                 Entry::Itself => me.id.to_string(),
@@ -37,10 +36,16 @@ impl Catalog {
         }
         let mut resolved = vec![];
         let mut skills = definition.skills.len();
-        for e in &entries {
+        for e in entries {
             let (id, pinned) = match e {
                 Entry::Itself => {
-                    resolved.push(json!({"agent_id": me.id, "version": version, "release_sha256": null, "name": me.name, "self": true}));
+                    resolved.push(Member {
+                        agent_id: me.id.to_string(),
+                        version,
+                        release_sha256: None,
+                        name: me.name.clone(),
+                        itself: true,
+                    });
                     continue;
                 }
                 Entry::Bare(id) => (id, None),
@@ -71,7 +76,13 @@ impl Catalog {
                 return Err(refused("nested_coordinator", format!("roster member {id} is itself a coordinator")));
             }
             skills += v.definition.skills.len();
-            resolved.push(json!({"agent_id": id, "version": at, "release_sha256": v.release_sha256, "name": member.name, "self": false}));
+            resolved.push(Member {
+                agent_id: id.clone(),
+                version: at,
+                release_sha256: Some(v.release_sha256),
+                name: member.name,
+                itself: false,
+            });
         }
         if skills > MAX_ROSTER_SKILLS {
             return Err(refused(
@@ -79,9 +90,8 @@ impl Catalog {
                 format!("the roster mounts {skills} Skills in all; at most {MAX_ROSTER_SKILLS}"),
             ));
         }
-        let mut m = m;
-        m["resolved_agents"] = Value::Array(resolved);
-        definition.multiagent = Some(m);
+        roster.resolved = Some(resolved);
+        definition.multiagent = Some(roster);
         Ok(definition)
     }
 }

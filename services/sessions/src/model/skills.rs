@@ -163,34 +163,13 @@ fn shared_top(files: &[(String, Vec<u8>)]) -> Option<String> {
     files.iter().all(|(p, _)| p.split_once('/').is_some_and(|(t, rest)| t == first && !rest.is_empty())).then_some(first)
 }
 
-/// A skill an Agent's definition names: `{skill_id, version?}`, or the bare
-/// id. Publication fills in the version.
+/// A skill an Agent's definition names (written `{skill_id, version?}` or
+/// as the bare id). Publication fills in the version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "SkillRefWire")]
 pub struct SkillRef {
     pub skill_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<i64>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum SkillRefWire {
-    Bare(String),
-    Full {
-        skill_id: String,
-        #[serde(default)]
-        version: Option<i64>,
-    },
-}
-
-impl From<SkillRefWire> for SkillRef {
-    fn from(w: SkillRefWire) -> Self {
-        match w {
-            SkillRefWire::Bare(skill_id) => SkillRef { skill_id, version: None },
-            SkillRefWire::Full { skill_id, version } => SkillRef { skill_id, version },
-        }
-    }
 }
 
 impl SkillRef {
@@ -240,15 +219,5 @@ mod tests {
         assert_eq!(reason(vec![("SKILL.md", md("x")), ("a b", vec![])]).1, "path_invalid");
         assert_eq!(reason(vec![("SKILL.md", md("x")), ("SKILL.md", md("x"))]).1, "path_invalid");
         assert_eq!(reason(vec![("SKILL.md", md("x")), ("big", vec![0; MAX_SKILL_BYTES])]).0, Code::PayloadTooLarge);
-    }
-
-    #[test]
-    fn a_reference_is_an_object_or_a_bare_id() {
-        let id = SkillId::mint();
-        let r: Vec<SkillRef> =
-            serde_json::from_value(serde_json::json!([id.as_str(), {"skill_id": id.as_str(), "version": 2}])).expect("refs");
-        assert_eq!(r[0], SkillRef { skill_id: id.to_string(), version: None });
-        assert_eq!(r[1].version, Some(2));
-        assert!(SkillRef { skill_id: "nope".into(), version: None }.check("skills[0]").is_err());
     }
 }
