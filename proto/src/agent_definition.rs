@@ -168,11 +168,10 @@ impl AgentDefinition {
 }
 
 impl Roster {
-    /// `{type: "coordinator", agents, resolved_agents?}`, each entry as its
-    /// author wrote it.
-    pub fn to_json(&self) -> Value {
-        let agents: Vec<Value> = self
-            .agents
+    /// Its entries as their author wrote them: `"agt_…"`, `{type: "agent",
+    /// id, version}` or `{type: "self"}`.
+    pub fn agents_json(&self) -> Vec<Value> {
+        self.agents
             .iter()
             .map(|e| match &e.entry {
                 Some(Entry::Latest(id)) => json!(id),
@@ -180,7 +179,12 @@ impl Roster {
                 Some(Entry::Itself(_)) => json!({"type": "self"}),
                 None => Value::Null,
             })
-            .collect();
+            .collect()
+    }
+
+    /// `{type: "coordinator", agents, resolved_agents?}`.
+    pub fn to_json(&self) -> Value {
+        let agents = self.agents_json();
         let mut v = json!({"type": "coordinator", "agents": agents});
         if self.resolved {
             let members: Vec<Value> = self

@@ -6,14 +6,35 @@
 //! runner, which reads declarations in that shape, and for a 0.1.0 peer's
 //! text.
 
-use crate::sessions::v1::{ToolDeclaration, tool_declaration::Kind};
+use crate::sessions::v1::{BuiltinTool, CustomTool, PlatformTool, ToolDeclaration, tool_declaration::Kind};
 use serde_json::{Value, json};
 
 fn schema(s: &str) -> Value {
     serde_json::from_str(s).unwrap_or_else(|_| json!({"type": "object"}))
 }
 
+impl CustomTool {
+    /// Its JSON Schema as written (`{"type": "object"}` if none reads).
+    pub fn input_schema(&self) -> Value {
+        schema(&self.input_schema_json)
+    }
+}
+
 impl ToolDeclaration {
+    /// The names this declaration makes callable: a builtin's, custom or
+    /// platform tool's name, a ToolSource declaration's tools.
+    pub fn names(&self) -> Vec<String> {
+        match &self.kind {
+            Some(Kind::Builtin(BuiltinTool { name }))
+            | Some(Kind::Custom(CustomTool { name, .. }))
+            | Some(Kind::Platform(PlatformTool { name, .. })) => {
+                vec![name.clone()]
+            }
+            Some(Kind::ToolSource(t)) => t.tools.clone(),
+            None => vec![],
+        }
+    }
+
     pub fn to_json(&self) -> Value {
         match &self.kind {
             Some(Kind::Builtin(b)) => json!({"type": "builtin", "name": b.name}),
@@ -37,7 +58,7 @@ impl ToolDeclaration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sessions::v1::{BuiltinTool, CustomTool, ToolSourceTools};
+    use crate::sessions::v1::ToolSourceTools;
 
     #[test]
     fn each_kind_shows_as_declared() {
@@ -61,5 +82,6 @@ mod tests {
             kind: Some(Kind::ToolSource(ToolSourceTools { tool_source_id: "tsrc_1".into(), tools: vec!["a".into()], connection_id: None })),
         };
         assert_eq!(t.to_json(), json!({"type": "tool_source", "tool_source_id": "tsrc_1", "tools": ["a"]}), "no connection until pinned");
+        assert_eq!((b.names(), c.names(), t.names()), (vec!["bash".to_string()], vec!["lookup".to_string()], vec!["a".to_string()]));
     }
 }

@@ -10,7 +10,9 @@ use crate::{AppState, views};
 use axum::Json;
 use axum::extract::{Path, RawQuery};
 use checkfu_core::Error;
+use checkfu_proto::sessions::v1::{self as ss, tool_declaration::Kind};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
 /// The builtins CMA's `agent_toolset_20260401` names, in its order.
 pub const TOOLSET: &[&str] = &["bash", "read", "write", "edit", "glob", "grep", "web_fetch"];
@@ -102,10 +104,10 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     if let Some(m) = body.get("metadata") {
         merged["metadata"] = wire::patch_metadata(&current_view["metadata"], m)?;
     }
-    let compiled = compile(&cx, &merged, Some(&current.definition)).await?;
+    let compiled = compile(&cx, &merged, Some(&current.definition.0)).await?;
     let name_changed = merged["name"] != json!(agent.name);
     let rules_changed = compiled.rules != rules_now;
-    if compiled.draft == current.definition && !name_changed && !rules_changed {
+    if compiled.draft == current.definition.0.to_json() && !name_changed && !rules_changed {
         return Ok(Json(current_view));
     }
     let mut change = json!({"draft": compiled.draft, "expected_version": agent.version});
@@ -143,7 +145,7 @@ struct Compiled {
 
 /// Compiles a CMA agent body into a native draft. `previous` is the
 /// current definition on update (its route is kept when the model is).
-async fn compile(cx: &Cx, body: &Value, previous: Option<&Value>) -> CmaResult<Compiled> {
+async fn compile(cx: &Cx, body: &Value, previous: Option<&ss::AgentDefinition>) -> CmaResult<Compiled> {
     let (route, label) = resolve_model(&cx.native, &cx.env_id, &body["model"], previous).await?;
     if let Some(e) = body.get("execution_identity").filter(|e| !e.is_null())
         && e["type"] != "service_account"
@@ -296,8 +298,8 @@ async fn mint_use_agent(cx: &Cx, coordinator: &str) -> CmaResult<()> {
     let agent: views::Agent = cx.native.get(&format!("/v1/agents/{coordinator}")).await?;
     let Some(latest) = agent.latest_version else { return Ok(()) };
     let v: views::AgentVersion = cx.native.get(&format!("/v1/agents/{coordinator}/versions/{latest}")).await?;
-    for member in v.definition["multiagent"]["resolved_agents"].as_array().into_iter().flatten() {
-        let Some(id) = member["agent_id"].as_str() else { continue };
+    for member in v.definition.0.multiagent.map(|m| m.resolved_agents).unwrap_or_default() {
+        let id = member.agent_id;
         cx.native.grant(json!({"kind": "agent_definition", "id": coordinator}), "use_agent", json!({"kind": "agent", "id": id})).await?;
     }
     Ok(())
@@ -380,7 +382,12 @@ fn compile_tools(tools: &Value) -> CmaResult<(Vec<Value>, Vec<Rule>, Vec<Value>)
 
 /// The routing profile a CMA model names: `cma:<id>`, else `cma:*`, in the
 /// workspace; options the route cannot honour are refused.
-async fn resolve_model(native: &Native, env_id: &str, model: &Value, previous: Option<&Value>) -> CmaResult<(String, String)> {
+async fn resolve_model(
+    native: &Native,
+    env_id: &str,
+    model: &Value,
+    previous: Option<&ss::AgentDefinition>,
+) -> CmaResult<(String, String)> {
     let (id, effort, speed) = match model {
         Value::String(s) => (s.clone(), None, None),
         Value::Object(o) => (
@@ -389,8 +396,8 @@ async fn resolve_model(native: &Native, env_id: &str, model: &Value, previous: O
             o.get("speed").and_then(Value::as_str).map(String::from),
         ),
         Value::Null if previous.is_some() => {
-            let p = previous.map(|p| p["model"].clone()).unwrap_or_default();
-            return Ok((p["routing_profile_id"].as_str().unwrap_or_default().into(), p["label"].as_str().unwrap_or_default().into()));
+            let p = previous.and_then(|p| p.model.clone()).unwrap_or_default();
+            return Ok((p.routing_profile_id.unwrap_or_default(), p.label.unwrap_or_default()));
         }
         _ => return Err(Error::invalid_field("model", "model is required: a model id or {id, effort?, speed?}").into()),
     };
@@ -496,9 +503,9 @@ pub async fn render(st: &AppState, agent: &views::Agent, version: &views::AgentV
 
 /// [`render`] with the agent's rules already read.
 async fn render_with(st: &AppState, agent: &views::Agent, version: &views::AgentVersion, rules: &[Rule]) -> CmaResult<Value> {
-    let def = &version.definition;
+    let def = &version.definition.0;
     let id = agent.id.as_str();
-    let effort = match def["model"]["routing_profile_id"].as_str() {
+    let effort = match def.model.as_ref().and_then(|m| m.routing_profile_id.as_deref()) {
         Some(r) => facts::route(st, r).await.ok().and_then(|p| p.candidates.first().map(|c| c.effort.clone())),
         None => None,
     };
@@ -515,15 +522,21 @@ async fn render_with(st: &AppState, agent: &views::Agent, version: &views::Agent
 
 /// The CMA view of a definition (a Session's pinned `agent` too); its
 /// ToolSource declarations read back as `servers` name them.
-pub fn snapshot(def: &Value, rules: &[Rule], effort: Option<String>, servers: &[super::mcp::Server]) -> Value {
+pub fn snapshot(def: &ss::AgentDefinition, rules: &[Rule], effort: Option<String>, servers: &[super::mcp::Server]) -> Value {
     let rule_of = |n: &str| rules.iter().find(|(t, _)| t == n).map(|(_, d)| d.as_str());
     let show = |d: Option<&str>| match d {
         Some("allow") => json!({"type": "always_allow"}),
         Some("require_approval") => json!({"type": "always_ask"}),
         _ => json!({"type": "auto"}),
     };
-    let decls = def["tools"].as_array().cloned().unwrap_or_default();
-    let builtins: Vec<&str> = decls.iter().filter(|t| t["type"] == "builtin").filter_map(|t| t["name"].as_str()).collect();
+    let builtins: Vec<&str> = def
+        .tools
+        .iter()
+        .filter_map(|t| match &t.kind {
+            Some(Kind::Builtin(b)) => Some(b.name.as_str()),
+            _ => None,
+        })
+        .collect();
     let mut tools = vec![];
     if !builtins.is_empty() {
         let mut configs: Vec<Value> = TOOLSET
@@ -534,8 +547,10 @@ pub fn snapshot(def: &Value, rules: &[Rule], effort: Option<String>, servers: &[
         tools
             .push(json!({"type": TOOLSET_TYPE, "default_config": {"enabled": false, "permission_policy": show(None)}, "configs": configs}));
     }
-    for t in decls.iter().filter(|t| t["type"] == "custom") {
-        tools.push(json!({"type": "custom", "name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}));
+    for t in &def.tools {
+        if let Some(Kind::Custom(c)) = &t.kind {
+            tools.push(json!({"type": "custom", "name": c.name, "description": c.description, "input_schema": c.input_schema()}));
+        }
     }
     for s in servers {
         let configs: Vec<Value> =
@@ -543,16 +558,18 @@ pub fn snapshot(def: &Value, rules: &[Rule], effort: Option<String>, servers: &[
         tools.push(json!({"type": "mcp_toolset", "mcp_server_name": s.name,
             "default_config": {"enabled": false, "permission_policy": show(None)}, "configs": configs}));
     }
+    let skills: Vec<Value> = def.skills.iter().map(|r| json!({"type": "custom", "skill_id": r.skill_id, "version": r.version})).collect();
+    let metadata: BTreeMap<&String, &String> = def.metadata.iter().collect();
     json!({
         "type": "agent",
-        "description": def["description"],
-        "system": def["instructions"].as_str().filter(|s| !s.is_empty()),
-        "model": {"id": def["model"]["label"], "speed": "standard", "effort": effort},
+        "description": def.description,
+        "system": Some(&def.instructions).filter(|s| !s.is_empty()),
+        "model": {"id": def.model.as_ref().and_then(|m| m.label.as_ref()), "speed": "standard", "effort": effort},
         "tools": tools,
         "mcp_servers": servers.iter().map(|s| json!({"type": "url", "name": s.name, "url": s.url})).collect::<Vec<_>>(),
-        "skills": def["skills"].as_array().map(|a| a.iter().map(|r| json!({"type": "custom", "skill_id": r["skill_id"], "version": r["version"]})).collect::<Vec<_>>()).unwrap_or_default(),
-        "multiagent": def.get("multiagent").filter(|m| m.is_object()).map(|m| json!({"type": "coordinator", "agents": m["agents"]})),
-        "metadata": def.get("metadata").cloned().filter(|m| m.is_object()).unwrap_or(json!({})),
+        "skills": skills,
+        "multiagent": def.multiagent.as_ref().map(|m| json!({"type": "coordinator", "agents": m.agents_json()})),
+        "metadata": metadata,
         "execution_identity": {"type": "service_account"},
     })
 }
@@ -560,6 +577,7 @@ pub fn snapshot(def: &Value, rules: &[Rule], effort: Option<String>, servers: &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use checkfu_proto::agent_definition::read;
 
     #[test]
     fn the_toolset_compiles_to_builtins_and_rules() {
@@ -600,7 +618,8 @@ mod tests {
         assert_eq!(tool_names(&narrowed, &servers).expect("names"), ["read", "add"]);
         let unknown = json!([{"type": "mcp_toolset", "mcp_server_name": "other"}]);
         assert!(tool_names(&unknown, &servers).is_err(), "a server the agent does not declare");
-        let def = json!({"model": {"label": "m"}, "tools": [{"type": "tool_source", "tool_source_id": "tsrc_1", "tools": ["add"]}]});
+        let def = read(json!({"model": {"label": "m"}, "tools": [{"type": "tool_source", "tool_source_id": "tsrc_1", "tools": ["add"]}]}))
+            .expect("definition");
         let v = snapshot(&def, &[("add".into(), "allow".into())], None, &servers);
         assert_eq!(v["mcp_servers"], json!([{"type": "url", "name": "fx", "url": "http://m/mcp"}]));
         let toolset = v["tools"].as_array().and_then(|t| t.iter().find(|t| t["type"] == "mcp_toolset").cloned()).expect("toolset");
@@ -609,8 +628,9 @@ mod tests {
 
     #[test]
     fn a_snapshot_reads_back_policies() {
-        let def = json!({"instructions": "Be brief.", "model": {"label": "claude-sonnet-4-6"},
-            "tools": [{"type": "builtin", "name": "bash"}]});
+        let def = read(json!({"instructions": "Be brief.", "model": {"label": "claude-sonnet-4-6"},
+            "tools": [{"type": "builtin", "name": "bash"}]}))
+        .expect("definition");
         let v = snapshot(&def, &[("bash".into(), "allow".into())], Some("medium".into()), &[]);
         assert_eq!(v["model"], json!({"id": "claude-sonnet-4-6", "speed": "standard", "effort": "medium"}));
         let bash = v["tools"][0]["configs"].as_array().and_then(|c| c.iter().find(|c| c["name"] == "bash").cloned()).expect("bash");

@@ -57,8 +57,11 @@ pub async fn deployment_for(cx: &Cx, agent_id: &str, version: i64, sbp: &str) ->
         }
         None => {
             let v = facts::version(&cx.state, agent_id, version).await?;
-            let route = v.definition["model"]["routing_profile_id"]
-                .as_str()
+            let route = v
+                .definition
+                .0
+                .model
+                .and_then(|m| m.routing_profile_id)
                 .ok_or_else(|| refuse("model_not_routable", "the agent's version names no model route"))?;
             let mut body = json!({"environment_id": cx.env_id, "key": k, "agent_id": agent_id, "agent_version": version,
                 "model_routing_profile_id": route, "sandbox_profile_id": sbp, "sandbox_profile_revision": latest});

@@ -12,6 +12,7 @@ use crate::AppState;
 use crate::reach_wire::{Connection, ToolSource};
 use checkfu_core::{Code, Error};
 use checkfu_proto::capability::v1 as cap;
+use checkfu_proto::sessions::v1::{self as ss, tool_declaration::Kind};
 use serde_json::{Value, json};
 
 /// MCP servers one agent may declare.
@@ -197,15 +198,14 @@ pub fn declaration(source: &Source, toolset: Option<&Value>) -> CmaResult<(Optio
 
 /// The servers a published definition declares: each ToolSource
 /// declaration with its name and its pinned Connection's URL.
-pub async fn servers_of(st: &AppState, def: &Value) -> CmaResult<Vec<Server>> {
+pub async fn servers_of(st: &AppState, def: &ss::AgentDefinition) -> CmaResult<Vec<Server>> {
     let mut out = vec![];
-    for d in def["tools"].as_array().into_iter().flatten().filter(|t| t["type"] == "tool_source") {
-        let id = d["tool_source_id"].as_str().unwrap_or_default();
-        let ts = st.tool_sources.clone().get_tool_source(cap::GetToolSourceRequest { id: id.into() }).await?.into_inner();
-        let cid = d["connection_id"].as_str().filter(|c| !c.is_empty()).unwrap_or(&ts.connection_id).to_string();
+    for t in &def.tools {
+        let Some(Kind::ToolSource(d)) = &t.kind else { continue };
+        let ts = st.tool_sources.clone().get_tool_source(cap::GetToolSourceRequest { id: d.tool_source_id.clone() }).await?.into_inner();
+        let cid = d.connection_id.as_deref().filter(|c| !c.is_empty()).unwrap_or(&ts.connection_id).to_string();
         let c = st.connections.clone().get_connection(cap::GetConnectionRequest { id: cid }).await?.into_inner();
-        let tools = d["tools"].as_array().into_iter().flatten().filter_map(|n| n.as_str().map(String::from)).collect();
-        out.push(Server { name: ts.name, url: c.url, tools });
+        out.push(Server { name: ts.name, url: c.url, tools: d.tools.clone() });
     }
     Ok(out)
 }

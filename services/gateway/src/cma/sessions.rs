@@ -11,6 +11,7 @@ use crate::{AppState, views};
 use axum::Json;
 use axum::extract::{Path, RawQuery};
 use checkfu_core::{Code, Error};
+use checkfu_proto::sessions::v1::{ToolDeclaration, tool_declaration::Kind};
 use serde_json::{Value, json};
 
 /// `POST /v1/sessions`.
@@ -317,7 +318,7 @@ pub async fn update(cx: Cx, Path(id): Path<String>, Json(body): Json<Value>) -> 
     // `agent.tools` narrows the selection (while idle, natively checked).
     if let Some(t) = body["agent"].get("tools").filter(|t| !t.is_null()) {
         let d = facts::deployment(&cx.state, &current.agent_deployment_id).await?;
-        let def = facts::version(&cx.state, &d.agent_id, d.pins.agent_version).await?.definition;
+        let def = facts::version(&cx.state, &d.agent_id, d.pins.agent_version).await?.definition.0;
         let names = super::agents::tool_names(t, &super::mcp::servers_of(&cx.state, &def).await?)?;
         cx.native.post::<views::Session>(&format!("/v1/sessions/{id}/selection"), &json!({"tools": names})).await.map_err(|e| {
             match e.0.code {
@@ -463,13 +464,14 @@ async fn vaults_for(cx: &Cx, agent_id: &str, version: i64, v: &Value) -> CmaResu
     if ids.is_empty() {
         return Ok(ids);
     }
-    let def = facts::version(&cx.state, agent_id, version).await?.definition;
-    let pinned: Vec<String> = def["tools"]
-        .as_array()
+    let def = facts::version(&cx.state, agent_id, version).await?.definition.0;
+    let pinned: Vec<String> = def
+        .tools
         .into_iter()
-        .flatten()
-        .filter(|t| t["type"] == "tool_source")
-        .filter_map(|t| t["connection_id"].as_str().map(String::from))
+        .filter_map(|t| match t.kind {
+            Some(Kind::ToolSource(s)) => s.connection_id,
+            _ => None,
+        })
         .collect();
     let mut pinned_urls = vec![];
     for c in &pinned {
@@ -509,8 +511,8 @@ async fn narrow(cx: &Cx, agent_id: &str, version: i64, overrides: &Value, native
     if tools.is_none() && skills.is_none() {
         return Ok(());
     }
-    let def = facts::version(&cx.state, agent_id, version).await?.definition;
-    let declared = super::agents::declared_tool_names(def["tools"].as_array().map(Vec::as_slice).unwrap_or_default());
+    let def = facts::version(&cx.state, agent_id, version).await?.definition.0;
+    let declared: Vec<String> = def.tools.iter().flat_map(ToolDeclaration::names).collect();
     if let Some(t) = tools {
         let names = super::agents::tool_names(t, &super::mcp::servers_of(&cx.state, &def).await?)?;
         if let Some(extra) = names.iter().find(|n| !declared.contains(n)) {
@@ -520,7 +522,7 @@ async fn narrow(cx: &Cx, agent_id: &str, version: i64, overrides: &Value, native
     }
     if let Some(sk) = skills {
         let ids: Vec<String> = super::agents::skill_ids(sk)?;
-        let have: Vec<&str> = def["skills"].as_array().into_iter().flatten().filter_map(|r| r["skill_id"].as_str()).collect();
+        let have: Vec<&str> = def.skills.iter().map(|r| r.skill_id.as_str()).collect();
         if let Some(extra) = ids.iter().find(|i| !have.contains(&i.as_str())) {
             return Err(refuse("override_widens", format!("{extra} is not a skill of the agent's version: overrides only narrow")));
         }

@@ -9,6 +9,37 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
 
+/// An Agent's definition as the API shows it, typed for the gateway's own
+/// readers (the CMA projection reads its fields, so a renamed one fails to
+/// compile there): the mesh message, shown and read through
+/// `checkfu_proto::agent_definition`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Definition(pub ss::AgentDefinition);
+
+impl Definition {
+    /// The typed definition, or a 0.1.0 sessions service's text read as
+    /// the public JSON (the empty definition if that text does not read).
+    fn of(typed: Option<&ss::AgentDefinition>, text: &str) -> Definition {
+        match typed {
+            Some(d) => Definition(d.clone()),
+            None => Definition(checkfu_proto::agent_definition::read(doc(text)).unwrap_or_default()),
+        }
+    }
+}
+
+impl Serialize for Definition {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.to_json().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Definition {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Definition, D::Error> {
+        let v = Value::deserialize(d)?;
+        checkfu_proto::agent_definition::read(v).map(Definition).map_err(|e| serde::de::Error::custom(e.message))
+    }
+}
+
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Agent {
     pub id: String,
@@ -16,7 +47,7 @@ pub struct Agent {
     pub name: String,
     /// The editable definition: instructions, model, tools, skills, session_variable, multiagent.
     #[schema(value_type = Object)]
-    pub draft: Value,
+    pub draft: Definition,
     /// Null until the first publish.
     pub latest_version: Option<i64>,
     pub version: i64,
@@ -31,7 +62,7 @@ pub fn agent(a: &ss::Agent) -> Agent {
         id: a.id.clone(),
         environment_id: a.environment_id.clone(),
         name: a.name.clone(),
-        draft: a.draft.as_ref().map_or_else(|| doc(&a.draft_json), ss::AgentDefinition::to_json),
+        draft: Definition::of(a.draft.as_ref(), &a.draft_json),
         latest_version: (a.latest_version != 0).then_some(a.latest_version),
         version: a.version,
         archived: a.archived,
@@ -47,7 +78,7 @@ pub struct AgentVersion {
     /// SHA-256 of the definition's canonical JSON.
     pub release_sha256: String,
     #[schema(value_type = Object)]
-    pub definition: Value,
+    pub definition: Definition,
     pub published_by: String,
     pub published_at: String,
 }
@@ -58,7 +89,7 @@ pub fn agent_version(v: &ss::AgentVersion) -> AgentVersion {
         agent_id: v.agent_id.clone(),
         version: v.version,
         release_sha256: v.release_sha256.clone(),
-        definition: v.definition.as_ref().map_or_else(|| doc(&v.definition_json), ss::AgentDefinition::to_json),
+        definition: Definition::of(v.definition.as_ref(), &v.definition_json),
         published_by: v.published_by.clone(),
         published_at: v.published_at.clone(),
     }
