@@ -1,19 +1,27 @@
 //! Hand-off: a Run admitted while a runner waits in `claim` is claimed for
-//! that runner in the very commit that admits it, and its work item goes
-//! straight to the waiting claim.
+//! that runner in the very commit that admits it, and goes straight to the
+//! waiting claim, which prepares its work item.
 //!
 //! Without it a turn pays, between the input's commit and the runner
 //! starting, a wake-up, a query for claimable Runs and a second commit for
 //! the claim. The claim a hand-off makes is the one `claim` would make (a
 //! fresh lease, the next generation); only who writes it changes. If the
-//! waiting claim is gone by the time the item is ready (the runner stopped),
-//! the Run is put back in the queue at once.
+//! waiting claim is gone (the runner stopped) — before the Run reaches it,
+//! or while it prepares the item — the Run is put back in the queue at once.
+//!
+//! The commit only hands over the Run and its Session: what a work item
+//! holds (tools, sandbox, mounts, a capability) is the claim's side, so the
+//! commit path does not depend on it.
 
-use crate::model::WorkItem;
+use crate::model::{Run, Session};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::oneshot;
+
+/// What a hand-off gives a waiting claim: the Run claimed for it, with its
+/// Session as the admitting commit left it.
+pub(crate) type Handed = (Session, Run);
 
 /// A claim waiting for work.
 #[derive(Debug)]
@@ -22,13 +30,13 @@ pub(crate) struct Waiting {
     pub runner_id: String,
     /// The Runs it may take (`runner::placement`; `""` managed).
     placement: String,
-    tx: oneshot::Sender<WorkItem>,
+    tx: oneshot::Sender<Handed>,
 }
 
 impl Waiting {
-    /// Gives the claim its work; false when the claim is gone.
-    pub fn give(self, item: WorkItem) -> bool {
-        self.tx.send(item).is_ok()
+    /// Gives the claim its Run; false when the claim is gone.
+    pub fn give(self, session: Session, run: Run) -> bool {
+        self.tx.send((session, run)).is_ok()
     }
 }
 
@@ -45,7 +53,7 @@ impl Parked {
     /// Queues a claim; its work arrives on the receiver. Claims whose
     /// callers left without withdrawing (a cancelled RPC drops its receiver)
     /// are cleared here, so the queue holds only live ones.
-    pub fn park(&self, runner_id: &str, placement: &str) -> (u64, oneshot::Receiver<WorkItem>) {
+    pub fn park(&self, runner_id: &str, placement: &str) -> (u64, oneshot::Receiver<Handed>) {
         let ticket = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         let mut q = self.lock();
@@ -144,6 +152,32 @@ mod tests {
         assert_eq!(r.runner_id, "");
         let work = svc.claim("rnr_b", Duration::from_secs(1)).await.expect("claim").expect("claimable again");
         assert_eq!((work.run.id, work.run.runner_id.as_str()), (r.id, "rnr_b"));
+    }
+
+    /// A claim dropped while its handed Run's item was prepared (its
+    /// runner left mid-claim) leaves an armed guard: the Run is queued again
+    /// at once, not after its lease.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_handed_run_whose_claim_left_while_it_was_prepared_goes_back_in_the_queue() {
+        let (svc, store, _dir) = service().await;
+        svc.append_user_event(SID, message()).await.expect("append");
+        let (run, _, _) = svc.transact(&tid(SID), |d| Ok(d.claim_run("rnr_gone", 15_000).expect("a run"))).await.expect("claimed by hand");
+        drop(crate::runs::Requeue::armed(svc.clone(), crate::model::Lease::of(&run)));
+        let mut requeued = false;
+        for _ in 0..200 {
+            if store.active_run(&tid(SID)).await.expect("read").is_some_and(|r| r.status == RunStatus::Queued) {
+                requeued = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(requeued, "the run was queued again");
+        // A disarmed guard (the item reached its claim) leaves the Run held.
+        let work = svc.claim("rnr_b", Duration::from_secs(1)).await.expect("claim").expect("claimable again");
+        crate::runs::Requeue::armed(svc.clone(), work.lease.clone()).disarm();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let held = store.active_run(&tid(SID)).await.expect("read").expect("a run");
+        assert_eq!((held.status, held.runner_id.as_str()), (RunStatus::Running, "rnr_b"));
     }
 
     #[test]

@@ -183,6 +183,33 @@ fn held<'a>(d: &'a mut Draft, lease: &Lease) -> Result<&'a Run> {
     }
 }
 
+/// Puts a handed-off Run back in the queue when dropped armed: a claim
+/// that never got it (or left while its item was prepared) must not hold it
+/// until its lease runs out.
+pub(crate) struct Requeue(Option<(SessionsService, Lease)>);
+
+impl Requeue {
+    pub(crate) fn armed(svc: SessionsService, lease: Lease) -> Requeue {
+        Requeue(Some((svc, lease)))
+    }
+
+    pub(crate) fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Requeue {
+    fn drop(&mut self) {
+        let Some((svc, lease)) = self.0.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        runtime.spawn(async move {
+            if let Err(e) = svc.requeue(&lease).await {
+                tracing::warn!(error = %e, run_id = %lease.run_id, "a handed-off run could not be queued again; it waits for its lease");
+            }
+        });
+    }
+}
+
 impl SessionsService {
     /// Claims the oldest claimable Run, waiting up to `wait` for one. While
     /// it waits, a Run admitted on this replica is handed to it directly
@@ -218,8 +245,11 @@ impl SessionsService {
             let nap = tokio::time::Instant::now() + Duration::from_secs(1);
             tokio::select! {
                 biased;
-                item = &mut handed => match item {
-                    Ok(item) => return Ok(Some(item)),
+                handed_run = &mut handed => match handed_run {
+                    Ok((session, run)) => match self.prepare_handed(session, run).await {
+                        Some(item) => return Ok(Some(item)),
+                        None => continue,
+                    },
                     // Taken for a commit that did not admit after all.
                     Err(_) => continue,
                 },
@@ -227,9 +257,11 @@ impl SessionsService {
                 () = tokio::time::sleep_until(deadline.min(nap)) => {}
             }
             if !self.parked.unpark(ticket) {
-                // A hand-off took this claim: its work (or its end) is a
+                // A hand-off took this claim: its Run (or its end) is a
                 // commit away.
-                if let Ok(Ok(item)) = tokio::time::timeout(HANDOFF_WAIT, handed).await {
+                if let Ok(Ok((session, run))) = tokio::time::timeout(HANDOFF_WAIT, handed).await
+                    && let Some(item) = self.prepare_handed(session, run).await
+                {
                     return Ok(Some(item));
                 }
             }
@@ -336,21 +368,28 @@ impl SessionsService {
     /// Sends a Run handed off in `session`'s commit to the claim that waits
     /// for it; if that claim is gone, the Run goes back in the queue.
     pub(crate) fn deliver(&self, to: Waiting, session: Session, run: Run) {
-        let this = self.clone();
-        tokio::spawn(async move {
-            let lease = Lease::of(&run);
-            let item = this.work_item(session, run, HANDOFF_TAIL).await;
-            let given = match item {
-                Ok(item) => to.give(item),
-                Err(e) => {
-                    tracing::warn!(error = %e, "a handed-off run could not be prepared; queueing it again");
-                    false
-                }
-            };
-            if !given && let Err(e) = this.requeue(&lease).await {
-                tracing::warn!(error = %e, run_id = %lease.run_id, "a handed-off run could not be queued again; it waits for its lease");
+        let lease = Lease::of(&run);
+        if !to.give(session, run) {
+            // Dropped armed: the Run goes back in the queue.
+            drop(Requeue::armed(self.clone(), lease));
+        }
+    }
+
+    /// The work item of a Run handed to this claim. If it cannot be
+    /// prepared, or the claim is dropped while it is (its runner left), the
+    /// Run goes back in the queue rather than waiting out its lease.
+    async fn prepare_handed(&self, session: Session, run: Run) -> Option<WorkItem> {
+        let unless_given = Requeue::armed(self.clone(), Lease::of(&run));
+        match self.work_item(session, run, HANDOFF_TAIL).await {
+            Ok(item) => {
+                unless_given.disarm();
+                Some(item)
             }
-        });
+            Err(e) => {
+                tracing::warn!(error = %e, "a handed-off run could not be prepared; queueing it again");
+                None
+            }
+        }
     }
 
     /// Revokes a Runner and puts every Run it held back in the queue.
