@@ -61,7 +61,7 @@ impl SessionsService {
         };
         let approval = self.governance()?.respond_to_approval(req).await.map_err(Error::from)?.into_inner();
         let r = resolved(&approval);
-        let (id, _, events) = self.transact(session_id, |d| d.confirm(input, &r)).await?;
+        let (id, _, events) = self.log.transact(session_id, |d| d.confirm(input, &r)).await?;
         self.acknowledge(&approval.id).await;
         let e = events.into_iter().find(|e| e.id == id).ok_or_else(|| Error::internal("appended event missing from the commit"))?;
         Ok(Some(e))
@@ -81,6 +81,7 @@ impl SessionsService {
         let r = resolved(a);
         let cause = json!({"kind": "action_approval", "id": a.id});
         let outcome = self
+            .log
             .transact(&SessionId::parse("session_id", &a.session_id)?, |d| {
                 let recorded = d.resolve_approval(&r, cause.clone()).is_some();
                 d.unfocus();

@@ -104,6 +104,7 @@ impl SessionsService {
     pub async fn attach_budget(&self, session_id: &str, limit: i64, metric: &str, actor: &str) -> Result<(Budget, Session)> {
         let session_id = SessionId::parse("id", session_id)?;
         let (b, s, _) = self
+            .log
             .transact(&session_id, |d| {
                 if d.session.budget.is_some() {
                     return Err(Error::conflict("the session already has a budget; change its limit instead"));
@@ -129,7 +130,7 @@ impl SessionsService {
 
     pub async fn change_budget(&self, budget_id: &str, change: BudgetChange, actor: &str) -> Result<(Budget, Session)> {
         let s = self.budget_session(budget_id).await?;
-        let (b, s, _) = self.transact(&s.id, |d| d.change_budget(&change, actor)).await?;
+        let (b, s, _) = self.log.transact(&s.id, |d| d.change_budget(&change, actor)).await?;
         Ok((b, s))
     }
 

@@ -115,7 +115,7 @@ impl SessionsService {
     /// What becomes of each offered file, and which bytes are missing.
     pub async fn plan_files(&self, lease: &Lease, files: Vec<Offered>) -> Result<Vec<(Offered, FileStatus, bool)>> {
         check_offered(&files)?;
-        let sid = self.session_of(lease).await?;
+        let sid = self.log.session_of(lease).await?;
         let kept = self.store.all_files(&sid).await?;
         let mut out = vec![];
         for (o, status) in decide(&kept, &files) {
@@ -129,7 +129,7 @@ impl SessionsService {
     /// file's bytes must be in the blob store.
     pub async fn record_files(&self, lease: &Lease, files: Vec<Offered>) -> Result<Vec<(Offered, FileStatus)>> {
         check_offered(&files)?;
-        let sid = self.session_of(lease).await?;
+        let sid = self.log.session_of(lease).await?;
         let kept = self.store.all_files(&sid).await?;
         let decided = decide(&kept, &files);
         let now = now_ms();
@@ -170,7 +170,7 @@ impl SessionsService {
             return Err(Error::invalid_field("kind", "uploads and skills are read only"));
         }
         check_sha(sha256)?;
-        let sid = self.session_of(lease).await?;
+        let sid = self.log.session_of(lease).await?;
         self.blobs()?.put_stream(&key(&sid, kind, sha256), sha256, kind.max_bytes(), chunks).await
     }
 
@@ -179,7 +179,7 @@ impl SessionsService {
         if sha256s.len() > MAX_MANIFEST_ENTRIES {
             return Err(Error::invalid_field("sha256s", format!("ask about at most {MAX_MANIFEST_ENTRIES} blobs")));
         }
-        let sid = self.session_of(lease).await?;
+        let sid = self.log.session_of(lease).await?;
         let mut missing = vec![];
         for sha in sha256s {
             check_sha(&sha)?;
@@ -195,7 +195,7 @@ impl SessionsService {
     async fn readable_key(&self, lease: &Lease, kind: &str, sha256: &str) -> Result<String> {
         let kind = BlobKind::parse(kind)?;
         check_sha(sha256)?;
-        let sid = self.session_of(lease).await?;
+        let sid = self.log.session_of(lease).await?;
         if kind != BlobKind::Skills {
             return Ok(key(&sid, kind, sha256));
         }
@@ -226,7 +226,7 @@ impl SessionsService {
         if unenforced.len() > 64 || unenforced.iter().any(|u| u.field.len() > 200 || u.reason.len() > 1000) {
             return Err(Error::invalid_field("unenforced", "at most 64 entries of bounded length"));
         }
-        let sid = self.session_of(lease).await?;
+        let sid = self.log.session_of(lease).await?;
         let current =
             self.store.get_sandbox(&sid).await?.ok_or_else(|| Error::new(Code::PreconditionFailed, "the sandbox never materialised"))?;
         if manifest_sha256.is_empty() {

@@ -120,7 +120,7 @@ impl Rpc for RunnerGrpc {
         let capability_token = if held { self.svc.capability_for(&l).await? } else { String::new() };
         Ok(Response::new(pb::HeartbeatResponse {
             status: if held { "ok" } else { "lost" }.into(),
-            lease_expires_in_ms: if held { self.svc.lease_ms } else { 0 },
+            lease_expires_in_ms: if held { self.svc.log.lease_ms } else { 0 },
             capability_token,
         }))
     }

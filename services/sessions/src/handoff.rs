@@ -101,7 +101,7 @@ mod tests {
 
     async fn until_parked(svc: &SessionsService) {
         for _ in 0..500 {
-            if svc.parked.len() > 0 {
+            if svc.log.parked.len() > 0 {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -126,19 +126,19 @@ mod tests {
         // The claim is not a commit of its own: the Session moved once.
         let s = store.get_session(&tid(SID)).await.expect("read").expect("exists");
         assert_eq!(s.version, 2, "created, then the message with its Run claimed");
-        assert_eq!(svc.parked.len(), 0);
+        assert_eq!(svc.log.parked.len(), 0);
     }
 
     #[tokio::test(flavor = "multi_thread")]
     async fn a_run_handed_to_a_claim_that_left_goes_back_in_the_queue() {
         let (svc, store, _dir) = service().await;
-        let (_ticket, gone) = svc.parked.park("rnr_gone", "");
-        let taken = svc.parked.take("").expect("taken");
+        let (_ticket, gone) = svc.log.parked.park("rnr_gone", "");
+        let taken = svc.log.parked.take("").expect("taken");
         svc.append_user_event(SID, message()).await.expect("append");
         let (run, session, _) =
-            svc.transact(&tid(SID), |d| Ok(d.claim_run("rnr_gone", 15_000).expect("a run"))).await.expect("claimed by hand");
+            svc.log.transact(&tid(SID), |d| Ok(d.claim_run("rnr_gone", 15_000).expect("a run"))).await.expect("claimed by hand");
         drop(gone);
-        svc.deliver(taken, session, run);
+        svc.log.deliver(taken, session, run);
         let mut requeued = None;
         for _ in 0..200 {
             let r = store.active_run(&tid(SID)).await.expect("read").expect("a run");
@@ -161,8 +161,9 @@ mod tests {
     async fn a_handed_run_whose_claim_left_while_it_was_prepared_goes_back_in_the_queue() {
         let (svc, store, _dir) = service().await;
         svc.append_user_event(SID, message()).await.expect("append");
-        let (run, _, _) = svc.transact(&tid(SID), |d| Ok(d.claim_run("rnr_gone", 15_000).expect("a run"))).await.expect("claimed by hand");
-        drop(crate::runs::Requeue::armed(svc.clone(), crate::model::Lease::of(&run)));
+        let (run, _, _) =
+            svc.log.transact(&tid(SID), |d| Ok(d.claim_run("rnr_gone", 15_000).expect("a run"))).await.expect("claimed by hand");
+        drop(crate::log::Requeue::armed(svc.log.clone(), crate::model::Lease::of(&run)));
         let mut requeued = false;
         for _ in 0..200 {
             if store.active_run(&tid(SID)).await.expect("read").is_some_and(|r| r.status == RunStatus::Queued) {
@@ -174,7 +175,7 @@ mod tests {
         assert!(requeued, "the run was queued again");
         // A disarmed guard (the item reached its claim) leaves the Run held.
         let work = svc.claim("rnr_b", Duration::from_secs(1)).await.expect("claim").expect("claimable again");
-        crate::runs::Requeue::armed(svc.clone(), work.lease.clone()).disarm();
+        crate::log::Requeue::armed(svc.log.clone(), work.lease.clone()).disarm();
         tokio::time::sleep(Duration::from_millis(100)).await;
         let held = store.active_run(&tid(SID)).await.expect("read").expect("a run");
         assert_eq!((held.status, held.runner_id.as_str()), (RunStatus::Running, "rnr_b"));

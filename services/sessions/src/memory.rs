@@ -129,20 +129,21 @@ impl SessionsService {
             }
         }
         if !events.is_empty() {
-            self.transact(&session.id, |d| {
-                for e in &events {
-                    d.push(EventType::MemoryAccessed, Some(run_id), system(), Value::Null, e.clone());
-                }
-                Ok(())
-            })
-            .await?;
+            self.log
+                .transact(&session.id, |d| {
+                    for e in &events {
+                        d.push(EventType::MemoryAccessed, Some(run_id), system(), Value::Null, e.clone());
+                    }
+                    Ok(())
+                })
+                .await?;
         }
         Ok((files, writable))
     }
 
     /// The text of a file one of the lease's Session's mounts shows.
     pub async fn memory_content(&self, lease: &Lease, sha256: &str) -> Result<String> {
-        let sid = self.session_of(lease).await?;
+        let sid = self.log.session_of(lease).await?;
         let mounts = self.store.mounts(&sid).await?;
         if !mounts.iter().any(|m| m.files.values().any(|f| f.sha256 == sha256)) {
             return Err(Error::not_found("blob", sha256));
@@ -158,7 +159,7 @@ impl SessionsService {
     /// (`memory.proposal_created`), or refuses it (`memory.writeback_refused`,
     /// and the mount forgets the changes).
     pub async fn writeback_memory(&self, lease: &Lease, mount_name: &str, changes: Vec<FileChange>, skipped: Vec<String>) -> Result<()> {
-        let sid = self.session_of(lease).await?;
+        let sid = self.log.session_of(lease).await?;
         let session = self.log.session(&sid).await?;
         let mut m = self
             .store
@@ -249,11 +250,12 @@ impl SessionsService {
         self.store.put_mount_state(&sid, &m).await?;
         if let Some((kind, payload)) = event {
             let run_id = lease.run_id.clone();
-            self.transact(&sid, |d| {
-                d.push(kind, Some(&run_id), system(), Value::Null, payload.clone());
-                Ok(())
-            })
-            .await?;
+            self.log
+                .transact(&sid, |d| {
+                    d.push(kind, Some(&run_id), system(), Value::Null, payload.clone());
+                    Ok(())
+                })
+                .await?;
         }
         Ok(())
     }

@@ -322,7 +322,7 @@ impl SessionsService {
         } else {
             Some(self.ask_grader(&session, &o.definition, &message, &files, digest).await)
         };
-        self.transact(session_id, |d| Ok(d.finish_grading(&g, verdicts.clone()))).await?;
+        self.log.transact(session_id, |d| Ok(d.finish_grading(&g, verdicts.clone()))).await?;
         Ok(())
     }
 
@@ -428,9 +428,8 @@ impl SessionsService {
     }
 
     /// Starts the grading a commit just recorded, in the background.
-    pub(crate) fn spawn_grading(&self, session_id: &str) {
+    fn spawn_grading(&self, id: SessionId) {
         let svc = self.clone();
-        let Ok(id) = SessionId::parse("session_id", session_id) else { return };
         tokio::spawn(async move {
             if let Err(e) = svc.grade(&id).await {
                 tracing::warn!(session_id = %id, error = %e.message, "a grading stopped; the sweeper takes it up again");
@@ -452,14 +451,20 @@ impl SessionsService {
         Ok(n)
     }
 
+    /// Grades what commits start as they start it (`log::Gradings`), and
+    /// every `every` takes up gradings nobody finished.
     pub async fn run_grading_sweeper(self, every: Duration, stop: tokio_util::sync::CancellationToken) {
+        let gradings = self.log.gradings.clone();
+        let mut sweep = tokio::time::interval(every);
         loop {
-            if let Err(e) = self.resume_gradings().await {
-                tracing::warn!(error = %e.message, "could not resume gradings");
-            }
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(every) => {}
+                due = gradings.next() => due.into_iter().for_each(|id| self.spawn_grading(id)),
+                _ = sweep.tick() => {
+                    if let Err(e) = self.resume_gradings().await {
+                        tracing::warn!(error = %e.message, "could not resume gradings");
+                    }
+                }
             }
         }
     }

@@ -4,8 +4,8 @@
 //! the same atomic commit, so a runner that lost its lease writes nothing.
 
 use crate::draft::{Draft, system};
-use crate::handoff::Waiting;
 use crate::live::{Delta, Item};
+use crate::log::{Requeue, lease_lost};
 use crate::model::*;
 use crate::service::SessionsService;
 use crate::store::{ClaimGuard, View};
@@ -167,10 +167,6 @@ fn requires_action(events: &[NewEvent]) -> Result<StopReason> {
 /// The longest a run's read waits for the next event.
 const MAX_READ_WAIT_MS: u32 = 20_000;
 
-fn lease_lost() -> Error {
-    Error::new(Code::PreconditionFailed, "the lease on this run is no longer held").with_details(json!({"reason": "lease_lost"}))
-}
-
 /// Checks inside a draft that `lease` still holds one of the Session's
 /// active Runs, and puts that Run's thread in focus.
 fn held<'a>(d: &'a mut Draft, lease: &Lease) -> Result<&'a Run> {
@@ -180,33 +176,6 @@ fn held<'a>(d: &'a mut Draft, lease: &Lease) -> Result<&'a Run> {
     match &d.run {
         Some(r) if lease.holds(r) => Ok(r),
         _ => Err(lease_lost()),
-    }
-}
-
-/// Puts a handed-off Run back in the queue when dropped armed: a claim
-/// that never got it (or left while its item was prepared) must not hold it
-/// until its lease runs out.
-pub(crate) struct Requeue(Option<(SessionsService, Lease)>);
-
-impl Requeue {
-    pub(crate) fn armed(svc: SessionsService, lease: Lease) -> Requeue {
-        Requeue(Some((svc, lease)))
-    }
-
-    pub(crate) fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for Requeue {
-    fn drop(&mut self) {
-        let Some((svc, lease)) = self.0.take() else { return };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        runtime.spawn(async move {
-            if let Err(e) = svc.requeue(&lease).await {
-                tracing::warn!(error = %e, run_id = %lease.run_id, "a handed-off run could not be queued again; it waits for its lease");
-            }
-        });
     }
 }
 
@@ -222,7 +191,7 @@ impl SessionsService {
         // A Runner revoked while its claim waited takes nothing: the Run
         // goes back in the queue.
         if self.store.get_runner(&runner.id).await?.is_none_or(|r| r.status != RunnerStatus::Active) {
-            self.requeue(&item.lease).await?;
+            self.log.requeue(&item.lease).await?;
             return Err(Error::new(Code::InvalidKey, "the runner credential is unknown or revoked"));
         }
         Ok(Some(item))
@@ -234,13 +203,13 @@ impl SessionsService {
         loop {
             // Register interest before looking, so a Run queued between the
             // look and the wait still wakes us.
-            let notified = self.work.notified();
+            let notified = self.log.work.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             if let Some(w) = self.try_claim(runner_id, &placement).await? {
                 return Ok(Some(w));
             }
-            let (ticket, mut handed) = self.parked.park(runner_id, &placement);
+            let (ticket, mut handed) = self.log.parked.park(runner_id, &placement);
             // Expired leases need no notification: poll at least once a second.
             let nap = tokio::time::Instant::now() + Duration::from_secs(1);
             tokio::select! {
@@ -256,7 +225,7 @@ impl SessionsService {
                 () = &mut notified => {}
                 () = tokio::time::sleep_until(deadline.min(nap)) => {}
             }
-            if !self.parked.unpark(ticket) {
+            if !self.log.parked.unpark(ticket) {
                 // A hand-off took this claim: its Run (or its end) is a
                 // commit away.
                 if let Ok(Ok((session, run))) = tokio::time::timeout(HANDOFF_WAIT, handed).await
@@ -273,8 +242,9 @@ impl SessionsService {
 
     async fn try_claim(&self, runner_id: &str, placement: &str) -> Result<Option<WorkItem>> {
         for candidate in self.store.claimable_runs(placement, now_ms(), 16).await? {
-            let lease_ms = self.lease_ms;
+            let lease_ms = self.log.lease_ms;
             let claimed = self
+                .log
                 .transact(&candidate.session_id, |d| {
                     let now = d.now_ms;
                     // The Session's sandbox has one owner while any thread runs.
@@ -365,21 +335,11 @@ impl SessionsService {
             .unwrap_or_default())
     }
 
-    /// Sends a Run handed off in `session`'s commit to the claim that waits
-    /// for it; if that claim is gone, the Run goes back in the queue.
-    pub(crate) fn deliver(&self, to: Waiting, session: Session, run: Run) {
-        let lease = Lease::of(&run);
-        if !to.give(session, run) {
-            // Dropped armed: the Run goes back in the queue.
-            drop(Requeue::armed(self.clone(), lease));
-        }
-    }
-
     /// The work item of a Run handed to this claim. If it cannot be
     /// prepared, or the claim is dropped while it is (its runner left), the
     /// Run goes back in the queue rather than waiting out its lease.
     async fn prepare_handed(&self, session: Session, run: Run) -> Option<WorkItem> {
-        let unless_given = Requeue::armed(self.clone(), Lease::of(&run));
+        let unless_given = Requeue::armed(self.log.clone(), Lease::of(&run));
         match self.work_item(session, run, HANDOFF_TAIL).await {
             Ok(item) => {
                 unless_given.disarm();
@@ -396,7 +356,7 @@ impl SessionsService {
     pub async fn revoke_runner(&self, id: &str) -> Result<Runner> {
         let (runner, held) = self.runners.revoke(id).await?;
         for (run_id, session_id) in held {
-            self.queue_again(&session_id, |r| r.id == run_id && r.status == RunStatus::Running).await?;
+            self.log.queue_again(&session_id, |r| r.id == run_id && r.status == RunStatus::Running).await?;
         }
         Ok(runner)
     }
@@ -419,52 +379,14 @@ impl SessionsService {
     /// A Runner hands a Run back (it is stopping): the Run goes back in the
     /// queue at once instead of waiting for its lease to lapse.
     pub async fn release(&self, lease: &Lease) -> Result<()> {
-        self.requeue(lease).await
-    }
-
-    /// Puts a Run still held under `lease` back in the queue.
-    pub(crate) async fn requeue(&self, lease: &Lease) -> Result<()> {
-        let session_id = self.session_to_write(lease).await?;
-        self.queue_again(&session_id, |r| lease.holds(r)).await
-    }
-
-    /// Puts the Session's active Run back in the queue if `which` picks it;
-    /// the next claim takes it under the next generation.
-    pub(crate) async fn queue_again(&self, session_id: &SessionId, which: impl Fn(&Run) -> bool) -> Result<()> {
-        self.transact(session_id, |d| {
-            if let Some(run) = d.run.clone().filter(|r| which(r)) {
-                d.put_run(Run { status: RunStatus::Queued, lease_expires_ms: 0, runner_id: String::new(), ..run });
-            }
-            Ok(())
-        })
-        .await
-        .map(|_| ())
+        self.log.requeue(lease).await
     }
 
     /// Extends a held lease. `Ok(false)` tells the runner to stop: the lease
     /// moved to someone else or the Run ended.
     pub async fn heartbeat(&self, lease: &Lease) -> Result<bool> {
         let now = now_ms();
-        self.store.extend_lease(&lease.run_id, &lease.lease_id, lease.generation, now, now + self.lease_ms).await
-    }
-
-    /// The lease's Session for a write that re-checks the lease itself.
-    async fn session_to_write(&self, lease: &Lease) -> Result<SessionId> {
-        match &lease.session_id {
-            Some(id) => Ok(id.clone()),
-            None => self.session_of(lease).await,
-        }
-    }
-
-    pub(crate) async fn session_of(&self, lease: &Lease) -> Result<SessionId> {
-        if let Some(run) = lease.session_id.as_ref().and_then(|s| self.log.cached_run(s, &lease.run_id)).filter(|r| lease.holds(r)) {
-            return Ok(run.session_id);
-        }
-        let run = self.run(&lease.run_id).await?;
-        if !lease.holds(&run) {
-            return Err(lease_lost());
-        }
-        Ok(run.session_id)
+        self.store.extend_lease(&lease.run_id, &lease.lease_id, lease.generation, now, now + self.log.lease_ms).await
     }
 
     /// Reads the log as the lease's thread sees it: a child its own view,
@@ -498,7 +420,7 @@ impl SessionsService {
 
     /// The lease's Session and the view of its Run's thread.
     async fn view_of(&self, lease: &Lease) -> Result<(SessionId, View)> {
-        let session_id = self.session_of(lease).await?;
+        let session_id = self.log.session_of(lease).await?;
         let thread = match self.log.cached_run(session_id.as_str(), &lease.run_id) {
             Some(r) => r.thread_id,
             None => self.run(lease.run_id.as_str()).await?.thread_id,
@@ -513,8 +435,8 @@ impl SessionsService {
             return Err(Error::invalid_field("events", format!("append 1 to {MAX_APPEND} events at a time")));
         }
         let events = check_run_events(events)?;
-        let session_id = self.session_to_write(lease).await?;
-        let (seqs, session, _) = self.transact(&session_id, |d| append_run_events(d, lease, &events)).await?;
+        let session_id = self.log.session_to_write(lease).await?;
+        let (seqs, session, _) = self.log.transact(&session_id, |d| append_run_events(d, lease, &events)).await?;
         Ok(Appended { seqs, budget_reached: session.budget.as_ref().is_some_and(|b| !b.open()) })
     }
 
@@ -559,8 +481,9 @@ impl SessionsService {
             ));
         }
         let kind = stop_reason.kind();
-        let session_id = self.session_to_write(lease).await?;
+        let session_id = self.log.session_to_write(lease).await?;
         let (settled, _, _) = self
+            .log
             .transact(&session_id, |d| {
                 append_run_events(d, lease, &events)?;
                 let run_id = held(d, lease)?.id.clone();

@@ -1,14 +1,14 @@
 //! Sessions: creation, input, the event log and its live stream. Every state
 //! change is a [`Draft`] decided from a fresh read and committed atomically
-//! with its events; a lost race is retried from a new read.
+//! with its events by the log (`log/commit.rs`); a lost race is retried from
+//! a new read.
 
 use crate::catalog::Catalog;
 use crate::draft::Draft;
-use crate::handoff::{Parked, Waiting};
 use crate::input::Input;
 use crate::log::Log;
 use crate::model::*;
-use crate::store::{Change, SessionFilter, SessionsStore, View};
+use crate::store::{SessionFilter, SessionsStore, View};
 use crate::uploads::Uploads;
 use checkfu_core::cache::Bounded;
 use checkfu_core::events::EventType;
@@ -20,9 +20,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::sync::Notify;
 
-/// How long a claimed Run's lease lasts without a heartbeat.
-pub const DEFAULT_LEASE_MS: i64 = 15_000;
-const COMMIT_ATTEMPTS: usize = 64;
+pub use crate::log::DEFAULT_LEASE_MS;
 const MAX_TITLE: usize = 500;
 const MAX_METADATA_BYTES: usize = 16 * 1024;
 
@@ -33,11 +31,6 @@ pub struct SessionsService {
     pub log: Log,
     /// Agents, their versions, SandboxProfiles and Deployments.
     pub catalog: Catalog,
-    /// Woken whenever a Run becomes claimable.
-    pub(crate) work: Arc<Notify>,
-    /// Claims waiting for work on this replica, for hand-offs.
-    pub(crate) parked: Arc<Parked>,
-    pub(crate) lease_ms: i64,
     /// Governance, for ActionApproval outcomes.
     pub(crate) governance: Option<crate::upstream::Governance>,
     /// The memory service, for the Session's mounts of MemoryStores.
@@ -149,9 +142,6 @@ impl SessionsService {
             uploads: Uploads::new(store.clone()),
             runners: crate::runners::Runners::new(store.clone()),
             store,
-            work: Arc::new(Notify::new()),
-            parked: Arc::new(Parked::default()),
-            lease_ms: DEFAULT_LEASE_MS,
             unmounted: Arc::new(Bounded::new(UNMOUNTED_CACHE)),
             governance: None,
             memory: None,
@@ -222,7 +212,7 @@ impl SessionsService {
     }
 
     pub fn with_lease_ms(mut self, ms: i64) -> Self {
-        self.lease_ms = ms;
+        self.log.lease_ms = ms;
         self
     }
 
@@ -236,7 +226,7 @@ impl SessionsService {
     pub async fn release_orphaned_leases(&self) -> Result<u64> {
         let n = self.store.expire_all_leases().await?;
         if n > 0 {
-            self.work.notify_waiters();
+            self.log.work.notify_waiters();
         }
         Ok(n)
     }
@@ -350,8 +340,8 @@ impl SessionsService {
         };
         let mut session = d.session;
         session.last_seq = events.len() as i64;
-        self.log.created(&session, d.run.clone(), &events);
-        self.after_commit(&session.id, &events, queues(&d.runs));
+        let queued = d.runs.iter().any(|r| r.status == RunStatus::Queued);
+        self.log.created(&session, d.run.clone(), &events, queued);
         // A worker attaches as soon as it exists (its Runs keep it queued).
         if let Err(e) = self.ensure_work(&session).await {
             tracing::warn!(error = %e, session_id = %session.id, "queueing the work item failed; the first tool call queues it");
@@ -367,84 +357,6 @@ impl SessionsService {
             Some(_) => Err(Error::conflict(format!("session {id} already exists"))),
             None => Ok(None),
         }
-    }
-
-    /// What follows a commit the log has published: a grading it started
-    /// begins, and runners wake when work appeared.
-    fn after_commit(&self, session_id: &str, events: &[Event], queued: bool) {
-        if events.iter().any(|e| e.event_type == EventType::OutcomeEvaluationStarted.as_str()) {
-            self.spawn_grading(session_id);
-        }
-        if queued {
-            self.work.notify_waiters();
-        }
-    }
-
-    /// Reads the Session, lets `decide` change it, and commits the result;
-    /// retried from a fresh read when another writer got there first.
-    ///
-    /// A Run the change admits goes straight to a claim waiting on this
-    /// replica, if there is one (`handoff.rs`).
-    pub(crate) async fn transact<T>(
-        &self,
-        session_id: &SessionId,
-        decide: impl Fn(&mut Draft) -> Result<T>,
-    ) -> Result<(T, Session, Vec<Event>)> {
-        // Kept across retries; dropped unused, its claim looks again.
-        let mut handing: Option<Waiting> = None;
-        for attempt in 0..COMMIT_ATTEMPTS {
-            let (session, run, child_runs) = self.log.state(session_id, attempt == 0).await?;
-            let expected_version = session.version;
-            let outcome_before = session.outcome.clone();
-            let mut d = Draft::new(session, run, now_ms());
-            d.child_runs = child_runs;
-            let out = decide(&mut d);
-            d.unfocus();
-            let out = out?;
-            if d.events.is_empty() && d.runs.is_empty() {
-                return Ok((out, d.session, vec![]));
-            }
-            let handed = self.claim_for_waiting(&mut d, &mut handing);
-            d.session.updated_ms = d.now_ms;
-            let active = (d.run.clone(), d.child_runs.clone());
-            let outcome_changed = d.session.outcome != outcome_before;
-            let change = Change {
-                expected_version,
-                session: d.session,
-                events: d.events,
-                runs: d.runs,
-                claim_guard: d.claim_guard,
-                flush: d.flush,
-                outcome_changed,
-            };
-            let queued = queues(&change.runs);
-            if let Some((session, events)) = self.log.commit(change, active).await? {
-                self.after_commit(session_id, &events, queued);
-                if let (Some(to), Some(run)) = (handing.take(), handed) {
-                    self.deliver(to, session.clone(), run);
-                }
-                return Ok((out, session, events));
-            }
-            tokio::task::yield_now().await;
-        }
-        Err(Error::unavailable("the session is too busy to change right now; retry"))
-    }
-
-    /// Claims a Run the draft admits for the oldest claim waiting here.
-    fn claim_for_waiting(&self, d: &mut Draft, handing: &mut Option<Waiting>) -> Option<Run> {
-        let admitted = d.admitted.clone()?;
-        let placement = d.run.iter().chain(&d.child_runs).find(|r| r.id == admitted && r.status == RunStatus::Queued)?.placement.clone();
-        if handing.is_none() {
-            *handing = self.parked.take(&placement);
-        }
-        let runner_id = handing.as_ref()?.runner_id.clone();
-        if d.owner_other_than(&runner_id, &admitted) {
-            return None;
-        }
-        d.focus_run(&admitted);
-        let run = d.claim_run(&runner_id, self.lease_ms);
-        d.unfocus();
-        run
     }
 
     /// Appends one user event. Returns the persisted event and whether it
@@ -468,6 +380,7 @@ impl SessionsService {
             }
         }
         let ((id, dropped), _, events) = self
+            .log
             .transact(session_id, |d| {
                 let before = d.session.all_waiting_approvals();
                 let id = d.apply(&input)?;
@@ -522,6 +435,7 @@ impl SessionsService {
         let session_id = SessionId::parse("id", session_id)?;
         let caused_by = json!({"kind": "principal", "id": actor});
         let (pending, s, _) = self
+            .log
             .transact(&session_id, |d| {
                 if d.session.status == SessionStatus::Terminated {
                     return Ok(vec![]);
@@ -563,6 +477,7 @@ impl SessionsService {
             .map(|x| x.trim_start_matches("\n\n").to_string());
         let caused_by = json!({"kind": "principal", "id": actor});
         let ((), s, _) = self
+            .log
             .transact(&current.id, |d| {
                 if d.session.status != SessionStatus::Idle {
                     return Err(Error::conflict("the selection can only change while the session is idle"));
@@ -598,6 +513,7 @@ impl SessionsService {
         }
         let caused_by = json!({"kind": "principal", "id": actor});
         let ((), s, _) = self
+            .log
             .transact(&id, |d| {
                 if d.session.status == SessionStatus::Terminated {
                     return Err(Error::conflict("the session is terminated"));
@@ -619,19 +535,13 @@ impl SessionsService {
     }
 
     pub async fn run(&self, id: &str) -> Result<Run> {
-        let id = RunId::parse("id", id)?;
-        self.store.get_run(&id).await?.ok_or_else(|| Error::not_found("run", &id))
+        self.log.run(&RunId::parse("id", id)?).await
     }
 
     pub async fn list_runs(&self, session_id: &str, page: &PageRequest) -> Result<Vec<Run>> {
         let session_id = self.log.session(session_id).await?.id;
         self.store.list_runs(&session_id, page).await
     }
-}
-
-/// Whether a write leaves a Run waiting for a runner.
-fn queues(runs: &[Run]) -> bool {
-    runs.iter().any(|r| r.status == RunStatus::Queued)
 }
 
 /// Vaults one Session may name.

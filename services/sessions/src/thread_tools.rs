@@ -157,7 +157,7 @@ impl SessionsService {
     /// The Session and the thread (`None`: the primary) whose Run `lease`
     /// holds.
     async fn thread_of_lease(&self, lease: &Lease) -> Result<(Session, Option<String>)> {
-        let session_id = self.session_of(lease).await?;
+        let session_id = self.log.session_of(lease).await?;
         let s = self.log.session(session_id.as_str()).await?;
         let run = match self.log.cached_run(s.id.as_str(), &lease.run_id) {
             Some(r) => r,
@@ -364,6 +364,7 @@ impl SessionsService {
         }
         let content = content_of(&call.input).map_err(|m| Error::invalid_field("input.message", m))?;
         let (answer, _, _) = self
+            .log
             .transact(&s.id, |d| {
                 if !d.focus_run(&call.lease.run_id) || !d.run.as_ref().is_some_and(|r| call.lease.holds(r)) {
                     return Err(Error::new(Code::PreconditionFailed, "the lease on this run is no longer held").with_reason("lease_lost"));

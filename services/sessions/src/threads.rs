@@ -91,7 +91,7 @@ impl SessionsService {
         }
         self.thread(session_id, thread_id).await?;
         let cause = json!({"kind": "principal", "id": actor});
-        self.transact(&s.id, |d| d.archive_child(thread_id, cause.clone())).await?;
+        self.log.transact(&s.id, |d| d.archive_child(thread_id, cause.clone())).await?;
         self.thread(session_id, thread_id).await
     }
 

@@ -455,6 +455,7 @@ impl SessionsService {
         let author = Value::String(scope.runner.principal_id.to_string());
         let cause = json!({"kind": "runner", "id": scope.runner.id, "work_id": scope.item.id});
         let (id, _, events) = self
+            .log
             .transact(&sid, |d| {
                 if d.session.status == SessionStatus::Terminated {
                     return Err(Error::conflict("the session is terminated and accepts no events"));
@@ -500,19 +501,20 @@ impl SessionsService {
             tracing::info!(work_id = %w.id, session_id = %w.session_id, "work lease lapsed; queued again");
             self.work_queued.notify_waiters();
             let cause = json!({"kind": "work", "id": w.id});
-            self.transact(&w.session_id, |d| {
-                if d.session.status == SessionStatus::Terminated {
-                    return Ok(());
-                }
-                d.push(EventType::SessionStatusRescheduled, None, system(), cause.clone(), json!({"work_id": w.id}));
-                let (ty, payload) = match d.session.status {
-                    SessionStatus::Idle => (EventType::SessionStatusIdle, json!({"stop_reason": d.session.stop_reason})),
-                    _ => (EventType::SessionStatusRunning, json!({})),
-                };
-                d.push(ty, None, system(), cause.clone(), payload);
-                Ok(())
-            })
-            .await?;
+            self.log
+                .transact(&w.session_id, |d| {
+                    if d.session.status == SessionStatus::Terminated {
+                        return Ok(());
+                    }
+                    d.push(EventType::SessionStatusRescheduled, None, system(), cause.clone(), json!({"work_id": w.id}));
+                    let (ty, payload) = match d.session.status {
+                        SessionStatus::Idle => (EventType::SessionStatusIdle, json!({"stop_reason": d.session.stop_reason})),
+                        _ => (EventType::SessionStatusRunning, json!({})),
+                    };
+                    d.push(ty, None, system(), cause.clone(), payload);
+                    Ok(())
+                })
+                .await?;
         }
         Ok(n)
     }

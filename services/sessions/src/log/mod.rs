@@ -1,10 +1,17 @@
 //! The log component: Sessions' rows and their gapless event log. It reads
 //! a Session (from the snapshots of recently changed ones when a change is
-//! being decided), commits a change with its events in one compare-and-set,
-//! publishes what it committed to the live hub and the outbox relay, and
-//! serves the log's pages and live streams. What a change means — admission,
-//! hand-off, grading — is decided above it.
+//! being decided), commits a change — a `Draft` its caller decides — with
+//! its events in one compare-and-set (`commit.rs`), publishes what it
+//! committed to the live hub and the outbox relay, and serves the log's
+//! pages and live streams. A commit that admits a Run hands it to a claim
+//! waiting here; what a change means — admission, settling, grading — is
+//! its caller's.
 
+mod commit;
+pub use commit::Gradings;
+pub(crate) use commit::{Requeue, lease_lost};
+
+use crate::handoff::Parked;
 use crate::live::{Hub, Item};
 use crate::model::*;
 use crate::store::{Change, SessionsStore, View};
@@ -17,6 +24,9 @@ use tokio::sync::{Notify, mpsc};
 /// A Session as last committed here: its primary's active Run and its
 /// child threads' active Runs.
 type Snapshot = (Session, Option<Run>, Vec<Run>);
+
+/// How long a claimed Run's lease lasts without a heartbeat.
+pub const DEFAULT_LEASE_MS: i64 = 15_000;
 
 /// Session snapshots kept in memory; beyond this the cache starts over.
 const SNAPSHOT_CACHE: usize = 10_000;
@@ -33,11 +43,28 @@ pub struct Log {
     snapshots: Arc<Bounded<SessionId, Snapshot>>,
     /// Woken after each commit, so the outbox relay publishes at once.
     outbox_wake: Option<Arc<Notify>>,
+    /// Claims waiting on this replica, for hand-offs.
+    pub(crate) parked: Arc<Parked>,
+    /// Woken whenever a Run becomes claimable.
+    pub(crate) work: Arc<Notify>,
+    /// How long a claimed Run's lease lasts without a heartbeat.
+    pub(crate) lease_ms: i64,
+    /// Gradings commits started, for the outcomes' grader.
+    pub gradings: Arc<Gradings>,
 }
 
 impl Log {
     pub fn new(store: Arc<dyn SessionsStore>) -> Log {
-        Log { store, hub: Arc::new(Hub::default()), snapshots: Arc::new(Bounded::new(SNAPSHOT_CACHE)), outbox_wake: None }
+        Log {
+            store,
+            hub: Arc::new(Hub::default()),
+            snapshots: Arc::new(Bounded::new(SNAPSHOT_CACHE)),
+            outbox_wake: None,
+            parked: Arc::default(),
+            work: Arc::new(Notify::new()),
+            lease_ms: DEFAULT_LEASE_MS,
+            gradings: Arc::default(),
+        }
     }
 
     /// Shares live events and previews with the other replicas through
@@ -88,10 +115,12 @@ impl Log {
         }
     }
 
-    /// A Session the store just created, with its first events.
-    pub(crate) fn created(&self, session: &Session, run: Option<Run>, events: &[Event]) {
+    /// A Session the store just created, with its first events (`queued`
+    /// when they left a Run waiting for a runner).
+    pub(crate) fn created(&self, session: &Session, run: Option<Run>, events: &[Event], queued: bool) {
         self.remember(session.clone(), run, vec![]);
         self.publish(&session.id, events);
+        self.after_commit(&session.id, events, queued);
     }
 
     /// Wakes the outbox relay and sends committed events live.
