@@ -452,19 +452,29 @@ impl SessionsService {
     }
 
     /// Grades what commits start as they start it (`log::Gradings`), and
-    /// every `every` takes up gradings nobody finished.
+    /// every `every` takes up gradings nobody finished. The two run side by
+    /// side: a sweep grading a stale Session does not hold up a fresh one.
     pub async fn run_grading_sweeper(self, every: Duration, stop: tokio_util::sync::CancellationToken) {
-        let gradings = self.log.gradings.clone();
-        let mut sweep = tokio::time::interval(every);
+        tokio::join!(self.grade_as_started(&stop), self.resume_every(every, &stop));
+    }
+
+    async fn grade_as_started(&self, stop: &tokio_util::sync::CancellationToken) {
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return,
-                due = gradings.next() => due.into_iter().for_each(|id| self.spawn_grading(id)),
-                _ = sweep.tick() => {
-                    if let Err(e) = self.resume_gradings().await {
-                        tracing::warn!(error = %e.message, "could not resume gradings");
-                    }
-                }
+                due = self.log.gradings.next() => due.into_iter().for_each(|id| self.spawn_grading(id)),
+            }
+        }
+    }
+
+    async fn resume_every(&self, every: Duration, stop: &tokio_util::sync::CancellationToken) {
+        loop {
+            if let Err(e) = self.resume_gradings().await {
+                tracing::warn!(error = %e.message, "could not resume gradings");
+            }
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(every) => {}
             }
         }
     }

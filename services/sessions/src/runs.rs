@@ -423,7 +423,7 @@ impl SessionsService {
         let session_id = self.log.session_of(lease).await?;
         let thread = match self.log.cached_run(session_id.as_str(), &lease.run_id) {
             Some(r) => r.thread_id,
-            None => self.run(lease.run_id.as_str()).await?.thread_id,
+            None => self.log.run(&lease.run_id).await?.thread_id,
         };
         Ok((session_id, thread.map_or(View::PrimaryOwn, View::Child)))
     }

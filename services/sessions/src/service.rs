@@ -340,8 +340,7 @@ impl SessionsService {
         };
         let mut session = d.session;
         session.last_seq = events.len() as i64;
-        let queued = d.runs.iter().any(|r| r.status == RunStatus::Queued);
-        self.log.created(&session, d.run.clone(), &events, queued);
+        self.log.created(&session, d.run.clone(), &events, &d.runs);
         // A worker attaches as soon as it exists (its Runs keep it queued).
         if let Err(e) = self.ensure_work(&session).await {
             tracing::warn!(error = %e, session_id = %session.id, "queueing the work item failed; the first tool call queues it");

@@ -36,10 +36,10 @@ async fn agent_for(st: &AppState, id: &str) -> ApiResult<ss::Agent> {
 pub async fn create_agent(State(st): State<AppState>, caller: Caller, headers: HeaderMap, JsonBody(body): JsonBody) -> ApiResult<Response> {
     let b: bodies::CreateAgent = parse(&body)?;
     st.require_manage(&caller, &b.environment_id).await?;
-    let draft = agent_definition::read(b.draft.clone().unwrap_or_else(|| json!({})))?;
+    let draft_json = json_text(&b.draft);
+    let draft = agent_definition::read(b.draft.unwrap_or_else(|| json!({})))?;
     #[allow(deprecated)] // draft_json: for a 0.1.0 sessions service
-    let req =
-        ss::CreateAgentRequest { draft_json: json_text(&b.draft), draft: Some(draft), environment_id: b.environment_id, name: b.name };
+    let req = ss::CreateAgentRequest { draft_json, draft: Some(draft), environment_id: b.environment_id, name: b.name };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/agents", &body, || async {
         created(views::agent(&st.sessions.clone().create_agent(req).await?.into_inner()))
     })

@@ -49,6 +49,11 @@ impl Gradings {
     }
 }
 
+/// Whether a write leaves a Run waiting for a runner.
+pub(super) fn queues(runs: &[Run]) -> bool {
+    runs.iter().any(|r| r.status == RunStatus::Queued)
+}
+
 /// The refusal of a write whose lease has moved on.
 pub(crate) fn lease_lost() -> Error {
     Error::new(Code::PreconditionFailed, "the lease on this run is no longer held").with_details(json!({"reason": "lease_lost"}))
@@ -92,7 +97,7 @@ impl Log {
                 flush: d.flush,
                 outcome_changed,
             };
-            let queued = change.runs.iter().any(|r| r.status == RunStatus::Queued);
+            let queued = queues(&change.runs);
             if let Some((session, events)) = self.commit(change, active).await? {
                 self.after_commit(session_id, &events, queued);
                 if let (Some(to), Some(run)) = (handing.take(), handed) {

@@ -115,12 +115,12 @@ impl Log {
         }
     }
 
-    /// A Session the store just created, with its first events (`queued`
-    /// when they left a Run waiting for a runner).
-    pub(crate) fn created(&self, session: &Session, run: Option<Run>, events: &[Event], queued: bool) {
+    /// A Session the store just created, with its first events and the
+    /// Runs it wrote.
+    pub(crate) fn created(&self, session: &Session, run: Option<Run>, events: &[Event], written: &[Run]) {
         self.remember(session.clone(), run, vec![]);
         self.publish(&session.id, events);
-        self.after_commit(&session.id, events, queued);
+        self.after_commit(&session.id, events, commit::queues(written));
     }
 
     /// Wakes the outbox relay and sends committed events live.
