@@ -319,3 +319,51 @@ fn crates_depend_only_on_lower_tiers() {
     assert_eq!(members.len(), TIERS.len(), "every member has a tier");
     assert!(problems.is_empty(), "dependencies must point down:\n{}", problems.join("\n"));
 }
+
+/// The type an inherent `impl` block (not a trait's) is for, by its last
+/// path segment.
+fn inherent_impls(ast: &syn::File) -> Vec<String> {
+    ast.items
+        .iter()
+        .filter_map(|i| match i {
+            syn::Item::Impl(imp) if imp.trait_.is_none() && !is_test(&imp.attrs) => match imp.self_ty.as_ref() {
+                syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_sessions_service_only_composes_its_components() {
+    // The sessions service is components (docs/architecture.md): each holds
+    // only what it needs and knows nothing of the struct that composes
+    // them, whose own rules (a Session's creation, input, selection,
+    // archiving) are in service.rs alone. The builder assembles it, the
+    // crate root and the SessionsService adapter serve it, and the store's
+    // conformance suite (a test-only module) builds one for service tests.
+    let src = root().join("services/sessions/src");
+    let knows_the_service = ["lib.rs", "service.rs", "builder.rs", "grpc.rs", "store/conformance.rs"];
+    let (mut impls, mut naming) = (vec![], vec![]);
+    let mut components = BTreeSet::new();
+    for file in modules(&src).values() {
+        let rel = file.strip_prefix(&src).unwrap().display().to_string();
+        let ast = syn::parse_file(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let types = inherent_impls(&ast);
+        if types.iter().any(|t| t == "SessionsService") && rel != "service.rs" {
+            impls.push(rel.clone());
+        }
+        components.extend(types);
+        let mut paths = Paths::default();
+        paths.visit_file(&ast);
+        if paths.0.iter().any(|p| p.iter().any(|s| s == "SessionsService")) && !knows_the_service.contains(&rel.as_str()) {
+            naming.push(rel);
+        }
+    }
+    for c in ["Log", "Catalog", "Uploads", "Runs", "Runners", "Threads", "Outcomes", "Approvals", "Budgets"] {
+        assert!(components.contains(c), "the scan sees the component {c}: {components:?}");
+    }
+    assert!(impls.is_empty(), "SessionsService is implemented outside service.rs (make it a component's): {impls:?}");
+    assert!(naming.is_empty(), "a component names the service that composes it: {naming:?}");
+}

@@ -8,8 +8,8 @@
 
 use crate::draft::Resolved;
 use crate::input::Input;
+use crate::log::Log;
 use crate::model::Event;
-use crate::service::SessionsService;
 use crate::upstream::Governance;
 use checkfu_core::id::SessionId;
 use checkfu_core::{Error, Result};
@@ -29,7 +29,14 @@ fn resolved(a: &gov::ActionApproval) -> Resolved {
     }
 }
 
-impl SessionsService {
+/// The Session's side of ActionApprovals, over the log and governance.
+#[derive(Clone)]
+pub struct Approvals {
+    pub(crate) log: Log,
+    pub(crate) governance: Option<Governance>,
+}
+
+impl Approvals {
     fn governance(&self) -> Result<Governance> {
         self.governance.clone().ok_or_else(|| Error::unavailable("approvals need the governance service, which this node cannot reach"))
     }

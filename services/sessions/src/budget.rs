@@ -8,13 +8,15 @@
 //! `consumed`, or resuming, restarts the queued work without a new message.
 
 use crate::draft::{Draft, system};
+use crate::log::Log;
 use crate::model::*;
-use crate::service::SessionsService;
+use crate::store::SessionsStore;
 use checkfu_core::events::EventType;
 use checkfu_core::id::{BudgetId, SessionId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 impl Draft {
     fn budget_reached(&self) -> bool {
@@ -99,7 +101,14 @@ impl Draft {
     }
 }
 
-impl SessionsService {
+/// Session-scoped Budgets, over the log (a change is a commit).
+#[derive(Clone)]
+pub struct Budgets {
+    pub(crate) store: Arc<dyn SessionsStore>,
+    pub(crate) log: Log,
+}
+
+impl Budgets {
     /// Attaches a Budget to a Session that has none.
     pub async fn attach_budget(&self, session_id: &str, limit: i64, metric: &str, actor: &str) -> Result<(Budget, Session)> {
         let session_id = SessionId::parse("id", session_id)?;

@@ -7,7 +7,7 @@
 
 use crate::model::Lease;
 use crate::model::*;
-use crate::service::SessionsService;
+use crate::runs::Runs;
 use checkfu_core::capability::Claims;
 use checkfu_core::id::RunId;
 use checkfu_core::time::now_ms;
@@ -38,7 +38,7 @@ fn refused(why: &str) -> Error {
         .with_details(serde_json::json!({"reason": "capability_invalid"}))
 }
 
-impl SessionsService {
+impl Runs {
     fn token_key(&self) -> Result<&checkfu_core::capability::TokenKey> {
         self.token_key.as_ref().ok_or_else(|| Error::unavailable("this sessions service signs no capability tokens (no installation key)"))
     }
@@ -61,7 +61,7 @@ impl SessionsService {
 
     /// A fresh token for a lease a heartbeat just extended.
     pub async fn capability_for(&self, lease: &Lease) -> Result<String> {
-        let run = self.run(&lease.run_id).await?;
+        let run = self.log.run(&lease.run_id).await?;
         if !lease.holds(&run) {
             return Err(refused("the run is no longer held under this lease"));
         }

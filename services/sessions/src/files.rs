@@ -8,7 +8,7 @@
 
 use crate::model::Lease;
 use crate::model::*;
-use crate::service::SessionsService;
+use crate::runs::Runs;
 use bytes::Bytes;
 use checkfu_blobs::BlobStore;
 use checkfu_core::id::{FileId, SessionId};
@@ -107,7 +107,7 @@ pub struct Materialised {
     pub fresh: bool,
 }
 
-impl SessionsService {
+impl Runs {
     pub(crate) fn blobs(&self) -> Result<&Arc<dyn BlobStore>> {
         self.blobs.as_ref().ok_or_else(|| Error::unavailable("this installation has no blob store"))
     }
@@ -393,7 +393,7 @@ impl SessionsService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::conformance::{SID, service};
+    use crate::store::conformance::{SID, service_with};
     use checkfu_blobs::{ObjectBlobs, chunks_of};
     use checkfu_core::sha256_hex;
 
@@ -403,9 +403,10 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread")]
     async fn a_sandbox_keeps_its_expiry_and_starts_fresh_once_it_passed() {
-        let (svc, store, dir) = service().await;
-        let blobs = Arc::new(ObjectBlobs::open(dir.path().join("blobs").to_str().expect("utf-8")).expect("blobs"));
-        let svc = svc.with_blobs(blobs.clone());
+        let blob_dir = tempfile::tempdir().expect("dir");
+        let blobs = Arc::new(ObjectBlobs::open(blob_dir.path().to_str().expect("utf-8")).expect("blobs"));
+        let (svc, store, _dir) = service_with(|b| b.with_blobs(blobs.clone())).await;
+        let svc = svc.runs;
         let session = svc.log.session(SID).await.expect("session");
         let first = svc.materialise(&session, &spec(7)).await.expect("first");
         assert!(first.fresh, "a new sandbox starts empty");

@@ -212,12 +212,12 @@ impl SessionsGrpc {
     /// The wire form of a Session, saying whether it waits for a Runner and
     /// what its sandbox is.
     async fn view(&self, s: Session) -> Result<pb::Session> {
-        let sandbox = self.svc.sandbox_state(&s.id).await?;
+        let sandbox = self.svc.runs.sandbox_state(&s.id).await?;
         self.view_with(s, sandbox.as_ref()).await
     }
 
     async fn view_with(&self, s: Session, sandbox: Option<&SandboxState>) -> Result<pb::Session> {
-        let queued = self.svc.queued_for_pool(&s).await?;
+        let queued = self.svc.runs.queued_for_pool(&s).await?;
         let connection_ids = self
             .svc
             .catalog
@@ -225,7 +225,7 @@ impl SessionsGrpc {
             .await?
             .map(|v| v.definition.connection_ids())
             .unwrap_or_default();
-        let mounts = self.svc.memory_resources(&s.id).await?;
+        let mounts = self.svc.runs.memory_resources(&s.id).await?;
         // The JSON text fields for 0.1.0 readers, until the release after it.
         #[allow(deprecated)]
         let answer = pb::Session {
@@ -467,7 +467,7 @@ impl Rpc for SessionsGrpc {
         let (rows, next_page) = p.finish(self.svc.list_sessions(&f, &p).await?, |s| &s.id);
         // One query for the page's sandboxes, not one per Session.
         let ids: Vec<_> = rows.iter().map(|s| s.id.clone()).collect();
-        let sandboxes = self.svc.sandbox_states(&ids).await?;
+        let sandboxes = self.svc.runs.sandbox_states(&ids).await?;
         let mut data = Vec::with_capacity(rows.len());
         for s in rows {
             let sandbox = sandboxes.get(&s.id).cloned();
@@ -487,40 +487,40 @@ impl Rpc for SessionsGrpc {
         ok(session(self.svc.update_selection(&r.id, tools, skills, &r.actor_id).await?))
     }
     async fn poll_work(&self, r: Request<pb::PollWorkRequest>) -> R<pb::PollWorkResponse> {
-        ok(crate::grpc_work::poll(&self.svc, r.into_inner()).await?)
+        ok(crate::grpc_work::poll(&self.svc.runs, r.into_inner()).await?)
     }
     async fn ack_work(&self, r: Request<pb::WorkRequest>) -> R<pb::WorkItem> {
         let r = r.into_inner();
-        ok(crate::grpc_work::work(self.svc.ack_work(&r.profile_id, &r.work_id, &r.credential).await?))
+        ok(crate::grpc_work::work(self.svc.runs.ack_work(&r.profile_id, &r.work_id, &r.credential).await?))
     }
     async fn heartbeat_work(&self, r: Request<pb::HeartbeatWorkRequest>) -> R<pb::HeartbeatWorkResponse> {
-        ok(crate::grpc_work::heartbeat(&self.svc, r.into_inner()).await?)
+        ok(crate::grpc_work::heartbeat(&self.svc.runs, r.into_inner()).await?)
     }
     async fn stop_work(&self, r: Request<pb::StopWorkRequest>) -> R<pb::WorkItem> {
         let r = r.into_inner();
-        ok(crate::grpc_work::work(self.svc.stop_work(&r.profile_id, &r.work_id, &r.credential, r.force).await?))
+        ok(crate::grpc_work::work(self.svc.runs.stop_work(&r.profile_id, &r.work_id, &r.credential, r.force).await?))
     }
     async fn get_work(&self, r: Request<pb::WorkRequest>) -> R<pb::WorkItem> {
         let r = r.into_inner();
-        ok(crate::grpc_work::work(self.svc.work_of(&r.profile_id, &r.work_id).await?))
+        ok(crate::grpc_work::work(self.svc.runs.work_of(&r.profile_id, &r.work_id).await?))
     }
     async fn update_work(&self, r: Request<pb::UpdateWorkRequest>) -> R<pb::WorkItem> {
         let r = r.into_inner();
         let patch: Value =
             serde_json::from_str(&r.metadata_patch_json).map_err(|_| Error::invalid_field("metadata", "metadata must be JSON"))?;
-        ok(crate::grpc_work::work(self.svc.update_work_metadata(&r.profile_id, &r.work_id, &patch).await?))
+        ok(crate::grpc_work::work(self.svc.runs.update_work_metadata(&r.profile_id, &r.work_id, &patch).await?))
     }
     async fn list_work(&self, r: Request<pb::ListWorkRequest>) -> R<pb::ListWorkResponse> {
-        ok(crate::grpc_work::list(&self.svc, r.into_inner()).await?)
+        ok(crate::grpc_work::list(&self.svc.runs, r.into_inner()).await?)
     }
     async fn work_stats(&self, r: Request<pb::WorkStatsRequest>) -> R<pb::WorkStatsResponse> {
-        ok(crate::grpc_work::stats(&self.svc, r.into_inner()).await?)
+        ok(crate::grpc_work::stats(&self.svc.runs, r.into_inner()).await?)
     }
     async fn verify_work_token(&self, r: Request<pb::VerifyWorkTokenRequest>) -> R<pb::WorkScope> {
-        ok(crate::grpc_work::verify(&self.svc, r.into_inner()).await?)
+        ok(crate::grpc_work::verify(&self.svc.runs, r.into_inner()).await?)
     }
     async fn send_tool_result(&self, r: Request<pb::SendToolResultRequest>) -> R<pb::AppendUserEventResponse> {
-        let (e, replayed) = crate::grpc_work::send_tool_result(&self.svc, r.into_inner()).await?;
+        let (e, replayed) = crate::grpc_work::send_tool_result(&self.svc.runs, r.into_inner()).await?;
         ok(pb::AppendUserEventResponse { event: Some(event(e)), replayed })
     }
 
@@ -586,7 +586,7 @@ impl Rpc for SessionsGrpc {
     }
 
     async fn get_outcome(&self, r: Request<pb::GetByIdRequest>) -> R<pb::JsonAnswer> {
-        let o = self.svc.get_outcome(&r.into_inner().id).await?;
+        let o = self.svc.outcomes.get_outcome(&r.into_inner().id).await?;
         #[allow(deprecated)] // json: a 0.1.0 gateway's
         let answer = pb::JsonAnswer {
             json: crate::outcomes::view(&o).to_string(),
@@ -600,7 +600,7 @@ impl Rpc for SessionsGrpc {
     async fn list_outcomes(&self, r: Request<pb::ListRunsRequest>) -> R<pb::JsonList> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
-        let (rows, next_page) = p.finish(self.svc.list_outcomes(&r.session_id, &p).await?, |o| o.id.as_str());
+        let (rows, next_page) = p.finish(self.svc.outcomes.list_outcomes(&r.session_id, &p).await?, |o| o.id.as_str());
         #[allow(deprecated)] // json: a 0.1.0 gateway's
         let list = pb::JsonList {
             json: rows.iter().map(|o| crate::outcomes::view(o).to_string()).collect(),
@@ -613,7 +613,7 @@ impl Rpc for SessionsGrpc {
 
     async fn list_threads(&self, r: Request<pb::ListThreadsRequest>) -> R<pb::JsonList> {
         let r = r.into_inner();
-        let rows = self.svc.threads(&r.session_id, &r.status).await?;
+        let rows = self.svc.threads.threads(&r.session_id, &r.status).await?;
         #[allow(deprecated)] // json: a 0.1.0 gateway's
         let list = pb::JsonList {
             json: rows.iter().map(|t| t.to_json().to_string()).collect(),
@@ -626,12 +626,12 @@ impl Rpc for SessionsGrpc {
 
     async fn get_thread(&self, r: Request<pb::ThreadRequest>) -> R<pb::JsonAnswer> {
         let r = r.into_inner();
-        ok(thread_answer(self.svc.thread(&r.session_id, &r.thread_id).await?))
+        ok(thread_answer(self.svc.threads.thread(&r.session_id, &r.thread_id).await?))
     }
 
     async fn archive_thread(&self, r: Request<pb::ThreadRequest>) -> R<pb::JsonAnswer> {
         let r = r.into_inner();
-        ok(thread_answer(self.svc.archive_thread(&r.session_id, &r.thread_id, &r.actor_id).await?))
+        ok(thread_answer(self.svc.threads.archive_thread(&r.session_id, &r.thread_id, &r.actor_id).await?))
     }
 
     async fn get_session_sandbox(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxRevision> {
@@ -640,18 +640,18 @@ impl Rpc for SessionsGrpc {
     }
 
     async fn resolve_approval(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ResolveApprovalResponse> {
-        ok(pb::ResolveApprovalResponse { recorded: self.svc.resolve_approval(&r.into_inner().id).await? })
+        ok(pb::ResolveApprovalResponse { recorded: self.svc.approvals.resolve_approval(&r.into_inner().id).await? })
     }
 
     async fn attach_budget(&self, r: Request<pb::AttachBudgetRequest>) -> R<pb::Budget> {
         let r = r.into_inner();
         let nb = r.budget.unwrap_or_default();
-        let (b, s) = self.svc.attach_budget(&r.session_id, nb.limit, &metric_or_default(&nb.metric), &r.actor_id).await?;
+        let (b, s) = self.svc.budgets.attach_budget(&r.session_id, nb.limit, &metric_or_default(&nb.metric), &r.actor_id).await?;
         ok(budget(b, &s))
     }
 
     async fn get_budget(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Budget> {
-        let s = self.svc.budget_session(&r.into_inner().id).await?;
+        let s = self.svc.budgets.budget_session(&r.into_inner().id).await?;
         let b = s.budget.clone().ok_or_else(|| Error::internal("the budget's session lost it"))?;
         ok(budget(b, &s))
     }
@@ -659,7 +659,7 @@ impl Rpc for SessionsGrpc {
     async fn list_budgets(&self, r: Request<pb::ListInEnvironmentsRequest>) -> R<pb::ListBudgetsResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
-        let (rows, next_page) = p.finish(self.svc.list_budgets(&r.environment_ids, &p).await?, Session::budget_id);
+        let (rows, next_page) = p.finish(self.svc.budgets.list_budgets(&r.environment_ids, &p).await?, Session::budget_id);
         let data = rows.into_iter().filter_map(|s| s.budget.clone().map(|b| budget(b, &s))).collect();
         ok(pb::ListBudgetsResponse { data, next_page })
     }
@@ -676,7 +676,7 @@ impl Rpc for SessionsGrpc {
             (other, _) => return Err(Error::invalid_field("action", format!("unknown budget action {other:?}")).into()),
         };
         let detached = matches!(change, BudgetChange::Detach);
-        let (b, s) = self.svc.change_budget(&r.id, change, &r.actor_id).await?;
+        let (b, s) = self.svc.budgets.change_budget(&r.id, change, &r.actor_id).await?;
         let mut out = budget(b, &s);
         if detached {
             out.status = "detached".into();
@@ -696,13 +696,13 @@ impl Rpc for SessionsGrpc {
     async fn list_session_files(&self, r: Request<pb::ListRunsRequest>) -> R<pb::ListSessionFilesResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
-        let (rows, next_page) = p.finish(self.svc.list_files(&r.session_id, &p).await?, |f: &SessionFile| &f.id);
+        let (rows, next_page) = p.finish(self.svc.runs.list_files(&r.session_id, &p).await?, |f: &SessionFile| &f.id);
         ok(pb::ListSessionFilesResponse { data: rows.into_iter().map(session_file).collect(), next_page })
     }
 
     async fn read_session_file(&self, r: Request<pb::ReadSessionFileRequest>) -> R<pb::FileWindow> {
         let r = r.into_inner();
-        let (f, data) = self.svc.read_file(&r.session_id, &r.path, r.offset, r.length).await?;
+        let (f, data) = self.svc.runs.read_file(&r.session_id, &r.path, r.offset, r.length).await?;
         ok(pb::FileWindow { data: data.to_vec(), file: Some(session_file(f)) })
     }
 
@@ -715,7 +715,7 @@ impl Rpc for SessionsGrpc {
             ttl_seconds: r.ttl_seconds,
             created_by: &r.created_by,
         };
-        let (p, code) = self.svc.runners.create_pairing(new).await?;
+        let (p, code) = self.svc.runs.runners.create_pairing(new).await?;
         ok(pb::RunnerPairing {
             id: p.id.into(),
             environment_id: p.environment_id.into(),
@@ -728,24 +728,24 @@ impl Rpc for SessionsGrpc {
     }
 
     async fn get_runner(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Runner> {
-        ok(runner(self.svc.runners.get(&r.into_inner().id).await?))
+        ok(runner(self.svc.runs.runners.get(&r.into_inner().id).await?))
     }
 
     async fn list_runners(&self, r: Request<pb::ListInEnvironmentsRequest>) -> R<pb::ListRunnersResponse> {
         let r = r.into_inner();
         let p = PageRequest::standard(r.limit, &r.page)?;
-        let (rows, next_page) = p.finish(self.svc.runners.list(&r.environment_ids, &p).await?, |x: &Runner| &x.id);
+        let (rows, next_page) = p.finish(self.svc.runs.runners.list(&r.environment_ids, &p).await?, |x: &Runner| &x.id);
         ok(pb::ListRunnersResponse { data: rows.into_iter().map(runner).collect(), next_page })
     }
 
     async fn revoke_runner(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Runner> {
-        ok(runner(self.svc.revoke_runner(&r.into_inner().id).await?))
+        ok(runner(self.svc.runs.revoke_runner(&r.into_inner().id).await?))
     }
 
     async fn verify_capability(&self, r: Request<pb::VerifyCapabilityRequest>) -> R<pb::CapabilityScope> {
         let r = r.into_inner();
-        let c = self.svc.verify_capability(&r.token).await?;
-        if !r.runner_credential.is_empty() && self.svc.runners.authenticate(&r.runner_credential).await?.id.as_str() != c.runner_id {
+        let c = self.svc.runs.verify_capability(&r.token).await?;
+        if !r.runner_credential.is_empty() && self.svc.runs.runners.authenticate(&r.runner_credential).await?.id.as_str() != c.runner_id {
             return Err(Error::new(checkfu_core::Code::PermissionDenied, "the capability token belongs to another runner").into());
         }
         ok(pb::CapabilityScope {

@@ -3,7 +3,8 @@
 use crate::grpc::json_or_null;
 use crate::model::Lease;
 use crate::model::{Claimant, Runner};
-use crate::service::SessionsService;
+use crate::runs::Runs;
+use crate::threads::Threads;
 use checkfu_core::id::{RunId, SessionId};
 use checkfu_core::{Code, Error, Role};
 use checkfu_proto::runner::v1 as pb;
@@ -11,8 +12,11 @@ use checkfu_proto::runner::v1::runner_service_server::RunnerService as Rpc;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
 
+/// The runner protocol over Runs; its two platform-tool calls (a spawn or
+/// a message between threads) go to Threads, which governs them.
 pub struct RunnerGrpc {
-    pub svc: SessionsService,
+    pub runs: Runs,
+    pub threads: Threads,
 }
 
 type R<T> = Result<Response<T>, Status>;
@@ -49,7 +53,7 @@ fn thread_call(r: pb::ThreadToolRequest) -> Result<crate::thread_tools::ThreadCa
 /// The self-hosted Runner a call through the public edge comes from (its
 /// credential in `authorization`), or `None` for the managed runner inside
 /// the mesh. Any other caller was refused by the mesh already.
-async fn self_hosted<T>(svc: &SessionsService, r: &Request<T>) -> Result<Option<Runner>, Status> {
+async fn self_hosted<T>(runs: &Runs, r: &Request<T>) -> Result<Option<Runner>, Status> {
     if checkfu_proto::mesh::caller(r).is_some_and(|c| c.is(Role::Runner)) {
         return Ok(None);
     }
@@ -57,14 +61,14 @@ async fn self_hosted<T>(svc: &SessionsService, r: &Request<T>) -> Result<Option<
     let Some(credential) = bearer else {
         return Err(Error::new(Code::MissingKey, "the runner credential is missing (authorization: Bearer crr_...)").into());
     };
-    Ok(Some(svc.runners.authenticate(credential.trim()).await?))
+    Ok(Some(runs.runners.authenticate(credential.trim()).await?))
 }
 
 #[tonic::async_trait]
 impl Rpc for RunnerGrpc {
     async fn redeem(&self, r: Request<pb::RedeemRequest>) -> R<pb::RedeemResponse> {
         let r = r.into_inner();
-        let (runner, credential) = self.svc.runners.redeem(&r.pairing_code, &r.name).await?;
+        let (runner, credential) = self.runs.runners.redeem(&r.pairing_code, &r.name).await?;
         Ok(Response::new(pb::RedeemResponse {
             runner_id: runner.id.into(),
             credential,
@@ -75,12 +79,12 @@ impl Rpc for RunnerGrpc {
     }
 
     async fn claim(&self, r: Request<pb::ClaimRequest>) -> R<pb::ClaimResponse> {
-        let claimant = match self_hosted(&self.svc, &r).await? {
+        let claimant = match self_hosted(&self.runs, &r).await? {
             Some(runner) => Claimant::SelfHosted(runner),
             None => Claimant::from(r.get_ref().runner_id.as_str()),
         };
         let r = r.into_inner();
-        let work = self.svc.claim(claimant, Duration::from_millis(u64::from(r.wait_ms))).await?;
+        let work = self.runs.claim(claimant, Duration::from_millis(u64::from(r.wait_ms))).await?;
         #[allow(deprecated)] // the JSON text too, for 0.1.0 runners
         let work = work.map(|w| pb::WorkItem {
             session_id: w.session.id.clone().into(),
@@ -114,21 +118,21 @@ impl Rpc for RunnerGrpc {
     }
 
     async fn heartbeat(&self, r: Request<pb::LeaseRef>) -> R<pb::HeartbeatResponse> {
-        self_hosted(&self.svc, &r).await?;
+        self_hosted(&self.runs, &r).await?;
         let l = lease(Some(r.into_inner()))?;
-        let held = self.svc.heartbeat(&l).await?;
-        let capability_token = if held { self.svc.capability_for(&l).await? } else { String::new() };
+        let held = self.runs.heartbeat(&l).await?;
+        let capability_token = if held { self.runs.capability_for(&l).await? } else { String::new() };
         Ok(Response::new(pb::HeartbeatResponse {
             status: if held { "ok" } else { "lost" }.into(),
-            lease_expires_in_ms: if held { self.svc.log.lease_ms } else { 0 },
+            lease_expires_in_ms: if held { self.runs.log.lease_ms } else { 0 },
             capability_token,
         }))
     }
 
     async fn read_events(&self, r: Request<pb::ReadEventsRequest>) -> R<pb::ReadEventsResponse> {
-        self_hosted(&self.svc, &r).await?;
+        self_hosted(&self.runs, &r).await?;
         let r = r.into_inner();
-        let events = self.svc.read_for_run(&lease(r.lease)?, r.after_seq, r.limit, r.wait_ms).await?;
+        let events = self.runs.read_for_run(&lease(r.lease)?, r.after_seq, r.limit, r.wait_ms).await?;
         let data = events
             .into_iter()
             .map(|e| pb::RunEvent {
@@ -142,30 +146,30 @@ impl Rpc for RunnerGrpc {
     }
 
     async fn append_events(&self, r: Request<pb::AppendEventsRequest>) -> R<pb::AppendEventsResponse> {
-        self_hosted(&self.svc, &r).await?;
+        self_hosted(&self.runs, &r).await?;
         let r = r.into_inner();
         let events = r
             .events
             .into_iter()
             .map(|e| Ok((e.r#type, json_or_null("payload", &e.payload_json)?, e.id)))
             .collect::<Result<Vec<_>, Error>>()?;
-        let a = self.svc.append_for_run(&lease(r.lease)?, events).await?;
+        let a = self.runs.append_for_run(&lease(r.lease)?, events).await?;
         Ok(Response::new(pb::AppendEventsResponse { seqs: a.seqs, budget_reached: a.budget_reached }))
     }
 
     async fn publish_deltas(&self, r: Request<pb::PublishDeltasRequest>) -> R<pb::PublishDeltasResponse> {
-        self_hosted(&self.svc, &r).await?;
+        self_hosted(&self.runs, &r).await?;
         let r = r.into_inner();
         let mut chunks = r.chunks;
         if !r.text.is_empty() {
             chunks.insert(0, r.text);
         }
-        self.svc.publish_delta(&lease(r.lease)?, &r.event_type, &r.preview_id, r.start, &chunks).await?;
+        self.runs.publish_delta(&lease(r.lease)?, &r.event_type, &r.preview_id, r.start, &chunks).await?;
         Ok(Response::new(pb::PublishDeltasResponse {}))
     }
 
     async fn complete(&self, r: Request<pb::CompleteRequest>) -> R<pb::CompleteResponse> {
-        self_hosted(&self.svc, &r).await?;
+        self_hosted(&self.runs, &r).await?;
         let r = r.into_inner();
         #[allow(deprecated)] // a 0.1.0 runner sends only the JSON text
         let stop = crate::run_state_wire::runner_stop(r.stop_reason, &r.stop_reason_json)?;
@@ -174,13 +178,13 @@ impl Rpc for RunnerGrpc {
             .into_iter()
             .map(|e| Ok((e.r#type, json_or_null("payload", &e.payload_json)?, e.id)))
             .collect::<Result<Vec<_>, Error>>()?;
-        self.svc.complete(&lease(r.lease)?, stop, r.last_seen_seq, events).await?;
+        self.runs.complete(&lease(r.lease)?, stop, r.last_seen_seq, events).await?;
         Ok(Response::new(pb::CompleteResponse {}))
     }
 
     async fn decide_thread_tool(&self, r: Request<pb::ThreadToolRequest>) -> R<pb::ThreadToolDecision> {
-        self_hosted(&self.svc, &r).await?;
-        let d = self.svc.decide_thread_tool(&thread_call(r.into_inner())?).await?;
+        self_hosted(&self.runs, &r).await?;
+        let d = self.threads.decide_thread_tool(&thread_call(r.into_inner())?).await?;
         Ok(Response::new(pb::ThreadToolDecision {
             disposition: d.disposition,
             error_type: d.error_type,
@@ -193,45 +197,45 @@ impl Rpc for RunnerGrpc {
     }
 
     async fn call_thread_tool(&self, r: Request<pb::ThreadToolRequest>) -> R<pb::ThreadToolResult> {
-        self_hosted(&self.svc, &r).await?;
-        let (content, is_error) = self.svc.call_thread_tool(&thread_call(r.into_inner())?).await?;
+        self_hosted(&self.runs, &r).await?;
+        let (content, is_error) = self.threads.call_thread_tool(&thread_call(r.into_inner())?).await?;
         Ok(Response::new(pb::ThreadToolResult { content_json: content.to_string(), is_error }))
     }
 
     async fn release(&self, r: Request<pb::LeaseRef>) -> R<pb::ReleaseResponse> {
-        self_hosted(&self.svc, &r).await?;
-        self.svc.release(&lease(Some(r.into_inner()))?).await?;
+        self_hosted(&self.runs, &r).await?;
+        self.runs.release(&lease(Some(r.into_inner()))?).await?;
         Ok(Response::new(pb::ReleaseResponse {}))
     }
 
     async fn ended_sandboxes(&self, r: Request<pb::EndedSandboxesRequest>) -> R<pb::EndedSandboxesResponse> {
-        if self_hosted(&self.svc, &r).await?.is_some() {
+        if self_hosted(&self.runs, &r).await?.is_some() {
             return Err(Error::new(Code::PermissionDenied, "only the managed runner keeps Kubernetes sandboxes").into());
         }
-        let ended = self.svc.ended_sandboxes(&r.into_inner().session_ids).await?;
+        let ended = self.runs.ended_sandboxes(&r.into_inner().session_ids).await?;
         Ok(Response::new(pb::EndedSandboxesResponse { ended }))
     }
 
     async fn plan_files(&self, r: Request<pb::FilesRequest>) -> R<pb::FilesResponse> {
-        self_hosted(&self.svc, &r).await?;
+        self_hosted(&self.runs, &r).await?;
         let r = r.into_inner();
-        let planned = self.svc.plan_files(&lease(r.lease)?, offered(r.files)).await?;
+        let planned = self.runs.plan_files(&lease(r.lease)?, offered(r.files)).await?;
         let files =
             planned.into_iter().map(|(o, s, upload)| pb::FileDecision { path: o.path, status: s.as_str().into(), upload }).collect();
         Ok(Response::new(pb::FilesResponse { files }))
     }
 
     async fn record_files(&self, r: Request<pb::FilesRequest>) -> R<pb::FilesResponse> {
-        self_hosted(&self.svc, &r).await?;
+        self_hosted(&self.runs, &r).await?;
         let r = r.into_inner();
-        let done = self.svc.record_files(&lease(r.lease)?, offered(r.files)).await?;
+        let done = self.runs.record_files(&lease(r.lease)?, offered(r.files)).await?;
         let files = done.into_iter().map(|(o, s)| pb::FileDecision { path: o.path, status: s.as_str().into(), upload: false }).collect();
         Ok(Response::new(pb::FilesResponse { files }))
     }
 
     async fn put_blob(&self, r: Request<tonic::Streaming<pb::BlobChunk>>) -> R<pb::PutBlobResponse> {
         use futures_util::StreamExt;
-        self_hosted(&self.svc, &r).await?;
+        self_hosted(&self.runs, &r).await?;
         let mut stream = r.into_inner();
         let Some(first) = stream.next().await.transpose()? else {
             return Err(Error::invalid_field("chunks", "send at least one chunk").into());
@@ -240,38 +244,38 @@ impl Rpc for RunnerGrpc {
         let head = futures_util::stream::iter([Ok(bytes::Bytes::from(first.data))]);
         let rest = stream.map(|c| c.map(|c| bytes::Bytes::from(c.data)).map_err(Error::from));
         let mut all = head.chain(rest);
-        let size = self.svc.put_blob(&l, &first.kind, &first.sha256, &mut all).await?;
+        let size = self.runs.put_blob(&l, &first.kind, &first.sha256, &mut all).await?;
         Ok(Response::new(pb::PutBlobResponse { size: size as i64 }))
     }
 
     async fn missing_blobs(&self, r: Request<pb::MissingBlobsRequest>) -> R<pb::MissingBlobsResponse> {
-        self_hosted(&self.svc, &r).await?;
+        self_hosted(&self.runs, &r).await?;
         let r = r.into_inner();
-        let missing = self.svc.missing_blobs(&lease(r.lease)?, &r.kind, r.sha256s).await?;
+        let missing = self.runs.missing_blobs(&lease(r.lease)?, &r.kind, r.sha256s).await?;
         Ok(Response::new(pb::MissingBlobsResponse { missing }))
     }
 
     type GetBlobStream = std::pin::Pin<Box<dyn tokio_stream::Stream<Item = Result<pb::BlobData, Status>> + Send>>;
 
     async fn get_blob(&self, r: Request<pb::GetBlobRequest>) -> R<Self::GetBlobStream> {
-        self_hosted(&self.svc, &r).await?;
+        self_hosted(&self.runs, &r).await?;
         let r = r.into_inner();
         let l = lease(r.lease)?;
         if r.kind == "memory" {
             // A memory document (at most 256 KiB): one chunk, from the
             // memory service.
-            let data = self.svc.memory_content(&l, &r.sha256).await?.into_bytes();
+            let data = self.runs.memory_content(&l, &r.sha256).await?.into_bytes();
             return Ok(Response::new(Box::pin(futures_util::stream::iter([Ok(pb::BlobData { data })]))));
         }
-        let size = self.svc.blob_size(&l, &r.kind, &r.sha256).await?;
-        let svc = self.svc.clone();
+        let size = self.runs.blob_size(&l, &r.kind, &r.sha256).await?;
+        let runs = self.runs.clone();
         let stream = futures_util::stream::unfold(0u64, move |at| {
-            let (svc, l, kind, sha) = (svc.clone(), l.clone(), r.kind.clone(), r.sha256.clone());
+            let (runs, l, kind, sha) = (runs.clone(), l.clone(), r.kind.clone(), r.sha256.clone());
             async move {
                 if at >= size {
                     return None;
                 }
-                let next = svc.read_blob(&l, &kind, &sha, at, BLOB_CHUNK).await;
+                let next = runs.read_blob(&l, &kind, &sha, at, BLOB_CHUNK).await;
                 match next {
                     Ok(data) if !data.is_empty() => Some((Ok(pb::BlobData { data: data.to_vec() }), at + data.len() as u64)),
                     Ok(_) => None,
@@ -283,18 +287,18 @@ impl Rpc for RunnerGrpc {
     }
 
     async fn writeback_memory(&self, r: Request<pb::WritebackMemoryRequest>) -> R<pb::WritebackMemoryResponse> {
-        self_hosted(&self.svc, &r).await?;
+        self_hosted(&self.runs, &r).await?;
         let r = r.into_inner();
         let changes = r.changes.into_iter().map(|c| crate::memory::FileChange { path: c.path, content: c.content }).collect();
-        self.svc.writeback_memory(&lease(r.lease)?, &r.mount_name, changes, r.skipped).await?;
+        self.runs.writeback_memory(&lease(r.lease)?, &r.mount_name, changes, r.skipped).await?;
         Ok(Response::new(pb::WritebackMemoryResponse {}))
     }
 
     async fn record_snapshot(&self, r: Request<pb::RecordSnapshotRequest>) -> R<pb::RecordSnapshotResponse> {
-        self_hosted(&self.svc, &r).await?;
+        self_hosted(&self.runs, &r).await?;
         let r = r.into_inner();
         let unenforced = r.unenforced.into_iter().map(|u| crate::model::Unenforced { field: u.field, reason: u.reason }).collect();
-        self.svc.record_snapshot(&lease(r.lease)?, &r.manifest_sha256, unenforced).await?;
+        self.runs.record_snapshot(&lease(r.lease)?, &r.manifest_sha256, unenforced).await?;
         Ok(Response::new(pb::RecordSnapshotResponse {}))
     }
 }

@@ -1,7 +1,7 @@
 //! The Environment Work API's RPCs (api.md §17.13): wire ↔ `work.rs`.
 
 use crate::model::*;
-use crate::service::SessionsService;
+use crate::runs::Runs;
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::{rfc3339, rfc3339_opt};
 use checkfu_core::{Error, Result};
@@ -26,16 +26,16 @@ pub fn work(w: Work) -> pb::WorkItem {
     }
 }
 
-pub async fn poll(svc: &SessionsService, r: pb::PollWorkRequest) -> Result<pb::PollWorkResponse> {
-    let found = svc.poll_work(&r.profile_id, &r.credential, r.block_ms, r.reclaim_older_than_ms, &r.worker_id).await?;
+pub async fn poll(runs: &Runs, r: pb::PollWorkRequest) -> Result<pb::PollWorkResponse> {
+    let found = runs.poll_work(&r.profile_id, &r.credential, r.block_ms, r.reclaim_older_than_ms, &r.worker_id).await?;
     Ok(match found {
         Some((w, token)) => pb::PollWorkResponse { work: Some(work(w)), token },
         None => pb::PollWorkResponse::default(),
     })
 }
 
-pub async fn heartbeat(svc: &SessionsService, r: pb::HeartbeatWorkRequest) -> Result<pb::HeartbeatWorkResponse> {
-    let beat = svc.heartbeat_work(&r.profile_id, &r.work_id, &r.credential, &r.expected_last_heartbeat, r.desired_ttl_seconds).await?;
+pub async fn heartbeat(runs: &Runs, r: pb::HeartbeatWorkRequest) -> Result<pb::HeartbeatWorkResponse> {
+    let beat = runs.heartbeat_work(&r.profile_id, &r.work_id, &r.credential, &r.expected_last_heartbeat, r.desired_ttl_seconds).await?;
     Ok(pb::HeartbeatWorkResponse {
         last_heartbeat: rfc3339_opt(beat.item.heartbeat_ms),
         lease_extended: beat.lease_extended,
@@ -44,20 +44,20 @@ pub async fn heartbeat(svc: &SessionsService, r: pb::HeartbeatWorkRequest) -> Re
     })
 }
 
-pub async fn list(svc: &SessionsService, r: pb::ListWorkRequest) -> Result<pb::ListWorkResponse> {
+pub async fn list(runs: &Runs, r: pb::ListWorkRequest) -> Result<pb::ListWorkResponse> {
     let page = PageRequest::standard(r.limit, &r.page)?;
-    let rows = svc.list_work(&r.profile_id, &r.credential, &page).await?;
+    let rows = runs.list_work(&r.profile_id, &r.credential, &page).await?;
     let (rows, next_page) = page.finish(rows, |w| w.id.as_str());
     Ok(pb::ListWorkResponse { data: rows.into_iter().map(work).collect(), next_page })
 }
 
-pub async fn stats(svc: &SessionsService, r: pb::WorkStatsRequest) -> Result<pb::WorkStatsResponse> {
-    let (depth, pending, oldest, workers_polling) = svc.work_stats(&r.profile_id).await?;
+pub async fn stats(runs: &Runs, r: pb::WorkStatsRequest) -> Result<pb::WorkStatsResponse> {
+    let (depth, pending, oldest, workers_polling) = runs.work_stats(&r.profile_id).await?;
     Ok(pb::WorkStatsResponse { depth, pending, oldest_queued_at: rfc3339_opt(oldest), workers_polling })
 }
 
-pub async fn verify(svc: &SessionsService, r: pb::VerifyWorkTokenRequest) -> Result<pb::WorkScope> {
-    let s = svc.verify_work_token(&r.token).await?;
+pub async fn verify(runs: &Runs, r: pb::VerifyWorkTokenRequest) -> Result<pb::WorkScope> {
+    let s = runs.verify_work_token(&r.token).await?;
     let current = s.item.held_by(s.generation) && s.item.state != WorkState::Stopped;
     Ok(pb::WorkScope {
         work_id: s.item.id.into(),
@@ -71,7 +71,7 @@ pub async fn verify(svc: &SessionsService, r: pb::VerifyWorkTokenRequest) -> Res
     })
 }
 
-pub async fn send_tool_result(svc: &SessionsService, r: pb::SendToolResultRequest) -> Result<(Event, bool)> {
+pub async fn send_tool_result(runs: &Runs, r: pb::SendToolResultRequest) -> Result<(Event, bool)> {
     let content = serde_json::from_str(&r.content_json).map_err(|_| Error::invalid_field("content", "content must be JSON"))?;
-    svc.send_tool_result(&r.token, &r.session_id, &r.tool_use_id, content, r.is_error).await
+    runs.send_tool_result(&r.token, &r.session_id, &r.tool_use_id, content, r.is_error).await
 }

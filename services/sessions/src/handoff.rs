@@ -113,7 +113,7 @@ mod tests {
     async fn a_run_admitted_while_a_claim_waits_is_claimed_in_the_admitting_commit() {
         let (svc, store, _dir) = service().await;
         let claimer = svc.clone();
-        let claim = tokio::spawn(async move { claimer.claim("rnr_a", Duration::from_secs(5)).await });
+        let claim = tokio::spawn(async move { claimer.runs.claim("rnr_a", Duration::from_secs(5)).await });
         until_parked(&svc).await;
         let (accepted, _) = svc.append_user_event(SID, message()).await.expect("append");
         // Already claimed when the input is answered: no second commit.
@@ -150,7 +150,7 @@ mod tests {
         }
         let r = requeued.expect("the run was queued again");
         assert_eq!(r.runner_id, "");
-        let work = svc.claim("rnr_b", Duration::from_secs(1)).await.expect("claim").expect("claimable again");
+        let work = svc.runs.claim("rnr_b", Duration::from_secs(1)).await.expect("claim").expect("claimable again");
         assert_eq!((work.run.id, work.run.runner_id.as_str()), (r.id, "rnr_b"));
     }
 
@@ -174,7 +174,7 @@ mod tests {
         }
         assert!(requeued, "the run was queued again");
         // A disarmed guard (the item reached its claim) leaves the Run held.
-        let work = svc.claim("rnr_b", Duration::from_secs(1)).await.expect("claim").expect("claimable again");
+        let work = svc.runs.claim("rnr_b", Duration::from_secs(1)).await.expect("claim").expect("claimable again");
         crate::log::Requeue::armed(svc.log.clone(), work.lease.clone()).disarm();
         tokio::time::sleep(Duration::from_millis(100)).await;
         let held = store.active_run(&tid(SID)).await.expect("read").expect("a run");

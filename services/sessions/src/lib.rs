@@ -4,6 +4,7 @@
 
 pub mod approvals;
 pub mod budget;
+pub mod builder;
 pub mod capability;
 pub mod catalog;
 mod definition_wire;
@@ -45,6 +46,7 @@ use checkfu_proto::sessions::v1::skills_service_server::SkillsServiceServer;
 use checkfu_store::{Db, Location, Migrations};
 use std::sync::Arc;
 
+pub use builder::Builder;
 pub use service::SessionsService;
 
 pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/sessions":
@@ -63,11 +65,11 @@ pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/
     "0013_work_items",
 );
 
-/// Opens the store and builds the service; the database handle is for the
-/// outbox relay.
-pub async fn open(location: &Location) -> Result<(SessionsService, Db)> {
+/// Opens the store and starts building the service on it; the database
+/// handle is for the outbox relay.
+pub async fn open(location: &Location) -> Result<(Builder, Db)> {
     let db = Db::open(location, "sessions", &MIGRATIONS).await?;
-    Ok((SessionsService::new(Arc::new(store::SqlSessionsStore::new(db.clone()))), db))
+    Ok((Builder::new(Arc::new(store::SqlSessionsStore::new(db.clone()))), db))
 }
 
 pub fn server(svc: SessionsService) -> SessionsServiceServer<grpc::SessionsGrpc> {
@@ -83,6 +85,6 @@ pub fn skills_server(uploads: uploads::Uploads) -> SkillsServiceServer<uploads::
     SkillsServiceServer::new(uploads::grpc::UploadsGrpc { uploads }).max_decoding_message_size(16 * 1024 * 1024)
 }
 
-pub fn runner_server(svc: SessionsService) -> RunnerServiceServer<grpc_runner::RunnerGrpc> {
-    RunnerServiceServer::new(grpc_runner::RunnerGrpc { svc })
+pub fn runner_server(svc: &SessionsService) -> RunnerServiceServer<grpc_runner::RunnerGrpc> {
+    RunnerServiceServer::new(grpc_runner::RunnerGrpc { runs: svc.runs.clone(), threads: svc.threads.clone() })
 }

@@ -8,7 +8,7 @@
 use crate::draft::system;
 use crate::model::Lease;
 use crate::model::*;
-use crate::service::SessionsService;
+use crate::runs::Runs;
 use checkfu_core::events::EventType;
 use checkfu_core::id::{RunId, SessionId};
 use checkfu_core::{Error, Result};
@@ -26,7 +26,7 @@ pub struct FileChange {
     pub content: Option<String>,
 }
 
-impl SessionsService {
+impl Runs {
     fn memory(&self) -> Result<crate::upstream::Memory> {
         self.memory.clone().ok_or_else(|| Error::unavailable("this installation has no memory service"))
     }

@@ -5,7 +5,7 @@
 //! `end_turn` starts a grading (`outcome.evaluation_started`) and keeps the
 //! Session `running`; the grading itself — evidence, digest, the grader's
 //! call through the model gateway — runs after that commit
-//! ([`SessionsService::grade`]) and ends in a second commit that records
+//! ([`Outcomes::grade`]) and ends in a second commit that records
 //! `outcome.evaluation_completed` and idles the Session or admits the
 //! revision Run. A grading a crash interrupted is picked up again by the
 //! sweeper; the second commit checks the grading is still the one it
@@ -13,9 +13,10 @@
 
 use crate::draft::{Draft, system};
 use crate::input::Input;
+use crate::log::Log;
 use crate::model::outcome::*;
 use crate::model::*;
-use crate::service::SessionsService;
+use crate::store::SessionsStore;
 use crate::store::View;
 use checkfu_core::events::EventType;
 use checkfu_core::id::{EventId, OutcomeId, SessionId};
@@ -24,6 +25,7 @@ use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
 use checkfu_proto::modelgateway::v1 as mg;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A grading older than this with nobody at it is started again.
@@ -309,7 +311,16 @@ pub(crate) fn evaluation_digest(d: &Definition, message: &str, files: &[(String,
     checkfu_core::sha256_hex(canonical.to_string().as_bytes())
 }
 
-impl SessionsService {
+/// Outcomes above the log: the grading after a commit started it, the
+/// sweeper for gradings nobody finished, and the grader's call.
+#[derive(Clone)]
+pub struct Outcomes {
+    pub(crate) store: Arc<dyn SessionsStore>,
+    pub(crate) log: Log,
+    pub(crate) models: Option<crate::upstream::Models>,
+}
+
+impl Outcomes {
     /// Carries out the Session's grading under way, if any.
     pub async fn grade(&self, session_id: &SessionId) -> Result<()> {
         let session = self.log.session(session_id.as_str()).await?;

@@ -1,20 +1,36 @@
-//! The runner protocol, control-plane side: an execution plane claims a Run
-//! under a lease with a fencing generation, heartbeats it, reads the log,
-//! appends its events and completes it. Every write re-checks the lease in
-//! the same atomic commit, so a runner that lost its lease writes nothing.
+//! Runs, the component that executes Sessions: the runner protocol's
+//! control-plane side, with what a claimed Run is given (tools, capability
+//! token, sandbox, memory mounts; `capability.rs`, `files.rs`, `memory.rs`)
+//! and the Environment Work API's items (`work.rs`).
+//!
+//! An execution plane claims a Run under a lease with a fencing generation,
+//! heartbeats it, reads the log, appends its events and completes it. Every
+//! write re-checks the lease in the same atomic commit, so a runner that
+//! lost its lease writes nothing.
+//!
+//! Runs sits on the log, the catalog and the uploads, and knows nothing of
+//! the components above it (threads, outcomes, approvals): what a Run's
+//! events mean for those is decided inside the log's [`Draft`].
 
+use crate::catalog::Catalog;
 use crate::draft::{Draft, system};
 use crate::live::{Delta, Item};
-use crate::log::{Requeue, lease_lost};
+use crate::log::{Log, Requeue, lease_lost};
 use crate::model::*;
-use crate::service::SessionsService;
-use crate::store::{ClaimGuard, View};
+use crate::runners::Runners;
+use crate::store::{ClaimGuard, SessionsStore, View};
+use crate::uploads::Uploads;
+use checkfu_blobs::BlobStore;
+use checkfu_core::cache::Bounded;
+use checkfu_core::capability::TokenKey;
 use checkfu_core::events::EventType;
 use checkfu_core::id::{AgentId, EventId, SessionId};
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 
 /// The Session's instructions followed by each mounted skill's name,
 /// description and `SKILL.md` path.
@@ -179,7 +195,73 @@ fn held<'a>(d: &'a mut Draft, lease: &Lease) -> Result<&'a Run> {
     }
 }
 
-impl SessionsService {
+/// Runs and what they are given; cheap to clone (every part is shared).
+#[derive(Clone)]
+pub struct Runs {
+    pub(crate) store: Arc<dyn SessionsStore>,
+    pub(crate) log: Log,
+    pub(crate) catalog: Catalog,
+    pub(crate) uploads: Uploads,
+    /// Self-hosted Runners: pairing, credentials, revocation.
+    pub runners: Runners,
+    /// The memory service, for the Session's mounts of MemoryStores.
+    pub(crate) memory: Option<crate::upstream::Memory>,
+    /// Session files and workspace snapshots (`files.rs`).
+    pub(crate) blobs: Option<Arc<dyn BlobStore>>,
+    /// Signs capability tokens (`capability.rs`); from the installation key.
+    pub(crate) token_key: Option<TokenKey>,
+    /// Sessions known to mount no MemoryStore. Mounts are fixed when a
+    /// Session is created, so a claim asks the store about them once.
+    pub(crate) unmounted: Arc<Bounded<SessionId, ()>>,
+    /// Woken whenever a work item is queued (api.md §17.13).
+    pub(crate) work_queued: Arc<Notify>,
+    /// Who polled for work recently, on this replica.
+    pub(crate) pollers: Arc<crate::pollers::Pollers>,
+}
+
+/// Sessions known to mount no MemoryStore kept in memory; beyond this the
+/// cache starts over.
+const UNMOUNTED_CACHE: usize = 10_000;
+
+/// What Runs are built from: the parts it shares with the components beside
+/// it, and the upstreams and keys only it uses.
+pub struct Parts {
+    pub store: Arc<dyn SessionsStore>,
+    pub log: Log,
+    pub catalog: Catalog,
+    pub uploads: Uploads,
+    pub memory: Option<crate::upstream::Memory>,
+    pub blobs: Option<Arc<dyn BlobStore>>,
+    pub token_key: Option<TokenKey>,
+}
+
+impl Runs {
+    pub fn new(p: Parts) -> Self {
+        Runs {
+            runners: Runners::new(p.store.clone()),
+            store: p.store,
+            log: p.log,
+            catalog: p.catalog,
+            uploads: p.uploads,
+            memory: p.memory,
+            blobs: p.blobs,
+            token_key: p.token_key,
+            unmounted: Arc::new(Bounded::new(UNMOUNTED_CACHE)),
+            work_queued: Arc::new(Notify::new()),
+            pollers: Arc::default(),
+        }
+    }
+
+    /// Embedded start-up: the previous process's runner is gone, so its
+    /// leases are released at once instead of waiting for them to expire.
+    pub async fn release_orphaned_leases(&self) -> Result<u64> {
+        let n = self.store.expire_all_leases().await?;
+        if n > 0 {
+            self.log.work.notify_waiters();
+        }
+        Ok(n)
+    }
+
     /// Claims the oldest claimable Run, waiting up to `wait` for one. While
     /// it waits, a Run admitted on this replica is handed to it directly
     /// (see `handoff.rs`).

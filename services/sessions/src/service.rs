@@ -3,14 +3,18 @@
 //! with its events by the log (`log/commit.rs`); a lost race is retried from
 //! a new read.
 
+use crate::approvals::Approvals;
+use crate::budget::Budgets;
 use crate::catalog::Catalog;
 use crate::draft::Draft;
 use crate::input::Input;
 use crate::log::Log;
 use crate::model::*;
+use crate::outcomes::Outcomes;
+use crate::runs::Runs;
 use crate::store::{SessionFilter, SessionsStore, View};
+use crate::threads::Threads;
 use crate::uploads::Uploads;
-use checkfu_core::cache::Bounded;
 use checkfu_core::events::EventType;
 use checkfu_core::id::{DeploymentId, PrincipalId, RunId, SessionId};
 use checkfu_core::page::PageRequest;
@@ -18,12 +22,17 @@ use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result, sha256_hex};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tokio::sync::Notify;
 
 pub use crate::log::DEFAULT_LEASE_MS;
 const MAX_TITLE: usize = 500;
 const MAX_METADATA_BYTES: usize = 16 * 1024;
 
+/// The sessions service: its components, and the Session's own life
+/// (creation, input, selection, archiving), which is the one thing that
+/// uses several of them. Below: the log, the catalog, the uploads and the
+/// Runs; above them: threads, outcomes, approvals and budgets. Each holds
+/// only what it needs, and none knows this struct. Built by
+/// [`Builder`](crate::builder::Builder).
 #[derive(Clone)]
 pub struct SessionsService {
     pub(crate) store: Arc<dyn SessionsStore>,
@@ -31,32 +40,19 @@ pub struct SessionsService {
     pub log: Log,
     /// Agents, their versions, SandboxProfiles and Deployments.
     pub catalog: Catalog,
-    /// Governance, for ActionApproval outcomes.
-    pub(crate) governance: Option<crate::upstream::Governance>,
-    /// The memory service, for the Session's mounts of MemoryStores.
-    pub(crate) memory: Option<crate::upstream::Memory>,
-    /// The model gateway, for Outcomes' graders.
-    pub(crate) models: Option<crate::upstream::Models>,
-    /// Sessions known to mount no MemoryStore. Mounts are fixed when a
-    /// Session is created, so a claim asks the store about them once.
-    pub(crate) unmounted: Arc<Bounded<SessionId, ()>>,
-    /// Signs capability tokens (`capability.rs`); from the installation key.
-    pub(crate) token_key: Option<checkfu_core::capability::TokenKey>,
-    /// Session files and workspace snapshots (`files.rs`).
-    pub(crate) blobs: Option<Arc<dyn checkfu_blobs::BlobStore>>,
     /// Files and skills people upload, and what Sessions are given of them.
     pub uploads: Uploads,
-    /// Self-hosted Runners: pairing, credentials, revocation.
-    pub runners: crate::runners::Runners,
-    /// Woken whenever a work item is queued (api.md §17.13).
-    pub(crate) work_queued: Arc<Notify>,
-    /// Who polled for work recently, on this replica.
-    pub(crate) pollers: Arc<crate::pollers::Pollers>,
+    /// Runs: claims and leases, the runner protocol, work items.
+    pub runs: Runs,
+    /// SessionThreads and multiagent's platform tools.
+    pub threads: Threads,
+    /// Outcomes' gradings.
+    pub outcomes: Outcomes,
+    /// The Session's side of ActionApprovals.
+    pub approvals: Approvals,
+    /// Session-scoped Budgets.
+    pub budgets: Budgets,
 }
-
-/// Sessions known to mount no MemoryStore kept in memory; beyond this the
-/// cache starts over.
-const UNMOUNTED_CACHE: usize = 10_000;
 
 /// What a caller asked for when creating a Session, already shape-checked.
 #[derive(Debug, Clone, Default)]
@@ -135,100 +131,9 @@ fn selection(
 }
 
 impl SessionsService {
-    pub fn new(store: Arc<dyn SessionsStore>) -> Self {
-        SessionsService {
-            log: Log::new(store.clone()),
-            catalog: Catalog::new(store.clone()),
-            uploads: Uploads::new(store.clone()),
-            runners: crate::runners::Runners::new(store.clone()),
-            store,
-            unmounted: Arc::new(Bounded::new(UNMOUNTED_CACHE)),
-            governance: None,
-            memory: None,
-            models: None,
-            token_key: None,
-            blobs: None,
-            work_queued: Arc::new(Notify::new()),
-            pollers: Arc::default(),
-        }
-    }
-
-    /// Whether Files and skills are offered, and how long Files live.
-    pub fn with_upload_settings(mut self, settings: UploadSettings) -> Self {
-        self.catalog.features = settings.disabled.clone();
-        self.uploads.set_settings(settings);
-        self
-    }
-
-    /// Lets SandboxProfiles allow every public host (an installation setting).
-    pub fn with_unrestricted_network(mut self, allowed: bool) -> Self {
-        self.catalog.unrestricted_network = allowed;
-        self
-    }
-
-    /// Keeps session files, workspace snapshots and uploads in `blobs`.
-    pub fn with_blobs(mut self, blobs: Arc<dyn checkfu_blobs::BlobStore>) -> Self {
-        self.uploads.set_blobs(blobs.clone());
-        self.blobs = Some(blobs);
-        self
-    }
-
-    /// Signs capability tokens with `key` (derived from the installation key).
-    pub fn with_token_key(mut self, key: checkfu_core::capability::TokenKey) -> Self {
-        self.token_key = Some(key);
-        self
-    }
-
-    /// Shares live events and previews with the other sessions replicas
-    /// through `fanout` (Redis pub/sub in production).
-    pub async fn with_fanout(mut self, fanout: Arc<dyn checkfu_ephemeral::Fanout>) -> Result<Self> {
-        self.log = self.log.with_fanout(fanout).await?;
-        Ok(self)
-    }
-
-    pub fn with_outbox_wake(mut self, wake: Arc<Notify>) -> Self {
-        self.log = self.log.with_outbox_wake(wake);
-        self
-    }
-
-    pub fn with_governance(mut self, transport: checkfu_proto::transport::Transport) -> Self {
-        self.governance = Some(crate::upstream::Governance::new(transport));
-        self
-    }
-
-    pub fn with_tool_sources(mut self, transport: checkfu_proto::transport::Transport) -> Self {
-        self.catalog.tool_sources = Some(crate::upstream::ToolSources::new(transport));
-        self
-    }
-
-    pub fn with_memory(mut self, transport: checkfu_proto::transport::Transport) -> Self {
-        self.memory = Some(crate::upstream::Memory::new(transport));
-        self
-    }
-
-    pub fn with_models(mut self, transport: checkfu_proto::transport::Transport) -> Self {
-        self.models = Some(crate::upstream::Models::new(transport));
-        self
-    }
-
-    pub fn with_lease_ms(mut self, ms: i64) -> Self {
-        self.log.lease_ms = ms;
-        self
-    }
-
     /// Readiness: the store answers.
     pub async fn ready(&self) -> bool {
         self.store.get_session(&SessionId::mint()).await.is_ok()
-    }
-
-    /// Embedded start-up: the previous process's runner is gone, so its
-    /// leases are released at once instead of waiting for them to expire.
-    pub async fn release_orphaned_leases(&self) -> Result<u64> {
-        let n = self.store.expire_all_leases().await?;
-        if n > 0 {
-            self.log.work.notify_waiters();
-        }
-        Ok(n)
     }
 
     pub async fn list_sessions(&self, f: &SessionFilter, page: &PageRequest) -> Result<Vec<Session>> {
@@ -327,7 +232,7 @@ impl SessionsService {
         self.uploads.give_files(&d.session.id, &files).await?;
         // Mounts are pinned (and their access checked) before the Session
         // exists, so its first Run always finds them.
-        let mounts = self.pin_mounts(&d.session.id, &d.session.environment_id, &d.session.principal_id, req.memory.clone()).await?;
+        let mounts = self.runs.pin_mounts(&d.session.id, &d.session.environment_id, &d.session.principal_id, req.memory.clone()).await?;
         self.store.insert_mounts(&d.session.id, &mounts).await?;
         let events = match self.store.insert_session(&d.session, &d.events, &d.runs).await {
             Ok(events) => events,
@@ -342,7 +247,7 @@ impl SessionsService {
         session.last_seq = events.len() as i64;
         self.log.created(&session, d.run.clone(), &events, &d.runs);
         // A worker attaches as soon as it exists (its Runs keep it queued).
-        if let Err(e) = self.ensure_work(&session).await {
+        if let Err(e) = self.runs.ensure_work(&session).await {
             tracing::warn!(error = %e, session_id = %session.id, "queueing the work item failed; the first tool call queues it");
         }
         Ok((session, events))
@@ -366,7 +271,7 @@ impl SessionsService {
             return Ok((first, true));
         }
         if input.event_type == EventType::UserToolConfirmation
-            && let Some(e) = self.confirm_in_session(session_id, &input).await?
+            && let Some(e) = self.approvals.confirm_in_session(session_id, &input).await?
         {
             return Ok((e, false));
         }
@@ -389,7 +294,7 @@ impl SessionsService {
             })
             .await?;
         // An interrupt ended the wait: nobody should approve those calls now.
-        self.withdraw_approvals(&dropped, &input.authored_by).await;
+        self.approvals.withdraw_approvals(&dropped, &input.authored_by).await;
         let e = events.into_iter().find(|e| e.id == id).ok_or_else(|| Error::internal("appended event missing from the commit"))?;
         Ok((e, false))
     }
@@ -447,8 +352,8 @@ impl SessionsService {
             })
             .await?;
         // Nobody should approve calls of a Session that is gone.
-        self.withdraw_approvals(&pending, actor).await;
-        if let Err(e) = self.stop_session_work(&s.id).await {
+        self.approvals.withdraw_approvals(&pending, actor).await;
+        if let Err(e) = self.runs.stop_session_work(&s.id).await {
             tracing::warn!(error = %e, session_id = %s.id, "stopping the work item failed; its holder sees the Session terminated");
         }
         Ok(s)

@@ -7,17 +7,17 @@
 //! coordinator's `use_agent` row on the member → ActionPolicy on
 //! `use_agent` (no matching rule allows) → an ActionApproval when the
 //! policy asks. A refusal is the tool's error result `{error:{type}}`.
-//! [`SessionsService::decide_thread_tool`] asks (the runner records the
+//! [`Threads::decide_thread_tool`] asks (the runner records the
 //! call with that decision, and waits on an approval as for any tool);
-//! [`SessionsService::call_thread_tool`] checks again — a revoked row stops
+//! [`Threads::call_thread_tool`] checks again — a revoked row stops
 //! a call approved before — and does it in one commit with its events.
 
 use crate::draft::{Draft, system};
 use crate::model::Lease;
 use crate::model::primary_of;
 use crate::model::*;
-use crate::service::SessionsService;
 use crate::store::View;
+use crate::threads::Threads;
 use checkfu_core::events::EventType;
 use checkfu_core::id::SessionThreadId;
 use checkfu_core::{Code, Error, Result};
@@ -147,7 +147,7 @@ pub fn refusal_content(error_type: &str, reason: &str) -> Value {
     json!({"error": {"type": error_type, "message": reason}})
 }
 
-impl SessionsService {
+impl Threads {
     fn use_agent_governance(&self) -> Result<crate::upstream::Governance> {
         self.governance
             .clone()
@@ -161,7 +161,7 @@ impl SessionsService {
         let s = self.log.session(session_id.as_str()).await?;
         let run = match self.log.cached_run(s.id.as_str(), &lease.run_id) {
             Some(r) => r,
-            None => self.run(lease.run_id.as_str()).await?,
+            None => self.log.run(&lease.run_id).await?,
         };
         if !lease.holds(&run) {
             return Err(Error::new(Code::PreconditionFailed, "the lease on this run is no longer held").with_reason("lease_lost"));

@@ -6,12 +6,15 @@
 //! coordinator's children (spawned by `thread_tools.rs`) live on the
 //! Session's row.
 
+use crate::catalog::Catalog;
+use crate::log::Log;
 use crate::model::*;
-use crate::service::SessionsService;
+use crate::store::SessionsStore;
 use checkfu_core::id::SessionThreadId;
 use checkfu_core::time::rfc3339;
 use checkfu_core::{Error, Result};
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// A thread as the API shows it: the primary's drawn from its Session,
 /// a child's from its row.
@@ -54,7 +57,18 @@ impl ThreadView {
     }
 }
 
-impl SessionsService {
+/// SessionThreads and multiagent's platform tools (`thread_tools.rs`):
+/// above the log and the catalog, asking governance before a thread is
+/// spawned or messaged.
+#[derive(Clone)]
+pub struct Threads {
+    pub(crate) store: Arc<dyn SessionsStore>,
+    pub(crate) log: Log,
+    pub(crate) catalog: Catalog,
+    pub(crate) governance: Option<crate::upstream::Governance>,
+}
+
+impl Threads {
     /// The thread, if it is this Session's (404 else, also for another
     /// Session's thread).
     pub async fn thread(&self, session_id: &str, thread_id: &str) -> Result<ThreadView> {

@@ -12,7 +12,7 @@
 
 use crate::draft::system;
 use crate::model::*;
-use crate::service::SessionsService;
+use crate::runs::Runs;
 use crate::store::View;
 use checkfu_core::events::EventType;
 use checkfu_core::id::{SandboxProfileId, SessionId, WorkId};
@@ -95,7 +95,7 @@ fn heartbeat_refused(w: &Work, message: &str) -> Error {
         .with_reason("heartbeat_precondition_failed")
 }
 
-impl SessionsService {
+impl Runs {
     /// Queues the Session's work item unless it has a live one (an
     /// external_tools Session only).
     pub async fn ensure_work(&self, s: &Session) -> Result<()> {

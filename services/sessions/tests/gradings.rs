@@ -7,7 +7,7 @@
 mod common;
 
 use checkfu_core::testing::tid;
-use checkfu_sessions::SessionsService;
+use checkfu_sessions::Builder;
 use checkfu_sessions::model::outcome::*;
 use checkfu_sessions::model::*;
 use checkfu_sessions::store::{SessionsStore, SqlSessionsStore, View};
@@ -51,9 +51,9 @@ async fn a_grading_left_behind_is_finished_once() {
         .insert_session(&grading_session(&fresh, now), &[event("session.created"), event("outcome.evaluation_started")], &[])
         .await
         .unwrap();
-    let svc = SessionsService::new(store.clone());
+    let svc = Builder::new(store.clone()).build();
 
-    assert_eq!(svc.resume_gradings().await.unwrap(), 1, "only the stale grading: a live one may still be at work");
+    assert_eq!(svc.outcomes.resume_gradings().await.unwrap(), 1, "only the stale grading: a live one may still be at work");
     let s = svc.log.session(&stale).await.unwrap();
     assert_eq!((s.status, serde_json::to_value(&s.stop_reason).unwrap()), (SessionStatus::Idle, json!({"type": "end_turn"})));
     let o = s.outcome.unwrap();
@@ -65,8 +65,8 @@ async fn a_grading_left_behind_is_finished_once() {
     assert_eq!((completed["result"].clone(), completed["reason"].clone()), (json!("interrupted"), json!("outcome.evaluation_unavailable")));
     assert_eq!(store.get_outcome(&o.id).await.unwrap().unwrap().grading, None, "the readable copy follows");
 
-    assert_eq!(svc.resume_gradings().await.unwrap(), 0, "finished once; the live one is left alone");
+    assert_eq!(svc.outcomes.resume_gradings().await.unwrap(), 0, "finished once; the live one is left alone");
     // A repeat of the finished grading changes nothing.
-    svc.grade(&tid(&stale)).await.unwrap();
+    svc.outcomes.grade(&tid(&stale)).await.unwrap();
     assert_eq!(store.list_events(&tid(&stale), &View::All, 0, 100, &[]).await.unwrap().len(), events.len());
 }

@@ -4,7 +4,7 @@
 #![cfg(test)]
 
 use checkfu_ephemeral::Fanout;
-use checkfu_sessions::SessionsService;
+use checkfu_sessions::Builder;
 use checkfu_sessions::input::Input;
 use checkfu_sessions::live::Item;
 use checkfu_sessions::store::{SessionsStore, SqlSessionsStore};
@@ -23,8 +23,8 @@ async fn replicas_see_each_other(fanout: Arc<dyn Fanout>) {
     let sid = checkfu_core::id::new_id("sess");
     let created = common::event("session.created");
     store.insert_session(&session(&sid), &[created], &[]).await.unwrap();
-    let a = SessionsService::new(store.clone()).with_fanout(fanout.clone()).await.unwrap();
-    let b = SessionsService::new(store).with_fanout(fanout).await.unwrap();
+    let a = Builder::new(store.clone()).with_fanout(fanout.clone()).await.unwrap().build();
+    let b = Builder::new(store).with_fanout(fanout).await.unwrap().build();
 
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let follower = b.clone();

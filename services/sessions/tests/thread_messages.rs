@@ -6,7 +6,7 @@
 mod common;
 
 use checkfu_core::testing::tid;
-use checkfu_sessions::SessionsService;
+use checkfu_sessions::Builder;
 use checkfu_sessions::model::Lease;
 use checkfu_sessions::model::*;
 use checkfu_sessions::store::{SessionsStore, SqlSessionsStore, View};
@@ -57,7 +57,7 @@ async fn a_message_sent_again_for_the_same_tool_use_is_delivered_once() {
         thread_id: Some(CHILD.into()),
     };
     store.insert_session(&s, &[common::event("session.created")], std::slice::from_ref(&run)).await.unwrap();
-    let svc = SessionsService::new(store.clone());
+    let svc = Builder::new(store.clone()).build();
     let call = ThreadCall {
         lease: Lease { run_id: run.id.clone(), lease_id: "lease_1".into(), generation: 1, session_id: Some(tid(&sid)) },
         tool_use_id: "toolu_7".into(),
@@ -66,10 +66,10 @@ async fn a_message_sent_again_for_the_same_tool_use_is_delivered_once() {
         approval_id: String::new(),
         standing_approval_id: String::new(),
     };
-    let (first, err) = svc.call_thread_tool(&call).await.unwrap();
+    let (first, err) = svc.threads.call_thread_tool(&call).await.unwrap();
     assert!(!err, "{first}");
     assert_eq!(first["delivery"], "delivered", "the idle primary wakes: {first}");
-    let (again, err) = svc.call_thread_tool(&call).await.unwrap();
+    let (again, err) = svc.threads.call_thread_tool(&call).await.unwrap();
     assert!(!err);
     assert_eq!(again, first, "the same result");
     let received = store.list_events(&tid(&sid), &View::Primary, 0, 100, &["agent.thread_message_received".into()]).await.unwrap();
@@ -79,7 +79,7 @@ async fn a_message_sent_again_for_the_same_tool_use_is_delivered_once() {
     assert_eq!(sent.len(), 1);
     // Another tool use is another message.
     let next = ThreadCall { tool_use_id: "toolu_8".into(), ..call };
-    let (third, _) = svc.call_thread_tool(&next).await.unwrap();
+    let (third, _) = svc.threads.call_thread_tool(&next).await.unwrap();
     assert_ne!(third["event_id"], first["event_id"]);
     assert_eq!(third["delivery"], "queued", "the primary now runs");
 }

@@ -56,21 +56,22 @@ impl Play for Sessions {
         if let Some(r) = &node.redis {
             svc = svc.with_fanout(Arc::new(r.clone())).await.context("subscribing to the live fan-out")?;
         }
+        let svc = svc.build();
         node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));
-        node.spawn(svc.clone().run_approval_sweeper(opts.sessions.approval_sweep_every, node.shutdown.clone()));
-        node.spawn(svc.clone().run_sandbox_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
+        node.spawn(svc.approvals.clone().run_approval_sweeper(opts.sessions.approval_sweep_every, node.shutdown.clone()));
+        node.spawn(svc.runs.clone().run_sandbox_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
         node.spawn(svc.uploads.clone().run_upload_sweeper(SANDBOX_SWEEP_EVERY, node.shutdown.clone()));
-        node.spawn(svc.clone().run_grading_sweeper(GRADING_SWEEP_EVERY, node.shutdown.clone()));
-        node.spawn(svc.clone().run_work_sweeper(WORK_SWEEP_EVERY, node.shutdown.clone()));
+        node.spawn(svc.outcomes.clone().run_grading_sweeper(GRADING_SWEEP_EVERY, node.shutdown.clone()));
+        node.spawn(svc.runs.clone().run_work_sweeper(WORK_SWEEP_EVERY, node.shutdown.clone()));
         if opts.embedded {
             // The previous process's runner died with it.
-            let n = svc.release_orphaned_leases().await?;
+            let n = svc.runs.release_orphaned_leases().await?;
             if n > 0 {
                 tracing::info!(runs = n, "resuming runs interrupted by the previous shutdown");
             }
         }
         node.ready("sessions", svc.clone(), |s| async move { s.ready().await });
-        node.serve(Role::Runner, checkfu_sessions::runner_server(svc.clone()));
+        node.serve(Role::Runner, checkfu_sessions::runner_server(&svc));
         node.serve(Role::Sessions, checkfu_sessions::files_server(svc.uploads.clone()));
         node.serve(Role::Sessions, checkfu_sessions::skills_server(svc.uploads.clone()));
         node.serve(Role::Sessions, checkfu_sessions::server(svc));

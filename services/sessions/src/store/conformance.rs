@@ -504,6 +504,15 @@ pub(crate) const SID: &str = "sess_01jx0000000000000000000001";
 
 /// A service on a fresh embedded store holding the Session [`SID`].
 pub(crate) async fn service() -> (crate::SessionsService, Arc<dyn SessionsStore>, tempfile::TempDir) {
+    service_with(|b| b).await
+}
+
+/// [`service`] with settings of the test's own: `settings` is given a
+/// builder that already signs capability tokens, and the blob directory
+/// `blobs` beside the store is the test's to use.
+pub(crate) async fn service_with(
+    settings: impl FnOnce(crate::builder::Builder) -> crate::builder::Builder,
+) -> (crate::SessionsService, Arc<dyn SessionsStore>, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("dir");
     let db = Db::open(&Location::SqliteDir(dir.path().into()), "sessions", &crate::MIGRATIONS).await.expect("db");
     let store: Arc<dyn SessionsStore> = Arc::new(SqlSessionsStore::new(db));
@@ -521,7 +530,7 @@ pub(crate) async fn service() -> (crate::SessionsService, Arc<dyn SessionsStore>
     let rev = SandboxRevision { profile_id: profile.id.clone(), revision: 1, spec, created_ms: 1 };
     store.insert_sandbox_profile(&profile, &rev).await.expect("profile");
     let key = checkfu_core::capability::TokenKey::new([1; 32]);
-    (crate::SessionsService::new(store.clone()).with_token_key(key), store, dir)
+    (settings(crate::Builder::new(store.clone()).with_token_key(key)).build(), store, dir)
 }
 
 /// A `user.message` from a fresh principal.

@@ -230,7 +230,7 @@ impl Uploads {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::conformance::{SID, service};
+    use crate::store::conformance::{SID, service_with};
     use checkfu_blobs::{BlobStore, ObjectBlobs, chunks_of};
     use checkfu_core::sha256_hex;
     use std::sync::Arc;
@@ -248,9 +248,10 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread")]
     async fn an_expired_file_is_deleted_bytes_and_all_and_a_session_keeps_its_copy() {
-        let (svc, store, dir) = service().await;
-        let blobs = Arc::new(ObjectBlobs::open(dir.path().join("blobs").to_str().expect("utf-8")).expect("blobs"));
-        let svc = svc.with_blobs(blobs.clone()).uploads;
+        let blob_dir = tempfile::tempdir().expect("dir");
+        let blobs = Arc::new(ObjectBlobs::open(blob_dir.path().to_str().expect("utf-8")).expect("blobs"));
+        let (svc, store, _dir) = service_with(|b| b.with_blobs(blobs.clone())).await;
+        let svc = svc.uploads;
         let bytes = bytes::Bytes::from_static(b"alpha beta");
         let sha = sha256_hex(&bytes);
         let f = svc.create_upload(new_upload(&sha), &mut chunks_of(bytes.clone(), 3)).await.expect("upload");
@@ -275,13 +276,14 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread")]
     async fn switched_off_files_answer_unavailable() {
-        let (svc, _, _dir) = service().await;
-        let svc = svc
-            .with_upload_settings(UploadSettings {
+        let (svc, _, _dir) = service_with(|b| {
+            b.with_upload_settings(UploadSettings {
                 disabled: checkfu_core::features::Disabled::parse("files").expect("list"),
                 retention_days: 30,
             })
-            .uploads;
+        })
+        .await;
+        let svc = svc.uploads;
         let e = svc.upload("file_01jx0000000000000000000001").await.expect_err("off");
         assert_eq!((e.code, e.details["reason"].as_str()), (checkfu_core::Code::Unavailable, Some("feature_disabled")));
         assert!(svc.skill("skl_01jx0000000000000000000001").await.is_err_and(|e| e.code == checkfu_core::Code::NotFound), "skills stay on");
