@@ -1,16 +1,17 @@
 //! Thin gRPC handlers for the catalog and sessions: convert, call, map errors.
 
-use crate::catalog::DeploymentInput;
-use crate::definition_wire;
-use crate::input::Input;
 use crate::live::Item;
 use crate::model::*;
-use crate::run_state_wire as wire;
 use crate::service::{NewSession, SessionsService};
 use crate::store::SessionFilter;
-use crate::threads::ThreadView;
+use crate::wire::budget::{budget, metric_or_default};
+use crate::wire::catalog::{agent, agent_version, deployment, deployment_input, sandbox_profile, sandbox_revision};
+use crate::wire::runner::runner;
+use crate::wire::session::{event, input, names, run, session, session_file};
+use crate::wire::thread::{thread, thread_answer};
+use crate::wire::{definition, json_or_null};
 use checkfu_core::page::PageRequest;
-use checkfu_core::time::{rfc3339, rfc3339_opt};
+use checkfu_core::time::rfc3339;
 use checkfu_core::{Error, Result};
 use checkfu_proto::sessions::v1 as pb;
 use checkfu_proto::sessions::v1::sessions_service_server::SessionsService as Rpc;
@@ -28,184 +29,6 @@ type R<T> = std::result::Result<Response<T>, Status>;
 
 fn ok<T>(v: T) -> R<T> {
     Ok(Response::new(v))
-}
-
-/// Parses an optional JSON document from the wire; empty means absent.
-pub(crate) fn json_or_null(field: &str, s: &str) -> Result<Value> {
-    if s.is_empty() {
-        return Ok(Value::Null);
-    }
-    serde_json::from_str(s).map_err(|e| Error::invalid_field(field, format!("{field} is not valid JSON: {e}")))
-}
-
-fn to_json<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_string(v).unwrap_or_default()
-}
-
-#[allow(deprecated)] // draft_json: for a 0.1.0 gateway
-fn agent(a: Agent) -> pb::Agent {
-    pb::Agent {
-        draft: Some(definition_wire::message(&a.draft)),
-        draft_json: to_json(&a.draft),
-        id: a.id.into(),
-        environment_id: a.environment_id.into(),
-        name: a.name,
-        latest_version: a.latest_version,
-        version: a.version,
-        archived: a.archived,
-        created_at: rfc3339(a.created_ms),
-        updated_at: rfc3339(a.updated_ms),
-    }
-}
-
-#[allow(deprecated)] // definition_json: for a 0.1.0 gateway
-fn agent_version(v: AgentVersion) -> pb::AgentVersion {
-    pb::AgentVersion {
-        definition: Some(definition_wire::message(&v.definition)),
-        definition_json: to_json(&v.definition),
-        agent_id: v.agent_id.into(),
-        version: v.version,
-        release_sha256: v.release_sha256,
-        published_by: v.published_by,
-        published_at: rfc3339(v.published_ms),
-        environment_id: v.environment_id.into(),
-    }
-}
-
-fn sandbox_profile(p: SandboxProfile) -> pb::SandboxProfile {
-    pb::SandboxProfile {
-        id: p.id.into(),
-        environment_id: p.environment_id.into(),
-        name: p.name,
-        latest_revision: p.latest_revision,
-        created_at: rfc3339(p.created_ms),
-        archived_at: p.archived_ms.map(rfc3339).unwrap_or_default(),
-    }
-}
-
-// Writes `spec_json` for 0.1.0 readers too.
-#[allow(deprecated)]
-fn sandbox_revision(r: SandboxRevision) -> pb::SandboxRevision {
-    pb::SandboxRevision {
-        spec: Some(crate::sandbox_wire::spec(&r.spec)),
-        spec_json: to_json(&r.spec),
-        profile_id: r.profile_id.into(),
-        revision: r.revision,
-        created_at: rfc3339(r.created_ms),
-    }
-}
-
-// Writes `execution_json` for 0.1.0 readers too.
-#[allow(deprecated)]
-fn deployment(d: Deployment) -> pb::Deployment {
-    pb::Deployment {
-        pins: Some(pb::DeploymentPins {
-            agent_version: d.pins.agent_version,
-            release_sha256: d.pins.release_sha256.clone(),
-            harness: d.pins.harness.clone(),
-            model_routing_profile_id: d.pins.model_routing_profile_id.clone().into(),
-            sandbox_profile_id: d.pins.sandbox_profile_id.clone().into(),
-            sandbox_profile_revision: d.pins.sandbox_profile_revision,
-            execution_json: to_json(&d.pins.execution),
-            execution: Some(crate::execution_wire::execution(&d.pins.execution)),
-        }),
-        id: d.id.into(),
-        environment_id: d.environment_id.into(),
-        key: d.key,
-        agent_id: d.agent_id.into(),
-        revision: d.revision,
-        created_at: rfc3339(d.created_ms),
-        updated_at: rfc3339(d.updated_ms),
-    }
-}
-
-/// A thread typed, and as the JSON a 0.1.0 gateway reads.
-#[allow(deprecated)] // json: a 0.1.0 gateway's
-fn thread_answer(t: ThreadView) -> pb::JsonAnswer {
-    pb::JsonAnswer { json: t.to_json().to_string(), session_id: t.session_id.clone(), thread: Some(thread(t)), outcome: None }
-}
-
-fn thread(t: ThreadView) -> pb::SessionThread {
-    pb::SessionThread {
-        stop_reason: t.stop_reason.as_ref().map(wire::stop_reason),
-        usage: Some(usage(t.usage)),
-        id: t.id,
-        session_id: t.session_id,
-        parent_thread_id: t.parent_thread_id.unwrap_or_default(),
-        agent: Some(pb::ThreadAgent {
-            agent_id: t.agent_id,
-            version: t.agent_version,
-            release_sha256: t.release_sha256,
-            name: t.agent_name,
-        }),
-        status: t.status.as_str().into(),
-        created_at: rfc3339(t.created_ms),
-        updated_at: rfc3339(t.updated_ms),
-        archived_at: rfc3339_opt(t.archived_ms),
-    }
-}
-
-fn usage(u: Usage) -> pb::Usage {
-    pb::Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd }
-}
-
-// Writes the deprecated JSON text for 0.1.0 peers (run_state_wire.rs).
-#[allow(deprecated)]
-pub(crate) fn session(s: Session) -> pb::Session {
-    pb::Session {
-        budget_id: s.budget_id().to_string(),
-        stop_reason_json: wire::stop_reason_json(s.stop_reason.as_ref()),
-        stop_reason: s.stop_reason.as_ref().map(wire::stop_reason),
-        metadata_json: s.metadata.to_string(),
-        usage: Some(usage(s.usage)),
-        id: s.id.into(),
-        environment_id: s.environment_id.into(),
-        agent_deployment_id: s.deployment_id.into(),
-        deployment_revision: s.deployment_revision,
-        principal_id: s.principal_id.into(),
-        status: s.status.as_str().into(),
-        title: s.title,
-        created_at: rfc3339(s.created_ms),
-        updated_at: rfc3339(s.updated_ms),
-        version: s.version,
-        agent_id: s.agent_id.into(),
-        execution_json: to_json(&s.pins.execution),
-        execution: Some(crate::execution_wire::execution(&s.pins.execution)),
-        queued_for_pool: false,
-        sandbox_json: String::new(),
-        sandbox: None,
-        connection_ids: vec![],
-        resources_json: String::new(),
-        memory_resources: vec![],
-        connection_vault_ids: s.connection_vault_ids,
-        last_seq: s.last_seq,
-    }
-}
-
-fn runner(r: Runner) -> pb::Runner {
-    pb::Runner {
-        id: r.id.into(),
-        environment_id: r.environment_id.into(),
-        pool: r.pool,
-        principal_id: r.principal_id.into(),
-        name: r.name,
-        status: r.status.as_str().into(),
-        last_seen_at: rfc3339_opt(r.last_seen_ms),
-        created_at: rfc3339(r.created_ms),
-        revoked_at: rfc3339_opt(r.revoked_ms),
-    }
-}
-
-fn session_file(f: SessionFile) -> pb::SessionFile {
-    pb::SessionFile {
-        id: f.id.into(),
-        path: f.path,
-        size: f.size,
-        sha256: f.sha256,
-        status: f.status.as_str().into(),
-        run_id: f.run_id.into(),
-        captured_at: rfc3339(f.captured_ms),
-    }
 }
 
 impl SessionsGrpc {
@@ -230,92 +53,15 @@ impl SessionsGrpc {
         #[allow(deprecated)]
         let answer = pb::Session {
             queued_for_pool: queued,
-            sandbox_json: crate::session_wire::sandbox_json(sandbox),
-            sandbox: sandbox.map(crate::session_wire::sandbox),
+            sandbox_json: crate::wire::session::sandbox_json(sandbox),
+            sandbox: sandbox.map(crate::wire::session::sandbox),
             connection_ids,
-            resources_json: crate::session_wire::resources_json(&mounts),
-            memory_resources: mounts.iter().map(crate::session_wire::memory_resource).collect(),
+            resources_json: crate::wire::session::resources_json(&mounts),
+            memory_resources: mounts.iter().map(crate::wire::session::memory_resource).collect(),
             ..session(s)
         };
         Ok(answer)
     }
-}
-
-// Writes `authored_by_json` and `caused_by_json` for 0.1.0 readers too.
-#[allow(deprecated)]
-pub(crate) fn event(e: Event) -> pb::Event {
-    pb::Event {
-        authored_by: pb::Author::from_json(&e.authored_by),
-        caused_by: pb::Cause::from_json(&e.caused_by),
-        id: e.id.into(),
-        session_id: e.session_id.into(),
-        seq: e.seq,
-        r#type: e.event_type,
-        created_at: rfc3339(e.created_ms),
-        run_id: e.run_id.map(String::from).unwrap_or_default(),
-        session_thread_id: e.thread_id.unwrap_or_default(),
-        origin_event_id: e.origin_event_id.map(String::from).unwrap_or_default(),
-        authored_by_json: e.authored_by.to_string(),
-        caused_by_json: e.caused_by.to_string(),
-        payload_json: e.payload.to_string(),
-    }
-}
-
-// Writes the deprecated JSON text for 0.1.0 peers (run_state_wire.rs).
-#[allow(deprecated)]
-fn run(r: Run) -> pb::Run {
-    pb::Run {
-        stop_reason_json: wire::stop_reason_json(r.stop_reason.as_ref()),
-        stop_reason: r.stop_reason.as_ref().map(wire::stop_reason),
-        execution_pins_json: wire::execution_pins_json(&r.execution_pins),
-        execution_pins: Some(wire::execution_pins(&r.execution_pins)),
-        usage: Some(usage(r.usage)),
-        id: r.id.into(),
-        session_id: r.session_id.into(),
-        status: r.status.as_str().into(),
-        created_at: rfc3339(r.created_ms),
-        completed_at: rfc3339_opt(r.completed_ms),
-    }
-}
-
-// Reads a 0.1.0 caller's `caused_by_json` when the typed cause is absent.
-#[allow(deprecated)]
-fn input(e: pb::InputEvent) -> Result<Input> {
-    let payload = json_or_null("payload", &e.payload_json)?;
-    let caused_by = match &e.caused_by {
-        Some(c) => pb::Cause::json(Some(c)),
-        None => json_or_null("caused_by", &e.caused_by_json)?,
-    };
-    Input::parse(&e.r#type, payload, &e.authored_by, caused_by)
-}
-
-// Reads a 0.1.0 caller's `execution_json` when the typed plane is absent.
-#[allow(deprecated)]
-fn deployment_input(i: Option<pb::DeploymentInput>) -> Result<DeploymentInput> {
-    let i = i.unwrap_or_default();
-    Ok(DeploymentInput {
-        agent_version: i.agent_version,
-        model_routing_profile_id: i.model_routing_profile_id,
-        sandbox_profile_id: i.sandbox_profile_id,
-        sandbox_profile_revision: i.sandbox_profile_revision,
-        harness: i.harness,
-        execution: crate::execution_wire::execution_input(i.execution, &i.execution_json)?,
-    })
-}
-
-/// A selection: the typed one, else a 0.1.0 caller's JSON array; `None`
-/// when neither is given (nothing narrowed or changed).
-fn names(field: &str, typed: Option<pb::Selection>, json: &Option<String>) -> Result<Option<Vec<String>>> {
-    if let Some(t) = typed {
-        return Ok(Some(t.names));
-    }
-    json.as_deref()
-        .map(|raw| {
-            let v: Value = serde_json::from_str(raw).map_err(|e| Error::invalid_field(field, e.to_string()))?;
-            let arr = v.as_array().ok_or_else(|| Error::invalid_field(field, format!("{field} must be an array of names")))?;
-            Ok(pb::Selection::from_json(field, arr)?.names)
-        })
-        .transpose()
 }
 
 type EventStream = Pin<Box<dyn Stream<Item = std::result::Result<pb::StreamItem, Status>> + Send>>;
@@ -326,10 +72,10 @@ impl Rpc for SessionsGrpc {
     async fn create_agent(&self, r: Request<pb::CreateAgentRequest>) -> R<pb::Agent> {
         let r = r.into_inner();
         let draft = match r.draft {
-            Some(d) => definition_wire::definition(d)?,
+            Some(d) => definition::definition(d)?,
             None => match json_or_null("draft", &r.draft_json)? {
                 Value::Null => AgentDefinition::default(),
-                v => definition_wire::from_json(v)?,
+                v => definition::from_json(v)?,
             },
         };
         ok(agent(self.svc.catalog.create_agent(&r.environment_id, &r.name, draft).await?))
@@ -347,8 +93,8 @@ impl Rpc for SessionsGrpc {
         let r = r.into_inner();
         #[allow(deprecated)] // draft_json: a 0.1.0 gateway's
         let draft = match (r.draft, r.draft_json) {
-            (Some(d), _) => Some(definition_wire::definition(d)?),
-            (None, Some(text)) => Some(definition_wire::from_json(json_or_null("draft", &text)?)?),
+            (Some(d), _) => Some(definition::definition(d)?),
+            (None, Some(text)) => Some(definition::from_json(json_or_null("draft", &text)?)?),
             (None, None) => None,
         };
         ok(agent(self.svc.catalog.update_agent(&r.id, r.name.as_deref(), draft, r.expected_version).await?))
@@ -373,14 +119,14 @@ impl Rpc for SessionsGrpc {
     async fn create_sandbox_profile(&self, r: Request<pb::CreateSandboxProfileRequest>) -> R<pb::SandboxProfile> {
         let r = r.into_inner();
         #[allow(deprecated)] // a 0.1.0 caller's spec_json
-        let spec = crate::sandbox_wire::spec_input(r.spec, &r.spec_json)?;
+        let spec = crate::wire::sandbox::spec_input(r.spec, &r.spec_json)?;
         let (p, _) = self.svc.catalog.create_sandbox_profile(&r.environment_id, &r.name, spec).await?;
         ok(sandbox_profile(p))
     }
     async fn publish_sandbox_revision(&self, r: Request<pb::PublishSandboxRevisionRequest>) -> R<pb::SandboxRevision> {
         let r = r.into_inner();
         #[allow(deprecated)] // a 0.1.0 caller's spec_json
-        let spec = crate::sandbox_wire::spec_input(r.spec, &r.spec_json)?;
+        let spec = crate::wire::sandbox::spec_input(r.spec, &r.spec_json)?;
         ok(sandbox_revision(self.svc.catalog.publish_sandbox_revision(&r.profile_id, spec).await?))
     }
     async fn archive_sandbox_profile(&self, r: Request<pb::GetByIdRequest>) -> R<pb::SandboxProfile> {
@@ -590,7 +336,7 @@ impl Rpc for SessionsGrpc {
         #[allow(deprecated)] // json: a 0.1.0 gateway's
         let answer = pb::JsonAnswer {
             json: crate::outcomes::view(&o).to_string(),
-            outcome: Some(crate::outcome_wire::outcome(&o)),
+            outcome: Some(crate::wire::outcome::outcome(&o)),
             session_id: o.session_id,
             thread: None,
         };
@@ -606,7 +352,7 @@ impl Rpc for SessionsGrpc {
             json: rows.iter().map(|o| crate::outcomes::view(o).to_string()).collect(),
             next_page,
             threads: vec![],
-            outcomes: rows.iter().map(crate::outcome_wire::outcome).collect(),
+            outcomes: rows.iter().map(crate::wire::outcome::outcome).collect(),
         };
         ok(list)
     }
@@ -757,25 +503,5 @@ impl Rpc for SessionsGrpc {
             routing_profile_id: c.routing_profile_id,
             tools: c.tools,
         })
-    }
-}
-
-/// The metric when a request leaves it out: spend.
-pub(crate) fn metric_or_default(m: &str) -> String {
-    if m.is_empty() { "model_spend".into() } else { m.to_string() }
-}
-
-fn budget(b: crate::model::Budget, s: &Session) -> pb::Budget {
-    pb::Budget {
-        id: b.id.into(),
-        environment_id: s.environment_id.clone().into(),
-        session_id: s.id.clone().into(),
-        metric: b.metric.as_str().into(),
-        limit: b.limit,
-        consumed: b.consumed,
-        status: b.status.as_str().into(),
-        version: b.version,
-        created_at: rfc3339(b.created_ms),
-        updated_at: rfc3339(b.updated_ms),
     }
 }

@@ -1,10 +1,10 @@
 //! Thin gRPC handlers for the runner protocol (`checkfu.runner.v1`).
 
-use crate::grpc::json_or_null;
 use crate::model::Lease;
 use crate::model::{Claimant, Runner};
 use crate::runs::Runs;
 use crate::threads::Threads;
+use crate::wire::json_or_null;
 use checkfu_core::id::{RunId, SessionId};
 use checkfu_core::{Code, Error, Role};
 use checkfu_proto::runner::v1 as pb;
@@ -97,14 +97,14 @@ impl Rpc for RunnerGrpc {
             }),
             capability_token: w.capability,
             placement: w.run.placement.clone(),
-            sandbox: Some(crate::sandbox_wire::work_sandbox(&w.sandbox)),
+            sandbox: Some(crate::wire::sandbox::work_sandbox(&w.sandbox)),
             sandbox_json: serde_json::to_string(&w.sandbox).unwrap_or_default(),
-            execution_pins_json: crate::run_state_wire::execution_pins_json(&w.run.execution_pins),
-            execution_pins: Some(crate::run_state_wire::execution_pins(&w.run.execution_pins)),
+            execution_pins_json: crate::wire::run_state::execution_pins_json(&w.run.execution_pins),
+            execution_pins: Some(crate::wire::run_state::execution_pins(&w.run.execution_pins)),
             routing_profile_id: w.session.pins.model_routing_profile_id.clone().into(),
             instructions: w.instructions.clone(),
             tools_json: serde_json::to_string(&w.tools).unwrap_or_else(|_| "[]".into()),
-            tools: w.tools.iter().map(crate::tools_wire::declaration).collect(),
+            tools: w.tools.iter().map(crate::wire::tools::declaration).collect(),
             principal_id: w.session.principal_id.clone().into(),
             environment_id: w.session.environment_id.clone().into(),
             start_seq: w.run.start_seq,
@@ -172,7 +172,7 @@ impl Rpc for RunnerGrpc {
         self_hosted(&self.runs, &r).await?;
         let r = r.into_inner();
         #[allow(deprecated)] // a 0.1.0 runner sends only the JSON text
-        let stop = crate::run_state_wire::runner_stop(r.stop_reason, &r.stop_reason_json)?;
+        let stop = crate::wire::run_state::runner_stop(r.stop_reason, &r.stop_reason_json)?;
         let events = r
             .events
             .into_iter()

@@ -1,7 +1,8 @@
-//! Sessions: creation, input, the event log and its live stream. Every state
-//! change is a [`Draft`] decided from a fresh read and committed atomically
-//! with its events by the log (`log/commit.rs`); a lost race is retried from
-//! a new read.
+//! The sessions service's composition, and a Session's own life: creation,
+//! input, selection, title and metadata, archiving. Every state change is a
+//! [`Draft`] decided from a fresh read and committed atomically with its
+//! events by the log (`log/commit.rs`); a lost race is retried from a new
+//! read.
 
 use crate::approvals::Approvals;
 use crate::budget::Budgets;

@@ -25,15 +25,33 @@ const COMMIT_ATTEMPTS: usize = 64;
 /// waiting for the outcomes' grader to take them. The grader also sweeps
 /// the store for gradings nobody finished, so an id lost with its process
 /// is still graded.
+///
+/// Bounded by construction: a Session is due once however often it is
+/// pushed, and beyond [`MAX_DUE`] a push is dropped — the sweep finds that
+/// grading within a minute — so a build of the service without the grader
+/// cannot grow it without end.
 #[derive(Debug, Default)]
 pub struct Gradings {
     due: Mutex<Vec<SessionId>>,
     wake: Notify,
 }
 
+/// Gradings waiting for the grader, at most.
+const MAX_DUE: usize = 1024;
+
 impl Gradings {
     fn push(&self, id: SessionId) {
-        self.due.lock().unwrap_or_else(|p| p.into_inner()).push(id);
+        {
+            let mut due = self.due.lock().unwrap_or_else(|p| p.into_inner());
+            if due.contains(&id) {
+                return;
+            }
+            if due.len() >= MAX_DUE {
+                tracing::warn!(session_id = %id, "too many gradings waiting; the grading sweep will start this one");
+                return;
+            }
+            due.push(id);
+        }
         self.wake.notify_one();
     }
 
@@ -242,5 +260,20 @@ mod tests {
         let got = tokio::time::timeout(Duration::from_secs(2), waiter).await.expect("woken").expect("task");
         assert_eq!(got, vec![b]);
         assert!(tokio::time::timeout(Duration::from_millis(50), g.next()).await.is_err(), "nothing left to take");
+    }
+
+    /// Nobody taking gradings cannot make the queue grow without end: a
+    /// Session is due once, and the queue stops at its bound.
+    #[tokio::test]
+    async fn the_queue_is_bounded_and_holds_a_session_once() {
+        let g = Gradings::default();
+        let a = SessionId::mint();
+        g.push(a.clone());
+        g.push(a.clone());
+        assert_eq!(g.next().await, vec![a], "pushed twice, due once");
+        for _ in 0..MAX_DUE + 10 {
+            g.push(SessionId::mint());
+        }
+        assert_eq!(g.next().await.len(), MAX_DUE);
     }
 }

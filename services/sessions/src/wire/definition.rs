@@ -6,7 +6,6 @@
 
 use crate::model::roster::Roster;
 use crate::model::{AgentDefinition, Allowed, ModelRef, SessionVariable, SkillRef};
-use crate::tools_wire;
 use checkfu_core::Result;
 use checkfu_proto::agent_definition;
 use checkfu_proto::sessions::v1 as pb;
@@ -18,7 +17,7 @@ pub fn message(d: &AgentDefinition) -> pb::AgentDefinition {
         description: d.description.clone(),
         metadata: d.metadata.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         model: Some(pb::ModelRef { routing_profile_id: d.model.routing_profile_id.clone(), label: d.model.label.clone() }),
-        tools: d.tools.iter().map(tools_wire::declaration).collect(),
+        tools: d.tools.iter().map(super::tools::declaration).collect(),
         skills: d.skills.iter().map(|s| pb::SkillRef { skill_id: s.skill_id.clone(), version: s.version }).collect(),
         session_variable: Some(pb::SessionVariable {
             allowed_tools: d.session_variable.tools.allowed.clone(),
@@ -37,7 +36,7 @@ pub fn definition(m: pb::AgentDefinition) -> Result<AgentDefinition> {
         description: m.description,
         metadata: m.metadata.into_iter().collect(),
         model: ModelRef { routing_profile_id: model.routing_profile_id, label: model.label },
-        tools: m.tools.into_iter().enumerate().map(|(i, t)| tools_wire::decl(t, &format!("draft.tools[{i}]"))).collect::<Result<_>>()?,
+        tools: m.tools.into_iter().enumerate().map(|(i, t)| super::tools::decl(t, &format!("draft.tools[{i}]"))).collect::<Result<_>>()?,
         skills: m.skills.into_iter().map(|s| SkillRef { skill_id: s.skill_id, version: s.version }).collect(),
         session_variable: SessionVariable { tools: Allowed { allowed: sv.allowed_tools }, skills: Allowed { allowed: sv.allowed_skills } },
         multiagent: m.multiagent.map(Roster::from_message).transpose()?,
