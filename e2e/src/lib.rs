@@ -14,6 +14,7 @@ use std::time::Duration;
 
 pub mod automation;
 pub mod cma;
+pub mod cpu;
 pub mod mcp;
 pub mod procs;
 pub mod sse;

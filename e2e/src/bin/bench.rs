@@ -8,7 +8,10 @@
 //!   `session.status_idle` on the SSE stream) at the 50th and 99th
 //!   percentile,
 //!
-//! each at every `--clients` level (1 and 16 by default), and with
+//! each at every `--clients` level (1 and 16 by default), each with its
+//! cost: the CPU-ms the installation spent per accepted call or turn, in
+//! all and by process (`cpu.rs`), and the machine's busy CPU less the
+//! bench's own as a second reading; and with
 //! `--only firings` the firing lag of scheduled Automations: `--automations`
 //! of them (10,000 by default), each on a 6-field cron firing once a minute
 //! at its own second, so the installation fires every second; the lag of
@@ -22,7 +25,11 @@
 //! role, SQLite in a temporary directory, the scripted model). With
 //! `--target URL --key FILE` it drives a running installation instead —
 //! `checkfu serve` on PostgreSQL, Kafka and Redis, say (see
-//! docs/benchmarks.md and `e2e/bench/split-up`). Run it optimised:
+//! docs/benchmarks.md and `e2e/bench/split-up`); `--procs-from DIR` (the
+//! `*.pid` files split-up writes) or `--pids name=pid,…` name the processes
+//! whose CPU it counts, each with its children (PostgreSQL's backends).
+//! Embedded, it counts its own process less its load-generating threads.
+//! Run it optimised:
 //!
 //! ```sh
 //! cargo run --release -p checkfu-e2e --bin bench -- --help
@@ -31,6 +38,7 @@
 //! ```
 #![allow(clippy::unwrap_used, reason = "test harness: a failed step panics, failing the benchmark")]
 
+use checkfu_e2e::cpu;
 use checkfu_e2e::sse::Stream;
 use checkfu_e2e::*;
 use clap::Parser;
@@ -66,6 +74,14 @@ struct Args {
     /// The file holding the target's bootstrap admin API key.
     #[arg(long, requires = "target")]
     key: Option<PathBuf>,
+    /// The target's processes whose CPU is counted, with their children:
+    /// `name=pid` (or a bare pid), comma-separated.
+    #[arg(long, requires = "target", conflicts_with = "procs_from")]
+    pids: Option<String>,
+    /// A directory of `*.pid` files naming the target's processes (one pid,
+    /// or `name=pid` lines), as `e2e/bench/split-up` writes them.
+    #[arg(long, requires = "target")]
+    procs_from: Option<PathBuf>,
     /// Time one HTTP call with no internal hop against one with two, then exit.
     #[arg(long)]
     probe: bool,
@@ -93,10 +109,42 @@ enum Figure {
 }
 
 /// Calls answered 201 per second, and how many got another answer (a
-/// figure with refusals measured a limit, not the platform).
+/// figure with refusals measured a limit, not the platform), with what the
+/// installation spent on them.
 struct Rate {
     per_second: f64,
+    done: u64,
     refused: u64,
+    cost: Option<Cost>,
+}
+
+/// The CPU an installation used over a figure, by process, and the
+/// machine's busy CPU less the bench's own over the same time.
+struct Cost {
+    by_process: cpu::Sample,
+    machine: Duration,
+}
+
+impl Cost {
+    /// Starts measuring; [`Cost::end`] takes the difference.
+    fn start(watched: Option<&cpu::Watched>) -> Option<(cpu::Sample, Duration)> {
+        watched.map(|w| (w.sample(), w.machine_less_bench()))
+    }
+
+    fn end(watched: Option<&cpu::Watched>, start: Option<(cpu::Sample, Duration)>) -> Option<Cost> {
+        let (w, (sample, machine)) = (watched?, start?);
+        Some(Cost { by_process: w.sample().since(&sample), machine: w.machine_less_bench().saturating_sub(machine) })
+    }
+
+    /// Two indented lines: CPU-ms per `unit` by process, and the machine's.
+    fn lines(&self, units: u64, unit: &str) -> String {
+        let machine = if units == 0 { 0.0 } else { self.machine.as_secs_f64() * 1e3 / units as f64 };
+        format!(
+            "    {}
+    cpu-ms per {unit}, the machine's busy time less the bench's: {machine:.3}",
+            self.by_process.per(units, unit)
+        )
+    }
 }
 
 impl std::fmt::Display for Rate {
@@ -110,7 +158,7 @@ impl std::fmt::Display for Rate {
 }
 
 /// Runs `op` from `clients` tasks until `seconds` pass.
-async fn throughput<F, Fut>(clients: usize, seconds: f64, op: F) -> Rate
+async fn throughput<F, Fut>(watched: Option<&cpu::Watched>, clients: usize, seconds: f64, op: F) -> Rate
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = u16> + Send,
@@ -120,6 +168,7 @@ where
     let refused = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
     let start = Instant::now();
+    let cost = Cost::start(watched);
     let mut tasks = vec![];
     for c in 0..clients {
         let (op, done, refused) = (op.clone(), done.clone(), refused.clone());
@@ -133,7 +182,9 @@ where
     for t in tasks {
         t.await.unwrap();
     }
-    Rate { per_second: done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64(), refused: refused.load(Ordering::Relaxed) }
+    let cost = Cost::end(watched, cost);
+    let done = done.load(Ordering::Relaxed);
+    Rate { per_second: done as f64 / start.elapsed().as_secs_f64(), done, refused: refused.load(Ordering::Relaxed), cost }
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -149,9 +200,9 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// `POST /v1/sessions` from `clients` clients.
-async fn creates(i: &Installation, deployment: &str, clients: usize, seconds: f64) -> Rate {
+async fn creates(i: &Installation, watched: Option<&cpu::Watched>, deployment: &str, clients: usize, seconds: f64) -> Rate {
     let (api, dep, me) = (Arc::new(i.admin.clone()), deployment.to_string(), i.admin_id.clone());
-    throughput(clients, seconds, move |_| {
+    throughput(watched, clients, seconds, move |_| {
         let (api, dep, me) = (api.clone(), dep.clone(), me.clone());
         async move { api.post("/v1/sessions", json!({"agent_deployment_id": dep, "principal_id": me})).await.0.as_u16() }
     })
@@ -160,14 +211,14 @@ async fn creates(i: &Installation, deployment: &str, clients: usize, seconds: f6
 
 /// `user.message`s accepted, each client posting to a Session of its own
 /// while the runner works the Runs they start.
-async fn messages(i: &Installation, deployment: &str, clients: usize, seconds: f64) -> Rate {
+async fn messages(i: &Installation, watched: Option<&cpu::Watched>, deployment: &str, clients: usize, seconds: f64) -> Rate {
     let api = Arc::new(i.admin.clone());
     let mut sessions = vec![];
     for _ in 0..clients {
         sessions.push(id(&api.post("/v1/sessions", json!({"agent_deployment_id": deployment, "principal_id": i.admin_id})).await.1));
     }
     let (sessions, me) = (Arc::new(sessions), i.admin_id.clone());
-    throughput(clients, seconds, move |c| {
+    throughput(watched, clients, seconds, move |c| {
         let (api, me, sessions) = (api.clone(), me.clone(), sessions.clone());
         async move { api.post(&format!("/v1/sessions/{}/events", sessions[c]), message(&me, "load")).await.0.as_u16() }
     })
@@ -392,25 +443,41 @@ async fn firings(i: &Installation, deployment: &Deployed, n: usize, seconds: u64
     );
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let a = Args::parse();
+    // The load runs on threads of its own name, and an embedded
+    // installation on a runtime of its own, so the installation's CPU can be
+    // told from the load's (`cpu.rs`).
+    let client = tokio::runtime::Builder::new_multi_thread().thread_name(cpu::CLIENT_THREAD).enable_all().build().unwrap();
+    let node = tokio::runtime::Builder::new_multi_thread().thread_name("checkfu-node").enable_all().build().unwrap();
+    client.block_on(run(a, node.handle().clone()));
+}
+
+async fn run(a: Args, node: tokio::runtime::Handle) {
     let dir = tempfile::tempdir().unwrap();
-    let (embedded, installation, what) = match (&a.target, &a.key) {
+    let (embedded, installation, what, watched) = match (&a.target, &a.key) {
         (Some(url), Some(key_file)) => {
             let key = std::fs::read_to_string(key_file).unwrap_or_else(|e| panic!("reading {}: {e}", key_file.display()));
             let url = url.trim_end_matches('/').trim_end_matches("/v1").to_string();
+            let watched = match (&a.pids, &a.procs_from) {
+                (Some(list), _) => Some(cpu::Watched::from_list(list).unwrap_or_else(|e| panic!("--pids: {e}"))),
+                (None, Some(d)) => Some(cpu::Watched::from_dir(d).unwrap_or_else(|e| panic!("--procs-from {}: {e}", d.display()))),
+                (None, None) => None,
+            };
             wait_ready(&url).await;
-            (None, Installation::discover(&url, key.trim()).await, format!("the installation at {url}"))
+            (None, Installation::discover(&url, key.trim()).await, format!("the installation at {url}"), watched)
         }
         _ => {
             // The per-principal rate limit (2,000 calls/s by default) would
             // cap the figures: the bench measures the platform, not a quota.
-            let p = Platform::start_timed(dir.path(), Tuning { rate_limit_per_second: 1_000_000, ..Default::default() }).await;
+            let path = dir.path().to_path_buf();
+            let tuning = Tuning { rate_limit_per_second: 1_000_000, ..Default::default() };
+            let p = node.spawn(async move { Platform::start_timed(&path, tuning).await }).await.unwrap();
             let i = Installation { admin: p.admin.clone(), admin_id: p.admin_id.clone(), env_id: p.env_id.clone() };
-            (Some(p), i, "embedded (SQLite, in-process bus)".to_string())
+            (Some(p), i, "embedded (SQLite, in-process bus)".to_string(), Some(cpu::Watched::Embedded))
         }
     };
+    let watched = watched.as_ref();
     if a.probe {
         probe(&installation).await;
         return;
@@ -423,19 +490,27 @@ async fn main() {
     );
     if a.only.contains(&Figure::Creates) {
         for &clients in &a.clients {
-            let rate = creates(&installation, dep, clients, a.seconds).await;
+            let rate = creates(&installation, watched, dep, clients, a.seconds).await;
             println!("session creates/s        clients={clients:<2}  {rate}");
+            if let Some(c) = &rate.cost {
+                println!("{}", c.lines(rate.done, "session"));
+            }
         }
     }
     if a.only.contains(&Figure::Messages) {
         for &clients in &a.clients {
-            let rate = messages(&installation, dep, clients, a.seconds).await;
+            let rate = messages(&installation, watched, dep, clients, a.seconds).await;
             println!("accepted user.message/s  clients={clients:<2}  {rate}");
+            if let Some(c) = &rate.cost {
+                println!("{}", c.lines(rate.done, "message"));
+            }
         }
     }
     if a.only.contains(&Figure::Turns) {
         for &clients in &a.clients {
+            let cost = Cost::start(watched);
             let (all, accepted) = turns(&installation, dep, clients, a.turns, a.session_turns as usize).await;
+            let cost = Cost::end(watched, cost);
             println!(
                 "turn round trip          clients={clients:<2}  p50 {:>6.2} ms  p99 {:>6.2} ms  ({} turns; the POST alone: p50 {:.2} ms)",
                 ms(percentile(&all, 0.50)),
@@ -443,6 +518,9 @@ async fn main() {
                 all.len(),
                 ms(percentile(&accepted, 0.50))
             );
+            if let Some(c) = &cost {
+                println!("{}", c.lines(all.len() as u64, "turn"));
+            }
         }
     }
     if a.only.contains(&Figure::Firings) {
@@ -452,6 +530,6 @@ async fn main() {
         memory(&installation, &[10, a.documents, 10], a.memory_calls).await;
     }
     if let Some(p) = embedded {
-        p.stop().await;
+        node.spawn(async move { p.stop().await }).await.unwrap();
     }
 }

@@ -204,8 +204,8 @@ async fn main() {
     let second_dir = tempfile::tempdir().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let internal = p.internal_base.clone().unwrap();
-    let remotes: BTreeMap<Role, String> =
-        [Role::Governance, Role::Sessions, Role::ModelGateway, Role::Webhooks].into_iter().map(|r| (r, internal.clone())).collect();
+    // Every role the gateway calls, which is every other role.
+    let remotes: BTreeMap<Role, String> = Role::ALL.into_iter().filter(|r| *r != Role::Gateway).map(|r| (r, internal.clone())).collect();
     let base = checkfu_e2e::embedded_options(second_dir.path(), &checkfu_e2e::Tuning::default());
     let opts = NodeOptions {
         roles: [Role::Gateway].into_iter().collect(),
