@@ -17,6 +17,7 @@ pub mod cma;
 pub mod cpu;
 pub mod mcp;
 pub mod procs;
+pub mod revocation;
 pub mod sse;
 
 /// Timings a test may shorten.

@@ -233,6 +233,44 @@ fn the_chart_renders_valid_manifests_for_every_role() {
 /// The operator, the CRDs and the RBAC: namespaced Roles holding exactly
 /// what each account uses, nothing cluster-wide; the runner gets an account
 /// (allowed to create Sandboxes) only with the Kubernetes sandbox driver.
+/// The chart's HorizontalPodAutoscalers: none by default; with
+/// `autoscaling.enabled`, one autoscaling/v2 HPA on CPU per role that scales
+/// horizontally, its Deployment leaving `replicas` to it, and a PDB.
+#[test]
+fn autoscalers_render_for_every_horizontal_role_when_asked() {
+    if !tools_present() {
+        return;
+    }
+    let report = render();
+    for label in ["default", "production", "kubernetes"] {
+        let docs = report[label].as_array().unwrap();
+        assert!(!docs.iter().any(|d| d["kind"] == "HorizontalPodAutoscaler"), "off unless asked ({label})");
+    }
+    let scaled = report["autoscaling"].as_array().unwrap();
+    let mut hpas: Vec<&str> = scaled
+        .iter()
+        .filter(|d| d["kind"] == "HorizontalPodAutoscaler")
+        .filter_map(|d| d["name"].as_str()?.strip_prefix("checkfu-"))
+        .collect();
+    hpas.sort();
+    let mut horizontal: Vec<&str> = roles().into_iter().filter(|r| *r != "memory").collect();
+    horizontal.sort();
+    assert_eq!(hpas, horizontal, "every role but memory");
+    for role in &horizontal {
+        let hpa = &find(scaled, "HorizontalPodAutoscaler", &format!("checkfu-{role}"));
+        assert_eq!(hpa["apiVersion"], "autoscaling/v2");
+        assert_eq!(hpa["spec"]["scaleTargetRef"]["name"], format!("checkfu-{role}"));
+        assert_eq!(hpa["spec"]["metrics"][0]["resource"]["name"], "cpu");
+        assert!(hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"].as_i64().unwrap() > 0);
+        let deployment = find(scaled, "Deployment", &format!("checkfu-{role}"));
+        assert!(deployment["spec"].get("replicas").is_none(), "{role}: the HPA owns the replica count");
+    }
+    let gw = find(scaled, "HorizontalPodAutoscaler", "checkfu-gateway");
+    assert_eq!((gw["spec"]["minReplicas"].as_i64(), gw["spec"]["maxReplicas"].as_i64()), (Some(3), Some(12)));
+    assert!(scaled.iter().any(|d| d["kind"] == "PodDisruptionBudget" && d["name"] == "checkfu-governance"));
+    assert_eq!(find(scaled, "Deployment", "checkfu-memory")["spec"]["replicas"], 1, "memory keeps its one replica");
+}
+
 #[test]
 fn the_operator_crds_and_rbac_render_scoped() {
     if !tools_present() {

@@ -4,8 +4,10 @@
 //! journey runs with its stream on the other gateway; a broker stopped
 //! mid-journey delays webhook deliveries but loses none; a sessions replica
 //! killed with SIGKILL mid-Run is taken over and the Session settles with a
-//! gapless log. Runs when `CHECKFU_TEST_POSTGRES_URL`,
-//! `CHECKFU_TEST_REDIS_URL` and `CHECKFU_TANSU_BIN` are set (CI sets them).
+//! gapless log; a revoke, a disabled Principal and a removed grant or
+//! membership made through one gateway count at once on the other. Runs
+//! when `CHECKFU_TEST_POSTGRES_URL`, `CHECKFU_TEST_REDIS_URL` and
+//! `CHECKFU_TANSU_BIN` are set (CI sets them).
 #![cfg(test)]
 
 use axum::Router;
@@ -119,6 +121,11 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
 
     // 1. The journey through one gateway, its stream through the other.
     run_journey(&g0, &g1, &a0, &env_id).await;
+
+    // Each gateway keeps keys and permission answers while governance's
+    // epoch in Redis stands: a change made through one gateway counts on
+    // the other for every request that starts after it was answered.
+    checkfu_e2e::revocation::every_change_counts_for_every_later_request(&a0, &g1, &env_id).await;
 
     // 2. Webhooks keep every event across a broker stop.
     let (seen, url) = receiver().await;

@@ -29,7 +29,8 @@ def main():
     report = {}
     prod = os.path.join(CHART, "ci", "production-values.yaml")
     kube = os.path.join(CHART, "ci", "kubernetes-values.yaml")
-    for label, vfs in [("default", []), ("production", [prod]), ("kubernetes", [prod, kube])]:
+    scaled = os.path.join(CHART, "ci", "autoscaling-values.yaml")
+    for label, vfs in [("default", []), ("production", [prod]), ("kubernetes", [prod, kube]), ("autoscaling", [prod, scaled])]:
         files = render(vfs)
         docs = []
         for path, text in sorted(files.items()):

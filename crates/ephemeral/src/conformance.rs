@@ -1,4 +1,4 @@
-//! One conformance suite for [`Fanout`] and [`RateLimiter`]: the in-process
+//! One conformance suite for [`Fanout`], [`RateLimiter`] and [`Epochs`]: the in-process
 //! twins always, Redis when `CHECKFU_TEST_REDIS_URL` is set (CI sets it).
 
 use super::*;
@@ -37,8 +37,30 @@ async fn limiter(l: Arc<dyn RateLimiter>, key: &str) {
     assert_eq!(l.hit(key, 3, w).await.expect("hit"), Admit::Yes, "a new window starts over");
 }
 
+/// `a` and `b` are two handles on one store (two replicas' views).
+async fn epochs(a: Arc<dyn Epochs>, b: Arc<dyn Epochs>, name: &str) {
+    assert_eq!(a.current(name).await.expect("current"), None, "no token until the writer makes one");
+    a.ensure(name).await.expect("ensure");
+    let first = b.current(name).await.expect("current").expect("a token, through the other handle");
+    assert!(first.len() >= 16, "{first:?}");
+    a.ensure(name).await.expect("ensure");
+    assert_eq!(a.current(name).await.expect("current"), Some(first.clone()), "ensure and reading leave a token as it is");
+    b.advance(name).await.expect("advance");
+    let second = a.current(name).await.expect("current").expect("token");
+    assert_ne!(second, first, "an advance through one handle is read through the other");
+    a.advance(name).await.expect("advance");
+    let third = b.current(name).await.expect("current").expect("token");
+    assert!(third != first && third != second, "never a token seen before");
+    let other = format!("{name}-other");
+    a.advance(&other).await.expect("advance");
+    assert_ne!(a.current(&other).await.expect("current"), Some(third.clone()), "epochs are independent");
+    assert_eq!(b.current(name).await.expect("current"), Some(third), "advancing another epoch leaves this one");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_in_process_twins_conform() {
+    let e = Arc::new(memory::MemoryEpochs::default());
+    epochs(e.clone(), e, "decisions").await;
     fanout(Arc::new(memory::MemoryFanout::default()), "checkfu:t:").await;
     limiter(Arc::new(memory::MemoryLimiter::default()), "prin_1").await;
 }
@@ -52,5 +74,7 @@ async fn redis_conforms() {
     assert!(r.ping().await);
     let unique = checkfu_core::id::new_id("t");
     fanout(Arc::new(r.clone()), &format!("checkfu:{unique}:")).await;
+    let other = redis_impl::Redis::connect(&url).await.expect("connect");
+    epochs(Arc::new(r.clone()), Arc::new(other), &unique).await;
     limiter(Arc::new(r), &unique).await;
 }

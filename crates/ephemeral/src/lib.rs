@@ -1,9 +1,11 @@
 //! Ephemeral state shared across replicas: live fan-out (committed events
-//! and previews reaching subscribers on every replica) and per-principal
-//! rate limits. Redis in production ([`redis_impl`]), in-process embedded
+//! and previews reaching subscribers on every replica), per-principal
+//! rate limits, and the epochs that tell every replica's caches a change
+//! happened. Redis in production ([`redis_impl`]), in-process embedded
 //! ([`memory`]); one conformance suite runs against both. Nothing here is
 //! the truth: a lost fan-out message is recovered from the store by the
-//! subscriber, and a limiter that forgets only forgives.
+//! subscriber, a limiter that forgets only forgives, and an epoch that is
+//! lost comes back as a token nobody cached under.
 
 pub mod memory;
 pub mod outage;
@@ -41,4 +43,30 @@ pub enum Admit {
 #[async_trait::async_trait]
 pub trait RateLimiter: Send + Sync + 'static {
     async fn hit(&self, key: &str, limit: u32, window: Duration) -> Result<Admit>;
+}
+
+/// Named epochs: tokens that move whenever what a cache might hold stops
+/// being true (governance moves `decisions` after every change to keys,
+/// Principals, groups or grants). A cache tags what it keeps with the token
+/// it read *before* asking the truth, and uses an entry only while the token
+/// read now is the same — so a change whose [`Epochs::advance`] has returned
+/// reaches every request that reads the token after it. Tokens are random,
+/// never counters: a store that lost a token (Redis restarted) cannot hand
+/// out one anything was cached under. Only the writer mints tokens: an epoch
+/// nobody announces on has none, and a reader without a token keeps nothing.
+#[async_trait::async_trait]
+pub trait Epochs: Send + Sync + 'static {
+    /// The epoch's current token; `None` when it has none.
+    async fn current(&self, name: &str) -> Result<Option<String>>;
+    /// Moves the epoch to a new token; every [`Epochs::current`] that starts
+    /// after this returns sees it (or a later one).
+    async fn advance(&self, name: &str) -> Result<()>;
+    /// Gives the epoch a token when it has none (after a restart of the
+    /// store); leaves one it has.
+    async fn ensure(&self, name: &str) -> Result<()>;
+}
+
+/// A token no reader has seen: 128 random bits.
+pub(crate) fn fresh_token() -> String {
+    checkfu_core::new_secret("")[..32].to_string()
 }

@@ -1,6 +1,6 @@
 //! The in-process twins: one process is the whole installation.
 
-use crate::{Admit, Fanout, RateLimiter};
+use crate::{Admit, Epochs, Fanout, RateLimiter};
 use checkfu_core::Result;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -67,5 +67,29 @@ impl RateLimiter for MemoryLimiter {
         }
         entry.1 += 1;
         if entry.1 <= limit { Ok(Admit::Yes) } else { Ok(Admit::No { retry_after: window.saturating_sub(now.duration_since(entry.0)) }) }
+    }
+}
+
+/// Epochs of one process: the twin for an installation that is one process
+/// (every writer and every cache in it).
+#[derive(Default)]
+pub struct MemoryEpochs {
+    tokens: Mutex<HashMap<String, String>>,
+}
+
+#[async_trait::async_trait]
+impl Epochs for MemoryEpochs {
+    async fn current(&self, name: &str) -> Result<Option<String>> {
+        Ok(self.tokens.lock().unwrap_or_else(|p| p.into_inner()).get(name).cloned())
+    }
+
+    async fn advance(&self, name: &str) -> Result<()> {
+        self.tokens.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), crate::fresh_token());
+        Ok(())
+    }
+
+    async fn ensure(&self, name: &str) -> Result<()> {
+        self.tokens.lock().unwrap_or_else(|p| p.into_inner()).entry(name.to_string()).or_insert_with(crate::fresh_token);
+        Ok(())
     }
 }

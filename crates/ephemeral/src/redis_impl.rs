@@ -1,7 +1,8 @@
-//! Redis: PUBLISH/PSUBSCRIBE for fan-out, and `INCR` + `PEXPIRE` (one
-//! script, atomic) for fixed-window limits shared by every gateway replica.
+//! Redis: PUBLISH/PSUBSCRIBE for fan-out, `INCR` + `PEXPIRE` (one
+//! script, atomic) for fixed-window limits shared by every gateway replica,
+//! and `GET` / `SET` (`NX`) for epochs.
 
-use crate::{Admit, Fanout, RateLimiter};
+use crate::{Admit, Epochs, Fanout, RateLimiter};
 use checkfu_core::{Error, Result};
 use futures_util::StreamExt;
 use redis::aio::ConnectionManager;
@@ -110,5 +111,36 @@ impl RateLimiter for Redis {
             .await
             .map_err(|e| redis_err("rate limit", e))?;
         if n <= i64::from(limit) { Ok(Admit::Yes) } else { Ok(Admit::No { retry_after: Duration::from_millis(ttl.max(1) as u64) }) }
+    }
+}
+
+fn epoch_key(name: &str) -> String {
+    format!("checkfu:epoch:{name}")
+}
+
+#[async_trait::async_trait]
+impl Epochs for Redis {
+    async fn current(&self, name: &str) -> Result<Option<String>> {
+        redis::cmd("GET").arg(epoch_key(name)).query_async(&mut self.conn.clone()).await.map_err(|e| redis_err("epoch", e))
+    }
+
+    async fn advance(&self, name: &str) -> Result<()> {
+        redis::cmd("SET")
+            .arg(epoch_key(name))
+            .arg(crate::fresh_token())
+            .query_async::<()>(&mut self.conn.clone())
+            .await
+            .map_err(|e| redis_err("epoch", e))
+    }
+
+    async fn ensure(&self, name: &str) -> Result<()> {
+        redis::cmd("SET")
+            .arg(epoch_key(name))
+            .arg(crate::fresh_token())
+            .arg("NX")
+            .query_async::<Option<String>>(&mut self.conn.clone())
+            .await
+            .map(|_| ())
+            .map_err(|e| redis_err("epoch", e))
     }
 }

@@ -1,6 +1,7 @@
 //! Who is calling: `Authorization: Bearer <api key>` (or the console's
-//! session cookie, see `console/`), resolved by governance on every
-//! request, so a revoked key stops working at once.
+//! session cookie, see `console/`), resolved by governance — or by the
+//! replica's decision cache, which follows every change governance
+//! announces (`decisions.rs`) — so a revoked key stops working at once.
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -213,11 +214,16 @@ pub fn bearer(headers: &axum::http::HeaderMap) -> &str {
     header.strip_prefix("Bearer ").or_else(|| header.strip_prefix("bearer ")).map(str::trim).unwrap_or_default()
 }
 
-/// Who `secret` belongs to, asked of governance (never cached: a revoked
-/// key fails at once).
+/// Who `secret` belongs to: asked of governance, or kept from its last
+/// answer while nothing changed (`decisions.rs`), so a revoked key fails
+/// on every request that starts after the revoke was answered.
 pub async fn authenticate(state: &AppState, secret: &str) -> Result<Caller, ApiError> {
-    let resp = state.gov.clone().authenticate(AuthenticateRequest { secret: secret.to_string() }).await?.into_inner();
-    Ok(Caller { principal_id: resp.principal_id, key_id: resp.key_id })
+    let ask = async {
+        let resp = state.gov.clone().authenticate(AuthenticateRequest { secret: secret.to_string() }).await?.into_inner();
+        Ok((resp.principal_id, resp.key_id))
+    };
+    let (principal_id, key_id) = state.decisions.key(&checkfu_core::sha256_hex(secret), ask).await?;
+    Ok(Caller { principal_id, key_id })
 }
 
 /// Who the console session `token` acts as, and the digest its CSRF token

@@ -1,5 +1,6 @@
 //! Permission checks at the public boundary. Reach is a row: every handler
-//! asks governance before acting, and nothing is allowed by default.
+//! asks governance (or the decision cache that follows it) before acting,
+//! and nothing is allowed by default.
 
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -9,16 +10,21 @@ use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::sessions::v1 as ss;
 
 impl AppState {
-    /// Whether `principal_id` holds `permission` on the resource.
+    /// Whether `principal_id` holds `permission` on the resource: asked of
+    /// governance, or kept from its answer while nothing changed
+    /// (`decisions.rs`).
     pub async fn allowed(&self, principal_id: &str, permission: &str, kind: &str, id: &str, environment_id: &str) -> ApiResult<bool> {
-        let req = gov::CheckRequest {
-            principal_id: principal_id.into(),
-            permission: permission.into(),
-            resource: Some(gov::ResourceRef { kind: kind.into(), id: id.into() }),
-            environment_id: environment_id.into(),
-            subject: None,
+        let ask = async {
+            let req = gov::CheckRequest {
+                principal_id: principal_id.into(),
+                permission: permission.into(),
+                resource: Some(gov::ResourceRef { kind: kind.into(), id: id.into() }),
+                environment_id: environment_id.into(),
+                subject: None,
+            };
+            Ok(self.gov.clone().check(req).await?.into_inner().allowed)
         };
-        Ok(self.gov.clone().check(req).await?.into_inner().allowed)
+        self.decisions.check([principal_id, permission, kind, id, environment_id], ask).await
     }
 
     /// 403 `permission.denied` unless the caller holds the permission.

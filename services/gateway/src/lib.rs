@@ -8,6 +8,7 @@ pub mod automation_wire;
 pub mod bodies;
 pub mod cma;
 pub mod console;
+pub mod decisions;
 pub mod error;
 pub mod execution_wire;
 pub mod extract;
@@ -85,6 +86,9 @@ pub struct AppState {
     /// Who a Session acts as, where it lives and what it runs never change,
     /// so the gateway keeps those facts instead of asking on every write.
     pub session_facts: Arc<checkfu_core::cache::Bounded<String, SessionFacts>>,
+    /// Keys' Principals and permission answers, kept while governance's
+    /// `decisions` epoch stands (see `decisions.rs`).
+    pub decisions: Arc<decisions::Decisions>,
 }
 
 /// The immutable facts of a Session that authorization needs.
@@ -151,6 +155,7 @@ impl AppState {
         shutdown: tokio_util::sync::CancellationToken,
         sse_ping: std::time::Duration,
         limits: RateLimits,
+        epochs: Option<Arc<dyn checkfu_ephemeral::Epochs>>,
     ) -> Result<AppState> {
         let max_streams = limits.max_streams_per_principal;
         let db = Db::open(location, "gateway", &MIGRATIONS).await?;
@@ -183,6 +188,7 @@ impl AppState {
             shutdown,
             sse_ping,
             session_facts: Arc::new(checkfu_core::cache::Bounded::new(SESSION_FACTS_CACHE)),
+            decisions: Arc::new(decisions::Decisions::new(epochs)),
         })
     }
 
@@ -202,10 +208,11 @@ impl AppState {
 }
 
 /// Gives every request an id (`request-id` header, and `request_id` in error
-/// envelopes) and keeps it in scope for the handler.
+/// envelopes) and keeps it in scope for the handler, with the request's one
+/// reading of the decisions epoch.
 async fn request_id(req: Request, next: Next) -> Response {
     let id = checkfu_core::id::new_id("req");
-    let mut resp = REQUEST_ID.scope(id.clone(), next.run(req)).await;
+    let mut resp = REQUEST_ID.scope(id.clone(), decisions::Decisions::scope(next.run(req))).await;
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("request-id", v);
     }

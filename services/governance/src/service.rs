@@ -45,7 +45,13 @@ pub struct GovernanceService {
     /// Keys and grants in memory, where this process is the store's only
     /// writer (see read_cache.rs).
     reads: Option<Arc<ReadCache>>,
+    /// Where every replica's decision caches (the gateways') learn that a
+    /// change happened: the `decisions` epoch, moved after each one.
+    epochs: Option<Arc<dyn checkfu_ephemeral::Epochs>>,
 }
+
+/// The epoch the decision caches read (see checkfu_ephemeral::Epochs).
+pub const DECISIONS_EPOCH: &str = "decisions";
 
 /// A new API key secret: `ck_` and 256 random bits.
 fn new_secret() -> String {
@@ -54,7 +60,7 @@ fn new_secret() -> String {
 
 impl GovernanceService {
     pub fn new(store: Arc<dyn GovernanceStore>) -> Self {
-        GovernanceService { store, approval_ttl_ms: crate::model::DEFAULT_APPROVAL_TTL_MS, reads: None }
+        GovernanceService { store, approval_ttl_ms: crate::model::DEFAULT_APPROVAL_TTL_MS, reads: None, epochs: None }
     }
 
     /// Keeps API keys' principals and principals' grants in memory. Only for
@@ -64,12 +70,41 @@ impl GovernanceService {
         self
     }
 
+    /// Tells the decision caches of every replica that keys and grants
+    /// change here: after each such write, [`Self::wrote`] moves `epochs`'
+    /// `decisions` epoch before the write is answered.
+    pub fn with_epochs(mut self, epochs: Arc<dyn checkfu_ephemeral::Epochs>) -> Self {
+        self.epochs = Some(epochs);
+        self
+    }
+
     /// After a committed write that may change who a key is or what a
-    /// principal holds.
-    pub(crate) fn wrote(&self) {
+    /// principal holds: empties this process's cache and moves the epoch
+    /// every decision cache reads, so any request that starts once the
+    /// write is answered is decided on the new rows. When the epoch cannot
+    /// be moved (Redis unreachable, three tries), the write is answered 503
+    /// saying so: it is committed, and caches drop what they hold within
+    /// their age bound (5 s) however they learn of it.
+    pub(crate) async fn wrote(&self) -> Result<()> {
         if let Some(c) = &self.reads {
             c.invalidate();
         }
+        let Some(epochs) = &self.epochs else { return Ok(()) };
+        let mut last = None;
+        for attempt in 0..3u64 {
+            if attempt > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
+            }
+            match epochs.advance(DECISIONS_EPOCH).await {
+                Ok(()) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+        }
+        let why = last.map(|e| e.message).unwrap_or_default();
+        tracing::error!(error = %why, "a change to keys or grants is committed, but the decision caches could not be told");
+        Err(Error::unavailable(
+            "the change is saved, but the gateways' decision caches could not be told at once: they follow it within 5 s; retrying tells them",
+        ))
     }
 
     /// A principal's grants, directly and through its groups.
@@ -131,7 +166,7 @@ impl GovernanceService {
         let key = ApiKey { id: KeyId::mint(), principal_id: admin.id.clone(), name: "bootstrap".into(), created_ms: now, revoked_ms: None };
         place_key(&secret)?;
         let created = self.store.bootstrap(&admin, &grant, &env, &key, &sha256_hex(&secret)).await?;
-        self.wrote();
+        self.wrote().await?;
         Ok(Bootstrapped {
             created,
             admin_principal_id: if created { admin.id.into() } else { String::new() },
@@ -222,9 +257,9 @@ impl GovernanceService {
         let p = self.principal(id).await?;
         let Some(disabled) = disabled else { return Ok(p) };
         let p = self.store.set_principal_disabled(&p.id, disabled).await?.ok_or_else(|| Error::not_found("principal", id))?;
-        self.wrote();
+        let told = self.wrote().await;
         self.audit(actor, "principal.updated", "principal", id, json!({"disabled": disabled})).await?;
-        Ok(p)
+        told.map(|()| p)
     }
 
     pub async fn create_api_key(&self, principal_id: &str, name: &str, actor: &str) -> Result<(ApiKey, String)> {
@@ -262,9 +297,9 @@ impl GovernanceService {
     pub async fn revoke_api_key(&self, id: &str, actor: &str) -> Result<ApiKey> {
         let id = self.api_key(id).await?.id;
         let key = self.store.revoke_api_key(&id, now_ms()).await?.ok_or_else(|| Error::not_found("api_key", &id))?;
-        self.wrote();
+        let told = self.wrote().await;
         self.audit(actor, "api_key.revoked", "api_key", &id, json!({"principal_id": key.principal_id})).await?;
-        Ok(key)
+        told.map(|()| key)
     }
 
     pub async fn create_group(&self, name: &str, actor: &str) -> Result<Group> {
@@ -291,8 +326,9 @@ impl GovernanceService {
         let group = self.group(group_id).await?.id;
         let principal = self.principal(principal_id).await?.id;
         self.store.add_group_member(&group, &principal).await?;
-        self.wrote();
+        let told = self.wrote().await;
         self.audit(actor, "group.member_added", "group", group_id, json!({"principal_id": principal_id})).await?;
+        told?;
         self.group(group_id).await
     }
 
@@ -300,11 +336,12 @@ impl GovernanceService {
         let group = self.group(group_id).await?.id;
         let principal = PrincipalId::parse("principal_id", principal_id)?;
         let removed = self.store.remove_group_member(&group, &principal).await?;
-        self.wrote();
         if !removed {
             return Err(Error::not_found("group member", principal_id));
         }
+        let told = self.wrote().await;
         self.audit(actor, "group.member_removed", "group", group_id, json!({"principal_id": principal_id})).await?;
+        told?;
         self.group(group_id).await
     }
 
@@ -427,7 +464,7 @@ impl GovernanceService {
             checkfu_core::Code::Conflict => Error::conflict("the same assignment already exists"),
             _ => e,
         })?;
-        self.wrote();
+        let told = self.wrote().await;
         self.audit(
             actor,
             "permission_assignment.created",
@@ -436,7 +473,7 @@ impl GovernanceService {
             json!({"subject": {"kind": subject_kind.as_str(), "id": subject_id}, "permission": permission.as_str(), "resource": {"kind": resource_kind.as_str(), "id": resource_id}}),
         )
         .await?;
-        Ok(a)
+        told.map(|()| a)
     }
 
     pub async fn assignment(&self, id: &str) -> Result<Assignment> {
@@ -496,10 +533,10 @@ impl GovernanceService {
                 .with_reason("managed_by_vault"));
         }
         let deleted = self.store.delete_assignment(&a.id).await?;
-        self.wrote();
         if !deleted {
             return Err(Error::not_found("permission_assignment", id));
         }
+        let told = self.wrote().await;
         self.audit(
             actor,
             "permission_assignment.deleted",
@@ -508,7 +545,7 @@ impl GovernanceService {
             json!({"subject": {"kind": a.subject_kind.as_str(), "id": a.subject_id}, "permission": a.permission.as_str(), "resource": {"kind": a.resource_kind.as_str(), "id": a.resource_id}}),
         )
         .await?;
-        Ok(a)
+        told.map(|()| a)
     }
 
     /// Whether `principal_id` holds `permission` on the resource, directly or

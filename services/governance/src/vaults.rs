@@ -106,12 +106,12 @@ impl GovernanceService {
         };
         let rows: Vec<Assignment> = v.tuples().iter().map(|t| self.compiled(&v, t, actor)).collect();
         self.store.insert_vault(&v, &rows).await?;
-        self.wrote();
+        let told = self.wrote().await;
         let details =
             json!({"environment_id": v.environment_id, "name": v.name, "connection_ids": v.connection_ids, "grantees": v.grantees});
         self.audit(actor, "connection_vault.created", "connection_vault", &v.id, details).await?;
         self.audit_rows(actor, "permission_assignment.created", &rows).await?;
-        Ok(v)
+        told.map(|()| v)
     }
 
     pub async fn vault(&self, id: &str) -> Result<ConnectionVault> {
@@ -161,13 +161,13 @@ impl GovernanceService {
             if !self.store.update_vault(&next, current.version, &add, &remove_ids).await? {
                 continue;
             }
-            self.wrote();
+            let told = self.wrote().await;
             let details = json!({"before": {"name": current.name, "connection_ids": current.connection_ids, "grantees": current.grantees, "metadata": current.metadata},
                 "after": {"name": next.name, "connection_ids": next.connection_ids, "grantees": next.grantees, "metadata": next.metadata}});
             self.audit(actor, "connection_vault.updated", "connection_vault", &next.id, details).await?;
             self.audit_rows(actor, "permission_assignment.created", &add).await?;
             self.audit_rows(actor, "permission_assignment.deleted", &remove).await?;
-            return Ok(next);
+            return told.map(|()| next);
         }
         Err(Error::conflict("the connection vault changed concurrently; read it again"))
     }
@@ -188,10 +188,10 @@ impl GovernanceService {
             if !self.store.update_vault(&next, current.version, &[], &ids).await? {
                 continue;
             }
-            self.wrote();
+            let told = self.wrote().await;
             self.audit(actor, "connection_vault.archived", "connection_vault", &next.id, json!({"name": next.name})).await?;
             self.audit_rows(actor, "permission_assignment.deleted", &rows).await?;
-            return Ok(next);
+            return told.map(|()| next);
         }
         Err(Error::conflict("the connection vault changed concurrently; read it again"))
     }
@@ -209,10 +209,10 @@ impl GovernanceService {
         if !self.store.delete_vault(id).await? {
             return Err(Error::not_found("connection_vault", id));
         }
-        self.wrote();
+        let told = self.wrote().await;
         self.audit(actor, "connection_vault.deleted", "connection_vault", &v.id, json!({"name": v.name})).await?;
         self.audit_rows(actor, "permission_assignment.deleted", &rows).await?;
-        Ok(v)
+        told.map(|()| v)
     }
 }
 

@@ -27,6 +27,11 @@ pub struct Assembly<'a> {
     pub bus: Arc<dyn checkfu_bus::Bus>,
     /// Live fan-out and shared limits, when configured.
     pub redis: Option<checkfu_ephemeral::redis_impl::Redis>,
+    /// Where governance announces changes to keys and grants and the
+    /// gateways' decision caches read them: Redis when configured; in
+    /// process when this process is the whole of governance (it plays the
+    /// role on its own SQLite store); else none, and nothing is cached.
+    pub epochs: Option<Arc<dyn checkfu_ephemeral::Epochs>>,
     /// What bootstrap made on this start (the governance role).
     pub bootstrap: Option<BootstrapInfo>,
     /// The public REST/SSE routes (the gateway role).
@@ -69,6 +74,13 @@ impl<'a> Assembly<'a> {
             }
             None => Arc::new(checkfu_bus::memory::MemoryBus::new()),
         };
+        let epochs: Option<Arc<dyn checkfu_ephemeral::Epochs>> = match &redis {
+            Some(r) => Some(Arc::new(r.clone())),
+            None if opts.roles.contains(&Role::Governance) && matches!(opts.storage, checkfu_store::Location::SqliteDir(_)) => {
+                Some(Arc::new(checkfu_ephemeral::memory::MemoryEpochs::default()))
+            }
+            None => None,
+        };
         let (health, health_service) = tonic_health::server::health_reporter();
         health.set_service_status("", tonic_health::ServingStatus::Serving).await;
         Ok(Assembly {
@@ -76,6 +88,7 @@ impl<'a> Assembly<'a> {
             shutdown,
             bus,
             redis,
+            epochs,
             bootstrap: None,
             api: None,
             readiness: Readiness::default(),

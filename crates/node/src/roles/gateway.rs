@@ -40,9 +40,16 @@ impl Play for Gateway {
         let mut limits = checkfu_gateway::RateLimits::new(limiter, opts.gateway.rate_limit_per_second);
         limits.max_streams_per_principal = opts.gateway.max_streams_per_principal;
         limits.auth_failures_per_window = opts.gateway.auth_failures_per_window;
-        let state = checkfu_gateway::AppState::open(&opts.storage, upstreams, node.shutdown.clone(), opts.gateway.sse_ping, limits)
-            .await
-            .context("opening the gateway store")?;
+        let state = checkfu_gateway::AppState::open(
+            &opts.storage,
+            upstreams,
+            node.shutdown.clone(),
+            opts.gateway.sse_ping,
+            limits,
+            node.epochs.clone(),
+        )
+        .await
+        .context("opening the gateway store")?;
         node.ready("gateway", state.idem.clone(), |i| async move { i.ready().await });
         let edge = checkfu_gateway::runner_edge::RunnerEdge {
             sessions: checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient::new(

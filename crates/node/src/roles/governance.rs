@@ -28,6 +28,29 @@ impl Play for Governance {
             // the writes: keys and grants can be kept in memory.
             svc = svc.with_read_cache();
         }
+        if let Some(epochs) = &node.epochs {
+            svc = svc.with_epochs(epochs.clone());
+            // The gateways keep decisions only under a token governance
+            // made: one from the start, and again whenever the store lost it.
+            let (epochs, stop) = (epochs.clone(), node.shutdown.clone());
+            node.spawn(async move {
+                let outage = checkfu_ephemeral::outage::FailureLog::new(
+                    "cannot announce the decisions epoch; gateways ask governance for every decision",
+                );
+                loop {
+                    match epochs.ensure(checkfu_governance::service::DECISIONS_EPOCH).await {
+                        Ok(()) => outage.recovered(),
+                        Err(e) => {
+                            outage.failed(&e);
+                        }
+                    }
+                    tokio::select! {
+                        () = stop.cancelled() => return,
+                        () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
+                    }
+                }
+            });
+        }
         node.spawn(checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "governance").run(super::RELAY_EVERY, node.shutdown.clone()));
 
         let path = opts.governance.bootstrap_key_file.clone().unwrap_or_else(|| "admin.key".into());

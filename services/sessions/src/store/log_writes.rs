@@ -1,6 +1,6 @@
 //! The statements of one write to the event log, run inside a transaction
-//! the caller holds: the per-write path (PostgreSQL) and the group commit
-//! (SQLite) share them, so both write a change the same way.
+//! the caller holds: the group commit (both stores) and the write-by-write
+//! fallback share them, so every path writes a change the same way.
 
 use super::Change;
 use super::outbox::session_records;
@@ -17,12 +17,34 @@ use checkfu_store::sqlx::{self, Any, AnyConnection, AssertSqlSafe, any::AnyArgum
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Order {
     /// After the session's compare-and-set, as PostgreSQL needs for its
-    /// lock order (the sessions row, then the runs row).
+    /// lock order (the sessions row, then the runs row); a claim that loses
+    /// then has moved the session row, and its transaction must be rolled
+    /// back ([`Applied::Undo`]).
     SessionFirst,
-    /// Before it, so that a change that loses writes nothing at all (the
-    /// group commit runs changes side by side without savepoints; SQLite has
-    /// one writer and no row locks).
+    /// Before it, so that a change that loses writes nothing at all (SQLite
+    /// has one writer and no row locks).
     GuardFirst,
+}
+
+impl Order {
+    /// The order a store's row locks need.
+    pub(super) fn of(dialect: checkfu_store::Dialect) -> Order {
+        match dialect {
+            checkfu_store::Dialect::Postgres => Order::SessionFirst,
+            checkfu_store::Dialect::Sqlite => Order::GuardFirst,
+        }
+    }
+}
+
+/// How one change went inside the caller's transaction.
+#[derive(Debug)]
+pub(super) enum Applied {
+    Done(Box<(Session, Vec<Event>)>),
+    /// Its compare-and-set or its claim lost before anything was written.
+    Lost,
+    /// Its claim lost after its session row moved ([`Order::SessionFirst`]):
+    /// the transaction holds a write that must not commit.
+    Undo,
 }
 
 /// Whether a claim's Run is still claimable. The no-op update takes the run
@@ -42,12 +64,11 @@ async fn claim_holds(conn: &mut AnyConnection, c: &Change) -> Result<bool> {
     Ok(held.rows_affected() == 1)
 }
 
-/// One change inside the caller's transaction: `None` when its
-/// compare-and-set lost.
-/// `traceparent` is the trace of the request that made the change.
-pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order, traceparent: &str) -> Result<Option<(Session, Vec<Event>)>> {
+/// One change inside the caller's transaction. `traceparent` is the trace
+/// of the request that made the change.
+pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order, traceparent: &str) -> Result<Applied> {
     if order == Order::GuardFirst && !claim_holds(conn, c).await? {
-        return Ok(None);
+        return Ok(Applied::Lost);
     }
     let se = &c.session;
     // The compare-and-set: only the writer that read `expected_version`
@@ -72,10 +93,10 @@ pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order, tr
     .await
     .map_err(db_err)?;
     let Some(row) = row else {
-        return Ok(None);
+        return Ok(Applied::Lost);
     };
     if order == Order::SessionFirst && !claim_holds(conn, c).await? {
-        return Ok(None);
+        return Ok(Applied::Undo);
     }
     let last_seq = i(&row, "last_seq")?;
     let version = i(&row, "version")?;
@@ -91,7 +112,7 @@ pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order, tr
     let mut after = se.clone();
     after.last_seq = last_seq;
     after.version = version;
-    Ok(Some((after, events)))
+    Ok(Applied::Done(Box::new((after, events))))
 }
 
 /// Keeps the Outcome readable by id (its state lives on the Session row).

@@ -1,7 +1,6 @@
 //! SQL implementation of [`SessionsStore`], one text for both dialects.
 
 use super::group_commit::GroupCommit;
-use super::log_writes::{Order, apply, create};
 use super::rows::*;
 use super::{Change, SessionFilter, SessionsStore, View};
 use crate::model::*;
@@ -17,17 +16,17 @@ use checkfu_store::{Db, db_err, find_one, flag, list_in_envs};
 #[derive(Clone, Debug)]
 pub struct SqlSessionsStore {
     pub(super) db: Db,
-    /// SQLite's single writer commits changes in groups.
-    group: Option<GroupCommit>,
+    /// The log's writes, committed in groups (group_commit.rs).
+    group: GroupCommit,
 }
 
 type Query<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>;
 
 impl SqlSessionsStore {
-    /// The store on `db`; on SQLite this starts the group-commit writer
-    /// (so it needs a Tokio runtime).
+    /// The store on `db`; this starts the log's group-commit writers (so it
+    /// needs a Tokio runtime).
     pub fn new(db: Db) -> Self {
-        let group = (db.dialect == checkfu_store::Dialect::Sqlite).then(|| GroupCommit::start(db.clone()));
+        let group = GroupCommit::start(db.clone());
         SqlSessionsStore { db, group }
     }
 
@@ -293,13 +292,7 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn insert_session(&self, se: &Session, events: &[NewEvent], runs: &[Run]) -> Result<Vec<Event>> {
-        if let Some(group) = &self.group {
-            return group.create(se.clone(), events.to_vec(), runs.to_vec()).await;
-        }
-        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        let out = create(&mut tx, se, events, runs, &checkfu_telemetry::current_traceparent()).await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(out)
+        self.group.create(se.clone(), events.to_vec(), runs.to_vec()).await
     }
 
     async fn get_session(&self, id: &SessionId) -> Result<Option<Session>> {
@@ -354,15 +347,7 @@ impl SessionsStore for SqlSessionsStore {
     }
 
     async fn commit(&self, c: Change) -> Result<Option<(Session, Vec<Event>)>> {
-        if let Some(group) = &self.group {
-            return group.commit(c).await;
-        }
-        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        let Some(done) = apply(&mut tx, &c, Order::SessionFirst, &checkfu_telemetry::current_traceparent()).await? else {
-            return Ok(None);
-        };
-        tx.commit().await.map_err(db_err)?;
-        Ok(Some(done))
+        self.group.commit(c).await
     }
 
     async fn list_events(&self, session_id: &SessionId, view: &View, after_seq: i64, limit: i64, types: &[String]) -> Result<Vec<Event>> {
