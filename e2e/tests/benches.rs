@@ -39,6 +39,16 @@ fn cost(out: &str, unit: &str) -> (f64, Vec<(String, f64)>) {
 const QUICK: [&str; 6] = ["--seconds", "0.5", "--turns", "4", "--clients", "1"];
 
 #[test]
+fn the_cma_figure_measures_the_projection_against_native() {
+    let out = bench(&["--only", "cma", "--seconds", "0.5", "--clients", "1", "--cma-samples", "10"]);
+    let line = out.lines().find(|l| l.starts_with("cma session creates/s")).unwrap_or_else(|| panic!("no cma creates line:\n{out}"));
+    let rate: f64 = line.split_whitespace().nth(4).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"));
+    assert!(rate > 0.0 && !line.contains("refused"), "every create through /cma answered 2xx: {line}");
+    assert!(cost(&out, "session").0 > 0.0, "{out}");
+    assert!(out.contains("the projection adds"), "{out}");
+}
+
+#[test]
 fn the_embedded_bench_prints_rates_and_their_cost() {
     let out = bench(&QUICK);
     for figure in ["session creates/s", "accepted user.message/s", "turn round trip"] {

@@ -95,6 +95,20 @@ impl Db {
                 let set_path = format!("SET search_path TO {schema}");
                 let pool = AnyPoolOptions::new()
                     .max_connections(16)
+                    // sqlx pings a pooled connection before lending it by
+                    // default: a round trip to the server for every query.
+                    // Only one idle long enough to have gone stale (the
+                    // server restarted, a proxy timed it out) is pinged,
+                    // and dropped if it does not answer.
+                    .test_before_acquire(false)
+                    .before_acquire(|conn, meta| {
+                        Box::pin(async move {
+                            if meta.idle_for < STALE_AFTER {
+                                return Ok(true);
+                            }
+                            Ok(sqlx::Connection::ping(conn).await.is_ok())
+                        })
+                    })
                     .acquire_timeout(Duration::from_secs(10))
                     .after_connect(move |conn, _| {
                         let set_path = set_path.clone();
@@ -119,6 +133,9 @@ impl Db {
         sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
     }
 }
+
+/// A pooled PostgreSQL connection idle this long is pinged before use.
+const STALE_AFTER: Duration = Duration::from_secs(10);
 
 async fn create_schema(url: &str, schema: &str) -> Result<(), Error> {
     let pool = AnyPoolOptions::new().max_connections(1).connect(url).await.map_err(db_err)?;

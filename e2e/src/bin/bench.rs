@@ -19,7 +19,10 @@
 //! `scheduled_for`, at the 50th and 99th percentile; with `--only memory`
 //! the latency of a MemoryStore document read, a compare-and-set write and
 //! a list page (10 documents) in a store of 10 documents and in one of
-//! `--documents` (10,000 by default), at the 50th and 99th percentile.
+//! `--documents` (10,000 by default), at the 50th and 99th percentile; with
+//! `--only cma` session creates through the CMA projection (`/cma`) at each
+//! `--clients` level, and one client's create through `/cma` against the
+//! native create (p50 of `--cma-samples` each, alternated).
 //!
 //! By default it boots an embedded installation in this process (every
 //! role, SQLite in a temporary directory, the scripted model). With
@@ -97,6 +100,9 @@ struct Args {
     /// Calls timed per memory operation and store.
     #[arg(long, default_value_t = 500)]
     memory_calls: usize,
+    /// Creates timed each way (native, `/cma`) for the projection's overhead.
+    #[arg(long, default_value_t = 200)]
+    cma_samples: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -106,6 +112,9 @@ enum Figure {
     Turns,
     Firings,
     Memory,
+    /// Session creates through the CMA projection (`/cma`), and their
+    /// overhead over the native create.
+    Cma,
 }
 
 /// Calls answered 201 per second, and how many got another answer (a
@@ -157,7 +166,8 @@ impl std::fmt::Display for Rate {
     }
 }
 
-/// Runs `op` from `clients` tasks until `seconds` pass.
+/// Runs `op` (an HTTP status back) from `clients` tasks until `seconds`
+/// pass; a 2xx counts as done.
 async fn throughput<F, Fut>(watched: Option<&cpu::Watched>, clients: usize, seconds: f64, op: F) -> Rate
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
@@ -174,7 +184,7 @@ where
         let (op, done, refused) = (op.clone(), done.clone(), refused.clone());
         tasks.push(tokio::spawn(async move {
             while Instant::now() < deadline {
-                let counter = if op(c).await == 201 { &done } else { &refused };
+                let counter = if (200..300).contains(&op(c).await) { &done } else { &refused };
                 counter.fetch_add(1, Ordering::Relaxed);
             }
         }));
@@ -207,6 +217,55 @@ async fn creates(i: &Installation, watched: Option<&cpu::Watched>, deployment: &
         async move { api.post("/v1/sessions", json!({"agent_deployment_id": dep, "principal_id": me})).await.0.as_u16() }
     })
     .await
+}
+
+/// What a CMA client sends besides its key.
+const CMA_HEADERS: [(&str, &str); 1] = [("anthropic-beta", "managed-agents-2026-04-01")];
+
+/// An Agent and an environment made through `/cma`, for its creates.
+async fn cma_agent(i: &Installation) -> (String, String) {
+    let agent = i.admin.post_with("/cma/v1/agents", json!({"name": "bench", "model": "claude-sonnet-4-6"}), &CMA_HEADERS).await;
+    assert!(agent.0.is_success(), "a CMA agent: {}", agent.1);
+    let name = format!("bench-{}", checkfu_core::id::new_id("x"));
+    let env = i.admin.post_with("/cma/v1/environments", json!({"name": name, "config": {"type": "cloud"}}), &CMA_HEADERS).await;
+    assert!(env.0.is_success(), "a CMA environment: {}", env.1);
+    (id(&agent.1), id(&env.1))
+}
+
+/// `POST /cma/v1/sessions` from `clients` clients.
+async fn cma_creates(i: &Installation, watched: Option<&cpu::Watched>, agent_env: &(String, String), clients: usize, seconds: f64) -> Rate {
+    let (api, body) = (Arc::new(i.admin.clone()), json!({"agent": agent_env.0, "environment_id": agent_env.1}));
+    throughput(watched, clients, seconds, move |_| {
+        let (api, body) = (api.clone(), body.clone());
+        async move { api.post_with("/cma/v1/sessions", body, &CMA_HEADERS).await.0.as_u16() }
+    })
+    .await
+}
+
+/// One client's create latency, native and through `/cma` alternately,
+/// `n` of each after 20 of each to warm up: p50s in milliseconds.
+async fn cma_overhead(i: &Installation, deployment: &str, agent_env: &(String, String), n: usize) -> (f64, f64) {
+    let (mut native, mut cma) = (vec![], vec![]);
+    let native_body = json!({"agent_deployment_id": deployment, "principal_id": i.admin_id});
+    let cma_body = json!({"agent": agent_env.0, "environment_id": agent_env.1});
+    for k in 0..n + 20 {
+        let t = Instant::now();
+        let r = i.admin.post("/v1/sessions", native_body.clone()).await;
+        let took = t.elapsed();
+        assert_eq!(r.0.as_u16(), 201, "{}", r.1);
+        let t = Instant::now();
+        let c = i.admin.post_with("/cma/v1/sessions", cma_body.clone(), &CMA_HEADERS).await;
+        let took_cma = t.elapsed();
+        assert!(c.0.is_success(), "{}", c.1);
+        // The first creates warm connections and caches.
+        if k >= 20 {
+            native.push(took);
+            cma.push(took_cma);
+        }
+    }
+    native.sort();
+    cma.sort();
+    (ms(percentile(&native, 0.5)), ms(percentile(&cma, 0.5)))
 }
 
 /// `user.message`s accepted, each client posting to a Session of its own
@@ -522,6 +581,21 @@ async fn run(a: Args, node: tokio::runtime::Handle) {
                 println!("{}", c.lines(all.len() as u64, "turn"));
             }
         }
+    }
+    if a.only.contains(&Figure::Cma) {
+        let agent_env = cma_agent(&installation).await;
+        for &clients in &a.clients {
+            let rate = cma_creates(&installation, watched, &agent_env, clients, a.seconds).await;
+            println!("cma session creates/s    clients={clients:<2}  {rate}");
+            if let Some(c) = &rate.cost {
+                println!("{}", c.lines(rate.done, "session"));
+            }
+        }
+        let (native, cma) = cma_overhead(&installation, dep, &agent_env, a.cma_samples).await;
+        println!(
+            "session create, 1 client  native p50 {native:.2} ms  cma p50 {cma:.2} ms  (the projection adds {:.0}%)",
+            (cma / native - 1.0) * 100.0
+        );
     }
     if a.only.contains(&Figure::Firings) {
         firings(&installation, &d, a.automations, a.firing_seconds).await;
