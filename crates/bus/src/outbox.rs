@@ -27,22 +27,32 @@ const GATHER: Duration = Duration::from_millis(50);
 /// How often the lag gauges are refreshed.
 const LAG_EVERY: Duration = Duration::from_secs(1);
 
-/// Stages `records` in the caller's transaction.
-pub async fn stage(conn: &mut sqlx::AnyConnection, records: &[Record]) -> Result<()> {
+/// The outbox's columns, in the order [`bind_staged`] binds them.
+pub const STAGED_COLUMNS: &str = "topic, msg_key, event_id, payload, headers_json, created_ms";
+/// How many values each staged record binds.
+pub const STAGED_VALUES: usize = COLS;
+
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
+
+/// Binds `records` as outbox rows ([`STAGED_COLUMNS`], in order), staged now:
+/// for a statement that inserts them with something else (the event log's
+/// one-statement write).
+pub fn bind_staged<'q>(mut q: AnyQuery<'q>, records: &[Record]) -> Result<AnyQuery<'q>> {
     let staged_ms = now_ms();
-    if records.is_empty() {
-        return Ok(());
-    }
-    let sql = format!(
-        "INSERT INTO outbox (topic, msg_key, event_id, payload, headers_json, created_ms) VALUES {}",
-        checkfu_store::value_rows(records.len(), COLS)
-    );
-    let mut q = sqlx::query(AssertSqlSafe(sql));
     for r in records {
         let headers = serde_json::to_string(&r.headers).map_err(|e| Error::internal(e.to_string()))?;
         q = q.bind(r.topic.clone()).bind(r.key.clone()).bind(r.id.clone()).bind(r.payload.clone()).bind(headers).bind(staged_ms);
     }
-    q.execute(&mut *conn).await.map_err(db_err)?;
+    Ok(q)
+}
+
+/// Stages `records` in the caller's transaction.
+pub async fn stage(conn: &mut sqlx::AnyConnection, records: &[Record]) -> Result<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let sql = format!("INSERT INTO outbox ({STAGED_COLUMNS}) VALUES {}", checkfu_store::value_rows(records.len(), COLS));
+    bind_staged(sqlx::query(AssertSqlSafe(sql)), records)?.execute(&mut *conn).await.map_err(db_err)?;
     Ok(())
 }
 

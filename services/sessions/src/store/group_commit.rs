@@ -17,9 +17,12 @@
 //! sessions rows in the same order and cannot deadlock each other; and a
 //! claim is checked after its session row moved ([`Order::SessionFirst`]),
 //! so a claim that loses sends the group back to commit write by write.
+//! A change that is only events is one statement there (the compare-and-set,
+//! the events and their outbox rows in one `WITH`), and a group of one such
+//! change runs without BEGIN and COMMIT: one round trip.
 
 use super::Change;
-use super::log_writes::{Applied, Order, apply, create};
+use super::log_writes::{Applied, Order, apply, apply_in_one, create, in_one_statement};
 use crate::model::{Event, NewEvent, Run, Session};
 use checkfu_core::{Error, Result};
 use checkfu_store::sqlx::{self, AnyConnection, Connection};
@@ -131,8 +134,20 @@ impl Write {
         }
     }
 
+    /// Whether the write is one statement on this store (then it needs no
+    /// transaction of its own).
+    fn one_statement(&self, order: Order) -> bool {
+        matches!(self, Write::Change { change, .. } if order == Order::SessionFirst && in_one_statement(change))
+    }
+
     async fn apply(&self, conn: &mut AnyConnection, order: Order) -> Result<Step> {
         match self {
+            Write::Change { change, traceparent } if self.one_statement(order) => {
+                Ok(match apply_in_one(conn, change, traceparent).await? {
+                    Applied::Done(done) => Step::Done(Done::Changed(Some(done))),
+                    Applied::Lost | Applied::Undo => Step::Done(Done::Changed(None)),
+                })
+            }
             Write::Change { change, traceparent } => Ok(match apply(conn, change, order, traceparent).await? {
                 Applied::Done(done) => Step::Done(Done::Changed(Some(done))),
                 Applied::Lost => Step::Done(Done::Changed(None)),
@@ -193,6 +208,16 @@ async fn apply_all(conn: &mut AnyConnection, writes: &[&Write], order: Order, fl
     } else {
         ("BEGIN", "COMMIT", "ROLLBACK")
     };
+    // A group of one statement is its own transaction.
+    if let [w] = writes
+        && w.one_statement(order)
+    {
+        return Ok(vec![match w.apply(conn, order).await {
+            Ok(Step::Done(done)) => Ok(done),
+            Ok(Step::Undo) => Ok(Done::Changed(None)),
+            Err(e) => Err(e),
+        }]);
+    }
     let mut by_session: Vec<usize> = (0..writes.len()).collect();
     by_session.sort_by(|a, b| writes[*a].session().cmp(writes[*b].session()));
     run(conn, begin).await?;
@@ -339,8 +364,10 @@ mod tests {
         // A group without failures commits as one, in the group's order
         // for each Session.
         let first = cur("sess_1").await;
+        // The row as the first change leaves it: one version and one event on.
         let mut second = first.clone();
         second.version += 1;
+        second.last_seq += 1;
         let group = vec![change(cur("sess_4").await, ev("agent.message"), false, None), change(first, ev("agent.message"), false, None)];
         let outcomes = commit_group(db, &group).await;
         assert!(outcomes.iter().all(|o| matches!(o, Ok(Done::Changed(Some(_))))), "{outcomes:?}");

@@ -192,23 +192,38 @@ pub(super) async fn create(
     Ok(out)
 }
 
-/// Inserts events with consecutive seqs from `first_seq`, in one statement.
-async fn insert_events(conn: &mut AnyConnection, session_id: &SessionId, first_seq: i64, events: &[NewEvent]) -> Result<Vec<Event>> {
-    if events.is_empty() {
-        return Ok(vec![]);
-    }
-    const COLS: usize = 11;
-    let sql = format!(
-        "INSERT INTO events (session_id, seq, id, type, run_id, thread_id, origin_event_id, authored_by_json, caused_by_json, payload_json, created_ms) VALUES {}",
-        checkfu_store::value_rows(events.len(), COLS)
-    );
-    let mut q = sqlx::query(AssertSqlSafe(sql));
-    let mut out = Vec::with_capacity(events.len());
-    for (n, e) in events.iter().enumerate() {
-        let seq = first_seq + n as i64;
+/// The events' columns, in the order [`bind_events`] binds them.
+const EVENT_COLUMNS: &str =
+    "session_id, seq, id, type, run_id, thread_id, origin_event_id, authored_by_json, caused_by_json, payload_json, created_ms";
+const EVENT_VALUES: usize = 11;
+
+/// `events` as the log's rows, with consecutive seqs from `first_seq`.
+fn numbered(session_id: &SessionId, first_seq: i64, events: &[NewEvent]) -> Vec<Event> {
+    events
+        .iter()
+        .enumerate()
+        .map(|(n, e)| Event {
+            id: e.id.clone(),
+            session_id: session_id.clone(),
+            seq: first_seq + n as i64,
+            event_type: e.event_type.clone(),
+            run_id: e.run_id.clone(),
+            thread_id: e.thread_id.clone(),
+            origin_event_id: e.origin_event_id.clone(),
+            authored_by: e.authored_by.clone(),
+            caused_by: e.caused_by.clone(),
+            payload: e.payload.clone(),
+            created_ms: e.created_ms,
+        })
+        .collect()
+}
+
+/// Binds `events` ([`EVENT_COLUMNS`], in order).
+fn bind_events<'q>(mut q: Query<'q, Any, AnyArguments>, events: &[Event]) -> Query<'q, Any, AnyArguments> {
+    for e in events {
         q = q
-            .bind(session_id.clone())
-            .bind(seq)
+            .bind(e.session_id.clone())
+            .bind(e.seq)
             .bind(e.id.clone())
             .bind(e.event_type.clone())
             .bind(e.run_id.clone())
@@ -218,22 +233,84 @@ async fn insert_events(conn: &mut AnyConnection, session_id: &SessionId, first_s
             .bind(e.caused_by.to_string())
             .bind(e.payload.to_string())
             .bind(e.created_ms);
-        out.push(Event {
-            id: e.id.clone(),
-            session_id: session_id.clone(),
-            seq,
-            event_type: e.event_type.clone(),
-            run_id: e.run_id.clone(),
-            thread_id: e.thread_id.clone(),
-            origin_event_id: e.origin_event_id.clone(),
-            authored_by: e.authored_by.clone(),
-            caused_by: e.caused_by.clone(),
-            payload: e.payload.clone(),
-            created_ms: e.created_ms,
-        });
     }
-    q.execute(&mut *conn).await.map_err(db_err)?;
+    q
+}
+
+/// Inserts events with consecutive seqs from `first_seq`, in one statement.
+async fn insert_events(conn: &mut AnyConnection, session_id: &SessionId, first_seq: i64, events: &[NewEvent]) -> Result<Vec<Event>> {
+    if events.is_empty() {
+        return Ok(vec![]);
+    }
+    let sql = format!("INSERT INTO events ({EVENT_COLUMNS}) VALUES {}", checkfu_store::value_rows(events.len(), EVENT_VALUES));
+    let out = numbered(session_id, first_seq, events);
+    bind_events(sqlx::query(AssertSqlSafe(sql)), &out).execute(&mut *conn).await.map_err(db_err)?;
     Ok(out)
+}
+
+/// Whether `c` can be written as one statement ([`apply_in_one`]): events
+/// and nothing beside them — no claim to check, no Run or Outcome row.
+pub(super) fn in_one_statement(c: &Change) -> bool {
+    c.claim_guard.is_none() && c.runs.is_empty() && !c.outcome_changed && !c.events.is_empty()
+}
+
+/// `rows` groups of `cols` parameters from `$first`, each cast to its
+/// column's type (`types`), for a `VALUES` list whose types PostgreSQL
+/// cannot take from a target column.
+fn typed_rows(first: usize, rows: usize, types: &[&str]) -> String {
+    (0..rows)
+        .map(|r| {
+            let marks: Vec<String> = types.iter().enumerate().map(|(c, t)| format!("${}::{t}", first + r * types.len() + c)).collect();
+            format!("({})", marks.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One change as one statement on PostgreSQL: the Session's
+/// compare-and-set, its events and their outbox rows in one data-modifying
+/// `WITH`, the inserts taking place only when the update did — one round
+/// trip where there were three, and a transaction of its own when it is
+/// not in a group. The seqs continue from the `last_seq` the change was
+/// decided from, which the compare-and-set checks with the version.
+pub(super) async fn apply_in_one(conn: &mut AnyConnection, c: &Change, traceparent: &str) -> Result<Applied> {
+    const EVENT_TYPES: [&str; EVENT_VALUES] = ["text", "bigint", "text", "text", "text", "text", "text", "text", "text", "text", "bigint"];
+    const STAGED_TYPES: [&str; checkfu_bus::outbox::STAGED_VALUES] = ["text", "text", "text", "text", "text", "bigint"];
+    let se = &c.session;
+    let events = numbered(&se.id, se.last_seq + 1, &c.events);
+    let records = session_records(se, &events, traceparent);
+    let events_from = 19;
+    let staged_from = events_from + events.len() * EVENT_VALUES;
+    let sql = format!(
+        "WITH s AS (UPDATE sessions SET status = $1, stop_reason_json = $2, title = $3, metadata_json = $4, budget_id = $5, input_tokens = $6, \
+         output_tokens = $7, spend_micro_usd = $8, selection_json = $9, last_seq = last_seq + $10, last_user_message_seq = $11, updated_ms = $12, \
+         version = version + 1, budget_json = $15, outcome_json = $16, threads_json = $17 WHERE id = $13 AND version = $14 AND last_seq = $18 \
+         RETURNING last_seq, version), \
+         e AS (INSERT INTO events ({EVENT_COLUMNS}) SELECT * FROM (VALUES {}) AS v WHERE EXISTS (SELECT 1 FROM s)), \
+         o AS (INSERT INTO outbox ({}) SELECT * FROM (VALUES {}) AS v WHERE EXISTS (SELECT 1 FROM s)) \
+         SELECT last_seq, version FROM s",
+        typed_rows(events_from, events.len(), &EVENT_TYPES),
+        checkfu_bus::outbox::STAGED_COLUMNS,
+        typed_rows(staged_from, records.len(), &STAGED_TYPES),
+    );
+    let q = bind_state(sqlx::query(AssertSqlSafe(sql)), se)
+        .bind(c.events.len() as i64)
+        .bind(se.last_user_message_seq)
+        .bind(se.updated_ms)
+        .bind(&se.id)
+        .bind(c.expected_version)
+        .bind(se.budget.as_ref().map(to_json))
+        .bind(se.outcome.as_ref().map(to_json))
+        .bind(to_json(&se.threads))
+        .bind(se.last_seq);
+    let q = checkfu_bus::outbox::bind_staged(bind_events(q, &events), &records)?;
+    let Some(row) = q.fetch_optional(&mut *conn).await.map_err(db_err)? else {
+        return Ok(Applied::Lost);
+    };
+    let mut after = se.clone();
+    after.last_seq = i(&row, "last_seq")?;
+    after.version = i(&row, "version")?;
+    Ok(Applied::Done(Box::new((after, events))))
 }
 
 async fn upsert_runs(conn: &mut AnyConnection, runs: &[Run]) -> Result<()> {
