@@ -64,6 +64,26 @@ async fn claim_holds(conn: &mut AnyConnection, c: &Change) -> Result<bool> {
     Ok(held.rows_affected() == 1)
 }
 
+/// The Session's compare-and-set: only the writer that read
+/// `expected_version` moves the row, and it alone assigns the next seqs
+/// (`$1`–`$17`, bound by [`bind_compare_and_set`]).
+const COMPARE_AND_SET: &str = "UPDATE sessions SET status = $1, stop_reason_json = $2, title = $3, metadata_json = $4, budget_id = $5, \
+     input_tokens = $6, output_tokens = $7, spend_micro_usd = $8, selection_json = $9, last_seq = last_seq + $10, last_user_message_seq = $11, \
+     updated_ms = $12, version = version + 1, budget_json = $15, outcome_json = $16, threads_json = $17 WHERE id = $13 AND version = $14";
+
+fn bind_compare_and_set<'q>(q: Query<'q, Any, AnyArguments>, c: &'q Change) -> Query<'q, Any, AnyArguments> {
+    let se = &c.session;
+    bind_state(q, se)
+        .bind(c.events.len() as i64)
+        .bind(se.last_user_message_seq)
+        .bind(se.updated_ms)
+        .bind(&se.id)
+        .bind(c.expected_version)
+        .bind(se.budget.as_ref().map(to_json))
+        .bind(se.outcome.as_ref().map(to_json))
+        .bind(to_json(&se.threads))
+}
+
 /// One change inside the caller's transaction. `traceparent` is the trace
 /// of the request that made the change.
 pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order, traceparent: &str) -> Result<Applied> {
@@ -71,27 +91,8 @@ pub(super) async fn apply(conn: &mut AnyConnection, c: &Change, order: Order, tr
         return Ok(Applied::Lost);
     }
     let se = &c.session;
-    // The compare-and-set: only the writer that read `expected_version`
-    // moves the row, and it alone assigns the next seqs.
-    let row = bind_state(
-        sqlx::query(
-        "UPDATE sessions SET status = $1, stop_reason_json = $2, title = $3, metadata_json = $4, budget_id = $5, input_tokens = $6, output_tokens = $7, \
-         spend_micro_usd = $8, selection_json = $9, last_seq = last_seq + $10, last_user_message_seq = $11, updated_ms = $12, version = version + 1, \
-         budget_json = $15, outcome_json = $16, threads_json = $17 WHERE id = $13 AND version = $14 RETURNING last_seq, version",
-    ),
-        se,
-    )
-    .bind(c.events.len() as i64)
-    .bind(se.last_user_message_seq)
-    .bind(se.updated_ms)
-    .bind(&se.id)
-    .bind(c.expected_version)
-    .bind(se.budget.as_ref().map(to_json))
-    .bind(se.outcome.as_ref().map(to_json))
-    .bind(to_json(&se.threads))
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db_err)?;
+    let sql = format!("{COMPARE_AND_SET} RETURNING last_seq, version");
+    let row = bind_compare_and_set(sqlx::query(AssertSqlSafe(sql)), c).fetch_optional(&mut *conn).await.map_err(db_err)?;
     let Some(row) = row else {
         return Ok(Applied::Lost);
     };
@@ -282,10 +283,7 @@ pub(super) async fn apply_in_one(conn: &mut AnyConnection, c: &Change, tracepare
     let events_from = 19;
     let staged_from = events_from + events.len() * EVENT_VALUES;
     let sql = format!(
-        "WITH s AS (UPDATE sessions SET status = $1, stop_reason_json = $2, title = $3, metadata_json = $4, budget_id = $5, input_tokens = $6, \
-         output_tokens = $7, spend_micro_usd = $8, selection_json = $9, last_seq = last_seq + $10, last_user_message_seq = $11, updated_ms = $12, \
-         version = version + 1, budget_json = $15, outcome_json = $16, threads_json = $17 WHERE id = $13 AND version = $14 AND last_seq = $18 \
-         RETURNING last_seq, version), \
+        "WITH s AS ({COMPARE_AND_SET} AND last_seq = $18 RETURNING last_seq, version), \
          e AS (INSERT INTO events ({EVENT_COLUMNS}) SELECT * FROM (VALUES {}) AS v WHERE EXISTS (SELECT 1 FROM s)), \
          o AS (INSERT INTO outbox ({}) SELECT * FROM (VALUES {}) AS v WHERE EXISTS (SELECT 1 FROM s)) \
          SELECT last_seq, version FROM s",
@@ -293,16 +291,7 @@ pub(super) async fn apply_in_one(conn: &mut AnyConnection, c: &Change, tracepare
         checkfu_bus::outbox::STAGED_COLUMNS,
         typed_rows(staged_from, records.len(), &STAGED_TYPES),
     );
-    let q = bind_state(sqlx::query(AssertSqlSafe(sql)), se)
-        .bind(c.events.len() as i64)
-        .bind(se.last_user_message_seq)
-        .bind(se.updated_ms)
-        .bind(&se.id)
-        .bind(c.expected_version)
-        .bind(se.budget.as_ref().map(to_json))
-        .bind(se.outcome.as_ref().map(to_json))
-        .bind(to_json(&se.threads))
-        .bind(se.last_seq);
+    let q = bind_compare_and_set(sqlx::query(AssertSqlSafe(sql)), c).bind(se.last_seq);
     let q = checkfu_bus::outbox::bind_staged(bind_events(q, &events), &records)?;
     let Some(row) = q.fetch_optional(&mut *conn).await.map_err(db_err)? else {
         return Ok(Applied::Lost);
