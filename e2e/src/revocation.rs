@@ -2,7 +2,8 @@
 //! gateways keep decisions (services/gateway/src/decisions.rs): a request
 //! that starts after a revoking call has been answered is decided on the
 //! new rows — a revoked key, a disabled Principal, a removed grant or group
-//! membership — and a new grant counts as soon as it is answered too. Each
+//! membership, a disabled Environment — and a new grant counts as soon as
+//! it is answered too. Each
 //! change is made while clients keep asking through `reader` (another
 //! gateway replica, or the same one), so their answers are the kept ones
 //! until the change.
@@ -62,6 +63,21 @@ pub async fn every_change_counts_for_every_later_request(admin: &Api, reader_bas
     })
     .await;
 
+    // A disabled Environment: no Session starts in it (409).
+    let name = format!("to-disable-{}", checkfu_core::id::new_id("x"));
+    let doomed = id(&created(admin.post("/v1/environments", json!({"name": name})).await, "an environment"));
+    let deployment = crate::deploy(admin, &doomed, json!({})).await.deployment_id;
+    let start = move |api: Api, path: String| {
+        let body = json!({"agent_deployment_id": deployment});
+        async move { api.post(&path, body).await.0 }
+    };
+    let reader = Api::new(reader_base, &admin.key);
+    race_with(&reader, "/v1/sessions", start, StatusCode::CREATED, &[StatusCode::CONFLICT], ENOUGH, || async {
+        let r = admin.post(&format!("/v1/environments/{doomed}"), json!({"disabled": true})).await;
+        assert_eq!(r.0, StatusCode::OK, "disabling the environment: {}", r.1);
+    })
+    .await;
+
     // Last, and fewer requests after: every 401 counts against the
     // client's address, which is throttled (429) past 20 in 10 s for every
     // key not seen lately — a revoked key, then a disabled Principal.
@@ -95,15 +111,34 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = ()>,
 {
+    let ask = |api: Api, path: String| async move { api.get(&path).await.0 };
+    race_with(reader, path, ask, before, after, after_count, change).await
+}
+
+/// [`race`] with the clients' request made by `ask(reader, path)`.
+pub async fn race_with<A, AFut, F, Fut>(
+    reader: &Api,
+    path: &str,
+    ask: A,
+    before: StatusCode,
+    after: &[StatusCode],
+    after_count: usize,
+    change: F,
+) where
+    A: Fn(Api, String) -> AFut + Clone + Send + 'static,
+    AFut: Future<Output = StatusCode> + Send,
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = ()>,
+{
     let seen: Arc<Mutex<Vec<(Instant, StatusCode)>>> = Arc::default();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut clients = vec![];
     for _ in 0..CLIENTS {
-        let (reader, path, seen, stop) = (reader.clone(), path.to_string(), seen.clone(), stop.clone());
+        let (reader, path, seen, stop, ask) = (reader.clone(), path.to_string(), seen.clone(), stop.clone(), ask.clone());
         clients.push(tokio::spawn(async move {
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 let started = Instant::now();
-                let (status, _, _) = reader.get(&path).await;
+                let status = ask(reader.clone(), path.clone()).await;
                 seen.lock().unwrap().push((started, status));
                 // Well under the per-Principal rate limit.
                 tokio::time::sleep(Duration::from_millis(2)).await;

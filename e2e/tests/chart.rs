@@ -144,6 +144,14 @@ fn the_chart_renders_valid_manifests_for_every_role() {
             let exposed = svc["spec"]["ports"][0]["name"].as_str().unwrap();
             assert_eq!(exposed, if role == "gateway" { "http" } else { "mesh" }, "{role}'s Service exposes only what others use");
         }
+        // Callers reach a mesh role through a headless Service: its name
+        // resolves to every ready pod, so calls spread over the replicas.
+        if called.is_some() {
+            let peers = find(default, "Service", &format!("checkfu-{role}-peers"));
+            assert_eq!(peers["spec"]["clusterIP"], "None", "{peers}");
+            assert_eq!(peers["spec"]["selector"]["app.kubernetes.io/component"], role);
+            assert_eq!(peers["spec"]["ports"][0]["targetPort"], "mesh");
+        }
         // Reachable only from the roles that call it.
         let np = find(default, "NetworkPolicy", &format!("checkfu-{role}"));
         // No rule at all (the runner) admits nothing.
@@ -174,7 +182,7 @@ fn the_chart_renders_valid_manifests_for_every_role() {
         .unwrap_or_else(|e| panic!("the chart's default configuration is valid: {e}"));
     assert_eq!(loaded.bootstrap_key_file(), std::path::PathBuf::from("/var/lib/checkfu/admin.key"));
     assert_eq!(loaded.remotes().len(), toml.lines().filter(|l| l.contains("= \"https://")).count(), "every [endpoints] entry is a role");
-    assert!(toml.contains("sessions = \"https://checkfu-sessions:7421\""), "{toml}");
+    assert!(toml.contains("sessions = \"https://checkfu-sessions-peers:7421\""), "{toml}");
     assert!(toml.contains("internal_listen = \"0.0.0.0:7421\"") && toml.contains("[mesh]"), "{toml}");
     assert!(
         !toml.lines().any(|l| l.starts_with("gateway =") || l.starts_with("runner =")),

@@ -189,3 +189,31 @@ async fn overrides_and_session_updates_only_narrow() {
 async fn dreams_read_a_store_and_sessions_into_a_new_store() {
     contract("dreams").await;
 }
+
+/// The first sessions of an (agent, environment) pair race to make its
+/// deployment: every one of them starts, all on the one deployment the
+/// winner made — a lost race is not the client's error.
+#[tokio::test(flavor = "multi_thread")]
+async fn first_creates_racing_for_their_deployment_all_start() {
+    const BETA: [(&str, &str); 1] = [("anthropic-beta", "managed-agents-2026-04-01")];
+    let dir = tempfile::tempdir().unwrap();
+    let p = Platform::start(dir.path()).await;
+    let agent = p.admin.post_with("/cma/v1/agents", serde_json::json!({"name": "racer", "model": "claude-sonnet-4-6"}), &BETA).await;
+    assert!(agent.0.is_success(), "{}", agent.1);
+    let env = p.admin.post_with("/cma/v1/environments", serde_json::json!({"name": "race", "config": {"type": "cloud"}}), &BETA).await;
+    assert!(env.0.is_success(), "{}", env.1);
+    let body = serde_json::json!({"agent": id(&agent.1), "environment_id": id(&env.1)});
+    let creates = (0..8).map(|_| p.admin.post_with("/cma/v1/sessions", body.clone(), &BETA));
+    let created = futures_util::future::join_all(creates).await;
+    for c in &created {
+        assert!(c.0.is_success(), "every racing create starts: {}", c.1);
+        assert_eq!(c.1["agent"]["id"], agent.1["id"], "{}", c.1);
+        assert_eq!(c.1["environment_id"], env.1["id"]);
+    }
+    let deployments = p.admin.get("/v1/agent-deployments?limit=100").await;
+    expect(&deployments, 200, None);
+    let cma: Vec<&serde_json::Value> =
+        deployments.1["data"].as_array().unwrap().iter().filter(|d| d["key"].as_str().is_some_and(|k| k.starts_with("cma:"))).collect();
+    assert_eq!(cma.len(), 1, "one deployment for the pair: {cma:?}");
+    p.stop().await;
+}

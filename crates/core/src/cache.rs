@@ -35,6 +35,19 @@ impl<K: Eq + Hash, V: Clone> Bounded<K, V> {
         map.insert(k, v);
     }
 
+    /// The value kept for `k`, else what `read` finds, kept (for values
+    /// that never change once they exist: nothing found is not kept).
+    pub async fn get_or_read<E>(&self, k: K, read: impl std::future::Future<Output = Result<Option<V>, E>>) -> Result<Option<V>, E> {
+        if let Some(v) = self.get(&k) {
+            return Ok(Some(v));
+        }
+        let found = read.await?;
+        if let Some(v) = &found {
+            self.insert(k, v.clone());
+        }
+        Ok(found)
+    }
+
     pub fn remove<Q: Eq + Hash + ?Sized>(&self, k: &Q) -> Option<V>
     where
         K: Borrow<Q>,
@@ -50,6 +63,17 @@ impl<K: Eq + Hash, V: Clone> Bounded<K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn reads_once_what_it_finds_and_never_keeps_a_miss() {
+        let c: Bounded<&str, i32> = Bounded::new(4);
+        let found = c.get_or_read("a", async { Ok::<_, ()>(Some(1)) }).await;
+        assert_eq!(found, Ok(Some(1)));
+        assert_eq!(c.get_or_read("a", async { Ok::<_, ()>(Some(2)) }).await, Ok(Some(1)), "kept: not read again");
+        assert_eq!(c.get_or_read("b", async { Ok::<_, ()>(None) }).await, Ok(None));
+        assert_eq!(c.get_or_read("b", async { Ok::<_, ()>(Some(3)) }).await, Ok(Some(3)), "a miss is read again");
+        assert_eq!(c.get_or_read("c", async { Err(()) }).await, Err(()));
+    }
 
     #[test]
     fn starts_over_when_full() {

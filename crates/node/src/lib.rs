@@ -14,6 +14,7 @@ pub mod mesh;
 pub mod node;
 pub mod operator;
 pub mod options;
+pub mod peers;
 pub mod roles;
 pub mod sandbox_agent;
 pub mod self_hosted;

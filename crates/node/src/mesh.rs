@@ -63,22 +63,26 @@ impl MeshTls {
         Ok(MeshTls { ca, cert, key, roles })
     }
 
-    /// A lazily connecting channel to `callee` at `url`, authenticated
-    /// both ways: this process's certificate as the client, the callee's
-    /// checked against the CA and the callee's role name.
-    pub fn channel(&self, url: &str, callee: Role) -> anyhow::Result<Channel> {
-        anyhow::ensure!(url.starts_with("https://"), "the {callee} endpoint {url:?} must be an https:// URL: the mesh is mutual TLS");
+    /// A lazily connecting channel to `callee` at `urls` (an `[endpoints]`
+    /// value: one URL, or several separated by commas, see
+    /// [`crate::peers`]), authenticated both ways: this process's
+    /// certificate as the client, the callee's checked against the CA and
+    /// the callee's role name — whatever address it was reached at.
+    pub fn channel(&self, urls: &str, callee: Role) -> anyhow::Result<Channel> {
+        let targets = crate::peers::parse(urls).map_err(|e| anyhow::anyhow!("the {callee} endpoint: {e}"))?;
         let tls = ClientTlsConfig::new()
             .ca_certificate(Certificate::from_pem(&self.ca))
             .identity(Identity::from_pem(&self.cert, &self.key))
             .domain_name(callee.mesh_name());
-        Ok(Endpoint::from_shared(url.to_string())
-            .with_context(|| format!("invalid service address {url}"))?
-            .tls_config(tls)
-            .with_context(|| format!("TLS for {url}"))?
-            .tcp_nodelay(true)
-            .http2_keep_alive_interval(std::time::Duration::from_secs(30))
-            .connect_lazy())
+        crate::peers::channel(targets, move |authority| {
+            let url = format!("https://{authority}");
+            Ok(Endpoint::from_shared(url.clone())
+                .with_context(|| format!("invalid service address {url}"))?
+                .tls_config(tls.clone())
+                .with_context(|| format!("TLS for {url}"))?
+                .tcp_nodelay(true)
+                .http2_keep_alive_interval(std::time::Duration::from_secs(30)))
+        })
     }
 
     fn server_config(&self) -> ServerTlsConfig {
@@ -112,6 +116,8 @@ pub async fn serve(
         // Only the TLS layer may say who is calling: drop anything else
         // first, then name the roles the verified certificate carries.
         req.extensions_mut().remove::<Caller>();
+        // Per replica, so a scrape shows how the callers spread their work.
+        metrics::counter!("checkfu_mesh_requests_total", "route" => req.uri().path().to_string()).increment(1);
         let caller = req.extensions().get::<TlsConnectInfo<TcpConnectInfo>>().and_then(|i| i.peer_certs()).map(|c| caller_of(&c));
         if let Some(c) = caller {
             req.extensions_mut().insert(c);

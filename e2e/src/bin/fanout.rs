@@ -20,7 +20,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 struct Args {
     subscribers: usize,
@@ -75,6 +75,27 @@ struct Arrival {
 /// raw bytes, reads only what it needs and parses timestamps afterwards, so
 /// the bench's own work costs little next to the server's (they share the
 /// machine).
+/// Every subscriber holds two descriptors in this one process (its client
+/// socket and the gateway's side of it): the soft limit is raised toward
+/// the hard one, and a run that still could not open them all stops here
+/// with what to do — past the limit, the gateway cannot accept the last
+/// connections and the run would wait for them forever.
+fn enough_files(subscribers: usize) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let need = subscribers as u64 * 2 + 1024;
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current.is_some_and(|c| c < need) {
+        let raised = Rlimit { current: Some(limit.maximum.map_or(need, |m| m.min(need))), maximum: limit.maximum };
+        let _ = setrlimit(Resource::Nofile, raised);
+    }
+    let now = getrlimit(Resource::Nofile).current;
+    assert!(
+        now.is_none_or(|n| n >= need),
+        "{subscribers} subscribers need about {need} open files in this process (a client and a gateway socket each); \
+         the limit is {now:?}: raise it (`ulimit -n {need}`; as root, `ulimit -Hn {need}` first)"
+    );
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn subscribe(
     client: reqwest::Client,
@@ -87,8 +108,9 @@ async fn subscribe(
     done: Arc<tokio::sync::Barrier>,
     out: Arc<Mutex<Vec<i64>>>,
 ) {
-    let resp = client.get(format!("{base}/v1/sessions/{sid}/events/stream")).bearer_auth(&key).send().await.unwrap();
-    assert_eq!(resp.status(), 200);
+    let resp = client.get(format!("{base}/v1/sessions/{sid}/events/stream")).bearer_auth(&key).send().await;
+    let resp = resp.unwrap_or_else(|e| panic!("opening a stream: {e}"));
+    assert_eq!(resp.status(), 200, "opening a stream");
     ready.fetch_add(1, Ordering::SeqCst);
     let mut body = resp.bytes_stream();
     let mut buf: Vec<u8> = Vec::with_capacity(4 * 1024);
@@ -170,7 +192,19 @@ async fn run(p: &Platform, bases: &[String], a: &Args) -> Vec<i64> {
             out.clone(),
         )));
     }
+    // A subscriber that failed to connect never becomes ready: surface its
+    // error instead of waiting for it forever, and show progress (ten
+    // thousand connections take a while).
+    let mut shown = Instant::now();
     while ready.load(Ordering::SeqCst) < a.subscribers {
+        if let Some(i) = tasks.iter().position(tokio::task::JoinHandle::is_finished) {
+            tasks.swap_remove(i).await.expect("a subscriber failed before its stream opened");
+            panic!("a subscriber ended before its stream opened");
+        }
+        if shown.elapsed() > Duration::from_secs(5) {
+            eprintln!("fanout: {} of {} subscribers connected", ready.load(Ordering::SeqCst), a.subscribers);
+            shown = Instant::now();
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -189,6 +223,7 @@ async fn run(p: &Platform, bases: &[String], a: &Args) -> Vec<i64> {
 #[tokio::main]
 async fn main() {
     let a = args();
+    enough_files(a.subscribers);
     let dir = tempfile::tempdir().unwrap();
     let tuning = Tuning { rate_limit_per_second: 1_000_000, max_streams_per_principal: 1_000_000, mesh: true, ..Default::default() };
     let p = Platform::start_timed(dir.path(), tuning).await;

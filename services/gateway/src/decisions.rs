@@ -4,7 +4,8 @@
 //!
 //! The contract stays what it is without the cache: a request that starts
 //! after a revoking call (a key revoked, a grant or membership removed, a
-//! Principal disabled) has been answered is decided on the new rows.
+//! Principal or an Environment disabled) has been answered is decided on
+//! the new rows.
 //! Governance moves the shared `decisions` epoch (Redis; in process when
 //! the installation is one process) after every such write and before
 //! answering it. Here each request reads the epoch once, after it began and
@@ -135,6 +136,17 @@ impl Decisions {
         let allowed = ask.await?;
         self.checks.insert(key, Kept { epoch, at: Instant::now(), value: allowed });
         Ok(allowed)
+    }
+
+    /// Whether Environment `id` is disabled, kept or asked with `ask`:
+    /// governance moves the epoch when an Environment is disabled or
+    /// enabled, so no Session starts in one after that call returned.
+    pub async fn environment_disabled<F>(&self, id: &str, ask: F) -> ApiResult<bool>
+    where
+        F: Future<Output = ApiResult<bool>>,
+    {
+        // Its own key space among the answers: no Principal id has a space.
+        self.check(["environment disabled", id, "", "", ""], ask).await
     }
 }
 

@@ -86,6 +86,9 @@ pub struct AppState {
     /// Who a Session acts as, where it lives and what it runs never change,
     /// so the gateway keeps those facts instead of asking on every write.
     pub session_facts: Arc<checkfu_core::cache::Bounded<String, SessionFacts>>,
+    /// Published agent versions by `agent_id:version`: a version never
+    /// changes once published, so what is read once holds.
+    pub agent_versions: Arc<checkfu_core::cache::Bounded<String, views::AgentVersion>>,
     /// Keys' Principals and permission answers, kept while governance's
     /// `decisions` epoch stands (see `decisions.rs`).
     pub decisions: Arc<decisions::Decisions>,
@@ -101,6 +104,8 @@ pub struct SessionFacts {
 
 /// Facts kept in memory; beyond this the cache starts over.
 pub const SESSION_FACTS_CACHE: usize = 100_000;
+/// Agent versions kept (each a definition: a few KB at most).
+pub const AGENT_VERSIONS_CACHE: usize = 4_096;
 
 /// How many requests one principal may make per second, counted in a
 /// limiter every gateway replica shares (Redis in production).
@@ -188,6 +193,7 @@ impl AppState {
             shutdown,
             sse_ping,
             session_facts: Arc::new(checkfu_core::cache::Bounded::new(SESSION_FACTS_CACHE)),
+            agent_versions: Arc::new(checkfu_core::cache::Bounded::new(AGENT_VERSIONS_CACHE)),
             decisions: Arc::new(decisions::Decisions::new(epochs)),
         })
     }

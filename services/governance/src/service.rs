@@ -384,8 +384,10 @@ impl GovernanceService {
         if !self.store.update_environment(&next, current.version).await? {
             return Err(Error::conflict("environment changed concurrently; read it again"));
         }
+        // Gateways keep whether an Environment is disabled under the epoch.
+        let told = self.wrote().await;
         self.audit(actor, "environment.updated", "environment", id, json!({"disabled": disabled})).await?;
-        Ok(next)
+        told.map(|()| next)
     }
 
     /// Records a grant. The caller has already decided the actor may grant it;

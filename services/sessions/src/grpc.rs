@@ -36,10 +36,11 @@ impl SessionsGrpc {
     /// what its sandbox is.
     async fn view(&self, s: Session) -> Result<pb::Session> {
         let sandbox = self.svc.runs.sandbox_state(&s.id).await?;
-        self.view_with(s, sandbox.as_ref()).await
+        let mounts = self.svc.runs.memory_resources(&s.id).await?;
+        self.view_with(s, sandbox.as_ref(), mounts).await
     }
 
-    async fn view_with(&self, s: Session, sandbox: Option<&SandboxState>) -> Result<pb::Session> {
+    async fn view_with(&self, s: Session, sandbox: Option<&SandboxState>, mounts: Vec<MemoryMount>) -> Result<pb::Session> {
         let queued = self.svc.runs.queued_for_pool(&s).await?;
         let connection_ids = self
             .svc
@@ -48,7 +49,6 @@ impl SessionsGrpc {
             .await?
             .map(|v| v.definition.connection_ids())
             .unwrap_or_default();
-        let mounts = self.svc.runs.memory_resources(&s.id).await?;
         // The JSON text fields for 0.1.0 readers, until the release after it.
         #[allow(deprecated)]
         let answer = pb::Session {
@@ -194,8 +194,13 @@ impl Rpc for SessionsGrpc {
             id: r.session_id,
             connection_vault_ids: r.connection_vault_ids,
         };
-        let (s, _) = self.svc.create_session(req).await?;
-        ok(self.view(s).await?)
+        let made = self.svc.create_session(req).await?;
+        if made.events.is_empty() {
+            // A caller-minted id that named an existing Session: as it is now.
+            return ok(self.view(made.session).await?);
+        }
+        // Just made: no sandbox yet, and the mounts it pinned.
+        ok(self.view_with(made.session, None, made.mounts).await?)
     }
     async fn get_session(&self, r: Request<pb::GetByIdRequest>) -> R<pb::Session> {
         ok(self.view(self.svc.log.session(&r.into_inner().id).await?).await?)
@@ -217,7 +222,8 @@ impl Rpc for SessionsGrpc {
         let mut data = Vec::with_capacity(rows.len());
         for s in rows {
             let sandbox = sandboxes.get(&s.id).cloned();
-            data.push(self.view_with(s, sandbox.as_ref()).await?);
+            let mounts = self.svc.runs.memory_resources(&s.id).await?;
+            data.push(self.view_with(s, sandbox.as_ref(), mounts).await?);
         }
         ok(pb::ListSessionsResponse { data, next_page })
     }

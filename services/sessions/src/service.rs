@@ -55,6 +55,22 @@ pub struct SessionsService {
     pub budgets: Budgets,
 }
 
+/// What a create made: the Session, the events it began with and the
+/// memory mounts it pinned — or, when a caller-minted id named a Session
+/// that exists, that Session with no events (and no mounts named here).
+#[derive(Debug)]
+pub struct Created {
+    pub session: Session,
+    pub events: Vec<Event>,
+    pub mounts: Vec<MemoryMount>,
+}
+
+impl Created {
+    fn existing(session: Session) -> Created {
+        Created { session, events: vec![], mounts: vec![] }
+    }
+}
+
 /// What a caller asked for when creating a Session, already shape-checked.
 #[derive(Debug, Clone, Default)]
 pub struct NewSession {
@@ -144,14 +160,14 @@ impl SessionsService {
         self.store.list_sessions(f, page).await
     }
 
-    pub async fn create_session(&self, req: NewSession) -> Result<(Session, Vec<Event>)> {
+    pub async fn create_session(&self, req: NewSession) -> Result<Created> {
         let deployment_id = DeploymentId::parse("agent_deployment_id", &req.deployment_id)?;
         let principal_id = PrincipalId::parse("principal_id", &req.principal_id)?;
         let id = match &req.id {
             Some(id) => {
                 let id = SessionId::parse("session_id", id)?;
                 if let Some(existing) = self.existing(&id, &principal_id).await? {
-                    return Ok((existing, vec![]));
+                    return Ok(Created::existing(existing));
                 }
                 id
             }
@@ -171,7 +187,7 @@ impl SessionsService {
         }
         let dep = match req.deployment_revision {
             None => self.store.get_deployment(&deployment_id).await?,
-            Some(r) => self.store.get_deployment_at(&deployment_id, r).await?,
+            Some(r) => self.catalog.deployment_at(&deployment_id, r).await?,
         }
         .ok_or_else(|| Error::not_found("agent_deployment", &deployment_id))?;
         let version = self
@@ -239,7 +255,7 @@ impl SessionsService {
             Ok(events) => events,
             // A create with the caller's id that raced another: the first won.
             Err(e) if req.id.is_some() => match self.existing(&d.session.id, &d.session.principal_id).await? {
-                Some(existing) => return Ok((existing, vec![])),
+                Some(existing) => return Ok(Created::existing(existing)),
                 None => return Err(e),
             },
             Err(e) => return Err(e),
@@ -251,7 +267,7 @@ impl SessionsService {
         if let Err(e) = self.runs.ensure_work(&session).await {
             tracing::warn!(error = %e, session_id = %session.id, "queueing the work item failed; the first tool call queues it");
         }
-        Ok((session, events))
+        Ok(Created { session, events, mounts })
     }
 
     /// The Session a caller-minted id already names, if it is `principal`'s

@@ -26,8 +26,9 @@
 //! cert = "/etc/checkfu/mesh/tls.crt"
 //! key = "/etc/checkfu/mesh/tls.key"
 //!
-//! [endpoints]          # internal addresses of roles this process does not play
-//! governance = "https://checkfu-governance:7421"
+//! [endpoints]          # internal addresses of roles this process does not play:
+//! governance = "https://checkfu-governance:7421"   # a name is re-resolved; a list
+//! sessions = "https://10.0.0.7:7421,https://10.0.0.8:7421"   # is balanced
 //!
 //! [model_endpoints.vllm]
 //! provider = "openai"
@@ -404,9 +405,7 @@ fn validate(c: &Config, sources: &BTreeMap<String, Source>, env: &Env) -> Result
         if Role::parse(name).is_none() {
             return Err(fail(&key, format!("{name:?} is not a role ({})", Role::ALL.map(|r| r.name()).join(", "))));
         }
-        if !url.starts_with("https://") {
-            return Err(fail(&key, format!("must be an https:// URL (the mesh is mutual TLS), got {url:?}")));
-        }
+        crate::peers::parse(url).map_err(|e| fail(&key, e))?;
     }
     let mut configured = vec![];
     for (name, e) in &c.model_endpoints {

@@ -88,6 +88,11 @@ fn endpoints_must_be_roles_over_mutual_tls() {
     assert_eq!(e.key, "endpoints.sessions");
     let e = load("[endpoints]\nfoo = \"https://x:1\"\n", Env::default()).expect_err("not a role");
     assert_eq!(e.key, "endpoints.foo");
+    // Several replicas, listed.
+    let c = load("[endpoints]\nsessions = \"https://10.0.0.1:1, https://10.0.0.2:1\"\n", Env::default()).expect("a list");
+    assert!(c.remotes()[&Role::Sessions].contains("10.0.0.2"));
+    let e = load("[endpoints]\nsessions = \"https://10.0.0.1:1,http://10.0.0.2:1\"\n", Env::default()).expect_err("one plaintext");
+    assert_eq!(e.key, "endpoints.sessions");
 }
 
 #[test]

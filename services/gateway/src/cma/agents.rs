@@ -497,19 +497,38 @@ async fn render_latest(cx: &Cx, id: &str, version: Option<i64>) -> CmaResult<Val
 
 /// A native Agent and one of its versions, as a CMA agent.
 pub async fn render(st: &AppState, agent: &views::Agent, version: &views::AgentVersion) -> CmaResult<Value> {
-    let rules = current_rules(st, &agent.environment_id, &agent.id).await?;
-    render_with(st, agent, version, &rules).await
+    // Independent reads, at once.
+    let (rules, shown) = tokio::try_join!(current_rules(st, &agent.environment_id, &agent.id), shown(st, version))?;
+    Ok(finish(agent, version, &rules, shown))
 }
 
 /// [`render`] with the agent's rules already read.
 async fn render_with(st: &AppState, agent: &views::Agent, version: &views::AgentVersion, rules: &[Rule]) -> CmaResult<Value> {
+    Ok(finish(agent, version, rules, shown(st, version).await?))
+}
+
+/// What a version's view reads besides its rules: its route's effort and
+/// its MCP servers.
+async fn shown(st: &AppState, version: &views::AgentVersion) -> CmaResult<(Option<String>, Vec<super::mcp::Server>)> {
+    let def = &version.definition.0;
+    let effort = async {
+        match def.model.as_ref().and_then(|m| m.routing_profile_id.as_deref()) {
+            Some(r) => facts::route(st, r).await.ok().and_then(|p| p.candidates.first().map(|c| c.effort.clone())),
+            None => None,
+        }
+    };
+    let (effort, servers) = tokio::join!(effort, super::mcp::servers_of(st, def));
+    Ok((effort, servers?))
+}
+
+fn finish(
+    agent: &views::Agent,
+    version: &views::AgentVersion,
+    rules: &[Rule],
+    (effort, servers): (Option<String>, Vec<super::mcp::Server>),
+) -> Value {
     let def = &version.definition.0;
     let id = agent.id.as_str();
-    let effort = match def.model.as_ref().and_then(|m| m.routing_profile_id.as_deref()) {
-        Some(r) => facts::route(st, r).await.ok().and_then(|p| p.candidates.first().map(|c| c.effort.clone())),
-        None => None,
-    };
-    let servers = super::mcp::servers_of(st, def).await?;
     let mut v = snapshot(def, rules, effort, &servers);
     v["id"] = json!(id);
     v["version"] = json!(version.version);
@@ -517,7 +536,7 @@ async fn render_with(st: &AppState, agent: &views::Agent, version: &views::Agent
     v["created_at"] = json!(agent.created_at);
     v["updated_at"] = json!(version.published_at);
     v["archived_at"] = if agent.archived { json!(agent.updated_at) } else { Value::Null };
-    Ok(v)
+    v
 }
 
 /// The CMA view of a definition (a Session's pinned `agent` too); its

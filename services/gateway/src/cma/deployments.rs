@@ -23,10 +23,29 @@ fn key(sbp: &str, agent_id: &str, version: i64) -> String {
 /// The deployment a CMA session runs on: found by key, created or
 /// advanced to the profile's latest revision by a `manage` holder; anyone
 /// else runs on what exists, or gets 403 `deployment_missing`.
-pub async fn deployment_for(cx: &Cx, agent_id: &str, version: i64, sbp: &str) -> CmaResult<String> {
+pub async fn deployment_for(cx: &Cx, agent_id: &str, version: i64, sbp: &str) -> CmaResult<views::AgentDeployment> {
+    choose(cx, agent_id, version, sbp, lookup(cx, sbp).await).await
+}
+
+/// What choosing a deployment reads, none of it depending on the agent: a
+/// create reads it alongside the agent.
+pub struct Lookup {
+    deployments: CmaResult<Vec<views::AgentDeployment>>,
+    /// The profile's head (its latest revision's body only matters when a
+    /// deployment is made).
+    profile: CmaResult<views::SandboxProfile>,
+}
+
+pub async fn lookup(cx: &Cx, sbp: &str) -> Lookup {
+    let (deployments, profile) = tokio::join!(facts::cma_deployments(&cx.state, &cx.env_id), facts::profile_head(&cx.state, sbp));
+    Lookup { deployments, profile }
+}
+
+/// [`deployment_for`] from what [`lookup`] read.
+pub async fn choose(cx: &Cx, agent_id: &str, version: i64, sbp: &str, found: Lookup) -> CmaResult<views::AgentDeployment> {
     let k = key(sbp, agent_id, version);
-    let existing = facts::cma_deployments(&cx.state, &cx.env_id).await?.into_iter().find(|d| d.key == k);
-    let profile = facts::profile(&cx.state, sbp).await.map_err(|e| match e.0.code {
+    let existing = found.deployments?.into_iter().find(|d| d.key == k);
+    let profile = found.profile.map_err(|e| match e.0.code {
         Code::NotFound => Error::invalid_field("environment_id", format!("no such environment {sbp}")).into(),
         _ => e,
     })?;
@@ -46,15 +65,13 @@ pub async fn deployment_for(cx: &Cx, agent_id: &str, version: i64, sbp: &str) ->
         _ => e,
     };
     match existing {
-        Some(d) if d.pins.sandbox_profile_revision == latest => Ok(d.id),
-        Some(d) => {
-            let id = d.id.clone();
-            match advance(&cx.native, &d, latest).await {
-                // Not a manager: run on its head.
-                Err(e) if e.0.code == Code::PermissionDenied => Ok(id),
-                other => other.map(|()| id),
-            }
-        }
+        Some(d) if d.pins.sandbox_profile_revision == latest => Ok(d),
+        Some(d) => match advance(&cx.native, &d, latest).await {
+            // Not a manager, or another create advanced it first: run on
+            // its head.
+            Err(e) if matches!(e.0.code, Code::PermissionDenied | Code::Conflict) => Ok(d),
+            other => other,
+        },
         None => {
             let v = facts::version(&cx.state, agent_id, version).await?;
             let route = v
@@ -67,22 +84,27 @@ pub async fn deployment_for(cx: &Cx, agent_id: &str, version: i64, sbp: &str) ->
                 "model_routing_profile_id": route, "sandbox_profile_id": sbp, "sandbox_profile_revision": latest});
             // A self_hosted environment's plane: the loop here, its sandbox
             // tools at the Runners of `cma:<sbp>` (§17.13).
-            if self_hosted(&profile) {
+            if self_hosted(&facts::profile(&cx.state, sbp).await?) {
                 body["execution"] = json!({"kind": "external_tools", "pool": format!("cma:{sbp}")});
             }
-            let d: views::AgentDeployment = cx.native.post("/v1/agent-deployments", &body).await.map_err(missing)?;
-            Ok(d.id)
+            match cx.native.post("/v1/agent-deployments", &body).await {
+                // Another create made it first (the key is unique per
+                // environment): run on that one.
+                Err(e) if e.0.code == Code::Conflict => {
+                    facts::cma_deployments(&cx.state, &cx.env_id).await?.into_iter().find(|d| d.key == k).ok_or(e)
+                }
+                other => other.map_err(missing),
+            }
         }
     }
 }
 
 /// Moves a deployment onto the profile's `revision`, other pins kept.
-async fn advance(native: &Native, d: &views::AgentDeployment, revision: i64) -> CmaResult<()> {
+async fn advance(native: &Native, d: &views::AgentDeployment, revision: i64) -> CmaResult<views::AgentDeployment> {
     let p = &d.pins;
     let body = json!({"agent_version": p.agent_version, "model_routing_profile_id": p.model_routing_profile_id,
         "sandbox_profile_id": p.sandbox_profile_id, "sandbox_profile_revision": revision, "harness": p.harness, "execution": d.execution});
-    native.post::<views::AgentDeployment>(&format!("/v1/agent-deployments/{}/revisions", d.id), &body).await?;
-    Ok(())
+    native.post(&format!("/v1/agent-deployments/{}/revisions", d.id), &body).await
 }
 
 /// After a manager's `agents.update`: every environment the agent's

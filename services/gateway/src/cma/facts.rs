@@ -14,15 +14,25 @@ pub async fn agent(st: &AppState, id: &str) -> CmaResult<views::Agent> {
     Ok(views::agent(&st.sessions.clone().get_agent(ss::GetByIdRequest { id: id.into() }).await?.into_inner()))
 }
 
+/// A published version: read once, then kept (versions are immutable).
 pub async fn version(st: &AppState, agent_id: &str, version: i64) -> CmaResult<views::AgentVersion> {
     let req = ss::GetAgentVersionRequest { agent_id: agent_id.into(), version };
-    Ok(views::agent_version(&st.sessions.clone().get_agent_version(req).await?.into_inner()))
+    let read = async { CmaResult::Ok(Some(views::agent_version(&st.sessions.clone().get_agent_version(req).await?.into_inner()))) };
+    let found = st.agent_versions.get_or_read(format!("{agent_id}:{version}"), read).await?;
+    // The read answers a version or fails (NotFound): never nothing.
+    found.ok_or_else(|| checkfu_core::Error::not_found("agent_version", &format!("{agent_id}/{version}")).into())
 }
 
 /// A SandboxProfile with its latest revision, as the native route shows it.
 pub async fn profile(st: &AppState, id: &str) -> CmaResult<views::SandboxProfile> {
     let p = st.sessions.clone().get_sandbox_profile(ss::GetByIdRequest { id: id.into() }).await?.into_inner();
     Ok(crate::routes::catalog::profile_view(st, &p).await?)
+}
+
+/// A SandboxProfile's row alone (its `latest` left out): one call, for
+/// what only needs its environment, archive state and latest revision.
+pub async fn profile_head(st: &AppState, id: &str) -> CmaResult<views::SandboxProfile> {
+    Ok(views::sandbox_profile(&st.sessions.clone().get_sandbox_profile(ss::GetByIdRequest { id: id.into() }).await?.into_inner()))
 }
 
 pub async fn deployment(st: &AppState, id: &str) -> CmaResult<views::AgentDeployment> {

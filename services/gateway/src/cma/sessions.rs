@@ -2,7 +2,7 @@
 //! `cma:<sbp>:<agt>:v<n>`, created as the caller's Principal.
 
 use super::cx::{Cx, encode, view_of};
-use super::deployments::{deployment_for, self_hosted};
+use super::deployments::{self, self_hosted};
 use super::facts;
 use super::mapping;
 use super::wire::{self, CmaResult, refuse};
@@ -19,8 +19,10 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
     let sbp = super::environments::checked(body["environment_id"].as_str().unwrap_or_default())
         .map_err(|_| Error::invalid_field("environment_id", "environment_id must name an environment (sbp_…)"))?;
     let (agent_id, version, overrides) = agent_ref(&body["agent"])?;
-    // A fact, not a permission: the native create checks `invoke`.
-    let agent = facts::agent(&cx.state, &agent_id).await.map_err(|e| match e.0.code {
+    // A fact, not a permission: the native create checks `invoke`. What
+    // picks the deployment does not depend on the agent: read both at once.
+    let (agent, found) = tokio::join!(facts::agent(&cx.state, &agent_id), deployments::lookup(&cx, &sbp));
+    let agent = agent.map_err(|e| match e.0.code {
         Code::NotFound => Error::invalid_field("agent", format!("no such agent {agent_id}")).into(),
         _ => e,
     })?;
@@ -46,9 +48,9 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
         Some(b) => Some(budget_limit(b)?),
         None => None,
     };
-    let deployment = deployment_for(&cx, &agent_id, version, &sbp).await?;
+    let deployment = deployments::choose(&cx, &agent_id, version, &sbp, found).await?;
     if budget.is_some() {
-        require_priced(&cx, &deployment).await?;
+        require_priced(&cx, &deployment.id).await?;
     }
     let initial = body["initial_events"].as_array().cloned().unwrap_or_default();
     if initial.len() > 50 {
@@ -68,8 +70,9 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
         inputs.push(mapping::native_input(&cx.caller.principal_id, &e, &Default::default())?);
     }
     let several = inputs.len() > 1;
+    let defines_outcome = initial.iter().any(|e| e["type"] == "user.define_outcome");
     let mut native = json!({
-        "agent_deployment_id": deployment,
+        "agent_deployment_id": deployment.id,
         "principal_id": cx.caller.principal_id,
         "metadata": wire::metadata(&body["metadata"])?,
         "initial_events": inputs,
@@ -95,8 +98,15 @@ pub async fn create(cx: Cx, headers: axum::http::HeaderMap, Json(body): Json<Val
     let sent = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(String::from);
     let key = sent.or_else(|| (several).then(|| checkfu_core::id::new_id("cma")));
     let idem: Vec<(&str, String)> = key.map(|k| ("idempotency-key", k)).into_iter().collect();
-    let s: views::Session = view_of(cx.native.call(axum::http::Method::POST, "/v1/sessions", Some(&native), &idem).await?)?;
-    Ok(Json(render(&cx.state, &s).await?))
+    // The create, and the agent it pins as CMA shows it, at once: the
+    // response is then made of what this request already read, where
+    // reading the new Session back would take six more calls.
+    let create = async { view_of::<views::Session>(cx.native.call(axum::http::Method::POST, "/v1/sessions", Some(&native), &idem).await?) };
+    let (s, pinned) = tokio::try_join!(create, pinned_agent(&cx.state, &agent, version))?;
+    // A new Session has Outcomes only when its first event defined one.
+    let evaluations = if defines_outcome { evaluations(&cx.state, &s.id).await? } else { vec![] };
+    let budget = budget.filter(|_| s.budget_id.as_deref().is_some_and(|b| !b.is_empty()));
+    Ok(Json(compose(&s, &deployment, pinned, budget, evaluations)))
 }
 
 /// `GET /v1/sessions/{id}`.
@@ -536,24 +546,41 @@ async fn narrow(cx: &Cx, agent_id: &str, version: i64, overrides: &Value, native
 pub async fn render(st: &AppState, s: &views::Session) -> CmaResult<Value> {
     let d = facts::deployment(st, &s.agent_deployment_id).await?;
     let agent = facts::agent(st, &d.agent_id).await?;
-    let v = facts::version(st, &d.agent_id, d.pins.agent_version).await?;
-    let mut pinned = super::agents::render(st, &agent, &v).await?;
+    let pinned = pinned_agent(st, &agent, d.pins.agent_version).await?;
+    let budget = match s.budget_id.as_deref().filter(|b| !b.is_empty()) {
+        Some(b) => Some(facts::budget(st, b).await?.limit),
+        None => None,
+    };
+    Ok(compose(s, &d, pinned, budget, evaluations(st, &s.id).await?))
+}
+
+/// The agent version a Session is pinned to, as a session shows it.
+async fn pinned_agent(st: &AppState, agent: &views::Agent, version: i64) -> CmaResult<Value> {
+    let v = facts::version(st, &agent.id, version).await?;
+    let mut pinned = super::agents::render(st, agent, &v).await?;
     if let Some(o) = pinned.as_object_mut() {
         for k in ["created_at", "updated_at", "archived_at", "metadata"] {
             o.remove(k);
         }
     }
+    Ok(pinned)
+}
+
+async fn evaluations(st: &AppState, session_id: &str) -> CmaResult<Vec<Value>> {
+    Ok(facts::outcomes(st, session_id).await?.iter().map(outcome_evaluation).collect())
+}
+
+/// The CMA session from its parts: the native Session, its deployment, the
+/// pinned agent as shown, its budget's limit (native units) and its
+/// Outcomes' evaluations.
+fn compose(s: &views::Session, d: &views::AgentDeployment, pinned: Value, budget: Option<i64>, evaluations: Vec<Value>) -> Value {
     let micro = u64::try_from(s.usage.model_spend_micro_usd).unwrap_or(0);
-    let budget = match s.budget_id.as_deref().filter(|b| !b.is_empty()) {
-        Some(b) => {
-            let cents = facts::budget(st, b).await?.limit / 10_000;
-            json!({"type": "limit", "max_list_cost": {"amount": cents.to_string(), "currency": "USD"}})
-        }
+    let budget = match budget {
+        Some(limit) => json!({"type": "limit", "max_list_cost": {"amount": (limit / 10_000).to_string(), "currency": "USD"}}),
         None => Value::Null,
     };
     let status = s.status.as_str();
-    let evaluations: Vec<Value> = facts::outcomes(st, &s.id).await?.iter().map(outcome_evaluation).collect();
-    Ok(json!({
+    json!({
         "type": "session",
         "id": s.id,
         "status": status,
@@ -576,7 +603,7 @@ pub async fn render(st: &AppState, s: &views::Session) -> CmaResult<Value> {
         "created_at": s.created_at,
         "updated_at": s.updated_at,
         "archived_at": if status == "terminated" { json!(s.updated_at) } else { Value::Null },
-    }))
+    })
 }
 
 #[cfg(test)]

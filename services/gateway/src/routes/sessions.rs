@@ -103,10 +103,11 @@ pub async fn create_session(
     require_speaks_for(&st, &caller, &principal_id, "principal_id").await?;
     let dep = st.sessions.clone().get_deployment(ss::GetByIdRequest { id: b.agent_deployment_id.clone() }).await?.into_inner();
     require_invoke(&st, &principal_id, &dep.agent_id, &dep.environment_id).await?;
-    let env = st.gov.clone().get_environment(gov::GetByIdRequest { id: dep.environment_id.clone() }).await?.into_inner();
-    if env.disabled {
-        return Err(Error::conflict(format!("environment {} is disabled: no new Sessions start in it", env.id))
-            .with_details(json!({"environment_id": env.id}))
+    let env_id = dep.environment_id.clone();
+    let ask = async { Ok(st.gov.clone().get_environment(gov::GetByIdRequest { id: env_id.clone() }).await?.into_inner().disabled) };
+    if st.decisions.environment_disabled(&dep.environment_id, ask).await? {
+        return Err(Error::conflict(format!("environment {} is disabled: no new Sessions start in it", dep.environment_id))
+            .with_details(json!({"environment_id": dep.environment_id}))
             .into());
     }
     let raw_events = b.initial_events.clone().unwrap_or_default();
@@ -143,7 +144,10 @@ pub async fn create_session(
         created_by: caller.principal_id.clone(),
         budget: b.budget.map(|x| ss::NewBudget { limit: x.limit, metric: x.metric.unwrap_or_default() }),
         resource_file_ids,
-        deployment_revision: None,
+        // The revision read above, whose agent `invoke` was checked on:
+        // the sessions service keeps revisions, so it need not read the
+        // Deployment again.
+        deployment_revision: Some(dep.revision),
         session_id: None,
         memory_mounts,
         connection_vault_ids,

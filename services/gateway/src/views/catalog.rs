@@ -71,7 +71,7 @@ pub fn agent(a: &ss::Agent) -> Agent {
     }
 }
 
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AgentVersion {
     pub agent_id: String,
     pub version: i64,

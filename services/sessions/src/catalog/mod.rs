@@ -49,6 +49,8 @@ pub struct Catalog {
     versions: Arc<Bounded<(String, i64), AgentVersion>>,
     /// SandboxProfile revisions are immutable too.
     revisions: Arc<Bounded<(String, i64), SandboxRevision>>,
+    /// And so are a Deployment's revisions (what each pins).
+    deployment_revisions: Arc<Bounded<(String, i64), Deployment>>,
     /// The capability gateway, which resolves ToolSource declarations at
     /// publication.
     pub(crate) tool_sources: Option<crate::upstream::ToolSources>,
@@ -64,23 +66,23 @@ impl Catalog {
             store,
             versions: Arc::new(Bounded::new(VERSION_CACHE)),
             revisions: Arc::new(Bounded::new(VERSION_CACHE)),
+            deployment_revisions: Arc::new(Bounded::new(VERSION_CACHE)),
             tool_sources: None,
             unrestricted_network: false,
             features: Disabled::default(),
         }
     }
 
+    /// What revision `revision` of a Deployment pins: read once, then kept
+    /// (a revision never changes; its `updated_ms` is the head's when it
+    /// was read, which nothing that pins a revision looks at).
+    pub(crate) async fn deployment_at(&self, id: &DeploymentId, revision: i64) -> Result<Option<Deployment>> {
+        self.deployment_revisions.get_or_read((id.to_string(), revision), self.store.get_deployment_at(id, revision)).await
+    }
+
     /// A published agent version, from memory when seen before.
     pub(crate) async fn pinned_version(&self, agent_id: &AgentId, version: i64) -> Result<Option<AgentVersion>> {
-        let key = (agent_id.to_string(), version);
-        if let Some(v) = self.versions.get(&key) {
-            return Ok(Some(v));
-        }
-        let found = self.store.get_agent_version(agent_id, version).await?;
-        if let Some(v) = &found {
-            self.versions.insert(key, v.clone());
-        }
-        Ok(found)
+        self.versions.get_or_read((agent_id.to_string(), version), self.store.get_agent_version(agent_id, version)).await
     }
 
     /// A new Agent whose draft is `draft` (read for its shape; its rules
@@ -281,18 +283,11 @@ impl Catalog {
 
     /// A published revision (immutable, so cached once read).
     pub async fn sandbox_revision(&self, profile_id: &str, revision: i64) -> Result<SandboxRevision> {
-        let key = (profile_id.to_string(), revision);
-        if let Some(r) = self.revisions.get(&key) {
-            return Ok(r);
-        }
         let profile_id = SandboxProfileId::parse("id", profile_id)?;
-        let found = self
-            .store
-            .get_sandbox_revision(&profile_id, revision)
+        self.revisions
+            .get_or_read((profile_id.to_string(), revision), self.store.get_sandbox_revision(&profile_id, revision))
             .await?
-            .ok_or_else(|| Error::not_found("sandbox_profile_revision", &format!("{profile_id}/{revision}")))?;
-        self.revisions.insert(key, found.clone());
-        Ok(found)
+            .ok_or_else(|| Error::not_found("sandbox_profile_revision", &format!("{profile_id}/{revision}")))
     }
 
     pub async fn list_sandbox_profiles(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<SandboxProfile>> {

@@ -42,6 +42,10 @@ fn json<T: serde::Serialize>(m: &BTreeMap<String, T>) -> String {
 #[async_trait::async_trait]
 impl MountsStore for SqlSessionsStore {
     async fn insert_mounts(&self, session_id: &SessionId, mounts: &[MemoryMount]) -> Result<()> {
+        // Most Sessions mount nothing: no empty transaction for them.
+        if mounts.is_empty() {
+            return Ok(());
+        }
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         for (n, m) in mounts.iter().enumerate() {
             sqlx::query(
