@@ -2,7 +2,8 @@
 //! one fails CI instead of being found months later: `bench` embedded and
 //! against the split topology `e2e/bench/split-up` starts from nothing
 //! (its own PostgreSQL, Redis and broker), each printing what a unit of
-//! work costs by process, and `fanout` with one gateway and with two. The
+//! work costs by process, and `fanout` with one gateway and with two, and
+//! against a `checkfu up` of its own. The
 //! figures themselves are not checked: this is the debug build on a busy
 //! machine.
 #![cfg(test)]
@@ -75,6 +76,50 @@ fn the_fanout_bench_runs_with_one_gateway_and_with_two() {
         let frames: u64 = line.split("frames=").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap_or(0);
         assert!(frames > 0, "every subscriber reads frames with {mode}: {line}");
     }
+}
+
+/// The soft and hard "Max open files" of a process, from `/proc`.
+fn open_file_limits(pid: u32) -> (String, String) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("limits");
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).expect("an open-files line");
+    let mut v = line.trim_start_matches("Max open files").split_whitespace();
+    (v.next().expect("soft").to_string(), v.next().expect("hard").to_string())
+}
+
+#[test]
+fn the_fanout_bench_drives_a_running_installation_whose_gateway_may_open_every_descriptor_it_is_allowed() {
+    // Start it as a shell's default would: a low soft limit under a higher
+    // hard one (children inherit both).
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let hard = getrlimit(Resource::Nofile).maximum;
+    assert!(hard.is_none_or(|h| h > 512), "a hard limit above 512 to raise toward: {hard:?}");
+    setrlimit(Resource::Nofile, Rlimit { current: Some(512), maximum: hard }).expect("lowering this test's soft limit");
+    let dir = tempfile::tempdir().expect("dir");
+    let (up, base) = checkfu_e2e::procs::up_with(
+        dir.path(),
+        &[],
+        &[("CHECKFU_MAX_STREAMS_PER_PRINCIPAL", "100000"), ("CHECKFU_RATE_LIMIT_PER_SECOND", "1000000")],
+    );
+    // Each SSE subscriber holds a descriptor in the gateway: the server
+    // lifts its soft limit to the hard one rather than refusing streams
+    // past the usual default of 1,024.
+    let (soft, hard) = open_file_limits(up.0.id());
+    assert_ne!(soft, "512", "checkfu up raised its soft open-file limit");
+    assert_eq!(soft, hard, "checkfu up raised its soft open-file limit to the hard one");
+    let key = dir.path().join("admin.key");
+    let out = Command::new(env!("CARGO_BIN_EXE_fanout"))
+        .args(["--subscribers", "20", "--messages", "4", "--interval-ms", "50", "--warmup", "1"])
+        .args(["--target", &base, "--key", key.to_str().expect("utf-8")])
+        .output()
+        .expect("fanout runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "fanout failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let line = stdout.lines().find(|l| l.contains("target, one gateway")).unwrap_or_else(|| panic!("a target line in:\n{stdout}"));
+    let frames: u64 = line.split("frames=").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+    // Three counted turns of at least a message, a running and an idle
+    // status each, for every one of the 20 subscribers.
+    assert!(frames >= 20 * 3 * 3, "every subscriber read every counted turn's frames: {line}");
+    assert!(!stdout.contains("embedded"), "only the target was measured:\n{stdout}");
 }
 
 /// Thirteen ports free now, for split-up's processes.

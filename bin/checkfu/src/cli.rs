@@ -233,6 +233,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Up { settings, allow_private_targets } => {
             let flag = allow_private_targets.then_some(("allow_private_targets", toml::Value::Boolean(true), "allow-private-targets"));
             let config = settings.load(Mode::Up, flag.into_iter().collect())?;
+            let files = checkfu_node::open_files::raise_soft_limit(None);
+            tracing::debug!(?files, "open-file limit");
             let listener = tokio::net::TcpListener::bind(&config.listen).await.with_context(|| format!("binding {}", config.listen))?;
             let opts = NodeOptions::from_config(&config, Role::ALL.into_iter().collect(), true)?;
             if config.allow_private_targets {
@@ -261,6 +263,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let roles = Role::parse_set(&roles).map_err(anyhow::Error::msg)?;
             let flag = internal_listen.map(|at| ("internal_listen", toml::Value::String(at), "internal-listen"));
             let config = settings.load(Mode::Serve, flag.into_iter().collect())?;
+            let files = checkfu_node::open_files::raise_soft_limit(None);
+            tracing::debug!(?files, "open-file limit");
             let listener = tokio::net::TcpListener::bind(&config.listen).await.with_context(|| format!("binding {}", config.listen))?;
             // Only the gateway and the runner have nothing other roles call.
             let internal = if roles.iter().any(|r| !matches!(r, Role::Gateway | Role::Runner)) {

@@ -12,6 +12,7 @@ pub mod health;
 pub mod key_file;
 pub mod mesh;
 pub mod node;
+pub mod open_files;
 pub mod operator;
 pub mod options;
 pub mod peers;

@@ -9,6 +9,11 @@
 //! cargo run --release -p checkfu-e2e --bin fanout -- --subscribers 1000 --messages 40 --warmup 2
 //! ```
 //!
+//! With `--target URL[,URL…] --key FILE` it drives a running installation
+//! instead, the subscribers in this process and the gateways in theirs: a
+//! process holds a limited number of descriptors, and ten thousand
+//! subscribers with their gateway in one process need twice as many.
+//!
 //! The first `--warmup` turns (2 by default) are not counted: they include
 //! the connections' first writes and cold caches.
 #![allow(clippy::unwrap_used, reason = "test harness: a failed step panics, failing the test or the benchmark")]
@@ -22,28 +27,32 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[derive(clap::Parser)]
+#[command(about = "SSE fan-out: many subscribers on one Session, commit-to-frame latency")]
 struct Args {
+    /// Concurrent subscribers, spread round robin over the gateways.
+    #[arg(long, default_value_t = 1000)]
     subscribers: usize,
+    /// Turns posted to the Session, one at a time.
+    #[arg(long, default_value_t = 40)]
     messages: usize,
+    /// Pause between turns.
+    #[arg(long, default_value_t = 100)]
     interval_ms: u64,
     /// Turns at the start whose frames are not counted (connections and
     /// caches warming up).
+    #[arg(long, default_value_t = 2)]
     warmup: usize,
-}
-
-fn args() -> Args {
-    let mut a = Args { subscribers: 1000, messages: 40, interval_ms: 100, warmup: 2 };
-    let v: Vec<String> = std::env::args().collect();
-    for w in v.windows(2) {
-        match w[0].as_str() {
-            "--subscribers" => a.subscribers = w[1].parse().unwrap(),
-            "--messages" => a.messages = w[1].parse().unwrap(),
-            "--interval-ms" => a.interval_ms = w[1].parse().unwrap(),
-            "--warmup" => a.warmup = w[1].parse().unwrap(),
-            _ => {}
-        }
-    }
-    a
+    /// Drive a running installation instead of one in this process: the
+    /// base URLs of its gateways, comma-separated (one run, the subscribers
+    /// spread over them). Give it enough open streams per principal and a
+    /// high rate limit (`CHECKFU_MAX_STREAMS_PER_PRINCIPAL`,
+    /// `CHECKFU_RATE_LIMIT_PER_SECOND`).
+    #[arg(long, value_delimiter = ',')]
+    target: Vec<String>,
+    /// The file holding the target's bootstrap admin API key.
+    #[arg(long, requires = "target")]
+    key: Option<std::path::PathBuf>,
 }
 
 fn now_ms() -> i64 {
@@ -75,24 +84,20 @@ struct Arrival {
 /// raw bytes, reads only what it needs and parses timestamps afterwards, so
 /// the bench's own work costs little next to the server's (they share the
 /// machine).
-/// Every subscriber holds two descriptors in this one process (its client
-/// socket and the gateway's side of it): the soft limit is raised toward
-/// the hard one, and a run that still could not open them all stops here
-/// with what to do — past the limit, the gateway cannot accept the last
-/// connections and the run would wait for them forever.
-fn enough_files(subscribers: usize) {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let need = subscribers as u64 * 2 + 1024;
-    let limit = getrlimit(Resource::Nofile);
-    if limit.current.is_some_and(|c| c < need) {
-        let raised = Rlimit { current: Some(limit.maximum.map_or(need, |m| m.min(need))), maximum: limit.maximum };
-        let _ = setrlimit(Resource::Nofile, raised);
-    }
-    let now = getrlimit(Resource::Nofile).current;
+/// Every subscriber holds a descriptor in this process, and a second one
+/// when the gateway runs here too (the server's side of its socket): the
+/// soft limit is raised toward the hard one, and a run that still could not
+/// open them all stops here with what to do — past the limit, the gateway
+/// cannot accept the last connections and the run would wait for them
+/// forever.
+fn enough_files(subscribers: usize, per_subscriber: u64) {
+    let need = subscribers as u64 * per_subscriber + 1024;
+    let now = checkfu_node::open_files::raise_soft_limit(Some(need));
     assert!(
         now.is_none_or(|n| n >= need),
-        "{subscribers} subscribers need about {need} open files in this process (a client and a gateway socket each); \
-         the limit is {now:?}: raise it (`ulimit -n {need}`; as root, `ulimit -Hn {need}` first)"
+        "{subscribers} subscribers need about {need} open files in this process; the limit is {now:?}: \
+         raise it (`ulimit -n {need}`; as root, `ulimit -Hn {need}` first), or run the installation in a \
+         process of its own and pass it with --target"
     );
 }
 
@@ -167,7 +172,7 @@ fn report(label: &str, subscribers: usize, lat: &mut [i64]) {
 
 /// Posts `messages` turns to one Session while `subscribers` streams follow
 /// it through `bases` (round robin); returns every frame's latency.
-async fn run(p: &Platform, bases: &[String], a: &Args) -> Vec<i64> {
+async fn run(p: &Installation, bases: &[String], a: &Args) -> Vec<i64> {
     let d = deploy(&p.admin, &p.env_id, json!({})).await;
     let s = p.admin.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id})).await;
     let sid = id(&s.1);
@@ -222,18 +227,39 @@ async fn run(p: &Platform, bases: &[String], a: &Args) -> Vec<i64> {
 
 #[tokio::main]
 async fn main() {
-    let a = args();
-    enough_files(a.subscribers);
+    let a = <Args as clap::Parser>::parse();
+    let intro = |where_: &str| {
+        println!(
+            "checkfu fan-out bench: {} subscribers on one Session{where_}, {} turns {} ms apart (the first {} not counted); \
+             latency = frame arrival - event created_at",
+            a.subscribers, a.messages, a.interval_ms, a.warmup
+        )
+    };
+    if let Some(key_file) = &a.key {
+        enough_files(a.subscribers, 1);
+        let key = std::fs::read_to_string(key_file).unwrap_or_else(|e| panic!("reading {}: {e}", key_file.display()));
+        let bases: Vec<String> = a.target.iter().map(|u| u.trim_end_matches('/').trim_end_matches("/v1").to_string()).collect();
+        for b in &bases {
+            wait_ready(b).await;
+        }
+        let i = Installation::discover(&bases[0], key.trim()).await;
+        intro(&format!(" of the installation at {}", bases.join(", ")));
+        let mut lat = run(&i, &bases, &a).await;
+        let label = match bases.len() {
+            1 => "target, one gateway".to_string(),
+            n => format!("target, {n} gateways"),
+        };
+        report(&label, a.subscribers, &mut lat);
+        return;
+    }
+    enough_files(a.subscribers, 2);
     let dir = tempfile::tempdir().unwrap();
     let tuning = Tuning { rate_limit_per_second: 1_000_000, max_streams_per_principal: 1_000_000, mesh: true, ..Default::default() };
     let p = Platform::start_timed(dir.path(), tuning).await;
-    println!(
-        "checkfu fan-out bench: {} subscribers on one Session, {} turns {} ms apart (the first {} not counted); latency = frame arrival - event created_at",
-        a.subscribers, a.messages, a.interval_ms, a.warmup
-    );
-    let mut lat = run(&p, std::slice::from_ref(&p.base), &a).await;
+    let i = Installation { admin: p.admin.clone(), admin_id: p.admin_id.clone(), env_id: p.env_id.clone() };
+    intro("");
+    let mut lat = run(&i, std::slice::from_ref(&p.base), &a).await;
     report("embedded, one gateway", a.subscribers, &mut lat);
-
     // A second gateway replica in this process, reaching the first node's
     // roles over the mutual-TLS mesh like a separate Deployment would.
     let second_dir = tempfile::tempdir().unwrap();
@@ -259,7 +285,7 @@ async fn main() {
     let second = Node::start(listener, opts).await.unwrap();
     let second_base = format!("http://{}", second.addr);
     wait_ready(&second_base).await;
-    let mut lat = run(&p, &[p.base.clone(), second_base], &a).await;
+    let mut lat = run(&i, &[p.base.clone(), second_base], &a).await;
     report("two gateway replicas", a.subscribers, &mut lat);
     second.stop().await;
     p.stop().await;

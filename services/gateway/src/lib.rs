@@ -454,8 +454,15 @@ pub fn router(state: AppState) -> Router {
     openapi_rules::constrain(&mut doc);
     openapi_rules::optional_empty_bodies(&mut doc);
     openapi_rules::name_resources(&mut doc);
-    let doc = Arc::new(doc);
-    router.route("/v1/openapi.json", axum::routing::get(move || async move { axum::Json(doc.as_ref().clone()) })).merge(console::router())
+    // Served as the bytes it is: the document is large (25,000 JSON nodes),
+    // and a tree of it held for the process's life would cost megabytes to
+    // keep and a deep copy per request.
+    let doc = bytes::Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
+    let serve = move || {
+        let doc = doc.clone();
+        async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], doc) }
+    };
+    router.route("/v1/openapi.json", axum::routing::get(serve)).merge(console::router())
 }
 
 /// Wraps the node's whole router (API, gRPC, health) with the edge
