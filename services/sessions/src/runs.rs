@@ -365,12 +365,18 @@ impl Runs {
         let view = child.as_ref().map_or(View::PrimaryOwn, |c| View::Child(c.id.clone()));
         // A view skips other threads' seqs: a wider window finds the tail.
         let window = if session.threads.is_empty() { tail } else { tail * 4 };
-        let mut tail = self.store.list_events(&session.id, &view, (session.last_seq - window).max(0), window, &[]).await?;
+        // Three independent reads, at once: a claimed Run waits for all of
+        // them before its runner can start, so their round trips overlap
+        // (queued together on SQLite's one connection, in parallel on a
+        // PostgreSQL pool) instead of adding up.
+        let (mut tail, (tools, own_instructions), sandbox) = tokio::try_join!(
+            self.store.list_events(&session.id, &view, (session.last_seq - window).max(0), window, &[]),
+            self.thread_tools(&session, &run),
+            self.sandbox_for(&session, &run.id),
+        )?;
         let keep = tail.len().saturating_sub(CLAIM_TAIL as usize);
         tail.drain(..keep);
-        let (tools, own_instructions) = self.thread_tools(&session, &run).await?;
         let capability = self.mint_capability(&session, &run, &tools)?;
-        let sandbox = self.sandbox_for(&session, &run.id).await?;
         let instructions = with_skills(&own_instructions, &sandbox.skills);
         Ok(WorkItem { lease: Lease::of(&run), session, run, tools, tail, capability, sandbox, instructions })
     }
