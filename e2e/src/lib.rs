@@ -75,6 +75,13 @@ pub struct Platform {
     node: Option<Node>,
 }
 
+impl Platform {
+    /// This installation as its bootstrap admin sees it.
+    pub fn installation(&self) -> Installation {
+        Installation { admin: self.admin.clone(), admin_id: self.admin_id.clone(), env_id: self.env_id.clone() }
+    }
+}
+
 /// An embedded installation's options on `dir` (every role, no mesh).
 pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
     NodeOptions {
@@ -213,7 +220,6 @@ pub async fn wait_ready(base: &str) {
     panic!("{base} never became ready");
 }
 
-/// A client holding one API key.
 /// A running installation as its bootstrap admin sees it.
 #[derive(Clone)]
 pub struct Installation {
@@ -237,6 +243,13 @@ impl Installation {
     }
 }
 
+/// An installation's base URL as given on a command line (`http://host:port`,
+/// with or without a trailing `/` or `/v1`), as [`Api`] takes it.
+pub fn api_base(url: &str) -> String {
+    url.trim_end_matches('/').trim_end_matches("/v1").to_string()
+}
+
+/// A client holding one API key.
 #[derive(Clone)]
 pub struct Api {
     pub base: String,

@@ -517,7 +517,7 @@ async fn run(a: Args, node: tokio::runtime::Handle) {
     let (embedded, installation, what, watched) = match (&a.target, &a.key) {
         (Some(url), Some(key_file)) => {
             let key = std::fs::read_to_string(key_file).unwrap_or_else(|e| panic!("reading {}: {e}", key_file.display()));
-            let url = url.trim_end_matches('/').trim_end_matches("/v1").to_string();
+            let url = api_base(url);
             let watched = match (&a.pids, &a.procs_from) {
                 (Some(list), _) => Some(cpu::Watched::from_list(list).unwrap_or_else(|e| panic!("--pids: {e}"))),
                 (None, Some(d)) => Some(cpu::Watched::from_dir(d).unwrap_or_else(|e| panic!("--procs-from {}: {e}", d.display()))),
@@ -532,7 +532,7 @@ async fn run(a: Args, node: tokio::runtime::Handle) {
             let path = dir.path().to_path_buf();
             let tuning = Tuning { rate_limit_per_second: 1_000_000, ..Default::default() };
             let p = node.spawn(async move { Platform::start_timed(&path, tuning).await }).await.unwrap();
-            let i = Installation { admin: p.admin.clone(), admin_id: p.admin_id.clone(), env_id: p.env_id.clone() };
+            let i = p.installation();
             (Some(p), i, "embedded (SQLite, in-process bus)".to_string(), Some(cpu::Watched::Embedded))
         }
     };

@@ -48,7 +48,7 @@ struct Args {
     /// spread over them). Give it enough open streams per principal and a
     /// high rate limit (`CHECKFU_MAX_STREAMS_PER_PRINCIPAL`,
     /// `CHECKFU_RATE_LIMIT_PER_SECOND`).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', requires = "key")]
     target: Vec<String>,
     /// The file holding the target's bootstrap admin API key.
     #[arg(long, requires = "target")]
@@ -79,11 +79,6 @@ struct Arrival {
     len: u8,
 }
 
-/// One subscriber: records commit-to-frame latency (ms) of every persisted
-/// event until the stream has shown `idles` idle statuses. It works on the
-/// raw bytes, reads only what it needs and parses timestamps afterwards, so
-/// the bench's own work costs little next to the server's (they share the
-/// machine).
 /// Every subscriber holds a descriptor in this process, and a second one
 /// when the gateway runs here too (the server's side of its socket): the
 /// soft limit is raised toward the hard one, and a run that still could not
@@ -101,6 +96,11 @@ fn enough_files(subscribers: usize, per_subscriber: u64) {
     );
 }
 
+/// One subscriber: records commit-to-frame latency (ms) of every persisted
+/// event until the stream has shown `idles` idle statuses. It works on the
+/// raw bytes, reads only what it needs and parses timestamps afterwards, so
+/// the bench's own work costs little next to the server's (they share the
+/// machine).
 #[allow(clippy::too_many_arguments)]
 async fn subscribe(
     client: reqwest::Client,
@@ -238,7 +238,7 @@ async fn main() {
     if let Some(key_file) = &a.key {
         enough_files(a.subscribers, 1);
         let key = std::fs::read_to_string(key_file).unwrap_or_else(|e| panic!("reading {}: {e}", key_file.display()));
-        let bases: Vec<String> = a.target.iter().map(|u| u.trim_end_matches('/').trim_end_matches("/v1").to_string()).collect();
+        let bases: Vec<String> = a.target.iter().map(|u| api_base(u)).collect();
         for b in &bases {
             wait_ready(b).await;
         }
@@ -256,7 +256,7 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let tuning = Tuning { rate_limit_per_second: 1_000_000, max_streams_per_principal: 1_000_000, mesh: true, ..Default::default() };
     let p = Platform::start_timed(dir.path(), tuning).await;
-    let i = Installation { admin: p.admin.clone(), admin_id: p.admin_id.clone(), env_id: p.env_id.clone() };
+    let i = p.installation();
     intro("");
     let mut lat = run(&i, std::slice::from_ref(&p.base), &a).await;
     report("embedded, one gateway", a.subscribers, &mut lat);
