@@ -66,6 +66,23 @@ pub trait Epochs: Send + Sync + 'static {
     async fn ensure(&self, name: &str) -> Result<()>;
 }
 
+/// Moves `name` after a committed change, before the change is answered:
+/// three tries, 100 and 200 ms apart. The last failure comes back when none
+/// took; the caller answers that the change is saved but not yet announced.
+pub async fn announce(epochs: &dyn Epochs, name: &str) -> Result<()> {
+    let mut last = None;
+    for attempt in 0..3u64 {
+        if attempt > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
+        }
+        match epochs.advance(name).await {
+            Ok(()) => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| checkfu_core::Error::unavailable("the epoch could not be moved")))
+}
+
 /// A token no reader has seen: 128 random bits.
 pub(crate) fn fresh_token() -> String {
     checkfu_core::new_secret("")[..32].to_string()

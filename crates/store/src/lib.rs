@@ -30,9 +30,26 @@ pub enum Dialect {
 /// A connected, migrated database for one service.
 #[derive(Clone, Debug)]
 pub struct Db {
+    /// Writes, and every read inside a transaction.
     pub pool: AnyPool,
+    /// Reads outside a transaction. On SQLite, [`SQLITE_READERS`]
+    /// connections of their own: WAL lets a reader see the last commit
+    /// while the one writer's connection is busy committing and flushing
+    /// the next, where a read queued on the writer's connection would wait
+    /// out that flush. On PostgreSQL, the same pool as `pool`. A read here
+    /// sees every commit that returned before it began — what a read on a
+    /// PostgreSQL pool sees.
+    pub reads: AnyPool,
     pub dialect: Dialect,
 }
+
+/// Read connections per SQLite file: one per core of the machines the
+/// embedded installation is sized for.
+pub const SQLITE_READERS: u32 = 2;
+
+/// An idle SQLite read connection closes after this (an idle installation
+/// keeps no reader's page cache).
+const READER_IDLE: Duration = Duration::from_secs(60);
 
 /// Where a service's data lives.
 #[derive(Clone, Debug)]
@@ -87,7 +104,25 @@ impl Db {
                     .connect(&url)
                     .await
                     .map_err(db_err)?;
-                Db { pool, dialect: Dialect::Sqlite }
+                // Opened when first used, after the writer made the file and
+                // set WAL (which the file keeps); `query_only` makes a write
+                // sent here by mistake fail instead of contending for the lock.
+                let reads = AnyPoolOptions::new()
+                    .max_connections(SQLITE_READERS)
+                    .min_connections(0)
+                    .idle_timeout(READER_IDLE)
+                    .test_before_acquire(false)
+                    .acquire_timeout(Duration::from_secs(30))
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            conn.execute("PRAGMA busy_timeout=5000").await?;
+                            conn.execute("PRAGMA query_only=1").await?;
+                            Ok(())
+                        })
+                    })
+                    .connect_lazy(&url)
+                    .map_err(db_err)?;
+                Db { pool, reads, dialect: Dialect::Sqlite }
             }
             Location::Postgres(url) => {
                 create_schema(url, &schema).await?;
@@ -120,7 +155,7 @@ impl Db {
                     .connect(url)
                     .await
                     .map_err(db_err)?;
-                Db { pool, dialect: Dialect::Postgres }
+                Db { reads: pool.clone(), pool, dialect: Dialect::Postgres }
             }
         };
         let migrator = migrations.migrator(db.dialect)?;
@@ -224,7 +259,7 @@ pub async fn list_in_envs_with<T>(
         for f in filters {
             q = q.bind(*f);
         }
-        for r in &q.fetch_all(&db.pool).await.map_err(db_err)? {
+        for r in &q.fetch_all(&db.reads).await.map_err(db_err)? {
             out.push(map(r)?);
         }
     }
@@ -240,11 +275,41 @@ pub async fn find_one<T>(
     key: &str,
     map: fn(&sqlx::any::AnyRow) -> Result<T, Error>,
 ) -> Result<Option<T>, Error> {
-    sqlx::query(sql).bind(key).fetch_optional(&db.pool).await.map_err(db_err)?.as_ref().map(map).transpose()
+    sqlx::query(sql).bind(key).fetch_optional(&db.reads).await.map_err(db_err)?.as_ref().map(map).transpose()
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use sqlx::{Connection, Row};
+
+    /// Reads outside a transaction do not queue behind the one SQLite
+    /// writer: while a write transaction is open (as while the log's group
+    /// commit flushes) a read answers with the last commit, and once the
+    /// write commits the next read sees it. A write sent to the readers
+    /// fails rather than contending for the lock.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn sqlite_reads_answer_while_the_writer_holds_a_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&Location::SqliteDir(dir.path().into()), "readers", &Migrations { sources: &[] }).await.unwrap();
+        sqlx::query("CREATE TABLE t (n BIGINT)").execute(&db.pool).await.unwrap();
+        sqlx::query("INSERT INTO t (n) VALUES (1)").execute(&db.pool).await.unwrap();
+        let count =
+            |db: Db| async move { sqlx::query("SELECT COUNT(*) AS c FROM t").fetch_one(&db.reads).await.unwrap().get::<i64, _>("c") };
+
+        let mut writer = db.pool.acquire().await.unwrap();
+        let mut tx = writer.begin().await.unwrap();
+        sqlx::query("INSERT INTO t (n) VALUES (2)").execute(&mut *tx).await.unwrap();
+        let read = tokio::time::timeout(Duration::from_secs(5), count(db.clone())).await;
+        assert_eq!(read.expect("a read answers while the writer's transaction is open"), 1, "the last commit, not the open write");
+        tx.commit().await.unwrap();
+        drop(writer);
+        assert_eq!(count(db.clone()).await, 2, "a read after the commit returned sees it");
+
+        let e = sqlx::query("INSERT INTO t (n) VALUES (3)").execute(&db.reads).await;
+        assert!(e.is_err(), "the read connections refuse writes");
+    }
+
     #[test]
     fn placeholders_are_numbered_in_order() {
         assert_eq!(super::marks(4, 3), "$4, $5, $6");

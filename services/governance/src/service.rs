@@ -90,18 +90,8 @@ impl GovernanceService {
             c.invalidate();
         }
         let Some(epochs) = &self.epochs else { return Ok(()) };
-        let mut last = None;
-        for attempt in 0..3u64 {
-            if attempt > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
-            }
-            match epochs.advance(DECISIONS_EPOCH).await {
-                Ok(()) => return Ok(()),
-                Err(e) => last = Some(e),
-            }
-        }
-        let why = last.map(|e| e.message).unwrap_or_default();
-        tracing::error!(error = %why, "a change to keys or grants is committed, but the decision caches could not be told");
+        let Err(e) = checkfu_ephemeral::announce(epochs.as_ref(), DECISIONS_EPOCH).await else { return Ok(()) };
+        tracing::error!(error = %e.message, "a change to keys or grants is committed, but the decision caches could not be told");
         Err(Error::unavailable(
             "the change is saved, but the gateways' decision caches could not be told at once: they follow it within 5 s; retrying tells them",
         ))

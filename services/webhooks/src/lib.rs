@@ -5,6 +5,7 @@
 
 pub mod clock;
 pub mod grpc;
+pub mod interest;
 pub mod model;
 pub mod service;
 pub mod store;

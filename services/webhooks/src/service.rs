@@ -5,6 +5,7 @@
 //! with the same `id` until it is acknowledged with a 2xx or 7 attempts fail.
 
 use crate::clock::Clock;
+use crate::interest::Interest;
 use crate::model::*;
 use crate::store::WebhooksStore;
 use checkfu_bus::Record;
@@ -28,6 +29,8 @@ pub struct WebhooksService {
     store: Arc<dyn WebhooksStore>,
     clock: Arc<dyn Clock>,
     allow_private: bool,
+    /// Who wants which events, kept between ingests (`interest.rs`).
+    interest: Arc<Interest>,
 }
 
 /// What an endpoint update asks for.
@@ -47,7 +50,14 @@ struct Outcome {
 
 impl WebhooksService {
     pub fn new(store: Arc<dyn WebhooksStore>, clock: Arc<dyn Clock>, allow_private: bool) -> Self {
-        WebhooksService { store, clock, allow_private }
+        WebhooksService { store, clock, allow_private, interest: Arc::new(Interest::off()) }
+    }
+
+    /// Keeps who wants which events between ingests, current as `interest`
+    /// learns of endpoint writes.
+    pub fn with_interest(mut self, interest: Interest) -> Self {
+        self.interest = Arc::new(interest);
+        self
     }
 
     /// A target URL, checked (http or https, no credentials, and unless
@@ -88,6 +98,7 @@ impl WebhooksService {
             updated_ms: now,
         };
         self.store.insert_endpoint(&e).await?;
+        self.interest.changed().await?;
         Ok((e, secret))
     }
 
@@ -133,6 +144,7 @@ impl WebhooksService {
         if !self.store.update_endpoint(&next, cur.version).await? {
             return Err(Error::conflict("the endpoint changed concurrently; retry"));
         }
+        self.interest.changed().await?;
         Ok(next)
     }
 
@@ -147,6 +159,7 @@ impl WebhooksService {
     pub async fn delete_endpoint(&self, id: &str) -> Result<Endpoint> {
         let e = self.endpoint(id).await?;
         self.store.delete_endpoint(&e.id).await?;
+        self.interest.changed().await?;
         Ok(e)
     }
 
@@ -187,7 +200,7 @@ impl WebhooksService {
         let created_at = p["created_at"].clone();
         let now = self.clock.now_ms();
         let mut n = 0;
-        for e in self.store.endpoints_for(env).await?.into_iter().filter(|e| e.wants(ty, env)) {
+        for e in self.interest.endpoints_for(self.store.as_ref(), env).await?.iter().filter(|e| e.wants(ty, env)) {
             let event_id = new_id("wevt");
             let body = json!({"id": event_id, "type": ty, "created_at": created_at, "data": data}).to_string();
             let d = Delivery {

@@ -30,26 +30,13 @@ impl Play for Governance {
         }
         if let Some(epochs) = &node.epochs {
             svc = svc.with_epochs(epochs.clone());
-            // The gateways keep decisions only under a token governance
-            // made: one from the start, and again whenever the store lost it.
-            let (epochs, stop) = (epochs.clone(), node.shutdown.clone());
-            node.spawn(async move {
-                let outage = checkfu_ephemeral::outage::FailureLog::new(
-                    "cannot announce the decisions epoch; gateways ask governance for every decision",
-                );
-                loop {
-                    match epochs.ensure(checkfu_governance::service::DECISIONS_EPOCH).await {
-                        Ok(()) => outage.recovered(),
-                        Err(e) => {
-                            outage.failed(&e);
-                        }
-                    }
-                    tokio::select! {
-                        () = stop.cancelled() => return,
-                        () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
-                    }
-                }
-            });
+            // The gateways keep decisions only under a token governance made.
+            node.spawn(super::keep_epoch(
+                epochs.clone(),
+                checkfu_governance::service::DECISIONS_EPOCH,
+                "cannot announce the decisions epoch; gateways ask governance for every decision",
+                node.shutdown.clone(),
+            ));
         }
         node.spawn(checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "governance").run(super::RELAY_EVERY, node.shutdown.clone()));
 

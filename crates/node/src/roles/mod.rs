@@ -40,6 +40,30 @@ pub(crate) fn installation_key(opts: &crate::options::NodeOptions, role: Role) -
     }
 }
 
+/// Keeps `name` holding a token while the node runs: caches keep nothing
+/// under an epoch without one, and only the role that moves it mints one —
+/// at start, and again whenever the store lost it (Redis restarted).
+pub(crate) async fn keep_epoch(
+    epochs: std::sync::Arc<dyn checkfu_ephemeral::Epochs>,
+    name: &'static str,
+    unannounced: &'static str,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    let outage = checkfu_ephemeral::outage::FailureLog::new(unannounced);
+    loop {
+        match epochs.ensure(name).await {
+            Ok(()) => outage.recovered(),
+            Err(e) => {
+                outage.failed(&e);
+            }
+        }
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
+        }
+    }
+}
+
 /// How often a role's outbox relay looks for events a wake-up missed.
 const RELAY_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 

@@ -60,7 +60,7 @@ impl FilesStore for SqlSessionsStore {
             .bind(session_id)
             .bind(before)
             .bind(page.fetch_limit())
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?;
         rows.iter().map(file).collect()
@@ -69,7 +69,7 @@ impl FilesStore for SqlSessionsStore {
     async fn all_files(&self, session_id: &SessionId) -> Result<Vec<SessionFile>> {
         let rows = sqlx::query("SELECT * FROM session_files WHERE session_id = $1 ORDER BY path")
             .bind(session_id)
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?;
         rows.iter().map(file).collect()
@@ -79,7 +79,7 @@ impl FilesStore for SqlSessionsStore {
         let row = sqlx::query("SELECT * FROM session_files WHERE session_id = $1 AND path = $2")
             .bind(session_id)
             .bind(path)
-            .fetch_optional(&self.db.pool)
+            .fetch_optional(&self.db.reads)
             .await
             .map_err(db_err)?;
         row.as_ref().map(file).transpose()
@@ -115,7 +115,7 @@ impl FilesStore for SqlSessionsStore {
     async fn get_sandbox(&self, session_id: &SessionId) -> Result<Option<SandboxState>> {
         let row = sqlx::query("SELECT * FROM session_sandboxes WHERE session_id = $1")
             .bind(session_id)
-            .fetch_optional(&self.db.pool)
+            .fetch_optional(&self.db.reads)
             .await
             .map_err(db_err)?;
         row.as_ref().map(sandbox).transpose()
@@ -131,7 +131,7 @@ impl FilesStore for SqlSessionsStore {
         for id in session_ids {
             q = q.bind(id);
         }
-        let rows = q.fetch_all(&self.db.pool).await.map_err(db_err)?;
+        let rows = q.fetch_all(&self.db.reads).await.map_err(db_err)?;
         rows.iter().map(sandbox).collect()
     }
 
@@ -159,7 +159,7 @@ impl FilesStore for SqlSessionsStore {
             sqlx::query("SELECT * FROM session_sandboxes WHERE expires_ms < $1 AND snapshot_sha256 <> '' ORDER BY expires_ms LIMIT $2")
                 .bind(now_ms)
                 .bind(limit)
-                .fetch_all(&self.db.pool)
+                .fetch_all(&self.db.reads)
                 .await
                 .map_err(db_err)?;
         rows.iter().map(sandbox).collect()

@@ -71,7 +71,7 @@ impl MountsStore for SqlSessionsStore {
     async fn mounts(&self, session_id: &SessionId) -> Result<Vec<MemoryMount>> {
         sqlx::query("SELECT * FROM session_memory_mounts WHERE session_id = $1 ORDER BY position")
             .bind(session_id)
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?
             .iter()

@@ -146,7 +146,7 @@ impl RunnersStore for SqlSessionsStore {
     async fn runs_held_by(&self, runner_id: &str) -> Result<Vec<(RunId, SessionId)>> {
         let rows = sqlx::query("SELECT id, session_id FROM runs WHERE runner_id = $1 AND status = 'running'")
             .bind(runner_id)
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?;
         rows.iter().map(|r| Ok((id(r, "id")?, id(r, "session_id")?))).collect()

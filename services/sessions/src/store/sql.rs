@@ -132,7 +132,7 @@ impl SessionsStore for SqlSessionsStore {
         sqlx::query("SELECT * FROM agent_versions WHERE agent_id = $1 AND version = $2")
             .bind(agent_id)
             .bind(version)
-            .fetch_optional(&self.db.pool)
+            .fetch_optional(&self.db.reads)
             .await
             .map_err(db_err)?
             .as_ref()
@@ -145,7 +145,7 @@ impl SessionsStore for SqlSessionsStore {
             .bind(agent_id)
             .bind(before_version.unwrap_or(i64::MAX))
             .bind(limit)
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?
             .iter()
@@ -180,7 +180,7 @@ impl SessionsStore for SqlSessionsStore {
     async fn insert_sandbox_revision(&self, rev: &SandboxRevision) -> Result<bool> {
         let env: String = sqlx::query("SELECT environment_id FROM sandbox_profiles WHERE id = $1")
             .bind(&rev.profile_id)
-            .fetch_one(&self.db.pool)
+            .fetch_one(&self.db.reads)
             .await
             .map_err(db_err)?
             .try_get("environment_id")
@@ -213,7 +213,7 @@ impl SessionsStore for SqlSessionsStore {
         sqlx::query("SELECT * FROM sandbox_revisions WHERE profile_id = $1 AND revision = $2")
             .bind(profile_id)
             .bind(revision)
-            .fetch_optional(&self.db.pool)
+            .fetch_optional(&self.db.reads)
             .await
             .map_err(db_err)?
             .as_ref()
@@ -277,7 +277,7 @@ impl SessionsStore for SqlSessionsStore {
         )
         .bind(id)
         .bind(revision)
-        .fetch_optional(&self.db.pool)
+        .fetch_optional(&self.db.reads)
         .await
         .map_err(db_err)?
         .as_ref()
@@ -330,7 +330,7 @@ impl SessionsStore for SqlSessionsStore {
                 .bind(&f.deployment_id)
                 .bind(page.fetch_limit())
                 .bind(&f.principal_id)
-                .fetch_all(&self.db.pool)
+                .fetch_all(&self.db.reads)
                 .await
                 .map_err(db_err)?;
             for r in &rows {
@@ -366,7 +366,7 @@ impl SessionsStore for SqlSessionsStore {
         for t in types {
             q = q.bind(t);
         }
-        let rows = q.fetch_all(&self.db.pool).await.map_err(db_err)?;
+        let rows = q.fetch_all(&self.db.reads).await.map_err(db_err)?;
         rows.iter().map(event).collect()
     }
 
@@ -383,7 +383,7 @@ impl SessionsStore for SqlSessionsStore {
             .bind(session_id)
             .bind(page.before())
             .bind(page.fetch_limit())
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?
             .iter()
@@ -394,7 +394,7 @@ impl SessionsStore for SqlSessionsStore {
     async fn grading_sessions(&self, limit: i64) -> Result<Vec<SessionId>> {
         sqlx::query("SELECT session_id FROM outcomes WHERE grading = 1 ORDER BY session_id LIMIT $1")
             .bind(limit)
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?
             .iter()
@@ -415,7 +415,7 @@ impl SessionsStore for SqlSessionsStore {
     async fn child_runs(&self, session_id: &SessionId) -> Result<Vec<Run>> {
         sqlx::query("SELECT * FROM runs WHERE session_id = $1 AND status <> 'completed' AND thread_id <> '' ORDER BY id")
             .bind(session_id)
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?
             .iter()
@@ -428,7 +428,7 @@ impl SessionsStore for SqlSessionsStore {
             .bind(session_id)
             .bind(page.before())
             .bind(page.fetch_limit())
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?
             .iter()
@@ -444,7 +444,7 @@ impl SessionsStore for SqlSessionsStore {
         .bind(placement)
         .bind(now_ms)
         .bind(limit)
-        .fetch_all(&self.db.pool)
+        .fetch_all(&self.db.reads)
         .await
         .map_err(db_err)?
         .iter()

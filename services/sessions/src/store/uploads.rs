@@ -95,7 +95,7 @@ impl SqlSessionsStore {
             let files = sqlx::query("SELECT path, size_bytes, sha256 FROM skill_files WHERE skill_id = $1 AND version = $2 ORDER BY path")
                 .bind(&skill_id)
                 .bind(version)
-                .fetch_all(&self.db.pool)
+                .fetch_all(&self.db.reads)
                 .await
                 .map_err(db_err)?
                 .iter()
@@ -190,7 +190,7 @@ impl UploadsStore for SqlSessionsStore {
         sqlx::query("SELECT * FROM uploaded_files WHERE expires_ms > 0 AND expires_ms < $1 ORDER BY expires_ms LIMIT $2")
             .bind(now_ms)
             .bind(limit)
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?
             .iter()
@@ -219,7 +219,7 @@ impl UploadsStore for SqlSessionsStore {
     async fn session_uploads(&self, session_id: &SessionId) -> Result<Vec<SessionUpload>> {
         sqlx::query("SELECT * FROM session_uploads WHERE session_id = $1 ORDER BY file_id")
             .bind(session_id)
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?
             .iter()
@@ -305,7 +305,7 @@ impl UploadsStore for SqlSessionsStore {
         let rows = sqlx::query("SELECT * FROM skill_versions WHERE skill_id = $1 AND version = $2")
             .bind(id)
             .bind(version)
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?;
         Ok(self.version_rows(rows).await?.into_iter().next())
@@ -316,7 +316,7 @@ impl UploadsStore for SqlSessionsStore {
             .bind(id)
             .bind(before_version.unwrap_or(i64::MAX))
             .bind(limit)
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?;
         self.version_rows(rows).await
@@ -325,7 +325,7 @@ impl UploadsStore for SqlSessionsStore {
     async fn skill_versions_holding(&self, sha256: &str) -> Result<Vec<(SkillId, i64)>> {
         sqlx::query("SELECT DISTINCT skill_id, version FROM skill_files WHERE sha256 = $1")
             .bind(sha256)
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?
             .iter()

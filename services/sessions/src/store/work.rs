@@ -127,7 +127,7 @@ impl WorkStore for SqlSessionsStore {
         .bind(profile_id)
         .bind(delivered_before_ms)
         .bind(limit)
-        .fetch_all(&self.db.pool)
+        .fetch_all(&self.db.reads)
         .await
         .map_err(db_err)?;
         rows.iter().map(work).collect()
@@ -157,7 +157,7 @@ impl WorkStore for SqlSessionsStore {
     async fn work_token(&self, token_sha256: &str) -> Result<Option<(WorkId, i64)>> {
         let row = sqlx::query("SELECT work_id, generation FROM work_tokens WHERE token_sha256 = $1")
             .bind(token_sha256)
-            .fetch_optional(&self.db.pool)
+            .fetch_optional(&self.db.reads)
             .await
             .map_err(db_err)?;
         row.map(|r| Ok((id(&r, "work_id")?, r.try_get("generation").map_err(db_err)?))).transpose()
@@ -168,7 +168,7 @@ impl WorkStore for SqlSessionsStore {
             .bind(profile_id)
             .bind(page.before())
             .bind(page.fetch_limit())
-            .fetch_all(&self.db.pool)
+            .fetch_all(&self.db.reads)
             .await
             .map_err(db_err)?;
         rows.iter().map(work).collect()
@@ -181,7 +181,7 @@ impl WorkStore for SqlSessionsStore {
         )
         .bind(now_ms)
         .bind(limit)
-        .fetch_all(&self.db.pool)
+        .fetch_all(&self.db.reads)
         .await
         .map_err(db_err)?;
         rows.iter().map(work).collect()
