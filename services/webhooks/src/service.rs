@@ -179,6 +179,16 @@ impl WebhooksService {
     /// Turns one platform event into deliveries for the endpoints that want
     /// it. Idempotent: a record seen twice adds nothing.
     pub async fn ingest(&self, r: &Record) -> Result<usize> {
+        // The record's type spares reading the events no endpoint can
+        // want — most of a Session's (messages, tool calls, spans), whose
+        // payloads are the large ones. A child's own status events are read
+        // for their lifecycle spelling.
+        if let Some(t) = r.header("type")
+            && !SUBSCRIBABLE.contains(&t)
+            && !t.starts_with("session.thread_status_")
+        {
+            return Ok(0);
+        }
         let p: Value = serde_json::from_str(&r.payload).map_err(|e| Error::invalid(format!("unreadable event: {e}")))?;
         let ty = lifecycle_type(&p);
         if !SUBSCRIBABLE.contains(&ty) {

@@ -168,6 +168,24 @@ async fn one_process_sees_its_own_writes_and_reads_the_table_once_between_them()
     }
 }
 
+/// An event no endpoint can want is passed over on its type alone: its
+/// payload (a message's text, a tool's input) is not even read.
+#[tokio::test(flavor = "multi_thread")]
+async fn events_no_endpoint_can_want_are_passed_over_unread() {
+    for (db, _guard) in backends().await {
+        let (svc, store) = replica(&db, Interest::local());
+        svc.create_endpoint(ENV, "http://127.0.0.1:9/hook", vec!["session.*".into()], "prin_1").await.unwrap();
+        let before = store.reads.load(Ordering::SeqCst);
+        for ty in ["agent.message", "user.message", "agent.tool_use", "span.model_request_end"] {
+            let r = Record { headers: vec![("type".into(), ty.into())], payload: "not JSON: never read".into(), ..idle() };
+            assert_eq!(svc.ingest(&r).await.unwrap(), 0, "{ty}");
+        }
+        assert_eq!(store.reads.load(Ordering::SeqCst), before, "no endpoints were looked up");
+        let typed = Record { headers: vec![("type".into(), "session.status_idle".into())], ..idle() };
+        assert_eq!(svc.ingest(&typed).await.unwrap(), 1, "a subscribable type is delivered as before");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn replicas_see_each_others_writes_through_the_epoch() {
     for (db, _guard) in backends().await {
