@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub mod automation;
+pub mod catalog_changes;
 pub mod cma;
 pub mod cpu;
 pub mod mcp;

@@ -157,6 +157,9 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
     // epoch in Redis stands: a change made through one gateway counts on
     // the other for every request that starts after it was answered.
     checkfu_e2e::revocation::every_change_counts_for_every_later_request(&a0, &g1, &env_id).await;
+    // And the catalog rows a create reads, which the sessions replicas
+    // announce to the same epoch.
+    checkfu_e2e::catalog_changes::every_catalog_change_counts_for_the_next_create(&a0, &a1, &env_id).await;
 
     // 2. Webhooks keep every event across a broker stop.
     let (seen, url) = receiver().await;

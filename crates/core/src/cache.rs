@@ -7,6 +7,7 @@ use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 pub struct Bounded<K, V> {
     capacity: usize,
@@ -60,6 +61,32 @@ impl<K: Eq + Hash, V: Clone> Bounded<K, V> {
     }
 }
 
+/// A value kept with the stamp it was read under (an epoch's token, a
+/// generation) and when: used only while that stamp is still the current
+/// one and it is younger than a bound, the bound holding when a change
+/// could not be announced.
+#[derive(Clone)]
+pub struct Kept<S, T> {
+    stamp: S,
+    at: Instant,
+    value: T,
+}
+
+impl<S, T: Clone> Kept<S, T> {
+    /// `value`, read after `stamp` was.
+    pub fn new(stamp: S, value: T) -> Self {
+        Kept { stamp, at: Instant::now(), value }
+    }
+
+    /// The value, when it was kept under `stamp` less than `max_age` ago.
+    pub fn valid_under<Q: PartialEq + ?Sized>(&self, stamp: &Q, max_age: Duration) -> Option<T>
+    where
+        S: Borrow<Q>,
+    {
+        (self.stamp.borrow() == stamp && self.at.elapsed() < max_age).then(|| self.value.clone())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +113,13 @@ mod tests {
         assert_eq!((c.get(&"a"), c.get(&"c")), (None, Some(4)));
         assert_eq!(c.remove(&"c"), Some(4));
         assert_eq!(c.get(&"c"), None);
+    }
+
+    #[test]
+    fn a_kept_value_holds_under_its_stamp_and_not_past_its_age() {
+        let k = Kept::new(std::sync::Arc::<str>::from("t1"), 7);
+        assert_eq!(k.valid_under("t1", Duration::from_secs(5)), Some(7));
+        assert_eq!(k.valid_under("t2", Duration::from_secs(5)), None, "another stamp");
+        assert_eq!(k.valid_under("t1", Duration::ZERO), None, "too old");
     }
 }

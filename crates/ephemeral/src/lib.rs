@@ -66,6 +66,12 @@ pub trait Epochs: Send + Sync + 'static {
     async fn ensure(&self, name: &str) -> Result<()>;
 }
 
+/// The epoch every gateway keeps its decisions and catalog rows under:
+/// governance moves it after a change to keys, grants, Principals or
+/// Environments, the sessions service after one to an Agent, a
+/// SandboxProfile or a Deployment.
+pub const DECISIONS_EPOCH: &str = "decisions";
+
 /// Moves `name` after a committed change, before the change is answered:
 /// three tries, 100 and 200 ms apart. The last failure comes back when none
 /// took; the caller answers that the change is saved but not yet announced.

@@ -23,10 +23,10 @@ use checkfu_ephemeral::Epochs;
 use checkfu_ephemeral::outage::FailureLog;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// The epoch governance moves (`checkfu_governance::service::DECISIONS_EPOCH`).
-pub const EPOCH: &str = "decisions";
+/// The epoch governance and the sessions service move.
+use checkfu_ephemeral::DECISIONS_EPOCH as EPOCH;
 
 /// The oldest decision used: the same bound an open stream's re-check has.
 pub const MAX_AGE: Duration = Duration::from_secs(5);
@@ -38,23 +38,17 @@ const MAX_KEYS: usize = 10_000;
 /// Permission answers kept; beyond it the map starts over.
 const MAX_CHECKS: usize = 100_000;
 
+/// One reading of the epoch, made by the first decision that needs it.
+type Reading = Arc<tokio::sync::OnceCell<Option<Arc<str>>>>;
+
 tokio::task_local! {
-    /// The epoch as one request read it (filled by its first decision).
-    static REQUEST_EPOCH: Arc<tokio::sync::OnceCell<Option<Arc<str>>>>;
+    /// The epoch as one request read it: filled by its first decision,
+    /// emptied by [`Decisions::renew`] after a write the request made.
+    static REQUEST_EPOCH: Arc<std::sync::Mutex<Reading>>;
 }
 
-#[derive(Clone)]
-struct Kept<T> {
-    epoch: Arc<str>,
-    at: Instant,
-    value: T,
-}
-
-impl<T: Clone> Kept<T> {
-    fn valid_under(&self, epoch: &str, max_age: Duration) -> Option<T> {
-        (*self.epoch == *epoch && self.at.elapsed() < max_age).then(|| self.value.clone())
-    }
-}
+/// An answer kept under the epoch read before it was asked.
+pub type Kept<T> = checkfu_core::cache::Kept<Arc<str>, T>;
 
 /// The gateway's decision cache (one per replica).
 pub struct Decisions {
@@ -84,6 +78,14 @@ impl Decisions {
         REQUEST_EPOCH.scope(Arc::default(), request).await
     }
 
+    /// After a write this request made (or tried: a conflict means another
+    /// request wrote): what it decides or reads next is read under the
+    /// epoch as it is now, which that write moved, not under the reading
+    /// made before it.
+    pub fn renew() {
+        let _ = REQUEST_EPOCH.try_with(|r| *r.lock().unwrap_or_else(|p| p.into_inner()) = Reading::default());
+    }
+
     /// The epoch to decide under: the request's reading, or a fresh one
     /// outside a request (an open stream's re-check).
     async fn epoch(&self) -> Option<Arc<str>> {
@@ -100,8 +102,8 @@ impl Decisions {
                 }
             }
         };
-        match REQUEST_EPOCH.try_with(Arc::clone) {
-            Ok(cell) => cell.get_or_init(read).await.clone(),
+        match REQUEST_EPOCH.try_with(|r| r.lock().unwrap_or_else(|p| p.into_inner()).clone()) {
+            Ok(reading) => reading.get_or_init(read).await.clone(),
             Err(_) => read().await,
         }
     }
@@ -112,13 +114,7 @@ impl Decisions {
     where
         F: Future<Output = ApiResult<(String, String)>>,
     {
-        let Some(epoch) = self.epoch().await else { return ask.await };
-        if let Some(hit) = self.keys.get(digest).and_then(|k| k.valid_under(&epoch, self.max_age)) {
-            return Ok(hit);
-        }
-        let found = ask.await?;
-        self.keys.insert(digest.to_string(), Kept { epoch, at: Instant::now(), value: found.clone() });
-        Ok(found)
+        self.kept(&self.keys, digest, ask).await
     }
 
     /// Whether `principal_id` holds `permission` on the resource, kept or
@@ -128,14 +124,23 @@ impl Decisions {
     where
         F: Future<Output = ApiResult<bool>>,
     {
+        self.kept(&self.checks, &question.join("\u{1f}"), ask).await
+    }
+
+    /// What `map` keeps for `key` under the request's epoch, else what
+    /// `ask` answers, kept under the epoch read before it was asked (an
+    /// error is never kept). Without an epoch every call asks.
+    pub async fn kept<T: Clone, F>(&self, map: &Bounded<String, Kept<T>>, key: &str, ask: F) -> ApiResult<T>
+    where
+        F: Future<Output = ApiResult<T>>,
+    {
         let Some(epoch) = self.epoch().await else { return ask.await };
-        let key = question.join("\u{1f}");
-        if let Some(hit) = self.checks.get(&key).and_then(|k| k.valid_under(&epoch, self.max_age)) {
+        if let Some(hit) = map.get(key).and_then(|k| k.valid_under(&*epoch, self.max_age)) {
             return Ok(hit);
         }
-        let allowed = ask.await?;
-        self.checks.insert(key, Kept { epoch, at: Instant::now(), value: allowed });
-        Ok(allowed)
+        let found = ask.await?;
+        map.insert(key.to_string(), Kept::new(epoch, found.clone()));
+        Ok(found)
     }
 
     /// Whether Environment `id` is disabled, kept or asked with `ask`:

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod authz;
 pub mod automation_wire;
 pub mod bodies;
+pub mod catalog_facts;
 pub mod cma;
 pub mod console;
 pub mod decisions;
@@ -107,6 +108,9 @@ pub struct Shared {
     /// Keys' Principals and permission answers, kept while governance's
     /// `decisions` epoch stands (see `decisions.rs`).
     pub decisions: Arc<decisions::Decisions>,
+    /// Catalog rows a create reads, kept under the same epoch (see
+    /// `catalog_facts.rs`).
+    pub catalog: catalog_facts::CatalogFacts,
 }
 
 /// The immutable facts of a Session that authorization needs.
@@ -176,6 +180,7 @@ impl AppState {
         sse_ping: std::time::Duration,
         limits: RateLimits,
         epochs: Option<Arc<dyn checkfu_ephemeral::Epochs>>,
+        keep_catalog: bool,
     ) -> Result<AppState> {
         let max_streams = limits.max_streams_per_principal;
         let db = Db::open(location, "gateway", &MIGRATIONS).await?;
@@ -210,6 +215,7 @@ impl AppState {
             session_facts: Arc::new(checkfu_core::cache::Bounded::new(SESSION_FACTS_CACHE)),
             agent_versions: Arc::new(checkfu_core::cache::Bounded::new(AGENT_VERSIONS_CACHE)),
             decisions: Arc::new(decisions::Decisions::new(epochs)),
+            catalog: catalog_facts::CatalogFacts::new(keep_catalog),
         })))
     }
 

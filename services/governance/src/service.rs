@@ -50,9 +50,6 @@ pub struct GovernanceService {
     epochs: Option<Arc<dyn checkfu_ephemeral::Epochs>>,
 }
 
-/// The epoch the decision caches read (see checkfu_ephemeral::Epochs).
-pub const DECISIONS_EPOCH: &str = "decisions";
-
 /// A new API key secret: `ck_` and 256 random bits.
 fn new_secret() -> String {
     checkfu_core::new_secret("ck_")
@@ -90,7 +87,7 @@ impl GovernanceService {
             c.invalidate();
         }
         let Some(epochs) = &self.epochs else { return Ok(()) };
-        let Err(e) = checkfu_ephemeral::announce(epochs.as_ref(), DECISIONS_EPOCH).await else { return Ok(()) };
+        let Err(e) = checkfu_ephemeral::announce(epochs.as_ref(), checkfu_ephemeral::DECISIONS_EPOCH).await else { return Ok(()) };
         tracing::error!(error = %e.message, "a change to keys or grants is committed, but the decision caches could not be told");
         Err(Error::unavailable(
             "the change is saved, but the gateways' decision caches could not be told at once: they follow it within 5 s; retrying tells them",

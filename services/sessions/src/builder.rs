@@ -119,6 +119,13 @@ impl Builder {
         self
     }
 
+    /// Moves the gateways' decisions epoch after catalog writes (see
+    /// `Catalog::changed`).
+    pub fn with_epochs(mut self, epochs: Option<Arc<dyn checkfu_ephemeral::Epochs>>) -> Self {
+        self.catalog.epochs = epochs;
+        self
+    }
+
     pub fn with_tool_sources(mut self, transport: Transport) -> Self {
         self.catalog.tool_sources = Some(ToolSources::new(transport));
         self

@@ -27,7 +27,7 @@ use checkfu_ephemeral::Epochs;
 use checkfu_ephemeral::outage::FailureLog;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The epoch endpoint writes move when replicas share a store.
 pub const EPOCH: &str = "webhook_endpoints";
@@ -55,12 +55,7 @@ enum Token {
     Shared(Arc<str>),
 }
 
-#[derive(Clone)]
-struct Kept {
-    token: Token,
-    at: Instant,
-    endpoints: Arc<Vec<Endpoint>>,
-}
+type Kept = checkfu_core::cache::Kept<Token, Arc<Vec<Endpoint>>>;
 
 /// The endpoints each Environment's events go to (one per process).
 pub struct Interest {
@@ -109,11 +104,11 @@ impl Interest {
     /// ones, secrets left out.
     pub async fn endpoints_for(&self, store: &dyn WebhooksStore, environment_id: &str) -> Result<Arc<Vec<Endpoint>>> {
         let Some(token) = self.token().await else { return Ok(Arc::new(read(store, environment_id).await?)) };
-        if let Some(k) = self.kept.get(environment_id).filter(|k| k.token == token && k.at.elapsed() < MAX_AGE) {
-            return Ok(k.endpoints);
+        if let Some(endpoints) = self.kept.get(environment_id).and_then(|k| k.valid_under(&token, MAX_AGE)) {
+            return Ok(endpoints);
         }
         let endpoints = Arc::new(read(store, environment_id).await?);
-        self.kept.insert(environment_id.to_string(), Kept { token, at: Instant::now(), endpoints: endpoints.clone() });
+        self.kept.insert(environment_id.to_string(), Kept::new(token, endpoints.clone()));
         Ok(endpoints)
     }
 

@@ -40,6 +40,9 @@ impl Play for Gateway {
         let mut limits = checkfu_gateway::RateLimits::new(limiter, opts.gateway.rate_limit_per_second);
         limits.max_streams_per_principal = opts.gateway.max_streams_per_principal;
         limits.auth_failures_per_window = opts.gateway.auth_failures_per_window;
+        // The sessions service announces catalog writes to the epoch this
+        // node reads when it plays the role here or when Redis is shared.
+        let keep_catalog = node.redis.is_some() || opts.roles.contains(&Role::Sessions);
         let state = checkfu_gateway::AppState::open(
             &opts.storage,
             upstreams,
@@ -47,6 +50,7 @@ impl Play for Gateway {
             opts.gateway.sse_ping,
             limits,
             node.epochs.clone(),
+            keep_catalog,
         )
         .await
         .context("opening the gateway store")?;

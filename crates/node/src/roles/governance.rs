@@ -33,7 +33,7 @@ impl Play for Governance {
             // The gateways keep decisions only under a token governance made.
             node.spawn(super::keep_epoch(
                 epochs.clone(),
-                checkfu_governance::service::DECISIONS_EPOCH,
+                checkfu_ephemeral::DECISIONS_EPOCH,
                 "cannot announce the decisions epoch; gateways ask governance for every decision",
                 node.shutdown.clone(),
             ));

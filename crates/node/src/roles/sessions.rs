@@ -52,7 +52,8 @@ impl Play for Sessions {
             })
             .with_unrestricted_network(opts.sessions.allow_unrestricted_network)
             .with_outbox_wake(relay.wake.clone())
-            .with_lease_ms(opts.sessions.run_lease.as_millis() as i64);
+            .with_lease_ms(opts.sessions.run_lease.as_millis() as i64)
+            .with_epochs(node.epochs.clone());
         if let Some(r) = &node.redis {
             svc = svc.with_fanout(Arc::new(r.clone())).await.context("subscribing to the live fan-out")?;
         }

@@ -265,7 +265,13 @@ impl Native {
         }
         let mut req = b.body(body).map_err(|e| Error::internal(format!("building a native request: {e}")))?;
         req.extensions_mut().insert(self.caller.clone());
+        let writes = req.method() != Method::GET;
         let resp = self.router.clone().oneshot(req).await.map_err(|e| Error::internal(format!("native call: {e}")))?;
+        if writes {
+            // What this request reads next must see what it just wrote, or
+            // what a conflict says another request wrote.
+            crate::decisions::Decisions::renew();
+        }
         if resp.status().is_success() {
             return Ok(resp);
         }

@@ -11,7 +11,7 @@ use checkfu_proto::modelgateway::v1 as mg;
 use checkfu_proto::sessions::v1 as ss;
 
 pub async fn agent(st: &AppState, id: &str) -> CmaResult<views::Agent> {
-    Ok(views::agent(&st.sessions.clone().get_agent(ss::GetByIdRequest { id: id.into() }).await?.into_inner()))
+    Ok(views::agent(&st.catalog.agent(st, id).await?))
 }
 
 /// A published version: read once, then kept (versions are immutable).
@@ -32,11 +32,11 @@ pub async fn profile(st: &AppState, id: &str) -> CmaResult<views::SandboxProfile
 /// A SandboxProfile's row alone (its `latest` left out): one call, for
 /// what only needs its environment, archive state and latest revision.
 pub async fn profile_head(st: &AppState, id: &str) -> CmaResult<views::SandboxProfile> {
-    Ok(views::sandbox_profile(&st.sessions.clone().get_sandbox_profile(ss::GetByIdRequest { id: id.into() }).await?.into_inner()))
+    Ok(views::sandbox_profile(&st.catalog.profile(st, id).await?))
 }
 
 pub async fn deployment(st: &AppState, id: &str) -> CmaResult<views::AgentDeployment> {
-    Ok(views::deployment(&st.sessions.clone().get_deployment(ss::GetByIdRequest { id: id.into() }).await?.into_inner()))
+    Ok(views::deployment(&st.catalog.deployment(st, id).await?))
 }
 
 pub async fn route(st: &AppState, id: &str) -> CmaResult<views::ModelRoutingProfile> {
@@ -61,17 +61,7 @@ pub async fn policy_named(st: &AppState, env_id: &str, name: &str) -> CmaResult<
 
 /// The workspace's deployments the projection made (`cma:` keys).
 pub async fn cma_deployments(st: &AppState, env_id: &str) -> CmaResult<Vec<views::AgentDeployment>> {
-    let mut out = vec![];
-    let mut page = String::new();
-    loop {
-        let req = ss::ListInEnvironmentsRequest { environment_ids: vec![env_id.into()], limit: 100, page: page.clone() };
-        let r = st.sessions.clone().list_deployments(req).await?.into_inner();
-        out.extend(r.data.iter().filter(|d| d.key.starts_with("cma:")).map(views::deployment));
-        if r.next_page.is_empty() || out.len() > 10_000 {
-            return Ok(out);
-        }
-        page = r.next_page;
-    }
+    Ok(st.catalog.cma_deployments(st, env_id).await?.iter().map(views::deployment).collect())
 }
 
 /// The Environment's ToolSources: id → name (`mcp_server_name`).

@@ -101,7 +101,7 @@ pub async fn create_session(
     checkfu_core::id::DeploymentId::check("agent_deployment_id", &b.agent_deployment_id)?;
     let principal_id = b.principal_id.clone().unwrap_or_else(|| caller.principal_id.clone());
     require_speaks_for(&st, &caller, &principal_id, "principal_id").await?;
-    let dep = st.sessions.clone().get_deployment(ss::GetByIdRequest { id: b.agent_deployment_id.clone() }).await?.into_inner();
+    let dep = st.catalog.deployment(&st, &b.agent_deployment_id).await?;
     require_invoke(&st, &principal_id, &dep.agent_id, &dep.environment_id).await?;
     let env_id = dep.environment_id.clone();
     let ask = async { Ok(st.gov.clone().get_environment(gov::GetByIdRequest { id: env_id.clone() }).await?.into_inner().disabled) };

@@ -58,6 +58,10 @@ pub struct Catalog {
     pub(crate) unrestricted_network: bool,
     /// Switched-off features (skills among them).
     pub(crate) features: Disabled,
+    /// Where the gateways' decisions epoch is moved: gateways keep Agent,
+    /// SandboxProfile and Deployment rows under it (their
+    /// `catalog_facts`). None: no gateway keeps them.
+    pub(crate) epochs: Option<Arc<dyn checkfu_ephemeral::Epochs>>,
 }
 
 impl Catalog {
@@ -70,7 +74,19 @@ impl Catalog {
             tool_sources: None,
             unrestricted_network: false,
             features: Disabled::default(),
+            epochs: None,
         }
+    }
+
+    /// After a committed write to a row gateways keep, before it is
+    /// answered: the epoch moves, so a request that starts after the
+    /// answer reads the new row. When it cannot be moved (three tries) the
+    /// write is answered 503 saying so; gateways follow within 5 s.
+    async fn changed<T>(&self, written: T) -> Result<T> {
+        let Some(epochs) = &self.epochs else { return Ok(written) };
+        let Err(e) = checkfu_ephemeral::announce(epochs.as_ref(), checkfu_ephemeral::DECISIONS_EPOCH).await else { return Ok(written) };
+        tracing::error!(error = %e.message, "a catalog change is committed, but the gateways could not be told");
+        Err(Error::unavailable("the change is saved, but the gateways could not be told at once: they follow it within 5 s"))
     }
 
     /// What revision `revision` of a Deployment pins: read once, then kept
@@ -147,7 +163,7 @@ impl Catalog {
         if !self.store.update_agent(&next, current.version).await? {
             return Err(Error::conflict("the agent changed concurrently; read it again"));
         }
-        Ok(next)
+        self.changed(next).await
     }
 
     pub async fn archive_agent(&self, id: &str) -> Result<Agent> {
@@ -159,7 +175,7 @@ impl Catalog {
         if !self.store.update_agent(&next, current.version).await? {
             return Err(Error::conflict("the agent changed concurrently; read it again"));
         }
-        Ok(next)
+        self.changed(next).await
     }
 
     /// Freezes the draft as the next version, addressed by the SHA-256 of
@@ -193,7 +209,7 @@ impl Catalog {
         if !self.store.publish_agent_version(&v, a.version).await? {
             return Err(Error::conflict("the agent changed while publishing; read it again"));
         }
-        Ok(v)
+        self.changed(v).await
     }
 
     /// Publication refuses another Environment's or an archived ToolSource
@@ -262,7 +278,9 @@ impl Catalog {
     /// Sessions already running keep theirs.
     pub async fn archive_sandbox_profile(&self, profile_id: &str) -> Result<SandboxProfile> {
         let id = SandboxProfileId::parse("id", profile_id)?;
-        self.store.archive_sandbox_profile(&id, now_ms()).await?.ok_or_else(|| Error::not_found("sandbox_profile", profile_id))
+        let archived =
+            self.store.archive_sandbox_profile(&id, now_ms()).await?.ok_or_else(|| Error::not_found("sandbox_profile", profile_id))?;
+        self.changed(archived).await
     }
 
     pub async fn publish_sandbox_revision(&self, profile_id: &str, spec: SandboxSpec) -> Result<SandboxRevision> {
@@ -273,7 +291,7 @@ impl Catalog {
         if !self.store.insert_sandbox_revision(&r).await? {
             return Err(Error::conflict("another revision was published concurrently; read the profile again"));
         }
-        Ok(r)
+        self.changed(r).await
     }
 
     pub async fn sandbox_profile(&self, id: &str) -> Result<SandboxProfile> {
@@ -371,7 +389,8 @@ impl Catalog {
             updated_ms: now,
         };
         self.store.insert_deployment(&d).await.map_err(renamed_conflict("a deployment with this key in this environment"))?;
-        Ok(d)
+        // A new row is kept nowhere, but the projection keeps lists of them.
+        self.changed(d).await
     }
 
     pub async fn create_deployment_revision(&self, id: &str, input: &DeploymentInput) -> Result<Deployment> {
@@ -382,7 +401,7 @@ impl Catalog {
         if !self.store.insert_deployment_revision(&next).await? {
             return Err(Error::conflict("another revision was created concurrently; read the deployment again"));
         }
-        Ok(next)
+        self.changed(next).await
     }
 
     pub async fn deployment(&self, id: &str) -> Result<Deployment> {
