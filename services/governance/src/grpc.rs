@@ -456,6 +456,10 @@ impl Rpc for GovernanceGrpc {
 
     async fn list_action_policies(&self, r: Request<pb::ListActionPoliciesRequest>) -> R<pb::ListActionPoliciesResponse> {
         let r = r.into_inner();
+        if !r.name.is_empty() {
+            let data = self.svc.policies_named(&r.environment_ids, &r.name).await?.into_iter().map(policy).collect();
+            return ok(pb::ListActionPoliciesResponse { data, next_page: String::new() });
+        }
         let p = page(r.limit, &r.page)?;
         let rows = self.svc.list_policies(&r.environment_ids, &p).await?;
         let (data, next_page) = paged(&p, rows, |x| &x.id, policy);

@@ -37,6 +37,9 @@ pub struct Bootstrapped {
 /// Active (unrevoked) API keys one Principal may hold.
 pub const MAX_ACTIVE_API_KEYS: i64 = 100;
 
+/// Environments one lookup of a policy by name may name.
+pub const MAX_NAMED_ENVIRONMENTS: usize = 100;
+
 #[derive(Clone)]
 pub struct GovernanceService {
     pub(crate) store: Arc<dyn GovernanceStore>,
@@ -631,6 +634,21 @@ impl GovernanceService {
 
     pub async fn list_policies(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<ActionPolicy>> {
         self.store.list_policies(environment_ids, page).await
+    }
+
+    /// The policies named `name`, at most one per Environment.
+    pub async fn policies_named(&self, environment_ids: &[String], name: &str) -> Result<Vec<ActionPolicy>> {
+        if environment_ids.len() > MAX_NAMED_ENVIRONMENTS {
+            return Err(Error::invalid_field(
+                "environment_ids",
+                format!("a lookup by name names at most {MAX_NAMED_ENVIRONMENTS} environments"),
+            ));
+        }
+        let mut out = vec![];
+        for env in environment_ids {
+            out.extend(self.store.policy_named(env, name).await?);
+        }
+        Ok(out)
     }
 
     pub async fn update_policy(

@@ -181,12 +181,8 @@ impl WebhooksService {
     pub async fn ingest(&self, r: &Record) -> Result<usize> {
         // The record's type spares reading the events no endpoint can
         // want — most of a Session's (messages, tool calls, spans), whose
-        // payloads are the large ones. A child's own status events are read
-        // for their lifecycle spelling.
-        if let Some(t) = r.header("type")
-            && !SUBSCRIBABLE.contains(&t)
-            && !t.starts_with("session.thread_status_")
-        {
+        // payloads are the large ones.
+        if r.header("type").is_some_and(|t| !deliverable(t)) {
             return Ok(0);
         }
         let p: Value = serde_json::from_str(&r.payload).map_err(|e| Error::invalid(format!("unreadable event: {e}")))?;
@@ -332,16 +328,31 @@ impl WebhooksService {
 fn lifecycle_type(p: &Value) -> &str {
     let ty = p["type"].as_str().unwrap_or_default();
     let own = p.get("origin_event_id").is_none_or(Value::is_null);
-    match ty {
-        "session.thread_status_idle" if own => "session.thread_idled",
-        "session.thread_status_terminated" if own => "session.thread_terminated",
+    match lifecycle_spelling(ty) {
+        Some(lifecycle) if own => lifecycle,
         _ => ty,
     }
 }
 
+/// The lifecycle spelling of a thread status type, when it has one.
+fn lifecycle_spelling(ty: &str) -> Option<&'static str> {
+    match ty {
+        "session.thread_status_idle" => Some("session.thread_idled"),
+        "session.thread_status_terminated" => Some("session.thread_terminated"),
+        _ => None,
+    }
+}
+
+/// Whether an event of platform type `ty` may be delivered under some
+/// spelling: an endpoint may subscribe to it, or to its lifecycle spelling
+/// (whose payload tells whether it is the thread's own).
+fn deliverable(ty: &str) -> bool {
+    SUBSCRIBABLE.contains(&ty) || lifecycle_spelling(ty).is_some_and(|l| SUBSCRIBABLE.contains(&l))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::lifecycle_type;
+    use super::{deliverable, lifecycle_type};
     use serde_json::json;
 
     #[test]
@@ -354,5 +365,13 @@ mod tests {
             "a cross-post is not delivered again"
         );
         assert_eq!(lifecycle_type(&json!({"type": "session.thread_created"})), "session.thread_created");
+    }
+
+    #[test]
+    fn only_types_some_spelling_of_which_is_subscribable_are_read() {
+        assert!(deliverable("session.thread_status_idle"), "read for its lifecycle spelling");
+        assert!(deliverable("session.thread_status_terminated"));
+        assert!(deliverable("session.status_idle"));
+        assert!(!deliverable("agent.message") && !deliverable("span.model_request_start") && !deliverable("user.message"));
     }
 }

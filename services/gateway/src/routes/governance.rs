@@ -63,7 +63,12 @@ pub async fn list_policies(
     let r = st
         .gov
         .clone()
-        .list_action_policies(gov::ListActionPoliciesRequest { environment_ids: envs, limit: paging.limit(), page: paging.page() })
+        .list_action_policies(gov::ListActionPoliciesRequest {
+            environment_ids: envs,
+            limit: paging.limit(),
+            page: paging.page(),
+            name: String::new(),
+        })
         .await?
         .into_inner();
     Ok(Json(views::page(&r.data, &r.next_page, views::action_policy)))

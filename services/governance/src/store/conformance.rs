@@ -246,6 +246,9 @@ async fn policies_compare_and_set(s: &dyn GovernanceStore) {
     assert!(s.update_policy(&next, 1).await.expect("cas"));
     assert!(!s.update_policy(&next, 1).await.expect("cas"), "stale version refused");
     assert_eq!(s.policies_in("env_p").await.expect("in").len(), 1);
+    assert_eq!(s.policy_named("env_p", "renamed").await.expect("named").map(|p| p.id), Some(tid("apol_1")));
+    assert!(s.policy_named("env_p", "no-bash").await.expect("named").is_none(), "the old name is gone");
+    assert!(s.policy_named("env_q", "renamed").await.expect("named").is_none(), "names are per environment");
     assert!(s.policies_in("env_q").await.expect("in").is_empty());
     assert_eq!(s.list_policies(&["env_p".into()], &PageRequest::standard(10, "").expect("page")).await.expect("list").len(), 1);
     assert!(s.delete_policy(&tid("apol_1")).await.expect("delete"));

@@ -68,6 +68,8 @@ pub trait GovernanceStore: ApprovalStore + ConsoleSessionStore + VaultStore + Se
     async fn list_policies(&self, environment_ids: &[String], page: &PageRequest) -> Result<Vec<ActionPolicy>>;
     /// Every policy of one Environment, for evaluation.
     async fn policies_in(&self, environment_id: &str) -> Result<Vec<ActionPolicy>>;
+    /// The policy named `name` in `environment_id` (names are unique there).
+    async fn policy_named(&self, environment_id: &str, name: &str) -> Result<Option<ActionPolicy>>;
     /// Compare-and-set on `version`.
     async fn update_policy(&self, p: &ActionPolicy, expected_version: i64) -> Result<bool>;
     async fn delete_policy(&self, id: &PolicyId) -> Result<bool>;

@@ -460,6 +460,18 @@ impl GovernanceStore for SqlGovernanceStore {
         list_in_envs(&self.db, sql, environment_ids, page, policy, |p| &p.id).await
     }
 
+    async fn policy_named(&self, environment_id: &str, name: &str) -> Result<Option<ActionPolicy>> {
+        sqlx::query("SELECT * FROM action_policies WHERE environment_id = $1 AND name = $2")
+            .bind(environment_id)
+            .bind(name)
+            .fetch_optional(&self.db.reads)
+            .await
+            .map_err(db_err)?
+            .as_ref()
+            .map(policy)
+            .transpose()
+    }
+
     async fn policies_in(&self, environment_id: &str) -> Result<Vec<ActionPolicy>> {
         sqlx::query("SELECT * FROM action_policies WHERE environment_id = $1")
             .bind(environment_id)
