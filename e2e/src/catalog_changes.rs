@@ -15,7 +15,7 @@ const CMA: [(&str, &str); 1] = [("anthropic-beta", "managed-agents-2026-04-01")]
 /// native part) and the CMA default workspace.
 pub async fn every_catalog_change_counts_for_the_next_create(writer: &Api, reader: &Api, env: &str) {
     a_deployment_revision(writer, reader, env).await;
-    cma_models_routed(writer).await;
+    crate::cma::route_models(writer).await;
     racing_first_creates(reader).await;
     a_cma_agent_version_and_archive(writer, reader).await;
     a_cma_environment_archive(writer, reader).await;
@@ -39,16 +39,6 @@ async fn a_deployment_revision(writer: &Api, reader: &Api, env: &str) {
     expect(&writer.post(&format!("/v1/agent-deployments/{}/revisions", d.deployment_id), revision).await, 201, None);
     let s = native_create(reader, &d.deployment_id).await;
     assert_eq!(s["deployment_revision"], 2, "the create after the revision was answered runs on it: {s}");
-}
-
-/// The CMA default workspace routes every model name (`cma:*`) to the
-/// scripted model, as an embedded installation's does from its start.
-async fn cma_models_routed(writer: &Api) {
-    let envs = writer.get("/v1/environments").await.1;
-    let default = envs["data"].as_array().unwrap().iter().find(|e| e["name"] == "default").expect("a default workspace");
-    let route = json!({"environment_id": id(default), "name": "cma:*", "candidates": [{"provider": "scripted", "model": "scripted-1", "effort": "low"}]});
-    let r = writer.post("/v1/model-routing-profiles", route).await;
-    assert!(r.0.is_success() || r.0.as_u16() == 409, "{}", r.1);
 }
 
 async fn cma_agent(writer: &Api, name: &str) -> String {

@@ -3,6 +3,8 @@
 //! (PyPI `anthropic`, pinned there). `.ci/run` installs the SDK; without it
 //! the tests skip (or fail, under `CHECKFU_REQUIRE_SERVICES=1`).
 
+use crate::{Api, id};
+use serde_json::json;
 use std::process::Command;
 
 /// The SDK version the contract pins (`PINNED` in contract.py).
@@ -37,4 +39,16 @@ pub fn check_with(name: &str, base: &str, key: &str, extra: &[&str]) {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "the CMA contract check {name} failed:\n{text}");
     assert!(text.contains(&format!("ok {name}")), "the check {name} reported nothing:\n{text}");
+}
+
+/// Routes every CMA model name (`cma:*`) in the default workspace to the
+/// scripted model, as an embedded installation does from its start; a mesh
+/// starts with no route, and the projection refuses an agent whose model
+/// nothing routes.
+pub async fn route_models(admin: &Api) {
+    let envs = admin.get("/v1/environments").await.1;
+    let default = envs["data"].as_array().into_iter().flatten().find(|e| e["name"] == "default").expect("a default workspace");
+    let route = json!({"environment_id": id(default), "name": "cma:*", "candidates": [{"provider": "scripted", "model": "scripted-1", "effort": "low"}]});
+    let r = admin.post("/v1/model-routing-profiles", route).await;
+    assert!(r.0.is_success() || r.0.as_u16() == 409, "routing CMA model names: {}", r.1);
 }

@@ -224,6 +224,7 @@ const CMA_HEADERS: [(&str, &str); 1] = [("anthropic-beta", "managed-agents-2026-
 
 /// An Agent and an environment made through `/cma`, for its creates.
 async fn cma_agent(i: &Installation) -> (String, String) {
+    checkfu_e2e::cma::route_models(&i.admin).await;
     let agent = i.admin.post_with("/cma/v1/agents", json!({"name": "bench", "model": "claude-sonnet-4-6"}), &CMA_HEADERS).await;
     assert!(agent.0.is_success(), "a CMA agent: {}", agent.1);
     let name = format!("bench-{}", checkfu_core::id::new_id("x"));
