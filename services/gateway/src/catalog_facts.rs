@@ -78,19 +78,26 @@ impl CatalogFacts {
     /// The Environment's Deployments whose key starts `cma:` (the
     /// projection's), at most about 10,000.
     pub async fn cma_deployments(&self, st: &AppState, env_id: &str) -> ApiResult<Arc<Vec<ss::Deployment>>> {
-        let ask = async {
-            let mut out = vec![];
-            let mut page = String::new();
-            loop {
-                let req = ss::ListInEnvironmentsRequest { environment_ids: vec![env_id.into()], limit: 100, page: page.clone() };
-                let r = st.sessions.clone().list_deployments(req).await?.into_inner();
-                out.extend(r.data.into_iter().filter(|d| d.key.starts_with("cma:")));
-                if r.next_page.is_empty() || out.len() > 10_000 {
-                    return Ok(Arc::new(out));
-                }
-                page = r.next_page;
+        self.kept(st, &self.cma_deployments, env_id, Self::read_cma_deployments(st, env_id)).await
+    }
+
+    /// [`Self::cma_deployments`] read from the store whatever is kept: after
+    /// a conflict, whose winner may not have moved the epoch yet.
+    pub async fn cma_deployments_now(st: &AppState, env_id: &str) -> ApiResult<Arc<Vec<ss::Deployment>>> {
+        Self::read_cma_deployments(st, env_id).await
+    }
+
+    async fn read_cma_deployments(st: &AppState, env_id: &str) -> ApiResult<Arc<Vec<ss::Deployment>>> {
+        let mut out = vec![];
+        let mut page = String::new();
+        loop {
+            let req = ss::ListInEnvironmentsRequest { environment_ids: vec![env_id.into()], limit: 100, page: page.clone() };
+            let r = st.sessions.clone().list_deployments(req).await?.into_inner();
+            out.extend(r.data.into_iter().filter(|d| d.key.starts_with("cma:")));
+            if r.next_page.is_empty() || out.len() > 10_000 {
+                return Ok(Arc::new(out));
             }
-        };
-        self.kept(st, &self.cma_deployments, env_id, ask).await
+            page = r.next_page;
+        }
     }
 }

@@ -89,9 +89,10 @@ pub async fn choose(cx: &Cx, agent_id: &str, version: i64, sbp: &str, found: Loo
             }
             match cx.native.post("/v1/agent-deployments", &body).await {
                 // Another create made it first (the key is unique per
-                // environment): run on that one.
+                // environment); it may not have moved the epoch yet.
                 Err(e) if e.0.code == Code::Conflict => {
-                    facts::cma_deployments(&cx.state, &cx.env_id).await?.into_iter().find(|d| d.key == k).ok_or(e)
+                    let now = crate::catalog_facts::CatalogFacts::cma_deployments_now(&cx.state, &cx.env_id).await?;
+                    now.iter().find(|d| d.key == k).map(views::deployment).ok_or(e)
                 }
                 other => other.map_err(missing),
             }
