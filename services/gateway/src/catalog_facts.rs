@@ -78,16 +78,12 @@ impl CatalogFacts {
     /// The Environment's Deployments whose key starts `cma:` (the
     /// projection's), at most about 10,000.
     pub async fn cma_deployments(&self, st: &AppState, env_id: &str) -> ApiResult<Arc<Vec<ss::Deployment>>> {
-        self.kept(st, &self.cma_deployments, env_id, Self::read_cma_deployments(st, env_id)).await
+        self.kept(st, &self.cma_deployments, env_id, Self::cma_deployments_now(st, env_id)).await
     }
 
     /// [`Self::cma_deployments`] read from the store whatever is kept: after
     /// a conflict, whose winner may not have moved the epoch yet.
     pub async fn cma_deployments_now(st: &AppState, env_id: &str) -> ApiResult<Arc<Vec<ss::Deployment>>> {
-        Self::read_cma_deployments(st, env_id).await
-    }
-
-    async fn read_cma_deployments(st: &AppState, env_id: &str) -> ApiResult<Arc<Vec<ss::Deployment>>> {
         let mut out = vec![];
         let mut page = String::new();
         loop {

@@ -45,9 +45,22 @@ pub async fn route(st: &AppState, id: &str) -> CmaResult<views::ModelRoutingProf
 
 /// The ActionPolicy named `name` in `env_id`, if any.
 pub async fn policy_named(st: &AppState, env_id: &str, name: &str) -> CmaResult<Option<views::ActionPolicy>> {
-    let req = gov::ListActionPoliciesRequest { environment_ids: vec![env_id.into()], name: name.into(), ..Default::default() };
-    let r = st.gov.clone().list_action_policies(req).await?.into_inner();
-    Ok(r.data.iter().find(|p| p.name == name).map(views::action_policy))
+    // Governance answers a named lookup on one page; a peer from before
+    // `name` existed ignores it and pages every policy, so pages are
+    // still followed.
+    let mut page = String::new();
+    loop {
+        let req =
+            gov::ListActionPoliciesRequest { environment_ids: vec![env_id.into()], limit: 100, page: page.clone(), name: name.into() };
+        let r = st.gov.clone().list_action_policies(req).await?.into_inner();
+        if let Some(p) = r.data.iter().find(|p| p.name == name) {
+            return Ok(Some(views::action_policy(p)));
+        }
+        if r.next_page.is_empty() {
+            return Ok(None);
+        }
+        page = r.next_page;
+    }
 }
 
 /// The workspace's deployments the projection made (`cma:` keys).
