@@ -8,8 +8,8 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p checkfu \
- && cp target/release/checkfu /checkfu
+    cargo build --profile dist --locked -p checkfu \
+ && cp target/dist/checkfu /checkfu
 
 # --- run -----------------------------------------------------------------
 FROM debian:bookworm-slim
