@@ -1,6 +1,6 @@
 //! `checkfu graph ...`: AutomationGraphs from the command line — create and
-//! revise documents from JSON files, plan, apply and preview a node's
-//! prompt — each command with `--json`.
+//! revise documents from JSON files, plan, apply, preview a node's prompt
+//! and try a Check's rule offline — each command with `--json`.
 
 use crate::client::{Client, ClientArgs};
 use crate::resolve::{self, GRAPH, PRINCIPAL};
@@ -66,6 +66,32 @@ pub enum GraphAction {
         #[arg(long)]
         previous_output_file: Option<PathBuf>,
     },
+    /// Try a Check node's rule on answers you give (offline: no model call,
+    /// qualification or record): the verdict and the branch it takes.
+    TestRule {
+        id: String,
+        #[arg(long)]
+        revision: i64,
+        /// A check or check_result decision, or a step_check.
+        #[arg(long)]
+        node: String,
+        /// `QUESTION=yes|no|uncertain`, one for each of the Check's
+        /// questions.
+        #[arg(long = "answer", value_name = "QUESTION=ANSWER", required = true)]
+        answers: Vec<String>,
+    },
+}
+
+/// `QUESTION=ANSWER` pairs as the API's `answers` object.
+fn answers(pairs: &[String]) -> anyhow::Result<Value> {
+    let mut out = serde_json::Map::new();
+    for pair in pairs {
+        let (name, answer) = pair.split_once('=').with_context(|| format!("--answer {pair:?} is QUESTION=yes|no|uncertain"))?;
+        if out.insert(name.to_string(), json!(answer)).is_some() {
+            anyhow::bail!("--answer names {name:?} twice");
+        }
+    }
+    Ok(Value::Object(out))
 }
 
 fn read_json(path: &Path) -> anyhow::Result<Value> {
@@ -214,6 +240,13 @@ pub async fn graph(args: ClientArgs, action: GraphAction, out: &mut impl Write) 
             if !missing.is_empty() {
                 text.push_str(&format!("missing from the event: {}\n", missing.join(", ")));
             }
+            show(out, &t, text)
+        }
+        GraphAction::TestRule { id, revision, node, answers: given } => {
+            let id = gid(id).await?;
+            let body = json!({"node": node, "answers": answers(&given)?});
+            let t = c.call(c.http.post(at(&format!("/{id}/revisions/{revision}/test-rule"))).json(&body)).await?;
+            let text = format!("verdict {} → {}\n", t["verdict"].as_str().unwrap_or_default(), t["branch"].as_str().unwrap_or_default());
             show(out, &t, text)
         }
     }

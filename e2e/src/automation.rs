@@ -82,11 +82,21 @@ impl Fixture {
     /// Runs the built `checkfu` binary against the installation as the
     /// admin; its stdout (the command must succeed).
     pub fn cli(&self, args: &[&str]) -> String {
-        let key = std::fs::read_to_string(self.dir.path().join("admin.key")).unwrap().trim().to_string();
-        let out =
-            std::process::Command::new(crate::procs::binary()).args(args).args(["--server", &self.p.base, "--key", &key]).output().unwrap();
+        let out = self.run_cli(args);
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    /// Runs a command that must fail; what it said on stderr.
+    pub fn cli_fails(&self, args: &[&str]) -> String {
+        let out = self.run_cli(args);
+        assert!(!out.status.success(), "{args:?} succeeded: {}", String::from_utf8_lossy(&out.stdout));
+        String::from_utf8_lossy(&out.stderr).to_string()
+    }
+
+    fn run_cli(&self, args: &[&str]) -> std::process::Output {
+        let key = std::fs::read_to_string(self.dir.path().join("admin.key")).unwrap().trim().to_string();
+        std::process::Command::new(crate::procs::binary()).args(args).args(["--server", &self.p.base, "--key", &key]).output().unwrap()
     }
 
     /// Publishes version 2 of `a` and moves `dep_a` to it (its revision 2).

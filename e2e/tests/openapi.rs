@@ -5,6 +5,7 @@
 use checkfu_e2e::*;
 
 const CONTRACT: &[(&str, &str)] = &[
+    ("post", "/v1/automation-graphs/{id}/revisions/{n}/test-rule"),
     ("post", "/v1/principals"),
     ("get", "/v1/principals"),
     ("get", "/v1/principals/{id}"),
@@ -279,6 +280,14 @@ async fn typed_answers_conform_to_their_schemas() {
     let tested =
         a.post(&format!("/v1/automation-graphs/{gid}/node-tests"), json!({"mode": "prompt_preview", "revision": 1, "node": "a"})).await;
     check("post", "/v1/automation-graphs/{id}/node-tests", &tested, 200);
+    let check_doc = json!({"name": "c", "environment_id": p.env_id, "service_principal_id": svc,
+        "nodes": [{"kind": "trigger", "id": "t", "trigger": {"kind": "schedule", "cron": "0 9 * * 1-5", "timezone": "UTC"}},
+                  {"kind": "step_check", "id": "c", "check": {"modelRoutingProfileId": "mrp_01jx0000000000000000000001",
+                   "questions": [{"name": "ok", "question": "require: ok"}], "rule": "ok"}}],
+        "edges": [{"kind": "starts", "from": "t", "to": "c"}]});
+    let cg = id(&a.post("/v1/automation-graphs", json!({"created_by_principal_id": p.admin_id, "document": check_doc})).await.1);
+    let ruled = a.post(&format!("/v1/automation-graphs/{cg}/revisions/1/test-rule"), json!({"node": "c", "answers": {"ok": "no"}})).await;
+    check("post", "/v1/automation-graphs/{id}/revisions/{n}/test-rule", &ruled, 200);
     check("get", "/v1/automation-graphs/{id}", &a.get(&format!("/v1/automation-graphs/{gid}")).await, 200);
     p.stop().await;
 }

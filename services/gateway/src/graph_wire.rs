@@ -152,6 +152,22 @@ pub struct NodeTestPreview {
     pub environment_id: String,
 }
 
+/// A Check's rule tried offline on given answers (`test-rule`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct RuleTestResult {
+    /// `yes`, `no` or `uncertain`.
+    pub verdict: String,
+    /// The arm a Decision takes (`continue`, `otherwise`, `uncertain`), or
+    /// `then` for a `step_check`, which completes whatever the verdict.
+    pub branch: String,
+}
+
+impl From<pb::RuleTest> for RuleTestResult {
+    fn from(t: pb::RuleTest) -> Self {
+        RuleTestResult { verdict: t.verdict, branch: t.branch }
+    }
+}
+
 // The parts of the views; the OpenAPI document shows them as objects.
 
 /// A plan's error or blocker, or a drift's reason.
@@ -325,6 +341,7 @@ pub fn answer(a: pb::GraphAnswer) -> Result<Value, Error> {
         Some(Resource::Plan(p)) => value(GraphPlan::from(p)),
         Some(Resource::Applied(x)) => value(GraphApplied::from(x)),
         Some(Resource::Preview(p)) => value(NodeTestPreview::from(p)),
+        Some(Resource::RuleTest(t)) => value(RuleTestResult::from(t)),
         None => Ok(doc(&a.json)),
     }
 }

@@ -462,6 +462,7 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(dr::cancel_dream))
         .routes(routes!(dr::archive_dream))
         .routes(routes!(gr::test_node))
+        .routes(routes!(gr::test_rule))
         .routes(routes!(cs::create_console_session))
         .routes(routes!(cs::get_console_session, cs::delete_console_session))
         .with_state(state)

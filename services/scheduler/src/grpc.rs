@@ -376,6 +376,15 @@ impl Rpc for SchedulerGrpc {
         let p = self.svc.node_test(&r.id, t).await?;
         ok(graph_answer(Graph_::Preview(answers::preview(&p)), p.to_json(), &g, false))
     }
+
+    async fn test_graph_rule(&self, r: Request<pb::GraphRuleTestRequest>) -> R<pb::GraphAnswer> {
+        let r = r.into_inner();
+        let g = self.svc.graph(&r.id).await?;
+        let given: serde_json::Map<String, Value> = r.answers.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+        let t = self.svc.rule_test(&r.id, r.revision, &r.node, &Value::Object(given)).await?;
+        let text = serde_json::json!({"verdict": t.verdict.as_str(), "branch": t.branch});
+        ok(graph_answer(Graph_::RuleTest(pb::RuleTest { verdict: t.verdict.as_str().into(), branch: t.branch.into() }), text, &g, false))
+    }
 }
 
 impl SchedulerGrpc {

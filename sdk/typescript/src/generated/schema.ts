@@ -443,6 +443,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/automation-graphs/{id}/revisions/{n}/test-rule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A Check's rule on given answers, offline: no model call, evaluator
+         *     qualification or record, so it needs only `read`.
+         */
+        post: operations["automationGraphs.testAutomationGraphRule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/automations": {
         parameters: {
             query?: never;
@@ -4551,6 +4571,22 @@ export interface components {
             expected_version?: number | null;
             layout?: Record<string, unknown> | null;
         };
+        RuleTestBody: {
+            /** @description Each of the Check's question names to `yes`, `no` or `uncertain`. */
+            answers: Record<string, unknown>;
+            /** @description A `check` or `check_result` Decision, or a `step_check`. */
+            node: string;
+        };
+        /** @description A Check's rule tried offline on given answers (`test-rule`). */
+        RuleTestResult: {
+            /**
+             * @description The arm a Decision takes (`continue`, `otherwise`, `uncertain`), or
+             *     `then` for a `step_check`, which completes whatever the verdict.
+             */
+            branch: string;
+            /** @description `yes`, `no` or `uncertain`. */
+            verdict: string;
+        };
         Run: {
             completed_at?: string | null;
             created_at: string;
@@ -6305,6 +6341,40 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AutomationGraphRevision"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "automationGraphs.testAutomationGraphRule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                n: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RuleTestBody"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleTestResult"];
                 };
             };
             "4XX": {

@@ -1,5 +1,6 @@
 //! AutomationGraphs (api.md §12.7): writes, plan, apply and node tests need
-//! `manage` on the Environment, reads `read` (else 404); creating one also
+//! `manage` on the Environment, reads and rule tests (offline, recording
+//! nothing) `read` (else 404); creating one also
 //! needs `act_as` on its service Principal, and `created_by_principal_id`
 //! must be the caller or a Principal it may act as (403). The scheduler
 //! answers each resource as its API JSON.
@@ -87,6 +88,16 @@ pub struct NodeTest {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub previous_output: Option<Value>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuleTestBody {
+    /// A `check` or `check_result` Decision, or a `step_check`.
+    pub node: String,
+    /// Each of the Check's question names to `yes`, `no` or `uncertain`.
+    #[schema(value_type = Object)]
+    pub answers: Value,
 }
 
 fn body<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
@@ -263,4 +274,24 @@ pub async fn test_node(State(st): State<AppState>, caller: Caller, Path(id): Pat
         previous_output_json: b.previous_output.map(|e| e.to_string()).unwrap_or_default(),
     };
     Ok(Json(answer(st.scheduler.clone().test_graph_node(req).await?.into_inner())?))
+}
+
+/// A Check's rule on given answers, offline: no model call, evaluator
+/// qualification or record, so it needs only `read`.
+#[utoipa::path(post, path = "/v1/automation-graphs/{id}/revisions/{n}/test-rule", tag = "automationGraphs", operation_id = "automationGraphs.testAutomationGraphRule", params(("id" = String, Path), ("n" = i64, Path)), request_body = RuleTestBody,
+    responses((status = 200, body = crate::graph_wire::RuleTestResult), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn test_rule(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, i64)>, JsonBody(raw): JsonBody) -> J {
+    let b: RuleTestBody = body(&raw)?;
+    readable(&st, &caller, &id).await?;
+    let invalid =
+        || Error::invalid_field("answers", "answers maps each question name to yes, no or uncertain").with_reason("answers_invalid");
+    let answers = b
+        .answers
+        .as_object()
+        .ok_or_else(invalid)?
+        .iter()
+        .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())).ok_or_else(invalid))
+        .collect::<Result<_, _>>()?;
+    let req = pb::GraphRuleTestRequest { id, revision: n, node: b.node, answers };
+    Ok(Json(answer(st.scheduler.clone().test_graph_rule(req).await?.into_inner())?))
 }

@@ -3,6 +3,7 @@
 //! checks only this outline ([`Document::outline`]); planning reads the
 //! rest ([`Node::parse`]) and reports every problem with its code.
 
+use super::checks::{Check, Rule};
 use crate::predicates::{self, Predicate, is_pointer};
 use crate::triggers::Trigger;
 use checkfu_core::{Error, Result};
@@ -155,6 +156,22 @@ pub enum Kind {
     Wait {
         duration_seconds: i64,
     },
+    /// A Decision on a Check's verdict (§18.1): saved, planned and tested
+    /// offline; not executable yet.
+    CheckDecision {
+        bindings: BTreeMap<String, Binding>,
+        check: Check,
+    },
+    /// A Decision that rules anew on an ancestor Check's saved answers.
+    CheckResult {
+        source: String,
+        rule: Rule,
+    },
+    /// A step that asks a Check and completes whatever the verdict.
+    StepCheck {
+        bindings: BTreeMap<String, Binding>,
+        check: Check,
+    },
     /// Saved and planned but not executable yet (§12.9).
     Later(String),
 }
@@ -187,7 +204,28 @@ fn int_in(o: &Map<String, Value>, field: &str, default: i64, range: std::ops::Ra
     }
 }
 
+/// A node's `inputBindings`: name to binding.
+fn input_bindings(o: &Map<String, Value>) -> std::result::Result<BTreeMap<String, Binding>, NodeError> {
+    let mut bindings = BTreeMap::new();
+    if let Some(b) = o.get("inputBindings").filter(|b| !b.is_null()) {
+        let b = b.as_object().ok_or(("document_invalid", "inputBindings is an object of bindings".to_string()))?;
+        for (name, v) in b {
+            bindings.insert(name.clone(), Binding::parse(v).map_err(|why| ("document_invalid", why))?);
+        }
+    }
+    Ok(bindings)
+}
+
 impl Node {
+    /// The Check a node asks, or whose answers it reads anew: its
+    /// questions and the rule it decides with.
+    pub fn check(&self) -> Option<&Check> {
+        match &self.kind {
+            Kind::CheckDecision { check, .. } | Kind::StepCheck { check, .. } => Some(check),
+            _ => None,
+        }
+    }
+
     pub fn parse(o: &Map<String, Value>) -> std::result::Result<Node, NodeError> {
         let id = o.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
         let kind = o.get("kind").and_then(Value::as_str).unwrap_or_default();
@@ -239,16 +277,30 @@ impl Node {
             }
             "decision" => {
                 fields(o, &["inputBindings", "condition"])?;
-                let mut bindings = BTreeMap::new();
-                if let Some(b) = o.get("inputBindings").filter(|b| !b.is_null()) {
-                    let b = b.as_object().ok_or(bad("inputBindings is an object of bindings".into()))?;
-                    for (name, v) in b {
-                        bindings.insert(name.clone(), Binding::parse(v).map_err(bad)?);
-                    }
-                }
+                let bindings = input_bindings(o)?;
                 let condition = o.get("condition").ok_or(bad("a decision has a condition".into()))?;
-                if condition.get("kind").and_then(Value::as_str) == Some("check") {
-                    Kind::Later("check decisions".into())
+                let condition_kind = condition.get("kind").and_then(Value::as_str);
+                if condition_kind == Some("check") {
+                    if let Some(k) = condition.as_object().and_then(|c| c.keys().find(|k| !matches!(k.as_str(), "kind" | "check"))) {
+                        return Err(bad(format!("a check condition has no field {k:?}")));
+                    }
+                    let check = Check::parse(condition.get("check").unwrap_or(&Value::Null)).map_err(|why| ("check_invalid", why))?;
+                    Kind::CheckDecision { bindings, check }
+                } else if condition_kind == Some("check_result") {
+                    if let Some(k) =
+                        condition.as_object().and_then(|c| c.keys().find(|k| !matches!(k.as_str(), "kind" | "sourceNodeId" | "rule")))
+                    {
+                        return Err(bad(format!("a check_result condition has no field {k:?}")));
+                    }
+                    if !bindings.is_empty() {
+                        return Err(bad("a check_result decision reads saved answers: it has no inputBindings".into()));
+                    }
+                    let source = condition
+                        .get("sourceNodeId")
+                        .and_then(Value::as_str)
+                        .ok_or(("check_invalid", "a check_result names its sourceNodeId".to_string()))?;
+                    let rule = Rule::parse(condition.get("rule").unwrap_or(&Value::Null)).map_err(|why| ("check_invalid", why))?;
+                    Kind::CheckResult { source: source.to_string(), rule }
                 } else {
                     let predicates = predicates::parse_condition(condition).map_err(|(i, code, why)| {
                         let code = if code == "invalid_predicate_value" { "invalid_predicate_value" } else { "document_invalid" };
@@ -271,6 +323,12 @@ impl Node {
                     return Err(bad("a step_wait has durationSeconds".into()));
                 }
                 Kind::Wait { duration_seconds: int_in(o, "durationSeconds", 1, 1..=2_592_000)? }
+            }
+            "step_check" => {
+                fields(o, &["inputBindings", "check"])?;
+                let bindings = input_bindings(o)?;
+                let check = Check::parse(o.get("check").unwrap_or(&Value::Null)).map_err(|why| ("check_invalid", why))?;
+                Kind::StepCheck { bindings, check }
             }
             "outcome" | "step_connection" | "step_managed_tool" => Kind::Later(kind.to_string()),
             other => return Err(bad(format!("{other:?} is not a node kind"))),

@@ -2,11 +2,15 @@
 //! compile, by `plan` and `apply`, into an ordinary Automation
 //! (`managed_by.kind:"graph"`). `document.rs` reads a document, `plan.rs`
 //! checks and compiles it, `service.rs` holds the endpoints' logic,
-//! `answers.rs` makes the typed answers (and `wire.rs` their 0.1.0 text).
+//! `answers.rs` makes the typed answers (and `wire.rs` their 0.1.0 text),
+//! `checks.rs` reads typed Checks and their rules, and `rule_test.rs` tries
+//! a rule offline.
 
 pub mod answers;
+pub mod checks;
 pub mod document;
 pub mod plan;
+pub mod rule_test;
 pub mod service;
 pub mod wire;
 

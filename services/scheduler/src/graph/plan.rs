@@ -98,6 +98,9 @@ impl Checked {
             .iter()
             .filter_map(|n| match &n.kind {
                 Kind::Later(k) => Some(k.clone()),
+                Kind::CheckDecision { .. } => Some("check decisions".into()),
+                Kind::CheckResult { .. } => Some("check_result decisions".into()),
+                Kind::StepCheck { .. } => Some("step_check".into()),
                 _ => None,
             })
             .chain(
@@ -116,7 +119,10 @@ fn endpoint_ok(edge: &str, from: &str, to: Option<&str>) -> bool {
     match edge {
         "starts" => from == "trigger" && target_ok(to),
         "then" => is_step(from) && target_ok(to),
-        "output" => matches!(from, "step_agent" | "step_parse_json") && matches!(to, Some("step_agent" | "step_parse_json" | "decision")),
+        "output" => {
+            matches!(from, "step_agent" | "step_parse_json" | "step_check")
+                && matches!(to, Some("step_agent" | "step_parse_json" | "step_check" | "decision"))
+        }
         "continue" | "otherwise" | "uncertain" | "error" => from == "decision" && (to.is_none() || target_ok(to)),
         "reviews" => from == "step_agent" && to == Some("outcome"),
         _ => false,
@@ -182,9 +188,16 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
     if triggers.iter().filter(|t| matches!(t, Trigger::Webhook(_))).count() > 1 {
         errors.push(PlanError::new("multiple_webhook_triggers", "at most one webhook trigger"));
     }
-    // Decision arms: one `continue` and one `otherwise` each.
-    for n in nodes.iter().filter(|n| matches!(n.kind, Kind::Decision { .. })) {
-        for arm in ["continue", "otherwise"] {
+    // Decision arms: one `continue` and one `otherwise` each; a Check's
+    // Decisions also one `uncertain` and one `error` (each may finish the
+    // program with `to: null`).
+    for n in &nodes {
+        let arms: &[&str] = match n.kind {
+            Kind::Decision { .. } => &["continue", "otherwise"],
+            Kind::CheckDecision { .. } | Kind::CheckResult { .. } => &["continue", "otherwise", "uncertain", "error"],
+            _ => continue,
+        };
+        for &arm in arms {
             match doc.edges.iter().filter(|e| e.from == n.id && e.kind == arm).count() {
                 0 => errors.push(PlanError::new("decision_arm_missing", format!("the decision has no {arm} edge")).at_node(&n.id)),
                 1 => {}
@@ -213,9 +226,16 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
     for n in &checked.nodes {
         let bindings: Vec<&Binding> = match &n.kind {
             Kind::ParseJson { content, .. } => vec![content],
-            Kind::Decision { bindings, .. } => bindings.values().collect(),
+            Kind::Decision { bindings, .. } | Kind::CheckDecision { bindings, .. } | Kind::StepCheck { bindings, .. } => {
+                bindings.values().collect()
+            }
             _ => vec![],
         };
+        if let Kind::CheckResult { source, rule } = &n.kind
+            && let Err(e) = check_result_source(&checked, &flow, &dominators, &n.id, source, rule)
+        {
+            errors.push(e.at_node(&n.id));
+        }
         for b in bindings {
             if !readable(&b.source, &n.id) {
                 errors.push(
@@ -242,6 +262,41 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
         return Err(errors);
     }
     Ok(checked)
+}
+
+/// A `check_result` Decision reads the saved answers of `source`: an
+/// ancestor Check (a `check` Decision or a `step_check`) whose questions
+/// its rule names, and which every control path to it leaves by
+/// `continue`, `otherwise`, `uncertain` or `then` — never by `error`, where
+/// there are no answers to read, and never around the source.
+fn check_result_source(
+    checked: &Checked,
+    flow: &Flow,
+    dominators: &BTreeMap<String, BTreeSet<String>>,
+    id: &str,
+    source: &str,
+    rule: &super::checks::Rule,
+) -> Result<(), PlanError> {
+    let Some(check) = checked.node(source).and_then(Node::check) else {
+        return Err(PlanError::new("check_invalid", format!("{source:?} is not a check decision or a step_check")));
+    };
+    if let Some(name) = rule.unknown_name(&check.questions) {
+        return Err(PlanError::new("check_invalid", format!("the rule reads {name:?}, which is not one of {source:?}'s questions")));
+    }
+    let dominated = source != id && dominators.get(id).is_some_and(|d| d.contains(source));
+    let via_error = checked
+        .edges
+        .iter()
+        .filter(|e| e.from == source && e.kind == "error")
+        .filter_map(|e| e.to.as_deref())
+        .any(|start| flow.reaches(start, id));
+    if !dominated || via_error {
+        return Err(PlanError::new(
+            "check_result_not_guaranteed",
+            format!("a control path reaches it {} {source:?}", if dominated { "by the error arm of" } else { "around" }),
+        ));
+    }
+    Ok(())
 }
 
 /// The graph's control flow, for cycles, reachability and dominators.
@@ -299,6 +354,23 @@ impl<'a> Flow<'a> {
             }
         }
         None
+    }
+
+    /// Whether a control path leads from `from` to `to` (itself included).
+    fn reaches(&self, from: &str, to: &str) -> bool {
+        let mut seen: BTreeSet<&str> = BTreeSet::from([from]);
+        let mut todo = vec![from];
+        while let Some(n) = todo.pop() {
+            if n == to {
+                return true;
+            }
+            for m in self.control.get(n).into_iter().flatten() {
+                if seen.insert(m) {
+                    todo.push(m);
+                }
+            }
+        }
+        false
     }
 
     fn reached(&self) -> BTreeSet<String> {
@@ -460,6 +532,83 @@ mod tests {
             json!({"kind": "step_agent", "id": "a", "agent": "dep_01jx0000000000000000000001", "prompt": "P"}),
             "nodes as written"
         );
+    }
+
+    /// `K` of the acceptance checks: two questions, the rule on `billing`.
+    fn check_k() -> Value {
+        json!({"modelRoutingProfileId": "mrp_e", "questions": [{"name": "billing", "question": "require: invoice"},
+            {"name": "tech", "question": "uncertain: maybe"}], "rule": "billing"})
+    }
+
+    fn check_decision(id: &str) -> Value {
+        json!({"kind": "decision", "id": id, "condition": {"kind": "check", "check": check_k()}})
+    }
+
+    fn arms(from: &str, to: &[(&str, Option<&str>)]) -> Vec<Value> {
+        to.iter().map(|(kind, to)| json!({"kind": kind, "from": from, "to": to})).collect()
+    }
+
+    #[test]
+    fn a_checks_decision_has_all_four_arms_and_stays_saved_only() {
+        let edges = |a: Vec<Value>| {
+            let mut e = vec![json!({"kind": "starts", "from": "hook", "to": "d"})];
+            e.extend(a);
+            Value::Array(e)
+        };
+        let two = doc(json!([hook(), check_decision("d"), agent("a")]), edges(arms("d", &[("continue", Some("a")), ("otherwise", None)])));
+        assert_eq!(codes(&two), ["decision_arm_missing", "decision_arm_missing"], "uncertain and error are missing");
+        let four = doc(
+            json!([hook(), check_decision("d"), agent("a")]),
+            edges(arms("d", &[("continue", Some("a")), ("otherwise", None), ("uncertain", None), ("error", None)])),
+        );
+        let c = check(&four).expect("planned");
+        assert!(c.later().is_some_and(|l| l.contains("check decisions")), "{:?}", c.later());
+        let mut bad = check_decision("d");
+        bad["condition"]["check"]["rule"] = json!({"all": ["billing", "nope"]});
+        assert_eq!(codes(&doc(json!([hook(), bad]), edges(vec![]))), ["check_invalid"]);
+    }
+
+    #[test]
+    fn a_check_result_reads_answers_only_where_they_are_guaranteed() {
+        let result = json!({"kind": "decision", "id": "r", "condition": {"kind": "check_result", "sourceNodeId": "d", "rule": "tech"}});
+        let four = |from: &str, continue_to: Option<&str>, error_to: Option<&str>| {
+            arms(from, &[("continue", continue_to), ("otherwise", None), ("uncertain", None), ("error", error_to)])
+        };
+        let graph = |d_arms: Vec<Value>, extra: Vec<Value>| {
+            let mut e = vec![json!({"kind": "starts", "from": "hook", "to": "d"})];
+            e.extend(d_arms);
+            e.extend(four("r", Some("a"), None));
+            e.extend(extra);
+            doc(json!([hook(), check_decision("d"), result.clone(), agent("a")]), Value::Array(e))
+        };
+        let c = check(&graph(four("d", Some("r"), None), vec![])).expect("after continue: planned");
+        assert!(c.later().is_some_and(|l| l.contains("check_result decisions")));
+        assert_eq!(codes(&graph(four("d", None, Some("r")), vec![])), ["check_result_not_guaranteed"], "via the error arm");
+        let around = vec![json!({"kind": "starts", "from": "hook", "to": "r"})];
+        assert_eq!(codes(&graph(four("d", Some("r"), None), around)), ["check_result_not_guaranteed"], "around the source");
+        let mut unknown = result.clone();
+        unknown["condition"]["rule"] = json!("nope");
+        let d = doc(
+            json!([hook(), check_decision("d"), unknown, agent("a")]),
+            Value::Array(
+                [vec![json!({"kind": "starts", "from": "hook", "to": "d"})], four("d", Some("r"), None), four("r", Some("a"), None)]
+                    .concat(),
+            ),
+        );
+        assert_eq!(codes(&d), ["check_invalid"], "a rule over questions the source does not ask");
+    }
+
+    #[test]
+    fn a_step_check_feeds_its_answers_on() {
+        let step = json!({"kind": "step_check", "id": "c", "check": check_k()});
+        let decide = json!({"kind": "decision", "id": "v", "condition": {"kind": "predicates", "predicates": [{"kind": "equals", "pointer": "/verdict", "value": "no"}]}});
+        let d = doc(
+            json!([hook(), step, decide, agent("b")]),
+            json!([{"kind": "starts", "from": "hook", "to": "c"}, {"kind": "then", "from": "c", "to": "v"}, {"kind": "output", "from": "c", "to": "v"},
+                   {"kind": "continue", "from": "v", "to": "b"}, {"kind": "otherwise", "from": "v", "to": null}]),
+        );
+        let c = check(&d).expect("planned");
+        assert!(c.later().is_some_and(|l| l.contains("step_check")));
     }
 
     #[test]
