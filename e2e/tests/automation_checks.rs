@@ -147,6 +147,14 @@ async fn acceptance_5_a_rule_is_tested_offline_by_whoever_may_read_the_graph() {
     assert_eq!(reason(&tried("a", json!({})).await), (400, json!("node_not_check")));
     expect(&tried("nope", json!({})).await, 404, None);
     expect(&a.post(&format!("/v1/automation-graphs/{g}/revisions/9/test-rule"), json!({"node": "d", "answers": {}})).await, 404, None);
+    let not_a_revision = a.post(&format!("/v1/automation-graphs/{g}/revisions/first/test-rule"), json!({"node": "d", "answers": {}})).await;
+    expect(&not_a_revision, 400, Some("validation.invalid"));
+    let seventeen: serde_json::Map<String, Value> = (0..17).map(|i| (format!("q{i}"), json!("yes"))).collect();
+    assert_eq!(
+        reason(&tried("d", Value::Object(seventeen)).await),
+        (400, json!("answers_invalid")),
+        "more answers than a Check has questions"
+    );
 
     // Offline: no qualification was needed, and nothing was recorded.
     assert_eq!(a.get(&format!("/v1/automation-graphs/{g}")).await.1, before, "the graph is as it was");

@@ -4571,9 +4571,19 @@ export interface components {
             expected_version?: number | null;
             layout?: Record<string, unknown> | null;
         };
+        /**
+         * @description An answer to one of a Check's questions (and a verdict).
+         * @enum {string}
+         */
+        RuleAnswer: string;
         RuleTestBody: {
-            /** @description Each of the Check's question names to `yes`, `no` or `uncertain`. */
-            answers: Record<string, unknown>;
+            /**
+             * @description Each of the Check's question names (at most 16) to `yes`, `no` or
+             *     `uncertain`.
+             */
+            answers: {
+                [key: string]: components["schemas"]["RuleAnswer"];
+            };
             /** @description A `check` or `check_result` Decision, or a `step_check`. */
             node: string;
         };

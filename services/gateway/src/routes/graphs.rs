@@ -95,9 +95,19 @@ pub struct NodeTest {
 pub struct RuleTestBody {
     /// A `check` or `check_result` Decision, or a `step_check`.
     pub node: String,
-    /// Each of the Check's question names to `yes`, `no` or `uncertain`.
-    #[schema(value_type = Object)]
+    /// Each of the Check's question names (at most 16) to `yes`, `no` or
+    /// `uncertain`.
+    #[schema(value_type = std::collections::BTreeMap<String, RuleAnswer>)]
     pub answers: Value,
+}
+
+/// An answer to one of a Check's questions (and a verdict).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleAnswer {
+    Yes,
+    No,
+    Uncertain,
 }
 
 fn body<T: serde::de::DeserializeOwned>(v: &Value) -> ApiResult<T> {
@@ -276,18 +286,25 @@ pub async fn test_node(State(st): State<AppState>, caller: Caller, Path(id): Pat
     Ok(Json(answer(st.scheduler.clone().test_graph_node(req).await?.into_inner())?))
 }
 
+/// A Check asks at most this many questions.
+const MAX_ANSWERS: usize = 16;
+
 /// A Check's rule on given answers, offline: no model call, evaluator
 /// qualification or record, so it needs only `read`.
 #[utoipa::path(post, path = "/v1/automation-graphs/{id}/revisions/{n}/test-rule", tag = "automationGraphs", operation_id = "automationGraphs.testAutomationGraphRule", params(("id" = String, Path), ("n" = i64, Path)), request_body = RuleTestBody,
     responses((status = 200, body = crate::graph_wire::RuleTestResult), (status = "4XX", body = ErrorEnvelope)))]
-pub async fn test_rule(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, i64)>, JsonBody(raw): JsonBody) -> J {
+pub async fn test_rule(State(st): State<AppState>, caller: Caller, Path((id, n)): Path<(String, String)>, JsonBody(raw): JsonBody) -> J {
+    let n: i64 = n.parse().ok().filter(|n| *n >= 1).ok_or_else(|| Error::invalid_field("n", "a revision number is 1 or more"))?;
     let b: RuleTestBody = body(&raw)?;
     readable(&st, &caller, &id).await?;
-    let invalid =
-        || Error::invalid_field("answers", "answers maps each question name to yes, no or uncertain").with_reason("answers_invalid");
+    let invalid = || {
+        Error::invalid_field("answers", "answers maps each of the Check's (at most 16) question names to yes, no or uncertain")
+            .with_reason("answers_invalid")
+    };
     let answers = b
         .answers
         .as_object()
+        .filter(|a| a.len() <= MAX_ANSWERS)
         .ok_or_else(invalid)?
         .iter()
         .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())).ok_or_else(invalid))
