@@ -123,16 +123,34 @@ fn the_fanout_bench_drives_a_running_installation_whose_gateway_may_open_every_d
 }
 
 /// Thirteen ports free now, for split-up's processes.
+/// Thirteen free ports in a row, below Linux's ephemeral range (32768 and
+/// up): a port in that range that is free now can be taken a moment later
+/// as the local port of any test's outgoing connection, and split-up's
+/// server then cannot bind it. Where the scan starts varies by process, so
+/// concurrent runs do not reach for the same block.
 fn free_ports() -> u16 {
-    for _ in 0..50 {
-        let Ok(l) = std::net::TcpListener::bind("127.0.0.1:0") else { continue };
-        let base = l.local_addr().expect("addr").port();
-        drop(l);
-        if base < 60_000 && (base..base + 13).all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()) {
+    let spread = (std::process::id() as usize * 7_919) % 900;
+    for i in 0..900 {
+        let base = 20_000 + ((spread + i) % 900) as u16 * 13;
+        if (base..base + 13).all(|p| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()) {
             return base;
         }
     }
-    panic!("no thirteen free ports in a row");
+    panic!("no thirteen free ports in a row below 31,700");
+}
+
+/// The last lines of each log split-up's processes wrote, for a failure.
+fn log_tails(dir: &Path) -> String {
+    let mut out = String::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = e.path();
+        if path.extension().is_some_and(|x| x == "log" || x == "out") {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(8).collect();
+            out.push_str(&format!("\n--- {}\n{}", path.display(), tail.into_iter().rev().collect::<Vec<_>>().join("\n")));
+        }
+    }
+    out
 }
 
 /// split-up, stopped with SIGTERM when dropped (its trap then stops what
@@ -202,7 +220,7 @@ fn split_up_starts_the_mesh_from_nothing_and_the_bench_costs_every_process() {
         if let Some(mut e) = split.0.stderr.take() {
             let _ = std::io::Read::read_to_string(&mut e, &mut err);
         }
-        panic!("split-up never came up: {err}");
+        panic!("split-up never came up: {err}{}", log_tails(dir.path()));
     }
     let procs = dir.path().join("procs");
     let names: Vec<String> = {
