@@ -122,7 +122,6 @@ fn the_fanout_bench_drives_a_running_installation_whose_gateway_may_open_every_d
     assert!(!stdout.contains("embedded"), "only the target was measured:\n{stdout}");
 }
 
-/// Thirteen ports free now, for split-up's processes.
 /// Thirteen free ports in a row, below Linux's ephemeral range (32768 and
 /// up): a port in that range that is free now can be taken a moment later
 /// as the local port of any test's outgoing connection, and split-up's

@@ -304,7 +304,7 @@ impl Rpc for SchedulerGrpc {
     async fn get_graph_revision(&self, r: Request<pb::GraphRevisionRequest>) -> R<pb::GraphAnswer> {
         let r = r.into_inner();
         let g = self.svc.graph(&r.id).await?;
-        let rev = self.svc.graph_revision(&r.id, r.revision).await?;
+        let rev = self.svc.graph_revision(&g, r.revision).await?;
         ok(graph_answer(Graph_::Revision(answers::revision(&rev)), wire::revision(&rev), &g, false))
     }
 
@@ -373,7 +373,7 @@ impl Rpc for SchedulerGrpc {
             event: Some(doc("event", &r.event_json)?).filter(|e| !r.event_json.is_empty() || !e.is_null()),
             previous_output: Some(doc("previous_output", &r.previous_output_json)?).filter(|_| !r.previous_output_json.is_empty()),
         };
-        let p = self.svc.node_test(&r.id, t).await?;
+        let p = self.svc.node_test(&g, t).await?;
         ok(graph_answer(Graph_::Preview(answers::preview(&p)), p.to_json(), &g, false))
     }
 
@@ -381,7 +381,7 @@ impl Rpc for SchedulerGrpc {
         let r = r.into_inner();
         let g = self.svc.graph(&r.id).await?;
         let given: serde_json::Map<String, Value> = r.answers.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
-        let t = self.svc.rule_test(&r.id, r.revision, &r.node, &Value::Object(given)).await?;
+        let t = self.svc.rule_test(&g, r.revision, &r.node, &Value::Object(given)).await?;
         let text = serde_json::json!({"verdict": t.verdict.as_str(), "branch": t.branch});
         ok(graph_answer(Graph_::RuleTest(pb::RuleTest { verdict: t.verdict.as_str().into(), branch: t.branch.into() }), text, &g, false))
     }

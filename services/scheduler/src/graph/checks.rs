@@ -9,6 +9,7 @@
 //! Everything here is pure: the offline `test-rule` endpoint and the
 //! planner read it without a model call, a qualification or a record.
 
+use super::document::unknown_field;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -22,12 +23,14 @@ pub const MAX_QUESTION_CHARS: usize = 2_000;
 /// A Check's instructions, in bytes.
 pub const MAX_INSTRUCTIONS_BYTES: usize = 16 * 1024;
 
-/// One answer, and also a verdict: the same three values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One answer, and also a verdict: the same three values, ordered by
+/// truth (no < uncertain < yes), so that `all` is the least of its
+/// entries and `any` the greatest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Answer {
-    Yes,
     No,
     Uncertain,
+    Yes,
 }
 
 impl Answer {
@@ -124,26 +127,10 @@ impl Rule {
                 Answer::No => Answer::Yes,
                 Answer::Uncertain => Answer::Uncertain,
             },
-            Rule::All(rs) => {
-                let vs: Vec<Answer> = rs.iter().map(|r| r.verdict(answers)).collect();
-                if vs.contains(&Answer::No) {
-                    Answer::No
-                } else if vs.contains(&Answer::Uncertain) {
-                    Answer::Uncertain
-                } else {
-                    Answer::Yes
-                }
-            }
-            Rule::Any(rs) => {
-                let vs: Vec<Answer> = rs.iter().map(|r| r.verdict(answers)).collect();
-                if vs.contains(&Answer::Yes) {
-                    Answer::Yes
-                } else if vs.contains(&Answer::Uncertain) {
-                    Answer::Uncertain
-                } else {
-                    Answer::No
-                }
-            }
+            // A parsed list is never empty; the fallbacks are each
+            // operator's identity.
+            Rule::All(rs) => rs.iter().map(|r| r.verdict(answers)).min().unwrap_or(Answer::Yes),
+            Rule::Any(rs) => rs.iter().map(|r| r.verdict(answers)).max().unwrap_or(Answer::No),
         }
     }
 }
@@ -176,8 +163,7 @@ impl Check {
     /// Reads a Check; every refusal is the document's `check_invalid`.
     pub fn parse(v: &Value) -> Result<Check, String> {
         let o = v.as_object().ok_or("a check is an object")?;
-        if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "modelRoutingProfileId" | "tier" | "instructions" | "questions" | "rule"))
-        {
+        if let Some(k) = unknown_field(o, &["modelRoutingProfileId", "tier", "instructions", "questions", "rule"]) {
             return Err(format!("a check has no field {k:?}"));
         }
         let profile = o.get("modelRoutingProfileId").and_then(Value::as_str).ok_or("a check names its modelRoutingProfileId (mrp_…)")?;
@@ -212,7 +198,7 @@ fn questions(o: &Map<String, Value>) -> Result<Vec<Question>, String> {
     let mut out: Vec<Question> = Vec::with_capacity(list.len());
     for (i, q) in list.iter().enumerate() {
         let q = q.as_object().ok_or_else(|| format!("questions[{i}] is {{name, question}}"))?;
-        if let Some(k) = q.keys().find(|k| !matches!(k.as_str(), "name" | "question")) {
+        if let Some(k) = unknown_field(q, &["name", "question"]) {
             return Err(format!("questions[{i}] has no field {k:?}"));
         }
         let name = q.get("name").and_then(Value::as_str).ok_or_else(|| format!("questions[{i}].name is a string"))?;

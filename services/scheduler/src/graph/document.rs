@@ -187,6 +187,11 @@ pub struct Node {
 /// A node refused: `(code, detail)`.
 pub type NodeError = (&'static str, String);
 
+/// The first key of `o` that is not one of `allowed`.
+pub(super) fn unknown_field<'a>(o: &'a Map<String, Value>, allowed: &[&str]) -> Option<&'a str> {
+    o.keys().map(String::as_str).find(|k| !allowed.contains(k))
+}
+
 fn fields(o: &Map<String, Value>, allowed: &[&str]) -> std::result::Result<(), NodeError> {
     match o.keys().find(|k| !matches!(k.as_str(), "kind" | "id") && !allowed.contains(&k.as_str())) {
         Some(k) => Err(("document_invalid", format!("a {} node has no field {k:?}", o["kind"].as_str().unwrap_or_default()))),
@@ -281,15 +286,13 @@ impl Node {
                 let condition = o.get("condition").ok_or(bad("a decision has a condition".into()))?;
                 let condition_kind = condition.get("kind").and_then(Value::as_str);
                 if condition_kind == Some("check") {
-                    if let Some(k) = condition.as_object().and_then(|c| c.keys().find(|k| !matches!(k.as_str(), "kind" | "check"))) {
+                    if let Some(k) = condition.as_object().and_then(|c| unknown_field(c, &["kind", "check"])) {
                         return Err(bad(format!("a check condition has no field {k:?}")));
                     }
                     let check = Check::parse(condition.get("check").unwrap_or(&Value::Null)).map_err(|why| ("check_invalid", why))?;
                     Kind::CheckDecision { bindings, check }
                 } else if condition_kind == Some("check_result") {
-                    if let Some(k) =
-                        condition.as_object().and_then(|c| c.keys().find(|k| !matches!(k.as_str(), "kind" | "sourceNodeId" | "rule")))
-                    {
+                    if let Some(k) = condition.as_object().and_then(|c| unknown_field(c, &["kind", "sourceNodeId", "rule"])) {
                         return Err(bad(format!("a check_result condition has no field {k:?}")));
                     }
                     if !bindings.is_empty() {

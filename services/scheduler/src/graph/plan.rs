@@ -356,34 +356,28 @@ impl<'a> Flow<'a> {
         None
     }
 
-    /// Whether a control path leads from `from` to `to` (itself included).
-    fn reaches(&self, from: &str, to: &str) -> bool {
-        let mut seen: BTreeSet<&str> = BTreeSet::from([from]);
-        let mut todo = vec![from];
+    /// Every node a control path leads to from `starts` (themselves
+    /// included).
+    fn reachable_from<'s>(&'s self, starts: &[&'s str]) -> BTreeSet<&'s str> {
+        let mut seen: BTreeSet<&str> = starts.iter().copied().collect();
+        let mut todo: Vec<&str> = starts.to_vec();
         while let Some(n) = todo.pop() {
-            if n == to {
-                return true;
-            }
             for m in self.control.get(n).into_iter().flatten() {
                 if seen.insert(m) {
                     todo.push(m);
                 }
             }
         }
-        false
+        seen
+    }
+
+    /// Whether a control path leads from `from` to `to` (itself included).
+    fn reaches(&self, from: &str, to: &str) -> bool {
+        self.reachable_from(&[from]).contains(to)
     }
 
     fn reached(&self) -> BTreeSet<String> {
-        let mut seen: BTreeSet<&str> = self.triggers.iter().copied().collect();
-        let mut todo: Vec<&str> = self.triggers.clone();
-        while let Some(n) = todo.pop() {
-            for m in self.control.get(n).into_iter().flatten() {
-                if seen.insert(m) {
-                    todo.push(m);
-                }
-            }
-        }
-        seen.into_iter().map(String::from).collect()
+        self.reachable_from(&self.triggers).into_iter().map(String::from).collect()
     }
 
     /// For each node, the nodes on every control path to it from any

@@ -3,6 +3,7 @@
 //! qualified evaluator and records nothing. It lets an author see which
 //! arm each combination of answers takes before anything runs.
 
+use super::Graph;
 use super::checks::{Answer, Rule, parse_answers};
 use super::document::{Document, Kind, Node};
 use crate::service::SchedulerService;
@@ -23,11 +24,11 @@ fn node_refused(reason: &'static str, why: impl Into<String>) -> Error {
 }
 
 impl SchedulerService {
-    /// The rule of node `node` of revision `revision` of graph `id`, on
-    /// `answers` (question name to `yes`, `no` or `uncertain`; exactly the
-    /// Check's questions).
-    pub async fn rule_test(&self, id: &str, revision: i64, node: &str, answers: &Value) -> Result<RuleTest> {
-        let r = self.graph_revision(id, revision).await?;
+    /// The rule of node `node` of revision `revision` of `g`, on `answers`
+    /// (question name to `yes`, `no` or `uncertain`; exactly the Check's
+    /// questions).
+    pub async fn rule_test(&self, g: &Graph, revision: i64, node: &str, answers: &Value) -> Result<RuleTest> {
+        let r = self.graph_revision(g, revision).await?;
         let d = Document::outline(&r.document)?;
         let parsed = |raw| Node::parse(raw).map_err(|(code, why)| node_refused(code, why));
         let raw = d.nodes.iter().find(|n| n["id"] == node).ok_or_else(|| Error::not_found("node", node))?;

@@ -249,9 +249,9 @@ impl SchedulerService {
         self.store.list_graphs(environment_ids, page).await
     }
 
-    pub async fn graph_revision(&self, id: &str, n: i64) -> Result<Revision> {
-        let g = self.graph(id).await?;
-        self.store.get_revision(&g.id, n).await?.ok_or_else(|| Error::not_found("automation_graph_revision", &format!("{id}/{n}")))
+    /// Revision `n` of `g` (which the caller has read).
+    pub async fn graph_revision(&self, g: &Graph, n: i64) -> Result<Revision> {
+        self.store.get_revision(&g.id, n).await?.ok_or_else(|| Error::not_found("automation_graph_revision", &format!("{}/{n}", g.id)))
     }
 
     pub async fn graph_revisions(&self, id: &str, before: Option<i64>, limit: i64) -> Result<Vec<Revision>> {
@@ -611,13 +611,12 @@ impl SchedulerService {
     }
 
     /// A prompt preview of a `step_agent` node: free, recording nothing.
-    pub async fn node_test(&self, id: &str, t: NodeTest) -> Result<Preview> {
+    pub async fn node_test(&self, g: &Graph, t: NodeTest) -> Result<Preview> {
         let bad = |reason: &str, why: &str| Error::invalid_field("node", why).with_reason(reason);
         if t.mode != "prompt_preview" {
             return Err(Error::invalid_field("mode", "mode is prompt_preview").with_reason("unsupported_mode"));
         }
-        let g = self.graph(id).await?;
-        let r = self.graph_revision(id, t.revision).await?;
+        let r = self.graph_revision(g, t.revision).await?;
         let d = Document::outline(&r.document)?;
         let raw = d.nodes.iter().find(|n| n["id"] == t.node.as_str()).ok_or_else(|| Error::not_found("node", &t.node))?;
         let node = Node::parse(raw).map_err(|(code, why)| Error::invalid_field("node", why).with_reason(code))?;
