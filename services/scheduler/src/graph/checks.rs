@@ -9,7 +9,6 @@
 //! Everything here is pure: the offline `test-rule` endpoint and the
 //! planner read it without a model call, a qualification or a record.
 
-use super::document::unknown_field;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -150,6 +149,11 @@ pub struct Check {
     pub instructions: String,
     pub questions: Vec<Question>,
     pub rule: Rule,
+}
+
+/// The first key of `o` that is not one of `allowed`.
+pub(super) fn unknown_field<'a>(o: &'a Map<String, Value>, allowed: &[&str]) -> Option<&'a str> {
+    o.keys().map(String::as_str).find(|k| !allowed.contains(k))
 }
 
 fn is_question_name(s: &str) -> bool {

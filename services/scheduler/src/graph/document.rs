@@ -3,7 +3,7 @@
 //! checks only this outline ([`Document::outline`]); planning reads the
 //! rest ([`Node::parse`]) and reports every problem with its code.
 
-use super::checks::{Check, Rule};
+use super::checks::{Check, Rule, unknown_field};
 use crate::predicates::{self, Predicate, is_pointer};
 use crate::triggers::Trigger;
 use checkfu_core::{Error, Result};
@@ -186,11 +186,6 @@ pub struct Node {
 
 /// A node refused: `(code, detail)`.
 pub type NodeError = (&'static str, String);
-
-/// The first key of `o` that is not one of `allowed`.
-pub(super) fn unknown_field<'a>(o: &'a Map<String, Value>, allowed: &[&str]) -> Option<&'a str> {
-    o.keys().map(String::as_str).find(|k| !allowed.contains(k))
-}
 
 fn fields(o: &Map<String, Value>, allowed: &[&str]) -> std::result::Result<(), NodeError> {
     match o.keys().find(|k| !matches!(k.as_str(), "kind" | "id") && !allowed.contains(&k.as_str())) {
