@@ -1,6 +1,7 @@
-//! `checkfu profiles sandbox|routing ...`: SandboxProfiles (immutable
-//! revisions: image, packages, network, resources) and model routing
-//! profiles (ordered model candidates).
+//! `checkfu profiles sandbox|routing|evaluators ...`: SandboxProfiles
+//! (immutable revisions: image, packages, network, resources), model
+//! routing profiles (ordered model candidates) and the evaluator
+//! qualifications that let a model judge Checks.
 
 use crate::client::{Client, ClientArgs, read_json, usage};
 use crate::output::{Printer, s};
@@ -18,6 +19,35 @@ pub enum ProfilesAction {
     /// Model routing profiles.
     #[command(subcommand)]
     Routing(RoutingAction),
+    /// Evaluator qualifications: which models may judge a Check
+    /// (`decision`) or screen a delivery (`delivery_screen`).
+    #[command(subcommand)]
+    Evaluators(EvaluatorAction),
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum EvaluatorAction {
+    /// Every qualification, newest first.
+    List,
+    /// Record a review (installation admins): `provider:model` may judge
+    /// for `--purpose` from now for `--days`.
+    Qualify {
+        /// `provider:model`, as routing candidates name it.
+        model: String,
+        /// `decision` or `delivery_screen`.
+        #[arg(long, default_value = "decision")]
+        purpose: String,
+        /// What the review found, or where its record is.
+        #[arg(long)]
+        evidence: String,
+        /// How long the review holds (1 to 366 days).
+        #[arg(long, default_value_t = 90)]
+        days: i64,
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Revoke a qualification: its model is not asked to judge again.
+    Revoke { id: String },
 }
 
 /// A revision's content: flags for the usual fields, or the whole body
@@ -179,6 +209,32 @@ pub async fn profiles(args: ClientArgs, action: ProfilesAction, out: &mut impl W
     match action {
         ProfilesAction::Sandbox(a) => sandbox(&c, p, a, out).await,
         ProfilesAction::Routing(a) => routing(&c, p, a, out).await,
+        ProfilesAction::Evaluators(a) => evaluators(&c, p, a, out).await,
+    }
+}
+
+fn qualification_line(v: &Value) -> String {
+    format!("{}  {}:{}  {}  {} until {}", s(v, "id"), s(v, "provider"), s(v, "model"), s(v, "purpose"), s(v, "status"), s(v, "expires_at"))
+}
+
+async fn evaluators(c: &Client, p: Printer, action: EvaluatorAction, out: &mut impl Write) -> anyhow::Result<()> {
+    match action {
+        EvaluatorAction::List => p.lines(out, &c.every("/v1/evaluator-qualifications", &[]).await?, qualification_line),
+        EvaluatorAction::Qualify { model, purpose, evidence, days, idempotency_key } => {
+            let Some((provider, model)) = model.split_once(':').filter(|(p, m)| !p.is_empty() && !m.is_empty()) else {
+                return Err(usage(format!("the model is provider:model, not {model:?}")));
+            };
+            if !(1..=366).contains(&days) {
+                return Err(usage("--days is 1 to 366"));
+            }
+            let now = checkfu_core::time::now_ms();
+            let body = json!({"provider": provider, "model": model, "purpose": purpose, "evidence": evidence,
+                "reviewed_at": checkfu_core::time::rfc3339(now), "expires_at": checkfu_core::time::rfc3339(now + days * 86_400_000)});
+            p.line(out, &c.create("/v1/evaluator-qualifications", &body, idempotency_key.as_deref()).await?, qualification_line)
+        }
+        EvaluatorAction::Revoke { id } => {
+            p.line(out, &c.post(&format!("/v1/evaluator-qualifications/{id}/revoke"), &json!({})).await?, qualification_line)
+        }
     }
 }
 

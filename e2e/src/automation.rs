@@ -30,6 +30,31 @@ pub async fn fixture() -> Fixture {
     Fixture { p, svc, invoke, d, hooks, dir }
 }
 
+/// A `checkfu up` process of its own (for the crash tests, which kill it)
+/// with a service Principal allowed to invoke a deployed Agent.
+pub struct Crashable {
+    pub proc: crate::procs::Proc,
+    pub base: String,
+    pub key: String,
+    pub i: Installation,
+    pub svc: String,
+    pub d: Deployed,
+}
+
+/// `draft` is the deployed Agent's (`{}` for none).
+pub async fn crashable(dir: &std::path::Path, draft: Value) -> Crashable {
+    let (proc, base) = crate::procs::up(dir);
+    wait_ready(&base).await;
+    let key = std::fs::read_to_string(dir.join("admin.key")).unwrap().trim().to_string();
+    let i = Installation::discover(&base, &key).await;
+    let a = &i.admin;
+    let svc = id(&a.post("/v1/principals", json!({"kind": "service", "name": "svc"})).await.1);
+    let d = deploy(a, &i.env_id, draft).await;
+    let g = json!({"subject": {"kind": "principal", "id": svc}, "permission": "invoke", "resource": {"kind": "agent", "id": d.agent_id}});
+    expect(&a.post("/v1/permission-assignments", g).await, 201, None);
+    Crashable { proc, base, key, i, svc, d }
+}
+
 pub async fn grant(p: &Platform, svc: &str, agent: &str) -> String {
     let g = json!({"subject": {"kind": "principal", "id": svc}, "permission": "invoke", "resource": {"kind": "agent", "id": agent}});
     let r = p.admin.post("/v1/permission-assignments", g).await;

@@ -443,6 +443,26 @@ async fn a_program_with_steps_not_runnable_yet_applies_paused() {
     f.p.stop().await;
 }
 
+/// Acceptance 24 of §18.13: a `step_managed_tool` is a plan blocker, the
+/// apply is refused, and the installation says why.
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_24_managed_tools_stay_refused_explicitly() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let tool = json!({"kind": "step_managed_tool", "id": "m"});
+    let g = id(&create_graph(&f, document(&f, "managed", json!([hook(), tool]), json!([starts("m")]))).await.1);
+    let p = plan(&f, &g, 1).await;
+    assert_eq!((p["blockers"][0]["code"].clone(), p["blockers"][0]["node"].clone()), (json!("capability_unavailable"), json!("m")), "{p}");
+    assert!(p["blockers"][0]["detail"].as_str().unwrap().contains("managed_tools"), "{p}");
+    let r = a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 1, "plan_sha256": p["plan_sha256"]})).await;
+    expect(&r, 409, Some("validation.conflict"));
+    assert_eq!(r.1["error"]["details"]["reason"], "plan_blocked", "{}", r.1);
+    let caps = a.get("/v1/capabilities").await;
+    let managed = caps.1["data"].as_array().unwrap().iter().find(|c| c["name"] == "managed_tools").cloned().unwrap();
+    assert_eq!((managed["available"].clone(), managed["reason"].clone()), (json!(false), json!("dependency_missing")));
+    f.p.stop().await;
+}
+
 fn waits_then(f: &Fixture, seconds: i64, prompt: &str) -> (Value, Value) {
     (
         json!([hook(), {"kind": "step_wait", "id": "w", "durationSeconds": seconds}, step(f, "r", prompt)]),
@@ -493,15 +513,8 @@ async fn acceptance_15_a_firing_keeps_its_revision_through_a_wait() {
 async fn acceptance_20_a_sigkill_during_a_wait_loses_nothing() {
     use checkfu_e2e::procs::up;
     let dir = tempfile::tempdir().unwrap();
-    let (mut proc, base) = up(dir.path());
-    wait_ready(&base).await;
-    let key = std::fs::read_to_string(dir.path().join("admin.key")).unwrap().trim().to_string();
-    let i = Installation::discover(&base, &key).await;
+    let Crashable { mut proc, key, i, svc, d, .. } = crashable(dir.path(), json!({})).await;
     let a = &i.admin;
-    let svc = id(&a.post("/v1/principals", json!({"kind": "service", "name": "svc"})).await.1);
-    let d = deploy(a, &i.env_id, json!({})).await;
-    let g = json!({"subject": {"kind": "principal", "id": svc}, "permission": "invoke", "resource": {"kind": "agent", "id": d.agent_id}});
-    expect(&a.post("/v1/permission-assignments", g).await, 201, None);
     let doc = json!({"name": "g20", "environment_id": i.env_id, "service_principal_id": svc,
         "nodes": [hook(), {"kind": "step_wait", "id": "w", "durationSeconds": 5}, {"kind": "step_agent", "id": "r", "agent": d.deployment_id, "prompt": "after"}],
         "edges": [starts("w"), {"kind": "then", "from": "w", "to": "r"}]});
@@ -673,4 +686,175 @@ async fn acceptance_19_an_approval_step_waits_for_a_real_action_approval() {
     let ns: Vec<i64> = trace["steps"]["outcomes"].as_array().unwrap().iter().map(|o| o["n"].as_i64().unwrap()).collect();
     assert_eq!(ns, (1..=ns.len() as i64).collect::<Vec<_>>(), "gapless: {trace}");
     f.p.stop().await;
+}
+
+/// The step's `forEach` items as the firing shows them: `(index, child)`.
+fn items(firing: &Value, step: &str) -> Vec<(i64, Option<String>)> {
+    firing["program"]["steps"].as_array().unwrap().iter().find(|s| s["id"] == step).unwrap()["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|i| (i["index"].as_i64().unwrap(), i["child_session_id"].as_str().map(String::from)))
+        .collect()
+}
+
+/// Answers a parked child's `lookup` call with `text`.
+async fn answer(f: &Fixture, child: &str, text: &str) {
+    let a = &f.p.admin;
+    assert_eq!(settle(a, child).await["stop_reason"]["type"], "requires_action");
+    let evs = events(a, child).await;
+    let use_id = evs.iter().find(|e| e["type"] == "agent.custom_tool_use").unwrap()["payload"]["custom_tool_use_id"].clone();
+    let result =
+        input(&f.svc, "user.custom_tool_result", json!({"custom_tool_use_id": use_id, "content": [{"type": "text", "text": text}]}));
+    expect(&a.post(&format!("/v1/sessions/{child}/events"), result).await, 201, None);
+}
+
+/// Acceptance 14 of §18.13: a `forEach` starts a child per item in item
+/// order, at most `concurrency` unsettled, and its output keeps item order
+/// whatever order the children finish in; too many items or no array
+/// start nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_14_for_each_keeps_item_order_within_its_concurrency() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let c = deploy(a, &f.p.env_id, json!({"tools": [{"type": "custom", "name": "lookup", "read_only": true}]})).await;
+    grant(&f.p, &f.svc, &c.agent_id).await;
+    let each = json!({"kind": "step_agent", "id": "c", "agent": c.deployment_id, "prompt": "call lookup {}",
+        "forEach": {"items": {"sourceNodeId": "hook", "pointer": "/items"}, "maxItems": 3, "concurrency": 2}});
+    let nodes = json!([hook(), each, step(&f, "b", "ignored")]);
+    let edges = json!([starts("c"), {"kind": "then", "from": "c", "to": "b"}, {"kind": "output", "from": "c", "to": "b"}]);
+    let (auto, secret) = applied(&f, "g14", nodes, edges).await;
+    let r = ingest_signed(&f.p.base, &auto, &secret, r#"{"id":"1","items":["x","y","z"]}"#).await;
+    expect(&r, 201, None);
+    let firing = id(&r.1);
+    let path = format!("/v1/automation-firings/{firing}");
+    let first = a.get(&path).await.1;
+    let started = items(&first, "c");
+    assert_eq!(started.iter().map(|(i, c)| (*i, c.is_some())).collect::<Vec<_>>(), [(0, true), (1, true), (2, false)], "{first}");
+    let child = |v: &Value, i: usize| items(v, "c")[i].1.clone().unwrap();
+    // The second finishes first; only then does the third start.
+    answer(&f, &child(&first, 1), "found-1").await;
+    let mut third = None;
+    for _ in 0..100 {
+        if let Some(c) = items(&a.get(&path).await.1, "c")[2].1.clone() {
+            third = Some(c);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let third = third.expect("the third item's child started once the second settled");
+    answer(&f, &child(&first, 0), "found-0").await;
+    answer(&f, &third, "found-2").await;
+    let done = settled(a, &firing).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    assert_eq!(done["child_session_ids"].as_array().unwrap().len(), 4, "three items and b");
+    let b = done["program"]["steps"].as_array().unwrap().iter().find(|s| s["id"] == "b").unwrap()["child_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let fed: Value = serde_json::from_str(&first_message(a, &b).await).unwrap();
+    let texts: Vec<String> = fed.as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_string()).collect();
+    assert!(texts[0].contains("found-0") && texts[1].contains("found-1") && texts[2].contains("found-2"), "item order: {texts:?}");
+
+    for (body, reason) in
+        [(r#"{"id":"2","items":[1,2,3,4]}"#, "for_each_too_many_items"), (r#"{"id":"3","items":{}}"#, "for_each_not_array")]
+    {
+        let r = ingest_signed(&f.p.base, &auto, &secret, body).await;
+        let done = settled(a, &id(&r.1)).await;
+        assert_eq!(outcome(&done, "c"), &json!({"kind": "failed", "reason": reason}), "{done}");
+        assert!(done["child_session_ids"].as_array().unwrap().is_empty(), "no child");
+    }
+    f.p.stop().await;
+}
+
+/// Acceptance 15 of §18.13: a join gathers its nodes' outputs by name when
+/// all completed, and is skipped otherwise.
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_15_a_join_gathers_outputs_or_is_skipped() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let parse = json!({"kind": "step_parse_json", "id": "p", "inputBindings": {"content": {"sourceNodeId": "hook", "pointer": "/p"}}, "outputSchema": {"type": "object"}});
+    let join = json!({"kind": "step_join", "id": "j", "mode": "all_completed", "collect": {"x": "a", "y": "p"}});
+    let nodes = json!([hook(), step(&f, "a", "A"), parse, join, step(&f, "b", "ignored")]);
+    let edges = json!([starts("a"), starts("p"), {"kind": "then", "from": "a", "to": "j"}, {"kind": "then", "from": "p", "to": "j"},
+        {"kind": "then", "from": "j", "to": "b"}, {"kind": "output", "from": "j", "to": "b"}]);
+    let (auto, secret) = applied(&f, "g15j", nodes, edges).await;
+    let r = ingest_signed(&f.p.base, &auto, &secret, r#"{"id":"1","p":"{\"k\":1}"}"#).await;
+    let done = settled(a, &id(&r.1)).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    let b = done["program"]["steps"].as_array().unwrap().iter().find(|s| s["id"] == "b").unwrap()["child_session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(first_message(a, &b).await, r#"{"x":"echo: A","y":{"k":1}}"#);
+    let r = ingest_signed(&f.p.base, &auto, &secret, r#"{"id":"2","p":"no"}"#).await;
+    let done = settled(a, &id(&r.1)).await;
+    assert_eq!((outcome(&done, "j")["kind"].clone(), outcome(&done, "b")["kind"].clone()), (json!("skipped"), json!("skipped")), "{done}");
+    f.p.stop().await;
+}
+
+/// Acceptance 14's crash case: `checkfu up` is killed with SIGKILL while two
+/// of three items' children are parked; after the restart the same firing
+/// goes on under the same limit and order — three children in all.
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_14_a_sigkill_keeps_a_fan_outs_children_order_and_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = json!({"tools": [{"type": "custom", "name": "lookup", "read_only": true}]});
+    let Crashable { mut proc, base, key, i, svc, d } = crashable(dir.path(), tools).await;
+    let a = &i.admin;
+    let each = json!({"kind": "step_agent", "id": "c", "agent": d.deployment_id, "prompt": "call lookup {}",
+        "forEach": {"items": {"sourceNodeId": "hook", "pointer": "/items"}, "maxItems": 3, "concurrency": 2}});
+    let doc =
+        json!({"name": "g14k", "environment_id": i.env_id, "service_principal_id": svc, "nodes": [hook(), each], "edges": [starts("c")]});
+    let g = id(&a.post("/v1/automation-graphs", json!({"created_by_principal_id": i.admin_id, "document": doc})).await.1);
+    let p = a.post(&format!("/v1/automation-graphs/{g}/plan"), json!({"revision": 1})).await.1;
+    let r = a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 1, "plan_sha256": p["plan_sha256"]})).await;
+    let (auto, secret) = (r.1["automation_id"].as_str().unwrap().to_string(), r.1["ingest_secret"].as_str().unwrap().to_string());
+    let fired = ingest_signed(&base, &auto, &secret, r#"{"id":"1","items":["x","y","z"]}"#).await;
+    expect(&fired, 201, None);
+    let firing = id(&fired.1);
+    let view = a.get(&format!("/v1/automation-firings/{firing}")).await.1;
+    assert_eq!(p["target_kind"], "steps", "a fan-out is a steps program");
+    let parked = items(&view, "c");
+    for (_, child) in parked.iter().take(2) {
+        assert_eq!(settle(a, child.as_deref().unwrap()).await["stop_reason"]["type"], "requires_action");
+    }
+    proc.kill_hard();
+
+    let (_proc, base) = checkfu_e2e::procs::up(dir.path());
+    wait_ready(&base).await;
+    let a = Api::new(&base, &key);
+    let answer = |child: String| {
+        let a = a.clone();
+        let svc = svc.clone();
+        async move {
+            assert_eq!(settle(&a, &child).await["stop_reason"]["type"], "requires_action");
+            let evs = events(&a, &child).await;
+            let use_id = evs.iter().find(|e| e["type"] == "agent.custom_tool_use").unwrap()["payload"]["custom_tool_use_id"].clone();
+            let result = input(
+                &svc,
+                "user.custom_tool_result",
+                json!({"custom_tool_use_id": use_id, "content": [{"type": "text", "text": "found"}]}),
+            );
+            expect(&a.post(&format!("/v1/sessions/{child}/events"), result).await, 201, None);
+        }
+    };
+    let path = format!("/v1/automation-firings/{firing}");
+    assert!(items(&a.get(&path).await.1, "c")[2].1.is_none(), "still two unsettled: the third waits");
+    answer(parked[0].1.clone().unwrap()).await;
+    answer(parked[1].1.clone().unwrap()).await;
+    let mut third = None;
+    for _ in 0..200 {
+        if let Some(c) = items(&a.get(&path).await.1, "c")[2].1.clone() {
+            third = Some(c);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    answer(third.expect("the third child started after the restart")).await;
+    let done = settled(&a, &firing).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    assert!(done["program"]["attempt"].as_i64().unwrap() >= 2, "recovered: {done}");
+    assert_eq!(done["child_session_ids"].as_array().unwrap().len(), 3, "three children in all: {done}");
 }

@@ -69,7 +69,7 @@ fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
 const MESH_CALLERS: [(&str, &[&str]); 7] = [
     ("governance", &["gateway", "sessions", "runner", "capability-gateway", "scheduler", "memory"]),
     ("sessions", &["gateway", "capability-gateway", "runner", "scheduler", "memory"]),
-    ("model-gateway", &["gateway", "runner", "memory", "sessions"]),
+    ("model-gateway", &["gateway", "runner", "memory", "sessions", "scheduler"]),
     ("capability-gateway", &["gateway", "runner", "sessions"]),
     ("webhooks", &["gateway"]),
     ("scheduler", &["gateway"]),

@@ -73,7 +73,18 @@ async fn capabilities_report_what_is_offered_and_a_disabled_feature_answers_503(
     let names: Vec<&str> = caps.1["data"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["connections", "credentials", "tool_sources", "sandbox_egress", "skills", "files", "http_connections", "memory", "cma_projection"]
+        [
+            "connections",
+            "credentials",
+            "tool_sources",
+            "sandbox_egress",
+            "skills",
+            "files",
+            "http_connections",
+            "memory",
+            "cma_projection",
+            "managed_tools"
+        ]
     );
     assert_eq!(by_name("connections")["reason"], "feature_disabled");
     assert_eq!(by_name("connections")["available"], false);

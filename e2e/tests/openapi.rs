@@ -6,6 +6,10 @@ use checkfu_e2e::*;
 
 const CONTRACT: &[(&str, &str)] = &[
     ("post", "/v1/automation-graphs/{id}/revisions/{n}/test-rule"),
+    ("post", "/v1/evaluator-qualifications"),
+    ("get", "/v1/evaluator-qualifications"),
+    ("get", "/v1/evaluator-qualifications/{id}"),
+    ("post", "/v1/evaluator-qualifications/{id}/revoke"),
     ("post", "/v1/principals"),
     ("get", "/v1/principals"),
     ("get", "/v1/principals/{id}"),
@@ -288,6 +292,20 @@ async fn typed_answers_conform_to_their_schemas() {
     let cg = id(&a.post("/v1/automation-graphs", json!({"created_by_principal_id": p.admin_id, "document": check_doc})).await.1);
     let ruled = a.post(&format!("/v1/automation-graphs/{cg}/revisions/1/test-rule"), json!({"node": "c", "answers": {"ok": "no"}})).await;
     check("post", "/v1/automation-graphs/{id}/revisions/{n}/test-rule", &ruled, 200);
+    let now = checkfu_core::time::now_ms();
+    let q = a
+        .post(
+            "/v1/evaluator-qualifications",
+            json!({"provider": "scripted", "model": "scripted-1", "purpose": "decision", "evidence": "suite",
+            "reviewed_at": checkfu_core::time::rfc3339(now - 60_000), "expires_at": checkfu_core::time::rfc3339(now + 86_400_000)}),
+        )
+        .await;
+    check("post", "/v1/evaluator-qualifications", &q, 201);
+    let qid = id(&q.1);
+    check("get", "/v1/evaluator-qualifications", &a.get("/v1/evaluator-qualifications").await, 200);
+    check("get", "/v1/evaluator-qualifications/{id}", &a.get(&format!("/v1/evaluator-qualifications/{qid}")).await, 200);
+    let revoked = a.post(&format!("/v1/evaluator-qualifications/{qid}/revoke"), json!({})).await;
+    check("post", "/v1/evaluator-qualifications/{id}/revoke", &revoked, 200);
     check("get", "/v1/automation-graphs/{id}", &a.get(&format!("/v1/automation-graphs/{gid}")).await, 200);
     p.stop().await;
 }

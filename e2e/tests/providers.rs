@@ -272,3 +272,44 @@ async fn a_slow_model_call_shows_its_start_while_it_works() {
 fn at_of(kinds: &[String], t: &str) -> usize {
     kinds.iter().position(|k| k == t).unwrap_or_else(|| panic!("no {t} in {kinds:?}"))
 }
+
+/// An Automation step's authored retry (api.md §18.6): a child whose
+/// provider stayed down fails `child_failed`, having left no tool call
+/// unanswered, so the step waits its backoff and admits a new child, which
+/// answers.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_automation_step_retries_a_child_whose_provider_stayed_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, calls) = flaky_provider(3).await;
+    let p = platform_with(dir.path(), vec![endpoint("flaky", &base, None, true)]).await;
+    let a = &p.admin;
+    let d = route_through(a, &p.env_id, "flaky").await;
+    let svc = id(&a.post("/v1/principals", json!({"kind": "service", "name": "svc"})).await.1);
+    let g = json!({"subject": {"kind": "principal", "id": svc}, "permission": "invoke", "resource": {"kind": "agent", "id": d.agent_id}});
+    expect(&a.post("/v1/permission-assignments", g).await, 201, None);
+    let doc = json!({"name": "retried", "environment_id": p.env_id, "service_principal_id": svc,
+        "nodes": [{"kind": "trigger", "id": "hook", "trigger": {"kind": "webhook", "dedupe_key": "/id"}},
+            {"kind": "step_agent", "id": "a", "agent": d.deployment_id, "prompt": "hi", "retry": {"maxAttempts": 2, "backoffSeconds": 1}},
+            {"kind": "step_wait", "id": "w", "durationSeconds": 1}],
+        "edges": [{"kind": "starts", "from": "hook", "to": "a"}, {"kind": "then", "from": "a", "to": "w"}]});
+    let gid = id(&a.post("/v1/automation-graphs", json!({"created_by_principal_id": p.admin_id, "document": doc})).await.1);
+    let plan = a.post(&format!("/v1/automation-graphs/{gid}/plan"), json!({"revision": 1})).await.1;
+    let r = a.post(&format!("/v1/automation-graphs/{gid}/apply"), json!({"revision": 1, "plan_sha256": plan["plan_sha256"]})).await;
+    expect(&r, 200, None);
+    let auto = r.1["automation_id"].as_str().unwrap().to_string();
+    let fired = a.post(&format!("/v1/automations/{auto}/fire"), json!({})).await;
+    expect(&fired, 201, None);
+    let done = checkfu_e2e::automation::settled(a, &id(&fired.1)).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    let step = done["program"]["steps"].as_array().unwrap().iter().find(|s| s["id"] == "a").unwrap().clone();
+    assert_eq!(step["attempt"], 2, "{step}");
+    assert_eq!(
+        step["attempts"],
+        json!([{"n": 1, "outcome": "failed", "reason": "child_failed"}, {"n": 2, "outcome": "completed", "reason": null}])
+    );
+    let children = done["child_session_ids"].as_array().unwrap();
+    assert_eq!(children.len(), 2, "a new child for the second attempt: {done}");
+    assert_eq!(step["child_session_id"], children[1]);
+    assert_eq!(calls.load(Ordering::SeqCst), 4, "three calls of the first child, one of the second");
+    p.stop().await;
+}

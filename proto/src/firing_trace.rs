@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 
 /// A firing's `program`: `{state, result, attempt, steps:[{id, kind,
 /// outcome, started_at, settled_at, child_session_id?, wait_until?,
-/// action_approval_id?}]}`.
+/// action_approval_id?, evaluation_id?, attempt?, attempts?, items?}]}`
+/// (`attempt` and `attempts` once the step was reached; `items` for a
+/// `forEach`).
 pub fn program(p: &FiringProgram) -> Value {
     let at = |s: &str| if s.is_empty() { Value::Null } else { json!(s) };
     let steps: Vec<Value> = p
@@ -22,6 +24,12 @@ pub fn program(p: &FiringProgram) -> Value {
                 if let Some(b) = &o.branch {
                     v["branch"] = json!(b);
                 }
+                if let Some(n) = o.attempt {
+                    v["attempt"] = json!(n);
+                }
+                if let Some(w) = &o.retry_withheld {
+                    v["retry_withheld"] = json!(w);
+                }
                 v
             });
             let mut v =
@@ -35,13 +43,29 @@ pub fn program(p: &FiringProgram) -> Value {
             if let Some(a) = &s.action_approval_id {
                 v["action_approval_id"] = json!(a);
             }
+            if let Some(e) = &s.evaluation_id {
+                v["evaluation_id"] = json!(e);
+            }
+            if s.attempt > 0 {
+                v["attempt"] = json!(s.attempt);
+                let attempts: Vec<Value> = s.attempts.iter().map(|a| json!({"n": a.n, "outcome": a.outcome, "reason": a.reason})).collect();
+                v["attempts"] = json!(attempts);
+            }
+            if !s.items.is_empty() {
+                let items: Vec<Value> = s
+                    .items
+                    .iter()
+                    .map(|i| json!({"index": i.index, "child_session_id": i.child_session_id, "outcome": i.outcome}))
+                    .collect();
+                v["items"] = json!(items);
+            }
             v
         })
         .collect();
     json!({"state": p.state, "result": p.result, "attempt": p.attempt, "steps": steps})
 }
 
-/// `{state, result, attempt, outcomes:[{n, step_id, kind, at, reason?, branch?}]}`.
+/// `{state, result, attempt, outcomes:[{n, step_id, kind, at, reason?, branch?, attempt?}]}`.
 pub fn steps(p: &StepsProgress) -> Value {
     let outcomes: Vec<Value> = p
         .outcomes
@@ -54,13 +78,19 @@ pub fn steps(p: &StepsProgress) -> Value {
             if let Some(b) = &o.branch {
                 v["branch"] = json!(b);
             }
+            if let Some(n) = o.attempt {
+                v["attempt"] = json!(n);
+            }
             v
         })
         .collect();
     json!({"state": p.state, "result": p.result, "attempt": p.attempt, "outcomes": outcomes})
 }
 
-/// `{sessions:[{step_id, session_id, status, stop_reason}], approvals, waits}`.
+/// `{sessions:[{step_id, session_id, status, stop_reason}], approvals, waits,
+/// evaluations:[{id, step_id, attempt, provider, model, qualification_id,
+/// answers, verdict, error, usage:{input_tokens, output_tokens,
+/// cost_micro_usd}, at}]}`.
 #[allow(deprecated)] // stop_reason_json: a 0.1.0 sessions service's text, passed on
 pub fn receipts(r: &FiringReceipts) -> Value {
     let sessions: Vec<Value> = r
@@ -74,7 +104,17 @@ pub fn receipts(r: &FiringReceipts) -> Value {
     let approvals: Vec<Value> =
         r.approvals.iter().map(|a| json!({"step_id": a.step_id, "action_approval_id": a.action_approval_id, "status": a.status})).collect();
     let waits: Vec<Value> = r.waits.iter().map(|w| json!({"step_id": w.step_id, "until": w.until, "elapsed": w.elapsed})).collect();
-    json!({"sessions": sessions, "approvals": approvals, "waits": waits})
+    let evaluations: Vec<Value> = r
+        .evaluations
+        .iter()
+        .map(|e| {
+            let answers = if e.answers.is_empty() { Value::Null } else { json!(e.answers.iter().collect::<std::collections::BTreeMap<_, _>>()) };
+            json!({"id": e.id, "step_id": e.step_id, "attempt": e.attempt, "provider": e.provider, "model": e.model,
+                "qualification_id": e.qualification_id, "answers": answers, "verdict": e.verdict, "error": e.error,
+                "usage": {"input_tokens": e.input_tokens, "output_tokens": e.output_tokens, "cost_micro_usd": e.cost_micro_usd}, "at": e.at})
+        })
+        .collect();
+    json!({"sessions": sessions, "approvals": approvals, "waits": waits, "evaluations": evaluations})
 }
 
 /// `{complete, missing:[{kind, id}]}`.

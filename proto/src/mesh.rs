@@ -125,10 +125,13 @@ pub fn allowed(path: &str) -> &'static [Role] {
         // Both check the Run's capability token on every call; the gateway
         // forwards a self-hosted Runner's calls from the public edge.
         ("checkfu.modelgateway.v1.ModelGatewayService", "Generate") => &[Runner, Gateway],
-        // Platform tasks: a Dream's curation, an Outcome's grading. A
-        // Dream checks its routing profile's Environment.
-        ("checkfu.modelgateway.v1.ModelGatewayService", "RunTask") => &[Memory, Sessions],
-        ("checkfu.modelgateway.v1.ModelGatewayService", "GetRoutingProfile") => &[Gateway, Memory],
+        // Platform tasks: a Dream's curation, an Outcome's grading, an
+        // Automation's Checks. A Dream checks its routing profile's
+        // Environment; a graph's plan finds its Checks' profiles, and its
+        // readiness asks whether they have a qualified evaluator.
+        ("checkfu.modelgateway.v1.ModelGatewayService", "RunTask") => &[Memory, Sessions, Scheduler],
+        ("checkfu.modelgateway.v1.ModelGatewayService", "GetRoutingProfile") => &[Gateway, Memory, Scheduler],
+        ("checkfu.modelgateway.v1.ModelGatewayService", "CheckEvaluators") => &[Gateway, Scheduler],
         ("checkfu.modelgateway.v1.ModelGatewayService", _) => &[Gateway],
         ("checkfu.capability.v1.CapabilityGatewayService", _) => &[Runner, Gateway],
         // Connections and their credentials are managed through the public
@@ -270,6 +273,21 @@ mod tests {
         assert!(decide(Some(Caller::of([Runner])), "/checkfu.modelgateway.v1.ModelGatewayService/Generate").is_ok());
         assert!(decide(Some(Caller::of([Sessions])), "/checkfu.modelgateway.v1.ModelGatewayService/Generate").is_err());
         assert!(decide(Some(Caller::of([Runner])), "/checkfu.modelgateway.v1.ModelGatewayService/CreateRoutingProfile").is_err());
+    }
+
+    #[test]
+    fn the_scheduler_runs_checks_but_only_admins_qualify_evaluators_through_the_gateway() {
+        const MG: &str = "/checkfu.modelgateway.v1.ModelGatewayService";
+        for m in ["RunTask", "CheckEvaluators", "GetRoutingProfile"] {
+            assert!(decide(Some(Caller::of([Role::Scheduler])), &format!("{MG}/{m}")).is_ok(), "{m}");
+        }
+        for m in ["CreateEvaluatorQualification", "RevokeEvaluatorQualification", "ListEvaluatorQualifications"] {
+            assert!(decide(Some(Caller::of([Gateway])), &format!("{MG}/{m}")).is_ok(), "{m}");
+            for r in [Role::Scheduler, Sessions, Runner, Memory] {
+                assert!(decide(Some(Caller::of([r])), &format!("{MG}/{m}")).is_err(), "{r} calling {m}");
+            }
+        }
+        assert!(decide(Some(Caller::of([Runner])), &format!("{MG}/RunTask")).is_err());
     }
 
     #[test]

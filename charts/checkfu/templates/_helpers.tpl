@@ -50,7 +50,7 @@ network. The gateway and the runner call others but are called by none.
 {{- define "checkfu.meshCallers" -}}
 governance: [gateway, sessions, runner, capability-gateway, scheduler, memory]
 sessions: [gateway, capability-gateway, runner, scheduler, memory]
-model-gateway: [gateway, runner, memory, sessions]
+model-gateway: [gateway, runner, memory, sessions, scheduler]
 capability-gateway: [gateway, runner, sessions]
 webhooks: [gateway]
 scheduler: [gateway]

@@ -8,8 +8,18 @@ use crate::{Error, Result};
 use std::collections::BTreeSet;
 
 /// Every feature `GET /v1/capabilities` reports, in its order.
-pub const ALL: &[&str] =
-    &["connections", "credentials", "tool_sources", "sandbox_egress", "skills", "files", "http_connections", "memory", "cma_projection"];
+pub const ALL: &[&str] = &[
+    "connections",
+    "credentials",
+    "tool_sources",
+    "sandbox_egress",
+    "skills",
+    "files",
+    "http_connections",
+    "memory",
+    "cma_projection",
+    "managed_tools",
+];
 
 /// Why a feature is unavailable.
 pub const FEATURE_DISABLED: &str = "feature_disabled";

@@ -281,6 +281,11 @@ typed_ids! {
     WorkId = "wrk";
     /// A console session: a browser's sign-in, bound to one API key.
     ConsoleSessionId = "csn";
+    /// An EvaluatorQualification: a (provider, model) reviewed as fit to
+    /// judge for one purpose, until it expires or is revoked.
+    EvaluatorQualificationId = "evq";
+    /// A CheckEvaluation: one model judgment of an Automation's Check.
+    CheckEvaluationId = "ceval";
 }
 
 #[cfg(test)]

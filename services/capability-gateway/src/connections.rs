@@ -111,7 +111,10 @@ impl ReachService {
                     Some(features::FEATURE_DISABLED)
                 } else if !built {
                     Some(features::NOT_BUILT)
-                } else if (*name == "credentials" && self.keys.is_none()) || (*name == "sandbox_egress" && !self.egress) {
+                } else if (*name == "credentials" && self.keys.is_none())
+                    || (*name == "sandbox_egress" && !self.egress)
+                    || *name == "managed_tools"
+                {
                     Some(features::DEPENDENCY_MISSING)
                 } else {
                     None
@@ -420,6 +423,11 @@ pub(crate) fn feature(name: &str) -> Option<(bool, Value, bool)> {
         "memory" => (false, json!({"max_path_bytes": 1024, "max_document_bytes": 256 * 1024, "max_proposal_changes": 1000}), true),
         // Served by the gateway under `/cma` (docs/cma.md).
         "cma_projection" => (false, json!({"sdk": "anthropic 2.14", "max_events_per_send": 50, "max_initial_events": 50}), true),
+        // Managed Tools (api.md §18.11): `step_managed_tool` is refused, as
+        // there is no Managed Tool provider adapter, release catalog or
+        // charge settlement to run one — and nothing falls back to a
+        // Connection.
+        "managed_tools" => (true, json!({}), true),
         _ => return None,
     })
 }

@@ -243,7 +243,13 @@ mod tests {
         let step = |id: &str, kind: &str, outcome: Option<(&str, Option<&str>)>, started: &str, settled: &str| pb::ProgramStep {
             id: id.into(),
             kind: kind.into(),
-            outcome: outcome.map(|(k, b)| pb::StepOutcome { kind: k.into(), reason: None, branch: b.map(String::from) }),
+            outcome: outcome.map(|(k, b)| pb::StepOutcome {
+                kind: k.into(),
+                reason: None,
+                branch: b.map(String::from),
+                attempt: None,
+                retry_withheld: None,
+            }),
             started_at: started.into(),
             settled_at: settled.into(),
             ..Default::default()
@@ -297,6 +303,7 @@ mod tests {
                         at: "2026-01-01T00:00:00Z".into(),
                         reason: None,
                         branch: None,
+                        attempt: None,
                     },
                     pb::StepTransition {
                         n: 2,
@@ -305,6 +312,7 @@ mod tests {
                         at: "2026-01-01T00:00:01Z".into(),
                         reason: Some("r".into()),
                         branch: Some("yes".into()),
+                        attempt: None,
                     },
                 ],
             }),
@@ -322,6 +330,7 @@ mod tests {
                     status: "approved".into(),
                 }],
                 waits: vec![pb::WaitReceipt { step_id: "s4".into(), until: "2026-01-01T00:01:00Z".into(), elapsed: true }],
+                evaluations: vec![],
             }),
             evidence: Some(pb::FiringEvidence {
                 complete: false,
@@ -335,7 +344,10 @@ mod tests {
             evidence_json: evidence.to_string(),
             ..Default::default()
         };
-        for t in [&typed, &old] {
+        // A 0.1.0 scheduler's text predates evaluations.
+        let mut typed_receipts = receipts.clone();
+        typed_receipts["evaluations"] = json!([]);
+        for (t, receipts) in [(&typed, &typed_receipts), (&old, &receipts)] {
             assert_eq!((trace_steps(t), trace_receipts(t), trace_evidence(t)), (steps.clone(), receipts.clone(), evidence.clone()));
         }
         let agent = pb::FiringTrace { steps_json: "null".into(), ..Default::default() };

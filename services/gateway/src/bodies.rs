@@ -245,6 +245,24 @@ pub struct CreateRoutingProfile {
     pub candidates: Vec<CandidateBody>,
 }
 
+/// A review's finding that a (provider, model) may judge for a purpose.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateEvaluatorQualification {
+    /// `scripted`, `openai` or `anthropic`.
+    pub provider: String,
+    /// The model as routing candidates name it.
+    pub model: String,
+    /// `decision` (a Check) or `delivery_screen`.
+    pub purpose: String,
+    /// What the review found, or where its record is; 1–4,000 characters.
+    pub evidence: String,
+    /// When the review happened (RFC 3339), not in the future.
+    pub reviewed_at: String,
+    /// In the future, and at most 366 days after `reviewed_at`.
+    pub expires_at: String,
+}
+
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateDeployment {

@@ -282,6 +282,7 @@ async fn method_not_allowed(req: Request, next: Next) -> Response {
         (name = "agents", description = "Agents, their drafts and immutable versions"),
         (name = "sandboxProfiles", description = "SandboxProfiles and their immutable revisions"),
         (name = "modelRoutingProfiles", description = "ModelRoutingProfiles: ordered model candidates"),
+        (name = "evaluatorQualifications", description = "EvaluatorQualifications: which models may judge a Check or screen a delivery"),
         (name = "models", description = "The configured provider endpoints and the price catalog"),
         (name = "agentDeployments", description = "AgentDeployments and their revisions"),
         (name = "sessions", description = "Sessions, their event log and stream, Runs, threads, Outcomes and output files"),
@@ -328,9 +329,9 @@ impl utoipa::Modify for BearerAuth {
 /// handlers (so every route served is described). No fallback: see [`finish`].
 pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     use routes::{
-        approvals as a, automations as au, budgets as b, catalog as c, connections as cn, console_sessions as cs, dreams as dr, files as f,
-        governance as g, graphs as gr, identity as i, memory as m, runners as r, sessions as s, skills as sk, tool_sources as ts,
-        uploads as up, vaults as v, webhooks as w,
+        approvals as a, automations as au, budgets as b, catalog as c, connections as cn, console_sessions as cs, dreams as dr,
+        evaluators as ev, files as f, governance as g, graphs as gr, identity as i, memory as m, runners as r, sessions as s, skills as sk,
+        tool_sources as ts, uploads as up, vaults as v, webhooks as w,
     };
     // Uploads and skill bundles take bodies past the API's 1 MiB default.
     let files = OpenApiRouter::new().routes(routes!(up::upload_file, up::list_files)).layer(DefaultBodyLimit::max(up::MAX_FORM_BYTES + 1));
@@ -395,6 +396,9 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(c::get_sandbox_revision))
         .routes(routes!(c::create_routing_profile, c::list_routing_profiles))
         .routes(routes!(c::get_routing_profile))
+        .routes(routes!(ev::create, ev::list))
+        .routes(routes!(ev::get))
+        .routes(routes!(ev::revoke))
         .routes(routes!(c::price_catalog))
         .routes(routes!(c::model_endpoints))
         .routes(routes!(c::create_deployment, c::list_deployments))

@@ -40,6 +40,7 @@ const COLLECTIONS: &[(&str, &str)] = &[
     ("agents", "agt"),
     ("sandbox-profiles", "sbp"),
     ("model-routing-profiles", "mrp"),
+    ("evaluator-qualifications", "evq"),
     ("agent-deployments", "dep"),
     ("sessions", "sess"),
     ("runs", "run"),
@@ -350,6 +351,11 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
             reference(&["tool", "connection", "agent"], json!({"type": "string", "minLength": 1, "maxLength": 200}))
         }
         ("EvaluateAction", "tool") => tool(),
+        ("CreateEvaluatorQualification", "provider") => one_of(&["anthropic", "openai", "scripted"]),
+        ("CreateEvaluatorQualification", "model") => json!({"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S"}),
+        ("CreateEvaluatorQualification", "purpose") => one_of(&["decision", "delivery_screen"]),
+        ("CreateEvaluatorQualification", "evidence") => json!({"type": "string", "minLength": 1, "maxLength": 4000, "pattern": "\\S"}),
+        ("CreateEvaluatorQualification", "reviewed_at" | "expires_at") => json!({"type": "string", "format": "date-time"}),
         ("CreateRoutingProfile", "candidates") => json!({"type": "array", "minItems": 1, "maxItems": 8, "items": candidate()}),
         ("CreateSandboxProfile" | "PublishSandboxRevision", "image") => {
             json!({"type": "string", "minLength": 1, "maxLength": 512, "pattern": "\\S"})

@@ -179,7 +179,8 @@ pub fn connection(c: &cap::Connection) -> Connection {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Capability {
     /// `connections`, `credentials`, `tool_sources`, `sandbox_egress`,
-    /// `skills`, `files`, `http_connections`, `memory`.
+    /// `skills`, `files`, `http_connections`, `memory`, `cma_projection`,
+    /// `managed_tools`.
     pub name: String,
     pub available: bool,
     /// `null` when available; else `feature_disabled`, `rollout_fenced`,

@@ -40,6 +40,22 @@ fn profile(p: RoutingProfile) -> pb::RoutingProfile {
     }
 }
 
+fn qualification(q: crate::qualifications::Qualification) -> pb::EvaluatorQualification {
+    pb::EvaluatorQualification {
+        status: q.status().into(),
+        id: q.id.into(),
+        provider: q.provider.as_str().into(),
+        model: q.model,
+        purpose: q.purpose.as_str().into(),
+        evidence: q.evidence,
+        reviewed_at: rfc3339(q.reviewed_ms),
+        expires_at: rfc3339(q.expires_ms),
+        created_by: q.created_by,
+        created_at: rfc3339(q.created_ms),
+        revoked_at: if q.revoked_ms > 0 { rfc3339(q.revoked_ms) } else { String::new() },
+    }
+}
+
 fn block_from_pb(b: pb::ContentBlock) -> Result<Block> {
     use pb::content_block::Block as B;
     Ok(match b.block {
@@ -288,6 +304,12 @@ impl Rpc for ModelGatewayGrpc {
                 evidence_message: g.evidence_message,
                 evidence_files: g.evidence_files.into_iter().map(|f| (f.path, f.sha256)).collect(),
             }),
+            Some(pb::task_request::Task::Check(c)) => Task::Check(crate::tasks::CheckTask {
+                instructions: c.instructions,
+                questions: c.questions.into_iter().map(|q| (q.name, q.question)).collect(),
+                input: c.input_json,
+                effort: if c.effort.is_empty() { None } else { Some(Effort::parse("effort", &c.effort)?) },
+            }),
             None => return Err(Error::invalid("a task names what to do").into()),
         };
         let done = self.svc.run_task(&r.routing_profile_id, &r.environment_id, &task).await?;
@@ -305,6 +327,7 @@ impl Rpc for ModelGatewayGrpc {
                 explanation: g.explanation,
                 feedback: g.feedback,
             }),
+            Answer::Check(reply_json) => pb::task_response::Answer::Check(pb::CheckAnswer { reply_json }),
         };
         Ok(Response::new(pb::TaskResponse {
             usage: Some(pb::Usage { input_tokens: done.usage.input_tokens, output_tokens: done.usage.output_tokens }),
@@ -312,7 +335,57 @@ impl Rpc for ModelGatewayGrpc {
             provider: done.provider.as_str().into(),
             model: done.model,
             answer: Some(answer),
+            qualification_id: done.qualification_id.map(String::from).unwrap_or_default(),
         }))
+    }
+
+    async fn create_evaluator_qualification(
+        &self,
+        r: Request<pb::CreateEvaluatorQualificationRequest>,
+    ) -> Result<Response<pb::EvaluatorQualification>, Status> {
+        let r = r.into_inner();
+        let new = crate::qualifications::NewQualification {
+            provider: r.provider,
+            model: r.model,
+            purpose: r.purpose,
+            evidence: r.evidence,
+            reviewed_at: r.reviewed_at,
+            expires_at: r.expires_at,
+            actor_id: r.actor_id,
+        };
+        Ok(Response::new(qualification(self.svc.create_qualification(&new).await?)))
+    }
+
+    async fn get_evaluator_qualification(
+        &self,
+        r: Request<pb::GetEvaluatorQualificationRequest>,
+    ) -> Result<Response<pb::EvaluatorQualification>, Status> {
+        Ok(Response::new(qualification(self.svc.qualification(&r.into_inner().id).await?)))
+    }
+
+    async fn list_evaluator_qualifications(
+        &self,
+        r: Request<pb::ListEvaluatorQualificationsRequest>,
+    ) -> Result<Response<pb::ListEvaluatorQualificationsResponse>, Status> {
+        let r = r.into_inner();
+        let page = PageRequest::standard(r.limit, &r.page)?;
+        let rows = self.svc.list_qualifications(&page).await?;
+        let (rows, next_page) = page.finish(rows, |q| q.id.as_str());
+        Ok(Response::new(pb::ListEvaluatorQualificationsResponse { data: rows.into_iter().map(qualification).collect(), next_page }))
+    }
+
+    async fn revoke_evaluator_qualification(
+        &self,
+        r: Request<pb::RevokeEvaluatorQualificationRequest>,
+    ) -> Result<Response<pb::EvaluatorQualification>, Status> {
+        Ok(Response::new(qualification(self.svc.revoke_qualification(&r.into_inner().id).await?)))
+    }
+
+    async fn check_evaluators(&self, r: Request<pb::CheckEvaluatorsRequest>) -> Result<Response<pb::CheckEvaluatorsResponse>, Status> {
+        let r = r.into_inner();
+        let purpose = crate::qualifications::Purpose::parse("purpose", &r.purpose)?;
+        let qualified = self.svc.evaluators_qualified(&r.routing_profile_id, purpose).await?;
+        Ok(Response::new(pb::CheckEvaluatorsResponse { qualified }))
     }
 }
 

@@ -6,6 +6,7 @@ pub mod grpc;
 pub mod model;
 pub mod pricing;
 pub mod providers;
+pub mod qualifications;
 pub mod service;
 pub mod store;
 pub mod tasks;
@@ -19,13 +20,18 @@ pub use service::ModelGatewayService;
 
 pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/model_gateway":
     "0001_init",
+    "0002_evaluator_qualifications",
 );
 
 /// Opens the gateway with the installation's endpoints (and their keys,
 /// which never leave this service).
 pub async fn open(location: &Location, endpoints: endpoints::Endpoints) -> Result<ModelGatewayService> {
     let db = Db::open(location, "model_gateway", &MIGRATIONS).await?;
-    Ok(ModelGatewayService::new(Arc::new(store::SqlRoutingStore::new(db)), endpoints))
+    let stores = service::Stores {
+        routing: Arc::new(store::SqlRoutingStore::new(db.clone())),
+        qualifications: Arc::new(store::SqlQualificationStore::new(db)),
+    };
+    Ok(ModelGatewayService::new(stores, endpoints))
 }
 
 /// The tonic server for this role; every `Generate` must carry a capability

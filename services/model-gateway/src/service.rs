@@ -5,8 +5,9 @@ use crate::endpoints::Endpoints;
 use crate::model::*;
 use crate::pricing;
 use crate::providers::{ModelProvider, Target, scripted::Scripted};
-use crate::store::RoutingStore;
-use checkfu_core::id::{EnvironmentId, RoutingProfileId};
+use crate::qualifications::{NewQualification, Purpose, Qualification};
+use crate::store::{QualificationStore, RoutingStore};
+use checkfu_core::id::{EnvironmentId, EvaluatorQualificationId, RoutingProfileId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
@@ -38,6 +39,15 @@ pub struct TaskDone {
     pub answer: crate::tasks::Answer,
     pub usage: Usage,
     pub cost_micro_usd: i64,
+    /// The qualification a judgment was asked under.
+    pub qualification_id: Option<EvaluatorQualificationId>,
+}
+
+/// The gateway's stores.
+#[derive(Clone)]
+pub struct Stores {
+    pub routing: Arc<dyn RoutingStore>,
+    pub qualifications: Arc<dyn QualificationStore>,
 }
 
 /// A finished, metered turn.
@@ -52,6 +62,7 @@ pub struct Metered {
 #[derive(Clone)]
 pub struct ModelGatewayService {
     store: Arc<dyn RoutingStore>,
+    qualifications: Arc<dyn QualificationStore>,
     providers: Arc<HashMap<&'static str, Arc<dyn ModelProvider>>>,
     /// Where each provider's requests may go, with their keys.
     endpoints: Arc<Endpoints>,
@@ -62,13 +73,14 @@ pub struct ModelGatewayService {
 impl ModelGatewayService {
     /// The installation's provider endpoints and their keys come from its
     /// configuration; they never leave this service.
-    pub fn new(store: Arc<dyn RoutingStore>, endpoints: Endpoints) -> Self {
+    pub fn new(stores: Stores, endpoints: Endpoints) -> Self {
         let mut providers: HashMap<&'static str, Arc<dyn ModelProvider>> = HashMap::new();
         providers.insert(Provider::Scripted.as_str(), Arc::new(Scripted));
         providers.insert(Provider::OpenAi.as_str(), Arc::new(crate::providers::openai::OpenAi));
         providers.insert(Provider::Anthropic.as_str(), Arc::new(crate::providers::anthropic::Anthropic));
         ModelGatewayService {
-            store,
+            store: stores.routing,
+            qualifications: stores.qualifications,
             providers: Arc::new(providers),
             endpoints: Arc::new(endpoints),
             profiles: Arc::new(checkfu_core::cache::Bounded::new(4096)),
@@ -206,7 +218,9 @@ impl ModelGatewayService {
 
     /// Runs a platform task on the profile's candidates in order (as
     /// [`Self::generate`] falls back); the profile must live in
-    /// `environment_id`.
+    /// `environment_id`. A judgment (a Check) calls only candidates
+    /// qualified for its purpose now; with none, nothing is called and the
+    /// task fails `evaluator_unqualified`.
     pub async fn run_task(&self, profile_id: &str, environment_id: &str, task: &crate::tasks::Task) -> Result<TaskDone> {
         task.check()?;
         let profile = self.profile(profile_id).await?;
@@ -216,16 +230,32 @@ impl ModelGatewayService {
                 format!("model routing profile {profile_id} belongs to another environment"),
             ));
         }
-        let mut last = Error::unavailable("no candidate could serve the task");
+        let mut last = None;
         for c in &profile.candidates {
+            let qualification = match task.purpose() {
+                Some(purpose) => match self.qualifications.current(c.provider.as_str(), &c.model, purpose, now_ms()).await? {
+                    Some(q) => Some(q.id),
+                    None => continue,
+                },
+                None => None,
+            };
+            let c = &Candidate { effort: task.effort().unwrap_or(c.effort), ..c.clone() };
+            let done = |answer, usage| TaskDone {
+                provider: c.provider,
+                model: c.model.clone(),
+                answer,
+                usage,
+                cost_micro_usd: price(c, usage),
+                qualification_id: qualification.clone(),
+            };
             if c.provider == Provider::Scripted {
-                let (answer, usage) = task.scripted();
-                return Ok(TaskDone { provider: c.provider, model: c.model.clone(), answer, usage, cost_micro_usd: price(c, usage) });
+                let (answer, usage) = task.scripted()?;
+                return Ok(done(answer, usage));
             }
             let (provider, target) = match self.resolve(c).await {
                 Ok(found) => found,
                 Err(e) => {
-                    last = e;
+                    last = Some(e);
                     continue;
                 }
             };
@@ -237,13 +267,58 @@ impl ModelGatewayService {
                 Ok((task.parse(&text)?, out.usage))
             });
             match answered {
-                Ok((answer, usage)) => {
-                    return Ok(TaskDone { provider: c.provider, model: c.model.clone(), answer, usage, cost_micro_usd: price(c, usage) });
-                }
-                Err(e) if falls_back(&e) => last = e,
+                Ok((answer, usage)) => return Ok(done(answer, usage)),
+                Err(e) if falls_back(&e) => last = Some(e),
                 Err(e) => return Err(e),
             }
         }
-        Err(last)
+        Err(last.unwrap_or_else(|| match task.purpose() {
+            Some(purpose) => Error::new(
+                checkfu_core::Code::PreconditionFailed,
+                format!(
+                    "no candidate of {profile_id} is qualified to judge for {} now: an installation admin records an evaluator qualification",
+                    purpose.as_str()
+                ),
+            )
+            .with_reason("evaluator_unqualified"),
+            None => Error::unavailable("no candidate could serve the task"),
+        }))
+    }
+
+    /// Records a qualification (the gateway checked the caller is an
+    /// installation admin).
+    pub async fn create_qualification(&self, new: &NewQualification) -> Result<Qualification> {
+        let q = new.check()?;
+        self.qualifications.insert(&q).await?;
+        Ok(q)
+    }
+
+    pub async fn qualification(&self, id: &str) -> Result<Qualification> {
+        let id = EvaluatorQualificationId::parse("id", id)?;
+        self.qualifications.get(&id).await?.ok_or_else(|| Error::not_found("evaluator_qualification", &id))
+    }
+
+    pub async fn list_qualifications(&self, page: &PageRequest) -> Result<Vec<Qualification>> {
+        self.qualifications.list(page).await
+    }
+
+    /// Revokes a qualification: no judgment is asked under it again.
+    /// Revoking a revoked one changes nothing.
+    pub async fn revoke_qualification(&self, id: &str) -> Result<Qualification> {
+        let q = self.qualification(id).await?;
+        self.qualifications.revoke(&q.id, now_ms()).await?;
+        self.qualification(id).await
+    }
+
+    /// Whether a candidate of the profile is qualified for `purpose` now.
+    pub async fn evaluators_qualified(&self, profile_id: &str, purpose: Purpose) -> Result<bool> {
+        let profile = self.profile(profile_id).await?;
+        let now = now_ms();
+        for c in &profile.candidates {
+            if self.qualifications.current(c.provider.as_str(), &c.model, purpose, now).await?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 }

@@ -93,7 +93,7 @@ impl SchedulerService {
         };
         let delivery = adm.delivery.map(|d| Delivery { firing_id: f.id.to_string(), ..d });
         let readiness = self.readiness(a).await;
-        if !readiness.ready() {
+        if !readiness.admits() {
             let failing: Vec<&str> = readiness.checks.iter().filter(|c| c.status != "pass").map(|c| c.name).collect();
             f.settle(FiringState::Skipped, Some(("readiness_blocked", format!("not ready: {}", failing.join(", ")))), now);
             return Ok(self.store.insert_firing(&f, None, delivery.as_ref()).await?.then_some(f));

@@ -10,10 +10,13 @@
 
 pub mod admission;
 mod automation_wire;
+pub mod evaluation;
 pub mod firing;
+pub mod for_each;
 pub mod graph;
 pub mod grpc;
 pub mod ingest;
+mod judge;
 pub mod model;
 pub mod occurrences;
 pub mod predicates;
@@ -28,12 +31,11 @@ pub mod triggers;
 
 use checkfu_core::Result;
 use checkfu_proto::scheduler::v1::scheduler_service_server::SchedulerServiceServer;
-use checkfu_proto::transport::Transport;
 use checkfu_store::sealed::Sealer;
 use checkfu_store::{Db, Location, Migrations};
 use std::sync::Arc;
 
-pub use service::SchedulerService;
+pub use service::{Mesh, SchedulerService};
 pub use settle::consume;
 
 pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/scheduler":
@@ -45,9 +47,9 @@ pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/
 
 /// Opens the store and builds the service; the database handle is for the
 /// outbox relay. `sealer` seals ingest secrets at rest.
-pub async fn open(location: &Location, governance: Transport, sessions: Transport, sealer: Sealer) -> Result<(SchedulerService, Db)> {
+pub async fn open(location: &Location, mesh: service::Mesh, sealer: Sealer) -> Result<(SchedulerService, Db)> {
     let db = Db::open(location, "scheduler", &MIGRATIONS).await?;
-    Ok((SchedulerService::new(Arc::new(store::SqlSchedulerStore::new(db.clone())), governance, sessions, sealer), db))
+    Ok((SchedulerService::new(Arc::new(store::SqlSchedulerStore::new(db.clone())), mesh, sealer), db))
 }
 
 pub fn server(svc: SchedulerService) -> SchedulerServiceServer<grpc::SchedulerGrpc> {

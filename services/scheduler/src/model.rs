@@ -150,20 +150,32 @@ pub struct StepsTarget {
 }
 
 /// Step kinds this build runs (the rest keep readiness `unknown`).
-pub const RUNS: &[&str] = &["trigger", "step_agent", "step_parse_json", "decision", "step_wait", "step_approval"];
+pub const RUNS: &[&str] =
+    &["trigger", "step_agent", "step_parse_json", "decision", "step_wait", "step_approval", "step_check", "step_join"];
 
 impl StepsTarget {
+    /// The routing profiles its Checks call, each once, sorted.
+    pub fn check_profiles(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .steps
+            .iter()
+            .filter_map(|n| match n["kind"].as_str() {
+                Some("step_check") => n["check"]["modelRoutingProfileId"].as_str(),
+                Some("decision") if n["condition"]["kind"] == "check" => n["condition"]["check"]["modelRoutingProfileId"].as_str(),
+                _ => None,
+            })
+            .map(String::from)
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
     /// Whether a program uses something this build cannot run yet.
     pub fn not_executable(&self) -> Option<String> {
         let mut later: Vec<String> =
             self.steps.iter().filter_map(|n| n["kind"].as_str()).filter(|k| !RUNS.contains(k)).map(String::from).collect();
-        later.extend(
-            self.edges
-                .iter()
-                .filter_map(|e| e["kind"].as_str())
-                .filter(|k| matches!(*k, "uncertain" | "error" | "reviews"))
-                .map(|k| format!("{k} edges")),
-        );
+        later.extend(self.edges.iter().filter_map(|e| e["kind"].as_str()).filter(|k| *k == "reviews").map(|k| format!("{k} edges")));
         later.extend(
             self.steps
                 .iter()
@@ -236,6 +248,18 @@ impl Target {
     }
 
     /// Why a firing of it cannot run yet (§12.9), if it cannot.
+    /// Why it can never run on this installation: a `step_managed_tool`
+    /// (api.md §18.11; a plan blocks it, so only one stored before that
+    /// says so here).
+    pub fn refused(&self) -> Option<String> {
+        match self {
+            Target::Steps(s) if s.steps.iter().any(|n| n["kind"] == "step_managed_tool") => {
+                Some("managed_tools is unavailable (dependency_missing): a step_managed_tool cannot run here".into())
+            }
+            _ => None,
+        }
+    }
+
     pub fn not_executable(&self) -> Option<String> {
         match self {
             Target::Agent(a) if a.not_executable() => Some("a continue_selected session_target is saved but not yet executable".into()),
@@ -329,6 +353,17 @@ impl Readiness {
     /// `unknown` blocks like `fail`.
     pub fn ready(&self) -> bool {
         self.checks.iter().all(|c| c.status == "pass")
+    }
+
+    /// Whether a firing or a step may be admitted now: every check but
+    /// `evaluators` passes. A Check's evaluator is checked where it is
+    /// called — an unqualified one is never called, and the node records
+    /// `evaluator_unqualified` and takes its `error` arm, the path its
+    /// author wrote for a judgment that cannot be had — so revoking a
+    /// qualification does not silently drop the firings of Automations
+    /// that route around it.
+    pub fn admits(&self) -> bool {
+        self.checks.iter().all(|c| c.status == "pass" || c.name == "evaluators")
     }
 
     /// `ready`, or `blocked` while a check fails or is unknown.
@@ -434,6 +469,13 @@ pub struct Rendered {
 /// other values compact JSON, missing ones empty; a prompt that references
 /// no `{{event…}}` gets the event's compact JSON appended. No size check.
 pub fn render(prompt: &str, event: &Value) -> Rendered {
+    render_vars(prompt, &[("event", event)], event)
+}
+
+/// [`render`] over several named values (`{{item.a}}`, `{{item_index}}`);
+/// a prompt that references none of them gets `unreferenced`'s compact
+/// JSON appended.
+pub fn render_vars(prompt: &str, vars: &[(&str, &Value)], unreferenced: &Value) -> Rendered {
     let mut out = String::with_capacity(prompt.len());
     let mut missing = vec![];
     let mut referenced = false;
@@ -441,15 +483,16 @@ pub fn render(prompt: &str, event: &Value) -> Rendered {
     while let Some(start) = rest.find("{{") {
         let Some(len) = rest[start + 2..].find("}}") else { break };
         let expr = rest[start + 2..start + 2 + len].trim();
-        let Some(path) = expr.strip_prefix("event").filter(|p| p.is_empty() || p.starts_with('.')) else {
+        let root = expr.split('.').next().unwrap_or_default();
+        let Some((_, value)) = vars.iter().find(|(name, _)| *name == root) else {
             out.push_str(&rest[..start + 2 + len + 2]);
             rest = &rest[start + 2 + len + 2..];
             continue;
         };
         referenced = true;
         out.push_str(&rest[..start]);
-        let mut v = Some(event);
-        for seg in path.split('.').filter(|s| !s.is_empty()) {
+        let mut v = Some(*value);
+        for seg in expr[root.len()..].split('.').filter(|s| !s.is_empty()) {
             v = v.and_then(|x| match x {
                 Value::Object(m) => m.get(seg),
                 Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
@@ -466,7 +509,7 @@ pub fn render(prompt: &str, event: &Value) -> Rendered {
     out.push_str(rest);
     if !referenced {
         out.push_str("\n\n");
-        out.push_str(&event.to_string());
+        out.push_str(&unreferenced.to_string());
     }
     Rendered { text: out, missing }
 }

@@ -9,6 +9,9 @@
 //! steps, edges and pins through waits and recovery, and never rereads the
 //! graph.
 
+use crate::evaluation::{CheckCall, Evaluation};
+use crate::graph::checks::{Check, Rule};
+use crate::graph::retry::Retry;
 use crate::model::{MAX_PROMPT_BYTES, StepsTarget, render};
 use crate::predicates::Predicate;
 use checkfu_proto::scheduler::v1 as pb;
@@ -16,8 +19,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A step's outcome (§12.5): unfinished `running`, `waiting`,
-/// `awaiting_approval`; settled `completed` (a Decision adds `branch`),
-/// `failed` (with `reason`), `denied`, `skipped`, `rejected`.
+/// `awaiting_approval`, `retrying` (with the failed `attempt`); settled
+/// `completed` (a Decision adds `branch`), `failed` (with `reason`),
+/// `denied`, `skipped`, `rejected`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
     pub kind: String,
@@ -25,24 +29,73 @@ pub struct Outcome {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<i64>,
+    /// Why a failure a `retry` would repeat was not: `effect_unknown` (a
+    /// child left a tool call without its result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_withheld: Option<String>,
+}
+
+/// Failures an authored retry repeats (§18.6): those that left no effect
+/// behind. Refusals, denials, verdicts, mismatches and failures whose
+/// effect is unknown are never retried.
+const RETRIED: &[&str] =
+    &["child_failed", "session_busy", "call_not_sent", "check_provider_error", "check_answer_invalid", "memory_unavailable"];
+
+/// One item of a `forEach` and its child.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    pub index: usize,
+    pub value: Value,
+    /// Set when its child is admitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_session_id: Option<String>,
+    /// `completed` or `failed` once its child settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+}
+
+/// One finished attempt of a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub n: i64,
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl Outcome {
-    fn of(kind: &str) -> Outcome {
-        Outcome { kind: kind.into(), reason: None, branch: None }
+    pub(crate) fn of(kind: &str) -> Outcome {
+        Outcome { kind: kind.into(), reason: None, branch: None, attempt: None, retry_withheld: None }
     }
     pub fn failed(reason: &str) -> Outcome {
-        Outcome { kind: "failed".into(), reason: Some(reason.into()), branch: None }
+        Outcome { reason: Some(reason.into()), ..Outcome::of("failed") }
     }
     pub fn completed() -> Outcome {
         Outcome::of("completed")
     }
+    /// A Decision's settled outcome: the arm it takes.
+    pub fn branch(arm: &str, reason: Option<&str>) -> Outcome {
+        Outcome { reason: reason.map(String::from), branch: Some(arm.into()), ..Outcome::of("completed") }
+    }
     /// A refused or expired approval.
     pub fn denied(reason: Option<&str>) -> Outcome {
-        Outcome { kind: "denied".into(), reason: reason.map(String::from), branch: None }
+        Outcome { reason: reason.map(String::from), ..Outcome::of("denied") }
     }
     pub fn settled(&self) -> bool {
-        !matches!(self.kind.as_str(), "running" | "waiting" | "awaiting_approval")
+        !matches!(self.kind.as_str(), "running" | "waiting" | "awaiting_approval" | "retrying")
+    }
+
+    /// The reason of a failure an attempt ended in: `failed`, or a
+    /// Decision's `error` arm.
+    fn failure(&self) -> Option<&str> {
+        match (self.kind.as_str(), self.branch.as_deref()) {
+            ("failed", _) | ("completed", Some("error")) => self.reason.as_deref(),
+            _ => None,
+        }
     }
 }
 
@@ -68,6 +121,18 @@ pub struct Step {
     /// A `step_approval`'s ActionApproval, once governance made it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action_approval_id: Option<String>,
+    /// A Check node's CheckEvaluation, once saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation_id: Option<String>,
+    /// The attempt under way (from 1 once admitted; more with `retry`).
+    #[serde(default)]
+    pub attempt: i64,
+    /// Each finished attempt, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+    /// A `forEach` step's items and their children.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<Item>,
 }
 
 /// One transition, for the trace (`n` gapless from 1).
@@ -92,6 +157,13 @@ pub struct Program {
     pub attempt: i64,
     pub steps: Vec<Step>,
     pub transitions: Vec<Transition>,
+    /// The CheckEvaluations saved so far, in the order they settled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evaluations: Vec<Evaluation>,
+    /// Retry timers this change armed (`{step}/retry{n}`, due ms), for the
+    /// service to write with the program; never stored.
+    #[serde(skip)]
+    pub timers: Vec<(String, i64)>,
 }
 
 /// A `step_agent` to admit: its child's first message.
@@ -99,6 +171,8 @@ pub struct Program {
 pub struct Admit {
     pub step_id: String,
     pub prompt: String,
+    /// The `forEach` item the child is for.
+    pub item: Option<usize>,
 }
 
 /// What an advance admitted: children to create and timers to arm.
@@ -123,6 +197,12 @@ fn node<'a>(t: &'a StepsTarget, id: &str) -> Option<&'a Value> {
 
 fn edge_parts(e: &Value) -> (&str, &str, Option<&str>) {
     (e["kind"].as_str().unwrap_or_default(), e["from"].as_str().unwrap_or_default(), e["to"].as_str())
+}
+
+/// A node's Check, for a check Decision or a `step_check`.
+fn check_of(n: &Value) -> Option<Check> {
+    let raw = if n["kind"] == "step_check" { &n["check"] } else { n["condition"].get("check")? };
+    Check::parse(raw).ok()
 }
 
 fn is_control(kind: &str) -> bool {
@@ -161,9 +241,23 @@ impl Program {
                 settled_ms: 0,
                 wait_until_ms: 0,
                 action_approval_id: None,
+                evaluation_id: None,
+                attempt: 0,
+                attempts: vec![],
+                items: vec![],
             })
             .collect();
-        Program { target, entry, state: "pending".into(), result: None, attempt: 1, steps, transitions: vec![] }
+        Program {
+            target,
+            entry,
+            state: "pending".into(),
+            result: None,
+            attempt: 1,
+            steps,
+            transitions: vec![],
+            evaluations: vec![],
+            timers: vec![],
+        }
     }
 
     pub fn step(&self, id: &str) -> Option<&Step> {
@@ -177,6 +271,7 @@ impl Program {
             if s.started_ms == 0 {
                 s.started_ms = now;
             }
+            s.attempt = s.attempt.max(1);
             if outcome.settled() {
                 s.settled_ms = now;
             }
@@ -185,9 +280,51 @@ impl Program {
         }
     }
 
+    /// Ends a step's attempt with `outcome`: a failure its `retry` repeats
+    /// (§18.6) makes it `retrying` until the backoff's end — a timer the
+    /// service arms with this write — and anything else settles it. Each
+    /// finished attempt is listed in `attempts`.
+    pub fn settle_attempt(&mut self, id: &str, outcome: Outcome, now: i64) {
+        let retry = node(&self.target, id).and_then(|n| Retry::parse(&n["retry"]).ok());
+        let Some(step) = self.steps.iter_mut().find(|s| s.id == id) else { return };
+        let n = step.attempt.max(1);
+        let failure = outcome.failure().map(String::from);
+        let kind = if failure.is_some() { "failed" } else { outcome.kind.as_str() };
+        step.attempts.push(Attempt { n, outcome: kind.into(), reason: outcome.reason.clone() });
+        if let (Some(reason), Some(r), None) = (failure, retry, &outcome.retry_withheld)
+            && RETRIED.contains(&reason.as_str())
+            && n < r.max_attempts
+        {
+            let until = now.saturating_add(r.wait_ms(n));
+            step.wait_until_ms = until;
+            self.timers.push((format!("{id}/retry{n}"), until));
+            self.set(id, Outcome { reason: Some(reason), attempt: Some(n), ..Outcome::of("retrying") }, now);
+            return;
+        }
+        self.set(id, outcome, now);
+    }
+
+    /// A retrying step's wait ended: its next attempt is admitted afresh
+    /// by the next advance (a new child, call or evaluation). `false` when
+    /// it is not retrying.
+    pub fn retry_due(&mut self, id: &str) -> bool {
+        let Some(s) = self.steps.iter_mut().find(|s| s.id == id) else { return false };
+        if s.outcome.as_ref().is_none_or(|o| o.kind != "retrying") {
+            return false;
+        }
+        s.attempt += 1;
+        s.outcome = None;
+        s.evaluation_id = None;
+        s.child_session_id = None;
+        s.output = None;
+        true
+    }
+
     /// The step a child Session belongs to.
     pub fn step_of_child(&self, session_id: &str) -> Option<&Step> {
-        self.steps.iter().find(|s| s.child_session_id.as_deref() == Some(session_id))
+        self.steps.iter().find(|s| {
+            s.child_session_id.as_deref() == Some(session_id) || s.items.iter().any(|it| it.child_session_id.as_deref() == Some(session_id))
+        })
     }
 
     /// Whether an edge out of a settled source is taken; `None` while the
@@ -199,14 +336,14 @@ impl Program {
         let o = self.step(from)?.outcome.as_ref().filter(|o| o.settled())?;
         Some(match kind {
             "then" => o.kind == "completed",
-            "continue" | "otherwise" => o.kind == "completed" && o.branch.as_deref() == Some(kind),
+            "continue" | "otherwise" | "uncertain" | "error" => o.kind == "completed" && o.branch.as_deref() == Some(kind),
             _ => false,
         })
     }
 
     /// A value a binding reads: the event for a trigger, else a settled
     /// step's output; then the pointer. `Err(reason)` when unavailable.
-    fn read(&self, event: &Value, source: &str, pointer: &str) -> Result<Value, &'static str> {
+    pub(crate) fn read_binding(&self, event: &Value, source: &str, pointer: &str) -> Result<Value, &'static str> {
         let whole = if node(&self.target, source).is_some_and(|n| n["kind"] == "trigger") {
             event
         } else {
@@ -232,6 +369,13 @@ impl Program {
         loop {
             let mut moved = false;
             for i in 0..self.steps.len() {
+                if !paused && !self.steps[i].items.is_empty() && self.steps[i].outcome.as_ref().is_some_and(|o| o.kind == "running") {
+                    let n = node(&self.target, &self.steps[i].id).cloned().unwrap_or(Value::Null);
+                    let before = admit.agents.len();
+                    self.next_items(i, &n, event, now, &mut admit.agents);
+                    moved |= admit.agents.len() > before || self.steps[i].outcome.as_ref().is_some_and(|o| o.kind != "running");
+                    continue;
+                }
                 if self.steps[i].outcome.is_some() {
                     continue;
                 }
@@ -260,25 +404,41 @@ impl Program {
                 }
                 let n = node(&self.target, &id).cloned().unwrap_or(Value::Null);
                 match self.steps[i].kind.as_str() {
+                    "step_agent" if Program::fans_out(&n) => self.start_items(i, &n, event, now, &mut admit.agents),
                     "step_agent" => {
                         let prompt = self.prompt(&n, event);
                         match prompt {
                             Ok(p) => {
                                 self.set(&id, Outcome::of("running"), now);
-                                admit.agents.push(Admit { step_id: id, prompt: p });
+                                admit.agents.push(Admit { step_id: id, prompt: p, item: None });
                             }
                             Err(reason) => self.set(&id, Outcome::failed(reason), now),
                         }
+                    }
+                    "step_join" => {
+                        let outcome = self.join(&n);
+                        self.set(&id, outcome, now);
                     }
                     "step_parse_json" => {
                         let (outcome, output) = self.parse_json(&n, event);
                         self.steps[i].output = output;
                         self.set(&id, outcome, now);
                     }
-                    "decision" => {
+                    "decision" if n["condition"]["kind"] == "check_result" => {
+                        let outcome = self.reuse(&n);
+                        self.set(&id, outcome, now);
+                    }
+                    "decision" if n["condition"]["kind"] != "check" => {
                         let outcome = self.decide(&n, event);
                         self.set(&id, outcome, now);
                     }
+                    // A check Decision or a step_check waits for its
+                    // evaluation, which the service asks for once this
+                    // is recorded; its input must be there now.
+                    "decision" | "step_check" => match self.check_input(&n, event) {
+                        Ok(_) => self.set(&id, Outcome::of("running"), now),
+                        Err(reason) => self.set(&id, Outcome::failed(reason), now),
+                    },
                     "step_approval" => {
                         self.set(&id, Outcome::of("awaiting_approval"), now);
                         admit.approvals.push(id);
@@ -289,7 +449,7 @@ impl Program {
                         self.set(&id, Outcome::of("waiting"), now);
                         admit.waits.push((id, until));
                     }
-                    _ => self.set(&id, Outcome { kind: "rejected".into(), reason: Some("not_executable".into()), branch: None }, now),
+                    _ => self.set(&id, Outcome { reason: Some("not_executable".into()), ..Outcome::of("rejected") }, now),
                 }
                 moved = true;
             }
@@ -326,10 +486,11 @@ impl Program {
 
     fn parse_json(&self, n: &Value, event: &Value) -> (Outcome, Option<Value>) {
         let b = &n["inputBindings"]["content"];
-        let value = match self.read(event, b["sourceNodeId"].as_str().unwrap_or_default(), b["pointer"].as_str().unwrap_or_default()) {
-            Ok(v) => v,
-            Err(reason) => return (Outcome::failed(reason), None),
-        };
+        let value =
+            match self.read_binding(event, b["sourceNodeId"].as_str().unwrap_or_default(), b["pointer"].as_str().unwrap_or_default()) {
+                Ok(v) => v,
+                Err(reason) => return (Outcome::failed(reason), None),
+            };
         let Value::String(text) = value else { return (Outcome::failed("parse_json_input_not_text"), None) };
         let Ok(parsed) = serde_json::from_str::<Value>(&text) else { return (Outcome::failed("invalid_json"), None) };
         let valid = jsonschema::draft202012::new(&n["outputSchema"]).is_ok_and(|v| v.is_valid(&parsed));
@@ -339,27 +500,38 @@ impl Program {
         (Outcome::completed(), Some(parsed))
     }
 
+    /// A node's input from its `inputBindings` (an object of the values
+    /// they read), else the output an incoming `output` edge feeds it;
+    /// `None` when it has neither.
+    fn bound_input(&self, n: &Value, event: &Value) -> Result<Option<Value>, &'static str> {
+        if let Some(b) = n["inputBindings"].as_object().filter(|b| !b.is_empty()) {
+            let mut input = serde_json::Map::new();
+            for (name, b) in b {
+                let v =
+                    self.read_binding(event, b["sourceNodeId"].as_str().unwrap_or_default(), b["pointer"].as_str().unwrap_or_default())?;
+                input.insert(name.clone(), v);
+            }
+            return Ok(Some(Value::Object(input)));
+        }
+        match self.fed(n["id"].as_str().unwrap_or_default()) {
+            Some(Some(v)) => Ok(Some(v.clone())),
+            Some(None) => Err("binding_unavailable"),
+            None => Ok(None),
+        }
+    }
+
+    /// A Check node's input: bound, else fed, else the event (§18.1).
+    fn check_input(&self, n: &Value, event: &Value) -> Result<Value, &'static str> {
+        Ok(self.bound_input(n, event)?.unwrap_or_else(|| event.clone()))
+    }
+
     /// All predicates → `continue`, else `otherwise`; an unresolvable
     /// binding or pointer fails the step (never routes).
     fn decide(&self, n: &Value, event: &Value) -> Outcome {
-        let bindings = n["inputBindings"].as_object().filter(|b| !b.is_empty());
-        let input = match bindings {
-            Some(b) => {
-                let mut input = serde_json::Map::new();
-                for (name, b) in b {
-                    match self.read(event, b["sourceNodeId"].as_str().unwrap_or_default(), b["pointer"].as_str().unwrap_or_default()) {
-                        Ok(v) => {
-                            input.insert(name.clone(), v);
-                        }
-                        Err(reason) => return Outcome::failed(reason),
-                    }
-                }
-                Value::Object(input)
-            }
-            None => match self.fed(n["id"].as_str().unwrap_or_default()) {
-                Some(Some(v)) => v.clone(),
-                _ => return Outcome::failed("binding_unavailable"),
-            },
+        let input = match self.bound_input(n, event) {
+            Ok(Some(v)) => v,
+            Ok(None) => return Outcome::failed("binding_unavailable"),
+            Err(reason) => return Outcome::failed(reason),
         };
         let mut all = true;
         for p in n["condition"]["predicates"].as_array().into_iter().flatten() {
@@ -369,7 +541,83 @@ impl Program {
             }
             all &= p.holds(&input);
         }
-        Outcome { kind: "completed".into(), reason: None, branch: Some(if all { "continue" } else { "otherwise" }.into()) }
+        Outcome::branch(if all { "continue" } else { "otherwise" }, None)
+    }
+
+    /// A `step_join` (§18.5): when every collected node completed, the
+    /// object of their outputs by name; else `skipped`.
+    fn join(&mut self, n: &Value) -> Outcome {
+        let mut out = serde_json::Map::new();
+        for (name, from) in n["collect"].as_object().into_iter().flatten() {
+            let done = self.step(from.as_str().unwrap_or_default()).filter(|s| s.outcome.as_ref().is_some_and(|o| o.kind == "completed"));
+            match done {
+                Some(s) => {
+                    out.insert(name.clone(), s.output.clone().unwrap_or(Value::Null));
+                }
+                None => return Outcome::of("skipped"),
+            }
+        }
+        if let Some(s) = self.steps.iter_mut().find(|s| n["id"] == s.id.as_str()) {
+            s.output = Some(Value::Object(out));
+        }
+        Outcome::completed()
+    }
+
+    /// A `check_result` Decision: its rule on the saved answers of its
+    /// source, without a call; the `error` arm when they cannot be read.
+    fn reuse(&self, n: &Value) -> Outcome {
+        let source = n["condition"]["sourceNodeId"].as_str().unwrap_or_default();
+        let answers = self
+            .step(source)
+            .and_then(|s| s.evaluation_id.as_deref())
+            .and_then(|id| self.evaluations.iter().find(|e| e.id == id))
+            .and_then(Evaluation::typed_answers);
+        match (answers, Rule::parse(&n["condition"]["rule"])) {
+            (Some(answers), Ok(rule)) => Outcome::branch(rule.verdict(&answers).arm(), None),
+            _ => Outcome::branch("error", Some("check_evaluation_unreadable")),
+        }
+    }
+
+    /// The Check nodes waiting for an evaluation: running, none saved.
+    pub fn check_calls(&self, event: &Value) -> Vec<CheckCall> {
+        self.steps
+            .iter()
+            .filter(|s| s.evaluation_id.is_none() && s.outcome.as_ref().is_some_and(|o| o.kind == "running"))
+            .filter_map(|s| {
+                let n = node(&self.target, &s.id)?;
+                let check = check_of(n)?;
+                let input = self.check_input(n, event).ok()?;
+                Some(CheckCall { step_id: s.id.clone(), attempt: s.attempt.max(1), check, input })
+            })
+            .collect()
+    }
+
+    /// Saves an evaluation and settles its node's attempt by it: a Decision
+    /// takes its verdict's arm, or `error` (with the error as its reason);
+    /// a `step_check` completes with `{answers, verdict}`, or fails — each
+    /// failure retried when the node's `retry` says so. `false` (nothing
+    /// changed) when the node already has one for this attempt or is not
+    /// waiting.
+    pub fn evaluated(&mut self, e: Evaluation, now: i64) -> bool {
+        let Some(i) = self.steps.iter().position(|s| s.id == e.step_id) else { return false };
+        let step = &mut self.steps[i];
+        if step.evaluation_id.is_some() || step.attempt.max(1) != e.attempt || step.outcome.as_ref().is_none_or(|o| o.kind != "running") {
+            return false;
+        }
+        step.evaluation_id = Some(e.id.clone());
+        let outcome = match (step.kind.as_str(), &e.verdict, &e.error) {
+            ("step_check", Some(verdict), _) => {
+                step.output = Some(serde_json::json!({"answers": e.answers, "verdict": verdict}));
+                Outcome::completed()
+            }
+            ("step_check", None, error) => Outcome::failed(error.as_deref().unwrap_or("check_answer_invalid")),
+            (_, Some(verdict), _) => Outcome::branch(crate::graph::checks::Answer::parse(verdict).map_or("error", |a| a.arm()), None),
+            (_, None, error) => Outcome::branch("error", Some(error.as_deref().unwrap_or("check_answer_invalid"))),
+        };
+        let id = e.step_id.clone();
+        self.evaluations.push(e);
+        self.settle_attempt(&id, outcome, now);
+        true
     }
 
     /// The program as a firing shows it (content-free).
@@ -390,12 +638,30 @@ impl Program {
                         kind: o.kind.clone(),
                         reason: o.reason.clone(),
                         branch: o.branch.clone(),
+                        attempt: o.attempt,
+                        retry_withheld: o.retry_withheld.clone(),
                     }),
                     started_at: at(s.started_ms),
                     settled_at: at(s.settled_ms),
                     child_session_id: s.child_session_id.clone(),
                     wait_until: at(s.wait_until_ms),
                     action_approval_id: s.action_approval_id.clone(),
+                    evaluation_id: s.evaluation_id.clone(),
+                    attempt: s.attempt,
+                    attempts: s
+                        .attempts
+                        .iter()
+                        .map(|a| pb::StepAttempt { n: a.n, outcome: a.outcome.clone(), reason: a.reason.clone() })
+                        .collect(),
+                    items: s
+                        .items
+                        .iter()
+                        .map(|i| pb::StepItem {
+                            index: i.index as i64,
+                            child_session_id: i.child_session_id.clone().filter(|c| !c.is_empty()),
+                            outcome: i.outcome.clone(),
+                        })
+                        .collect(),
                 })
                 .collect(),
         }
@@ -432,7 +698,10 @@ mod tests {
     #[test]
     fn decisions_route_without_coercion_and_fail_on_missing_bindings() {
         let mut p = decision_program();
-        assert_eq!(p.advance(&json!({"flag": false}), false, 1).agents, vec![Admit { step_id: "b".into(), prompt: "B".into() }]);
+        assert_eq!(
+            p.advance(&json!({"flag": false}), false, 1).agents,
+            vec![Admit { step_id: "b".into(), prompt: "B".into(), item: None }]
+        );
         assert_eq!(p.step("d").and_then(|s| s.outcome.clone()).and_then(|o| o.branch), Some("continue".into()));
         assert_eq!(p.state, "pending", "b runs");
 
@@ -478,13 +747,13 @@ mod tests {
         );
         let mut p = Program::new(t, "hook".into());
         assert!(p.advance(&Value::Null, true, 1).is_empty(), "paused: nothing admitted");
-        assert_eq!(p.advance(&Value::Null, false, 2).agents, vec![Admit { step_id: "a".into(), prompt: "P".into() }]);
+        assert_eq!(p.advance(&Value::Null, false, 2).agents, vec![Admit { step_id: "a".into(), prompt: "P".into(), item: None }]);
         assert!(p.advance(&Value::Null, false, 3).is_empty(), "a is running: admitted once");
         if let Some(s) = p.steps.iter_mut().find(|s| s.id == "a") {
             s.output = Some(json!("echo: P"));
         }
         p.set("a", Outcome::completed(), 4);
-        assert_eq!(p.advance(&Value::Null, false, 5).agents, vec![Admit { step_id: "b".into(), prompt: "echo: P".into() }]);
+        assert_eq!(p.advance(&Value::Null, false, 5).agents, vec![Admit { step_id: "b".into(), prompt: "echo: P".into(), item: None }]);
         p.set("b", Outcome::failed("child_failed"), 6);
         p.advance(&Value::Null, false, 7);
         assert_eq!((p.state.as_str(), p.result.as_deref()), ("settled", Some("failed")));
@@ -503,5 +772,275 @@ mod tests {
         assert_eq!(checkfu_proto::firing_trace::program(&p.to_spec())["steps"][0]["outcome"]["kind"], "waiting");
         p.set("w", Outcome::completed(), 6_000);
         assert_eq!(p.advance(&Value::Null, false, 6_001).agents.len(), 1);
+    }
+
+    fn k() -> Value {
+        json!({"modelRoutingProfileId": "mrp_e", "questions": [{"name": "billing", "question": "require: invoice"},
+            {"name": "tech", "question": "uncertain: maybe"}], "rule": "billing"})
+    }
+
+    fn evaluation(step: &str, answers: Option<Value>, verdict: Option<&str>, error: Option<&str>) -> Evaluation {
+        Evaluation {
+            id: format!("ceval_{step}"),
+            step_id: step.into(),
+            attempt: 1,
+            provider: "scripted".into(),
+            model: "m".into(),
+            qualification_id: Some("evq_1".into()),
+            answers: answers.map(|a| serde_json::from_value(a).expect("answers")),
+            verdict: verdict.map(String::from),
+            error: error.map(String::from),
+            usage: Default::default(),
+            at_ms: 2,
+        }
+    }
+
+    /// hook → d(check K) -otherwise→ r(check_result tech) -continue→ a.
+    fn classify_and_route() -> Program {
+        let arms = |from: &str, cont: Option<&str>, other: Option<&str>| {
+            vec![
+                json!({"kind": "continue", "from": from, "to": cont}),
+                json!({"kind": "otherwise", "from": from, "to": other}),
+                json!({"kind": "uncertain", "from": from, "to": null}),
+                json!({"kind": "error", "from": from, "to": null}),
+            ]
+        };
+        let mut edges = vec![json!({"kind": "starts", "from": "hook", "to": "d"})];
+        edges.extend(arms("d", None, Some("r")));
+        edges.extend(arms("r", Some("a"), None));
+        let t = target(
+            json!([hook(), {"kind": "decision", "id": "d", "condition": {"kind": "check", "check": k()}},
+                {"kind": "decision", "id": "r", "condition": {"kind": "check_result", "sourceNodeId": "d", "rule": {"not": "tech"}}},
+                {"kind": "step_agent", "id": "a", "prompt": "A"}]),
+            Value::Array(edges),
+        );
+        Program::new(t, "hook".into())
+    }
+
+    #[test]
+    fn a_check_waits_for_one_evaluation_and_a_check_result_reuses_its_answers() {
+        let mut p = classify_and_route();
+        let event = json!({"t": "hi"});
+        assert!(p.advance(&event, false, 1).is_empty());
+        assert_eq!(p.step("d").and_then(|s| s.outcome.clone()).map(|o| o.kind), Some("running".into()));
+        let calls = p.check_calls(&event);
+        assert_eq!(calls.len(), 1);
+        assert_eq!((calls[0].step_id.as_str(), &calls[0].input), ("d", &event), "an unbound Check reads the event");
+        let e = evaluation("d", Some(json!({"billing": "no", "tech": "no"})), Some("no"), None);
+        assert!(p.evaluated(e.clone(), 2));
+        assert!(!p.evaluated(evaluation("d", None, None, Some("check_provider_error")), 3), "saved once");
+        assert!(p.check_calls(&event).is_empty(), "nothing asks again");
+        let admitted = p.advance(&event, false, 3);
+        assert_eq!(p.step("d").and_then(|s| s.outcome.clone()).and_then(|o| o.branch), Some("otherwise".into()));
+        assert_eq!(p.step("r").and_then(|s| s.outcome.clone()).and_then(|o| o.branch), Some("continue".into()), "not tech=no: yes");
+        assert_eq!(admitted.agents.len(), 1, "a runs");
+        assert_eq!(p.evaluations, vec![e], "one evaluation for both Decisions");
+        assert_eq!(p.to_spec().steps[0].evaluation_id.as_deref(), Some("ceval_d"));
+    }
+
+    #[test]
+    fn an_evaluation_error_takes_the_error_arm_of_a_decision_and_fails_a_step_check() {
+        let mut p = classify_and_route();
+        p.advance(&json!({}), false, 1);
+        p.evaluated(evaluation("d", None, None, Some("evaluator_unqualified")), 2);
+        p.advance(&json!({}), false, 3);
+        let d = p.step("d").and_then(|s| s.outcome.clone()).expect("settled");
+        assert_eq!((d.branch.as_deref(), d.reason.as_deref()), (Some("error"), Some("evaluator_unqualified")));
+        assert_eq!((p.state.as_str(), p.result.as_deref()), ("settled", Some("succeeded")), "the error arm ends it");
+
+        let t = target(
+            json!([hook(), {"kind": "step_check", "id": "c", "inputBindings": {"t": {"sourceNodeId": "hook", "pointer": "/t"}}, "check": k()},
+                {"kind": "step_agent", "id": "a", "prompt": "A"}]),
+            json!([{"kind": "starts", "from": "hook", "to": "c"}, {"kind": "then", "from": "c", "to": "a"}]),
+        );
+        let mut p = Program::new(t.clone(), "hook".into());
+        p.advance(&json!({"t": "invoice"}), false, 1);
+        assert_eq!(p.check_calls(&json!({"t": "invoice"}))[0].input, json!({"t": "invoice"}), "bound input");
+        p.evaluated(evaluation("c", Some(json!({"billing": "yes", "tech": "yes"})), Some("yes"), None), 2);
+        assert_eq!(
+            p.step("c").and_then(|s| s.output.clone()),
+            Some(json!({"answers": {"billing": "yes", "tech": "yes"}, "verdict": "yes"}))
+        );
+        assert_eq!(p.advance(&json!({}), false, 3).agents.len(), 1, "then: completed whatever the verdict");
+
+        let mut p = Program::new(t.clone(), "hook".into());
+        p.advance(&json!({"t": "boom"}), false, 1);
+        p.evaluated(evaluation("c", None, None, Some("check_provider_error")), 2);
+        p.advance(&json!({}), false, 3);
+        assert_eq!(p.step("c").and_then(|s| s.outcome.clone()), Some(Outcome::failed("check_provider_error")));
+        assert_eq!(p.step("a").and_then(|s| s.outcome.clone()).map(|o| o.kind), Some("skipped".into()));
+        assert_eq!(p.result.as_deref(), Some("failed"));
+
+        let mut p = Program::new(t, "hook".into());
+        p.advance(&json!({}), false, 1);
+        assert_eq!(p.step("c").and_then(|s| s.outcome.clone()), Some(Outcome::failed("binding_unavailable")), "never an evaluation");
+    }
+
+    #[test]
+    fn a_retried_check_waits_between_attempts_and_settles_after_its_last() {
+        let t = target(
+            json!([hook(), {"kind": "step_check", "id": "c", "check": k(), "retry": {"maxAttempts": 3, "backoffSeconds": 1, "multiplier": 2}}]),
+            json!([{"kind": "starts", "from": "hook", "to": "c"}]),
+        );
+        let mut p = Program::new(t.clone(), "hook".into());
+        let event = json!({"t": "boom"});
+        p.advance(&event, false, 1_000);
+        let failing = |n: i64, error: &str| Evaluation { attempt: n, id: format!("ceval_{n}"), ..evaluation("c", None, None, Some(error)) };
+        assert!(p.evaluated(failing(1, "check_provider_error"), 2_000));
+        let c = p.step("c").cloned().expect("c");
+        assert_eq!(c.outcome, Some(Outcome { reason: Some("check_provider_error".into()), attempt: Some(1), ..Outcome::of("retrying") }));
+        assert_eq!(p.timers, vec![("c/retry1".to_string(), 3_000)], "backoff 1 s after attempt 1");
+        assert!(p.check_calls(&event).is_empty(), "nothing is asked while it waits");
+        p.timers.clear();
+        assert!(p.retry_due("c") && !p.retry_due("c"), "once");
+        p.advance(&event, false, 3_000);
+        let calls = p.check_calls(&event);
+        assert_eq!(calls.iter().map(|c| c.attempt).collect::<Vec<_>>(), vec![2], "a new evaluation for attempt 2");
+        assert!(!p.evaluated(failing(1, "check_provider_error"), 3_100), "a late answer to attempt 1 is not attempt 2's");
+        assert!(p.evaluated(failing(2, "check_answer_invalid"), 3_200));
+        assert_eq!(p.timers, vec![("c/retry2".to_string(), 5_200)], "2 s: the multiplier");
+        p.retry_due("c");
+        p.advance(&event, false, 5_200);
+        assert!(p.evaluated(failing(3, "check_provider_error"), 5_300));
+        assert_eq!(p.step("c").and_then(|s| s.outcome.clone()), Some(Outcome::failed("check_provider_error")), "after the last");
+        assert_eq!(p.step("c").map(|s| s.attempts.len()), Some(3));
+        assert_eq!(p.evaluations.len(), 3, "one evaluation per attempt");
+        p.advance(&event, false, 5_400);
+        assert_eq!(p.result.as_deref(), Some("failed"));
+        let kinds: Vec<&str> = p.transitions.iter().map(|t| t.outcome.kind.as_str()).collect();
+        assert_eq!(kinds, ["running", "retrying", "running", "retrying", "running", "failed"]);
+
+        // Never retried: an error that is no transient failure, or a verdict.
+        let mut p = Program::new(t.clone(), "hook".into());
+        p.advance(&event, false, 1);
+        p.evaluated(failing(1, "evaluator_unqualified"), 2);
+        assert_eq!(p.step("c").and_then(|s| s.outcome.clone()), Some(Outcome::failed("evaluator_unqualified")));
+        let mut p = Program::new(t, "hook".into());
+        p.advance(&event, false, 1);
+        p.evaluated(evaluation("c", Some(json!({"billing": "no", "tech": "no"})), Some("no"), None), 2);
+        assert_eq!(p.step("c").and_then(|s| s.outcome.clone()).map(|o| o.kind), Some("completed".into()));
+        assert!(p.timers.is_empty());
+    }
+
+    #[test]
+    fn a_failed_child_is_retried_only_when_it_left_no_call_of_unknown_effect() {
+        let t = target(
+            json!([hook(), {"kind": "step_agent", "id": "a", "prompt": "P", "retry": {"maxAttempts": 2, "backoffSeconds": 5}}]),
+            json!([{"kind": "starts", "from": "hook", "to": "a"}]),
+        );
+        let mut p = Program::new(t.clone(), "hook".into());
+        p.advance(&Value::Null, false, 1_000);
+        p.settle_attempt("a", Outcome::failed("child_failed"), 2_000);
+        assert_eq!(p.step("a").and_then(|s| s.outcome.clone()).map(|o| o.kind), Some("retrying".into()));
+        assert_eq!(p.timers, vec![("a/retry1".to_string(), 7_000)]);
+        p.retry_due("a");
+        let again = p.advance(&Value::Null, false, 7_000);
+        assert_eq!(again.agents.len(), 1, "a new child");
+        assert_eq!(p.step("a").map(|s| s.attempt), Some(2));
+
+        let mut p = Program::new(t.clone(), "hook".into());
+        p.advance(&Value::Null, false, 1_000);
+        let withheld = Outcome { retry_withheld: Some("effect_unknown".into()), ..Outcome::failed("child_failed") };
+        p.settle_attempt("a", withheld.clone(), 2_000);
+        assert_eq!(p.step("a").and_then(|s| s.outcome.clone()), Some(withheld), "settled, never repeated");
+        assert!(p.timers.is_empty());
+
+        let mut p = Program::new(t, "hook".into());
+        p.advance(&Value::Null, false, 1_000);
+        p.settle_attempt("a", Outcome::failed("child_interrupted"), 2_000);
+        assert_eq!(p.step("a").and_then(|s| s.outcome.clone()), Some(Outcome::failed("child_interrupted")), "interrupts are never retried");
+    }
+
+    fn fan_out() -> StepsTarget {
+        target(
+            json!([hook(), {"kind": "step_agent", "id": "a", "prompt": "call lookup {{item.k}} #{{item_index}}",
+                "forEach": {"items": {"sourceNodeId": "hook", "pointer": "/items"}, "maxItems": 3, "concurrency": 2}}]),
+            json!([{"kind": "starts", "from": "hook", "to": "a"}]),
+        )
+    }
+
+    /// What the service does with an admitted child: mints its Session.
+    fn mint(p: &mut Program, admitted: &Admitted) -> Vec<String> {
+        admitted
+            .agents
+            .iter()
+            .map(|ad| {
+                let id = format!("s{}", ad.item.expect("an item"));
+                p.steps[0].items[ad.item.unwrap_or_default()].child_session_id = Some(id.clone());
+                id
+            })
+            .collect()
+    }
+
+    #[test]
+    fn for_each_starts_children_in_item_order_within_its_concurrency_and_keeps_item_order() {
+        let mut p = Program::new(fan_out(), "hook".into());
+        let event = json!({"items": [{"k": "x"}, {"k": "y"}, {"k": "z"}]});
+        let first = p.advance(&event, false, 1);
+        let prompts: Vec<(Option<usize>, String)> = first.agents.iter().map(|a| (a.item, a.prompt.clone())).collect();
+        assert_eq!(prompts, vec![(Some(0), "call lookup x #0".to_string()), (Some(1), "call lookup y #1".to_string())]);
+        assert_eq!(mint(&mut p, &first), ["s0", "s1"]);
+        assert!(p.advance(&event, false, 2).agents.is_empty(), "two unsettled: no third");
+        assert!(p.item_settled("a", "s1", &Outcome::completed(), Some(json!("out y"))), "the second finishes first");
+        let next = p.advance(&event, false, 3);
+        assert_eq!(next.agents.iter().map(|a| a.item).collect::<Vec<_>>(), vec![Some(2)]);
+        mint(&mut p, &next);
+        assert_eq!(p.step_of_child("s2").map(|s| s.id.as_str()), Some("a"));
+        p.item_settled("a", "s2", &Outcome::completed(), Some(json!("out z")));
+        p.advance(&event, false, 4);
+        assert_eq!(p.step("a").and_then(|s| s.outcome.clone()).map(|o| o.kind), Some("running".into()), "s0 is unsettled");
+        p.item_settled("a", "s0", &Outcome::completed(), Some(json!("out x")));
+        p.advance(&event, false, 5);
+        assert_eq!(p.step("a").and_then(|s| s.output.clone()), Some(json!(["out x", "out y", "out z"])), "item order");
+        assert_eq!((p.state.as_str(), p.result.as_deref()), ("settled", Some("succeeded")));
+    }
+
+    #[test]
+    fn for_each_refuses_what_it_cannot_fan_out_and_stops_starting_after_a_failure() {
+        for (event, reason) in [
+            (json!({"items": [1, 2, 3, 4]}), "for_each_too_many_items"),
+            (json!({"items": {}}), "for_each_not_array"),
+            (json!({}), "binding_unavailable"),
+        ] {
+            let mut p = Program::new(fan_out(), "hook".into());
+            assert!(p.advance(&event, false, 1).agents.is_empty(), "no child: {reason}");
+            assert_eq!(p.step("a").and_then(|s| s.outcome.clone()), Some(Outcome::failed(reason)));
+        }
+        let mut p = Program::new(fan_out(), "hook".into());
+        let event = json!({"items": [1, 2, 3]});
+        let first = p.advance(&event, false, 1);
+        mint(&mut p, &first);
+        p.item_settled("a", "s0", &Outcome::failed("child_failed"), None);
+        assert!(p.advance(&event, false, 2).agents.is_empty(), "after a failure none starts");
+        p.item_settled("a", "s1", &Outcome::completed(), Some(json!("ok")));
+        p.advance(&event, false, 3);
+        assert_eq!(p.step("a").and_then(|s| s.outcome.clone()), Some(Outcome::failed("for_each_item_failed")));
+        assert_eq!(p.step("a").map(|s| s.items.iter().filter(|i| i.child_session_id.is_some()).count()), Some(2));
+    }
+
+    #[test]
+    fn a_join_gathers_completed_outputs_by_name_or_is_skipped() {
+        let t = target(
+            json!([hook(), {"kind": "step_agent", "id": "a", "prompt": "A"},
+                {"kind": "step_parse_json", "id": "p", "inputBindings": {"content": {"sourceNodeId": "hook", "pointer": "/p"}}, "outputSchema": {}},
+                {"kind": "step_join", "id": "j", "mode": "all_completed", "collect": {"x": "a", "y": "p"}},
+                {"kind": "step_agent", "id": "b", "prompt": "ignored"}]),
+            json!([{"kind": "starts", "from": "hook", "to": "a"}, {"kind": "starts", "from": "hook", "to": "p"},
+                {"kind": "then", "from": "a", "to": "j"}, {"kind": "then", "from": "p", "to": "j"},
+                {"kind": "then", "from": "j", "to": "b"}, {"kind": "output", "from": "j", "to": "b"}]),
+        );
+        let run = |payload: &str| {
+            let mut p = Program::new(t.clone(), "hook".into());
+            let event = json!({"p": payload});
+            p.advance(&event, false, 1);
+            if let Some(s) = p.steps.iter_mut().find(|s| s.id == "a") {
+                s.output = Some(json!("echo: A"));
+            }
+            p.set("a", Outcome::completed(), 2);
+            let admitted = p.advance(&event, false, 3);
+            (p.step("j").and_then(|s| s.outcome.clone()).map(|o| o.kind), admitted.agents.first().map(|a| a.prompt.clone()))
+        };
+        assert_eq!(run("{\"k\":1}"), (Some("completed".into()), Some(r#"{"x":"echo: A","y":{"k":1}}"#.into())));
+        assert_eq!(run("no"), (Some("skipped".into()), None), "p failed: the join is skipped");
     }
 }

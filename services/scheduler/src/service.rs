@@ -13,6 +13,7 @@ use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
+use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
 use checkfu_proto::sessions::v1 as ss;
 use checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient;
 use checkfu_proto::transport::Transport;
@@ -25,11 +26,24 @@ pub struct SchedulerService {
     pub(crate) store: Arc<dyn SchedulerStore>,
     pub(crate) governance: GovernanceServiceClient<Transport>,
     pub(crate) sessions: SessionsServiceClient<Transport>,
+    /// Checks' evaluations, and whether their profiles have a qualified
+    /// evaluator.
+    pub(crate) models: ModelGatewayServiceClient<Transport>,
+    /// `{firing}/{step}` of the Check nodes this replica is evaluating now,
+    /// so concurrent advances of one program ask once.
+    pub(crate) evaluating: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     outbox_wake: Option<Arc<tokio::sync::Notify>>,
     /// Wakes this replica's timer loop when a write arms a timer.
     pub(crate) timer_wake: Arc<tokio::sync::Notify>,
     /// Seals ingest secrets at rest.
     pub(crate) sealer: Sealer,
+}
+
+/// The services the scheduler calls.
+pub struct Mesh {
+    pub governance: Transport,
+    pub sessions: Transport,
+    pub models: Transport,
 }
 
 /// What a caller asked for when creating an Automation, its triggers and
@@ -130,11 +144,13 @@ fn stale(current: i64, expected: i64) -> Error {
 }
 
 impl SchedulerService {
-    pub fn new(store: Arc<dyn SchedulerStore>, governance: Transport, sessions: Transport, sealer: Sealer) -> Self {
+    pub fn new(store: Arc<dyn SchedulerStore>, mesh: Mesh, sealer: Sealer) -> Self {
         SchedulerService {
             store,
-            governance: GovernanceServiceClient::new(governance),
-            sessions: SessionsServiceClient::new(sessions).max_decoding_message_size(64 * 1024 * 1024),
+            governance: GovernanceServiceClient::new(mesh.governance),
+            sessions: SessionsServiceClient::new(mesh.sessions).max_decoding_message_size(64 * 1024 * 1024),
+            models: ModelGatewayServiceClient::new(mesh.models),
+            evaluating: Arc::default(),
             outbox_wake: None,
             timer_wake: Arc::new(tokio::sync::Notify::new()),
             sealer,
@@ -238,11 +254,40 @@ impl SchedulerService {
         } else {
             Check::pass("webhook")
         });
-        checks.push(match a.target.not_executable() {
-            Some(why) => Check::unknown("capabilities", why),
-            None => Check::pass("capabilities"),
+        checks.push(self.evaluators(a).await);
+        checks.push(match (a.target.refused(), a.target.not_executable()) {
+            (Some(why), _) => Check::fail("capabilities", why, None),
+            (None, Some(why)) => Check::unknown("capabilities", why),
+            (None, None) => Check::pass("capabilities"),
         });
         Readiness { checks, checked_ms: now_ms() }
+    }
+
+    /// Readiness `evaluators`: every routing profile a Check calls has a
+    /// candidate qualified for `decision` now (api.md §18.1).
+    async fn evaluators(&self, a: &Automation) -> Check {
+        let Target::Steps(t) = &a.target else { return Check::pass("evaluators") };
+        for profile in t.check_profiles() {
+            let req =
+                checkfu_proto::modelgateway::v1::CheckEvaluatorsRequest { routing_profile_id: profile.clone(), purpose: "decision".into() };
+            match self.models.clone().check_evaluators(req).await {
+                Ok(r) if r.get_ref().qualified => continue,
+                Ok(_) => {
+                    return Check::fail(
+                        "evaluators",
+                        format!(
+                            "no candidate of {profile} is qualified for decision: an installation admin records an evaluator qualification"
+                        ),
+                        Some(profile),
+                    );
+                }
+                Err(s) if s.code() == tonic::Code::NotFound => {
+                    return Check::fail("evaluators", format!("the routing profile {profile} does not exist (decision)"), Some(profile));
+                }
+                Err(s) => return Check::unknown("evaluators", s.message()),
+            }
+        }
+        Check::pass("evaluators")
     }
 
     pub(crate) async fn audit(&self, actor: &str, action: &str, a: &Automation, details: Value) {

@@ -5,7 +5,8 @@
 //! (as pending children, with minted Session ids) in that same write, and
 //! only then created. So a step is admitted once, across crashes and
 //! duplicate or late notifications, and recovery rejoins the original
-//! child instead of replacing it.
+//! child instead of replacing it. Check nodes it reaches are evaluated
+//! after that write (`judge.rs`).
 
 use crate::firing::Firing;
 use crate::model::*;
@@ -62,7 +63,7 @@ impl SchedulerService {
                     while !admits.is_empty() {
                         waits.extend(admits.waits.iter().map(|(step, until)| (format!("{}/{step}", f.id), *until)));
                         // Authority is re-checked at each admission.
-                        let ready = admits.agents.is_empty() || self.readiness(a).await.ready();
+                        let ready = admits.agents.is_empty() || self.readiness(a).await.admits();
                         for ad in admits.agents {
                             let node = p.target.steps.iter().find(|n| n["id"] == ad.step_id.as_str()).cloned().unwrap_or(Value::Null);
                             if !ready {
@@ -76,18 +77,28 @@ impl SchedulerService {
                                 deployment_revision: node["deploymentRevision"].as_i64(),
                                 principal_id: a.service_principal_id.to_string(),
                                 title: format!("{} / {}", a.name, ad.step_id).chars().take(200).collect(),
-                                metadata: json!({"automation_id": a.id, "automation_firing_id": f.id, "step_id": ad.step_id}),
+                                metadata: match ad.item {
+                                    Some(i) => {
+                                        json!({"automation_id": a.id, "automation_firing_id": f.id, "step_id": ad.step_id, "item_index": i})
+                                    }
+                                    None => json!({"automation_id": a.id, "automation_firing_id": f.id, "step_id": ad.step_id}),
+                                },
                                 prompt: ad.prompt,
                                 budget: serde_json::from_value(node["budget"].clone()).ok(),
                                 firing_id: f.id.to_string(),
                             };
                             if let Some(s) = p.steps.iter_mut().find(|s| s.id == ad.step_id) {
-                                s.child_session_id = Some(child.session_id.clone());
+                                match ad.item.and_then(|i| s.items.get_mut(i)) {
+                                    Some(item) => item.child_session_id = Some(child.session_id.clone()),
+                                    None => s.child_session_id = Some(child.session_id.clone()),
+                                }
                             }
                             children.push(child);
                         }
                         admits = p.advance(&f.event, paused, now);
                     }
+                    // Retry timers the change armed go with this write.
+                    waits.extend(p.timers.drain(..).map(|(suffix, until)| (format!("{}/{suffix}", f.id), until)));
                     if p.state == "settled" {
                         let failed = p.steps.iter().find(|s| s.outcome.as_ref().is_some_and(|o| o.kind == "failed"));
                         match failed {
@@ -137,6 +148,9 @@ impl SchedulerService {
                     self.request_approvals(a, &f.id, asks).await?;
                 }
             }
+            if let (Some(a), true) = (a.as_ref().filter(|a| a.deleted_ms == 0), f.state == FiringState::Running) {
+                self.evaluate_checks(&f, a).await;
+            }
             if !denied.is_empty() {
                 // Refused children fail their steps; the program moves on.
                 change = Some(deny(denied));
@@ -156,6 +170,17 @@ impl SchedulerService {
     pub(crate) async fn settle_step(&self, f: &Firing, session_id: &str, outcome: Outcome) -> Result<()> {
         let Some(step) = f.program.as_ref().and_then(|p| p.step_of_child(session_id)).map(|s| s.id.clone()) else { return Ok(()) };
         let output = if outcome.kind == "completed" { Some(Value::String(self.last_message(session_id).await?)) } else { None };
+        // A failed child is retried only if it left no call whose effect is
+        // unknown (§18.6).
+        let retried = f
+            .program
+            .as_ref()
+            .and_then(|p| p.target.steps.iter().find(|n| n["id"] == step.as_str()))
+            .is_some_and(|n| n.get("retry").is_some_and(|r| !r.is_null()));
+        let mut outcome = outcome;
+        if retried && outcome.reason.as_deref() == Some("child_failed") && self.tool_call_unanswered(session_id).await? {
+            outcome.retry_withheld = Some("effect_unknown".into());
+        }
         let s = self
             .sessions
             .clone()
@@ -164,19 +189,59 @@ impl SchedulerService {
             .map_err(checkfu_core::Error::from)?
             .into_inner();
         let u = s.usage.unwrap_or_default();
+        let session = session_id.to_string();
         let change = move |f: &mut Firing, p: &mut Program, now: i64| {
             if p.step(&step).and_then(|s| s.outcome.as_ref()).is_none_or(|o| o.kind != "running") {
                 return;
             }
-            if let Some(s) = p.steps.iter_mut().find(|s| s.id == step) {
-                s.output = output.clone();
+            if p.step(&step).is_some_and(|s| !s.items.is_empty()) {
+                // A forEach child: its item settles; the advance moves on.
+                if !p.item_settled(&step, &session, &outcome, output.clone()) {
+                    return;
+                }
+            } else {
+                if let Some(s) = p.steps.iter_mut().find(|s| s.id == step) {
+                    s.output = output.clone();
+                }
+                p.settle_attempt(&step, outcome.clone(), now);
             }
-            p.set(&step, outcome.clone(), now);
             f.usage.input_tokens += u.input_tokens;
             f.usage.output_tokens += u.output_tokens;
             f.usage.model_spend_micro_usd += u.model_spend_micro_usd;
         };
         self.advance_program(&f.id, Some(Box::new(change))).await
+    }
+
+    /// Whether a Session's log holds a tool call without its result — a
+    /// call whose effect is unknown, which a retry must not repeat.
+    async fn tool_call_unanswered(&self, session_id: &str) -> Result<bool> {
+        let types = ["agent.tool_use", "agent.custom_tool_use", "agent.tool_result", "user.tool_result", "user.custom_tool_result"];
+        let mut open = std::collections::BTreeSet::new();
+        let mut after = 0;
+        loop {
+            let req = ss::ListEventsRequest {
+                session_id: session_id.into(),
+                after_seq: after,
+                limit: 1000,
+                types: types.iter().map(|t| t.to_string()).collect(),
+                view: String::new(),
+            };
+            let page = self.sessions.clone().list_events(req).await.map_err(checkfu_core::Error::from)?.into_inner().data;
+            for e in &page {
+                let p: Value = serde_json::from_str(&e.payload_json).unwrap_or(Value::Null);
+                let id = p["tool_use_id"].as_str().or(p["custom_tool_use_id"].as_str()).unwrap_or_default().to_string();
+                if e.r#type.ends_with("_use") {
+                    open.insert(id);
+                } else {
+                    open.remove(&id);
+                }
+            }
+            match page.last() {
+                Some(e) if page.len() == 1000 => after = e.seq,
+                _ => break,
+            }
+        }
+        Ok(!open.is_empty())
     }
 
     /// The text of a Session's last `agent.message` (`""` if none).
@@ -287,17 +352,29 @@ impl SchedulerService {
         Ok(n)
     }
 
-    /// A `step_wait`'s timer came due (`{firing}/{step}`): the step
-    /// completes, and the program advances.
+    /// A step's timer came due: a `step_wait`'s (`{firing}/{step}`)
+    /// completes it; a retry's (`{firing}/{step}/retry{n}`) lets its next
+    /// attempt be admitted. Then the program advances.
     pub(crate) async fn wake_step(&self, timer_id: &str) -> Result<()> {
-        let Some((firing, step)) = timer_id.split_once('/') else { return Ok(()) };
-        let (firing, step) = (FiringId::parse("timer", firing)?, step.to_string());
-        let change = move |_: &mut Firing, p: &mut Program, now: i64| {
-            if p.step(&step).and_then(|s| s.outcome.as_ref()).is_some_and(|o| o.kind == "waiting") {
-                p.set(&step, Outcome::completed(), now);
+        let Some((firing, rest)) = timer_id.split_once('/') else { return Ok(()) };
+        let firing = FiringId::parse("timer", firing)?;
+        let change: Change = match rest.split_once("/retry") {
+            Some((step, _)) => {
+                let step = step.to_string();
+                Box::new(move |_: &mut Firing, p: &mut Program, _: i64| {
+                    p.retry_due(&step);
+                })
+            }
+            None => {
+                let step = rest.to_string();
+                Box::new(move |_: &mut Firing, p: &mut Program, now: i64| {
+                    if p.step(&step).and_then(|s| s.outcome.as_ref()).is_some_and(|o| o.kind == "waiting") {
+                        p.set(&step, Outcome::completed(), now);
+                    }
+                })
             }
         };
-        self.advance_program(&firing, Some(Box::new(change))).await
+        self.advance_program(&firing, Some(change)).await
     }
 
     /// Advances the running programs of an Automation (after a resume or a

@@ -14,7 +14,7 @@ use serde_json::Value;
 #[allow(deprecated)] // the JSON text fields, for 0.1.0 readers
 pub fn trace(t: &Trace) -> pb::FiringTrace {
     let steps = t.firing.program.as_ref().map(progress);
-    let receipts = receipts(&t.receipts);
+    let receipts = receipts(&t.receipts, t.firing.program.as_ref());
     let evidence = pb::FiringEvidence {
         complete: t.evidence.missing.is_empty(),
         missing: t.evidence.missing.iter().map(|(kind, id)| pb::MissingRecord { kind: (*kind).into(), id: id.clone() }).collect(),
@@ -31,7 +31,7 @@ pub fn trace(t: &Trace) -> pb::FiringTrace {
 }
 
 #[allow(deprecated)] // stop_reason_json: a 0.1.0 sessions service's text, passed on
-fn receipts(r: &Receipts) -> pb::FiringReceipts {
+fn receipts(r: &Receipts, p: Option<&Program>) -> pb::FiringReceipts {
     pb::FiringReceipts {
         sessions: r
             .sessions
@@ -58,6 +58,25 @@ fn receipts(r: &Receipts) -> pb::FiringReceipts {
             .iter()
             .map(|w| pb::WaitReceipt { step_id: w.step_id.clone(), until: rfc3339(w.until_ms), elapsed: w.elapsed })
             .collect(),
+        evaluations: p.iter().flat_map(|p| p.evaluations.iter()).map(evaluation).collect(),
+    }
+}
+
+fn evaluation(e: &crate::evaluation::Evaluation) -> pb::EvaluationReceipt {
+    pb::EvaluationReceipt {
+        id: e.id.clone(),
+        step_id: e.step_id.clone(),
+        attempt: e.attempt,
+        provider: e.provider.clone(),
+        model: e.model.clone(),
+        qualification_id: e.qualification_id.clone(),
+        answers: e.answers.clone().unwrap_or_default().into_iter().collect(),
+        verdict: e.verdict.clone(),
+        error: e.error.clone(),
+        input_tokens: e.usage.input_tokens,
+        output_tokens: e.usage.output_tokens,
+        cost_micro_usd: e.usage.cost_micro_usd,
+        at: rfc3339(e.at_ms),
     }
 }
 
@@ -76,6 +95,7 @@ fn progress(p: &Program) -> pb::StepsProgress {
                 at: rfc3339(t.at_ms),
                 reason: t.outcome.reason.clone(),
                 branch: t.outcome.branch.clone(),
+                attempt: t.outcome.attempt,
             })
             .collect(),
     }

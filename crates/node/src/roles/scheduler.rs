@@ -20,11 +20,13 @@ impl Play for Scheduler {
 
     async fn start(&self, node: &mut Assembly<'_>) -> anyhow::Result<()> {
         let opts = node.opts;
-        let governance = node.reach(Role::Scheduler, Role::Governance)?;
-        let sessions = node.reach(Role::Scheduler, Role::Sessions)?;
+        let mesh = checkfu_scheduler::Mesh {
+            governance: node.reach(Role::Scheduler, Role::Governance)?,
+            sessions: node.reach(Role::Scheduler, Role::Sessions)?,
+            models: node.reach_later(Role::Scheduler, Role::ModelGateway)?,
+        };
         let sealer = super::installation_key(opts, Role::Scheduler)?;
-        let (svc, db) =
-            checkfu_scheduler::open(&opts.storage, governance, sessions, sealer).await.context("opening the scheduler store")?;
+        let (svc, db) = checkfu_scheduler::open(&opts.storage, mesh, sealer).await.context("opening the scheduler store")?;
         let relay = checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "scheduler");
         let svc = svc.with_outbox_wake(relay.wake.clone());
         node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));

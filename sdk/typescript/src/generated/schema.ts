@@ -935,6 +935,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/evaluator-qualifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["evaluatorQualifications.listEvaluatorQualifications"];
+        put?: never;
+        post: operations["evaluatorQualifications.createEvaluatorQualification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/evaluator-qualifications/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["evaluatorQualifications.getEvaluatorQualification"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/evaluator-qualifications/{id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoking is final and immediate: no judgment is asked under it again,
+         *     and Automations whose Checks relied on it stop being ready. Revoking a
+         *     revoked qualification answers it unchanged.
+         */
+        post: operations["evaluatorQualifications.revokeEvaluatorQualification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/files": {
         parameters: {
             query?: never;
@@ -2389,7 +2442,8 @@ export interface components {
             limits: Record<string, unknown>;
             /**
              * @description `connections`, `credentials`, `tool_sources`, `sandbox_egress`,
-             *     `skills`, `files`, `http_connections`, `memory`.
+             *     `skills`, `files`, `http_connections`, `memory`, `cma_projection`,
+             *     `managed_tools`.
              */
             name: string;
             preview: boolean;
@@ -2737,6 +2791,33 @@ export interface components {
             review?: boolean | null;
             /** @description 0 to 100 Sessions of the store's Environment, none `running`. */
             session_ids?: string[];
+        };
+        /** @description A review's finding that a (provider, model) may judge for a purpose. */
+        CreateEvaluatorQualification: {
+            /** @description What the review found, or where its record is; 1–4,000 characters. */
+            evidence: string;
+            /**
+             * Format: date-time
+             * @description In the future, and at most 366 days after `reviewed_at`.
+             */
+            expires_at: string;
+            /** @description The model as routing candidates name it. */
+            model: string;
+            /**
+             * @description `scripted`, `openai` or `anthropic`.
+             * @enum {string}
+             */
+            provider: "anthropic" | "openai" | "scripted";
+            /**
+             * @description `decision` (a Check) or `delivery_screen`.
+             * @enum {string}
+             */
+            purpose: "decision" | "delivery_screen";
+            /**
+             * Format: date-time
+             * @description When the review happened (RFC 3339), not in the future.
+             */
+            reviewed_at: string;
         };
         CreateGraph: {
             /** @description The caller or a Principal it may act as: attribution, not authority. */
@@ -3099,6 +3180,26 @@ export interface components {
             disposition: string;
             matched_rule_ids: string[];
             reason: string;
+        };
+        /**
+         * @description A (provider, model) reviewed as fit to judge for one purpose. Only a
+         *     candidate with an `active` one, between `reviewed_at` and `expires_at`,
+         *     is ever called for that purpose.
+         */
+        EvaluatorQualification: {
+            created_at: string;
+            created_by: string;
+            evidence: string;
+            expires_at: string;
+            id: string;
+            model: string;
+            provider: string;
+            /** @description `decision` or `delivery_screen`. */
+            purpose: string;
+            reviewed_at: string;
+            revoked_at?: string | null;
+            /** @description `active` or `revoked`. */
+            status: string;
         };
         /** @description A persisted event of a Session's log. */
         Event: {
@@ -3744,7 +3845,8 @@ export interface components {
                 limits: Record<string, unknown>;
                 /**
                  * @description `connections`, `credentials`, `tool_sources`, `sandbox_egress`,
-                 *     `skills`, `files`, `http_connections`, `memory`.
+                 *     `skills`, `files`, `http_connections`, `memory`, `cma_projection`,
+                 *     `managed_tools`.
                  */
                 name: string;
                 preview: boolean;
@@ -3842,6 +3944,26 @@ export interface components {
                 name: string;
                 /** Format: int64 */
                 version: number;
+            }[];
+            /** @description Opaque token for the next page; null on the last one. */
+            next_page?: string | null;
+        };
+        /** @description A page of a collection, newest first. */
+        Page_EvaluatorQualification: {
+            data: {
+                created_at: string;
+                created_by: string;
+                evidence: string;
+                expires_at: string;
+                id: string;
+                model: string;
+                provider: string;
+                /** @description `decision` or `delivery_screen`. */
+                purpose: string;
+                reviewed_at: string;
+                revoked_at?: string | null;
+                /** @description `active` or `revoked`. */
+                status: string;
             }[];
             /** @description Opaque token for the next page; null on the last one. */
             next_page?: string | null;
@@ -7795,6 +7917,133 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Environment"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "evaluatorQualifications.listEvaluatorQualifications": {
+        parameters: {
+            query?: {
+                /** @description 1 to 100; default 20. */
+                limit?: number;
+                /** @description The `next_page` token of the previous page. */
+                page?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_EvaluatorQualification"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "evaluatorQualifications.createEvaluatorQualification": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A retry with the same key and body replays the first answer (kept at
+                 *     least 24 h); a different body with the key → 409 `idempotency.key_reused`.
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateEvaluatorQualification"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluatorQualification"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "evaluatorQualifications.getEvaluatorQualification": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluatorQualification"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "evaluatorQualifications.revokeEvaluatorQualification": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvaluatorQualification"];
                 };
             };
             "4XX": {

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod connections;
 pub mod console_sessions;
 pub mod dreams;
+pub mod evaluators;
 pub mod files;
 pub mod governance;
 pub mod graphs;

@@ -223,6 +223,42 @@ pub fn routing_profile(p: &mg::RoutingProfile) -> ModelRoutingProfile {
     }
 }
 
+/// A (provider, model) reviewed as fit to judge for one purpose. Only a
+/// candidate with an `active` one, between `reviewed_at` and `expires_at`,
+/// is ever called for that purpose.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct EvaluatorQualification {
+    pub id: String,
+    pub provider: String,
+    pub model: String,
+    /// `decision` or `delivery_screen`.
+    pub purpose: String,
+    pub evidence: String,
+    pub reviewed_at: String,
+    pub expires_at: String,
+    /// `active` or `revoked`.
+    pub status: String,
+    pub created_by: String,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+pub fn evaluator_qualification(q: &mg::EvaluatorQualification) -> EvaluatorQualification {
+    EvaluatorQualification {
+        id: q.id.clone(),
+        provider: q.provider.clone(),
+        model: q.model.clone(),
+        purpose: q.purpose.clone(),
+        evidence: q.evidence.clone(),
+        reviewed_at: q.reviewed_at.clone(),
+        expires_at: q.expires_at.clone(),
+        status: q.status.clone(),
+        created_by: q.created_by.clone(),
+        created_at: q.created_at.clone(),
+        revoked_at: opt(&q.revoked_at),
+    }
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PriceEntry {
     pub provider: String,

@@ -325,7 +325,11 @@ mod tests {
         let base_url = base.clone();
         let endpoint = crate::endpoints::Endpoint::new("flaky", Provider::OpenAi, &base_url, Some("sk-x".into()), true).expect("endpoint");
         let endpoints = crate::endpoints::Endpoints::new(None, None, vec![endpoint], false).expect("endpoints");
-        let svc = crate::ModelGatewayService::new(Arc::new(crate::store::SqlRoutingStore::new(db)), endpoints);
+        let stores = crate::service::Stores {
+            routing: Arc::new(crate::store::SqlRoutingStore::new(db.clone())),
+            qualifications: Arc::new(crate::store::SqlQualificationStore::new(db)),
+        };
+        let svc = crate::ModelGatewayService::new(stores, endpoints);
         let first = StoredCandidate {
             provider: "openai".into(),
             model: "gpt-4.1".into(),

@@ -1,6 +1,7 @@
 //! Platform tasks: work a service, not a Run, asks of a routing profile's
-//! model — a Dream's curation of a memory store (api.md §13.5, `dream.rs`)
-//! and an Outcome's grading (§14, `grade.rs`). The gateway owns the prompt
+//! model — a Dream's curation of a memory store (api.md §13.5, `dream.rs`),
+//! an Outcome's grading (§14, `grade.rs`) and an Automation's Check
+//! (§18.1, `check.rs`, called only under a qualification). The gateway owns the prompt
 //! and the parsing, so callers get a typed answer whatever the provider;
 //! the scripted model answers by the rules the API documents, so the same
 //! journeys run offline.
@@ -9,10 +10,13 @@
 //! else from a real provider is `unavailable` (the next candidate is tried,
 //! and a caller treats it as the model failing, never as a verdict).
 
+pub mod check;
 pub mod dream;
 pub mod grade;
 
 use crate::model::*;
+use crate::qualifications::Purpose;
+pub use check::CheckTask;
 use checkfu_core::{Error, Result};
 pub use dream::{DreamChange, DreamTask};
 pub use grade::{GradeTask, Graded};
@@ -24,12 +28,15 @@ pub const MAX_TASK_CHARS: usize = 2 * 1024 * 1024;
 pub enum Task {
     Dream(DreamTask),
     Grade(GradeTask),
+    Check(CheckTask),
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
     Dream(Vec<DreamChange>),
     Grade(Graded),
+    /// The model's reply object as given (empty when it gave none).
+    Check(String),
 }
 
 impl Task {
@@ -38,6 +45,7 @@ impl Task {
         let chars = match self {
             Task::Dream(t) => t.size(),
             Task::Grade(t) => t.size(),
+            Task::Check(t) => t.size(),
         };
         if chars > MAX_TASK_CHARS {
             return Err(Error::invalid(format!("the task holds {chars} bytes of text; at most {MAX_TASK_CHARS} go to a model"))
@@ -51,6 +59,7 @@ impl Task {
         let (system, user) = match self {
             Task::Dream(t) => (dream::SYSTEM, t.prompt()),
             Task::Grade(t) => (grade::SYSTEM, t.prompt()),
+            Task::Check(t) => (check::SYSTEM, t.prompt()),
         };
         ModelRequest {
             system: system.into(),
@@ -59,18 +68,38 @@ impl Task {
         }
     }
 
-    /// Reads a real provider's answer.
+    /// Reads a real provider's answer. A Check's reply goes back as given,
+    /// for its caller to hold to the shape it demanded.
     pub fn parse(&self, text: &str) -> Result<Answer> {
-        let object = json_object(text).ok_or_else(|| Error::unavailable("the model's answer held no JSON object"))?;
+        let object = || json_object(text).ok_or_else(|| Error::unavailable("the model's answer held no JSON object"));
         match self {
-            Task::Dream(_) => dream::parse(object).map(Answer::Dream),
-            Task::Grade(t) => t.parse(object).map(Answer::Grade),
+            Task::Dream(_) => dream::parse(object()?).map(Answer::Dream),
+            Task::Grade(t) => t.parse(object()?).map(Answer::Grade),
+            Task::Check(_) => Ok(Answer::Check(json_object(text).unwrap_or_default().to_string())),
         }
     }
 
-    /// The scripted model's answer and usage.
-    pub fn scripted(&self) -> (Answer, Usage) {
+    /// The purpose a candidate must be qualified for to be called, for a
+    /// judgment.
+    pub fn purpose(&self) -> Option<Purpose> {
         match self {
+            Task::Check(_) => Some(Purpose::Decision),
+            Task::Dream(_) | Task::Grade(_) => None,
+        }
+    }
+
+    /// The effort every candidate takes for this task, when it sets one.
+    pub fn effort(&self) -> Option<Effort> {
+        match self {
+            Task::Check(t) => t.effort,
+            Task::Dream(_) | Task::Grade(_) => None,
+        }
+    }
+
+    /// The scripted model's answer and usage (a scripted Check can fail,
+    /// as its instructions ask).
+    pub fn scripted(&self) -> Result<(Answer, Usage)> {
+        Ok(match self {
             Task::Dream(t) => {
                 let (changes, usage) = t.scripted();
                 (Answer::Dream(changes), usage)
@@ -79,7 +108,11 @@ impl Task {
                 let (graded, usage) = t.scripted();
                 (Answer::Grade(graded), usage)
             }
-        }
+            Task::Check(t) => {
+                let (reply, usage) = t.scripted()?;
+                (Answer::Check(reply), usage)
+            }
+        })
     }
 }
 

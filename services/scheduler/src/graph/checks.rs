@@ -156,7 +156,8 @@ pub(super) fn unknown_field<'a>(o: &'a Map<String, Value>, allowed: &[&str]) -> 
     o.keys().map(String::as_str).find(|k| !allowed.contains(k))
 }
 
-fn is_question_name(s: &str) -> bool {
+/// A name a Check's questions (and a join's collected outputs) go by.
+pub(super) fn is_question_name(s: &str) -> bool {
     let mut chars = s.chars();
     chars.next().is_some_and(|c| c.is_ascii_lowercase())
         && s.len() <= 64

@@ -124,6 +124,30 @@ impl Binding {
     }
 }
 
+/// A `forEach`'s most items, and children unsettled at once (§18.5).
+pub const MAX_ITEMS: i64 = 100;
+pub const MAX_CONCURRENCY: i64 = 16;
+
+/// Checks a document's `forEach` (`invalid_for_each`).
+fn check_for_each(v: &Value) -> std::result::Result<(), String> {
+    let o = v.as_object().ok_or("forEach is {items, maxItems, concurrency}")?;
+    if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "items" | "maxItems" | "concurrency")) {
+        return Err(format!("forEach has no field {k:?}"));
+    }
+    let items = o.get("items").and_then(Value::as_object).ok_or("forEach.items is a binding {sourceNodeId, pointer}")?;
+    if !items.get("sourceNodeId").is_some_and(Value::is_string) || !items.get("pointer").is_some_and(Value::is_string) {
+        return Err("forEach.items is a binding {sourceNodeId, pointer}".into());
+    }
+    let in_range = |k: &str, max: i64| o.get(k).and_then(Value::as_i64).is_some_and(|n| (1..=max).contains(&n));
+    if !in_range("maxItems", MAX_ITEMS) {
+        return Err(format!("forEach.maxItems is an integer from 1 to {MAX_ITEMS}"));
+    }
+    if !in_range("concurrency", MAX_CONCURRENCY) {
+        return Err(format!("forEach.concurrency is an integer from 1 to {MAX_CONCURRENCY}"));
+    }
+    Ok(())
+}
+
 /// A `step_agent`'s fields.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepAgent {
@@ -134,6 +158,8 @@ pub struct StepAgent {
     pub include_event: bool,
     pub budget: Option<Value>,
     pub session_target: Option<Value>,
+    /// `forEach`'s items binding: one child per item (§18.5).
+    pub for_each: Option<Binding>,
 }
 
 /// A node, read for planning.
@@ -172,6 +198,10 @@ pub enum Kind {
         bindings: BTreeMap<String, Binding>,
         check: Check,
     },
+    /// Waits for every collected node and gathers their outputs by name.
+    Join {
+        collect: BTreeMap<String, String>,
+    },
     /// Saved and planned but not executable yet (§12.9).
     Later(String),
 }
@@ -188,7 +218,8 @@ pub struct Node {
 pub type NodeError = (&'static str, String);
 
 fn fields(o: &Map<String, Value>, allowed: &[&str]) -> std::result::Result<(), NodeError> {
-    match o.keys().find(|k| !matches!(k.as_str(), "kind" | "id") && !allowed.contains(&k.as_str())) {
+    // `retry` is read for every kind first (`Node::parse`).
+    match o.keys().find(|k| !matches!(k.as_str(), "kind" | "id" | "retry") && !allowed.contains(&k.as_str())) {
         Some(k) => Err(("document_invalid", format!("a {} node has no field {k:?}", o["kind"].as_str().unwrap_or_default()))),
         None => Ok(()),
     }
@@ -230,6 +261,16 @@ impl Node {
         let id = o.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
         let kind = o.get("kind").and_then(Value::as_str).unwrap_or_default();
         let bad = |why: String| ("document_invalid", why);
+        if let Some(r) = o.get("retry").filter(|r| !r.is_null()) {
+            let condition_kind = o.get("condition").and_then(|c| c.get("kind")).and_then(Value::as_str);
+            if !super::retry::retryable(kind, condition_kind) {
+                return Err((
+                    "retry_unsupported",
+                    format!("a {kind} node is not retried: retry is for step_agent, step_connection, step_check and check decisions"),
+                ));
+            }
+            super::retry::Retry::parse(r).map_err(|why| ("invalid_retry", why))?;
+        }
         let kind = match kind {
             "trigger" => {
                 fields(o, &["trigger"])?;
@@ -240,7 +281,7 @@ impl Node {
                 }
             }
             "step_agent" => {
-                fields(o, &["agent", "prompt", "includeEvent", "budget", "sessionTarget"])?;
+                fields(o, &["agent", "prompt", "includeEvent", "budget", "sessionTarget", "forEach"])?;
                 let agent = o.get("agent").and_then(Value::as_str).ok_or(bad("a step_agent names its agent (dep_… or agt_…)".into()))?;
                 if !(agent.starts_with("dep_") || agent.starts_with("agt_")) {
                     return Err(bad("a step_agent's agent is a dep_… or an agt_…".into()));
@@ -260,7 +301,21 @@ impl Node {
                     crate::model::AgentTarget::parse(&t).map_err(|e| bad(e.message))?;
                 }
                 let session_target = o.get("sessionTarget").filter(|b| !b.is_null()).cloned();
-                Kind::StepAgent(StepAgent { agent: agent.to_string(), prompt: prompt.to_string(), include_event, budget, session_target })
+                let for_each = match o.get("forEach").filter(|f| !f.is_null()) {
+                    None => None,
+                    Some(f) => {
+                        check_for_each(f).map_err(|why| ("invalid_for_each", why))?;
+                        Some(Binding::parse(&f["items"]).map_err(|why| ("invalid_for_each", why))?)
+                    }
+                };
+                Kind::StepAgent(StepAgent {
+                    agent: agent.to_string(),
+                    prompt: prompt.to_string(),
+                    include_event,
+                    budget,
+                    session_target,
+                    for_each,
+                })
             }
             "step_parse_json" => {
                 fields(o, &["inputBindings", "outputSchema"])?;
@@ -327,6 +382,26 @@ impl Node {
                 let bindings = input_bindings(o)?;
                 let check = Check::parse(o.get("check").unwrap_or(&Value::Null)).map_err(|why| ("check_invalid", why))?;
                 Kind::StepCheck { bindings, check }
+            }
+            "step_join" => {
+                fields(o, &["mode", "collect"])?;
+                let invalid = |why: &str| ("join_invalid", why.to_string());
+                if o.get("mode").and_then(Value::as_str).unwrap_or("all_completed") != "all_completed" {
+                    return Err(invalid("a step_join's mode is all_completed"));
+                }
+                let collect = o.get("collect").and_then(Value::as_object).ok_or(invalid("a step_join collects {<name>: nodeId}"))?;
+                if !(2..=16).contains(&collect.len()) {
+                    return Err(invalid("a step_join collects 2 to 16 nodes"));
+                }
+                let mut names = BTreeMap::new();
+                for (name, from) in collect {
+                    let from = from.as_str().ok_or(invalid("collect maps a name to a node id"))?;
+                    if !super::checks::is_question_name(name) {
+                        return Err(invalid("a collected name is lowercase: a letter, then letters, digits or _ (at most 64)"));
+                    }
+                    names.insert(name.clone(), from.to_string());
+                }
+                Kind::Join { collect: names }
             }
             "outcome" | "step_connection" | "step_managed_tool" => Kind::Later(kind.to_string()),
             other => return Err(bad(format!("{other:?} is not a node kind"))),

@@ -70,10 +70,13 @@ impl Checked {
     }
 
     /// Whether the graph is one trigger-started `step_agent` and nothing
-    /// else, which compiles to an Agent target.
+    /// else, which compiles to an Agent target — unless it fans out or is
+    /// retried, which only a steps program does.
     pub fn is_agent_target(&self) -> bool {
         let steps: Vec<&Node> = self.nodes.iter().filter(|n| !matches!(n.kind, Kind::Trigger(_))).collect();
-        matches!(steps.as_slice(), [only] if matches!(only.kind, Kind::StepAgent(_)))
+        let plain =
+            |n: &Node| matches!(&n.kind, Kind::StepAgent(s) if s.for_each.is_none()) && n.raw.get("retry").is_none_or(Value::is_null);
+        matches!(steps.as_slice(), [only] if plain(only))
             && self.edges.iter().all(|e| e.kind == "starts" && e.to.as_deref() == Some(steps[0].id.as_str()))
     }
 
@@ -98,17 +101,9 @@ impl Checked {
             .iter()
             .filter_map(|n| match &n.kind {
                 Kind::Later(k) => Some(k.clone()),
-                Kind::CheckDecision { .. } => Some("check decisions".into()),
-                Kind::CheckResult { .. } => Some("check_result decisions".into()),
-                Kind::StepCheck { .. } => Some("step_check".into()),
                 _ => None,
             })
-            .chain(
-                self.edges
-                    .iter()
-                    .filter(|e| matches!(e.kind.as_str(), "uncertain" | "error" | "reviews"))
-                    .map(|e| format!("{} edges", e.kind)),
-            )
+            .chain(self.edges.iter().filter(|e| e.kind == "reviews").map(|e| format!("{} edges", e.kind)))
             .collect();
         (!kinds.is_empty()).then(|| kinds.into_iter().collect::<Vec<_>>().join(", "))
     }
@@ -120,7 +115,7 @@ fn endpoint_ok(edge: &str, from: &str, to: Option<&str>) -> bool {
         "starts" => from == "trigger" && target_ok(to),
         "then" => is_step(from) && target_ok(to),
         "output" => {
-            matches!(from, "step_agent" | "step_parse_json" | "step_check")
+            matches!(from, "step_agent" | "step_parse_json" | "step_check" | "step_join")
                 && matches!(to, Some("step_agent" | "step_parse_json" | "step_check" | "decision"))
         }
         "continue" | "otherwise" | "uncertain" | "error" => from == "decision" && (to.is_none() || target_ok(to)),
@@ -224,8 +219,14 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
     let is_trigger = |id: &str| checked.node(id).is_some_and(|n| matches!(n.kind, Kind::Trigger(_)));
     let readable = |from: &str, to: &str| is_trigger(from) || (from != to && dominators.get(to).is_some_and(|d| d.contains(from)));
     for n in &checked.nodes {
+        if let Kind::Join { collect } = &n.kind
+            && let Err(e) = join_sources(&checked, &n.id, collect)
+        {
+            errors.push(e.at_node(&n.id));
+        }
         let bindings: Vec<&Binding> = match &n.kind {
             Kind::ParseJson { content, .. } => vec![content],
+            Kind::StepAgent(s) => s.for_each.iter().collect(),
             Kind::Decision { bindings, .. } | Kind::CheckDecision { bindings, .. } | Kind::StepCheck { bindings, .. } => {
                 bindings.values().collect()
             }
@@ -262,6 +263,28 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
         return Err(errors);
     }
     Ok(checked)
+}
+
+/// A `step_join` collects output-producing nodes, and is reached only by
+/// their `then` edges — one from each — so it runs exactly when all of
+/// them completed.
+fn join_sources(c: &Checked, id: &str, collect: &BTreeMap<String, String>) -> Result<(), PlanError> {
+    let invalid = |why: String| PlanError::new("join_invalid", why);
+    for from in collect.values() {
+        let kind = c.node(from).map(|n| super::document::Node::kind_name(&n.raw).to_string());
+        if !matches!(kind.as_deref(), Some("step_agent" | "step_parse_json" | "step_check" | "step_join")) {
+            return Err(invalid(format!("{from:?} is not a node with an output")));
+        }
+    }
+    let mut incoming: Vec<(&str, &str)> = c.incoming_control(id).map(|e| (e.kind.as_str(), e.from.as_str())).collect();
+    incoming.sort_unstable();
+    let mut wanted: Vec<(&str, &str)> = collect.values().map(|f| ("then", f.as_str())).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    if incoming != wanted {
+        return Err(invalid("a step_join's incoming control edges are exactly one then edge from each node it collects".into()));
+    }
+    Ok(())
 }
 
 /// A `check_result` Decision reads the saved answers of `source`: an
@@ -556,7 +579,7 @@ mod tests {
             edges(arms("d", &[("continue", Some("a")), ("otherwise", None), ("uncertain", None), ("error", None)])),
         );
         let c = check(&four).expect("planned");
-        assert!(c.later().is_some_and(|l| l.contains("check decisions")), "{:?}", c.later());
+        assert_eq!(c.later(), None, "check decisions run");
         let mut bad = check_decision("d");
         bad["condition"]["check"]["rule"] = json!({"all": ["billing", "nope"]});
         assert_eq!(codes(&doc(json!([hook(), bad]), edges(vec![]))), ["check_invalid"]);
@@ -576,7 +599,7 @@ mod tests {
             doc(json!([hook(), check_decision("d"), result.clone(), agent("a")]), Value::Array(e))
         };
         let c = check(&graph(four("d", Some("r"), None), vec![])).expect("after continue: planned");
-        assert!(c.later().is_some_and(|l| l.contains("check_result decisions")));
+        assert_eq!(c.later(), None, "check_result decisions run");
         assert_eq!(codes(&graph(four("d", None, Some("r")), vec![])), ["check_result_not_guaranteed"], "via the error arm");
         let around = vec![json!({"kind": "starts", "from": "hook", "to": "r"})];
         assert_eq!(codes(&graph(four("d", Some("r"), None), around)), ["check_result_not_guaranteed"], "around the source");
@@ -602,7 +625,7 @@ mod tests {
                    {"kind": "continue", "from": "v", "to": "b"}, {"kind": "otherwise", "from": "v", "to": null}]),
         );
         let c = check(&d).expect("planned");
-        assert!(c.later().is_some_and(|l| l.contains("step_check")));
+        assert_eq!(c.later(), None, "step_check runs");
     }
 
     #[test]
@@ -685,5 +708,52 @@ mod tests {
             json!([{"kind": "starts", "from": "hook", "to": "a"}, {"kind": "then", "from": "a", "to": "b"}, {"kind": "output", "from": "a", "to": "b"}]),
         );
         assert!(check(&chain).is_ok());
+    }
+
+    #[test]
+    fn fan_outs_and_joins_are_checked_where_they_are_written() {
+        let mut each = agent("a");
+        each["forEach"] = json!({"items": {"sourceNodeId": "hook", "pointer": "/items"}, "maxItems": 3, "concurrency": 2});
+        let starts = json!([{"kind": "starts", "from": "hook", "to": "a"}]);
+        let fans = check(&doc(json!([hook(), each.clone()]), starts.clone())).expect("planned");
+        assert!(!fans.is_agent_target(), "a lone step_agent that fans out is a steps program");
+        let mut retried = agent("a");
+        retried["retry"] = json!({"maxAttempts": 2, "backoffSeconds": 1});
+        assert!(!check(&doc(json!([hook(), retried]), starts.clone())).expect("planned").is_agent_target(), "so is a retried one");
+        assert!(check(&doc(json!([hook(), agent("a")]), starts.clone())).expect("planned").is_agent_target());
+        for bad in [json!({"maxItems": 101}), json!({"concurrency": 0}), json!({"items": "x"}), json!({"parallel": true})] {
+            let mut e = each.clone();
+            for (k, v) in bad.as_object().into_iter().flatten() {
+                e["forEach"][k] = v.clone();
+            }
+            assert_eq!(codes(&doc(json!([hook(), e]), starts.clone())), ["invalid_for_each"], "{bad}");
+        }
+        let mut later = each.clone();
+        later["forEach"]["items"]["sourceNodeId"] = json!("b");
+        let d = doc(
+            json!([hook(), later, agent("b")]),
+            json!([{"kind": "starts", "from": "hook", "to": "a"}, {"kind": "then", "from": "a", "to": "b"}]),
+        );
+        assert_eq!(codes(&d), ["binding_source_not_ancestor"], "items are read from what precedes the step");
+
+        let join = |collect: Value| json!({"kind": "step_join", "id": "j", "mode": "all_completed", "collect": collect});
+        let edges = |extra: Vec<Value>| {
+            let mut e = vec![
+                json!({"kind": "starts", "from": "hook", "to": "a"}),
+                json!({"kind": "starts", "from": "hook", "to": "b"}),
+                json!({"kind": "then", "from": "a", "to": "j"}),
+                json!({"kind": "then", "from": "b", "to": "j"}),
+                json!({"kind": "then", "from": "j", "to": "c"}),
+                json!({"kind": "output", "from": "j", "to": "c"}),
+            ];
+            e.extend(extra);
+            Value::Array(e)
+        };
+        let nodes = |j: Value| json!([hook(), agent("a"), agent("b"), j, agent("c")]);
+        assert!(check(&doc(nodes(join(json!({"x": "a", "y": "b"}))), edges(vec![]))).is_ok(), "a join's output feeds on");
+        assert_eq!(codes(&doc(nodes(join(json!({"x": "a"}))), edges(vec![]))), ["join_invalid"], "one name");
+        assert_eq!(codes(&doc(nodes(join(json!({"x": "a", "y": "hook"}))), edges(vec![]))), ["join_invalid"], "a trigger has no output");
+        let around = vec![json!({"kind": "starts", "from": "hook", "to": "j"})];
+        assert_eq!(codes(&doc(nodes(join(json!({"x": "a", "y": "b"}))), edges(around))), ["join_invalid"], "only its nodes' then edges");
     }
 }

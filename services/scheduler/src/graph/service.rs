@@ -359,6 +359,20 @@ impl SchedulerService {
         })
     }
 
+    /// A Check's routing profile exists in this Environment, else the
+    /// blocker `model_routing_profile_not_found`.
+    async fn find_profile(&self, node: &str, profile: &str, env: &str) -> std::result::Result<(), PlanError> {
+        let req = checkfu_proto::modelgateway::v1::GetRoutingProfileRequest { id: profile.into() };
+        match self.models.clone().get_routing_profile(req).await {
+            Ok(p) if p.get_ref().environment_id == env => Ok(()),
+            Ok(_) => Err(blocker("model_routing_profile_not_found", node, format!("{profile} is in another Environment"))),
+            Err(s) if s.code() == tonic::Code::NotFound => {
+                Err(blocker("model_routing_profile_not_found", node, format!("{profile} does not exist")))
+            }
+            Err(s) => Err(blocker("model_routing_profile_not_found", node, s.message())),
+        }
+    }
+
     async fn plan_graph(&self, g: &Graph, revision: i64) -> Result<Plan> {
         let r = self
             .store
@@ -378,6 +392,20 @@ impl SchedulerService {
             match self.pin_node(node, &s.agent, env).await {
                 Ok(p) => pins.push(p),
                 Err(b) => blockers.push(b),
+            }
+        }
+        for n in c.nodes.iter().filter(|n| matches!(&n.kind, Kind::Later(k) if k == "step_managed_tool")) {
+            blockers.push(blocker(
+                "capability_unavailable",
+                &n.id,
+                "managed_tools is unavailable (dependency_missing): there is no Managed Tool provider adapter, release catalog or charge settlement, and nothing falls back to a Connection",
+            ));
+        }
+        for n in &c.nodes {
+            if let Some(check) = n.check()
+                && let Err(b) = self.find_profile(&n.id, &check.model_routing_profile_id, env).await
+            {
+                blockers.push(b);
             }
         }
         // The Automation it manages: its own, found by id or (after a crash

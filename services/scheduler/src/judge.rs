@@ -1,0 +1,155 @@
+//! Evaluating Check nodes (api.md §18.1). A Check node is marked `running`
+//! in the write that reaches it; its evaluation — one model-gateway task of
+//! purpose `decision`, called only under an active qualification — runs
+//! after that write, off the caller's path, and its CheckEvaluation is
+//! saved in the same compare-and-set that settles the node. A crash before
+//! that write leaves the node `running` with no evaluation, and recovery
+//! asks again; once saved, nothing asks again.
+//!
+//! Every outcome is recorded, errors included: `evaluator_unqualified` (no
+//! provider was called), `check_provider_error` (the gateway's candidates
+//! failed), `check_answer_invalid` (a reply not exactly the shape asked
+//! for) and `check_input_too_large` (nothing sent).
+
+use crate::evaluation::{CheckCall, Evaluation, EvaluationUsage, MAX_CHECK_INPUT_BYTES, read_reply};
+use crate::firing::Firing;
+use crate::model::{Automation, AutomationStatus};
+use crate::program::{Outcome, Program};
+use crate::service::SchedulerService;
+use checkfu_core::id::CheckEvaluationId;
+use checkfu_core::time::now_ms;
+use checkfu_proto::modelgateway::v1 as mg;
+use futures_util::future::BoxFuture;
+
+impl SchedulerService {
+    /// Starts the evaluations `f`'s program waits for and this replica is
+    /// not already making; none while the Automation is paused (resuming
+    /// advances the program, which starts them). Authority is re-checked
+    /// first, as for every admission: refused, the nodes fail
+    /// `admission_denied` and nothing is called.
+    ///
+    /// Boxed (and so declared `Send`): evaluations save through
+    /// `advance_program`, which starts evaluations in turn.
+    pub(crate) fn evaluate_checks<'a>(&'a self, f: &'a Firing, a: &'a Automation) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Some(p) = f.program.as_ref() else { return };
+            if a.status == AutomationStatus::Paused {
+                return;
+            }
+            let calls: Vec<CheckCall> = {
+                let mut evaluating = self.evaluating.lock().unwrap_or_else(|e| e.into_inner());
+                p.check_calls(&f.event).into_iter().filter(|c| evaluating.insert(format!("{}/{}/{}", f.id, c.step_id, c.attempt))).collect()
+            };
+            if calls.is_empty() {
+                return;
+            }
+            let release = |svc: &SchedulerService, c: &CheckCall| {
+                svc.evaluating.lock().unwrap_or_else(|e| e.into_inner()).remove(&format!("{}/{}/{}", f.id, c.step_id, c.attempt));
+            };
+            if !self.readiness(a).await.admits() {
+                let steps: Vec<String> = calls.iter().map(|c| c.step_id.clone()).collect();
+                let change = move |_: &mut Firing, p: &mut Program, now: i64| {
+                    for step in &steps {
+                        if p.step(step).and_then(|s| s.outcome.as_ref()).is_some_and(|o| o.kind == "running") {
+                            p.set(step, Outcome::failed("admission_denied"), now);
+                        }
+                    }
+                };
+                for c in &calls {
+                    release(self, c);
+                }
+                if let Err(e) = self.advance_program(&f.id, Some(Box::new(change))).await {
+                    tracing::warn!(firing_id = %f.id, error = %e.message, "refused Check nodes could not be recorded");
+                }
+                return;
+            }
+            for call in calls {
+                let svc = self.clone();
+                let (firing, environment) = (f.id.clone(), a.environment_id.to_string());
+                tokio::spawn(async move {
+                    let e = svc.judge(&environment, &call).await;
+                    let change = move |f: &mut Firing, p: &mut Program, now: i64| {
+                        let usage = e.usage.clone();
+                        if p.evaluated(e.clone(), now) {
+                            f.usage.input_tokens += usage.input_tokens;
+                            f.usage.output_tokens += usage.output_tokens;
+                            f.usage.model_spend_micro_usd += usage.cost_micro_usd;
+                        }
+                    };
+                    if let Err(err) = svc.advance_program(&firing, Some(Box::new(change))).await {
+                        tracing::warn!(firing_id = %firing, step_id = %call.step_id, error = %err.message, "a Check's evaluation could not be saved; recovery asks again");
+                    }
+                    svc.evaluating.lock().unwrap_or_else(|e| e.into_inner()).remove(&format!("{firing}/{}/{}", call.step_id, call.attempt));
+                });
+            }
+        })
+    }
+
+    /// One evaluation of a Check on its input.
+    async fn judge(&self, environment_id: &str, call: &CheckCall) -> Evaluation {
+        let mut e = Evaluation {
+            id: CheckEvaluationId::mint().to_string(),
+            step_id: call.step_id.clone(),
+            attempt: call.attempt,
+            provider: String::new(),
+            model: String::new(),
+            qualification_id: None,
+            answers: None,
+            verdict: None,
+            error: None,
+            usage: EvaluationUsage::default(),
+            at_ms: 0,
+        };
+        let input = call.input.to_string();
+        if input.len() > MAX_CHECK_INPUT_BYTES {
+            e.error = Some("check_input_too_large".into());
+            e.at_ms = now_ms();
+            return e;
+        }
+        let check = &call.check;
+        let task = mg::TaskRequest {
+            routing_profile_id: check.model_routing_profile_id.clone(),
+            environment_id: environment_id.into(),
+            task: Some(mg::task_request::Task::Check(mg::CheckTask {
+                instructions: check.instructions.clone(),
+                questions: check.questions.iter().map(|q| mg::Criterion { name: q.name.clone(), question: q.question.clone() }).collect(),
+                input_json: input,
+                effort: check.tier.clone().unwrap_or_default(),
+            })),
+        };
+        match self.models.clone().run_task(task).await {
+            Ok(r) => {
+                let r = r.into_inner();
+                let usage = r.usage.unwrap_or_default();
+                e.usage = EvaluationUsage {
+                    input_tokens: usage.input_tokens,
+                    output_tokens: usage.output_tokens,
+                    cost_micro_usd: r.cost_micro_usd,
+                };
+                e.qualification_id = Some(r.qualification_id).filter(|q| !q.is_empty());
+                (e.provider, e.model) = (r.provider, r.model);
+                let reply = match r.answer {
+                    Some(mg::task_response::Answer::Check(c)) => c.reply_json,
+                    _ => String::new(),
+                };
+                match read_reply(check, &reply) {
+                    Some((answers, verdict)) => {
+                        e.answers = Some(answers.into_iter().map(|(k, v)| (k, v.as_str().to_string())).collect());
+                        e.verdict = Some(verdict.as_str().into());
+                    }
+                    None => e.error = Some("check_answer_invalid".into()),
+                }
+            }
+            Err(status) => {
+                let err = checkfu_core::Error::from(status);
+                let unqualified = err.details["reason"] == "evaluator_unqualified";
+                if !unqualified {
+                    tracing::warn!(step_id = %call.step_id, error = %err.message, "a Check's evaluator failed");
+                }
+                e.error = Some(if unqualified { "evaluator_unqualified" } else { "check_provider_error" }.into());
+            }
+        }
+        e.at_ms = now_ms();
+        e
+    }
+}
