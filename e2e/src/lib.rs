@@ -18,6 +18,7 @@ pub mod cma;
 pub mod cpu;
 pub mod mcp;
 pub mod procs;
+pub mod program_firings;
 pub mod revocation;
 pub mod sse;
 

@@ -16,7 +16,11 @@
 //! of them (10,000 by default), each on a 6-field cron firing once a minute
 //! at its own second, so the installation fires every second; the lag of
 //! each firing is its child Session's `created_at` minus its
-//! `scheduled_for`, at the 50th and 99th percentile; with `--only memory`
+//! `scheduled_for`, at the 50th and 99th percentile; with `--only programs`
+//! the same for `--automations` graph Automations mixing a Check, a
+//! for-each and a join, fired by signed ingest at the same rate (the lag
+//! from each firing's creation to its first child's,
+//! `program_firings.rs`); with `--only memory`
 //! the latency of a MemoryStore document read, a compare-and-set write and
 //! a list page (10 documents) in a store of 10 documents and in one of
 //! `--documents` (10,000 by default), at the 50th and 99th percentile; with
@@ -115,6 +119,9 @@ enum Figure {
     /// Session creates through the CMA projection (`/cma`), and their
     /// overhead over the native create.
     Cma,
+    /// The firing lag of `--automations` graphs mixing a Check, a
+    /// for-each and a join, fired by signed ingest.
+    Programs,
 }
 
 /// Calls answered 201 per second, and how many got another answer (a
@@ -600,6 +607,30 @@ async fn run(a: Args, node: tokio::runtime::Handle) {
     }
     if a.only.contains(&Figure::Firings) {
         firings(&installation, &d, a.automations, a.firing_seconds).await;
+    }
+    if a.only.contains(&Figure::Programs) {
+        let r = checkfu_e2e::program_firings::run(&installation, &d, a.automations, a.firing_seconds).await;
+        println!(
+            "created {} graph Automations (check, for-each of 2, join) in {:.1} s; {} firings by signed ingest over {} s: {:?}",
+            r.automations,
+            r.created_in.as_secs_f64(),
+            r.fired,
+            a.firing_seconds,
+            r.by_state
+        );
+        println!(
+            "program firing lag (firing created → first child created)  p50 {:>7.1} ms  p99 {:>7.1} ms  max {:>7.1} ms  ({} without a child)",
+            ms(percentile(&r.lags, 0.50)),
+            ms(percentile(&r.lags, 0.99)),
+            ms(r.lags.last().copied().unwrap_or_default()),
+            r.without_child
+        );
+        println!(
+            "program settled (firing created → settled)                 p50 {:>7.1} ms  p99 {:>7.1} ms  ({} settled)",
+            ms(percentile(&r.settles, 0.50)),
+            ms(percentile(&r.settles, 0.99)),
+            r.settles.len()
+        );
     }
     if a.only.contains(&Figure::Memory) {
         memory(&installation, &[10, a.documents, 10], a.memory_calls).await;
