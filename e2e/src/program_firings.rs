@@ -29,7 +29,8 @@ pub struct ProgramFirings {
     pub without_child: usize,
 }
 
-fn ms_of(v: &Value, field: &str) -> i64 {
+/// A view's RFC 3339 timestamp `field`, in ms (0 when absent).
+pub fn ms_of(v: &Value, field: &str) -> i64 {
     v[field].as_str().and_then(|t| checkfu_core::time::parse_rfc3339(t, 3)).unwrap_or(0)
 }
 
@@ -130,8 +131,9 @@ pub async fn run(i: &Installation, d: &Deployed, n: usize, seconds: u64) -> Prog
     out
 }
 
-/// Every Session of a deployment: its `created_at`, by id.
-async fn session_times(api: &Api, deployment: &str) -> HashMap<String, i64> {
+/// Every Session of a deployment: its `created_at`, by id (both firing-lag
+/// figures time children by it).
+pub async fn session_times(api: &Api, deployment: &str) -> HashMap<String, i64> {
     let mut created = HashMap::new();
     let mut page = String::new();
     loop {

@@ -46,6 +46,7 @@
 #![allow(clippy::unwrap_used, reason = "test harness: a failed step panics, failing the benchmark")]
 
 use checkfu_e2e::cpu;
+use checkfu_e2e::program_firings::{ms_of, session_times};
 use checkfu_e2e::sse::Stream;
 use checkfu_e2e::*;
 use clap::Parser;
@@ -347,10 +348,6 @@ async fn probe(i: &Installation) {
     }
 }
 
-fn ms_of(v: &serde_json::Value, field: &str) -> i64 {
-    v[field].as_str().and_then(|t| checkfu_core::time::parse_rfc3339(t, 3)).unwrap_or(0)
-}
-
 /// Runs `op` over `items` with `clients` at a time.
 async fn each<T, F, Fut, R>(items: Vec<T>, clients: usize, op: F) -> Vec<R>
 where
@@ -479,18 +476,7 @@ async fn firings(i: &Installation, deployment: &Deployed, n: usize, seconds: u64
     })
     .await;
     let window: Vec<serde_json::Value> = fired.into_iter().flatten().filter(|f| (from..to).contains(&ms_of(f, "scheduled_for"))).collect();
-    let mut created = std::collections::HashMap::new();
-    let mut page = String::new();
-    loop {
-        let r = api.get(&format!("/v1/sessions?agent_deployment_id={}&limit=100&page={page}", deployment.deployment_id)).await;
-        for s in r.1["data"].as_array().into_iter().flatten() {
-            created.insert(s["id"].as_str().unwrap_or_default().to_string(), ms_of(s, "created_at"));
-        }
-        match r.1["next_page"].as_str() {
-            Some(p) if !p.is_empty() => page = p.to_string(),
-            _ => break,
-        }
-    }
+    let created = session_times(&api, &deployment.deployment_id).await;
     let mut lags = vec![];
     let mut without_child = 0;
     for f in &window {

@@ -17,8 +17,8 @@ use crate::graph::document::MAX_ITEMS;
 
 /// A `forEach` as the program reads it (validated when planned).
 struct ForEach<'a> {
-    source: &'a str,
-    pointer: &'a str,
+    /// The items' binding, as written.
+    items: &'a Value,
     max_items: usize,
     concurrency: usize,
 }
@@ -26,8 +26,7 @@ struct ForEach<'a> {
 fn for_each(n: &Value) -> Option<ForEach<'_>> {
     let f = n.get("forEach").filter(|f| f.is_object())?;
     Some(ForEach {
-        source: f["items"]["sourceNodeId"].as_str().unwrap_or_default(),
-        pointer: f["items"]["pointer"].as_str().unwrap_or_default(),
+        items: &f["items"],
         max_items: usize::try_from(f["maxItems"].as_i64().unwrap_or(MAX_ITEMS)).unwrap_or(0),
         concurrency: usize::try_from(f["concurrency"].as_i64().unwrap_or(1)).unwrap_or(1).max(1),
     })
@@ -56,7 +55,7 @@ impl Program {
     pub(crate) fn start_items(&mut self, i: usize, n: &Value, event: &Value, now: i64, admit: &mut Vec<Admit>) {
         let Some(f) = for_each(n) else { return };
         let id = self.steps[i].id.clone();
-        let values = match self.read_binding(event, f.source, f.pointer) {
+        let values = match self.read_bound(event, f.items) {
             Ok(Value::Array(values)) => values,
             Ok(_) => return self.set(&id, Outcome::failed("for_each_not_array"), now),
             Err(reason) => return self.set(&id, Outcome::failed(reason), now),

@@ -14,12 +14,18 @@
 use crate::evaluation::{CheckCall, Evaluation, EvaluationUsage, MAX_CHECK_INPUT_BYTES, read_reply};
 use crate::firing::Firing;
 use crate::model::{Automation, AutomationStatus};
-use crate::program::{Outcome, Program};
+use crate::program::Program;
 use crate::service::SchedulerService;
-use checkfu_core::id::CheckEvaluationId;
+use crate::steps::fail_running;
+use checkfu_core::id::{CheckEvaluationId, FiringId};
 use checkfu_core::time::now_ms;
 use checkfu_proto::modelgateway::v1 as mg;
 use futures_util::future::BoxFuture;
+
+/// The key of a Check node's evaluation in this replica's in-flight set.
+fn in_flight(firing: &FiringId, call: &CheckCall) -> String {
+    format!("{firing}/{}/{}", call.step_id, call.attempt)
+}
 
 impl SchedulerService {
     /// Starts the evaluations `f`'s program waits for and this replica is
@@ -38,27 +44,15 @@ impl SchedulerService {
             }
             let calls: Vec<CheckCall> = {
                 let mut evaluating = self.evaluating.lock().unwrap_or_else(|e| e.into_inner());
-                p.check_calls(&f.event).into_iter().filter(|c| evaluating.insert(format!("{}/{}/{}", f.id, c.step_id, c.attempt))).collect()
+                p.check_calls(&f.event).into_iter().filter(|c| evaluating.insert(in_flight(&f.id, c))).collect()
             };
             if calls.is_empty() {
                 return;
             }
-            let release = |svc: &SchedulerService, c: &CheckCall| {
-                svc.evaluating.lock().unwrap_or_else(|e| e.into_inner()).remove(&format!("{}/{}/{}", f.id, c.step_id, c.attempt));
-            };
             if !self.readiness(a).await.admits() {
-                let steps: Vec<String> = calls.iter().map(|c| c.step_id.clone()).collect();
-                let change = move |_: &mut Firing, p: &mut Program, now: i64| {
-                    for step in &steps {
-                        if p.step(step).and_then(|s| s.outcome.as_ref()).is_some_and(|o| o.kind == "running") {
-                            p.set(step, Outcome::failed("admission_denied"), now);
-                        }
-                    }
-                };
-                for c in &calls {
-                    release(self, c);
-                }
-                if let Err(e) = self.advance_program(&f.id, Some(Box::new(change))).await {
+                calls.iter().for_each(|c| self.evaluated_here(&f.id, c));
+                let change = fail_running(calls.into_iter().map(|c| c.step_id).collect(), "admission_denied");
+                if let Err(e) = self.advance_program(&f.id, Some(change)).await {
                     tracing::warn!(firing_id = %f.id, error = %e.message, "refused Check nodes could not be recorded");
                 }
                 return;
@@ -79,10 +73,16 @@ impl SchedulerService {
                     if let Err(err) = svc.advance_program(&firing, Some(Box::new(change))).await {
                         tracing::warn!(firing_id = %firing, step_id = %call.step_id, error = %err.message, "a Check's evaluation could not be saved; recovery asks again");
                     }
-                    svc.evaluating.lock().unwrap_or_else(|e| e.into_inner()).remove(&format!("{firing}/{}/{}", call.step_id, call.attempt));
+                    svc.evaluated_here(&firing, &call);
                 });
             }
         })
+    }
+
+    /// This replica no longer evaluates `call` (saved, refused or failed to
+    /// save: the next advance may ask again).
+    fn evaluated_here(&self, firing: &FiringId, call: &CheckCall) {
+        self.evaluating.lock().unwrap_or_else(|e| e.into_inner()).remove(&in_flight(firing, call));
     }
 
     /// One evaluation of a Check on its input.

@@ -341,9 +341,14 @@ impl Program {
         })
     }
 
+    /// What a binding as written (`{sourceNodeId, pointer}`) reads.
+    pub(crate) fn read_bound(&self, event: &Value, b: &Value) -> Result<Value, &'static str> {
+        self.read_binding(event, b["sourceNodeId"].as_str().unwrap_or_default(), b["pointer"].as_str().unwrap_or_default())
+    }
+
     /// A value a binding reads: the event for a trigger, else a settled
     /// step's output; then the pointer. `Err(reason)` when unavailable.
-    pub(crate) fn read_binding(&self, event: &Value, source: &str, pointer: &str) -> Result<Value, &'static str> {
+    fn read_binding(&self, event: &Value, source: &str, pointer: &str) -> Result<Value, &'static str> {
         let whole = if node(&self.target, source).is_some_and(|n| n["kind"] == "trigger") {
             event
         } else {
@@ -485,12 +490,10 @@ impl Program {
     }
 
     fn parse_json(&self, n: &Value, event: &Value) -> (Outcome, Option<Value>) {
-        let b = &n["inputBindings"]["content"];
-        let value =
-            match self.read_binding(event, b["sourceNodeId"].as_str().unwrap_or_default(), b["pointer"].as_str().unwrap_or_default()) {
-                Ok(v) => v,
-                Err(reason) => return (Outcome::failed(reason), None),
-            };
+        let value = match self.read_bound(event, &n["inputBindings"]["content"]) {
+            Ok(v) => v,
+            Err(reason) => return (Outcome::failed(reason), None),
+        };
         let Value::String(text) = value else { return (Outcome::failed("parse_json_input_not_text"), None) };
         let Ok(parsed) = serde_json::from_str::<Value>(&text) else { return (Outcome::failed("invalid_json"), None) };
         let valid = jsonschema::draft202012::new(&n["outputSchema"]).is_ok_and(|v| v.is_valid(&parsed));
@@ -507,9 +510,7 @@ impl Program {
         if let Some(b) = n["inputBindings"].as_object().filter(|b| !b.is_empty()) {
             let mut input = serde_json::Map::new();
             for (name, b) in b {
-                let v =
-                    self.read_binding(event, b["sourceNodeId"].as_str().unwrap_or_default(), b["pointer"].as_str().unwrap_or_default())?;
-                input.insert(name.clone(), v);
+                input.insert(name.clone(), self.read_bound(event, b)?);
             }
             return Ok(Some(Value::Object(input)));
         }

@@ -23,10 +23,15 @@ pub type Change = Box<dyn Fn(&mut Firing, &mut Program, i64) + Send + Sync>;
 
 /// Fails running steps whose children were refused (no Session exists).
 pub(crate) fn deny(steps: Vec<String>) -> Change {
+    fail_running(steps, "child_admission_denied")
+}
+
+/// Fails the steps still `running` among `steps` with `reason`.
+pub(crate) fn fail_running(steps: Vec<String>, reason: &'static str) -> Change {
     Box::new(move |_: &mut Firing, p: &mut Program, now: i64| {
         for step in &steps {
             if p.step(step).and_then(|s| s.outcome.as_ref()).is_some_and(|o| o.kind == "running") {
-                p.set(step, Outcome::failed("child_admission_denied"), now);
+                p.set(step, Outcome::failed(reason), now);
             }
         }
     })
@@ -217,56 +222,47 @@ impl SchedulerService {
     async fn tool_call_unanswered(&self, session_id: &str) -> Result<bool> {
         let types = ["agent.tool_use", "agent.custom_tool_use", "agent.tool_result", "user.tool_result", "user.custom_tool_result"];
         let mut open = std::collections::BTreeSet::new();
-        let mut after = 0;
-        loop {
-            let req = ss::ListEventsRequest {
-                session_id: session_id.into(),
-                after_seq: after,
-                limit: 1000,
-                types: types.iter().map(|t| t.to_string()).collect(),
-                view: String::new(),
-            };
-            let page = self.sessions.clone().list_events(req).await.map_err(checkfu_core::Error::from)?.into_inner().data;
-            for e in &page {
-                let p: Value = serde_json::from_str(&e.payload_json).unwrap_or(Value::Null);
-                let id = p["tool_use_id"].as_str().or(p["custom_tool_use_id"].as_str()).unwrap_or_default().to_string();
-                if e.r#type.ends_with("_use") {
-                    open.insert(id);
-                } else {
-                    open.remove(&id);
-                }
+        self.each_event(session_id, &types, |e| {
+            let p: Value = serde_json::from_str(&e.payload_json).unwrap_or(Value::Null);
+            let id = p["tool_use_id"].as_str().or(p["custom_tool_use_id"].as_str()).unwrap_or_default().to_string();
+            if e.r#type.ends_with("_use") {
+                open.insert(id);
+            } else {
+                open.remove(&id);
             }
-            match page.last() {
-                Some(e) if page.len() == 1000 => after = e.seq,
-                _ => break,
-            }
-        }
+        })
+        .await?;
         Ok(!open.is_empty())
     }
 
     /// The text of a Session's last `agent.message` (`""` if none).
     async fn last_message(&self, session_id: &str) -> Result<String> {
-        let mut after = 0;
         let mut last = None;
+        self.each_event(session_id, &["agent.message"], |e| last = Some(e.payload_json.clone())).await?;
+        let payload: Value = last.and_then(|p| serde_json::from_str(&p).ok()).unwrap_or(Value::Null);
+        let text: Vec<&str> = payload["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect();
+        Ok(text.join(""))
+    }
+
+    /// Reads a Session's events of `types` in order, a page at a time.
+    async fn each_event(&self, session_id: &str, types: &[&str], mut read: impl FnMut(&ss::Event)) -> Result<()> {
+        const PAGE: u32 = 1000;
+        let mut after = 0;
         loop {
             let req = ss::ListEventsRequest {
                 session_id: session_id.into(),
                 after_seq: after,
-                limit: 1000,
-                types: vec!["agent.message".into()],
+                limit: PAGE,
+                types: types.iter().map(|t| t.to_string()).collect(),
                 view: String::new(),
             };
             let page = self.sessions.clone().list_events(req).await.map_err(checkfu_core::Error::from)?.into_inner().data;
-            let Some(e) = page.last() else { break };
-            after = e.seq;
-            last = Some(e.payload_json.clone());
-            if page.len() < 1000 {
-                break;
+            page.iter().for_each(&mut read);
+            match page.last() {
+                Some(e) if page.len() == PAGE as usize => after = e.seq,
+                _ => return Ok(()),
             }
         }
-        let payload: Value = last.and_then(|p| serde_json::from_str(&p).ok()).unwrap_or(Value::Null);
-        let text: Vec<&str> = payload["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect();
-        Ok(text.join(""))
     }
 
     /// Asks governance for each approval step's ActionApproval and records

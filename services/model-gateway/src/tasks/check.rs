@@ -12,6 +12,7 @@
 //! the call and `invalid: T` breaks the reply's shape, each iff the input
 //! contains T.
 
+use super::grade::{Verdict, rule};
 use super::tokens;
 use crate::model::{Effort, Usage};
 use checkfu_core::{Error, Result};
@@ -31,23 +32,6 @@ pub struct CheckTask {
 pub(super) const SYSTEM: &str = "You answer questions about an input, each with exactly one of \"yes\", \"no\" or \"uncertain\". \
 Answer \"uncertain\" whenever the input does not settle the question. \
 Reply with only a JSON object {\"answers\":{\"<question name>\":\"yes\"|\"no\"|\"uncertain\"}} naming every question once and nothing else.";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Said {
-    No,
-    Uncertain,
-    Yes,
-}
-
-impl Said {
-    fn as_str(self) -> &'static str {
-        match self {
-            Said::No => "no",
-            Said::Uncertain => "uncertain",
-            Said::Yes => "yes",
-        }
-    }
-}
 
 impl CheckTask {
     pub(super) fn size(&self) -> usize {
@@ -72,22 +56,14 @@ impl CheckTask {
         self.instructions.lines().filter_map(|l| l.trim().strip_prefix(kind)).any(|t| self.input.contains(t.trim()))
     }
 
-    fn answer(&self, question: &str) -> Said {
-        let contains = |t: &str| self.input.contains(t.trim());
-        question
-            .lines()
-            .map(str::trim)
-            .filter_map(|line| {
-                if let Some(t) = line.strip_prefix("require:") {
-                    Some(if contains(t) { Said::Yes } else { Said::No })
-                } else if let Some(t) = line.strip_prefix("forbid:") {
-                    Some(if contains(t) { Said::No } else { Said::Yes })
-                } else {
-                    line.strip_prefix("uncertain:").map(|t| if contains(t) { Said::Uncertain } else { Said::Yes })
-                }
-            })
-            .min()
-            .unwrap_or(Said::Yes)
+    /// A question's answer by its rule lines, read as an Outcome's
+    /// grader reads them (`grade.rs`): all must hold; none is yes.
+    fn answer(&self, question: &str) -> &'static str {
+        match Verdict::all(question.lines().map(str::trim).filter_map(|line| rule(line, &self.input))) {
+            Verdict::True => "yes",
+            Verdict::False => "no",
+            Verdict::Unresolved => "uncertain",
+        }
     }
 
     /// The scripted model's reply (or its failure) and usage: ⌈characters
@@ -99,8 +75,7 @@ impl CheckTask {
         let reply = if self.instructed("invalid:") {
             json!({"answers": "not the object asked for"})
         } else {
-            let answers: Map<String, Value> =
-                self.questions.iter().map(|(name, q)| (name.clone(), Value::from(self.answer(q).as_str()))).collect();
+            let answers: Map<String, Value> = self.questions.iter().map(|(name, q)| (name.clone(), Value::from(self.answer(q)))).collect();
             json!({ "answers": answers })
         }
         .to_string();

@@ -39,7 +39,7 @@ impl Verdict {
     }
 
     /// A false anywhere is false; else an unresolved is unresolved.
-    fn all(verdicts: impl IntoIterator<Item = Verdict>) -> Verdict {
+    pub(super) fn all(verdicts: impl IntoIterator<Item = Verdict>) -> Verdict {
         verdicts.into_iter().fold(Verdict::True, |acc, v| match (acc, v) {
             (Verdict::False, _) | (_, Verdict::False) => Verdict::False,
             (Verdict::Unresolved, _) | (_, Verdict::Unresolved) => Verdict::Unresolved,
@@ -121,7 +121,7 @@ one judgment for the rubric (name \"rubric\") and one per criterion (its name); 
 feedback tells the agent what to change when anything is false.";
 
 /// A rule line's verdict on the evidence, or `None` for a line that is no rule.
-fn rule(line: &str, evidence: &str) -> Option<Verdict> {
+pub(super) fn rule(line: &str, evidence: &str) -> Option<Verdict> {
     let contains = |t: &str| evidence.contains(t.trim());
     if let Some(t) = line.strip_prefix("require:") {
         return Some(if contains(t) { Verdict::True } else { Verdict::False });
