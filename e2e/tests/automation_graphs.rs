@@ -416,13 +416,15 @@ async fn acceptance_18_an_output_edge_feeds_the_next_agent() {
     f.p.stop().await;
 }
 
-/// What §12.9 lists as not executable yet (a `step_connection` here)
-/// keeps a program's Automation paused: readiness says `capabilities: unknown`.
+/// What §12.9 lists as not executable yet (a `continue_selected` Agent
+/// step here) keeps a program's Automation paused: readiness says
+/// `capabilities: unknown`.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_program_with_steps_not_runnable_yet_applies_paused() {
     let f = fixture().await;
     let a = &f.p.admin;
-    let wait = json!({"kind": "step_connection", "id": "w"});
+    let wait = json!({"kind": "step_agent", "id": "w", "agent": f.d.deployment_id, "prompt": "more",
+        "sessionTarget": {"mode": "continue_selected", "session": "sess_01jx0000000000000000000001"}});
     let g = id(&create_graph(
         &f,
         document(&f, "waits", json!([hook(), wait, step(&f, "a", "P")]), json!([starts("w"), {"kind": "then", "from": "w", "to": "a"}])),

@@ -70,7 +70,7 @@ const MESH_CALLERS: [(&str, &[&str]); 7] = [
     ("governance", &["gateway", "sessions", "runner", "capability-gateway", "scheduler", "memory"]),
     ("sessions", &["gateway", "capability-gateway", "runner", "scheduler", "memory"]),
     ("model-gateway", &["gateway", "runner", "memory", "sessions", "scheduler"]),
-    ("capability-gateway", &["gateway", "runner", "sessions"]),
+    ("capability-gateway", &["gateway", "runner", "sessions", "scheduler"]),
     ("webhooks", &["gateway"]),
     ("scheduler", &["gateway"]),
     ("memory", &["gateway", "sessions"]),
@@ -535,6 +535,7 @@ fn the_charts_mesh_callers_are_the_servers_authorization_table() {
             "capability-gateway",
             &[
                 "/checkfu.capability.v1.CapabilityGatewayService/WebFetch",
+                "/checkfu.capability.v1.CapabilityGatewayService/CallStepTool",
                 "/checkfu.capability.v1.ConnectionsService/CreateConnection",
                 "/checkfu.capability.v1.ToolSourcesService/ResolveForPublication",
             ],

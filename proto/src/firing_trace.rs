@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 /// A firing's `program`: `{state, result, attempt, steps:[{id, kind,
 /// outcome, started_at, settled_at, child_session_id?, wait_until?,
-/// action_approval_id?, evaluation_id?, attempt?, attempts?, items?}]}`
+/// action_approval_id?, evaluation_id?, connection_call_id?, attempt?,
+/// attempts?, items?}]}`
 /// (`attempt` and `attempts` once the step was reached; `items` for a
 /// `forEach`).
 pub fn program(p: &FiringProgram) -> Value {
@@ -45,6 +46,9 @@ pub fn program(p: &FiringProgram) -> Value {
             }
             if let Some(e) = &s.evaluation_id {
                 v["evaluation_id"] = json!(e);
+            }
+            if let Some(c) = &s.connection_call_id {
+                v["connection_call_id"] = json!(c);
             }
             if s.attempt > 0 {
                 v["attempt"] = json!(s.attempt);
@@ -90,7 +94,9 @@ pub fn steps(p: &StepsProgress) -> Value {
 /// `{sessions:[{step_id, session_id, status, stop_reason}], approvals, waits,
 /// evaluations:[{id, step_id, attempt, provider, model, qualification_id,
 /// answers, verdict, error, usage:{input_tokens, output_tokens,
-/// cost_micro_usd}, at}]}`.
+/// cost_micro_usd}, at}], connection_calls:[{id, step_id, attempt, tool,
+/// tool_source_id, connection_id, arguments_sha256, status, error_code,
+/// sent_at}]}`.
 #[allow(deprecated)] // stop_reason_json: a 0.1.0 sessions service's text, passed on
 pub fn receipts(r: &FiringReceipts) -> Value {
     let sessions: Vec<Value> = r
@@ -114,7 +120,16 @@ pub fn receipts(r: &FiringReceipts) -> Value {
                 "usage": {"input_tokens": e.input_tokens, "output_tokens": e.output_tokens, "cost_micro_usd": e.cost_micro_usd}, "at": e.at})
         })
         .collect();
-    json!({"sessions": sessions, "approvals": approvals, "waits": waits, "evaluations": evaluations})
+    let connection_calls: Vec<Value> = r
+        .connection_calls
+        .iter()
+        .map(|c| {
+            json!({"id": c.id, "step_id": c.step_id, "attempt": c.attempt, "tool": c.tool, "tool_source_id": c.tool_source_id,
+                "connection_id": c.connection_id, "arguments_sha256": c.arguments_sha256, "status": c.status,
+                "error_code": c.error_code, "sent_at": c.sent_at})
+        })
+        .collect();
+    json!({"sessions": sessions, "approvals": approvals, "waits": waits, "evaluations": evaluations, "connection_calls": connection_calls})
 }
 
 /// `{complete, missing:[{kind, id}]}`.

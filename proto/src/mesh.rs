@@ -133,6 +133,9 @@ pub fn allowed(path: &str) -> &'static [Role] {
         ("checkfu.modelgateway.v1.ModelGatewayService", "GetRoutingProfile") => &[Gateway, Memory, Scheduler],
         ("checkfu.modelgateway.v1.ModelGatewayService", "CheckEvaluators") => &[Gateway, Scheduler],
         ("checkfu.modelgateway.v1.ModelGatewayService", _) => &[Gateway],
+        // An Automation's step_connection: planned, checked for readiness
+        // and called by the scheduler (after governance allowed it).
+        ("checkfu.capability.v1.CapabilityGatewayService", "ResolveStepTool" | "CallStepTool") => &[Scheduler],
         ("checkfu.capability.v1.CapabilityGatewayService", _) => &[Runner, Gateway],
         // Connections and their credentials are managed through the public
         // API only: the gateway checked who may act.
@@ -288,6 +291,20 @@ mod tests {
             }
         }
         assert!(decide(Some(Caller::of([Runner])), &format!("{MG}/RunTask")).is_err());
+    }
+
+    #[test]
+    fn only_the_scheduler_calls_a_connection_steps_tool_and_no_one_else_its_runs_tools() {
+        const CG: &str = "/checkfu.capability.v1.CapabilityGatewayService";
+        for m in ["ResolveStepTool", "CallStepTool"] {
+            assert!(decide(Some(Caller::of([Role::Scheduler])), &format!("{CG}/{m}")).is_ok(), "{m}");
+            for r in [Gateway, Sessions, Runner, Memory] {
+                assert!(decide(Some(Caller::of([r])), &format!("{CG}/{m}")).is_err(), "{r} calling {m}");
+            }
+        }
+        for m in ["CallTool", "WebFetch"] {
+            assert!(decide(Some(Caller::of([Role::Scheduler])), &format!("{CG}/{m}")).is_err(), "{m} is a Run's");
+        }
     }
 
     #[test]

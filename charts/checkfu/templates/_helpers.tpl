@@ -51,7 +51,7 @@ network. The gateway and the runner call others but are called by none.
 governance: [gateway, sessions, runner, capability-gateway, scheduler, memory]
 sessions: [gateway, capability-gateway, runner, scheduler, memory]
 model-gateway: [gateway, runner, memory, sessions, scheduler]
-capability-gateway: [gateway, runner, sessions]
+capability-gateway: [gateway, runner, sessions, scheduler]
 webhooks: [gateway]
 scheduler: [gateway]
 memory: [gateway, sessions]

@@ -28,7 +28,7 @@ export function ApprovalCard(props: { approval: Approval; onAnswered?: (a: Appro
         </dd>
         <dt>Agent</dt>
         <dd>
-          <code>{a.frozen.agent_id}</code>
+          {a.frozen.agent_id ? <code>{a.frozen.agent_id}</code> : "none (an Automation's step)"}
         </dd>
         {a.frozen.connection_id && (
           <>

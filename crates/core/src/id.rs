@@ -286,6 +286,9 @@ typed_ids! {
     EvaluatorQualificationId = "evq";
     /// A CheckEvaluation: one model judgment of an Automation's Check.
     CheckEvaluationId = "ceval";
+    /// A ConnectionCall: one `tools/call` an Automation's step_connection
+    /// sent.
+    ConnectionCallId = "ccall";
 }
 
 #[cfg(test)]

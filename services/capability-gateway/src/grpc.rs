@@ -130,4 +130,38 @@ impl Rpc for CapabilityGrpc {
         let a = self.reach.call(&r.tool_source_id, &r.connection_id, &r.tool, arguments).await;
         Ok(Response::new(pb::CallToolResponse { text: a.text, is_error: a.is_error }))
     }
+
+    // Mesh-authorized: only the scheduler calls these (proto/src/mesh.rs).
+    async fn resolve_step_tool(&self, r: Request<pb::ResolveStepToolRequest>) -> Result<Response<pb::ResolveStepToolResponse>, Status> {
+        let r = r.into_inner();
+        let t = self.reach.resolve_step_tool(&r.environment_id, &r.tool_source, &r.tool).await?;
+        Ok(Response::new(pb::ResolveStepToolResponse {
+            tool_source_id: t.tool_source_id,
+            connection_id: t.connection_id,
+            tool_source_status: t.tool_source_status,
+            connection_status: t.connection_status,
+            offered: t.offered,
+            input_schema_json: t.input_schema.map(|s| s.to_string()).unwrap_or_default(),
+            call_timeout_seconds: t.call_timeout_seconds,
+        }))
+    }
+
+    async fn call_step_tool(&self, r: Request<pb::CallStepToolRequest>) -> Result<Response<pb::CallStepToolResponse>, Status> {
+        let r = r.into_inner();
+        if r.arguments_json.len() > 64 * 1024 {
+            return Err(Status::invalid_argument("a step's arguments are at most 64 KiB of JSON"));
+        }
+        let arguments: serde_json::Value =
+            serde_json::from_str(&r.arguments_json).map_err(|_| Status::invalid_argument("arguments must be JSON"))?;
+        let a = self
+            .reach
+            .call_for_step(&r.environment_id, &r.tool_source_id, &r.connection_id, &r.tool, arguments, &r.connection_call_id)
+            .await;
+        Ok(Response::new(pb::CallStepToolResponse {
+            outcome: a.outcome.into(),
+            code: a.code,
+            content: a.content,
+            structured_content_json: a.structured.map(|v| v.to_string()).unwrap_or_default(),
+        }))
+    }
 }

@@ -193,20 +193,35 @@ pub async fn list_tools(up: &Upstream) -> Result<Vec<Value>, McpFailure> {
     tokio::time::timeout(SYNC_TIMEOUT, work).await.unwrap_or(Err(McpFailure::Timeout))
 }
 
-/// A `tools/call`'s answer: the formatted text and whether it is an error.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A `tools/call`'s answer: the formatted text, whether it is an error,
+/// and its `structuredContent` (if any).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Called {
     pub text: String,
     pub is_error: bool,
+    pub structured: Option<Value>,
 }
 
 /// One `tools/call` within `timeout` (connecting and initializing
-/// included). Never retried: it may have reached the server.
-pub async fn call_tool(up: &Upstream, name: &str, arguments: Value, timeout: Duration) -> Result<Called, McpFailure> {
+/// included), with `meta` as its `_meta`. Never retried: it may have
+/// reached the server. `sent` is set just before the request is written,
+/// so a failure while it is unset is known not to have reached the tool.
+pub async fn call_tool(
+    up: &Upstream,
+    name: &str,
+    arguments: Value,
+    meta: Option<Value>,
+    timeout: Duration,
+    sent: &std::sync::atomic::AtomicBool,
+) -> Result<Called, McpFailure> {
     let work = async {
         let session = open(up).await?;
-        let params: CallToolRequestParams =
-            serde_json::from_value(json!({"name": name, "arguments": arguments})).map_err(|_| McpFailure::Protocol)?;
+        let mut params = json!({"name": name, "arguments": arguments});
+        if let Some(meta) = meta {
+            params["_meta"] = meta;
+        }
+        let params: CallToolRequestParams = serde_json::from_value(params).map_err(|_| McpFailure::Protocol)?;
+        sent.store(true, std::sync::atomic::Ordering::SeqCst);
         let answered = session.peer().call_tool(params).await.map_err(|e| classify(&e));
         let _ = session.cancel().await;
         let result = serde_json::to_value(answered?).map_err(|_| McpFailure::Protocol)?;
@@ -243,11 +258,12 @@ pub fn format_result(r: &Value) -> Called {
             _ => parts.push("[unknown content]".into()),
         }
     }
-    let text = match r.get("structuredContent") {
-        Some(s) if !any_text && !s.is_null() => s.to_string(),
+    let structured = r.get("structuredContent").filter(|s| !s.is_null()).cloned();
+    let text = match &structured {
+        Some(s) if !any_text => s.to_string(),
         _ => parts.join("\n"),
     };
-    Called { text, is_error }
+    Called { text, is_error, structured }
 }
 
 #[cfg(test)]
@@ -257,11 +273,15 @@ mod tests {
     #[test]
     fn results_are_formatted_as_the_contract_says() {
         let r = json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "isError": false});
-        assert_eq!(format_result(&r), Called { text: "a\nb".into(), is_error: false });
+        assert_eq!(format_result(&r), Called { text: "a\nb".into(), is_error: false, structured: None });
         let r = json!({"content": [], "structuredContent": {"sum": 5}});
         assert_eq!(format_result(&r).text, "{\"sum\":5}");
+        assert_eq!(format_result(&r).structured, Some(json!({"sum": 5})));
         let r = json!({"content": [{"type": "image", "mimeType": "image/png", "data": "AAAA"}, {"type": "resource", "resource": {"uri": "file:///x"}}], "isError": true});
-        assert_eq!(format_result(&r), Called { text: "[image image/png, 3 bytes]\n[resource file:///x]".into(), is_error: true });
+        assert_eq!(
+            format_result(&r),
+            Called { text: "[image image/png, 3 bytes]\n[resource file:///x]".into(), is_error: true, structured: None }
+        );
     }
 
     #[test]

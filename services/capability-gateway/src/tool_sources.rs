@@ -73,6 +73,15 @@ pub struct OfferedTool {
     pub input_schema: Value,
 }
 
+/// One `tools/call` to make: where, what, and its `_meta`.
+pub(crate) struct Dispatch<'a> {
+    pub tool_source_id: &'a str,
+    pub connection_id: &'a str,
+    pub tool: &'a str,
+    pub arguments: Value,
+    pub meta: Option<Value>,
+}
+
 /// What a call answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallAnswer {
@@ -356,19 +365,22 @@ impl ReachService {
     /// One governed `tools/call`, already allowed. Every failure is an
     /// answer (`is_error`), never an error of the RPC.
     pub async fn call(&self, tool_source_id: &str, connection_id: &str, tool: &str, arguments: Value) -> CallAnswer {
-        match self.try_call(tool_source_id, connection_id, tool, arguments).await {
-            Ok(a) => a,
+        let sent = std::sync::atomic::AtomicBool::new(false);
+        match self.dispatch(&Dispatch { tool_source_id, connection_id, tool, arguments, meta: None }, &sent).await {
+            Ok(c) => CallAnswer { text: c.text, is_error: c.is_error },
             Err(f) => CallAnswer { text: f.text(), is_error: true },
         }
     }
 
-    async fn try_call(
+    /// Checks the ToolSource and Connection again, injects the credential
+    /// and sends the `tools/call`; the answer with every secret redacted.
+    /// `sent` says whether a failure came after the request was written.
+    pub(crate) async fn dispatch(
         &self,
-        tool_source_id: &str,
-        connection_id: &str,
-        tool: &str,
-        arguments: Value,
-    ) -> std::result::Result<CallAnswer, CallFailure> {
+        d: &Dispatch<'_>,
+        sent: &std::sync::atomic::AtomicBool,
+    ) -> std::result::Result<mcp::Called, CallFailure> {
+        let (tool_source_id, connection_id, tool) = (d.tool_source_id, d.connection_id, d.tool);
         if let Err(e) = self.require("tool_sources") {
             return Err(CallFailure::new("capability.unavailable", e.message));
         }
@@ -384,8 +396,8 @@ impl ReachService {
         let timeout = Duration::from_secs(t.call_timeout_seconds.clamp(1, MAX_CALL_TIMEOUT_SECONDS) as u64);
         let (called, secrets) = self
             .with_refresh(&c, |up| {
-                let arguments = arguments.clone();
-                async move { mcp::call_tool(&up, tool, arguments, timeout).await }
+                let (arguments, meta) = (d.arguments.clone(), d.meta.clone());
+                async move { mcp::call_tool(&up, tool, arguments, meta, timeout, sent).await }
             })
             .await?;
         if c.credential.is_some() {
@@ -393,7 +405,11 @@ impl ReachService {
         }
         let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
         match called {
-            Ok(r) => Ok(CallAnswer { text: redact(&r.text, &secrets), is_error: r.is_error }),
+            Ok(r) => Ok(mcp::Called {
+                text: redact(&r.text, &secrets),
+                is_error: r.is_error,
+                structured: r.structured.and_then(|v| serde_json::from_str(&redact(&v.to_string(), &secrets)).ok()),
+            }),
             Err(f) => Err(CallFailure { code: f.code(), message: redact(&f.message(), &secrets) }),
         }
     }

@@ -331,6 +331,7 @@ mod tests {
                 }],
                 waits: vec![pb::WaitReceipt { step_id: "s4".into(), until: "2026-01-01T00:01:00Z".into(), elapsed: true }],
                 evaluations: vec![],
+                connection_calls: vec![],
             }),
             evidence: Some(pb::FiringEvidence {
                 complete: false,
@@ -347,6 +348,7 @@ mod tests {
         // A 0.1.0 scheduler's text predates evaluations.
         let mut typed_receipts = receipts.clone();
         typed_receipts["evaluations"] = json!([]);
+        typed_receipts["connection_calls"] = json!([]);
         for (t, receipts) in [(&typed, &typed_receipts), (&old, &receipts)] {
             assert_eq!((trace_steps(t), trace_receipts(t), trace_evidence(t)), (steps.clone(), receipts.clone(), evidence.clone()));
         }

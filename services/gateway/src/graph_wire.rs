@@ -90,6 +90,11 @@ pub struct GraphPlan {
     #[schema(value_type = Option<Vec<Object>>)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pins: Option<Vec<Pin>>,
+    /// On `planned`: each Connection node's `{node, tool_source_id,
+    /// connection_id}`, resolved now and pinned by apply.
+    #[schema(value_type = Option<Vec<Object>>)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Vec<Value>>,
     /// On `planned`: what stops apply, as errors are.
     #[schema(value_type = Option<Vec<Object>>)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -273,6 +278,13 @@ impl From<pb::GraphPlan> for GraphPlan {
                         agent_deployment_id: x.agent_deployment_id,
                         deployment_revision: x.deployment_revision,
                     })
+                    .collect(),
+            ),
+            resources: on(
+                planned,
+                p.resources
+                    .into_iter()
+                    .map(|r| json!({"node": r.node, "tool_source_id": r.tool_source_id, "connection_id": r.connection_id}))
                     .collect(),
             ),
             blockers: on(planned, p.blockers.into_iter().map(issue).collect()),
@@ -493,7 +505,7 @@ mod tests {
             Resource::Plan(planned),
             json!({"kind": "planned", "graph_id": "agr_1", "revision": 2, "plan_sha256": "cd", "automation": {"id": null, "action": "create"},
                 "target_kind": "agent", "pins": [{"node": "ask", "agent_id": "agt_1", "agent_version": 4, "release_sha256": "ef",
-                "agent_deployment_id": "dep_1", "deployment_revision": 5}], "blockers": [],
+                "agent_deployment_id": "dep_1", "deployment_revision": 5}], "resources": [], "blockers": [],
                 "readiness": {"state": "ready", "checked_at": "2026-01-01T00:00:00Z", "checks": []},
                 "required_inputs": [{"name": "ingest_secret", "generated_if_absent": true}]}),
         );

@@ -238,6 +238,12 @@ impl GovernanceService {
     /// `{principal_id: the service Principal, tool:"automation.approval",
     /// arguments:{title}}`; asking again answers the same one. No
     /// StandingApproval answers it, and none can come from it.
+    ///
+    /// A `step_connection`'s call (§18.3) is frozen as the call itself —
+    /// `{principal_id, agent_id: null, tool, connection_id, arguments}` —
+    /// once per (firing, step, attempt). A StandingApproval's tuple names
+    /// an agent, which an Automation's call has none of, so none covers it
+    /// and every such call that needs approval asks.
     pub async fn request_step_approval(&self, ask: &StepAsk) -> Result<ActionApproval> {
         let environment_id = EnvironmentId::parse("environment_id", &ask.environment_id)?;
         checkfu_core::id::FiringId::check("automation_firing_id", &ask.automation_firing_id)?;
@@ -248,12 +254,26 @@ impl GovernanceService {
         if !(60..=86_400).contains(&ask.ttl_seconds) {
             return Err(Error::invalid_field("ttl_seconds", "ttl_seconds is 60 to 86,400"));
         }
-        let key = format!("{}/{}", ask.automation_firing_id, ask.step_id);
+        let key = match &ask.call {
+            Some(c) => format!("{}/{}/{}", ask.automation_firing_id, ask.step_id, c.attempt),
+            None => format!("{}/{}", ask.automation_firing_id, ask.step_id),
+        };
         if let Some(a) = self.store.approval_for("", &key).await? {
             return Ok(a);
         }
         let now = now_ms();
-        let arguments = json!({"title": ask.title});
+        let (tool, connection_id, arguments) = match &ask.call {
+            Some(c) => {
+                if c.tool.is_empty() || c.tool.len() > 200 || c.connection_id.len() > 200 {
+                    return Err(Error::invalid("a step call's tool (at most 200 bytes) is required"));
+                }
+                if c.arguments.to_string().len() > MAX_ARGUMENTS_BYTES {
+                    return Err(Error::invalid_field("frozen.arguments", "arguments are limited to 256 KiB"));
+                }
+                (c.tool.clone(), c.connection_id.clone(), c.arguments.clone())
+            }
+            None => ("automation.approval".to_string(), String::new(), json!({"title": ask.title})),
+        };
         let a = ActionApproval {
             id: ApprovalId::mint(),
             environment_id,
@@ -264,8 +284,8 @@ impl GovernanceService {
             frozen: Frozen {
                 principal_id: ask.principal_id.clone(),
                 agent_id: String::new(),
-                tool: "automation.approval".into(),
-                connection_id: String::new(),
+                tool,
+                connection_id,
                 arguments_sha256: sha256_hex(arguments.to_string()),
                 arguments,
             },

@@ -627,6 +627,16 @@ impl Rpc for GovernanceGrpc {
             principal_id: r.principal_id,
             title: r.title,
             ttl_seconds: r.ttl_seconds,
+            call: match r.frozen {
+                Some(f) => Some(crate::model::StepCall {
+                    tool: f.tool,
+                    connection_id: f.connection_id,
+                    arguments: serde_json::from_str(&f.arguments_json)
+                        .map_err(|_| Status::invalid_argument("frozen.arguments_json must be JSON"))?,
+                    attempt: r.attempt,
+                }),
+                None => None,
+            },
         };
         ok(approval(self.svc.request_step_approval(&ask).await?))
     }

@@ -13,50 +13,26 @@
 
 use crate::evaluation::{CheckCall, Evaluation, EvaluationUsage, MAX_CHECK_INPUT_BYTES, read_reply};
 use crate::firing::Firing;
-use crate::model::{Automation, AutomationStatus};
+use crate::model::{Automation, Readiness};
 use crate::program::Program;
 use crate::service::SchedulerService;
-use crate::steps::fail_running;
-use checkfu_core::id::{CheckEvaluationId, FiringId};
+use checkfu_core::id::CheckEvaluationId;
 use checkfu_core::time::now_ms;
 use checkfu_proto::modelgateway::v1 as mg;
 use futures_util::future::BoxFuture;
 
-/// The key of a Check node's evaluation in this replica's in-flight set.
-fn in_flight(firing: &FiringId, call: &CheckCall) -> String {
-    format!("{firing}/{}/{}", call.step_id, call.attempt)
-}
-
 impl SchedulerService {
     /// Starts the evaluations `f`'s program waits for and this replica is
-    /// not already making; none while the Automation is paused (resuming
-    /// advances the program, which starts them). Authority is re-checked
-    /// first, as for every admission: refused, the nodes fail
-    /// `admission_denied` and nothing is called.
+    /// not already making (`in_flight.rs`): none while paused; refused
+    /// authority fails the nodes `admission_denied` with nothing called.
     ///
     /// Boxed (and so declared `Send`): evaluations save through
     /// `advance_program`, which starts evaluations in turn.
     pub(crate) fn evaluate_checks<'a>(&'a self, f: &'a Firing, a: &'a Automation) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let Some(p) = f.program.as_ref() else { return };
-            if a.status == AutomationStatus::Paused {
-                return;
-            }
-            let calls: Vec<CheckCall> = {
-                let mut evaluating = self.evaluating.lock().unwrap_or_else(|e| e.into_inner());
-                p.check_calls(&f.event).into_iter().filter(|c| evaluating.insert(in_flight(&f.id, c))).collect()
-            };
-            if calls.is_empty() {
-                return;
-            }
-            if !self.readiness(a).await.admits() {
-                calls.iter().for_each(|c| self.evaluated_here(&f.id, c));
-                let change = fail_running(calls.into_iter().map(|c| c.step_id).collect(), "admission_denied");
-                if let Err(e) = self.advance_program(&f.id, Some(change)).await {
-                    tracing::warn!(firing_id = %f.id, error = %e.message, "refused Check nodes could not be recorded");
-                }
-                return;
-            }
+            let calls = p.check_calls(&f.event);
+            let calls = self.take_in_flight(f, a, calls, |c: &CheckCall| (c.step_id.as_str(), c.attempt), Readiness::admits).await;
             for call in calls {
                 let svc = self.clone();
                 let (firing, environment) = (f.id.clone(), a.environment_id.to_string());
@@ -73,16 +49,10 @@ impl SchedulerService {
                     if let Err(err) = svc.advance_program(&firing, Some(Box::new(change))).await {
                         tracing::warn!(firing_id = %firing, step_id = %call.step_id, error = %err.message, "a Check's evaluation could not be saved; recovery asks again");
                     }
-                    svc.evaluated_here(&firing, &call);
+                    svc.left(&firing, &call.step_id, call.attempt);
                 });
             }
         })
-    }
-
-    /// This replica no longer evaluates `call` (saved, refused or failed to
-    /// save: the next advance may ask again).
-    fn evaluated_here(&self, firing: &FiringId, call: &CheckCall) {
-        self.evaluating.lock().unwrap_or_else(|e| e.into_inner()).remove(&in_flight(firing, call));
     }
 
     /// One evaluation of a Check on its input.

@@ -10,11 +10,15 @@
 
 pub mod admission;
 mod automation_wire;
+mod calls;
+pub mod connection_call;
+mod connection_steps;
 pub mod evaluation;
 pub mod firing;
 pub mod for_each;
 pub mod graph;
 pub mod grpc;
+mod in_flight;
 pub mod ingest;
 mod judge;
 pub mod model;

@@ -151,7 +151,7 @@ pub struct StepsTarget {
 
 /// Step kinds this build runs (the rest keep readiness `unknown`).
 pub const RUNS: &[&str] =
-    &["trigger", "step_agent", "step_parse_json", "decision", "step_wait", "step_approval", "step_check", "step_join"];
+    &["trigger", "step_agent", "step_parse_json", "decision", "step_wait", "step_approval", "step_check", "step_join", "step_connection"];
 
 impl StepsTarget {
     /// The routing profiles its Checks call, each once, sorted.
@@ -169,6 +169,17 @@ impl StepsTarget {
         ids.sort();
         ids.dedup();
         ids
+    }
+
+    /// Each `step_connection`'s pinned `(tool_source_id, connection_id,
+    /// tool)`.
+    pub fn connection_tools(&self) -> Vec<(String, String, String)> {
+        let text = |n: &Value, k: &str| n[k].as_str().unwrap_or_default().to_string();
+        self.steps
+            .iter()
+            .filter(|n| n["kind"] == "step_connection")
+            .map(|n| (text(n, "toolSourceId"), text(n, "connectionId"), text(n, "tool")))
+            .collect()
     }
 
     /// Whether a program uses something this build cannot run yet.
@@ -364,6 +375,14 @@ impl Readiness {
     /// that route around it.
     pub fn admits(&self) -> bool {
         self.checks.iter().all(|c| c.status == "pass" || c.name == "evaluators")
+    }
+
+    /// Whether a Connection step may go to governance now: as
+    /// [`Readiness::admits`], but `connections` is left to the governed
+    /// path, which re-checks `use_connection` and the Connection and
+    /// refuses with its own reason (`permission_denied`, `policy_denied`).
+    pub fn admits_calls(&self) -> bool {
+        self.checks.iter().all(|c| c.status == "pass" || c.name == "evaluators" || c.name == "connections")
     }
 
     /// `ready`, or `blocked` while a check fails or is unknown.

@@ -9,6 +9,7 @@
 //! steps, edges and pins through waits and recovery, and never rereads the
 //! graph.
 
+use crate::connection_call::ConnectionCall;
 use crate::evaluation::{CheckCall, Evaluation};
 use crate::graph::checks::{Check, Rule};
 use crate::graph::retry::Retry;
@@ -124,6 +125,9 @@ pub struct Step {
     /// A Check node's CheckEvaluation, once saved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation_id: Option<String>,
+    /// A Connection step's ConnectionCall for this attempt, once sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_call_id: Option<String>,
     /// The attempt under way (from 1 once admitted; more with `retry`).
     #[serde(default)]
     pub attempt: i64,
@@ -160,6 +164,9 @@ pub struct Program {
     /// The CheckEvaluations saved so far, in the order they settled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evaluations: Vec<Evaluation>,
+    /// The Connection steps' calls, in the order they were sent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connection_calls: Vec<ConnectionCall>,
     /// Retry timers this change armed (`{step}/retry{n}`, due ms), for the
     /// service to write with the program; never stored.
     #[serde(skip)]
@@ -189,6 +196,16 @@ impl Admitted {
     pub fn is_empty(&self) -> bool {
         self.agents.is_empty() && self.waits.is_empty() && self.approvals.is_empty()
     }
+}
+
+/// An approval a step waits for and governance has not made yet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalAsk {
+    pub step_id: String,
+    pub title: String,
+    pub ttl_seconds: i64,
+    /// A Connection step's call, frozen in the approval.
+    pub call: Option<crate::connection_call::CallWork>,
 }
 
 fn node<'a>(t: &'a StepsTarget, id: &str) -> Option<&'a Value> {
@@ -242,6 +259,7 @@ impl Program {
                 wait_until_ms: 0,
                 action_approval_id: None,
                 evaluation_id: None,
+                connection_call_id: None,
                 attempt: 0,
                 attempts: vec![],
                 items: vec![],
@@ -256,6 +274,7 @@ impl Program {
             steps,
             transitions: vec![],
             evaluations: vec![],
+            connection_calls: vec![],
             timers: vec![],
         }
     }
@@ -315,9 +334,40 @@ impl Program {
         s.attempt += 1;
         s.outcome = None;
         s.evaluation_id = None;
+        s.connection_call_id = None;
+        s.action_approval_id = None;
         s.child_session_id = None;
         s.output = None;
         true
+    }
+
+    /// The steps awaiting an approval not yet asked for: an approval
+    /// step's (its title and TTL), or a Connection step's call.
+    pub fn approvals_to_ask(&self, event: &Value) -> Vec<ApprovalAsk> {
+        self.steps
+            .iter()
+            .filter(|s| s.action_approval_id.is_none() && s.outcome.as_ref().is_some_and(|o| o.kind == "awaiting_approval"))
+            .filter_map(|s| {
+                let n = node(&self.target, &s.id)?;
+                let call = match s.kind.as_str() {
+                    "step_connection" => Some(crate::connection_call::CallWork {
+                        step_id: s.id.clone(),
+                        attempt: s.attempt.max(1),
+                        tool: n["tool"].as_str().unwrap_or_default().to_string(),
+                        tool_source_id: n["toolSourceId"].as_str().unwrap_or_default().to_string(),
+                        connection_id: n["connectionId"].as_str().unwrap_or_default().to_string(),
+                        arguments: self.call_arguments(n, event).ok()?,
+                        approved: false,
+                    }),
+                    _ => None,
+                };
+                let title = match &call {
+                    Some(c) => format!("Call {} through {}", c.tool, c.connection_id),
+                    None => n["title"].as_str().unwrap_or("Approve this step").to_string(),
+                };
+                Some(ApprovalAsk { step_id: s.id.clone(), title, ttl_seconds: n["ttlSeconds"].as_i64().unwrap_or(3_600), call })
+            })
+            .collect()
     }
 
     /// The step a child Session belongs to.
@@ -441,6 +491,12 @@ impl Program {
                     // evaluation, which the service asks for once this
                     // is recorded; its input must be there now.
                     "decision" | "step_check" => match self.check_input(&n, event) {
+                        Ok(_) => self.set(&id, Outcome::of("running"), now),
+                        Err(reason) => self.set(&id, Outcome::failed(reason), now),
+                    },
+                    // Governance decides, then the call is sent, after
+                    // this is recorded (`calls.rs`).
+                    "step_connection" => match self.call_arguments(&n, event) {
                         Ok(_) => self.set(&id, Outcome::of("running"), now),
                         Err(reason) => self.set(&id, Outcome::failed(reason), now),
                     },
@@ -648,6 +704,7 @@ impl Program {
                     wait_until: at(s.wait_until_ms),
                     action_approval_id: s.action_approval_id.clone(),
                     evaluation_id: s.evaluation_id.clone(),
+                    connection_call_id: s.connection_call_id.clone(),
                     attempt: s.attempt,
                     attempts: s
                         .attempts

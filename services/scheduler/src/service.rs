@@ -11,6 +11,7 @@ use checkfu_core::id::{AutomationId, EnvironmentId, PrincipalId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
+use checkfu_proto::capability::v1::capability_gateway_service_client::CapabilityGatewayServiceClient;
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
@@ -29,9 +30,12 @@ pub struct SchedulerService {
     /// Checks' evaluations, and whether their profiles have a qualified
     /// evaluator.
     pub(crate) models: ModelGatewayServiceClient<Transport>,
-    /// `{firing}/{step}` of the Check nodes this replica is evaluating now,
+    /// `step_connection`s: their tools resolved, planned and called.
+    pub(crate) capability: CapabilityGatewayServiceClient<Transport>,
+    /// `{firing}/{step}/{attempt}` of the Check nodes this replica is
+    /// evaluating and the Connection steps it is governing or calling now,
     /// so concurrent advances of one program ask once.
-    pub(crate) evaluating: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    pub(crate) in_flight: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     outbox_wake: Option<Arc<tokio::sync::Notify>>,
     /// Wakes this replica's timer loop when a write arms a timer.
     pub(crate) timer_wake: Arc<tokio::sync::Notify>,
@@ -44,6 +48,7 @@ pub struct Mesh {
     pub governance: Transport,
     pub sessions: Transport,
     pub models: Transport,
+    pub capability: Transport,
 }
 
 /// What a caller asked for when creating an Automation, its triggers and
@@ -150,7 +155,8 @@ impl SchedulerService {
             governance: GovernanceServiceClient::new(mesh.governance),
             sessions: SessionsServiceClient::new(mesh.sessions).max_decoding_message_size(64 * 1024 * 1024),
             models: ModelGatewayServiceClient::new(mesh.models),
-            evaluating: Arc::default(),
+            capability: CapabilityGatewayServiceClient::new(mesh.capability),
+            in_flight: Arc::default(),
             outbox_wake: None,
             timer_wake: Arc::new(tokio::sync::Notify::new()),
             sealer,
@@ -255,6 +261,7 @@ impl SchedulerService {
             Check::pass("webhook")
         });
         checks.push(self.evaluators(a).await);
+        checks.push(self.connections(a).await);
         checks.push(match (a.target.refused(), a.target.not_executable()) {
             (Some(why), _) => Check::fail("capabilities", why, None),
             (None, Some(why)) => Check::unknown("capabilities", why),
@@ -288,6 +295,55 @@ impl SchedulerService {
             }
         }
         Check::pass("evaluators")
+    }
+
+    /// Readiness `connections` (api.md §18.3): each `step_connection`'s
+    /// ToolSource and Connection are active, the tool is offered, and the
+    /// service Principal holds `use_connection` on the Connection.
+    async fn connections(&self, a: &Automation) -> Check {
+        let Target::Steps(t) = &a.target else { return Check::pass("connections") };
+        let svc = a.service_principal_id.to_string();
+        for (tool_source_id, connection_id, tool) in t.connection_tools() {
+            let req = checkfu_proto::capability::v1::ResolveStepToolRequest {
+                environment_id: a.environment_id.to_string(),
+                tool_source: tool_source_id.clone(),
+                tool: tool.clone(),
+            };
+            let found = match self.capability.clone().resolve_step_tool(req).await {
+                Ok(r) => r.into_inner(),
+                Err(s) if s.code() == tonic::Code::NotFound => {
+                    return Check::fail("connections", format!("the ToolSource {tool_source_id} no longer exists"), Some(tool_source_id));
+                }
+                Err(s) => return Check::unknown("connections", s.message()),
+            };
+            if found.tool_source_status != "active" {
+                return Check::fail(
+                    "connections",
+                    format!("the ToolSource {tool_source_id} is {}", found.tool_source_status),
+                    Some(tool_source_id),
+                );
+            }
+            if found.connection_id != connection_id || found.connection_status != "active" {
+                let status = if found.connection_status.is_empty() { "gone" } else { found.connection_status.as_str() };
+                return Check::fail("connections", format!("the Connection {connection_id} is {status}"), Some(connection_id));
+            }
+            if !found.offered {
+                return Check::fail("connections", format!("{tool_source_id} no longer offers {tool}"), Some(tool_source_id));
+            }
+            let req = gov::CheckRequest {
+                principal_id: svc.clone(),
+                permission: "use_connection".into(),
+                resource: Some(gov::ResourceRef { kind: "connection".into(), id: connection_id.clone() }),
+                environment_id: a.environment_id.to_string(),
+                subject: None,
+            };
+            match self.governance.clone().check(req).await {
+                Ok(r) if r.get_ref().allowed => {}
+                Ok(_) => return Check::fail("connections", format!("{svc} lacks use_connection on {connection_id}"), Some(connection_id)),
+                Err(s) => return Check::unknown("connections", s.message()),
+            }
+        }
+        Check::pass("connections")
     }
 
     pub(crate) async fn audit(&self, actor: &str, action: &str, a: &Automation, details: Value) {

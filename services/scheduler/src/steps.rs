@@ -10,7 +10,7 @@
 
 use crate::firing::Firing;
 use crate::model::*;
-use crate::program::{Outcome, Program};
+use crate::program::{ApprovalAsk, Outcome, Program};
 use crate::service::SchedulerService;
 use checkfu_core::Result;
 use checkfu_core::id::{FiringId, SessionId, TypedId};
@@ -132,29 +132,18 @@ impl SchedulerService {
             if !waits.is_empty() {
                 self.timer_wake.notify_one();
             }
-            // Approval steps awaiting an approval governance has not made
-            // yet (just admitted, or before a crash) ask for it; asking
-            // again answers the same one.
+            // Steps awaiting an approval governance has not made yet (just
+            // admitted, or before a crash) ask for it; asking again answers
+            // the same one.
             if let (Some(a), Some(p)) = (a.as_ref().filter(|a| a.deleted_ms == 0), f.program.as_ref()) {
-                let asks: Vec<(String, String, i64)> = p
-                    .steps
-                    .iter()
-                    .filter(|s| s.action_approval_id.is_none() && s.outcome.as_ref().is_some_and(|o| o.kind == "awaiting_approval"))
-                    .map(|s| {
-                        let node = p.target.steps.iter().find(|n| n["id"] == s.id.as_str()).cloned().unwrap_or(Value::Null);
-                        (
-                            s.id.clone(),
-                            node["title"].as_str().unwrap_or("Approve this step").to_string(),
-                            node["ttlSeconds"].as_i64().unwrap_or(3_600),
-                        )
-                    })
-                    .collect();
+                let asks = p.approvals_to_ask(&f.event);
                 if !asks.is_empty() {
                     self.request_approvals(a, &f.id, asks).await?;
                 }
             }
             if let (Some(a), true) = (a.as_ref().filter(|a| a.deleted_ms == 0), f.state == FiringState::Running) {
                 self.evaluate_checks(&f, a).await;
+                self.run_connection_steps(&f, a).await;
             }
             if !denied.is_empty() {
                 // Refused children fail their steps; the program moves on.
@@ -265,21 +254,38 @@ impl SchedulerService {
         }
     }
 
-    /// Asks governance for each approval step's ActionApproval and records
-    /// its id with the step (and `action_approval.pending` in the outbox).
-    async fn request_approvals(&self, a: &Automation, firing: &FiringId, asks: Vec<(String, String, i64)>) -> Result<()> {
+    /// Asks governance for each step's ActionApproval — an approval
+    /// step's, or the call a Connection step would make — and records its
+    /// id with the step (and `action_approval.pending` in the outbox).
+    async fn request_approvals(&self, a: &Automation, firing: &FiringId, asks: Vec<ApprovalAsk>) -> Result<()> {
         let mut made = vec![];
-        for (step, title, ttl) in asks {
+        for ask in asks {
+            let (frozen, attempt) = match &ask.call {
+                Some(c) => (
+                    Some(checkfu_proto::governance::v1::FrozenAction {
+                        principal_id: a.service_principal_id.to_string(),
+                        agent_id: String::new(),
+                        tool: c.tool.clone(),
+                        connection_id: c.connection_id.clone(),
+                        arguments_json: c.arguments.to_string(),
+                        arguments_sha256: checkfu_core::sha256_hex(c.arguments.to_string()),
+                    }),
+                    c.attempt,
+                ),
+                None => (None, 0),
+            };
             let req = checkfu_proto::governance::v1::RequestStepApprovalRequest {
                 environment_id: a.environment_id.to_string(),
                 automation_firing_id: firing.to_string(),
-                step_id: step.clone(),
+                step_id: ask.step_id.clone(),
                 principal_id: a.service_principal_id.to_string(),
-                title,
-                ttl_seconds: ttl,
+                title: ask.title,
+                ttl_seconds: ask.ttl_seconds,
+                frozen,
+                attempt,
             };
             let approval = self.governance.clone().request_step_approval(req).await.map_err(checkfu_core::Error::from)?.into_inner();
-            made.push((step, approval.id));
+            made.push((ask.step_id, approval.id));
         }
         let records: Vec<_> =
             made.iter().map(|(_, id)| checkfu_bus::resource_record("action_approval.pending", &a.environment_id, id)).collect();
@@ -297,24 +303,30 @@ impl SchedulerService {
     }
 
     /// Applies `change` to the stored program alone (no advance).
-    async fn write_program(&self, id: &FiringId, change: Change) -> Result<()> {
+    pub(crate) async fn write_program(&self, id: &FiringId, change: Change) -> Result<()> {
         for _ in 0..8 {
             let Some(mut f) = self.store.get_firing(id).await? else { return Ok(()) };
             let Some(mut p) = f.program.take() else { return Ok(()) };
             change(&mut f, &mut p, now_ms());
+            // Timers the change armed go with this write.
+            let waits: Vec<(String, i64)> = p.timers.drain(..).map(|(suffix, until)| (format!("{}/{suffix}", f.id), until)).collect();
             f.program = Some(p);
             let expected = f.version;
             f.version += 1;
-            if self.store.update_program(&f, expected, &[], &[]).await? {
+            if self.store.update_program(&f, expected, &[], &waits).await? {
+                if !waits.is_empty() {
+                    self.timer_wake.notify_one();
+                }
                 return Ok(());
             }
         }
         Err(checkfu_core::Error::conflict("a step program changed concurrently too often"))
     }
 
-    /// Settles approval steps whose approvals were decided or expired:
-    /// approve → `completed`, deny → `denied`, expiry → `denied`
-    /// (`approval_expired`); then tells governance they are recorded.
+    /// Settles the steps whose approvals were decided or expired: approve
+    /// → `completed` (a Connection step runs again, to call), deny →
+    /// `denied`, expiry → `denied` (`approval_expired`); then tells
+    /// governance they are recorded.
     pub async fn settle_approvals(&self) -> Result<usize> {
         let req = checkfu_proto::governance::v1::ListRequest { limit: 100, page: String::new() };
         let decided =
@@ -330,12 +342,18 @@ impl SchedulerService {
             if let Ok(firing) = FiringId::parse("automation_firing_id", &ap.automation_firing_id) {
                 let step = ap.step_id.clone();
                 let change = move |_: &mut Firing, p: &mut Program, now: i64| {
-                    if p.step(&step).and_then(|s| s.outcome.as_ref()).is_some_and(|o| o.kind == "awaiting_approval") {
-                        if let Some(s) = p.steps.iter_mut().find(|s| s.id == step) {
-                            s.output = Some(json!({"decision": decision}));
-                        }
-                        p.set(&step, outcome.clone(), now);
+                    let Some(s) = p.step(&step).filter(|s| s.outcome.as_ref().is_some_and(|o| o.kind == "awaiting_approval")) else {
+                        return;
+                    };
+                    if s.kind == "step_connection" {
+                        let next = if outcome.kind == "completed" { Outcome::of("running") } else { outcome.clone() };
+                        p.set(&step, next, now);
+                        return;
                     }
+                    if let Some(s) = p.steps.iter_mut().find(|s| s.id == step) {
+                        s.output = Some(json!({"decision": decision}));
+                    }
+                    p.set(&step, outcome.clone(), now);
                 };
                 self.advance_program(&firing, Some(Box::new(change))).await?;
             }
@@ -350,10 +368,19 @@ impl SchedulerService {
 
     /// A step's timer came due: a `step_wait`'s (`{firing}/{step}`)
     /// completes it; a retry's (`{firing}/{step}/retry{n}`) lets its next
-    /// attempt be admitted. Then the program advances.
+    /// attempt be admitted; a call's deadline (`{firing}/{step}/call{n}`)
+    /// takes an unanswered call as indeterminate. Then the program
+    /// advances.
     pub(crate) async fn wake_step(&self, timer_id: &str) -> Result<()> {
         let Some((firing, rest)) = timer_id.split_once('/') else { return Ok(()) };
         let firing = FiringId::parse("timer", firing)?;
+        if let Some((step, attempt)) = rest.split_once("/call") {
+            let (step, attempt) = (step.to_string(), attempt.parse::<i64>().unwrap_or(0));
+            let change: Change = Box::new(move |_: &mut Firing, p: &mut Program, now: i64| {
+                p.call_deadline(&step, attempt, now);
+            });
+            return self.advance_program(&firing, Some(change)).await;
+        }
         let change: Change = match rest.split_once("/retry") {
             Some((step, _)) => {
                 let step = step.to_string();

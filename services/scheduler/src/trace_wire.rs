@@ -59,6 +59,22 @@ fn receipts(r: &Receipts, p: Option<&Program>) -> pb::FiringReceipts {
             .map(|w| pb::WaitReceipt { step_id: w.step_id.clone(), until: rfc3339(w.until_ms), elapsed: w.elapsed })
             .collect(),
         evaluations: p.iter().flat_map(|p| p.evaluations.iter()).map(evaluation).collect(),
+        connection_calls: p.iter().flat_map(|p| p.connection_calls.iter()).map(connection_call).collect(),
+    }
+}
+
+fn connection_call(c: &crate::connection_call::ConnectionCall) -> pb::ConnectionCallReceipt {
+    pb::ConnectionCallReceipt {
+        id: c.id.clone(),
+        step_id: c.step_id.clone(),
+        attempt: c.attempt,
+        tool: c.tool.clone(),
+        tool_source_id: c.tool_source_id.clone(),
+        connection_id: c.connection_id.clone(),
+        arguments_sha256: c.arguments_sha256.clone(),
+        status: c.status.clone(),
+        error_code: c.error_code.clone(),
+        sent_at: rfc3339(c.sent_at_ms),
     }
 }
 

@@ -3303,7 +3303,8 @@ export interface components {
         };
         /** @description What an ActionApproval decides, frozen when it was asked for. */
         FrozenAction: {
-            agent_id: string;
+            /** @description `null` for an Automation's steps, which act with no agent. */
+            agent_id?: string | null;
             arguments: Record<string, unknown>;
             arguments_sha256: string;
             connection_id?: string | null;
@@ -3367,6 +3368,11 @@ export interface components {
             readiness?: Record<string, unknown> | null;
             /** @description On `planned`: inputs apply takes (`ingest_secret`). */
             required_inputs?: Record<string, unknown>[] | null;
+            /**
+             * @description On `planned`: each Connection node's `{node, tool_source_id,
+             *     connection_id}`, resolved now and pinned by apply.
+             */
+            resources?: Record<string, unknown>[] | null;
             /** Format: int64 */
             revision: number;
             /** @description On `planned`: `agent` or `steps`. */

@@ -69,7 +69,8 @@ pub fn audit_event(a: &gov::AuditEvent) -> AuditEvent {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct FrozenAction {
     pub principal_id: String,
-    pub agent_id: String,
+    /// `null` for an Automation's steps, which act with no agent.
+    pub agent_id: Option<String>,
     pub tool: String,
     pub connection_id: Option<String>,
     #[schema(value_type = Object)]
@@ -119,7 +120,7 @@ pub fn action_approval(a: &gov::ActionApproval, show_token: bool) -> ActionAppro
         step_id: opt(&a.step_id),
         frozen: FrozenAction {
             principal_id: f.principal_id,
-            agent_id: f.agent_id,
+            agent_id: opt(&f.agent_id),
             tool: f.tool,
             connection_id: opt(&f.connection_id),
             arguments: doc(&f.arguments_json),

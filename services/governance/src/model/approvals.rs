@@ -98,6 +98,18 @@ pub struct StepAsk {
     pub principal_id: String,
     pub title: String,
     pub ttl_seconds: i64,
+    /// A `step_connection`'s call to freeze (api.md §18.3); `None` for a
+    /// `step_approval`.
+    pub call: Option<StepCall>,
+}
+
+/// The call a `step_connection`'s approval freezes, and its attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepCall {
+    pub tool: String,
+    pub connection_id: String,
+    pub arguments: serde_json::Value,
+    pub attempt: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

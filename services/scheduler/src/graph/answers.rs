@@ -83,6 +83,15 @@ pub fn plan(p: &Plan) -> pb::GraphPlan {
             action: p.action.into(),
             target_kind: p.target["kind"].as_str().unwrap_or_default().into(),
             pins: p.pins.iter().map(pin).collect(),
+            resources: p
+                .resources
+                .iter()
+                .map(|r| pb::GraphResource {
+                    node: r.node.clone(),
+                    tool_source_id: r.tool_source_id.clone(),
+                    connection_id: r.connection_id.clone(),
+                })
+                .collect(),
             blockers: p.blockers.iter().map(issue).collect(),
             readiness: Some(crate::automation_wire::readiness(&p.readiness)),
             required_inputs: if p.needs_ingest_secret() {

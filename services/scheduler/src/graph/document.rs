@@ -162,6 +162,19 @@ pub struct StepAgent {
     pub for_each: Option<Binding>,
 }
 
+/// A `step_connection` as written: a ToolSource (`ts…` or its name), one
+/// of its tools, fixed arguments and bindings that replace top-level keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepConnection {
+    pub tool_source: String,
+    pub tool: String,
+    pub arguments: Map<String, Value>,
+    pub bindings: BTreeMap<String, Binding>,
+}
+
+/// The most a `step_connection`'s written arguments may be, as JSON.
+pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
+
 /// A node, read for planning.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
@@ -202,6 +215,8 @@ pub enum Kind {
     Join {
         collect: BTreeMap<String, String>,
     },
+    /// Calls one ToolSource tool through its Connection (§18.3).
+    Connection(StepConnection),
     /// Saved and planned but not executable yet (§12.9).
     Later(String),
 }
@@ -403,7 +418,33 @@ impl Node {
                 }
                 Kind::Join { collect: names }
             }
-            "outcome" | "step_connection" | "step_managed_tool" => Kind::Later(kind.to_string()),
+            "step_connection" => {
+                fields(o, &["toolSource", "tool", "arguments", "argumentBindings"])?;
+                let text = |field: &str| {
+                    o.get(field)
+                        .and_then(Value::as_str)
+                        .filter(|t| !t.is_empty() && t.len() <= 200)
+                        .map(String::from)
+                        .ok_or(bad(format!("a step_connection names its {field} (1 to 200 bytes)")))
+                };
+                let (tool_source, tool) = (text("toolSource")?, text("tool")?);
+                let invalid = |why: &str| ("arguments_invalid", why.to_string());
+                let arguments = match o.get("arguments") {
+                    None | Some(Value::Null) => Map::new(),
+                    Some(Value::Object(a)) if Value::Object(a.clone()).to_string().len() <= MAX_ARGUMENTS_BYTES => a.clone(),
+                    Some(Value::Object(_)) => return Err(invalid("a step_connection's arguments are at most 64 KiB of JSON")),
+                    Some(_) => return Err(invalid("a step_connection's arguments are an object")),
+                };
+                let mut bindings = BTreeMap::new();
+                if let Some(b) = o.get("argumentBindings").filter(|b| !b.is_null()) {
+                    let b = b.as_object().ok_or(bad("argumentBindings is an object of bindings by argument name".into()))?;
+                    for (name, v) in b {
+                        bindings.insert(name.clone(), Binding::parse(v).map_err(bad)?);
+                    }
+                }
+                Kind::Connection(StepConnection { tool_source, tool, arguments, bindings })
+            }
+            "outcome" | "step_managed_tool" => Kind::Later(kind.to_string()),
             other => return Err(bad(format!("{other:?} is not a node kind"))),
         };
         Ok(Node { id, kind, raw: o.clone() })

@@ -109,15 +109,17 @@ impl Checked {
     }
 }
 
+/// Whether a node kind has an output `output` edges and joins read.
+fn produces_output(kind: &str) -> bool {
+    matches!(kind, "step_agent" | "step_parse_json" | "step_check" | "step_join" | "step_connection")
+}
+
 fn endpoint_ok(edge: &str, from: &str, to: Option<&str>) -> bool {
     let target_ok = |t: Option<&str>| t.is_some_and(|t| t != "trigger" && t != "outcome");
     match edge {
         "starts" => from == "trigger" && target_ok(to),
         "then" => is_step(from) && target_ok(to),
-        "output" => {
-            matches!(from, "step_agent" | "step_parse_json" | "step_check" | "step_join")
-                && matches!(to, Some("step_agent" | "step_parse_json" | "step_check" | "decision"))
-        }
+        "output" => produces_output(from) && matches!(to, Some("step_agent" | "step_parse_json" | "step_check" | "decision")),
         "continue" | "otherwise" | "uncertain" | "error" => from == "decision" && (to.is_none() || target_ok(to)),
         "reviews" => from == "step_agent" && to == Some("outcome"),
         _ => false,
@@ -227,6 +229,7 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
         let bindings: Vec<&Binding> = match &n.kind {
             Kind::ParseJson { content, .. } => vec![content],
             Kind::StepAgent(s) => s.for_each.iter().collect(),
+            Kind::Connection(c) => c.bindings.values().collect(),
             Kind::Decision { bindings, .. } | Kind::CheckDecision { bindings, .. } | Kind::StepCheck { bindings, .. } => {
                 bindings.values().collect()
             }
@@ -272,7 +275,7 @@ fn join_sources(c: &Checked, id: &str, collect: &BTreeMap<String, String>) -> Re
     let invalid = |why: String| PlanError::new("join_invalid", why);
     for from in collect.values() {
         let kind = c.node(from).map(|n| super::document::Node::kind_name(&n.raw).to_string());
-        if !matches!(kind.as_deref(), Some("step_agent" | "step_parse_json" | "step_check" | "step_join")) {
+        if !kind.as_deref().is_some_and(produces_output) {
             return Err(invalid(format!("{from:?} is not a node with an output")));
         }
     }
@@ -463,9 +466,26 @@ impl Pin {
     }
 }
 
+/// One `step_connection`'s resolved ToolSource and Connection, and its
+/// tool's cached input schema (the program checks bound arguments against
+/// it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resource {
+    pub node: String,
+    pub tool_source_id: String,
+    pub connection_id: String,
+    pub input_schema: Value,
+}
+
+impl Resource {
+    pub fn to_json(&self) -> Value {
+        json!({"node": self.node, "tool_source_id": self.tool_source_id, "connection_id": self.connection_id})
+    }
+}
+
 /// The target a checked graph compiles to with its pins: an Agent target
 /// for one trigger-started `step_agent`, else a steps program.
-pub fn compile(c: &Checked, pins: &[Pin]) -> Value {
+pub fn compile(c: &Checked, pins: &[Pin], resources: &[Resource]) -> Value {
     let pin = |node: &str| pins.iter().find(|p| p.node == node);
     if c.is_agent_target()
         && let Some((node, s)) = c.agents().next()
@@ -489,6 +509,11 @@ pub fn compile(c: &Checked, pins: &[Pin]) -> Value {
             raw["agentVersion"] = json!(p.agent_version);
             raw["agentDeploymentId"] = json!(p.agent_deployment_id);
             raw["deploymentRevision"] = json!(p.deployment_revision);
+        }
+        if let Some(r) = resources.iter().find(|r| r.node == n.id) {
+            raw["toolSourceId"] = json!(r.tool_source_id);
+            raw["connectionId"] = json!(r.connection_id);
+            raw["inputSchema"] = r.input_schema.clone();
         }
         steps.push(raw);
     }
@@ -535,14 +560,14 @@ mod tests {
             agent_deployment_id: "dep_1".into(),
             deployment_revision: 2,
         };
-        assert_eq!(compile(&c, &[pin])["deployment_revision"], 2);
+        assert_eq!(compile(&c, &[pin], &[])["deployment_revision"], 2);
         let two = doc(
             json!([hook(), agent("a"), agent("b")]),
             json!([{"kind": "starts", "from": "hook", "to": "a"}, {"kind": "then", "from": "a", "to": "b"}]),
         );
         let c = check(&two).expect("planned");
         assert!(!c.is_agent_target());
-        let steps = compile(&c, &[]);
+        let steps = compile(&c, &[], &[]);
         assert_eq!(steps["kind"], "steps");
         assert_eq!(
             steps["steps"][1],

@@ -4,8 +4,8 @@
 //! drift, and node tests (a prompt preview: no Session, model call or
 //! record).
 
-use super::document::{Document, Kind, Node};
-use super::plan::{self, Checked, Pin, PlanError};
+use super::document::{Document, Kind, Node, StepConnection};
+use super::plan::{self, Checked, Pin, PlanError, Resource};
 use super::{Application, Graph, Revision};
 use crate::model::*;
 use crate::service::{SchedulerService, arm_for, check_future, conflict_readiness};
@@ -13,13 +13,14 @@ use checkfu_core::id::{ApplicationId, AutomationId, EnvironmentId, GraphId, Prin
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
+use checkfu_proto::capability::v1 as cg;
 use checkfu_proto::sessions::v1 as ss;
 use serde_json::{Value, json};
 
 /// A plan: `planned` (maybe with blockers) or `rejected`.
 #[derive(Debug, Clone)]
 pub enum Plan {
-    Planned(Planned),
+    Planned(Box<Planned>),
     Rejected { graph_id: String, revision: i64, errors: Vec<PlanError> },
 }
 
@@ -35,6 +36,8 @@ pub struct Planned {
     pub triggers: Vec<Trigger>,
     pub name: String,
     pub pins: Vec<Pin>,
+    /// Each `step_connection`'s ToolSource and Connection.
+    pub resources: Vec<Resource>,
     pub blockers: Vec<PlanError>,
     pub readiness: Readiness,
 }
@@ -50,6 +53,7 @@ impl Plan {
                 json!({"kind": "planned", "graph_id": p.graph_id, "revision": p.revision, "plan_sha256": p.plan_sha256,
                     "automation": {"id": p.automation_id, "action": p.action}, "target_kind": p.target["kind"],
                     "pins": p.pins.iter().map(Pin::to_json).collect::<Vec<_>>(),
+                    "resources": p.resources.iter().map(Resource::to_json).collect::<Vec<_>>(),
                     "blockers": p.blockers.iter().map(PlanError::to_json).collect::<Vec<_>>(),
                     "readiness": p.readiness.to_json(), "required_inputs": inputs})
             }
@@ -359,6 +363,32 @@ impl SchedulerService {
         })
     }
 
+    /// A `step_connection`'s ToolSource and tool here, with its written
+    /// arguments checked against the tool's cached schema (bound keys are
+    /// checked when the step runs): blockers `tool_source_not_found`,
+    /// `tool_not_offered`, `arguments_invalid`.
+    async fn resolve_connection(&self, node: &str, c: &StepConnection, env: &str) -> std::result::Result<Resource, PlanError> {
+        let req = cg::ResolveStepToolRequest { environment_id: env.into(), tool_source: c.tool_source.clone(), tool: c.tool.clone() };
+        let t = match self.capability.clone().resolve_step_tool(req).await {
+            Ok(t) => t.into_inner(),
+            Err(s) if s.code() == tonic::Code::NotFound => {
+                return Err(blocker("tool_source_not_found", node, format!("no ToolSource {:?} in this Environment", c.tool_source)));
+            }
+            Err(s) => return Err(blocker("tool_source_not_found", node, s.message())),
+        };
+        if t.tool_source_status != "active" {
+            return Err(blocker("tool_source_not_found", node, format!("the ToolSource {} is {}", t.tool_source_id, t.tool_source_status)));
+        }
+        if !t.offered {
+            return Err(blocker("tool_not_offered", node, format!("{} does not offer {:?}", t.tool_source_id, c.tool)));
+        }
+        let schema: Value = serde_json::from_str(&t.input_schema_json).unwrap_or_else(|_| json!({}));
+        if let Err(why) = crate::calls::written_arguments_fit(&schema, &c.arguments, &c.bindings) {
+            return Err(blocker("arguments_invalid", node, why));
+        }
+        Ok(Resource { node: node.into(), tool_source_id: t.tool_source_id, connection_id: t.connection_id, input_schema: schema })
+    }
+
     /// A Check's routing profile exists in this Environment, else the
     /// blocker `model_routing_profile_not_found`.
     async fn find_profile(&self, node: &str, profile: &str, env: &str) -> std::result::Result<(), PlanError> {
@@ -392,6 +422,15 @@ impl SchedulerService {
             match self.pin_node(node, &s.agent, env).await {
                 Ok(p) => pins.push(p),
                 Err(b) => blockers.push(b),
+            }
+        }
+        let mut resources = vec![];
+        for n in &c.nodes {
+            if let Kind::Connection(sc) = &n.kind {
+                match self.resolve_connection(&n.id, sc, env).await {
+                    Ok(r) => resources.push(r),
+                    Err(b) => blockers.push(b),
+                }
             }
         }
         for n in c.nodes.iter().filter(|n| matches!(&n.kind, Kind::Later(k) if k == "step_managed_tool")) {
@@ -444,7 +483,7 @@ impl SchedulerService {
         }
         // As stored (with its defaults), so an unchanged plan compares equal;
         // a target missing a pin (a blocker) stays as compiled.
-        let compiled = plan::compile(&c, &pins);
+        let compiled = plan::compile(&c, &pins, &resources);
         let target = Target::stored(&compiled).map(|t| t.to_json()).unwrap_or(compiled);
         let managed_by = json!({"kind": "graph", "graph_id": g.id, "revision": revision});
         let action = match &existing {
@@ -466,10 +505,11 @@ impl SchedulerService {
             *check = Check::fail("target", "the plan has blockers", None);
         }
         let pins_json: Vec<Value> = pins.iter().map(Pin::to_json).collect();
+        let resources_json: Vec<Value> = resources.iter().map(Resource::to_json).collect();
         let blockers_json: Vec<Value> = blockers.iter().map(PlanError::to_json).collect();
         let digest = json!({"graph_id": g.id, "revision": revision, "document_sha256": r.document_sha256, "target": target,
-            "triggers": crate::triggers::to_json(&triggers), "pins": pins_json, "blockers": blockers_json});
-        Ok(Plan::Planned(Planned {
+            "triggers": crate::triggers::to_json(&triggers), "pins": pins_json, "resources": resources_json, "blockers": blockers_json});
+        Ok(Plan::Planned(Box::new(Planned {
             graph_id: g.id.to_string(),
             revision,
             plan_sha256: checkfu_core::sha256_hex(digest.to_string()),
@@ -479,9 +519,10 @@ impl SchedulerService {
             triggers,
             name: d.name.clone(),
             pins,
+            resources,
             blockers,
             readiness,
-        }))
+        })))
     }
 
     /// The Automation a plan would write, for its readiness.
