@@ -860,3 +860,64 @@ async fn acceptance_14_a_sigkill_keeps_a_fan_outs_children_order_and_limit() {
     assert!(done["program"]["attempt"].as_i64().unwrap() >= 2, "recovered: {done}");
     assert_eq!(done["child_session_ids"].as_array().unwrap().len(), 3, "three children in all: {done}");
 }
+
+/// Acceptance 7 of §18.13: an `outcome` reviewing a `step_agent` starts its
+/// child with that Outcome (the prompt its description); the step settles
+/// when the Outcome ends — satisfied after a revision in the same child,
+/// or `rejected` when its iterations run out (a negative verdict: the
+/// dependent is skipped, the firing succeeds); `fail_open` is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn acceptance_7_an_outcome_node_settles_its_step_by_the_outcome() {
+    let f = fixture().await;
+    let a = &f.p.admin;
+    let reviewed = |name: &'static str, rubric: &str, max: i64| {
+        let outcome = json!({"kind": "outcome", "id": "o", "rubric": rubric, "maxIterations": max});
+        let nodes = json!([hook(), step(&f, "a", "say hello"), outcome, step(&f, "b", "after")]);
+        let edges = json!([starts("a"), {"kind": "reviews", "from": "a", "to": "o"}, {"kind": "then", "from": "a", "to": "b"}]);
+        (name, nodes, edges)
+    };
+    // `require: goodbye` fails once (the scripted model echoes the
+    // feedback), then passes: two Runs in one child.
+    let (name, nodes, edges) = reviewed("g7", "require: goodbye", 3);
+    let (auto, _) = applied(&f, name, nodes, edges).await;
+    let fired = a.post(&format!("/v1/automations/{auto}/fire"), json!({})).await;
+    expect(&fired, 201, None);
+    let done = settled(a, &id(&fired.1)).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    assert_eq!(outcome(&done, "a")["kind"], "completed", "{done}");
+    let step_a = done["program"]["steps"].as_array().unwrap().iter().find(|s| s["id"] == "a").unwrap().clone();
+    let child = step_a["child_session_id"].as_str().unwrap().to_string();
+    let evs = events(a, &child).await;
+    let define = evs.iter().find(|e| e["type"] == "user.define_outcome").expect("the child starts with its Outcome");
+    assert_eq!((&define["payload"]["description"], &define["payload"]["rubric"]), (&json!("say hello"), &json!("require: goodbye")));
+    assert_eq!(evs.iter().filter(|e| e["type"] == "user.message").count(), 0, "no separate first message");
+    let runs = a.get(&format!("/v1/sessions/{child}/runs")).await.1;
+    assert_eq!(runs["data"].as_array().unwrap().len(), 2, "{runs}");
+    assert_eq!(done["child_session_ids"].as_array().unwrap().len(), 2, "one child for a, one for b: {done}");
+    let out = a.get(&format!("/v1/outcomes/{}", step_a["outcome_id"].as_str().expect("outcome_id"))).await.1;
+    assert_eq!((&out["status"], &out["session_id"]), (&json!("satisfied"), &json!(child)));
+    let trace = a.get(&format!("/v1/automation-firings/{}/trace", id(&fired.1))).await.1;
+    assert_eq!(
+        trace["receipts"]["outcomes"],
+        json!([{"step_id": "a", "outcome_id": step_a["outcome_id"], "session_id": child, "status": "satisfied", "iterations_used": 2}]),
+        "{trace}"
+    );
+    assert!(!trace["receipts"].to_string().contains("goodbye"), "no rubric in the receipts");
+
+    // `forbid: hello` never passes: rejected after two iterations.
+    let (name, nodes, edges) = reviewed("g7b", "forbid: hello", 2);
+    let (auto, _) = applied(&f, name, nodes, edges).await;
+    let fired = a.post(&format!("/v1/automations/{auto}/fire"), json!({})).await;
+    let done = settled(a, &id(&fired.1)).await;
+    assert_eq!(done["state"], "succeeded", "a negative verdict is not a failure: {done}");
+    assert_eq!(*outcome(&done, "a"), json!({"kind": "rejected", "reason": "outcome_max_iterations_reached"}));
+    assert_eq!(outcome(&done, "b")["kind"], "skipped");
+
+    // fail_open is refused, never rewritten.
+    let mut bad = reviewed("g7c", "require: x", 2);
+    bad.1[2]["criteria"] = json!([{"name": "done", "question": "require: x", "failure": "fail_open"}]);
+    let g = id(&create_graph(&f, document(&f, bad.0, bad.1, bad.2)).await.1);
+    let p = plan(&f, &g, 1).await;
+    assert_eq!(p["errors"][0]["code"], "invalid_outcome", "{p}");
+    f.p.stop().await;
+}

@@ -410,6 +410,7 @@ async fn a_child_left_pending_by_a_crash_is_created_once_by_recovery() {
         prompt: "Summarize after the crash".into(),
         budget: None,
         firing_id: firing.id.to_string(),
+        outcome: None,
     };
     assert!(store.insert_firing(&firing, Some(&child), None).await.unwrap());
 

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 /// A firing's `program`: `{state, result, attempt, steps:[{id, kind,
 /// outcome, started_at, settled_at, child_session_id?, wait_until?,
-/// action_approval_id?, evaluation_id?, connection_call_id?, attempt?,
-/// attempts?, items?}]}`
+/// action_approval_id?, evaluation_id?, connection_call_id?, outcome_id?,
+/// attempt?, attempts?, items?}]}`
 /// (`attempt` and `attempts` once the step was reached; `items` for a
 /// `forEach`).
 pub fn program(p: &FiringProgram) -> Value {
@@ -49,6 +49,9 @@ pub fn program(p: &FiringProgram) -> Value {
             }
             if let Some(c) = &s.connection_call_id {
                 v["connection_call_id"] = json!(c);
+            }
+            if let Some(o) = &s.outcome_id {
+                v["outcome_id"] = json!(o);
             }
             if s.attempt > 0 {
                 v["attempt"] = json!(s.attempt);
@@ -96,7 +99,8 @@ pub fn steps(p: &StepsProgress) -> Value {
 /// answers, verdict, error, usage:{input_tokens, output_tokens,
 /// cost_micro_usd}, at}], connection_calls:[{id, step_id, attempt, tool,
 /// tool_source_id, connection_id, arguments_sha256, status, error_code,
-/// sent_at}]}`.
+/// sent_at}], outcomes:[{step_id, outcome_id, session_id, status,
+/// iterations_used}]}`.
 #[allow(deprecated)] // stop_reason_json: a 0.1.0 sessions service's text, passed on
 pub fn receipts(r: &FiringReceipts) -> Value {
     let sessions: Vec<Value> = r
@@ -129,7 +133,16 @@ pub fn receipts(r: &FiringReceipts) -> Value {
                 "error_code": c.error_code, "sent_at": c.sent_at})
         })
         .collect();
-    json!({"sessions": sessions, "approvals": approvals, "waits": waits, "evaluations": evaluations, "connection_calls": connection_calls})
+    let outcomes: Vec<Value> = r
+        .outcomes
+        .iter()
+        .map(|o| {
+            json!({"step_id": o.step_id, "outcome_id": o.outcome_id, "session_id": o.session_id, "status": o.status,
+                "iterations_used": o.iterations_used})
+        })
+        .collect();
+    json!({"sessions": sessions, "approvals": approvals, "waits": waits, "evaluations": evaluations, "connection_calls": connection_calls,
+        "outcomes": outcomes})
 }
 
 /// `{complete, missing:[{kind, id}]}`.

@@ -114,6 +114,8 @@ pub fn allowed(path: &str) -> &'static [Role] {
             // A store's owner is checked against its Agent or Session, and
             // a store is deleted only when no live Session mounts it.
             "GetSession" | "GetAgent" => &[Gateway, Scheduler, Memory],
+            // A step an Outcome reviews settles by that Outcome.
+            "ListOutcomes" => &[Gateway, Scheduler],
             _ => &[Gateway],
         },
         // The execution plane's protocol. On the mesh the managed runner

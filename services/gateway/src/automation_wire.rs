@@ -332,6 +332,7 @@ mod tests {
                 waits: vec![pb::WaitReceipt { step_id: "s4".into(), until: "2026-01-01T00:01:00Z".into(), elapsed: true }],
                 evaluations: vec![],
                 connection_calls: vec![],
+                outcomes: vec![],
             }),
             evidence: Some(pb::FiringEvidence {
                 complete: false,
@@ -349,6 +350,7 @@ mod tests {
         let mut typed_receipts = receipts.clone();
         typed_receipts["evaluations"] = json!([]);
         typed_receipts["connection_calls"] = json!([]);
+        typed_receipts["outcomes"] = json!([]);
         for (t, receipts) in [(&typed, &typed_receipts), (&old, &receipts)] {
             assert_eq!((trace_steps(t), trace_receipts(t), trace_evidence(t)), (steps.clone(), receipts.clone(), evidence.clone()));
         }

@@ -131,6 +131,7 @@ impl SchedulerService {
             prompt,
             budget: target.budget.clone(),
             firing_id: f.id.to_string(),
+            outcome: None,
         };
         if !self.store.insert_firing(&f, Some(&child), delivery.as_ref()).await? {
             return Ok(None);
@@ -169,14 +170,24 @@ impl SchedulerService {
     }
 
     /// The child: an ordinary Session of the service Principal at the
-    /// pinned revision, whose first message the firing caused.
+    /// pinned revision, whose first message the firing caused — or, for a
+    /// step an Outcome reviews, whose Outcome it defined with the prompt as
+    /// its description (§18.2).
     async fn create_child(&self, c: &ChildRequest) -> Result<String> {
+        let (kind, payload) = match &c.outcome {
+            Some(o) => {
+                let mut define = o.clone();
+                define["description"] = json!(c.prompt);
+                ("user.define_outcome", define)
+            }
+            None => ("user.message", json!({"content": [{"type": "text", "text": c.prompt}]})),
+        };
         // `caused_by_json` too, for a 0.1.0 sessions service until the
         // release after it.
         #[allow(deprecated)]
         let message = ss::InputEvent {
-            r#type: "user.message".into(),
-            payload_json: json!({"content": [{"type": "text", "text": c.prompt}]}).to_string(),
+            r#type: kind.into(),
+            payload_json: payload.to_string(),
             authored_by: c.principal_id.clone(),
             caused_by: Some(ss::Cause { kind: "automation_firing".into(), id: c.firing_id.clone(), ..Default::default() }),
             caused_by_json: json!({"kind": "automation_firing", "id": c.firing_id}).to_string(),

@@ -92,7 +92,7 @@ impl Program {
                     Ok(p) => {
                         // Marked started now; the service mints the id.
                         self.steps[i].items[next].child_session_id = Some(String::new());
-                        admit.push(Admit { step_id: id.clone(), prompt: p, item: Some(next) });
+                        admit.push(Admit { step_id: id.clone(), prompt: p, item: Some(next), outcome: None });
                     }
                     Err(reason) => {
                         self.steps[i].items[next].child_session_id = Some(String::new());

@@ -150,8 +150,18 @@ pub struct StepsTarget {
 }
 
 /// Step kinds this build runs (the rest keep readiness `unknown`).
-pub const RUNS: &[&str] =
-    &["trigger", "step_agent", "step_parse_json", "decision", "step_wait", "step_approval", "step_check", "step_join", "step_connection"];
+pub const RUNS: &[&str] = &[
+    "trigger",
+    "step_agent",
+    "step_parse_json",
+    "decision",
+    "step_wait",
+    "step_approval",
+    "step_check",
+    "step_join",
+    "step_connection",
+    "outcome",
+];
 
 impl StepsTarget {
     /// The routing profiles its Checks call, each once, sorted.
@@ -186,7 +196,6 @@ impl StepsTarget {
     pub fn not_executable(&self) -> Option<String> {
         let mut later: Vec<String> =
             self.steps.iter().filter_map(|n| n["kind"].as_str()).filter(|k| !RUNS.contains(k)).map(String::from).collect();
-        later.extend(self.edges.iter().filter_map(|e| e["kind"].as_str()).filter(|k| *k == "reviews").map(|k| format!("{k} edges")));
         later.extend(
             self.steps
                 .iter()
@@ -446,6 +455,10 @@ pub struct ChildRequest {
     pub prompt: String,
     pub budget: Option<ChildBudget>,
     pub firing_id: String,
+    /// A reviewed step's Outcome (§18.2): the child starts with
+    /// `user.define_outcome` whose description is the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Value>,
 }
 
 /// A timer a scheduler replica holds: an Automation's occurrence, taken

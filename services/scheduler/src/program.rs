@@ -59,6 +59,32 @@ pub struct Item {
     pub output: Option<Value>,
 }
 
+/// How a reviewed step's Outcome ended (§18.2), kept for the trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutcomeRecord {
+    pub step_id: String,
+    pub outcome_id: String,
+    pub session_id: String,
+    /// `satisfied`, `max_iterations_reached`, `failed`, `interrupted`, or
+    /// `active` (its grading could not be had).
+    pub status: String,
+    pub iterations_used: i64,
+}
+
+impl OutcomeRecord {
+    /// The step's outcome by the Outcome's: satisfied → `completed`;
+    /// exhausted → `rejected` (a negative verdict, not a failure);
+    /// ungraded → `failed` `outcome_unavailable`; failed → `child_failed`.
+    pub fn step_outcome(&self) -> Outcome {
+        match self.status.as_str() {
+            "satisfied" => Outcome::completed(),
+            "max_iterations_reached" => Outcome { reason: Some("outcome_max_iterations_reached".into()), ..Outcome::of("rejected") },
+            "failed" => Outcome::failed("child_failed"),
+            _ => Outcome::failed("outcome_unavailable"),
+        }
+    }
+}
+
 /// One finished attempt of a step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attempt {
@@ -128,6 +154,9 @@ pub struct Step {
     /// A Connection step's ConnectionCall for this attempt, once sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_call_id: Option<String>,
+    /// A reviewed step's Outcome, once it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome_id: Option<String>,
     /// The attempt under way (from 1 once admitted; more with `retry`).
     #[serde(default)]
     pub attempt: i64,
@@ -167,6 +196,9 @@ pub struct Program {
     /// The Connection steps' calls, in the order they were sent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub connection_calls: Vec<ConnectionCall>,
+    /// Reviewed steps' Outcomes, in the order they ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outcomes: Vec<OutcomeRecord>,
     /// Retry timers this change armed (`{step}/retry{n}`, due ms), for the
     /// service to write with the program; never stored.
     #[serde(skip)]
@@ -180,7 +212,14 @@ pub struct Admit {
     pub prompt: String,
     /// The `forEach` item the child is for.
     pub item: Option<usize>,
+    /// The Outcome reviewing the step (`user.define_outcome`'s fields but
+    /// its description, which is the prompt).
+    pub outcome: Option<Value>,
 }
+
+/// The most a reviewed step's rendered prompt may be: an Outcome's
+/// description, in characters (§18.2).
+pub const MAX_OUTCOME_DESCRIPTION_CHARS: usize = 4_096;
 
 /// What an advance admitted: children to create and timers to arm.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -247,7 +286,8 @@ impl Program {
         let steps = target
             .steps
             .iter()
-            .filter(|n| n["kind"] != "trigger")
+            // An outcome is part of the step it reviews, not a step.
+            .filter(|n| n["kind"] != "trigger" && n["kind"] != "outcome")
             .map(|n| Step {
                 id: n["id"].as_str().unwrap_or_default().to_string(),
                 kind: n["kind"].as_str().unwrap_or_default().to_string(),
@@ -260,6 +300,7 @@ impl Program {
                 action_approval_id: None,
                 evaluation_id: None,
                 connection_call_id: None,
+                outcome_id: None,
                 attempt: 0,
                 attempts: vec![],
                 items: vec![],
@@ -275,6 +316,7 @@ impl Program {
             transitions: vec![],
             evaluations: vec![],
             connection_calls: vec![],
+            outcomes: vec![],
             timers: vec![],
         }
     }
@@ -335,6 +377,7 @@ impl Program {
         s.outcome = None;
         s.evaluation_id = None;
         s.connection_call_id = None;
+        s.outcome_id = None;
         s.action_approval_id = None;
         s.child_session_id = None;
         s.output = None;
@@ -368,6 +411,20 @@ impl Program {
                 Some(ApprovalAsk { step_id: s.id.clone(), title, ttl_seconds: n["ttlSeconds"].as_i64().unwrap_or(3_600), call })
             })
             .collect()
+    }
+
+    /// The Outcome reviewing a step, as `user.define_outcome` takes it
+    /// (without its description): `None` when no outcome node reviews it.
+    pub fn reviewed_by(&self, step: &str) -> Option<Value> {
+        let e = self.target.edges.iter().find(|e| e["kind"] == "reviews" && e["from"] == step)?;
+        let o = node(&self.target, e["to"].as_str()?)?;
+        let mut define = serde_json::json!({"rubric": o["rubric"], "max_iterations": o["maxIterations"]});
+        for (from, to) in [("criteria", "criteria"), ("report", "report")] {
+            if let Some(v) = o.get(from).filter(|v| !v.is_null()) {
+                define[to] = v.clone();
+            }
+        }
+        Some(define)
     }
 
     /// The step a child Session belongs to.
@@ -461,11 +518,15 @@ impl Program {
                 match self.steps[i].kind.as_str() {
                     "step_agent" if Program::fans_out(&n) => self.start_items(i, &n, event, now, &mut admit.agents),
                     "step_agent" => {
-                        let prompt = self.prompt(&n, event);
+                        let outcome = self.reviewed_by(&id);
+                        let prompt = self.prompt(&n, event).and_then(|p| match outcome {
+                            Some(_) if p.chars().count() > MAX_OUTCOME_DESCRIPTION_CHARS => Err("rendered_prompt_too_large"),
+                            _ => Ok(p),
+                        });
                         match prompt {
                             Ok(p) => {
                                 self.set(&id, Outcome::of("running"), now);
-                                admit.agents.push(Admit { step_id: id, prompt: p, item: None });
+                                admit.agents.push(Admit { step_id: id, prompt: p, item: None, outcome });
                             }
                             Err(reason) => self.set(&id, Outcome::failed(reason), now),
                         }
@@ -705,6 +766,7 @@ impl Program {
                     action_approval_id: s.action_approval_id.clone(),
                     evaluation_id: s.evaluation_id.clone(),
                     connection_call_id: s.connection_call_id.clone(),
+                    outcome_id: s.outcome_id.clone(),
                     attempt: s.attempt,
                     attempts: s
                         .attempts
@@ -758,7 +820,7 @@ mod tests {
         let mut p = decision_program();
         assert_eq!(
             p.advance(&json!({"flag": false}), false, 1).agents,
-            vec![Admit { step_id: "b".into(), prompt: "B".into(), item: None }]
+            vec![Admit { step_id: "b".into(), prompt: "B".into(), item: None, outcome: None }]
         );
         assert_eq!(p.step("d").and_then(|s| s.outcome.clone()).and_then(|o| o.branch), Some("continue".into()));
         assert_eq!(p.state, "pending", "b runs");
@@ -805,13 +867,19 @@ mod tests {
         );
         let mut p = Program::new(t, "hook".into());
         assert!(p.advance(&Value::Null, true, 1).is_empty(), "paused: nothing admitted");
-        assert_eq!(p.advance(&Value::Null, false, 2).agents, vec![Admit { step_id: "a".into(), prompt: "P".into(), item: None }]);
+        assert_eq!(
+            p.advance(&Value::Null, false, 2).agents,
+            vec![Admit { step_id: "a".into(), prompt: "P".into(), item: None, outcome: None }]
+        );
         assert!(p.advance(&Value::Null, false, 3).is_empty(), "a is running: admitted once");
         if let Some(s) = p.steps.iter_mut().find(|s| s.id == "a") {
             s.output = Some(json!("echo: P"));
         }
         p.set("a", Outcome::completed(), 4);
-        assert_eq!(p.advance(&Value::Null, false, 5).agents, vec![Admit { step_id: "b".into(), prompt: "echo: P".into(), item: None }]);
+        assert_eq!(
+            p.advance(&Value::Null, false, 5).agents,
+            vec![Admit { step_id: "b".into(), prompt: "echo: P".into(), item: None, outcome: None }]
+        );
         p.set("b", Outcome::failed("child_failed"), 6);
         p.advance(&Value::Null, false, 7);
         assert_eq!((p.state.as_str(), p.result.as_deref()), ("settled", Some("failed")));
@@ -1100,5 +1168,44 @@ mod tests {
         };
         assert_eq!(run("{\"k\":1}"), (Some("completed".into()), Some(r#"{"x":"echo: A","y":{"k":1}}"#.into())));
         assert_eq!(run("no"), (Some("skipped".into()), None), "p failed: the join is skipped");
+    }
+
+    #[test]
+    fn a_reviewed_step_defines_its_outcome_with_the_prompt() {
+        let t = target(
+            json!([hook(), {"kind": "step_agent", "id": "a", "prompt": "say hello"},
+                {"kind": "outcome", "id": "o", "rubric": "require: goodbye", "maxIterations": 3,
+                 "criteria": [{"name": "kind", "question": "require: hello", "failure": "fail_closed"}]}]),
+            json!([{"kind": "starts", "from": "hook", "to": "a"}, {"kind": "reviews", "from": "a", "to": "o"}]),
+        );
+        let mut p = Program::new(t.clone(), "hook".into());
+        assert_eq!(p.steps.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["a"], "an outcome is not a step");
+        let admitted = p.advance(&Value::Null, false, 1).agents;
+        let define = json!({"rubric": "require: goodbye", "max_iterations": 3,
+            "criteria": [{"name": "kind", "question": "require: hello", "failure": "fail_closed"}]});
+        assert_eq!(admitted, vec![Admit { step_id: "a".into(), prompt: "say hello".into(), item: None, outcome: Some(define) }]);
+        let mut long = t;
+        long.steps[1]["prompt"] = json!("x".repeat(MAX_OUTCOME_DESCRIPTION_CHARS + 1));
+        let mut p = Program::new(long, "hook".into());
+        assert!(p.advance(&Value::Null, false, 1).agents.is_empty());
+        assert_eq!(p.step("a").and_then(|s| s.outcome.clone()), Some(Outcome::failed("rendered_prompt_too_large")));
+        let ended = |status: &str| {
+            OutcomeRecord {
+                step_id: "a".into(),
+                outcome_id: "out_1".into(),
+                session_id: "sess_1".into(),
+                status: status.into(),
+                iterations_used: 2,
+            }
+            .step_outcome()
+        };
+        assert_eq!(ended("satisfied"), Outcome::completed());
+        assert_eq!(
+            (ended("max_iterations_reached").kind.as_str(), ended("max_iterations_reached").reason.as_deref()),
+            ("rejected", Some("outcome_max_iterations_reached"))
+        );
+        assert_eq!(ended("interrupted"), Outcome::failed("outcome_unavailable"));
+        assert_eq!(ended("active"), Outcome::failed("outcome_unavailable"));
+        assert_eq!(ended("failed"), Outcome::failed("child_failed"));
     }
 }

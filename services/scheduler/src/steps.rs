@@ -10,7 +10,7 @@
 
 use crate::firing::Firing;
 use crate::model::*;
-use crate::program::{ApprovalAsk, Outcome, Program};
+use crate::program::{ApprovalAsk, Outcome, OutcomeRecord, Program};
 use crate::service::SchedulerService;
 use checkfu_core::Result;
 use checkfu_core::id::{FiringId, SessionId, TypedId};
@@ -91,6 +91,7 @@ impl SchedulerService {
                                 prompt: ad.prompt,
                                 budget: serde_json::from_value(node["budget"].clone()).ok(),
                                 firing_id: f.id.to_string(),
+                                outcome: ad.outcome,
                             };
                             if let Some(s) = p.steps.iter_mut().find(|s| s.id == ad.step_id) {
                                 match ad.item.and_then(|i| s.items.get_mut(i)) {
@@ -163,6 +164,15 @@ impl SchedulerService {
     /// child's usage; then the program advances.
     pub(crate) async fn settle_step(&self, f: &Firing, session_id: &str, outcome: Outcome) -> Result<()> {
         let Some(step) = f.program.as_ref().and_then(|p| p.step_of_child(session_id)).map(|s| s.id.clone()) else { return Ok(()) };
+        // A reviewed step settles by its Outcome, not by the idle alone.
+        let reviewed = f.program.as_ref().is_some_and(|p| p.reviewed_by(&step).is_some());
+        let (outcome, record) = match reviewed {
+            true if outcome.kind == "completed" => {
+                let o = self.child_outcome(session_id).await?;
+                (o.as_ref().map_or(Outcome::failed("outcome_unavailable"), OutcomeRecord::step_outcome), o)
+            }
+            _ => (outcome, None),
+        };
         let output = if outcome.kind == "completed" { Some(Value::String(self.last_message(session_id).await?)) } else { None };
         // A failed child is retried only if it left no call whose effect is
         // unknown (§18.6).
@@ -188,6 +198,12 @@ impl SchedulerService {
             if p.step(&step).and_then(|s| s.outcome.as_ref()).is_none_or(|o| o.kind != "running") {
                 return;
             }
+            if let Some(r) = &record {
+                if let Some(s) = p.steps.iter_mut().find(|s| s.id == step) {
+                    s.outcome_id = Some(r.outcome_id.clone());
+                }
+                p.outcomes.push(OutcomeRecord { step_id: step.clone(), ..r.clone() });
+            }
             if p.step(&step).is_some_and(|s| !s.items.is_empty()) {
                 // A forEach child: its item settles; the advance moves on.
                 if !p.item_settled(&step, &session, &outcome, output.clone()) {
@@ -204,6 +220,20 @@ impl SchedulerService {
             f.usage.model_spend_micro_usd += u.model_spend_micro_usd;
         };
         self.advance_program(&f.id, Some(Box::new(change))).await
+    }
+
+    /// The Outcome a reviewed step's child was started with, as it stands
+    /// now.
+    async fn child_outcome(&self, session_id: &str) -> Result<Option<OutcomeRecord>> {
+        let req = ss::ListRunsRequest { session_id: session_id.into(), limit: 1, page: String::new() };
+        let list = self.sessions.clone().list_outcomes(req).await.map_err(checkfu_core::Error::from)?.into_inner();
+        Ok(list.outcomes.into_iter().next().map(|o| OutcomeRecord {
+            step_id: String::new(),
+            outcome_id: o.id,
+            session_id: session_id.to_string(),
+            status: o.status,
+            iterations_used: o.iterations_used,
+        }))
     }
 
     /// Whether a Session's log holds a tool call without its result — a

@@ -60,6 +60,17 @@ fn receipts(r: &Receipts, p: Option<&Program>) -> pb::FiringReceipts {
             .collect(),
         evaluations: p.iter().flat_map(|p| p.evaluations.iter()).map(evaluation).collect(),
         connection_calls: p.iter().flat_map(|p| p.connection_calls.iter()).map(connection_call).collect(),
+        outcomes: p
+            .iter()
+            .flat_map(|p| p.outcomes.iter())
+            .map(|o| pb::OutcomeReceipt {
+                step_id: o.step_id.clone(),
+                outcome_id: o.outcome_id.clone(),
+                session_id: o.session_id.clone(),
+                status: o.status.clone(),
+                iterations_used: o.iterations_used,
+            })
+            .collect(),
     }
 }
 

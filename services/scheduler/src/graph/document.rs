@@ -175,6 +175,46 @@ pub struct StepConnection {
 /// The most a `step_connection`'s written arguments may be, as JSON.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 
+/// Checks an `outcome` node as §14.1 defines an Outcome (camelCase here):
+/// `rubric` ≤ 64 KiB, `maxIterations` 1–20, `criteria` 1–32 of `{name,
+/// question, failure:"fail_closed"}` with unique names (`fail_open` is
+/// refused, never rewritten), `report` `{extraction:"json", outputs}`.
+fn check_outcome(o: &Map<String, Value>) -> std::result::Result<(), String> {
+    let rubric = o.get("rubric").and_then(Value::as_str).ok_or("an outcome has a rubric (text)")?;
+    if rubric.len() > 64 * 1024 {
+        return Err("a rubric is at most 64 KiB".into());
+    }
+    if !o.get("maxIterations").and_then(Value::as_i64).is_some_and(|n| (1..=20).contains(&n)) {
+        return Err("maxIterations is an integer from 1 to 20".into());
+    }
+    if let Some(c) = o.get("criteria").filter(|c| !c.is_null()) {
+        let c = c.as_array().filter(|c| (1..=32).contains(&c.len())).ok_or("criteria are 1 to 32 of {name, question, failure}")?;
+        let mut names = std::collections::BTreeSet::new();
+        for x in c {
+            let name = x["name"]
+                .as_str()
+                .filter(|n| super::checks::is_question_name(n))
+                .ok_or("a criterion's name is lowercase: a letter, then letters, digits or _")?;
+            if !names.insert(name) {
+                return Err(format!("two criteria are named {name:?}"));
+            }
+            if !x["question"].is_string() {
+                return Err(format!("criterion {name:?} asks a question (text)"));
+            }
+            if x["failure"] != "fail_closed" {
+                return Err(format!("criterion {name:?}: failure is fail_closed (a failed judgment is never taken as a pass)"));
+            }
+        }
+    }
+    if let Some(r) = o.get("report").filter(|r| !r.is_null()) {
+        let outputs = r["outputs"].as_array().map_or(0, Vec::len);
+        if r["extraction"] != "json" || !(1..=32).contains(&outputs) {
+            return Err("a report is {extraction:\"json\", outputs:[1 to 32 of {name, type}]}".into());
+        }
+    }
+    Ok(())
+}
+
 /// A node, read for planning.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
@@ -217,6 +257,9 @@ pub enum Kind {
     },
     /// Calls one ToolSource tool through its Connection (§18.3).
     Connection(StepConnection),
+    /// The Outcome the `step_agent` it reviews starts its child with
+    /// (§18.2); not a step.
+    Outcome,
     /// Saved and planned but not executable yet (§12.9).
     Later(String),
 }
@@ -444,7 +487,12 @@ impl Node {
                 }
                 Kind::Connection(StepConnection { tool_source, tool, arguments, bindings })
             }
-            "outcome" | "step_managed_tool" => Kind::Later(kind.to_string()),
+            "outcome" => {
+                fields(o, &["rubric", "maxIterations", "criteria", "report"])?;
+                check_outcome(o).map_err(|why| ("invalid_outcome", why))?;
+                Kind::Outcome
+            }
+            "step_managed_tool" => Kind::Later(kind.to_string()),
             other => return Err(bad(format!("{other:?} is not a node kind"))),
         };
         Ok(Node { id, kind, raw: o.clone() })

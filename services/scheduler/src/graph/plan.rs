@@ -103,7 +103,6 @@ impl Checked {
                 Kind::Later(k) => Some(k.clone()),
                 _ => None,
             })
-            .chain(self.edges.iter().filter(|e| e.kind == "reviews").map(|e| format!("{} edges", e.kind)))
             .collect();
         (!kinds.is_empty()).then(|| kinds.into_iter().collect::<Vec<_>>().join(", "))
     }
@@ -202,6 +201,7 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
             }
         }
     }
+    errors.extend(outcome_attachments(&nodes, &doc.edges));
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -211,7 +211,8 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
         return Err(vec![PlanError::new("cycle", "the graph has a cycle").at_node(&n)]);
     }
     let reached = flow.reached();
-    for n in checked.nodes.iter().filter(|n| !matches!(n.kind, Kind::Trigger(_)) && !reached.contains(&n.id)) {
+    // An outcome is reached through the step it reviews (checked above).
+    for n in checked.nodes.iter().filter(|n| !matches!(n.kind, Kind::Trigger(_) | Kind::Outcome) && !reached.contains(&n.id)) {
         errors.push(PlanError::new("unreachable_node", "no trigger reaches it").at_node(&n.id));
     }
     if !errors.is_empty() {
@@ -266,6 +267,31 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
         return Err(errors);
     }
     Ok(checked)
+}
+
+/// An `outcome` hangs on exactly one `step_agent` by one `reviews` edge and
+/// touches no other edge; a `step_agent` has at most one, and not with a
+/// `forEach` (an Outcome reviews one child).
+fn outcome_attachments(nodes: &[Node], edges: &[Edge]) -> Vec<PlanError> {
+    let mut errors = vec![];
+    let bad = |why: String| PlanError::new("outcome_attachment", why);
+    for n in nodes {
+        let touching: Vec<&Edge> = edges.iter().filter(|e| e.from == n.id || e.to.as_deref() == Some(n.id.as_str())).collect();
+        let reviews_out = touching.iter().filter(|e| e.kind == "reviews" && e.from == n.id).count();
+        match &n.kind {
+            Kind::Outcome if touching.len() != 1 || touching[0].kind != "reviews" => {
+                errors.push(bad("an outcome hangs on one step_agent by one reviews edge, and no other edge".into()).at_node(&n.id));
+            }
+            Kind::StepAgent(_) if reviews_out > 1 => {
+                errors.push(bad("a step_agent is reviewed by at most one outcome".into()).at_node(&n.id));
+            }
+            Kind::StepAgent(s) if reviews_out == 1 && s.for_each.is_some() => {
+                errors.push(bad("an outcome reviews one child: not a forEach step".into()).at_node(&n.id));
+            }
+            _ => {}
+        }
+    }
+    errors
 }
 
 /// A `step_join` collects output-producing nodes, and is reached only by
@@ -780,5 +806,41 @@ mod tests {
         assert_eq!(codes(&doc(nodes(join(json!({"x": "a", "y": "hook"}))), edges(vec![]))), ["join_invalid"], "a trigger has no output");
         let around = vec![json!({"kind": "starts", "from": "hook", "to": "j"})];
         assert_eq!(codes(&doc(nodes(join(json!({"x": "a", "y": "b"}))), edges(around))), ["join_invalid"], "only its nodes' then edges");
+    }
+
+    #[test]
+    fn an_outcome_hangs_on_one_agent_step_by_one_reviews_edge() {
+        let outcome = |id: &str| json!({"kind": "outcome", "id": id, "rubric": "require: goodbye", "maxIterations": 3});
+        let starts = json!({"kind": "starts", "from": "hook", "to": "a"});
+        let reviews = |from: &str, to: &str| json!({"kind": "reviews", "from": from, "to": to});
+        let ok = doc(json!([hook(), agent("a"), outcome("o")]), json!([starts, reviews("a", "o")]));
+        let c = check(&ok).expect("an outcome on an agent step plans");
+        assert!(!c.is_agent_target(), "a reviewed step compiles to a steps target");
+        assert_eq!(c.later(), None, "outcomes run");
+        let lone = doc(json!([hook(), agent("a"), outcome("o")]), json!([starts]));
+        assert_eq!(codes(&lone), ["outcome_attachment"]);
+        let twice = doc(json!([hook(), agent("a"), outcome("o"), outcome("p")]), json!([starts, reviews("a", "o"), reviews("a", "p")]));
+        assert_eq!(codes(&twice), ["outcome_attachment"]);
+        let then = doc(
+            json!([hook(), agent("a"), outcome("o"), agent("b")]),
+            json!([starts, reviews("a", "o"), {"kind": "then", "from": "o", "to": "b"}]),
+        );
+        assert!(codes(&then).contains(&"outcome_attachment") || codes(&then).contains(&"edge_endpoint_kind"), "{:?}", codes(&then));
+        let mut fan = agent("a");
+        fan["forEach"] = json!({"items": {"sourceNodeId": "hook", "pointer": "/x"}, "maxItems": 3, "concurrency": 1});
+        assert_eq!(codes(&doc(json!([hook(), fan, outcome("o")]), json!([starts, reviews("a", "o")]))), ["outcome_attachment"]);
+        for bad in [
+            json!({"kind": "outcome", "id": "o", "rubric": "r", "maxIterations": 21}),
+            json!({"kind": "outcome", "id": "o", "maxIterations": 2}),
+            json!({"kind": "outcome", "id": "o", "rubric": "r", "maxIterations": 2,
+                "criteria": [{"name": "done", "question": "is it?", "failure": "fail_open"}]}),
+            json!({"kind": "outcome", "id": "o", "rubric": "r", "maxIterations": 2, "report": {"extraction": "text", "outputs": []}}),
+        ] {
+            assert_eq!(
+                codes(&doc(json!([hook(), agent("a"), bad.clone()]), json!([starts, reviews("a", "o")]))),
+                ["invalid_outcome"],
+                "{bad}"
+            );
+        }
     }
 }

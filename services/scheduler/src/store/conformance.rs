@@ -130,6 +130,8 @@ async fn firings_keep_their_children(s: &dyn SchedulerStore) {
         prompt: "p".into(),
         budget: None,
         firing_id: "afire_1".into(),
+        // A reviewed step's Outcome is kept with the request.
+        outcome: Some(json!({"rubric": "require: x", "max_iterations": 2})),
     };
     assert!(s.insert_firing(&f, Some(&child), None).await.expect("insert"));
     assert!(s.insert_firing(&firing("afire_2", "auto_1", FiringSource::Schedule), None, None).await.expect("insert"));
