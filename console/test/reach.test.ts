@@ -5,45 +5,20 @@
 // proposal accepted.
 
 import assert from "node:assert/strict";
-import { spawn, execFile, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
-import path from "node:path";
-import { after, test } from "node:test";
+import { execFile } from "node:child_process";
+import { test } from "node:test";
 import { promisify } from "node:util";
-import { fileURLToPath } from "node:url";
+import { mcpServer } from "./mcp.js";
 import { checkfuBinary, eventually } from "../../sdk/typescript/test/harness.js";
 import { described, live, shot, signIn, violations } from "./browser.js";
 
 const world = live({ CHECKFU_ALLOW_PRIVATE_TARGETS: "true" });
 const TOKEN = "mcp-static-token-7f3a9c1e";
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** The MCP server the Reach tests use (the official Python SDK); the run fails without it. */
-async function mcpServer(): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  // From build-test/console/test/ back to the repository.
-  const script = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../../e2e/fixtures/mcp_server.py");
-  const child = spawn("python3", [script, "--port", String(port), "--token", TOKEN], { stdio: "ignore" });
-  await eventually(async () => ((await fetch(`http://127.0.0.1:${port}/control/stats`).then((r) => r.ok, () => false)) ? true : undefined), "the MCP server listens", 30_000);
-  return { url: `http://127.0.0.1:${port}/mcp`, child };
-}
-
-let mcp: { url: string; child: ChildProcess } | undefined;
-after(() => mcp?.child.kill());
-
 test("connections, tool review, runner pairing, memory versions and proposals", async () => {
   const admin = world.server.admin;
   const environmentId = (await admin.environments.list().first()).data[0]!.id;
-  mcp = await mcpServer();
+  const mcp = await mcpServer(TOKEN);
   const connection = await admin.connections.create({
     environment_id: environmentId,
     name: "tracker",

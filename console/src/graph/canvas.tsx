@@ -22,6 +22,12 @@ function summary(n: GraphDoc["nodes"][number]): string {
       return String(n["agent"] || "no agent yet");
     case "step_wait":
       return `${String(n["durationSeconds"] ?? "")} s`;
+    case "step_connection":
+      return String(n["tool"] || "no tool yet");
+    case "step_check":
+      return ((n["check"] as { questions?: { name?: string }[] } | undefined)?.questions ?? []).map((q) => q.name).join(", ") || "no questions yet";
+    case "step_join":
+      return `joins ${Object.keys((n["collect"] as Record<string, string> | undefined) ?? {}).length}`;
     default:
       return NODE_LABELS[n.kind as NodeKind] ?? n.kind;
   }

@@ -5,17 +5,22 @@
 
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
+import { BindingFields, Choice, Field, JsonField, type Binding } from "./fields.js";
+import { CheckFields, ConnectionInspector, ForEachFields, JoinInspector, RetryFields, type SavedGraph, type ToolSourceView } from "./step-fields.js";
 import {
   EDGE_KINDS,
   NODE_LABELS,
   VALUE_TYPES,
   canonicalUtc,
   likelyEdgeKind,
+  newCheck,
+  retryable,
   splitOffset,
   typedValue,
   valueText,
   valueType,
   withOffset,
+  type CheckDoc,
   type EdgeDoc,
   type GraphDoc,
   type NodeDoc,
@@ -24,16 +29,6 @@ import {
 } from "./model.js";
 
 export type Deployment = { id: string; name: string };
-
-function Field(props: { label: string; children: ComponentChildren; hint?: string }) {
-  return (
-    <label class="field">
-      <span>{props.label}</span>
-      {props.children}
-      {props.hint && <span class="hint">{props.hint}</span>}
-    </label>
-  );
-}
 
 /** An edge's kind, chosen from every kind the graph language has: one control for a new edge and a selected one. */
 function EdgeKindField(props: { label: string; value: string; change: (kind: string) => void }) {
@@ -46,36 +41,6 @@ function EdgeKindField(props: { label: string; value: string; change: (kind: str
           </option>
         ))}
       </select>
-    </Field>
-  );
-}
-
-/** A text field holding JSON: parsed on every change, the last good value kept while it does not parse. */
-function JsonField(props: { label: string; value: unknown; change: (v: unknown) => void; rows?: number }) {
-  const [text, setText] = useState(JSON.stringify(props.value, null, 2));
-  const [bad, setBad] = useState<string | null>(null);
-  return (
-    <Field label={props.label}>
-      <textarea
-        rows={props.rows ?? 5}
-        value={text}
-        aria-invalid={bad !== null}
-        onInput={(e) => {
-          const t = e.currentTarget.value;
-          setText(t);
-          try {
-            props.change(JSON.parse(t) as unknown);
-            setBad(null);
-          } catch (err) {
-            setBad((err as Error).message);
-          }
-        }}
-      />
-      {bad && (
-        <span class="field-error" role="alert">
-          Not JSON yet: {bad}
-        </span>
-      )}
     </Field>
   );
 }
@@ -149,16 +114,12 @@ function AgentInspector(props: { node: NodeDoc; deployments: Deployment[]; chang
   const n = props.node;
   return (
     <>
-      <Field label="Agent deployment">
-        <select value={String(n["agent"] ?? "")} onChange={(e) => props.change({ ...n, agent: e.currentTarget.value })}>
-          <option value="">choose…</option>
-          {props.deployments.map((d) => (
-            <option key={d.id} value={d.id}>
-              {d.name} ({d.id})
-            </option>
-          ))}
-        </select>
-      </Field>
+      <Choice
+        label="Agent deployment"
+        value={String(n["agent"] ?? "")}
+        options={props.deployments.map((d) => [d.id, `${d.name} (${d.id})`] as [string, string])}
+        change={(agent) => props.change({ ...n, agent })}
+      />
       <Field label="Prompt" hint="{{event}} and {{event.a.b}} read the incoming event">
         <textarea rows={4} value={String(n["prompt"] ?? "")} onInput={(e) => props.change({ ...n, prompt: e.currentTarget.value })} />
       </Field>
@@ -168,30 +129,6 @@ function AgentInspector(props: { node: NodeDoc; deployments: Deployment[]; chang
       </label>
       {props.children}
     </>
-  );
-}
-
-type Binding = { sourceNodeId?: string; pointer?: string };
-
-function BindingFields(props: { name: string; binding: Binding; doc: GraphDoc; self: string; change: (b: Binding) => void }) {
-  return (
-    <div class="binding">
-      <Field label={`${props.name}: from node`}>
-        <select value={props.binding.sourceNodeId ?? ""} onChange={(e) => props.change({ ...props.binding, sourceNodeId: e.currentTarget.value })}>
-          <option value="">choose…</option>
-          {props.doc.nodes
-            .filter((x) => x.id !== props.self)
-            .map((x) => (
-              <option key={x.id} value={x.id}>
-                {x.id}
-              </option>
-            ))}
-        </select>
-      </Field>
-      <Field label={`${props.name}: at pointer`} hint='"" is the whole output'>
-        <input value={props.binding.pointer ?? ""} onInput={(e) => props.change({ ...props.binding, pointer: e.currentTarget.value })} />
-      </Field>
-    </div>
   );
 }
 
@@ -261,15 +198,75 @@ function PredicateRow(props: { p: Predicate; index: number; change: (p: Predicat
   );
 }
 
-function DecisionInspector(props: { node: NodeDoc; doc: GraphDoc; change: (n: NodeDoc) => void; finish: () => void }) {
+type Condition = { kind: string; predicates?: Predicate[]; check?: CheckDoc; sourceNodeId?: string; rule?: unknown };
+
+/** The arms a Decision of this condition must have; each missing one can be made to finish the program. */
+function armsOf(kind: string): string[] {
+  return kind === "predicates" ? ["otherwise"] : ["otherwise", "uncertain", "error"];
+}
+
+function DecisionInspector(props: { node: NodeDoc; doc: GraphDoc; graph: SavedGraph; change: (n: NodeDoc) => void; finish: (arm: string) => void }) {
   const n = props.node;
   const bindings = (n["inputBindings"] ?? {}) as Record<string, Binding>;
-  const condition = (n["condition"] ?? { kind: "predicates", predicates: [] }) as { kind: string; predicates: Predicate[] };
-  const setPredicates = (predicates: Predicate[]) => props.change({ ...n, condition: { ...condition, predicates } });
+  const condition = (n["condition"] ?? { kind: "predicates", predicates: [] }) as Condition;
+  const predicates = condition.predicates ?? [];
+  const setPredicates = (next: Predicate[]) => props.change({ ...n, condition: { ...condition, predicates: next } });
   const [newBinding, setNewBinding] = useState("");
   const arms = props.doc.edges.filter((e) => e.from === n.id).map((e) => e.kind);
+  const setKind = (kind: string) => {
+    const next: Condition =
+      kind === "check" ? { kind, check: newCheck() } : kind === "check_result" ? { kind, sourceNodeId: "", rule: "" } : { kind, predicates: [] };
+    const { retry: _retry, ...rest } = n;
+    props.change({ ...rest, condition: next });
+  };
+  const kindField = (
+    <Field label="Decides on">
+      <select value={condition.kind} onChange={(e) => setKind(e.currentTarget.value)}>
+        <option value="predicates">predicates over its input</option>
+        <option value="check">a Check (a model's judgment)</option>
+        <option value="check_result">an earlier Check's saved answers</option>
+      </select>
+    </Field>
+  );
+  const finishers = armsOf(condition.kind)
+    .filter((arm) => !arms.includes(arm))
+    .map((arm) => (
+      <button key={arm} type="button" onClick={() => props.finish(arm)}>
+        {arm[0]?.toUpperCase()}
+        {arm.slice(1)}: finish
+      </button>
+    ));
+  if (condition.kind === "check_result") {
+    return (
+      <>
+        {kindField}
+        <p class="hint">Rules anew on a Check's saved answers, without calling a model: continue, otherwise, uncertain or error.</p>
+        <Choice
+          label="Check node"
+          value={condition.sourceNodeId ?? ""}
+          options={props.doc.nodes
+            .filter((x) => x.kind === "step_check" || (x.kind === "decision" && (x["condition"] as Condition | undefined)?.kind === "check"))
+            .map((x) => x.id)}
+          change={(sourceNodeId) => props.change({ ...n, condition: { ...condition, sourceNodeId } })}
+        />
+        <JsonField key={`rule-${n.id}`} label="Rule" value={condition.rule ?? ""} rows={3} change={(rule) => props.change({ ...n, condition: { ...condition, rule } })} />
+        {finishers}
+      </>
+    );
+  }
+  if (condition.kind === "check") {
+    return (
+      <>
+        {kindField}
+        <p class="hint">Asks the Check of its input (its bindings, else its output edge's, else the event): continue (yes), otherwise (no), uncertain, or error.</p>
+        <CheckFields node={n.id} check={condition.check ?? newCheck()} graph={props.graph} change={(check) => props.change({ ...n, condition: { ...condition, check } })} />
+        {finishers}
+      </>
+    );
+  }
   return (
     <>
+      {kindField}
       <p class="hint">Continues when every predicate holds, else takes “otherwise”. It reads its bindings, else the output of its output edge.</p>
       {Object.entries(bindings).map(([name, b]) => (
         <div key={name}>
@@ -300,23 +297,19 @@ function DecisionInspector(props: { node: NodeDoc; doc: GraphDoc; change: (n: No
           Add binding
         </button>
       </div>
-      {condition.predicates.map((p, i) => (
+      {predicates.map((p, i) => (
         <PredicateRow
-          key={`${n.id}-${i}-${condition.predicates.length}`}
+          key={`${n.id}-${i}-${predicates.length}`}
           p={p}
           index={i}
-          change={(np) => setPredicates(condition.predicates.map((x, j) => (j === i ? np : x)))}
-          remove={() => setPredicates(condition.predicates.filter((_, j) => j !== i))}
+          change={(np) => setPredicates(predicates.map((x, j) => (j === i ? np : x)))}
+          remove={() => setPredicates(predicates.filter((_, j) => j !== i))}
         />
       ))}
-      <button type="button" onClick={() => setPredicates([...condition.predicates, { kind: "equals", pointer: "/", value: "" }])}>
+      <button type="button" onClick={() => setPredicates([...predicates, { kind: "equals", pointer: "/", value: "" }])}>
         Add predicate
       </button>{" "}
-      {!arms.includes("otherwise") && (
-        <button type="button" onClick={props.finish}>
-          Otherwise: finish
-        </button>
-      )}
+      {finishers}
     </>
   );
 }
@@ -326,6 +319,9 @@ export function NodeInspector(props: {
   node: NodeDoc;
   doc: GraphDoc;
   deployments: Deployment[];
+  toolSources: ToolSourceView[];
+  /** The saved revision, for trying a Check's rule offline. */
+  graph: SavedGraph;
   change: (n: NodeDoc) => void;
   connect: (to: string | null, kind: string) => void;
   remove: () => void;
@@ -336,18 +332,49 @@ export function NodeInspector(props: {
   useEffect(() => setId(n.id), [n.id]);
   const others = props.doc.nodes.filter((x) => x.id !== n.id);
   const [target, setTarget] = useState("");
-  const [edgeKind, setEdgeKind] = useState(likelyEdgeKind(props.doc, n.id));
-  useEffect(() => setEdgeKind(likelyEdgeKind(props.doc, n.id)), [n.id, props.doc]);
+  // The kind a person chose for the next edge; until then, the likely one
+  // for the node and target picked.
+  const [chosenKind, setEdgeKind] = useState<string | null>(null);
+  const edgeKind = chosenKind ?? likelyEdgeKind(props.doc, n.id, target);
   let body: ComponentChildren = null;
   if (n.kind === "trigger") body = <TriggerInspector key={n.id} node={n} change={props.change} />;
   else if (n.kind === "step_agent")
     body = (
       <AgentInspector node={n} deployments={props.deployments} change={props.change}>
+        <ForEachFields node={n} doc={props.doc} change={props.change} />
         {props.test}
       </AgentInspector>
     );
   else if (n.kind === "step_parse_json") body = <ParseJsonInspector key={n.id} node={n} doc={props.doc} change={props.change} />;
-  else if (n.kind === "decision") body = <DecisionInspector key={n.id} node={n} doc={props.doc} change={props.change} finish={() => props.connect(null, "otherwise")} />;
+  else if (n.kind === "decision")
+    body = <DecisionInspector key={n.id} node={n} doc={props.doc} graph={props.graph} change={props.change} finish={(arm) => props.connect(null, arm)} />;
+  else if (n.kind === "step_check")
+    body = (
+      <>
+        <p class="hint">Asks the Check and completes with its answers and verdict, whatever the verdict; a Decision on its saved answers routes by them.</p>
+        <CheckFields node={n.id} check={(n["check"] ?? newCheck()) as CheckDoc} graph={props.graph} change={(check) => props.change({ ...n, check })} />
+      </>
+    );
+  else if (n.kind === "step_connection") body = <ConnectionInspector key={n.id} node={n} doc={props.doc} toolSources={props.toolSources} change={props.change} />;
+  else if (n.kind === "step_join") body = <JoinInspector key={n.id} node={n} doc={props.doc} change={props.change} />;
+  else if (n.kind === "outcome")
+    body = (
+      <>
+        <p class="hint">Connect an Agent block to it (a reviews edge): that block's child works until the grader is satisfied or the iterations run out.</p>
+        <Field label="Rubric" hint="What done means, for the grader only">
+          <textarea rows={4} value={String(n["rubric"] ?? "")} onInput={(e) => props.change({ ...n, rubric: e.currentTarget.value })} />
+        </Field>
+        <Field label="Most iterations" hint="1 to 20 graded Runs">
+          <input type="number" min={1} max={20} value={Number(n["maxIterations"] ?? 3)} onInput={(e) => props.change({ ...n, maxIterations: Number(e.currentTarget.value) })} />
+        </Field>
+        <JsonField
+          label="Criteria (JSON, optional)"
+          value={n["criteria"] ?? []}
+          rows={3}
+          change={(v) => props.change({ ...n, criteria: Array.isArray(v) && v.length ? v : undefined })}
+        />
+      </>
+    );
   else if (n.kind === "step_approval")
     body = (
       <>
@@ -386,17 +413,25 @@ export function NodeInspector(props: {
         </button>
       </form>
       {body}
+      {retryable(n) && <RetryFields node={n} change={props.change} />}
       <form
         class="row connect"
         aria-label="Connect"
         onSubmit={(e) => {
           e.preventDefault();
           if (target) props.connect(target, edgeKind);
+          setEdgeKind(null);
           setTarget("");
         }}
       >
         <Field label="Connect to">
-          <select value={target} onChange={(e) => setTarget(e.currentTarget.value)}>
+          <select
+            value={target}
+            onChange={(e) => {
+              setTarget(e.currentTarget.value);
+              setEdgeKind(null);
+            }}
+          >
             <option value="">choose a node…</option>
             {others.map((x) => (
               <option key={x.id} value={x.id}>

@@ -16,17 +16,63 @@ export type Point = { x: number; y: number };
 /** The console's part of a revision: where each node sits, and the samples a test renders with. */
 export type Layout = { positions?: Record<string, Point>; sample_event?: unknown; sample_output?: string } & Record<string, unknown>;
 
-export const NODE_KINDS = ["trigger", "step_agent", "step_parse_json", "decision", "step_approval", "step_wait"] as const;
+export const NODE_KINDS = [
+  "trigger",
+  "step_agent",
+  "step_parse_json",
+  "decision",
+  "step_check",
+  "step_connection",
+  "step_join",
+  "outcome",
+  "step_approval",
+  "step_wait",
+] as const;
 export type NodeKind = (typeof NODE_KINDS)[number];
 export const NODE_LABELS: Record<NodeKind, string> = {
   trigger: "Trigger",
   step_agent: "Agent",
   step_parse_json: "Parse JSON",
   decision: "Decision",
+  step_check: "Check",
+  step_connection: "Connection",
+  step_join: "Join",
+  outcome: "Outcome",
   step_approval: "Approval",
   step_wait: "Wait",
 };
-export const EDGE_KINDS = ["starts", "then", "continue", "otherwise", "output"] as const;
+export const EDGE_KINDS = ["starts", "then", "continue", "otherwise", "uncertain", "error", "output", "reviews"] as const;
+
+/** A Check's answers and the three values a rule reads. */
+export const ANSWERS = ["yes", "no", "uncertain"] as const;
+export type CheckQuestion = { name: string; question: string };
+export type CheckDoc = { modelRoutingProfileId: string; questions: CheckQuestion[]; rule: unknown; instructions?: string; tier?: string };
+
+/** A fresh Check: one question, ruled by itself. */
+export function newCheck(): CheckDoc {
+  return { modelRoutingProfileId: "", questions: [{ name: "relevant", question: "" }], rule: "relevant" };
+}
+
+/** Whether a node may carry `retry`: Agent, Connection and Check steps, and a Decision on a Check. */
+export function retryable(n: NodeDoc): boolean {
+  if (n.kind === "decision") return (n["condition"] as { kind?: string } | undefined)?.kind === "check";
+  return n.kind === "step_agent" || n.kind === "step_connection" || n.kind === "step_check";
+}
+
+/** One argument of a tool's input schema, as its form shows it. */
+export type ArgumentField = { name: string; type: string; required: boolean; description: string };
+
+/** The top-level arguments a JSON Schema describes, in its order, required ones marked. */
+export function argumentFields(schema: unknown): ArgumentField[] {
+  const s = (schema ?? {}) as { properties?: Record<string, { type?: unknown; description?: unknown }>; required?: unknown };
+  const required = Array.isArray(s.required) ? s.required.map(String) : [];
+  return Object.entries(s.properties ?? {}).map(([name, p]) => ({
+    name,
+    type: typeof p?.type === "string" ? p.type : "json",
+    required: required.includes(name),
+    description: typeof p?.description === "string" ? p.description : "",
+  }));
+}
 
 export const NODE_W = 160;
 export const NODE_H = 52;
@@ -49,6 +95,14 @@ function defaults(kind: NodeKind): Record<string, unknown> {
       return { inputBindings: { content: { sourceNodeId: "", pointer: "" } }, outputSchema: { type: "object" } };
     case "decision":
       return { condition: { kind: "predicates", predicates: [{ kind: "equals", pointer: "/", value: true }] } };
+    case "step_check":
+      return { check: newCheck() };
+    case "step_connection":
+      return { toolSource: "", tool: "", arguments: {} };
+    case "step_join":
+      return { mode: "all_completed", collect: {} };
+    case "outcome":
+      return { rubric: "", maxIterations: 3 };
     case "step_approval":
       return { title: "Go ahead?", ttlSeconds: 3600 };
     case "step_wait":
@@ -79,11 +133,22 @@ export function updateNode(doc: GraphDoc, layout: Layout, id: string, next: Node
   return { doc: { ...doc, nodes, edges }, layout: { ...layout, positions } };
 }
 
+type BindingDoc = { sourceNodeId?: string; pointer?: string };
+
+/** A node's references to node `from` made to `to`: bindings, argument bindings, forEach items, a join's collected nodes and a check_result's source. */
 function renameBindings(n: NodeDoc, from: string, to: string): NodeDoc {
-  const b = n["inputBindings"] as Record<string, { sourceNodeId?: string; pointer?: string }> | undefined;
-  if (!b) return n;
-  const next = Object.fromEntries(Object.entries(b).map(([k, v]) => [k, v.sourceNodeId === from ? { ...v, sourceNodeId: to } : v]));
-  return { ...n, inputBindings: next };
+  const follow = (b: BindingDoc) => (b.sourceNodeId === from ? { ...b, sourceNodeId: to } : b);
+  const each = (m: unknown) => (m ? Object.fromEntries(Object.entries(m as Record<string, BindingDoc>).map(([k, v]) => [k, follow(v)])) : m);
+  const next: NodeDoc = { ...n };
+  if (n["inputBindings"]) next["inputBindings"] = each(n["inputBindings"]);
+  if (n["argumentBindings"]) next["argumentBindings"] = each(n["argumentBindings"]);
+  const forEach = n["forEach"] as { items?: BindingDoc } | undefined;
+  if (forEach?.items) next["forEach"] = { ...forEach, items: follow(forEach.items) };
+  const collect = n["collect"] as Record<string, string> | undefined;
+  if (collect) next["collect"] = Object.fromEntries(Object.entries(collect).map(([k, v]) => [k, v === from ? to : v]));
+  const condition = n["condition"] as { kind?: string; sourceNodeId?: string } | undefined;
+  if (condition?.kind === "check_result" && condition.sourceNodeId === from) next["condition"] = { ...condition, sourceNodeId: to };
+  return next;
 }
 
 export function removeNode(doc: GraphDoc, layout: Layout, id: string): { doc: GraphDoc; layout: Layout } {
@@ -94,8 +159,9 @@ export function removeNode(doc: GraphDoc, layout: Layout, id: string): { doc: Gr
   };
 }
 
-/** The kind a new edge from `from` most likely is: a trigger starts, a Decision's first arm continues and its second is otherwise, else then. */
-export function likelyEdgeKind(doc: GraphDoc, from: string): string {
+/** The kind a new edge from `from` most likely is: into an outcome it reviews, a trigger starts, a Decision's first arm continues and its second is otherwise, else then. */
+export function likelyEdgeKind(doc: GraphDoc, from: string, to?: string | null): string {
+  if (to && doc.nodes.find((n) => n.id === to)?.kind === "outcome") return "reviews";
   const source = doc.nodes.find((n) => n.id === from);
   if (source?.kind === "trigger") return "starts";
   if (source?.kind === "decision") return doc.edges.some((e) => e.from === from && e.kind === "continue") ? "otherwise" : "continue";
@@ -103,7 +169,7 @@ export function likelyEdgeKind(doc: GraphDoc, from: string): string {
 }
 
 /** Connects `from` to `to` (null: a Decision arm that finishes); the same edge twice is one edge. */
-export function connect(doc: GraphDoc, from: string, to: string | null, kind = likelyEdgeKind(doc, from)): GraphDoc {
+export function connect(doc: GraphDoc, from: string, to: string | null, kind = likelyEdgeKind(doc, from, to)): GraphDoc {
   if (to === from) return doc;
   if (doc.edges.some((e) => e.from === from && (e.to ?? null) === to && e.kind === kind)) return doc;
   return { ...doc, edges: [...doc.edges, { kind, from, to }] };

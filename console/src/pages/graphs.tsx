@@ -98,6 +98,10 @@ export function GraphBuilder(props: { id: string | null; me: Me }) {
     async () => (doc.environment_id ? api.agentDeployments.list({ environment_id: doc.environment_id }).all() : []),
     [doc.environment_id],
   );
+  const [toolSources] = useAsync(
+    async () => (doc.environment_id ? api.toolSources.list({ environment_id: doc.environment_id }).all() : []),
+    [doc.environment_id],
+  );
 
   const show = (r: Saved) => {
     setSaved(r);
@@ -322,6 +326,8 @@ export function GraphBuilder(props: { id: string | null; me: Me }) {
             node={node}
             doc={doc}
             deployments={deploymentList}
+            toolSources={toolSources.state === "ready" ? toolSources.value.filter((t) => t.status === "active") : []}
+            graph={graph && saved ? { id: graph.id, revision: saved.revision, dirty: canonical(doc) !== canonical(saved.document) } : null}
             change={(n) => {
               const next = updateNode(doc, layout, node.id, n);
               setDoc(next.doc);
