@@ -82,7 +82,8 @@ pub enum AutomationAction {
     Trace { firing_id: String },
 }
 
-/// One receipt, in short: a child Session, an approval or a wait.
+/// One receipt, in short: a child Session, an approval, a wait, a Check's
+/// evaluation, a Connection step's call or an Outcome.
 fn receipt(t: &Value, step: &str) -> Vec<String> {
     let of = |kind: &str| {
         t["receipts"][kind].as_array().into_iter().flatten().filter(move |r| r["step_id"].as_str().unwrap_or_default() == step)
@@ -102,6 +103,26 @@ fn receipt(t: &Value, step: &str) -> Vec<String> {
     for w in of("waits") {
         let state = if w["elapsed"] == true { "elapsed" } else { "waiting" };
         out.push(format!("wait until {}  {state}", w["until"].as_str().unwrap_or_default()));
+    }
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    for e in of("evaluations") {
+        let said = match e["verdict"].as_str() {
+            Some(v) => format!("verdict {v}"),
+            None => format!("error {}", text(&e["error"])),
+        };
+        out.push(format!("evaluation {}  attempt {}  {said}", text(&e["id"]), e["attempt"]));
+    }
+    for c in of("connection_calls") {
+        let status = match c["status"].as_str() {
+            Some(s) => s.to_string(),
+            None if c["error_code"].is_null() => "unanswered".into(),
+            None => "answer unknown".into(),
+        };
+        let code = c["error_code"].as_str().map(|e| format!(" ({e})")).unwrap_or_default();
+        out.push(format!("call {}  {}  attempt {}  {status}{code}", text(&c["id"]), text(&c["tool"]), c["attempt"]));
+    }
+    for o in of("outcomes") {
+        out.push(format!("outcome {}  {} after {}", text(&o["outcome_id"]), text(&o["status"]), o["iterations_used"]));
     }
     out
 }
@@ -332,9 +353,13 @@ mod tests {
                     {"id": "ok", "kind": "step_approval", "outcome": {"kind": "completed"}},
                     {"id": "a", "kind": "step_agent", "outcome": {"kind": "completed"}},
                     {"id": "d", "kind": "decision", "outcome": {"kind": "completed", "branch": "otherwise"}},
+                    {"id": "c", "kind": "step_connection", "outcome": {"kind": "failed", "reason": "effect_indeterminate"}},
                     {"id": "b", "kind": "step_agent", "outcome": {"kind": "skipped"}}]}},
             "receipts": {"sessions": [{"step_id": "a", "session_id": "sess_1", "status": "idle", "stop_reason": {"type": "end_turn"}}],
-                "approvals": [{"step_id": "ok", "action_approval_id": "apr_1", "status": "approved"}], "waits": []},
+                "approvals": [{"step_id": "ok", "action_approval_id": "apr_1", "status": "approved"}], "waits": [],
+                "evaluations": [{"id": "ceval_1", "step_id": "d", "attempt": 1, "verdict": "no", "error": null}],
+                "connection_calls": [{"id": "ccall_1", "step_id": "c", "attempt": 1, "tool": "add", "status": null, "error_code": "mcp.timeout"}],
+                "outcomes": [{"step_id": "a", "outcome_id": "out_1", "status": "satisfied", "iterations_used": 2}]},
             "evidence": {"complete": true, "missing": []}
         });
         assert_eq!(
@@ -343,8 +368,12 @@ mod tests {
              ├─ ok  step_approval  completed\n\
              │  └─ approval apr_1  approved\n\
              ├─ a  step_agent  completed\n\
-             │  └─ session sess_1  idle (end_turn)\n\
+             │  ├─ session sess_1  idle (end_turn)\n\
+             │  └─ outcome out_1  satisfied after 2\n\
              ├─ d  decision  completed (otherwise)\n\
+             │  └─ evaluation ceval_1  attempt 1  verdict no\n\
+             ├─ c  step_connection  failed (effect_indeterminate)\n\
+             │  └─ call ccall_1  add  attempt 1  answer unknown (mcp.timeout)\n\
              └─ b  step_agent  skipped\n"
         );
     }

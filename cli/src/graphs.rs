@@ -141,6 +141,14 @@ fn plan_text(p: &Value) -> String {
             pin["agent_version"],
         ));
     }
+    for r in p["resources"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "  pin {} → tool source {} via {}\n",
+            r["node"].as_str().unwrap_or_default(),
+            r["tool_source_id"].as_str().unwrap_or_default(),
+            r["connection_id"].as_str().unwrap_or_default(),
+        ));
+    }
     for b in p["blockers"].as_array().into_iter().flatten() {
         out.push_str(&format!("  blocker {}  {}\n", b["code"].as_str().unwrap_or_default(), b["detail"].as_str().unwrap_or_default()));
     }
@@ -249,5 +257,24 @@ pub async fn graph(args: ClientArgs, action: GraphAction, out: &mut impl Write) 
             let text = format!("verdict {} → {}\n", t["verdict"].as_str().unwrap_or_default(), t["branch"].as_str().unwrap_or_default());
             show(out, &t, text)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plan_text;
+    use serde_json::json;
+
+    #[test]
+    fn a_plan_lists_what_it_pins_agents_and_connections_alike() {
+        let p = json!({"kind": "planned", "revision": 1, "automation": {"id": null, "action": "create"}, "target_kind": "steps",
+            "readiness": {"state": "ready"}, "plan_sha256": "ab",
+            "pins": [{"node": "reply", "agent_deployment_id": "dep_1", "deployment_revision": 2, "agent_id": "agt_1", "agent_version": 3}],
+            "resources": [{"node": "ticket", "tool_source_id": "tsrc_1", "connection_id": "conn_1"}], "blockers": []});
+        assert_eq!(
+            plan_text(&p),
+            "planned  revision 1  create Automation (new)  target steps  readiness ready\n  plan_sha256 ab\n  \
+             pin reply → dep_1 revision 2 (agent agt_1 version 3)\n  pin ticket → tool source tsrc_1 via conn_1\n"
+        );
     }
 }
