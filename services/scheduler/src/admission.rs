@@ -219,7 +219,7 @@ impl SchedulerService {
                 continue;
             };
             if !self.complete_child(&mut f, &c).await? {
-                self.advance_program(&f.id, Some(crate::steps::deny(vec![c.step_id.clone()]))).await?;
+                self.advance_program(&f.id, Some(crate::steps::deny(vec![(c.step_id.clone(), c.session_id.clone())]))).await?;
             }
             self.after_settle(&f).await;
             done += 1;

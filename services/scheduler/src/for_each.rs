@@ -115,6 +115,28 @@ impl Program {
         }
     }
 
+    /// A child refused at admission: its `forEach` item fails on its own
+    /// (the step fails once its started siblings settled), any other
+    /// running step fails now.
+    pub fn child_refused(&mut self, step: &str, session_id: &str, now: i64) {
+        if !self.item_settled(step, session_id, &Outcome::failed("child_admission_denied"), None)
+            && self.step(step).and_then(|s| s.outcome.as_ref()).is_some_and(|o| o.kind == "running")
+        {
+            self.set(step, Outcome::failed("child_admission_denied"), now);
+        }
+    }
+
+    /// An admission refused before its child was asked for (authority
+    /// failed its re-check): as [`Program::child_refused`], for the item
+    /// or step it would have started.
+    pub fn admission_refused(&mut self, ad: &Admit, now: i64) {
+        let item = ad.item.and_then(|i| self.steps.iter_mut().find(|s| s.id == ad.step_id).and_then(|s| s.items.get_mut(i)));
+        match item {
+            Some(it) => it.outcome = Some("child_admission_denied".into()),
+            None => self.set(&ad.step_id, Outcome::failed("child_admission_denied"), now),
+        }
+    }
+
     /// A `forEach` child settled: its item takes the outcome (and output).
     /// `false` when the Session is none of the step's children.
     pub(crate) fn item_settled(&mut self, step: &str, session_id: &str, outcome: &Outcome, output: Option<Value>) -> bool {

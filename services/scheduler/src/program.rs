@@ -1122,6 +1122,36 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_item_fails_alone_and_its_step_once_its_siblings_settled() {
+        let event = json!({"items": [{"k": "x"}, {"k": "y"}, {"k": "z"}]});
+        // Refused by the sessions service after it was asked.
+        let mut p = Program::new(fan_out(), "hook".into());
+        let first = p.advance(&event, false, 1);
+        mint(&mut p, &first);
+        p.child_refused("a", "s1", 2);
+        assert!(p.advance(&event, false, 3).agents.is_empty(), "nothing starts after a failure");
+        assert_eq!(p.step("a").and_then(|s| s.outcome.clone()).map(|o| o.kind), Some("running".into()), "s0 still runs");
+        p.item_settled("a", "s0", &Outcome::completed(), Some(json!("out x")));
+        p.advance(&event, false, 4);
+        assert_eq!(p.step("a").and_then(|s| s.outcome.clone()), Some(Outcome::failed("for_each_item_failed")));
+        assert_eq!(p.steps[0].items[1].outcome.as_deref(), Some("child_admission_denied"));
+        // Refused by the re-check before it was asked for.
+        let mut p = Program::new(fan_out(), "hook".into());
+        let first = p.advance(&event, false, 1);
+        p.admission_refused(&first.agents[1], 2);
+        mint(&mut p, &Admitted { agents: vec![first.agents[0].clone()], ..Admitted::default() });
+        assert!(p.advance(&event, false, 3).agents.is_empty());
+        p.item_settled("a", "s0", &Outcome::completed(), None);
+        p.advance(&event, false, 4);
+        assert_eq!(p.step("a").and_then(|s| s.outcome.clone()), Some(Outcome::failed("for_each_item_failed")));
+        // A step with no items fails at once.
+        let mut p = decision_program();
+        p.advance(&json!({"flag": false}), false, 1);
+        p.child_refused("b", "sess_b", 2);
+        assert_eq!(p.step("b").and_then(|s| s.outcome.clone()), Some(Outcome::failed("child_admission_denied")));
+    }
+
+    #[test]
     fn for_each_refuses_what_it_cannot_fan_out_and_stops_starting_after_a_failure() {
         for (event, reason) in [
             (json!({"items": [1, 2, 3, 4]}), "for_each_too_many_items"),

@@ -21,9 +21,15 @@ use serde_json::{Value, json};
 /// A change applied to a program before it advances.
 pub type Change = Box<dyn Fn(&mut Firing, &mut Program, i64) + Send + Sync>;
 
-/// Fails running steps whose children were refused (no Session exists).
-pub(crate) fn deny(steps: Vec<String>) -> Change {
-    fail_running(steps, "child_admission_denied")
+/// Records children refused at admission (no Session exists), each
+/// `(step, session id)`: a `forEach` item fails on its own — the step fails
+/// once its started siblings settled — and any other step fails now.
+pub(crate) fn deny(children: Vec<(String, String)>) -> Change {
+    Box::new(move |_: &mut Firing, p: &mut Program, now: i64| {
+        for (step, session) in &children {
+            p.child_refused(step, session, now);
+        }
+    })
 }
 
 /// Fails the steps still `running` among `steps` with `reason`.
@@ -127,7 +133,7 @@ impl SchedulerService {
             let mut denied = vec![];
             for c in &children {
                 if !self.complete_child(&mut f, c).await? {
-                    denied.push(c.step_id.clone());
+                    denied.push((c.step_id.clone(), c.session_id.clone()));
                 }
             }
             if !waits.is_empty() {
