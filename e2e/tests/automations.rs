@@ -53,6 +53,13 @@ async fn acceptance_1_an_automation_is_created_ready_for_its_service_principal()
     // Bad targets and triggers not offered yet are refused with their reasons.
     let r = create(&f, "x", json!({"kind": "steps"})).await;
     assert_eq!(r.1["error"]["details"]["reason"], "steps_require_graph", "{}", r.1);
+    // A continued Session keeps its own Budget (§18.13 acceptance 12).
+    let mut continued = a0(&f.d.deployment_id);
+    continued["session_target"] = json!({"mode": "continue_selected", "session": "sess_01jx0000000000000000000001"});
+    continued["budget"] = json!({"limit": 1000});
+    let r = create(&f, "c", continued).await;
+    expect(&r, 400, Some("validation.invalid"));
+    assert_eq!(r.1["error"]["details"]["reason"], "session_target_conflict", "{}", r.1);
     let r = a
         .post(
             "/v1/automations",

@@ -90,7 +90,14 @@ impl AgentTarget {
         let session_target = match t.session_target {
             None => SessionTarget { continue_selected: false, session: None },
             Some(s) if s.mode == "start_new" => SessionTarget { continue_selected: false, session: s.session },
-            Some(_) if t.budget.is_some() => return Err(invalid_target("a continue_selected session_target takes no budget")),
+            // The selected Session keeps its own Budget (api.md §18.4).
+            Some(s) if s.mode == "continue_selected" && t.budget.is_some() => {
+                return Err(Error::invalid_field(
+                    "target.budget",
+                    "a continue_selected session_target takes no budget: the Session keeps its own",
+                )
+                .with_reason("session_target_conflict"));
+            }
             Some(s) if s.mode == "continue_selected" => SessionTarget { continue_selected: true, session: s.session },
             Some(_) => return Err(invalid_target("target.session_target.mode is start_new or continue_selected")),
         };
@@ -588,7 +595,7 @@ mod tests {
         assert!(AgentTarget::parse(&json!({"kind": "agent", "agent_deployment_id": "x", "prompt": ""})).is_err());
         let cs = json!({"kind": "agent", "agent_deployment_id": "dep_01jx0000000000000000000001", "prompt": "p",
             "session_target": {"mode": "continue_selected", "session": "sess_1"}, "budget": {"limit": 1}});
-        assert!(AgentTarget::parse(&cs).is_err(), "continue_selected refuses a budget");
+        assert_eq!(AgentTarget::parse(&cs).expect_err("no budget").details["reason"], "session_target_conflict");
         let mut cs = cs;
         cs.as_object_mut().expect("object").remove("budget");
         let t = AgentTarget::parse(&cs).expect("saved");

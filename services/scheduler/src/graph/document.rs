@@ -366,6 +366,10 @@ impl Node {
                         Some(Binding::parse(&f["items"]).map_err(|why| ("invalid_for_each", why))?)
                     }
                 };
+                // A continued Session keeps its Budget and takes one input.
+                if session_target.as_ref().is_some_and(|t| t["mode"] == "continue_selected") && (budget.is_some() || for_each.is_some()) {
+                    return Err(("session_target_conflict", "a continue_selected step takes no budget and no forEach".into()));
+                }
                 Kind::StepAgent(StepAgent {
                     agent: agent.to_string(),
                     prompt: prompt.to_string(),

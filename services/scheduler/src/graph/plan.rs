@@ -285,6 +285,12 @@ fn outcome_attachments(nodes: &[Node], edges: &[Edge]) -> Vec<PlanError> {
             Kind::StepAgent(_) if reviews_out > 1 => {
                 errors.push(bad("a step_agent is reviewed by at most one outcome".into()).at_node(&n.id));
             }
+            Kind::StepAgent(s) if reviews_out == 1 && s.session_target.as_ref().is_some_and(|t| t["mode"] == "continue_selected") => {
+                errors.push(
+                    PlanError::new("session_target_conflict", "an outcome reviews a child it starts: not a continue_selected step")
+                        .at_node(&n.id),
+                );
+            }
             Kind::StepAgent(s) if reviews_out == 1 && s.for_each.is_some() => {
                 errors.push(bad("an outcome reviews one child: not a forEach step".into()).at_node(&n.id));
             }
@@ -828,7 +834,18 @@ mod tests {
         assert!(codes(&then).contains(&"outcome_attachment") || codes(&then).contains(&"edge_endpoint_kind"), "{:?}", codes(&then));
         let mut fan = agent("a");
         fan["forEach"] = json!({"items": {"sourceNodeId": "hook", "pointer": "/x"}, "maxItems": 3, "concurrency": 1});
-        assert_eq!(codes(&doc(json!([hook(), fan, outcome("o")]), json!([starts, reviews("a", "o")]))), ["outcome_attachment"]);
+        assert_eq!(codes(&doc(json!([hook(), fan, outcome("o")]), json!([starts.clone(), reviews("a", "o")]))), ["outcome_attachment"]);
+        // A continued Session takes no Outcome, Budget or forEach.
+        let mut continued = agent("a");
+        continued["sessionTarget"] = json!({"mode": "continue_selected", "session": "sess_1"});
+        let reviewed = doc(json!([hook(), continued.clone(), outcome("o")]), json!([starts.clone(), reviews("a", "o")]));
+        assert_eq!(codes(&reviewed), ["session_target_conflict"]);
+        let mut budgeted = continued.clone();
+        budgeted["budget"] = json!({"limit": 100});
+        assert_eq!(codes(&doc(json!([hook(), budgeted]), json!([starts.clone()]))), ["session_target_conflict"]);
+        let mut fanned = continued;
+        fanned["forEach"] = json!({"items": {"sourceNodeId": "hook", "pointer": "/x"}, "maxItems": 3, "concurrency": 1});
+        assert_eq!(codes(&doc(json!([hook(), fanned]), json!([starts]))), ["session_target_conflict"]);
         for bad in [
             json!({"kind": "outcome", "id": "o", "rubric": "r", "maxIterations": 21}),
             json!({"kind": "outcome", "id": "o", "maxIterations": 2}),
