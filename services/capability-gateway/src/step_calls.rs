@@ -106,13 +106,9 @@ impl ReachService {
         if ConnectionId::check("connection_id", connection_id).is_err() {
             return not_sent("connection.unavailable", format!("{connection_id:?} is not a Connection id"));
         }
-        match self.tool_source(tool_source_id).await {
-            Ok(t) if t.environment_id.as_str() == environment_id => {}
-            _ => return not_sent("tool.not_offered", format!("{tool} is not offered by tool source {tool_source_id}")),
-        }
         let sent = AtomicBool::new(false);
         let meta = json!({"checkfu/connection_call_id": connection_call_id});
-        let d = Dispatch { tool_source_id, connection_id, tool, arguments, meta: Some(meta) };
+        let d = Dispatch { environment_id: Some(environment_id), tool_source_id, connection_id, tool, arguments, meta: Some(meta) };
         match self.dispatch(&d, &sent).await {
             Ok(c) if c.is_error => {
                 StepCallAnswer { outcome: "failed", code: "tool.is_error".into(), content: c.text, structured: c.structured }

@@ -75,6 +75,9 @@ pub struct OfferedTool {
 
 /// One `tools/call` to make: where, what, and its `_meta`.
 pub(crate) struct Dispatch<'a> {
+    /// Set: the ToolSource must be this Environment's (an Automation's
+    /// step names its Environment; a Run's token already scopes it).
+    pub environment_id: Option<&'a str>,
     pub tool_source_id: &'a str,
     pub connection_id: &'a str,
     pub tool: &'a str,
@@ -366,7 +369,7 @@ impl ReachService {
     /// answer (`is_error`), never an error of the RPC.
     pub async fn call(&self, tool_source_id: &str, connection_id: &str, tool: &str, arguments: Value) -> CallAnswer {
         let sent = std::sync::atomic::AtomicBool::new(false);
-        match self.dispatch(&Dispatch { tool_source_id, connection_id, tool, arguments, meta: None }, &sent).await {
+        match self.dispatch(&Dispatch { environment_id: None, tool_source_id, connection_id, tool, arguments, meta: None }, &sent).await {
             Ok(c) => CallAnswer { text: c.text, is_error: c.is_error },
             Err(f) => CallAnswer { text: f.text(), is_error: true },
         }
@@ -386,7 +389,8 @@ impl ReachService {
         }
         let not_offered = || CallFailure::new("tool.not_offered", format!("{tool} is not offered by tool source {tool_source_id}"));
         let t = self.tool_source(tool_source_id).await.map_err(|_| not_offered())?;
-        if !t.offers(tool) || t.connection_id.as_str() != connection_id {
+        let elsewhere = d.environment_id.is_some_and(|e| t.environment_id.as_str() != e);
+        if elsewhere || !t.offers(tool) || t.connection_id.as_str() != connection_id {
             return Err(not_offered());
         }
         let c = self.store.get_connection(&t.connection_id).await.ok().flatten();

@@ -119,12 +119,7 @@ impl SchedulerService {
                 let step = w.step_id.clone();
                 let attempt = w.attempt;
                 let change = move |_: &mut Firing, p: &mut Program, now: i64| {
-                    let waiting = p.step(&step).is_some_and(|s| {
-                        s.attempt.max(1) == attempt
-                            && s.connection_call_id.is_none()
-                            && s.outcome.as_ref().is_some_and(|o| o.kind == "running")
-                    });
-                    if waiting {
+                    if p.call_pending(&step, attempt) {
                         p.set(&step, Outcome::of("awaiting_approval"), now);
                     }
                 };
@@ -255,10 +250,7 @@ impl SchedulerService {
     ) -> checkfu_core::Result<()> {
         let (step, attempt) = (w.step_id.clone(), w.attempt);
         let change = move |_: &mut Firing, p: &mut Program, now: i64| {
-            let current = p.step(&step).is_some_and(|s| {
-                s.attempt.max(1) == attempt && s.connection_call_id.is_none() && s.outcome.as_ref().is_some_and(|o| o.kind == "running")
-            });
-            if current {
+            if p.call_pending(&step, attempt) {
                 p.settle_attempt(&step, Outcome::failed(reason), now);
             }
         };

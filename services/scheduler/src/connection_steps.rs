@@ -4,7 +4,7 @@
 //! and the capability gateway, and writes what these decide.
 
 use crate::connection_call::{CallAnswer, CallWork, ConnectionCall};
-use crate::program::{Outcome, Program};
+use crate::program::{Outcome, Program, Step};
 use serde_json::{Map, Value, json};
 
 impl Program {
@@ -33,23 +33,33 @@ impl Program {
         self.steps
             .iter()
             .filter(|s| s.kind == "step_connection" && s.outcome.as_ref().is_some_and(|o| o.kind == "running"))
-            .filter_map(|s| {
-                let n = self.target.steps.iter().find(|n| n["id"] == s.id.as_str())?;
-                let attempt = s.attempt.max(1);
-                if self.connection_calls.iter().any(|c| c.step_id == s.id && c.attempt == attempt) {
-                    return None;
-                }
-                Some(CallWork {
-                    step_id: s.id.clone(),
-                    attempt,
-                    tool: n["tool"].as_str().unwrap_or_default().to_string(),
-                    tool_source_id: n["toolSourceId"].as_str().unwrap_or_default().to_string(),
-                    connection_id: n["connectionId"].as_str().unwrap_or_default().to_string(),
-                    arguments: self.call_arguments(n, event).ok()?,
-                    approved: s.action_approval_id.is_some(),
-                })
-            })
+            .filter(|s| !self.connection_calls.iter().any(|c| c.step_id == s.id && c.attempt == s.attempt.max(1)))
+            .filter_map(|s| self.call_of(s, event))
             .collect()
+    }
+
+    /// The call a Connection step's attempt would make (to govern, send or
+    /// freeze in an approval); `None` for another kind of step or when its
+    /// arguments cannot be had.
+    pub(crate) fn call_of(&self, s: &Step, event: &Value) -> Option<CallWork> {
+        let n = self.target.steps.iter().find(|n| n["id"] == s.id.as_str() && n["kind"] == "step_connection")?;
+        Some(CallWork {
+            step_id: s.id.clone(),
+            attempt: s.attempt.max(1),
+            tool: n["tool"].as_str().unwrap_or_default().to_string(),
+            tool_source_id: n["toolSourceId"].as_str().unwrap_or_default().to_string(),
+            connection_id: n["connectionId"].as_str().unwrap_or_default().to_string(),
+            arguments: self.call_arguments(n, event).ok()?,
+            approved: s.action_approval_id.is_some(),
+        })
+    }
+
+    /// Whether a Connection step's `attempt` is still `running` with no call
+    /// sent: a decision governance made for it still applies.
+    pub fn call_pending(&self, step: &str, attempt: i64) -> bool {
+        self.step(step).is_some_and(|s| {
+            s.attempt.max(1) == attempt && s.connection_call_id.is_none() && s.outcome.as_ref().is_some_and(|o| o.kind == "running")
+        })
     }
 
     /// Records a call about to leave, arming the timer that takes it as

@@ -321,6 +321,12 @@ impl Program {
         }
     }
 
+    /// The timers this change armed, as the store keeps them
+    /// (`{firing}/{suffix}`, due ms), taken to go with the write.
+    pub fn take_timers(&mut self, firing: &checkfu_core::id::FiringId) -> Vec<(String, i64)> {
+        self.timers.drain(..).map(|(suffix, until)| (format!("{firing}/{suffix}"), until)).collect()
+    }
+
     pub fn step(&self, id: &str) -> Option<&Step> {
         self.steps.iter().find(|s| s.id == id)
     }
@@ -393,15 +399,7 @@ impl Program {
             .filter_map(|s| {
                 let n = node(&self.target, &s.id)?;
                 let call = match s.kind.as_str() {
-                    "step_connection" => Some(crate::connection_call::CallWork {
-                        step_id: s.id.clone(),
-                        attempt: s.attempt.max(1),
-                        tool: n["tool"].as_str().unwrap_or_default().to_string(),
-                        tool_source_id: n["toolSourceId"].as_str().unwrap_or_default().to_string(),
-                        connection_id: n["connectionId"].as_str().unwrap_or_default().to_string(),
-                        arguments: self.call_arguments(n, event).ok()?,
-                        approved: false,
-                    }),
+                    "step_connection" => Some(self.call_of(s, event)?),
                     _ => None,
                 };
                 let title = match &call {

@@ -110,7 +110,7 @@ impl SchedulerService {
                         admits = p.advance(&f.event, paused, now);
                     }
                     // Retry timers the change armed go with this write.
-                    waits.extend(p.timers.drain(..).map(|(suffix, until)| (format!("{}/{suffix}", f.id), until)));
+                    waits.extend(p.take_timers(&f.id));
                     if p.state == "settled" {
                         let failed = p.steps.iter().find(|s| s.outcome.as_ref().is_some_and(|o| o.kind == "failed"));
                         match failed {
@@ -345,7 +345,7 @@ impl SchedulerService {
             let Some(mut p) = f.program.take() else { return Ok(()) };
             change(&mut f, &mut p, now_ms());
             // Timers the change armed go with this write.
-            let waits: Vec<(String, i64)> = p.timers.drain(..).map(|(suffix, until)| (format!("{}/{suffix}", f.id), until)).collect();
+            let waits = p.take_timers(&f.id);
             f.program = Some(p);
             let expected = f.version;
             f.version += 1;
