@@ -83,7 +83,8 @@ pub enum AutomationAction {
 }
 
 /// One receipt, in short: a child Session, an approval, a wait, a Check's
-/// evaluation, a Connection step's call or an Outcome.
+/// evaluation, a Connection step's call, an Outcome or an input into a
+/// continued Session.
 fn receipt(t: &Value, step: &str) -> Vec<String> {
     let of = |kind: &str| {
         t["receipts"][kind].as_array().into_iter().flatten().filter(move |r| r["step_id"].as_str().unwrap_or_default() == step)
@@ -123,6 +124,9 @@ fn receipt(t: &Value, step: &str) -> Vec<String> {
     }
     for o in of("outcomes") {
         out.push(format!("outcome {}  {} after {}", text(&o["outcome_id"]), text(&o["status"]), o["iterations_used"]));
+    }
+    for i in of("inputs") {
+        out.push(format!("input {} into {}  run {}", text(&i["event_id"]), text(&i["session_id"]), text(&i["run_id"])));
     }
     out
 }
@@ -359,7 +363,8 @@ mod tests {
                 "approvals": [{"step_id": "ok", "action_approval_id": "apr_1", "status": "approved"}], "waits": [],
                 "evaluations": [{"id": "ceval_1", "step_id": "d", "attempt": 1, "verdict": "no", "error": null}],
                 "connection_calls": [{"id": "ccall_1", "step_id": "c", "attempt": 1, "tool": "add", "status": null, "error_code": "mcp.timeout"}],
-                "outcomes": [{"step_id": "a", "outcome_id": "out_1", "status": "satisfied", "iterations_used": 2}]},
+                "outcomes": [{"step_id": "a", "outcome_id": "out_1", "status": "satisfied", "iterations_used": 2}],
+                "inputs": [{"step_id": "a", "session_id": "sess_1", "event_id": "evt_1", "run_id": "run_1"}]},
             "evidence": {"complete": true, "missing": []}
         });
         assert_eq!(
@@ -369,7 +374,8 @@ mod tests {
              │  └─ approval apr_1  approved\n\
              ├─ a  step_agent  completed\n\
              │  ├─ session sess_1  idle (end_turn)\n\
-             │  └─ outcome out_1  satisfied after 2\n\
+             │  ├─ outcome out_1  satisfied after 2\n\
+             │  └─ input evt_1 into sess_1  run run_1\n\
              ├─ d  decision  completed (otherwise)\n\
              │  └─ evaluation ceval_1  attempt 1  verdict no\n\
              ├─ c  step_connection  failed (effect_indeterminate)\n\

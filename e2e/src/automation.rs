@@ -198,3 +198,41 @@ pub async fn wait_firings(api: &Api, automation: &str, n: usize, within: Duratio
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// What admission records before it asks for a child — a manual firing of
+/// `automation`, a minute old — in the scheduler's store of the stopped
+/// installation in `dir`: the state a crash in between leaves. The caller
+/// inserts it with the child it was about to ask for.
+pub async fn crashed_firing(
+    dir: &std::path::Path,
+    automation: &str,
+    env: &str,
+    svc: &str,
+) -> (checkfu_scheduler::store::SqlSchedulerStore, checkfu_scheduler::firing::Firing) {
+    use checkfu_core::id::{FiringId, TypedId};
+    use checkfu_scheduler::model::{FiringSource, FiringState, Usage};
+    let db = checkfu_store::Db::open(&checkfu_store::Location::SqliteDir(dir.into()), "scheduler", &checkfu_scheduler::MIGRATIONS)
+        .await
+        .unwrap();
+    let firing = checkfu_scheduler::firing::Firing {
+        id: FiringId::mint(),
+        automation_id: TypedId::stored(automation.to_string()),
+        environment_id: TypedId::stored(env.to_string()),
+        source: FiringSource::Manual,
+        event: json!({"title": "after the crash"}),
+        scheduled_for_ms: 0,
+        dedupe_value: String::new(),
+        actor_principal_id: svc.to_string(),
+        automation_version: 1,
+        state: FiringState::Running,
+        child_session_ids: vec![],
+        usage: Usage::default(),
+        error: None,
+        created_ms: checkfu_core::time::now_ms() - 60_000,
+        settled_ms: 0,
+        program: None,
+        graph: Value::Null,
+        version: 0,
+    };
+    (checkfu_scheduler::store::SqlSchedulerStore::new(db), firing)
+}

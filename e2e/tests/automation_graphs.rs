@@ -416,18 +416,24 @@ async fn acceptance_18_an_output_edge_feeds_the_next_agent() {
     f.p.stop().await;
 }
 
-/// What §12.9 lists as not executable yet (a `continue_selected` Agent
-/// step here) keeps a program's Automation paused: readiness says
-/// `capabilities: unknown`.
+/// A continue_selected step (api.md §18.4) whose Session does not exist
+/// plans `blocked` on readiness `session_target` and applies paused; the
+/// rest of the program is checked as usual.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_program_with_steps_not_runnable_yet_applies_paused() {
+async fn a_continued_session_that_does_not_exist_keeps_the_program_paused() {
     let f = fixture().await;
     let a = &f.p.admin;
-    let wait = json!({"kind": "step_agent", "id": "w", "agent": f.d.deployment_id, "prompt": "more",
-        "sessionTarget": {"mode": "continue_selected", "session": "sess_01jx0000000000000000000001"}});
+    let missing = "sess_01jx0000000000000000000001";
+    let cont = json!({"kind": "step_agent", "id": "w", "agent": f.d.deployment_id, "prompt": "more",
+        "sessionTarget": {"mode": "continue_selected", "session": missing}});
     let g = id(&create_graph(
         &f,
-        document(&f, "waits", json!([hook(), wait, step(&f, "a", "P")]), json!([starts("w"), {"kind": "then", "from": "w", "to": "a"}])),
+        document(
+            &f,
+            "continues",
+            json!([hook(), cont, step(&f, "a", "P")]),
+            json!([starts("w"), {"kind": "then", "from": "w", "to": "a"}]),
+        ),
     )
     .await
     .1);
@@ -439,9 +445,18 @@ async fn a_program_with_steps_not_runnable_yet_applies_paused() {
     let step_a = auto["target"]["steps"].as_array().unwrap().iter().find(|s| s["id"] == "a").unwrap().clone();
     assert_eq!((step_a["kind"].clone(), step_a["agentDeploymentId"].clone()), (json!("step_agent"), json!(f.d.deployment_id)));
     assert_eq!((auto["status"].clone(), auto["pause_reason"]["code"].clone()), (json!("paused"), json!("readiness_blocked")));
-    assert_eq!(check(&auto["readiness"], "capabilities")["status"], "unknown");
+    let failing = check(&auto["readiness"], "session_target");
+    assert_eq!((failing["status"].clone(), failing["resource_id"].clone()), (json!("fail"), json!(missing)), "{auto}");
+    assert_eq!(check(&auto["readiness"], "capabilities")["status"], "pass", "it runs once its Session exists");
     assert_eq!(check(&auto["readiness"], "target")["status"], "pass", "each pinned deployment is checked");
     expect(&a.post(&format!("/v1/automations/{}/resume", auto["id"].as_str().unwrap()), json!({})).await, 409, Some("validation.conflict"));
+    // A sessionTarget that names no Session is no document.
+    let unnamed = json!({"kind": "step_agent", "id": "w", "agent": f.d.deployment_id, "prompt": "more",
+        "sessionTarget": {"mode": "continue_selected"}});
+    let r = create_graph(&f, document(&f, "unnamed", json!([hook(), unnamed]), json!([starts("w")]))).await;
+    let p = plan(&f, &id(&r.1), 1).await;
+    assert_eq!(p["kind"], "rejected", "{p}");
+    assert!(p["errors"].as_array().unwrap().iter().any(|e| e["code"] == "document_invalid" && e["node"] == "w"), "{p}");
     f.p.stop().await;
 }
 

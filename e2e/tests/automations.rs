@@ -369,10 +369,9 @@ async fn an_interrupted_child_fails_its_firing() {
 /// with the recorded Session id — once — and the firing settles with it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_child_left_pending_by_a_crash_is_created_once_by_recovery() {
-    use checkfu_core::id::{SessionId, TypedId};
-    use checkfu_scheduler::firing::Firing;
-    use checkfu_scheduler::model::*;
-    use checkfu_scheduler::store::{SchedulerStore, SqlSchedulerStore};
+    use checkfu_core::id::SessionId;
+    use checkfu_scheduler::model::ChildRequest;
+    use checkfu_scheduler::store::SchedulerStore;
     let f = fixture().await;
     let n1 = id(&create(&f, "n1", a0(&f.d.deployment_id)).await.1);
     let (svc, dep, env) = (f.svc.clone(), f.d.deployment_id.clone(), f.p.env_id.clone());
@@ -380,32 +379,8 @@ async fn a_child_left_pending_by_a_crash_is_created_once_by_recovery() {
     p.stop().await;
 
     // What admission records before it asks for the child, a minute old.
-    let db = checkfu_store::Db::open(&checkfu_store::Location::SqliteDir(dir.path().into()), "scheduler", &checkfu_scheduler::MIGRATIONS)
-        .await
-        .unwrap();
-    let store = SqlSchedulerStore::new(db);
-    let then = checkfu_core::time::now_ms() - 60_000;
+    let (store, firing) = crashed_firing(dir.path(), &n1, &env, &svc).await;
     let session_id = SessionId::mint().to_string();
-    let firing = Firing {
-        id: checkfu_core::id::FiringId::mint(),
-        automation_id: TypedId::stored(n1.clone()),
-        environment_id: TypedId::stored(env),
-        source: FiringSource::Manual,
-        event: json!({"title": "after the crash"}),
-        scheduled_for_ms: 0,
-        dedupe_value: String::new(),
-        actor_principal_id: svc.clone(),
-        automation_version: 1,
-        state: FiringState::Running,
-        child_session_ids: vec![],
-        usage: Usage::default(),
-        error: None,
-        created_ms: then,
-        settled_ms: 0,
-        program: None,
-        graph: Value::Null,
-        version: 0,
-    };
     let child = ChildRequest {
         session_id: session_id.clone(),
         step_id: String::new(),
@@ -418,6 +393,7 @@ async fn a_child_left_pending_by_a_crash_is_created_once_by_recovery() {
         budget: None,
         firing_id: firing.id.to_string(),
         outcome: None,
+        continuation: None,
     };
     assert!(store.insert_firing(&firing, Some(&child), None).await.unwrap());
 

@@ -2,13 +2,13 @@
 //! gateway renders an answer with it, and the scheduler writes it as the
 //! JSON text a 0.1.0 gateway reads — one rendering for both.
 
-use crate::scheduler::v1::{FiringEvidence, FiringProgram, FiringReceipts, StepsProgress};
+use crate::scheduler::v1::{FiringEvidence, FiringProgram, FiringReceipts, SessionInput, StepsProgress};
 use serde_json::{Value, json};
 
 /// A firing's `program`: `{state, result, attempt, steps:[{id, kind,
 /// outcome, started_at, settled_at, child_session_id?, wait_until?,
 /// action_approval_id?, evaluation_id?, connection_call_id?, outcome_id?,
-/// attempt?, attempts?, items?}]}`
+/// input?:{session_id, event_id, run_id}, attempt?, attempts?, items?}]}`
 /// (`attempt` and `attempts` once the step was reached; `items` for a
 /// `forEach`).
 pub fn program(p: &FiringProgram) -> Value {
@@ -52,6 +52,9 @@ pub fn program(p: &FiringProgram) -> Value {
             }
             if let Some(o) = &s.outcome_id {
                 v["outcome_id"] = json!(o);
+            }
+            if let Some(i) = &s.input {
+                v["input"] = session_input(i);
             }
             if s.attempt > 0 {
                 v["attempt"] = json!(s.attempt);
@@ -100,7 +103,8 @@ pub fn steps(p: &StepsProgress) -> Value {
 /// cost_micro_usd}, at}], connection_calls:[{id, step_id, attempt, tool,
 /// tool_source_id, connection_id, arguments_sha256, status, error_code,
 /// sent_at}], outcomes:[{step_id, outcome_id, session_id, status,
-/// iterations_used}]}`.
+/// iterations_used}], inputs:[{step_id, session_id, event_id, run_id}]}`
+/// (an Agent target's input has `step_id: null`).
 #[allow(deprecated)] // stop_reason_json: a 0.1.0 sessions service's text, passed on
 pub fn receipts(r: &FiringReceipts) -> Value {
     let sessions: Vec<Value> = r
@@ -141,8 +145,21 @@ pub fn receipts(r: &FiringReceipts) -> Value {
                 "iterations_used": o.iterations_used})
         })
         .collect();
+    let inputs: Vec<Value> = r
+        .inputs
+        .iter()
+        .map(|i| {
+            let mut v = i.input.as_ref().map(session_input).unwrap_or_else(|| json!({}));
+            v["step_id"] = if i.step_id.is_empty() { Value::Null } else { json!(i.step_id) };
+            v
+        })
+        .collect();
     json!({"sessions": sessions, "approvals": approvals, "waits": waits, "evaluations": evaluations, "connection_calls": connection_calls,
-        "outcomes": outcomes})
+        "outcomes": outcomes, "inputs": inputs})
+}
+
+fn session_input(i: &SessionInput) -> Value {
+    json!({"session_id": i.session_id, "event_id": i.event_id, "run_id": i.run_id})
 }
 
 /// `{complete, missing:[{kind, id}]}`.

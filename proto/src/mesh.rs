@@ -116,6 +116,9 @@ pub fn allowed(path: &str) -> &'static [Role] {
             "GetSession" | "GetAgent" => &[Gateway, Scheduler, Memory],
             // A step an Outcome reviews settles by that Outcome.
             "ListOutcomes" => &[Gateway, Scheduler],
+            // A continue_selected firing appends its input to an idle
+            // Session and counts the usage of the Runs it caused (§18.4).
+            "AppendUserEvent" | "ListRuns" => &[Gateway, Scheduler],
             _ => &[Gateway],
         },
         // The execution plane's protocol. On the mesh the managed runner

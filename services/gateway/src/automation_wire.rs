@@ -333,6 +333,7 @@ mod tests {
                 evaluations: vec![],
                 connection_calls: vec![],
                 outcomes: vec![],
+                inputs: vec![],
             }),
             evidence: Some(pb::FiringEvidence {
                 complete: false,
@@ -351,6 +352,7 @@ mod tests {
         typed_receipts["evaluations"] = json!([]);
         typed_receipts["connection_calls"] = json!([]);
         typed_receipts["outcomes"] = json!([]);
+        typed_receipts["inputs"] = json!([]);
         for (t, receipts) in [(&typed, &typed_receipts), (&old, &receipts)] {
             assert_eq!((trace_steps(t), trace_receipts(t), trace_evidence(t)), (steps.clone(), receipts.clone(), evidence.clone()));
         }

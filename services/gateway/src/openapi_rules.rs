@@ -183,7 +183,9 @@ fn agent_target() -> Value {
         "prompt": {"type": "string", "maxLength": 16384},
         "budget": {"type": "object", "required": ["limit"], "additionalProperties": false,
             "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 1_000_000_000_000i64}, "metric": {"type": "string", "enum": ["model_spend", "model_tokens"]}}},
-        "session_target": {"type": "object", "required": ["mode"], "additionalProperties": false, "properties": {"mode": {"type": "string", "enum": ["start_new"]}}},
+        "session_target": {"type": "object", "required": ["mode"], "additionalProperties": false, "properties": {
+            "mode": {"type": "string", "enum": ["start_new", "continue_selected"]},
+            "session": {"description": "The Session a continue_selected target sends its prompt into (api.md §18.4); required then.", "allOf": [id("sess")]}}},
     }})
 }
 

@@ -10,7 +10,8 @@
 use crate::firing::Firing;
 use crate::model::*;
 use crate::service::SchedulerService;
-use checkfu_core::id::{AutomationId, FiringId, SessionId, TypedId};
+use crate::session_input::Continuation;
+use checkfu_core::id::{AutomationId, FiringId, SessionId};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
@@ -120,8 +121,10 @@ impl SchedulerService {
                 return Ok(self.store.insert_firing(&f, None, delivery.as_ref()).await?.then_some(f));
             }
         };
+        // A continue_selected target's input goes into its Session (§18.4).
+        let continued = target.continued_session().map(String::from);
         let child = ChildRequest {
-            session_id: SessionId::mint().to_string(),
+            session_id: continued.clone().unwrap_or_else(|| SessionId::mint().to_string()),
             step_id: String::new(),
             agent_deployment_id: target.agent_deployment_id.clone(),
             deployment_revision: target.deployment_revision,
@@ -132,6 +135,7 @@ impl SchedulerService {
             budget: target.budget.clone(),
             firing_id: f.id.to_string(),
             outcome: None,
+            continuation: continued.map(|_| Continuation::new(f.id.as_str(), "", 1)),
         };
         if !self.store.insert_firing(&f, Some(&child), delivery.as_ref()).await? {
             return Ok(None);
@@ -140,25 +144,43 @@ impl SchedulerService {
         Ok(Some(f))
     }
 
-    /// Asks for a recorded child. Created (or found, on a retry): confirmed
-    /// and listed. Refused: no Session exists; an Agent target's firing
-    /// fails `child_admission_denied` here, a step's is failed by its
-    /// program (false is returned). Unreachable: left pending for recovery.
-    pub(crate) async fn complete_child(&self, f: &mut Firing, child: &ChildRequest) -> Result<bool> {
-        match self.create_child(child).await {
+    /// Asks for a recorded child — or, for a `continue_selected` input,
+    /// appends it (`continuation.rs`). Created or accepted (or found, on a
+    /// retry): confirmed and listed. Refused: nothing exists; an Agent
+    /// target's firing fails here (`child_admission_denied`, or the input's
+    /// `session_busy` / `session_terminated` / `session_input_denied`), a
+    /// step's is failed by its program — the reason is answered.
+    /// Unreachable: left pending for recovery.
+    pub(crate) async fn complete_child(&self, f: &mut Firing, child: &ChildRequest) -> Result<Option<String>> {
+        let asked = match &child.continuation {
+            Some(c) => self.continue_child(child, c).await.map(|i| i.session_id),
+            None => self.create_child(child).await,
+        };
+        match asked {
             Ok(session_id) => {
-                self.store.confirm_child(&session_id).await?;
+                if child.continuation.is_none() {
+                    self.store.confirm_child(&session_id).await?;
+                }
                 if !f.child_session_ids.contains(&session_id) {
                     f.child_session_ids.push(session_id);
                 }
             }
             Err(e) if permanent(&e) => {
-                self.store.drop_child(&child.session_id).await?;
+                let reason = match &child.continuation {
+                    Some(c) => {
+                        self.store.drop_input(&c.key).await?;
+                        crate::continuation::refusal(&e)
+                    }
+                    None => {
+                        self.store.drop_child(&child.session_id).await?;
+                        "child_admission_denied"
+                    }
+                };
                 if !child.step_id.is_empty() {
-                    return Ok(false);
+                    return Ok(Some(reason.to_string()));
                 }
                 if f.state == FiringState::Running {
-                    f.settle(FiringState::Failed, Some(("child_admission_denied", e.message)), now_ms());
+                    f.settle(FiringState::Failed, Some((reason, e.message)), now_ms());
                     self.store.update_firing(f).await?;
                 }
             }
@@ -166,7 +188,7 @@ impl SchedulerService {
                 tracing::warn!(firing_id = %f.id, error = %e.message, "a child Session could not be created yet; recovery retries it")
             }
         }
-        Ok(true)
+        Ok(None)
     }
 
     /// The child: an ordinary Session of the service Principal at the
@@ -207,24 +229,17 @@ impl SchedulerService {
         Ok(self.sessions.clone().create_session(req).await.map_err(Error::from)?.into_inner().id)
     }
 
-    /// Completes children a crash (or an outage) left pending: each is
-    /// asked for again with its recorded id, so it is made at most once.
-    /// Answers how many were completed.
+    /// Completes children and inputs a crash (or an outage) left pending:
+    /// each is asked for again with its recorded id or key, so it is made
+    /// at most once. Answers how many were completed.
     pub async fn recover_children(&self) -> Result<usize> {
-        let pending = self.store.pending_children(now_ms() - ORPHANED_AFTER_MS, 100).await?;
-        let mut done = 0;
-        for c in pending {
-            let Some(mut f) = self.store.get_firing(&FiringId::stored(c.firing_id.clone())).await? else {
-                self.store.drop_child(&c.session_id).await?;
-                continue;
-            };
-            if !self.complete_child(&mut f, &c).await? {
-                self.advance_program(&f.id, Some(crate::steps::deny(vec![(c.step_id.clone(), c.session_id.clone())]))).await?;
-            }
-            self.after_settle(&f).await;
-            done += 1;
+        let before = now_ms() - ORPHANED_AFTER_MS;
+        let mut pending = self.store.pending_children(before, 100).await?;
+        pending.extend(self.store.pending_inputs(before, 100).await?);
+        for c in &pending {
+            self.ask_again(c).await?;
         }
-        Ok(done)
+        Ok(pending.len())
     }
 
     pub async fn firing(&self, id: &str) -> Result<Firing> {

@@ -118,11 +118,11 @@ impl Program {
     /// A child refused at admission: its `forEach` item fails on its own
     /// (the step fails once its started siblings settled), any other
     /// running step fails now.
-    pub fn child_refused(&mut self, step: &str, session_id: &str, now: i64) {
-        if !self.item_settled(step, session_id, &Outcome::failed("child_admission_denied"), None)
+    pub fn child_refused(&mut self, step: &str, session_id: &str, reason: &str, now: i64) {
+        if !self.item_settled(step, session_id, &Outcome::failed(reason), None)
             && self.step(step).and_then(|s| s.outcome.as_ref()).is_some_and(|o| o.kind == "running")
         {
-            self.set(step, Outcome::failed("child_admission_denied"), now);
+            self.set(step, Outcome::failed(reason), now);
         }
     }
 

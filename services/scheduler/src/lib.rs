@@ -13,6 +13,7 @@ mod automation_wire;
 mod calls;
 pub mod connection_call;
 mod connection_steps;
+mod continuation;
 pub mod evaluation;
 pub mod firing;
 pub mod for_each;
@@ -26,6 +27,7 @@ pub mod occurrences;
 pub mod predicates;
 pub mod program;
 pub mod service;
+pub mod session_input;
 pub mod settle;
 pub mod steps;
 pub mod store;
@@ -47,6 +49,7 @@ pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/
     "0002_triggers",
     "0003_graphs",
     "0004_programs",
+    "0005_inputs",
 );
 
 /// Opens the store and builds the service; the database handle is for the

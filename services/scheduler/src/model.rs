@@ -2,7 +2,7 @@
 //! the checks that turn the typed wire forms (their shape read by
 //! `checkfu_proto::automation_spec`) into them once.
 
-use checkfu_core::id::{AutomationId, DeploymentId, EnvironmentId, FilteredDeliveryId, PrincipalId};
+use checkfu_core::id::{AutomationId, DeploymentId, EnvironmentId, FilteredDeliveryId, PrincipalId, SessionId};
 use checkfu_core::{Error, Result, string_enum};
 use checkfu_proto::automation_spec::invalid_target;
 use checkfu_proto::scheduler::v1 as pb;
@@ -98,7 +98,11 @@ impl AgentTarget {
                 )
                 .with_reason("session_target_conflict"));
             }
-            Some(s) if s.mode == "continue_selected" => SessionTarget { continue_selected: true, session: s.session },
+            Some(s) if s.mode == "continue_selected" => {
+                let session = s.session.ok_or_else(|| invalid_target("a continue_selected session_target names its session"))?;
+                SessionId::check("target.session_target.session", &session)?;
+                SessionTarget { continue_selected: true, session: Some(session) }
+            }
             Some(_) => return Err(invalid_target("target.session_target.mode is start_new or continue_selected")),
         };
         Ok(AgentTarget {
@@ -121,9 +125,9 @@ impl AgentTarget {
         }
     }
 
-    /// Whether a feature §12.9 lists as not yet executable is used.
-    pub fn not_executable(&self) -> bool {
-        self.session_target.continue_selected
+    /// The Session a `continue_selected` target continues.
+    pub fn continued_session(&self) -> Option<&str> {
+        self.session_target.session.as_deref().filter(|_| self.session_target.continue_selected)
     }
 }
 
@@ -203,12 +207,6 @@ impl StepsTarget {
     pub fn not_executable(&self) -> Option<String> {
         let mut later: Vec<String> =
             self.steps.iter().filter_map(|n| n["kind"].as_str()).filter(|k| !RUNS.contains(k)).map(String::from).collect();
-        later.extend(
-            self.steps
-                .iter()
-                .filter(|n| n["kind"] == "step_agent" && n.get("sessionTarget").is_some_and(|s| s["mode"] == "continue_selected"))
-                .map(|_| "continue_selected".to_string()),
-        );
         later.sort();
         later.dedup();
         (!later.is_empty()).then(|| {
@@ -274,6 +272,23 @@ impl Target {
         }
     }
 
+    /// Each `(Session, deployment)` a `continue_selected` target or step
+    /// continues (§18.4).
+    pub fn continued_sessions(&self) -> Vec<(String, String)> {
+        match self {
+            Target::Agent(a) => a.continued_session().map(|s| (s.to_string(), a.agent_deployment_id.clone())).into_iter().collect(),
+            Target::Steps(s) => s
+                .steps
+                .iter()
+                .filter(|n| n["kind"] == "step_agent" && n["sessionTarget"]["mode"] == "continue_selected")
+                .map(|n| {
+                    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+                    (text(&n["sessionTarget"]["session"]), text(&n["agentDeploymentId"]))
+                })
+                .collect(),
+        }
+    }
+
     /// Why a firing of it cannot run yet (§12.9), if it cannot.
     /// Why it can never run on this installation: a `step_managed_tool`
     /// (api.md §18.11; a plan blocks it, so only one stored before that
@@ -289,7 +304,6 @@ impl Target {
 
     pub fn not_executable(&self) -> Option<String> {
         match self {
-            Target::Agent(a) if a.not_executable() => Some("a continue_selected session_target is saved but not yet executable".into()),
             Target::Agent(_) => None,
             Target::Steps(s) => s.not_executable(),
         }
@@ -383,14 +397,16 @@ impl Readiness {
     }
 
     /// Whether a firing or a step may be admitted now: every check but
-    /// `evaluators` passes. A Check's evaluator is checked where it is
-    /// called — an unqualified one is never called, and the node records
-    /// `evaluator_unqualified` and takes its `error` arm, the path its
-    /// author wrote for a judgment that cannot be had — so revoking a
-    /// qualification does not silently drop the firings of Automations
-    /// that route around it.
+    /// `evaluators` and `session_target` passes. A Check's evaluator is
+    /// checked where it is called — an unqualified one is never called, and
+    /// the node records `evaluator_unqualified` and takes its `error` arm,
+    /// the path its author wrote for a judgment that cannot be had — so
+    /// revoking a qualification does not silently drop the firings of
+    /// Automations that route around it. A continued Session is checked
+    /// where its input is appended, which refuses with its own reason
+    /// (`session_terminated`, `session_input_denied`).
     pub fn admits(&self) -> bool {
-        self.checks.iter().all(|c| c.status == "pass" || c.name == "evaluators")
+        self.checks.iter().all(|c| c.status == "pass" || c.name == "evaluators" || c.name == "session_target")
     }
 
     /// Whether a Connection step may go to governance now: as
@@ -398,7 +414,7 @@ impl Readiness {
     /// path, which re-checks `use_connection` and the Connection and
     /// refuses with its own reason (`permission_denied`, `policy_denied`).
     pub fn admits_calls(&self) -> bool {
-        self.checks.iter().all(|c| c.status == "pass" || c.name == "evaluators" || c.name == "connections")
+        self.checks.iter().all(|c| c.status == "pass" || matches!(c.name, "evaluators" | "connections" | "session_target"))
     }
 
     /// `ready`, or `blocked` while a check fails or is unknown.
@@ -466,6 +482,10 @@ pub struct ChildRequest {
     /// `user.define_outcome` whose description is the prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Value>,
+    /// A `continue_selected` input (§18.4): `session_id` is then the
+    /// existing Session it continues, and nothing is created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuation: Option<crate::session_input::Continuation>,
 }
 
 /// A timer a scheduler replica holds: an Automation's occurrence, taken
@@ -594,13 +614,19 @@ mod tests {
         assert_eq!(e.details["reason"], "steps_require_graph");
         assert!(AgentTarget::parse(&json!({"kind": "agent", "agent_deployment_id": "x", "prompt": ""})).is_err());
         let cs = json!({"kind": "agent", "agent_deployment_id": "dep_01jx0000000000000000000001", "prompt": "p",
-            "session_target": {"mode": "continue_selected", "session": "sess_1"}, "budget": {"limit": 1}});
+            "session_target": {"mode": "continue_selected", "session": "sess_01jx0000000000000000000001"}, "budget": {"limit": 1}});
         assert_eq!(AgentTarget::parse(&cs).expect_err("no budget").details["reason"], "session_target_conflict");
         let mut cs = cs;
         cs.as_object_mut().expect("object").remove("budget");
         let t = AgentTarget::parse(&cs).expect("saved");
-        assert!(t.not_executable());
-        assert_eq!(Target::Agent(t).to_json()["session_target"], json!({"mode": "continue_selected", "session": "sess_1"}));
+        assert_eq!(t.continued_session(), Some("sess_01jx0000000000000000000001"));
+        assert_eq!(
+            Target::Agent(t).to_json()["session_target"],
+            json!({"mode": "continue_selected", "session": "sess_01jx0000000000000000000001"})
+        );
+        let mut unnamed = cs.clone();
+        unnamed["session_target"] = json!({"mode": "continue_selected"});
+        assert!(AgentTarget::parse(&unnamed).is_err(), "a continued Session is named");
         let typed = pb::AgentTarget { deployment_revision: Some(0), ..AgentTarget::parse(&cs).expect("saved").to_spec() };
         assert!(AgentTarget::from_spec(typed).is_err(), "a typed caller is held to the same rules");
     }

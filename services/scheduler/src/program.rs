@@ -157,6 +157,9 @@ pub struct Step {
     /// A reviewed step's Outcome, once it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome_id: Option<String>,
+    /// A `continue_selected` step's input, once accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<crate::session_input::SessionInput>,
     /// The attempt under way (from 1 once admitted; more with `retry`).
     #[serde(default)]
     pub attempt: i64,
@@ -301,6 +304,7 @@ impl Program {
                 evaluation_id: None,
                 connection_call_id: None,
                 outcome_id: None,
+                input: None,
                 attempt: 0,
                 attempts: vec![],
                 items: vec![],
@@ -765,6 +769,7 @@ impl Program {
                     evaluation_id: s.evaluation_id.clone(),
                     connection_call_id: s.connection_call_id.clone(),
                     outcome_id: s.outcome_id.clone(),
+                    input: s.input.as_ref().map(|i| i.to_spec()),
                     attempt: s.attempt,
                     attempts: s
                         .attempts
@@ -1126,7 +1131,7 @@ mod tests {
         let mut p = Program::new(fan_out(), "hook".into());
         let first = p.advance(&event, false, 1);
         mint(&mut p, &first);
-        p.child_refused("a", "s1", 2);
+        p.child_refused("a", "s1", "child_admission_denied", 2);
         assert!(p.advance(&event, false, 3).agents.is_empty(), "nothing starts after a failure");
         assert_eq!(p.step("a").and_then(|s| s.outcome.clone()).map(|o| o.kind), Some("running".into()), "s0 still runs");
         p.item_settled("a", "s0", &Outcome::completed(), Some(json!("out x")));
@@ -1145,7 +1150,7 @@ mod tests {
         // A step with no items fails at once.
         let mut p = decision_program();
         p.advance(&json!({"flag": false}), false, 1);
-        p.child_refused("b", "sess_b", 2);
+        p.child_refused("b", "sess_b", "child_admission_denied", 2);
         assert_eq!(p.step("b").and_then(|s| s.outcome.clone()), Some(Outcome::failed("child_admission_denied")));
     }
 

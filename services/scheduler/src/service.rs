@@ -262,6 +262,7 @@ impl SchedulerService {
         });
         checks.push(self.evaluators(a).await);
         checks.push(self.connections(a).await);
+        checks.push(self.session_targets(a).await);
         checks.push(match (a.target.refused(), a.target.not_executable()) {
             (Some(why), _) => Check::fail("capabilities", why, None),
             (None, Some(why)) => Check::unknown("capabilities", why),

@@ -24,7 +24,8 @@ pub const GROUP: &str = "checkfu-scheduler";
 
 impl SchedulerService {
     /// Settles the firing a session event's Session belongs to, if it ends
-    /// it. Unrelated events cost one lookup.
+    /// it — as a child it started, or as one a `continue_selected` input
+    /// went into (`continuation.rs`). Unrelated events cost a lookup or two.
     pub async fn on_session_event(&self, r: &Record) -> Result<()> {
         let kind = r.header("type").unwrap_or_default();
         if kind != "session.status_idle" && kind != "session.status_terminated" {
@@ -32,35 +33,23 @@ impl SchedulerService {
         }
         let e: Value = serde_json::from_str(&r.payload).map_err(|e| Error::invalid(format!("unreadable session event: {e}")))?;
         let session_id = e.get("session_id").and_then(Value::as_str).unwrap_or_default();
+        self.on_input_event(kind, &e, session_id).await?;
         let Some(firing_id) = self.store.firing_of_child(session_id).await? else { return Ok(()) };
         let Some(mut f) = self.store.get_firing(&firing_id).await? else { return Ok(()) };
         if f.state != FiringState::Running {
             return Ok(());
         }
         let seq = e.get("seq").and_then(Value::as_i64).unwrap_or(0);
-        let outcome = if kind == "session.status_terminated" {
-            Some((FiringState::Failed, Some(("child_terminated", "the child Session was archived".to_string()))))
-        } else {
-            match e.pointer("/payload/stop_reason/type").and_then(Value::as_str).unwrap_or_default() {
-                "end_turn" if self.interrupted(session_id, seq).await? => {
-                    Some((FiringState::Failed, Some(("child_interrupted", "the child Session was interrupted".to_string()))))
-                }
-                "end_turn" => Some((FiringState::Succeeded, None)),
-                "retries_exhausted" => {
-                    Some((FiringState::Failed, Some(("child_failed", "the child's model calls failed (retries_exhausted)".to_string()))))
-                }
-                // requires_action, budget_reached: the child waits; so does the firing.
-                _ => None,
-            }
-        };
-        let Some((state, error)) = outcome else { return Ok(()) };
+        let stop = e.pointer("/payload/stop_reason/type").and_then(Value::as_str).unwrap_or_default();
+        let interrupted = stop == "end_turn" && self.interrupted_between(session_id, 0, seq).await?;
+        let Some((state, error)) = ended(kind, stop, interrupted) else { return Ok(()) };
         if f.program.is_some() {
             let step = match (&state, &error) {
                 (FiringState::Succeeded, _) => crate::program::Outcome::completed(),
                 (_, Some((reason, _))) => crate::program::Outcome::failed(reason),
                 _ => crate::program::Outcome::failed("child_failed"),
             };
-            return self.settle_step(&f, session_id, step).await;
+            return self.settle_step(&f, session_id, step, None).await;
         }
         let s = self.sessions.clone().get_session(ss::GetByIdRequest { id: session_id.into() }).await.map_err(Error::from)?.into_inner();
         let u = s.usage.unwrap_or_default();
@@ -71,17 +60,38 @@ impl SchedulerService {
         Ok(())
     }
 
-    /// Whether the child's log holds a `user.interrupt` before `seq`.
-    async fn interrupted(&self, session_id: &str, seq: i64) -> Result<bool> {
+    /// Whether the Session's log holds a `user.interrupt` after `from` and
+    /// before `to` (an input's Run is ended only by one after the input).
+    pub(crate) async fn interrupted_between(&self, session_id: &str, from: i64, to: i64) -> Result<bool> {
         let req = ss::ListEventsRequest {
             session_id: session_id.into(),
-            after_seq: 0,
+            after_seq: from,
             limit: 1,
             types: vec!["user.interrupt".into()],
             view: String::new(),
         };
         let found = self.sessions.clone().list_events(req).await.map_err(Error::from)?.into_inner().data;
-        Ok(found.first().is_some_and(|e| e.seq < seq))
+        Ok(found.first().is_some_and(|e| e.seq < to))
+    }
+}
+
+/// How an idle or a termination ends what waits on it: `end_turn` →
+/// succeeded (failed `child_interrupted` after an interrupt),
+/// `retries_exhausted` → `child_failed`, terminated → `child_terminated`;
+/// `None` (`requires_action`, `budget_reached`): it still waits.
+pub(crate) fn ended(kind: &str, stop_reason: &str, interrupted: bool) -> Option<(FiringState, Option<(&'static str, String)>)> {
+    if kind == "session.status_terminated" {
+        return Some((FiringState::Failed, Some(("child_terminated", "the child Session was archived".to_string()))));
+    }
+    match stop_reason {
+        "end_turn" if interrupted => {
+            Some((FiringState::Failed, Some(("child_interrupted", "the child Session was interrupted".to_string()))))
+        }
+        "end_turn" => Some((FiringState::Succeeded, None)),
+        "retries_exhausted" => {
+            Some((FiringState::Failed, Some(("child_failed", "the child's model calls failed (retries_exhausted)".to_string()))))
+        }
+        _ => None,
     }
 }
 

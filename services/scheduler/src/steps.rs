@@ -21,13 +21,14 @@ use serde_json::{Value, json};
 /// A change applied to a program before it advances.
 pub type Change = Box<dyn Fn(&mut Firing, &mut Program, i64) + Send + Sync>;
 
-/// Records children refused at admission (no Session exists), each
-/// `(step, session id)`: a `forEach` item fails on its own — the step fails
-/// once its started siblings settled — and any other step fails now.
-pub(crate) fn deny(children: Vec<(String, String)>) -> Change {
+/// Records children (or inputs) refused at admission — nothing was
+/// created or appended — each `(step, session id, reason)`: a `forEach`
+/// item fails on its own — the step fails once its started siblings
+/// settled — and any other step fails now.
+pub(crate) fn deny(children: Vec<(String, String, String)>) -> Change {
     Box::new(move |_: &mut Firing, p: &mut Program, now: i64| {
-        for (step, session) in &children {
-            p.child_refused(step, session, now);
+        for (step, session, reason) in &children {
+            p.child_refused(step, session, reason, now);
         }
     })
 }
@@ -81,8 +82,12 @@ impl SchedulerService {
                                 p.set(&ad.step_id, Outcome::failed("child_admission_denied"), now);
                                 continue;
                             }
+                            // A continue_selected step's input goes into its Session (§18.4).
+                            let continued =
+                                node["sessionTarget"]["session"].as_str().filter(|_| node["sessionTarget"]["mode"] == "continue_selected");
+                            let attempt = p.step(&ad.step_id).map_or(1, |s| s.attempt.max(1));
                             let child = ChildRequest {
-                                session_id: SessionId::mint().to_string(),
+                                session_id: continued.map_or_else(|| SessionId::mint().to_string(), String::from),
                                 step_id: ad.step_id.clone(),
                                 agent_deployment_id: node["agentDeploymentId"].as_str().unwrap_or_default().to_string(),
                                 deployment_revision: node["deploymentRevision"].as_i64(),
@@ -98,6 +103,8 @@ impl SchedulerService {
                                 budget: serde_json::from_value(node["budget"].clone()).ok(),
                                 firing_id: f.id.to_string(),
                                 outcome: ad.outcome,
+                                continuation: continued
+                                    .map(|_| crate::session_input::Continuation::new(f.id.as_str(), &ad.step_id, attempt)),
                             };
                             if let Some(s) = p.steps.iter_mut().find(|s| s.id == ad.step_id) {
                                 match ad.item.and_then(|i| s.items.get_mut(i)) {
@@ -132,8 +139,8 @@ impl SchedulerService {
             }
             let mut denied = vec![];
             for c in &children {
-                if !self.complete_child(&mut f, c).await? {
-                    denied.push((c.step_id.clone(), c.session_id.clone()));
+                if let Some(reason) = self.complete_child(&mut f, c).await? {
+                    denied.push((c.step_id.clone(), c.session_id.clone(), reason));
                 }
             }
             if !waits.is_empty() {
@@ -168,7 +175,9 @@ impl SchedulerService {
     /// A step's child settled: the step takes its outcome (and, completed,
     /// the child's last `agent.message` as its output), the firing the
     /// child's usage; then the program advances.
-    pub(crate) async fn settle_step(&self, f: &Firing, session_id: &str, outcome: Outcome) -> Result<()> {
+    /// A continued Session's step (`run` its input's first Run) counts the
+    /// usage of its Runs, not the Session's.
+    pub(crate) async fn settle_step(&self, f: &Firing, session_id: &str, outcome: Outcome, run: Option<&str>) -> Result<()> {
         let Some(step) = f.program.as_ref().and_then(|p| p.step_of_child(session_id)).map(|s| s.id.clone()) else { return Ok(()) };
         // A reviewed step settles by its Outcome, not by the idle alone.
         let reviewed = f.program.as_ref().is_some_and(|p| p.reviewed_by(&step).is_some());
@@ -191,14 +200,20 @@ impl SchedulerService {
         if retried && outcome.reason.as_deref() == Some("child_failed") && self.tool_call_unanswered(session_id).await? {
             outcome.retry_withheld = Some("effect_unknown".into());
         }
-        let s = self
-            .sessions
-            .clone()
-            .get_session(ss::GetByIdRequest { id: session_id.into() })
-            .await
-            .map_err(checkfu_core::Error::from)?
-            .into_inner();
-        let u = s.usage.unwrap_or_default();
+        let u = match run {
+            Some(first_run) => self.usage_since(session_id, first_run).await?,
+            None => {
+                let s = self
+                    .sessions
+                    .clone()
+                    .get_session(ss::GetByIdRequest { id: session_id.into() })
+                    .await
+                    .map_err(checkfu_core::Error::from)?
+                    .into_inner();
+                let u = s.usage.unwrap_or_default();
+                Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd }
+            }
+        };
         let session = session_id.to_string();
         let change = move |f: &mut Firing, p: &mut Program, now: i64| {
             if p.step(&step).and_then(|s| s.outcome.as_ref()).is_none_or(|o| o.kind != "running") {

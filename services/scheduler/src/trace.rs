@@ -21,6 +21,9 @@ pub struct Receipts {
     pub sessions: Vec<SessionReceipt>,
     pub approvals: Vec<ApprovalReceipt>,
     pub waits: Vec<WaitReceipt>,
+    /// Each accepted `continue_selected` input, `(step id, input)` (an
+    /// Agent target's step id is empty).
+    pub inputs: Vec<(String, crate::session_input::SessionInput)>,
 }
 
 /// A child Session as it says now.
@@ -80,6 +83,8 @@ impl SchedulerService {
                 Err(st) => return Err(st.into()),
             }
         }
+        receipts.inputs =
+            self.store.firing_inputs(f.id.as_str()).await?.into_iter().filter_map(|r| Some((r.step_id, r.accepted?))).collect();
         let now = now_ms();
         receipts.waits = f
             .program

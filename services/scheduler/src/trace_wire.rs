@@ -33,6 +33,7 @@ pub fn trace(t: &Trace) -> pb::FiringTrace {
 #[allow(deprecated)] // stop_reason_json: a 0.1.0 sessions service's text, passed on
 fn receipts(r: &Receipts, p: Option<&Program>) -> pb::FiringReceipts {
     pb::FiringReceipts {
+        inputs: r.inputs.iter().map(|(step_id, i)| pb::InputReceipt { step_id: step_id.clone(), input: Some(i.to_spec()) }).collect(),
         sessions: r
             .sessions
             .iter()

@@ -273,14 +273,18 @@ impl Rpc for SessionsGrpc {
     }
     async fn send_tool_result(&self, r: Request<pb::SendToolResultRequest>) -> R<pb::AppendUserEventResponse> {
         let (e, replayed) = crate::grpc_work::send_tool_result(&self.svc.runs, r.into_inner()).await?;
-        ok(pb::AppendUserEventResponse { event: Some(event(e)), replayed })
+        ok(pb::AppendUserEventResponse { event: Some(event(e)), replayed, run_id: String::new() })
     }
 
     async fn append_user_event(&self, r: Request<pb::AppendUserEventRequest>) -> R<pb::AppendUserEventResponse> {
         let r = r.into_inner();
         let e = input(r.event.ok_or_else(|| Error::invalid("an event is required"))?)?;
+        if !r.continuation_event_id.is_empty() {
+            let c = self.svc.log.continue_session(&r.session_id, e, &r.continuation_event_id).await?;
+            return ok(pb::AppendUserEventResponse { event: Some(event(c.event)), replayed: c.replayed, run_id: c.run_id });
+        }
         let (e, replayed) = self.svc.append_user_event(&r.session_id, e).await?;
-        ok(pb::AppendUserEventResponse { event: Some(event(e)), replayed })
+        ok(pb::AppendUserEventResponse { event: Some(event(e)), replayed, run_id: String::new() })
     }
     async fn list_events(&self, r: Request<pb::ListEventsRequest>) -> R<pb::ListEventsResponse> {
         let r = r.into_inner();

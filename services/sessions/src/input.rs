@@ -15,6 +15,9 @@ pub struct Input {
     pub authored_by: String,
     pub caused_by: Value,
     pub thread_id: Option<String>,
+    /// The id a continuation's caller minted for it (`continuation.rs`);
+    /// `None`: minted when appended.
+    pub event_id: Option<checkfu_core::id::EventId>,
 }
 
 fn field_str<'a>(p: &'a Value, f: &str, ty: &str) -> Result<&'a str> {
@@ -120,7 +123,7 @@ impl Input {
             }
             _ => {}
         }
-        Ok(Input { event_type, payload: p, authored_by: authored_by.to_string(), caused_by, thread_id })
+        Ok(Input { event_type, payload: p, authored_by: authored_by.to_string(), caused_by, thread_id, event_id: None })
     }
 
     pub(crate) fn is_settle(&self) -> bool {

@@ -2696,7 +2696,9 @@ export interface components {
                 prompt: string;
                 session_target?: {
                     /** @enum {string} */
-                    mode: "start_new";
+                    mode: "start_new" | "continue_selected";
+                    /** @description The Session a continue_selected target sends its prompt into (api.md §18.4); required then. */
+                    session?: string;
                 };
             };
             /**
@@ -5104,7 +5106,9 @@ export interface components {
                 prompt: string;
                 session_target?: {
                     /** @enum {string} */
-                    mode: "start_new";
+                    mode: "start_new" | "continue_selected";
+                    /** @description The Session a continue_selected target sends its prompt into (api.md §18.4); required then. */
+                    session?: string;
                 };
             } | null;
             /** @enum {object|null} */

@@ -291,8 +291,12 @@ pub async fn post_event(
     }
     let route = format!("POST /v1/sessions/{id}/events");
     once(&st.idem, &caller.principal_id, &headers, &route, &body, || async {
-        let r =
-            st.sessions.clone().append_user_event(ss::AppendUserEventRequest { session_id: id, event: Some(event) }).await?.into_inner();
+        let r = st
+            .sessions
+            .clone()
+            .append_user_event(ss::AppendUserEventRequest { session_id: id, event: Some(event), continuation_event_id: String::new() })
+            .await?
+            .into_inner();
         let status = if r.replayed { StatusCode::OK } else { StatusCode::CREATED };
         Ok((status, crate::json_text::value(views::event(&r.event.unwrap_or_default()))?))
     })

@@ -359,6 +359,14 @@ impl Node {
                     crate::model::AgentTarget::parse(&t).map_err(|e| bad(e.message))?;
                 }
                 let session_target = o.get("sessionTarget").filter(|b| !b.is_null()).cloned();
+                match session_target.as_ref().map(|t| (t["mode"].as_str(), t["session"].as_str())) {
+                    None | Some((Some("start_new"), _)) => {}
+                    Some((Some("continue_selected"), Some(s))) if checkfu_core::id::SessionId::check("session", s).is_ok() => {}
+                    Some((Some("continue_selected"), _)) => {
+                        return Err(bad("a continue_selected sessionTarget names its session (sess_…)".into()));
+                    }
+                    Some(_) => return Err(bad("sessionTarget.mode is start_new or continue_selected".into())),
+                }
                 let for_each = match o.get("forEach").filter(|f| !f.is_null()) {
                     None => None,
                     Some(f) => {

@@ -837,7 +837,7 @@ mod tests {
         assert_eq!(codes(&doc(json!([hook(), fan, outcome("o")]), json!([starts.clone(), reviews("a", "o")]))), ["outcome_attachment"]);
         // A continued Session takes no Outcome, Budget or forEach.
         let mut continued = agent("a");
-        continued["sessionTarget"] = json!({"mode": "continue_selected", "session": "sess_1"});
+        continued["sessionTarget"] = json!({"mode": "continue_selected", "session": "sess_01jx0000000000000000000001"});
         let reviewed = doc(json!([hook(), continued.clone(), outcome("o")]), json!([starts.clone(), reviews("a", "o")]));
         assert_eq!(codes(&reviewed), ["session_target_conflict"]);
         let mut budgeted = continued.clone();

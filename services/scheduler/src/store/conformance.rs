@@ -78,6 +78,7 @@ async fn scheduler_store_conformance() {
         deliveries_dedupe(&*s).await;
         replicas_race_for_occurrences(s.clone()).await;
         graphs_keep_immutable_revisions(&*s).await;
+        inputs_are_recorded_once_and_found_by_their_run(&*s).await;
         eprintln!("scheduler store conformance passed on {name}");
     }
 }
@@ -132,6 +133,7 @@ async fn firings_keep_their_children(s: &dyn SchedulerStore) {
         firing_id: "afire_1".into(),
         // A reviewed step's Outcome is kept with the request.
         outcome: Some(json!({"rubric": "require: x", "max_iterations": 2})),
+        continuation: None,
     };
     assert!(s.insert_firing(&f, Some(&child), None).await.expect("insert"));
     assert!(s.insert_firing(&firing("afire_2", "auto_1", FiringSource::Schedule), None, None).await.expect("insert"));
@@ -350,4 +352,62 @@ async fn graphs_keep_immutable_revisions(s: &dyn SchedulerStore) {
     let gone = Graph { deleted_ms: 9, version: 4, ..g3 };
     assert!(s.update_graph(&gone, 3, None, None).await.expect("delete"));
     assert!(s.list_graphs(&["env_1".into()], &page).await.expect("list").is_empty());
+}
+
+/// `continue_selected` inputs (§18.4): recorded once under their key,
+/// pending until accepted, open while their firing runs and listed as the
+/// firing's Sessions once accepted; a refused one is forgotten.
+async fn inputs_are_recorded_once_and_found_by_their_run(s: &dyn SchedulerStore) {
+    use crate::session_input::{Continuation, SessionInput};
+    let f = firing("afire_i1", "auto_i", FiringSource::Manual);
+    let k = Continuation { key: "afire_i1/-/1".into(), event_id: "evt_1".into() };
+    let c = ChildRequest {
+        session_id: "sess_kept".into(),
+        step_id: String::new(),
+        agent_deployment_id: "dep_1".into(),
+        deployment_revision: None,
+        principal_id: "prin_svc".into(),
+        title: "t".into(),
+        metadata: json!({}),
+        prompt: "p".into(),
+        budget: None,
+        firing_id: "afire_i1".into(),
+        outcome: None,
+        continuation: Some(k.clone()),
+    };
+    assert!(s.insert_firing(&f, Some(&c), None).await.expect("insert"));
+    assert!(s.firing_of_child("sess_kept").await.expect("of child").is_none(), "a continued Session is no child");
+    assert_eq!(s.get_firing(&f.id).await.expect("get").expect("f").child_session_ids, Vec::<String>::new(), "pending: not listed");
+    assert_eq!(s.pending_inputs(i64::MAX, 10).await.expect("pending"), vec![c.clone()]);
+    assert!(s.pending_inputs(0, 10).await.expect("pending").is_empty(), "only those recorded before");
+    let open = s.open_inputs("sess_kept").await.expect("open");
+    assert_eq!((open.len(), open[0].0.accepted.is_none(), open[0].1.clone()), (1, true, c.clone()));
+    let input = SessionInput { session_id: "sess_kept".into(), event_id: "evt_1".into(), run_id: "run_1".into() };
+    s.accept_input(&k.key, &input, 7).await.expect("accept");
+    s.accept_input(&k.key, &input, 7).await.expect("accepting again changes nothing");
+    let open = s.open_inputs("sess_kept").await.expect("open");
+    let found = &open[0].0;
+    assert_eq!((found.key.as_str(), found.event_seq, found.accepted.as_ref()), (k.key.as_str(), 7, Some(&input)));
+    assert!(s.pending_inputs(i64::MAX, 10).await.expect("pending").is_empty());
+    s.drop_input(&k.key).await.expect("an accepted input is kept");
+    assert_eq!(s.get_firing(&f.id).await.expect("get").expect("f").child_session_ids, ["sess_kept"]);
+    assert_eq!(s.firing_inputs("afire_i1").await.expect("inputs").len(), 1);
+    // The same key again (a replay of the admitting write) records nothing new.
+    let mut tx_again = f.clone();
+    tx_again.version = 0;
+    let next = Continuation { key: k.key.clone(), event_id: "evt_2".into() };
+    assert!(s.update_program(&tx_again, 0, &[ChildRequest { continuation: Some(next), ..c.clone() }], &[]).await.expect("write"));
+    assert_eq!(s.firing_inputs("afire_i1").await.expect("inputs")[0].accepted, Some(input));
+    // Settled firings' inputs are not open.
+    let mut settled = s.get_firing(&f.id).await.expect("get").expect("f");
+    settled.settle(FiringState::Succeeded, None, 9);
+    s.update_firing(&settled).await.expect("settle");
+    assert!(s.open_inputs("sess_kept").await.expect("open").is_empty());
+    // A refused input is forgotten.
+    let g = firing("afire_i2", "auto_i", FiringSource::Manual);
+    let refused = Continuation { key: "afire_i2/-/1".into(), event_id: "evt_3".into() };
+    let c2 = ChildRequest { firing_id: "afire_i2".into(), continuation: Some(refused.clone()), ..c };
+    assert!(s.insert_firing(&g, Some(&c2), None).await.expect("insert"));
+    s.drop_input(&refused.key).await.expect("drop");
+    assert!(s.firing_inputs("afire_i2").await.expect("inputs").is_empty());
 }

@@ -1,12 +1,13 @@
 //! The scheduler's store: Automations (a compare-and-set on `version`),
 //! firings and their child Sessions, with `automation.*` events staged in
 //! the outbox in the same transaction as the change they describe; the
-//! occurrence timers (`timers.rs`) and signed-ingest deliveries
-//! (`deliveries.rs`).
+//! occurrence timers (`timers.rs`), signed-ingest deliveries
+//! (`deliveries.rs`) and `continue_selected` inputs (`inputs.rs`).
 
 use crate::firing::Firing;
 use crate::graph::{Application, Graph, Revision};
 use crate::model::*;
+use crate::session_input::{InputRecord, SessionInput};
 use checkfu_bus::Record;
 use checkfu_bus::outbox::stage;
 use checkfu_core::id::{AutomationId, FiringId, GraphId, TypedId};
@@ -18,6 +19,7 @@ use serde_json::Value;
 
 mod deliveries;
 mod graphs;
+mod inputs;
 mod timers;
 
 #[async_trait::async_trait]
@@ -60,6 +62,16 @@ pub trait SchedulerStore: Send + Sync + 'static {
     async fn list_firings(&self, automation_id: &AutomationId, source: &str, state: &str, page: &PageRequest) -> Result<Vec<Firing>>;
     /// The firing a child Session belongs to.
     async fn firing_of_child(&self, session_id: &str) -> Result<Option<FiringId>>;
+    /// Marks a pending `continue_selected` input accepted (§18.4).
+    async fn accept_input(&self, key: &str, input: &SessionInput, event_seq: i64) -> Result<()>;
+    /// Forgets a pending input that was refused (nothing was appended).
+    async fn drop_input(&self, key: &str) -> Result<()>;
+    /// Pending inputs recorded before `before_ms`, oldest first.
+    async fn pending_inputs(&self, before_ms: i64, limit: i64) -> Result<Vec<ChildRequest>>;
+    /// Inputs into a Session whose firings still run, with their requests.
+    async fn open_inputs(&self, session_id: &str) -> Result<Vec<(InputRecord, ChildRequest)>>;
+    /// A firing's inputs, in admission order.
+    async fn firing_inputs(&self, firing_id: &str) -> Result<Vec<InputRecord>>;
 
     /// Takes up to `limit` due timers for `holder` until `lease_until_ms`;
     /// a timer is never held by two holders at once.
@@ -169,6 +181,9 @@ fn firing(r: &AnyRow, children: Vec<String>) -> Result<Firing> {
 }
 
 async fn insert_child(tx: &mut sqlx::Transaction<'_, sqlx::Any>, c: &ChildRequest, created_ms: i64) -> Result<()> {
+    if let Some(k) = &c.continuation {
+        return inputs::insert(tx, c, k, created_ms).await;
+    }
     sqlx::query(
         "INSERT INTO automation_children (session_id, firing_id, step_id, created_ms, confirmed, request_json) VALUES ($1, $2, $3, $4, 0, $5)",
     )
@@ -193,16 +208,26 @@ fn name_taken(a: &Automation) -> Error {
 }
 
 impl SqlSchedulerStore {
-    /// The firing's children that exist (pending ones are not listed).
+    /// The firing's children that exist (pending ones are not listed),
+    /// and the Sessions its accepted inputs continued.
     async fn children(&self, firing_id: &str) -> Result<Vec<String>> {
-        sqlx::query("SELECT session_id FROM automation_children WHERE firing_id = $1 AND confirmed = 1 ORDER BY created_ms, session_id")
-            .bind(firing_id)
-            .fetch_all(&self.db.pool)
-            .await
-            .map_err(db_err)?
-            .iter()
-            .map(|r| s(r, "session_id"))
-            .collect()
+        let rows = sqlx::query(
+            "SELECT session_id, created_ms FROM automation_children WHERE firing_id = $1 AND confirmed = 1 \
+             UNION ALL SELECT session_id, created_ms FROM automation_inputs WHERE firing_id = $1 AND run_id <> '' \
+             ORDER BY created_ms, session_id",
+        )
+        .bind(firing_id)
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db_err)?;
+        let mut out: Vec<String> = vec![];
+        for r in &rows {
+            let id = s(r, "session_id")?;
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        }
+        Ok(out)
     }
 
     async fn firings(&self, rows: Vec<AnyRow>) -> Result<Vec<Firing>> {
@@ -490,6 +515,26 @@ impl SchedulerStore for SqlSchedulerStore {
             .await
             .map_err(db_err)?;
         row.map(|r| s(&r, "firing_id").map(TypedId::stored)).transpose()
+    }
+
+    async fn accept_input(&self, key: &str, input: &SessionInput, event_seq: i64) -> Result<()> {
+        inputs::accept(&self.db, key, input, event_seq).await
+    }
+
+    async fn drop_input(&self, key: &str) -> Result<()> {
+        inputs::drop_pending(&self.db, key).await
+    }
+
+    async fn pending_inputs(&self, before_ms: i64, limit: i64) -> Result<Vec<ChildRequest>> {
+        inputs::pending(&self.db, before_ms, limit).await
+    }
+
+    async fn open_inputs(&self, session_id: &str) -> Result<Vec<(InputRecord, ChildRequest)>> {
+        inputs::open_into(&self.db, session_id).await
+    }
+
+    async fn firing_inputs(&self, firing_id: &str) -> Result<Vec<InputRecord>> {
+        inputs::of_firing(&self.db, firing_id).await
     }
 
     async fn claim_due(&self, holder: &str, now_ms: i64, lease_until_ms: i64, limit: i64) -> Result<Vec<Timer>> {

@@ -352,7 +352,15 @@ impl Draft {
         let caused_by = input.caused_by.clone();
         let run_id = self.run.as_ref().map(|r| r.id.clone());
         let echo_run = if input.event_type == EventType::UserMessage { None } else { run_id.clone() };
-        let id = self.push(input.event_type, echo_run.as_ref(), Value::String(input.authored_by.clone()), caused_by, input.payload.clone());
+        let id = input.event_id.clone().unwrap_or_else(EventId::mint);
+        let id = self.push_as(
+            id,
+            input.event_type,
+            echo_run.as_ref(),
+            Value::String(input.authored_by.clone()),
+            caused_by,
+            input.payload.clone(),
+        );
         let cause = json!({"kind": "event", "id": id});
         // An interrupt naming no thread reaches every child too.
         if input.event_type == EventType::UserInterrupt && input.thread_id.is_none() {

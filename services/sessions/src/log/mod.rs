@@ -8,6 +8,7 @@
 //! its caller's.
 
 mod commit;
+pub mod continuation;
 pub use commit::Gradings;
 pub(crate) use commit::{Requeue, lease_lost};
 
