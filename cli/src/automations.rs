@@ -23,7 +23,8 @@ pub enum AutomationAction {
     /// Show one Automation, its readiness evaluated now.
     Get { id: String },
     /// Create an Automation with an Agent target: fired manually, and by a
-    /// schedule (`--cron` or `--at`) and/or signed webhooks (`--webhook`).
+    /// schedule (`--cron` or `--at`), signed webhooks (`--webhook`) and/or
+    /// the platform's own events (`--on-event`).
     Create {
         #[arg(long)]
         environment: Option<String>,
@@ -54,6 +55,13 @@ pub enum AutomationAction {
         /// A file holding the ingest secret (32–256 printable ASCII).
         #[arg(long, requires = "webhook")]
         ingest_secret_file: Option<PathBuf>,
+        /// Fire on the platform's own events of this type (repeatable; a
+        /// webhook event type or `<family>.*`, such as `memory_store.*`).
+        #[arg(long = "on-event", value_name = "EVENT_TYPE")]
+        on_event: Vec<String>,
+        /// With `--on-event`: only events about this resource or Session.
+        #[arg(long, requires = "on_event")]
+        about: Option<String>,
         #[arg(long)]
         idempotency_key: Option<String>,
     },
@@ -181,7 +189,8 @@ fn trace_tree(t: &Value) -> String {
 }
 
 /// `manual`, or each trigger in short: `cron */5 * * * * (UTC)`,
-/// `at 2026-12-01T17:00:00.000Z`, `webhook /id`, with the next occurrence.
+/// `at 2026-12-01T17:00:00.000Z`, `webhook /id`, `on memory_store.*`, with
+/// the next occurrence.
 fn triggers_text(a: &Value) -> String {
     let mut parts = vec![];
     for t in a["triggers"].as_array().into_iter().flatten() {
@@ -190,6 +199,11 @@ fn triggers_text(a: &Value) -> String {
             "schedule" => format!("cron {} ({})", s("cron"), s("timezone")),
             "schedule_once" => format!("at {}", s("at")),
             "webhook" => format!("webhook {}", s("dedupe_key")),
+            "subscription" => {
+                let types: Vec<&str> = t["event_types"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+                let about = t["resource_id"].as_str().map(|r| format!(" about {r}")).unwrap_or_default();
+                format!("on {}{about}", types.join(" "))
+            }
             other => other.to_string(),
         });
         if let Some(next) = t["next_at"].as_str() {
@@ -274,6 +288,8 @@ pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut im
             at: once,
             webhook,
             ingest_secret_file,
+            on_event,
+            about,
             idempotency_key,
         } => {
             let environment = resolve::environment(&c, environment.as_deref()).await?;
@@ -288,6 +304,13 @@ pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut im
             }
             if let Some(pointer) = webhook {
                 triggers.push(json!({"kind": "webhook", "dedupe_key": pointer}));
+            }
+            if !on_event.is_empty() {
+                let mut s = json!({"kind": "subscription", "event_types": on_event});
+                if let Some(r) = about {
+                    s["resource_id"] = json!(r);
+                }
+                triggers.push(s);
             }
             let mut body = json!({"environment_id": environment, "name": name, "service_principal_id": service_principal, "triggers": triggers,
                 "target": {"kind": "agent", "agent_deployment_id": deployment, "prompt": prompt}});

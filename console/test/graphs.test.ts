@@ -259,3 +259,21 @@ test("a one-time trigger is entered with its UTC offset and shown in UTC", async
   await inspector.getByText("Enter a date, a time and an offset like +02:00.").waitFor();
   assert.deepEqual(described(await violations(page)), []);
 });
+
+test("a subscription trigger takes the platform's event types and says when it fires", async () => {
+  const page = await (await world.browser.newContext()).newPage();
+  const environmentId = (await world.server.admin.environments.list().first()).data[0]!.id;
+  await signIn(page, world.server.baseUrl, world.server.apiKey, `/console/automations/graphs/new?environment_id=${environmentId}`);
+  await page.getByRole("toolbar", { name: "Graph" }).getByRole("button", { name: "Add Trigger" }).click();
+  const inspector = page.getByRole("region", { name: "Inspector: trigger1" });
+  await inspector.getByLabel("Trigger kind").selectOption("subscription");
+  await inspector.getByLabel("Event types").pressSequentially("memory_store.*, session.status_idle");
+  const words = inspector.locator("[data-trigger-words]");
+  assert.equal((await words.textContent())?.trim(), "Fires on each platform event memory_store.*, session.status_idle.");
+  await inspector.getByLabel("Only about").fill("sess_01jx0000000000000000000001");
+  assert.equal(
+    (await words.textContent())?.trim(),
+    "Fires on each platform event memory_store.*, session.status_idle about sess_01jx0000000000000000000001.",
+  );
+  assert.deepEqual(described(await violations(page)), []);
+});

@@ -68,7 +68,7 @@ async fn acceptance_1_an_automation_is_created_ready_for_its_service_principal()
         )
         .await;
     expect(&r, 400, Some("validation.invalid"));
-    assert_eq!(r.1["error"]["details"]["reason"], "capability_unavailable");
+    assert_eq!(r.1["error"]["details"]["reason"], "invalid_trigger", "a subscription names its event types");
     let listed = a.get(&format!("/v1/automations?environment_id={}", f.p.env_id)).await;
     assert_eq!(listed.1["data"].as_array().unwrap().len(), 1);
     f.p.stop().await;

@@ -173,7 +173,45 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
     settle(&a0, &before).await;
     wait_delivered(&seen, &before, &["session.status_running", "session.status_idle", "run.completed"], Duration::from_secs(60)).await;
 
+    // An Automation subscribed to new memory stores, read by both scheduler
+    // replicas from Kafka: one firing per event (api.md §18.10).
+    let subs = id(&a0.post("/v1/principals", json!({"kind": "service", "name": "subs"})).await.1);
+    for (permission, kind, resource) in [("invoke", "agent", &d.agent_id), ("read", "environment", &env_id)] {
+        let g = json!({"subject": {"kind": "principal", "id": subs}, "permission": permission, "resource": {"kind": kind, "id": resource}});
+        expect(&a0.post("/v1/permission-assignments", g).await, 201, None);
+    }
+    let auto = a0
+        .post(
+            "/v1/automations",
+            json!({"name": "stores", "environment_id": env_id, "service_principal_id": subs,
+            "triggers": [{"kind": "subscription", "event_types": ["memory_store.created"]}],
+            "target": {"kind": "agent", "agent_deployment_id": d.deployment_id, "prompt": "A new store"}}),
+        )
+        .await;
+    expect(&auto, 201, None);
+    assert_eq!(auto.1["status"], "active", "{}", auto.1);
+    let auto = id(&auto.1);
+    let new_store = |api: Api, name: &'static str| {
+        let (env_id, me) = (env_id.clone(), me.clone());
+        async move {
+            let r = api
+                .post("/v1/memory-stores", json!({"environment_id": env_id, "name": name, "owner": {"kind": "principal", "id": me}}))
+                .await;
+            expect(&r, 201, None);
+            id(&r.1)
+        }
+    };
+    let first_store = new_store(a0.clone(), "before").await;
+    let subscribed = |n: usize, within: Duration| {
+        let a0 = a0.clone();
+        let auto = auto.clone();
+        async move { checkfu_e2e::automation::wait_firings(&a0, &auto, n, within).await }
+    };
+    assert_eq!(subscribed(1, Duration::from_secs(60)).await.len(), 1);
+
     mesh.kafka.signal("STOP");
+    // Published once the broker is back: it fires then.
+    let stopped_store = new_store(a1.clone(), "during").await;
     let during = a1.post("/v1/sessions", json!({"agent_deployment_id": d.deployment_id, "initial_events": [message(&me, "during")]})).await;
     expect(&during, 201, None);
     let during = id(&during.1);
@@ -197,6 +235,12 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), ids.len(), "a delivery id arrived twice");
+    let fired = subscribed(2, Duration::from_secs(90)).await;
+    let mut stores: Vec<String> = fired.iter().map(|f| f["event"]["data"]["resource_id"].as_str().unwrap().to_string()).collect();
+    stores.sort();
+    let mut expected = vec![first_store.clone(), stopped_store.clone()];
+    expected.sort();
+    assert_eq!(stores, expected, "each store fired once, the one made while the broker was stopped too: {fired:?}");
 
     // 3. SIGKILL the sessions replica running a Run: another takes it over.
     let allow = json!({"environment_id": env_id, "name": "bash-ok", "rules": [
@@ -254,6 +298,20 @@ async fn the_mesh_survives_a_broker_stop_and_a_replica_kill() {
     assert!(result["payload"]["content"].to_string().contains("survived"), "{result}");
     let survivor_ws = mesh.dir.path().join(format!("ws{}", 1 - victim)).join(&sid).join("proof.txt");
     assert_eq!(std::fs::read_to_string(&survivor_ws).unwrap(), "survived\n", "the call ran (once) on the survivor");
+    // The subscription kept its one firing per event through the replica's
+    // death (its partitions moved to the survivor), and goes on there.
+    let last_store = {
+        let r = survivor
+            .post("/v1/memory-stores", json!({"environment_id": env_id, "name": "after", "owner": {"kind": "principal", "id": me}}))
+            .await;
+        expect(&r, 201, None);
+        id(&r.1)
+    };
+    let fired = checkfu_e2e::automation::wait_firings(survivor, &auto, 3, Duration::from_secs(90)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let fired_now = checkfu_e2e::automation::firings(survivor, &auto).await;
+    assert_eq!(fired_now.len(), 3, "one firing per event, none twice: {fired:?}");
+    assert!(fired_now.iter().any(|f| f["event"]["data"]["resource_id"] == last_store.as_str()));
 }
 
 /// How many calls to `route` the process at `public` has served on the

@@ -10,15 +10,15 @@
 //! dedupe pointer, a deployment id, limits.
 
 use crate::scheduler::v1::{
-    AgentTarget, ChildBudget, Predicate, ScheduleOnceTrigger, ScheduleTrigger, SessionTarget, StepsTarget, Target, Trigger, WebhookTrigger,
-    target, trigger,
+    AgentTarget, ChildBudget, Predicate, ScheduleOnceTrigger, ScheduleTrigger, SessionTarget, StepsTarget, SubscriptionTrigger, Target,
+    Trigger, WebhookTrigger, target, trigger,
 };
 use checkfu_core::Error;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 /// The most triggers one Automation has.
-pub const MAX_TRIGGERS: usize = 2;
+pub const MAX_TRIGGERS: usize = 3;
 /// The most predicates one condition holds.
 pub const MAX_PREDICATES: usize = 32;
 
@@ -158,6 +158,14 @@ fn text(i: usize, o: &Map<String, Value>, field: &str) -> Result<String, Error> 
     o.get(field).and_then(Value::as_str).map(str::to_string).ok_or_else(|| invalid_trigger(i, field, format!("{field} is a string")))
 }
 
+/// A trigger's `admission_filter` as written (absent or null: none).
+fn filter(i: usize, o: &Map<String, Value>) -> Result<Vec<Predicate>, Error> {
+    match o.get("admission_filter") {
+        None | Some(Value::Null) => Ok(vec![]),
+        Some(f) => condition_from_json(f).map_err(|r| condition_error(&format!("triggers[{i}].admission_filter"), r, "invalid_trigger")),
+    }
+}
+
 impl Trigger {
     /// Entry `i` of a `triggers` list. `next_at` is read back, never
     /// written, so it is ignored.
@@ -175,18 +183,24 @@ impl Trigger {
             "webhook" => {
                 only(i, "webhook", o, &["dedupe_key", "admission_filter"])?;
                 let dedupe_key = text(i, o, "dedupe_key")?;
-                let admission_filter = match o.get("admission_filter") {
-                    None | Some(Value::Null) => vec![],
-                    Some(f) => condition_from_json(f)
-                        .map_err(|r| condition_error(&format!("triggers[{i}].admission_filter"), r, "invalid_trigger"))?,
-                };
-                trigger::Kind::Webhook(WebhookTrigger { dedupe_key, admission_filter })
+                trigger::Kind::Webhook(WebhookTrigger { dedupe_key, admission_filter: filter(i, o)? })
             }
             "subscription" => {
-                return Err(Error::invalid_field(&format!("triggers[{i}].kind"), "subscription triggers are not available yet")
-                    .with_reason("capability_unavailable"));
+                only(i, "subscription", o, &["event_types", "resource_id", "admission_filter"])?;
+                let types = o.get("event_types").and_then(Value::as_array).filter(|l| l.iter().all(Value::is_string));
+                let Some(types) = types else { return Err(invalid_trigger(i, "event_types", "event_types is a list of event types")) };
+                let resource_id = match o.get("resource_id") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(r)) => Some(r.clone()),
+                    Some(_) => return Err(invalid_trigger(i, "resource_id", "resource_id is a string")),
+                };
+                trigger::Kind::Subscription(SubscriptionTrigger {
+                    event_types: types.iter().filter_map(Value::as_str).map(String::from).collect(),
+                    resource_id,
+                    admission_filter: filter(i, o)?,
+                })
             }
-            _ => return Err(invalid_trigger(i, "kind", "a trigger's kind is schedule, schedule_once or webhook")),
+            _ => return Err(invalid_trigger(i, "kind", "a trigger's kind is schedule, schedule_once, webhook or subscription")),
         };
         Ok(Trigger { kind: Some(kind), next_at: None })
     }
@@ -213,6 +227,16 @@ impl Trigger {
                 let mut v = json!({"kind": "webhook", "dedupe_key": w.dedupe_key});
                 if !w.admission_filter.is_empty() {
                     v["admission_filter"] = Predicate::condition_json(&w.admission_filter);
+                }
+                v
+            }
+            Some(trigger::Kind::Subscription(s)) => {
+                let mut v = json!({"kind": "subscription", "event_types": s.event_types});
+                if let Some(r) = &s.resource_id {
+                    v["resource_id"] = json!(r);
+                }
+                if !s.admission_filter.is_empty() {
+                    v["admission_filter"] = Predicate::condition_json(&s.admission_filter);
                 }
                 v
             }
@@ -366,14 +390,22 @@ mod tests {
         };
         let f = |field: &str, reason: &str| (field.to_string(), reason.to_string());
         assert_eq!(refused(json!({})), f("triggers", "invalid_trigger"));
-        assert_eq!(refused(json!([{"kind": "webhook", "dedupe_key": "/a"}, {}, {}])), f("triggers", "invalid_trigger"));
+        assert_eq!(refused(json!([{"kind": "webhook", "dedupe_key": "/a"}, {}, {}, {}])), f("triggers", "invalid_trigger"));
         assert_eq!(refused(json!([3])), f("triggers[0].kind", "invalid_trigger"));
         assert_eq!(
             refused(json!([{"kind": "schedule_once", "at": "2030-01-01T00:00:00Z", "cron": "x"}])),
             f("triggers[0].cron", "invalid_trigger")
         );
         assert_eq!(refused(json!([{"kind": "schedule", "cron": 5, "timezone": "UTC"}])), f("triggers[0].cron", "invalid_trigger"));
-        assert_eq!(refused(json!([{"kind": "subscription"}])), f("triggers[0].kind", "capability_unavailable"));
+        assert_eq!(refused(json!([{"kind": "subscription"}])), f("triggers[0].event_types", "invalid_trigger"));
+        assert_eq!(refused(json!([{"kind": "subscription", "event_types": [1]}])), f("triggers[0].event_types", "invalid_trigger"));
+        assert_eq!(
+            refused(json!([{"kind": "subscription", "event_types": ["a.b"], "resource_id": 3}])),
+            f("triggers[0].resource_id", "invalid_trigger")
+        );
+        let s = json!([{"kind": "subscription", "event_types": ["memory_store.*"], "resource_id": "memstore_1",
+            "admission_filter": {"kind": "predicates", "predicates": [{"kind": "equals", "pointer": "/type", "value": "memory_store.created"}]}}]);
+        assert_eq!(Trigger::list_to_json(&Trigger::list_from_json(&s).expect("subscription")), s, "read and rendered as written");
         assert_eq!(refused(json!([{"kind": "x"}])), f("triggers[0].kind", "invalid_trigger"));
         let bad_filter = json!([{"kind": "webhook", "dedupe_key": "/id",
             "admission_filter": {"kind": "predicates", "predicates": [{"kind": "equals", "pointer": "/a", "value": null}]}}]);

@@ -5,6 +5,7 @@
 
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
+import { triggerWords } from "../pages/automations.js";
 import { BindingFields, Choice, Field, JsonField, type Binding } from "./fields.js";
 import { CheckFields, ConnectionInspector, ForEachFields, JoinInspector, RetryFields, type SavedGraph, type ToolSourceView } from "./step-fields.js";
 import {
@@ -57,6 +58,8 @@ function TriggerInspector(props: { node: NodeDoc; change: (n: NodeDoc) => void }
     if (kind === "schedule_once" && at && at !== t["at"]) set({ kind, at });
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [at, kind]);
+  // The types as typed (a trailing comma included), read into the list.
+  const [typesText, setTypesText] = useState(((t["event_types"] as string[] | undefined) ?? []).join(", "));
   return (
     <>
       <Field label="Trigger kind">
@@ -64,14 +67,48 @@ function TriggerInspector(props: { node: NodeDoc; change: (n: NodeDoc) => void }
           value={kind}
           onChange={(e) => {
             const k = e.currentTarget.value;
-            set(k === "webhook" ? { kind: k, dedupe_key: "/id" } : k === "schedule" ? { kind: k, cron: "0 9 * * 1", timezone: "UTC" } : { kind: k, at: at ?? "" });
+            const fresh: Record<string, Record<string, unknown>> = {
+              webhook: { kind: k, dedupe_key: "/id" },
+              schedule: { kind: k, cron: "0 9 * * 1", timezone: "UTC" },
+              subscription: { kind: k, event_types: [] },
+            };
+            setTypesText("");
+            set(fresh[k] ?? { kind: k, at: at ?? "" });
           }}
         >
           <option value="webhook">webhook (signed events)</option>
           <option value="schedule">schedule (cron)</option>
           <option value="schedule_once">one time</option>
+          <option value="subscription">platform events (subscription)</option>
         </select>
       </Field>
+      {kind === "subscription" && (
+        <>
+          <Field label="Event types" hint="Webhook event types, or a family such as memory_store.*, separated by commas (1–20)">
+            <input
+              value={typesText}
+              onInput={(e) => {
+                const text = e.currentTarget.value;
+                setTypesText(text);
+                set({ ...t, event_types: text.split(",").map((s) => s.trim()).filter(Boolean) });
+              }}
+            />
+          </Field>
+          <Field label="Only about" hint="A resource or Session id; empty: every one">
+            <input
+              value={String(t["resource_id"] ?? "")}
+              onInput={(e) => {
+                const { resource_id: _, ...rest } = t;
+                const id = e.currentTarget.value.trim();
+                set(id ? { ...rest, resource_id: id } : rest);
+              }}
+            />
+          </Field>
+          <p class="canonical" data-trigger-words aria-live="polite">
+            Fires {triggerWords(t)}.
+          </p>
+        </>
+      )}
       {kind === "webhook" && (
         <Field label="Dedupe key (JSON Pointer)" hint="Where each event's identity is, such as /id">
           <input value={String(t["dedupe_key"] ?? "")} onInput={(e) => set({ ...t, dedupe_key: e.currentTarget.value })} />

@@ -10,7 +10,16 @@ import { Action, ErrorBox, Json, Link, ListState, Status, Table, When, useAsync 
 
 type Automation = Schema<"Automation">;
 type Firing = Schema<"Firing">;
-type Trigger = { kind?: string; cron?: string; timezone?: string; at?: string; dedupe_key?: string; next_at?: string | null };
+type Trigger = {
+  kind?: string;
+  cron?: string;
+  timezone?: string;
+  at?: string;
+  dedupe_key?: string;
+  event_types?: string[];
+  resource_id?: string;
+  next_at?: string | null;
+};
 type Check = { name: string; status: string; reason?: string | null; resource_id?: string | null };
 
 /** Each trigger as a sentence a person reads. */
@@ -22,6 +31,10 @@ export function triggerWords(t: Trigger): string {
       return `once, at ${t.at ?? "?"}`;
     case "webhook":
       return t.dedupe_key ? `on each signed webhook event, deduplicated by ${t.dedupe_key}` : "on each signed webhook event";
+    case "subscription": {
+      const types = (t.event_types ?? []).join(", ") || "no event type yet";
+      return t.resource_id ? `on each platform event ${types} about ${t.resource_id}` : `on each platform event ${types}`;
+    }
     default:
       return t.kind ?? "unknown trigger";
   }

@@ -11,6 +11,7 @@ pub mod glob;
 pub mod id;
 pub mod metadata;
 pub mod net;
+pub mod notice;
 pub mod page;
 pub mod plane;
 pub mod role;

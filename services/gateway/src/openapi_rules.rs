@@ -174,6 +174,25 @@ fn tool() -> Value {
     ]})
 }
 
+/// An Automation's trigger (`scheduler::triggers`, api.md §12.3, §18.10).
+fn trigger() -> Value {
+    let filter = json!({"type": "object", "description": "{kind: \"predicates\", predicates: [{kind, pointer, value}]} (1–32)"});
+    json!({"oneOf": [
+        {"type": "object", "required": ["kind", "cron", "timezone"], "additionalProperties": false,
+            "properties": {"kind": {"type": "string", "enum": ["schedule"]}, "cron": {"type": "string"}, "timezone": {"type": "string"}}},
+        {"type": "object", "required": ["kind", "at"], "additionalProperties": false,
+            "properties": {"kind": {"type": "string", "enum": ["schedule_once"]}, "at": {"type": "string", "format": "date-time"}}},
+        {"type": "object", "required": ["kind", "dedupe_key"], "additionalProperties": false,
+            "properties": {"kind": {"type": "string", "enum": ["webhook"]}, "dedupe_key": {"type": "string", "maxLength": 1024},
+                "admission_filter": filter}},
+        {"type": "object", "required": ["kind", "event_types"], "additionalProperties": false,
+            "properties": {"kind": {"type": "string", "enum": ["subscription"]},
+                "event_types": {"type": "array", "minItems": 1, "maxItems": 20, "items": {"type": "string"},
+                    "description": "Webhook event types (api.md §8) or <family>.*"},
+                "resource_id": {"type": "string", "maxLength": 200}, "admission_filter": filter}},
+    ]})
+}
+
 /// An Automation's Agent target (`scheduler::model::AgentTarget`).
 fn agent_target() -> Value {
     json!({"type": "object", "required": ["kind", "agent_deployment_id", "prompt"], "additionalProperties": false, "properties": {
@@ -302,7 +321,7 @@ fn query_rule(path: &str, name: &str) -> Option<Value> {
         "status" if path.starts_with("/v1/action-approvals") => one_of(&["pending", "approved", "denied", "expired"]),
         "status" if path.starts_with("/v1/connections") => one_of(&["active", "disabled", "revoked"]),
         "status" if path.starts_with("/v1/automations") => one_of(&["active", "paused"]),
-        "source" if path.starts_with("/v1/automations") => one_of(&["manual", "schedule", "webhook"]),
+        "source" if path.starts_with("/v1/automations") => one_of(&["manual", "schedule", "webhook", "subscription"]),
         "state" if path.starts_with("/v1/automations") => one_of(&["running", "succeeded", "failed", "skipped"]),
         "kind" if path.starts_with("/v1/connections") => one_of(&["mcp", "http"]),
         "status" if path.starts_with("/v1/memory-proposals") => one_of(&["open", "approved", "rejected"]),
@@ -396,10 +415,9 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
                 "properties": {"type": {"type": "string", "enum": ["memory_store"]}, "memory_store_id": id("mstr"),
                     "access": one_of(&["read_only", "read_write"]), "mount_name": {"type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$"}}}]}}),
         ("BundleFile", "encoding") => one_of(&["utf8", "base64"]),
-        // This build fires Automations manually: `[]` is the one trigger list.
-        ("CreateAutomation" | "UpdateAutomation", "triggers") => json!({"type": "array", "maxItems": 0}),
-        ("CreateAutomation" | "UpdateAutomation", "trigger") => json!({"enum": [null]}),
-        ("CreateAutomation" | "UpdateAutomation", "ingest_secret") => json!({"type": "string", "maxLength": 0}),
+        ("CreateAutomation" | "UpdateAutomation", "triggers") => json!({"type": "array", "maxItems": 3, "items": trigger()}),
+        ("CreateAutomation" | "UpdateAutomation", "trigger") => json!({"oneOf": [{"type": "null"}, trigger()]}),
+        ("CreateAutomation" | "UpdateAutomation", "ingest_secret") => json!({"type": "string", "minLength": 32, "maxLength": 256}),
         ("CreateAutomation" | "UpdateAutomation", "target") => agent_target(),
         ("CreateAutomation" | "UpdateAutomation", "metadata") => json!({"type": "object", "maxProperties": 64}),
         ("CreateAutomation", "service_principal_id") => id("prin"),

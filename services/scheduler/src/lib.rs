@@ -31,6 +31,7 @@ pub mod session_input;
 pub mod settle;
 pub mod steps;
 pub mod store;
+pub mod subscriptions;
 pub mod trace;
 mod trace_wire;
 pub mod triggers;

@@ -20,7 +20,7 @@ pub const MAX_EVENT_BYTES: usize = 1024 * 1024;
 
 string_enum!(AutomationStatus { Active = "active", Paused = "paused" });
 string_enum!(FiringState { Running = "running", Succeeded = "succeeded", Failed = "failed", Skipped = "skipped" });
-string_enum!(FiringSource { Manual = "manual", Schedule = "schedule", Webhook = "webhook" });
+string_enum!(FiringSource { Manual = "manual", Schedule = "schedule", Webhook = "webhook", Subscription = "subscription" });
 
 /// Why an Automation is paused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -344,6 +344,13 @@ impl Automation {
     /// The schedule or one-time trigger, if any (there is at most one).
     pub fn timed(&self) -> Option<&Trigger> {
         self.triggers.iter().find(|t| t.is_timed())
+    }
+
+    pub fn subscription(&self) -> Option<&crate::triggers::Subscription> {
+        self.triggers.iter().find_map(|t| match t {
+            Trigger::Subscription(s) => Some(s),
+            _ => None,
+        })
     }
 
     pub fn webhook(&self) -> Option<&Webhook> {

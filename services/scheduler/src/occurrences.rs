@@ -95,7 +95,7 @@ impl SchedulerService {
                 let arm = s.next_after(t.scheduled_for_ms).map_or(Arm::Clear, |at| Arm::Set { at, awake: true });
                 self.store.finish_timer(&t, arm).await?;
             }
-            Some(Trigger::Webhook(_)) => {}
+            Some(Trigger::Webhook(_) | Trigger::Subscription(_)) => {}
         }
         Ok(())
     }

@@ -278,9 +278,12 @@ pub fn entry(t: &StepsTarget, source: &str) -> Option<String> {
             .find(|n| kinds.contains(&n["trigger"]["kind"].as_str().unwrap_or_default()))
             .map(|n| n["id"].as_str().unwrap_or_default().to_string())
     };
+    // A manual fire enters at the webhook, else the subscription, else
+    // the schedule (api.md §18.10).
     match source {
         "schedule" => of(&["schedule", "schedule_once"]),
-        _ => of(&["webhook"]).or_else(|| of(&["schedule", "schedule_once"])),
+        "subscription" => of(&["subscription"]),
+        _ => of(&["webhook"]).or_else(|| of(&["subscription"])).or_else(|| of(&["schedule", "schedule_once"])),
     }
 }
 

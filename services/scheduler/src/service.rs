@@ -263,12 +263,34 @@ impl SchedulerService {
         checks.push(self.evaluators(a).await);
         checks.push(self.connections(a).await);
         checks.push(self.session_targets(a).await);
+        checks.push(self.subscription_reader(a).await);
         checks.push(match (a.target.refused(), a.target.not_executable()) {
             (Some(why), _) => Check::fail("capabilities", why, None),
             (None, Some(why)) => Check::unknown("capabilities", why),
             (None, None) => Check::pass("capabilities"),
         });
         Readiness { checks, checked_ms: now_ms() }
+    }
+
+    /// Readiness `subscription` (api.md §18.10): a subscribed Automation's
+    /// service Principal may read its Environment, whose events it sees.
+    async fn subscription_reader(&self, a: &Automation) -> Check {
+        if a.subscription().is_none() {
+            return Check::pass("subscription");
+        }
+        let svc = a.service_principal_id.to_string();
+        let req = gov::CheckRequest {
+            principal_id: svc.clone(),
+            permission: "read".into(),
+            resource: Some(gov::ResourceRef { kind: "environment".into(), id: a.environment_id.to_string() }),
+            environment_id: a.environment_id.to_string(),
+            subject: None,
+        };
+        match self.governance.clone().check(req).await {
+            Ok(r) if r.get_ref().allowed => Check::pass("subscription"),
+            Ok(_) => Check::fail("subscription", format!("{svc} lacks read on the Environment, whose events it subscribes to"), Some(svc)),
+            Err(s) => Check::unknown("subscription", s.message()),
+        }
     }
 
     /// Readiness `evaluators`: every routing profile a Check calls has a

@@ -72,12 +72,72 @@ pub struct Webhook {
     pub filter: Vec<Predicate>,
 }
 
+/// A subscription to the platform's own events (api.md §18.10).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subscription {
+    /// Webhook event types (api.md §8) or `<family>.*`.
+    pub event_types: Vec<String>,
+    /// Only events about this resource (`data.resource_id`) or Session
+    /// (`data.session_id`).
+    pub resource_id: Option<String>,
+    /// All must hold on the event's envelope; empty admits every one.
+    pub filter: Vec<Predicate>,
+}
+
+/// The most types a subscription lists.
+pub const MAX_EVENT_TYPES: usize = 20;
+
+impl Subscription {
+    fn new(i: usize, s: &pb::SubscriptionTrigger) -> Result<Subscription> {
+        if s.event_types.is_empty() || s.event_types.len() > MAX_EVENT_TYPES {
+            return Err(invalid_trigger(i, "event_types", "event_types lists 1 to 20 event types"));
+        }
+        if let Some(bad) = s.event_types.iter().find(|t| !subscribable(t)) {
+            return Err(invalid_trigger(
+                i,
+                "event_types",
+                format!("{bad:?} is no webhook event type (api.md §8) nor a family of them such as memory_store.*"),
+            ));
+        }
+        if s.resource_id.as_ref().is_some_and(|r| r.is_empty() || r.len() > 200) {
+            return Err(invalid_trigger(i, "resource_id", "resource_id is an id"));
+        }
+        if !s.admission_filter.is_empty() {
+            check_condition(&s.admission_filter)
+                .map_err(|r| condition_error(&format!("triggers[{i}].admission_filter"), r, "invalid_trigger"))?;
+        }
+        Ok(Subscription {
+            event_types: s.event_types.clone(),
+            resource_id: s.resource_id.clone(),
+            filter: s.admission_filter.iter().map(Predicate::from_spec).collect(),
+        })
+    }
+
+    /// Whether an event of this type and `data` is one it asked for
+    /// (its admission filter aside).
+    pub fn wants(&self, event_type: &str, data: &Value) -> bool {
+        let about = |k: &str| data.get(k).and_then(Value::as_str);
+        self.event_types.iter().any(|p| checkfu_core::glob::glob(p, event_type))
+            && self.resource_id.as_deref().is_none_or(|r| about("resource_id") == Some(r) || about("session_id") == Some(r))
+    }
+}
+
+/// A webhook event type, or `<family>.*` for a family that has one.
+fn subscribable(t: &str) -> bool {
+    use checkfu_core::events::SUBSCRIBABLE;
+    match t.strip_suffix(".*") {
+        Some(family) => SUBSCRIBABLE.iter().any(|s| s.split_once('.').is_some_and(|(f, _)| f == family)),
+        None => SUBSCRIBABLE.contains(&t),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Trigger {
     Schedule(Box<Schedule>),
     /// A one-time occurrence at this instant (ms).
     Once(i64),
     Webhook(Webhook),
+    Subscription(Subscription),
 }
 
 impl Trigger {
@@ -110,7 +170,8 @@ impl Trigger {
                     filter: w.admission_filter.iter().map(Predicate::from_spec).collect(),
                 }))
             }
-            None => Err(invalid_trigger(i, "kind", "a trigger's kind is schedule, schedule_once or webhook")),
+            Some(Kind::Subscription(s)) => Subscription::new(i, s).map(Trigger::Subscription),
+            None => Err(invalid_trigger(i, "kind", "a trigger's kind is schedule, schedule_once, webhook or subscription")),
         }
     }
 
@@ -123,6 +184,11 @@ impl Trigger {
             Trigger::Webhook(w) => Kind::Webhook(pb::WebhookTrigger {
                 dedupe_key: w.dedupe_key.clone(),
                 admission_filter: w.filter.iter().map(Predicate::to_spec).collect(),
+            }),
+            Trigger::Subscription(s) => Kind::Subscription(pb::SubscriptionTrigger {
+                event_types: s.event_types.clone(),
+                resource_id: s.resource_id.clone(),
+                admission_filter: s.filter.iter().map(Predicate::to_spec).collect(),
             }),
         };
         pb::Trigger { kind: Some(kind), next_at: next_at.map(|n| n.map(checkfu_core::time::rfc3339).unwrap_or_default()) }
@@ -138,11 +204,11 @@ pub fn parse_triggers(triggers: &Value) -> Result<Vec<Trigger>> {
     from_specs(&pb::Trigger::list_from_json(triggers)?)
 }
 
-/// Checks a list whose shape was read: 0–2 entries, at most one
-/// schedule-kind and one webhook.
+/// Checks a list whose shape was read: 0–3 entries, at most one
+/// schedule-kind, one webhook and one subscription.
 pub fn from_specs(specs: &[pb::Trigger]) -> Result<Vec<Trigger>> {
     if specs.len() > checkfu_proto::automation_spec::MAX_TRIGGERS {
-        return Err(Error::invalid_field("triggers", "at most 2 triggers").with_reason("invalid_trigger"));
+        return Err(Error::invalid_field("triggers", "at most 3 triggers").with_reason("invalid_trigger"));
     }
     let parsed = specs.iter().enumerate().map(|(i, t)| Trigger::from_spec(i, t)).collect::<Result<Vec<_>>>()?;
     if parsed.iter().filter(|t| t.is_timed()).count() > 1 {
@@ -152,6 +218,9 @@ pub fn from_specs(specs: &[pb::Trigger]) -> Result<Vec<Trigger>> {
     }
     if parsed.iter().filter(|t| matches!(t, Trigger::Webhook(_))).count() > 1 {
         return Err(Error::invalid_field("triggers", "at most one webhook trigger").with_reason("multiple_webhook_triggers"));
+    }
+    if parsed.iter().filter(|t| matches!(t, Trigger::Subscription(_))).count() > 1 {
+        return Err(Error::invalid_field("triggers", "at most one subscription trigger").with_reason("invalid_trigger"));
     }
     Ok(parsed)
 }
@@ -203,7 +272,19 @@ mod tests {
         assert_eq!(reason(json!([{"kind": "schedule", "cron": "* * * * *", "timezone": "Mars/Olympus"}])), "invalid_trigger");
         assert_eq!(reason(json!([{"kind": "schedule", "cron": "0 0 30 2 *", "timezone": "UTC"}])), "invalid_trigger");
         assert_eq!(reason(json!([{"kind": "webhook", "dedupe_key": "id"}])), "invalid_trigger");
-        assert_eq!(reason(json!([{"kind": "subscription"}])), "capability_unavailable");
+        assert_eq!(reason(json!([{"kind": "subscription"}])), "invalid_trigger");
+        assert_eq!(reason(json!([{"kind": "subscription", "event_types": ["nope.*"]}])), "invalid_trigger");
+        assert_eq!(reason(json!([{"kind": "subscription", "event_types": ["memory_store.nope"]}])), "invalid_trigger");
+        assert_eq!(reason(json!([{"kind": "subscription", "event_types": []}])), "invalid_trigger");
+        let many: Vec<String> = (0..21).map(|_| "run.created".to_string()).collect();
+        assert_eq!(reason(json!([{"kind": "subscription", "event_types": many}])), "invalid_trigger");
+        let one = json!({"kind": "subscription", "event_types": ["memory_store.*", "session.status_idle"], "resource_id": "sess_1"});
+        assert_eq!(reason(json!([one, one])), "invalid_trigger", "one per Automation");
+        let Trigger::Subscription(s) = &parse_triggers(&json!([one])).expect("subscription")[0] else { panic!("a subscription") };
+        assert!(s.wants("memory_store.created", &json!({"resource_id": "sess_1"})));
+        assert!(s.wants("session.status_idle", &json!({"session_id": "sess_1"})));
+        assert!(!s.wants("session.status_idle", &json!({"session_id": "sess_2"})), "another Session");
+        assert!(!s.wants("run.created", &json!({"session_id": "sess_1"})), "another type");
         assert_eq!(reason(json!([{"kind": "x"}])), "invalid_trigger");
         assert_eq!(
             reason(

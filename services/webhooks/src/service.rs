@@ -10,6 +10,7 @@ use crate::model::*;
 use crate::store::WebhooksStore;
 use checkfu_bus::Record;
 use checkfu_core::id::{DeliveryId, EndpointId, EnvironmentId, new_id};
+use checkfu_core::notice::{Notice, deliverable};
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::rfc3339;
 use checkfu_core::{Error, Result};
@@ -186,29 +187,13 @@ impl WebhooksService {
             return Ok(0);
         }
         let p: Value = serde_json::from_str(&r.payload).map_err(|e| Error::invalid(format!("unreadable event: {e}")))?;
-        let ty = lifecycle_type(&p);
-        if !SUBSCRIBABLE.contains(&ty) {
-            return Ok(0);
-        }
-        let env = p["environment_id"].as_str().unwrap_or_default();
-        let mut data = json!({"environment_id": env});
-        for k in ["session_id", "session_thread_id", "resource_id", "vault_id"] {
-            if let Some(v) = p.get(k).filter(|v| v.is_string()) {
-                data[k] = v.clone();
-            }
-        }
-        // A thread's lifecycle names the thread it is about.
-        if ty.starts_with("session.thread_")
-            && let Some(t) = p.get("resource_id").filter(|v| v.is_string())
-        {
-            data["session_thread_id"] = t.clone();
-        }
-        let created_at = p["created_at"].clone();
+        let Some(notice) = Notice::of(&p) else { return Ok(0) };
+        let (ty, env) = (notice.event_type.as_str(), notice.environment_id.as_str());
         let now = self.clock.now_ms();
         let mut n = 0;
         for e in self.interest.endpoints_for(self.store.as_ref(), env).await?.iter().filter(|e| e.wants(ty, env)) {
             let event_id = new_id("wevt");
-            let body = json!({"id": event_id, "type": ty, "created_at": created_at, "data": data}).to_string();
+            let body = notice.envelope(&event_id).to_string();
             let d = Delivery {
                 id: DeliveryId::mint(),
                 endpoint_id: e.id.clone(),
@@ -319,59 +304,5 @@ impl WebhooksService {
     /// When the next attempt of a pending delivery is due, for views.
     pub fn next_attempt_at(d: &Delivery) -> String {
         if d.status == DeliveryStatus::Pending { rfc3339(d.next_attempt_ms) } else { String::new() }
-    }
-}
-
-/// The webhook type of a platform event: a child thread's own (not
-/// cross-posted) idle and terminated statuses keep the lifecycle spelling
-/// `session.thread_idled` / `session.thread_terminated` (api.md §15.5).
-fn lifecycle_type(p: &Value) -> &str {
-    let ty = p["type"].as_str().unwrap_or_default();
-    let own = p.get("origin_event_id").is_none_or(Value::is_null);
-    match lifecycle_spelling(ty) {
-        Some(lifecycle) if own => lifecycle,
-        _ => ty,
-    }
-}
-
-/// The lifecycle spelling of a thread status type, when it has one.
-fn lifecycle_spelling(ty: &str) -> Option<&'static str> {
-    match ty {
-        "session.thread_status_idle" => Some("session.thread_idled"),
-        "session.thread_status_terminated" => Some("session.thread_terminated"),
-        _ => None,
-    }
-}
-
-/// Whether an event of platform type `ty` may be delivered under some
-/// spelling: an endpoint may subscribe to it, or to its lifecycle spelling
-/// (whose payload tells whether it is the thread's own).
-fn deliverable(ty: &str) -> bool {
-    SUBSCRIBABLE.contains(&ty) || lifecycle_spelling(ty).is_some_and(|l| SUBSCRIBABLE.contains(&l))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{deliverable, lifecycle_type};
-    use serde_json::json;
-
-    #[test]
-    fn a_childs_own_idle_and_termination_keep_the_lifecycle_spelling() {
-        assert_eq!(lifecycle_type(&json!({"type": "session.thread_status_idle", "origin_event_id": null})), "session.thread_idled");
-        assert_eq!(lifecycle_type(&json!({"type": "session.thread_status_terminated"})), "session.thread_terminated");
-        assert_eq!(
-            lifecycle_type(&json!({"type": "session.thread_status_idle", "origin_event_id": "evt_1"})),
-            "session.thread_status_idle",
-            "a cross-post is not delivered again"
-        );
-        assert_eq!(lifecycle_type(&json!({"type": "session.thread_created"})), "session.thread_created");
-    }
-
-    #[test]
-    fn only_types_some_spelling_of_which_is_subscribable_are_read() {
-        assert!(deliverable("session.thread_status_idle"), "read for its lifecycle spelling");
-        assert!(deliverable("session.thread_status_terminated"));
-        assert!(deliverable("session.status_idle"));
-        assert!(!deliverable("agent.message") && !deliverable("span.model_request_start") && !deliverable("user.message"));
     }
 }

@@ -32,6 +32,7 @@ impl Play for Scheduler {
         let svc = svc.with_outbox_wake(relay.wake.clone());
         node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));
         node.spawn(checkfu_scheduler::consume(svc.clone(), node.bus.clone(), node.shutdown.clone()));
+        node.spawn(checkfu_scheduler::subscriptions::consume(svc.clone(), node.bus.clone(), node.shutdown.clone()));
         node.spawn(checkfu_scheduler::occurrences::run(svc.clone(), node.shutdown.clone()));
         // Step programs left running by the last process continue.
         let recovering = svc.clone();

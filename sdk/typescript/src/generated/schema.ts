@@ -2701,13 +2701,57 @@ export interface components {
                     session?: string;
                 };
             };
-            /**
-             * @description One trigger, instead of `triggers`.
-             * @enum {object|null}
-             */
-            trigger?: null;
+            trigger?: (null | ({
+                cron: string;
+                /** @enum {string} */
+                kind: "schedule";
+                timezone: string;
+            } | {
+                /** Format: date-time */
+                at: string;
+                /** @enum {string} */
+                kind: "schedule_once";
+            } | {
+                /** @description {kind: "predicates", predicates: [{kind, pointer, value}]} (1–32) */
+                admission_filter?: Record<string, unknown>;
+                dedupe_key: string;
+                /** @enum {string} */
+                kind: "webhook";
+            } | {
+                /** @description {kind: "predicates", predicates: [{kind, pointer, value}]} (1–32) */
+                admission_filter?: Record<string, unknown>;
+                /** @description Webhook event types (api.md §8) or <family>.* */
+                event_types: string[];
+                /** @enum {string} */
+                kind: "subscription";
+                resource_id?: string;
+            })) | null;
             /** @description 0–2 entries; `[]` (the default) fires manually only. */
-            triggers?: Record<string, unknown>[] | null;
+            triggers?: ({
+                cron: string;
+                /** @enum {string} */
+                kind: "schedule";
+                timezone: string;
+            } | {
+                /** Format: date-time */
+                at: string;
+                /** @enum {string} */
+                kind: "schedule_once";
+            } | {
+                /** @description {kind: "predicates", predicates: [{kind, pointer, value}]} (1–32) */
+                admission_filter?: Record<string, unknown>;
+                dedupe_key: string;
+                /** @enum {string} */
+                kind: "webhook";
+            } | {
+                /** @description {kind: "predicates", predicates: [{kind, pointer, value}]} (1–32) */
+                admission_filter?: Record<string, unknown>;
+                /** @description Webhook event types (api.md §8) or <family>.* */
+                event_types: string[];
+                /** @enum {string} */
+                kind: "subscription";
+                resource_id?: string;
+            })[] | null;
         };
         /** @description Attaches a Budget to an existing Session. */
         CreateBudget: {
@@ -5111,9 +5155,56 @@ export interface components {
                     session?: string;
                 };
             } | null;
-            /** @enum {object|null} */
-            trigger?: null;
-            triggers?: Record<string, unknown>[] | null;
+            trigger?: (null | ({
+                cron: string;
+                /** @enum {string} */
+                kind: "schedule";
+                timezone: string;
+            } | {
+                /** Format: date-time */
+                at: string;
+                /** @enum {string} */
+                kind: "schedule_once";
+            } | {
+                /** @description {kind: "predicates", predicates: [{kind, pointer, value}]} (1–32) */
+                admission_filter?: Record<string, unknown>;
+                dedupe_key: string;
+                /** @enum {string} */
+                kind: "webhook";
+            } | {
+                /** @description {kind: "predicates", predicates: [{kind, pointer, value}]} (1–32) */
+                admission_filter?: Record<string, unknown>;
+                /** @description Webhook event types (api.md §8) or <family>.* */
+                event_types: string[];
+                /** @enum {string} */
+                kind: "subscription";
+                resource_id?: string;
+            })) | null;
+            triggers?: ({
+                cron: string;
+                /** @enum {string} */
+                kind: "schedule";
+                timezone: string;
+            } | {
+                /** Format: date-time */
+                at: string;
+                /** @enum {string} */
+                kind: "schedule_once";
+            } | {
+                /** @description {kind: "predicates", predicates: [{kind, pointer, value}]} (1–32) */
+                admission_filter?: Record<string, unknown>;
+                dedupe_key: string;
+                /** @enum {string} */
+                kind: "webhook";
+            } | {
+                /** @description {kind: "predicates", predicates: [{kind, pointer, value}]} (1–32) */
+                admission_filter?: Record<string, unknown>;
+                /** @description Webhook event types (api.md §8) or <family>.* */
+                event_types: string[];
+                /** @enum {string} */
+                kind: "subscription";
+                resource_id?: string;
+            })[] | null;
         };
         UpdateBudget: {
             /** Format: int64 */
@@ -6777,7 +6868,7 @@ export interface operations {
                 /** @description The `next_page` token of the previous page. */
                 page?: string;
                 /** @description `manual`, `schedule` or `webhook`. */
-                source?: "manual" | "schedule" | "webhook";
+                source?: "manual" | "schedule" | "webhook" | "subscription";
                 /** @description `running`, `succeeded`, `failed` or `skipped`. */
                 state?: "running" | "succeeded" | "failed" | "skipped";
             };

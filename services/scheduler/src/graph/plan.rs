@@ -184,6 +184,9 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
     if triggers.iter().filter(|t| matches!(t, Trigger::Webhook(_))).count() > 1 {
         errors.push(PlanError::new("multiple_webhook_triggers", "at most one webhook trigger"));
     }
+    if triggers.iter().filter(|t| matches!(t, Trigger::Subscription(_))).count() > 1 {
+        errors.push(PlanError::new("invalid_trigger", "at most one subscription trigger"));
+    }
     // Decision arms: one `continue` and one `otherwise` each; a Check's
     // Decisions also one `uncertain` and one `error` (each may finish the
     // program with `to: null`).

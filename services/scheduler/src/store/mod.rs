@@ -72,6 +72,11 @@ pub trait SchedulerStore: Send + Sync + 'static {
     async fn open_inputs(&self, session_id: &str) -> Result<Vec<(InputRecord, ChildRequest)>>;
     /// A firing's inputs, in admission order.
     async fn firing_inputs(&self, firing_id: &str) -> Result<Vec<InputRecord>>;
+    /// The active Automations of an Environment with a subscription
+    /// trigger (§18.10).
+    async fn subscribed_automations(&self, environment_id: &str) -> Result<Vec<Automation>>;
+    /// The Automations whose firings started or continued a Session.
+    async fn automations_of_session(&self, session_id: &str) -> Result<Vec<String>>;
 
     /// Takes up to `limit` due timers for `holder` until `lease_until_ms`;
     /// a timer is never held by two holders at once.
@@ -535,6 +540,31 @@ impl SchedulerStore for SqlSchedulerStore {
 
     async fn firing_inputs(&self, firing_id: &str) -> Result<Vec<InputRecord>> {
         inputs::of_firing(&self.db, firing_id).await
+    }
+
+    async fn subscribed_automations(&self, environment_id: &str) -> Result<Vec<Automation>> {
+        let rows = sqlx::query(
+            "SELECT a.*, t.scheduled_for_ms AS next_ms FROM automations a LEFT JOIN timers t ON t.id = a.id \
+             WHERE a.environment_id = $1 AND a.deleted_ms = 0 AND a.status = 'active' AND a.triggers_json LIKE '%\"subscription\"%' \
+             ORDER BY a.id LIMIT 1000",
+        )
+        .bind(environment_id)
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(automation).collect()
+    }
+
+    async fn automations_of_session(&self, session_id: &str) -> Result<Vec<String>> {
+        let rows = sqlx::query(
+            "SELECT f.automation_id FROM automation_children c JOIN automation_firings f ON f.id = c.firing_id WHERE c.session_id = $1 \
+             UNION SELECT f.automation_id FROM automation_inputs i JOIN automation_firings f ON f.id = i.firing_id WHERE i.session_id = $1",
+        )
+        .bind(session_id)
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(|r| s(r, "automation_id")).collect()
     }
 
     async fn claim_due(&self, holder: &str, now_ms: i64, lease_until_ms: i64, limit: i64) -> Result<Vec<Timer>> {
