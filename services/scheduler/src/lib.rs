@@ -51,6 +51,7 @@ pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/
     "0003_graphs",
     "0004_programs",
     "0005_inputs",
+    "0006_subscriptions",
 );
 
 /// Opens the store and builds the service; the database handle is for the

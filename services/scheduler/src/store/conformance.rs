@@ -79,6 +79,7 @@ async fn scheduler_store_conformance() {
         replicas_race_for_occurrences(s.clone()).await;
         graphs_keep_immutable_revisions(&*s).await;
         inputs_are_recorded_once_and_found_by_their_run(&*s).await;
+        subscriptions_are_found_by_environment(&*s).await;
         eprintln!("scheduler store conformance passed on {name}");
     }
 }
@@ -410,4 +411,33 @@ async fn inputs_are_recorded_once_and_found_by_their_run(s: &dyn SchedulerStore)
     assert!(s.insert_firing(&g, Some(&c2), None).await.expect("insert"));
     s.drop_input(&refused.key).await.expect("drop");
     assert!(s.firing_inputs("afire_i2").await.expect("inputs").is_empty());
+}
+
+/// The active subscribed Automations of an Environment are found without
+/// reading the others; a Session is traced to the Automations whose
+/// firings started or continued it.
+async fn subscriptions_are_found_by_environment(s: &dyn SchedulerStore) {
+    let triggers =
+        crate::triggers::parse_triggers(&json!([{"kind": "subscription", "event_types": ["memory_store.*"]}])).expect("triggers");
+    let mut on = automation("auto_s1", "s1");
+    on.triggers = triggers.clone();
+    s.insert_automation(&on, &[], Arm::Clear).await.expect("insert");
+    let mut paused = Automation { id: tid("auto_s2"), name: "s2".into(), status: AutomationStatus::Paused, ..on.clone() };
+    s.insert_automation(&paused, &[], Arm::Clear).await.expect("insert");
+    s.insert_automation(&automation("auto_s3", "s3"), &[], Arm::Clear).await.expect("insert");
+    let elsewhere = Automation { id: tid("auto_s4"), name: "s4".into(), environment_id: tid("env_2"), ..on.clone() };
+    s.insert_automation(&elsewhere, &[], Arm::Clear).await.expect("insert");
+    let ids = |v: Vec<Automation>| v.into_iter().map(|a| a.id.to_string()).collect::<Vec<_>>();
+    assert_eq!(ids(s.subscribed_automations("env_1").await.expect("list")), ["auto_s1"]);
+    paused.status = AutomationStatus::Active;
+    paused.version = 2;
+    assert!(s.update_automation(&paused, 1, &[], Arm::Clear).await.expect("resume"));
+    assert_eq!(ids(s.subscribed_automations("env_1").await.expect("list")), ["auto_s1", "auto_s2"]);
+    on.triggers = vec![];
+    on.version = 2;
+    assert!(s.update_automation(&on, 1, &[], Arm::Clear).await.expect("unsubscribe"));
+    assert_eq!(ids(s.subscribed_automations("env_1").await.expect("list")), ["auto_s2"], "a trigger removed is no subscription");
+    assert_eq!(s.automations_of_session("sess_c1").await.expect("of session"), ["auto_1"], "a child's");
+    assert_eq!(s.automations_of_session("sess_kept").await.expect("of session"), ["auto_i"], "a continued Session's");
+    assert!(s.automations_of_session("sess_nobody").await.expect("of session").is_empty());
 }

@@ -251,8 +251,8 @@ impl SchedulerStore for SqlSchedulerStore {
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         let r = sqlx::query(
             "INSERT INTO automations (id, environment_id, name, service_principal_id, status, pause_reason_json, triggers_json, target_json, \
-             managed_by_json, metadata_json, ingest_secret, version, deleted_ms, created_ms, updated_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+             managed_by_json, metadata_json, ingest_secret, version, deleted_ms, created_ms, updated_ms, subscribed) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
         )
         .bind(&a.id)
         .bind(&a.environment_id)
@@ -269,6 +269,7 @@ impl SchedulerStore for SqlSchedulerStore {
         .bind(a.deleted_ms)
         .bind(a.created_ms)
         .bind(a.updated_ms)
+        .bind(i64::from(a.subscription().is_some()))
         .execute(&mut *tx)
         .await;
         match r {
@@ -285,8 +286,8 @@ impl SchedulerStore for SqlSchedulerStore {
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         let r = sqlx::query(
             "UPDATE automations SET name = $1, status = $2, pause_reason_json = $3, triggers_json = $4, target_json = $5, \
-             managed_by_json = $6, metadata_json = $7, ingest_secret = $8, version = $9, deleted_ms = $10, updated_ms = $11 \
-             WHERE id = $12 AND version = $13 AND deleted_ms = 0",
+             managed_by_json = $6, metadata_json = $7, ingest_secret = $8, version = $9, deleted_ms = $10, updated_ms = $11, \
+             subscribed = $14 WHERE id = $12 AND version = $13 AND deleted_ms = 0",
         )
         .bind(&a.name)
         .bind(a.status.as_str())
@@ -301,6 +302,7 @@ impl SchedulerStore for SqlSchedulerStore {
         .bind(a.updated_ms)
         .bind(&a.id)
         .bind(expected_version)
+        .bind(i64::from(a.subscription().is_some()))
         .execute(&mut *tx)
         .await;
         let moved = match r {
@@ -545,8 +547,7 @@ impl SchedulerStore for SqlSchedulerStore {
     async fn subscribed_automations(&self, environment_id: &str) -> Result<Vec<Automation>> {
         let rows = sqlx::query(
             "SELECT a.*, t.scheduled_for_ms AS next_ms FROM automations a LEFT JOIN timers t ON t.id = a.id \
-             WHERE a.environment_id = $1 AND a.deleted_ms = 0 AND a.status = 'active' AND a.triggers_json LIKE '%\"subscription\"%' \
-             ORDER BY a.id LIMIT 1000",
+             WHERE a.environment_id = $1 AND a.subscribed = 1 AND a.deleted_ms = 0 AND a.status = 'active' ORDER BY a.id LIMIT 1000",
         )
         .bind(environment_id)
         .fetch_all(&self.db.pool)
