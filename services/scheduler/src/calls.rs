@@ -203,17 +203,9 @@ impl SchedulerService {
     async fn govern(&self, a: &Automation, w: &CallWork, connection_status: &str) -> Governed {
         let svc = a.service_principal_id.to_string();
         let env = a.environment_id.to_string();
-        let connection = gov::ResourceRef { kind: "connection".into(), id: w.connection_id.clone() };
-        let req = gov::CheckRequest {
-            principal_id: svc.clone(),
-            permission: "use_connection".into(),
-            resource: Some(connection),
-            environment_id: env.clone(),
-            subject: None,
-        };
-        match self.governance.clone().check(req).await {
-            Ok(r) if r.get_ref().allowed => {}
-            Ok(_) => return Governed::Refused("permission_denied", format!("{svc} holds no use_connection on {}", w.connection_id)),
+        match self.allowed(&svc, "use_connection", "connection", &w.connection_id, &env).await {
+            Ok(true) => {}
+            Ok(false) => return Governed::Refused("permission_denied", format!("{svc} holds no use_connection on {}", w.connection_id)),
             Err(s) => return Governed::Refused("call_not_sent", format!("governance could not be asked: {}", s.message())),
         }
         let req = gov::EvaluateActionRequest {

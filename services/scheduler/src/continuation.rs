@@ -13,13 +13,11 @@
 
 use crate::firing::Firing;
 use crate::model::{ChildRequest, FiringState, Usage};
-use crate::program::Outcome;
 use crate::service::SchedulerService;
 use crate::session_input::{Continuation, InputRecord, SessionInput};
 use checkfu_core::id::{FiringId, TypedId};
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
-use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::sessions::v1 as ss;
 use serde_json::{Value, json};
 
@@ -83,14 +81,7 @@ impl SchedulerService {
     }
 
     async fn acts_as(&self, principal: &str, on: &str, environment_id: &str) -> Result<bool> {
-        let req = gov::CheckRequest {
-            principal_id: principal.into(),
-            permission: "act_as".into(),
-            resource: Some(gov::ResourceRef { kind: "principal".into(), id: on.into() }),
-            environment_id: environment_id.into(),
-            subject: None,
-        };
-        Ok(self.governance.clone().check(req).await.map_err(Error::from)?.into_inner().allowed)
+        Ok(self.allowed(principal, "act_as", "principal", on, environment_id).await?)
     }
 
     /// A session event, for the inputs waiting on the Session. An input
@@ -148,12 +139,7 @@ impl SchedulerService {
         }
         let first_run = rec.accepted.as_ref().map(|i| i.run_id.clone()).unwrap_or_default();
         if f.program.is_some() {
-            let step = match (&state, &error) {
-                (FiringState::Succeeded, _) => Outcome::completed(),
-                (_, Some((reason, _))) => Outcome::failed(reason),
-                _ => Outcome::failed("child_failed"),
-            };
-            return self.settle_step(&f, &rec.session_id, step, Some(&first_run)).await;
+            return self.settle_step(&f, &rec.session_id, crate::settle::step_outcome(&state, &error), Some(&first_run)).await;
         }
         f.usage = self.usage_since(&rec.session_id, &first_run).await?;
         f.settle(state, error, now_ms());
@@ -171,10 +157,7 @@ impl SchedulerService {
             let req = ss::ListRunsRequest { session_id: session_id.into(), limit: 100, page };
             let runs = self.sessions.clone().list_runs(req).await.map_err(Error::from)?.into_inner();
             for r in runs.data.iter().filter(|r| r.id.as_str() >= first_run) {
-                let u = r.usage.unwrap_or_default();
-                total.input_tokens += u.input_tokens;
-                total.output_tokens += u.output_tokens;
-                total.model_spend_micro_usd += u.model_spend_micro_usd;
+                total += Usage::from(r.usage.unwrap_or_default());
             }
             if runs.next_page.is_empty() {
                 return Ok(total);

@@ -445,6 +445,21 @@ pub struct Usage {
     pub model_spend_micro_usd: i64,
 }
 
+/// What a child Session (or one Run) reports it used.
+impl From<checkfu_proto::sessions::v1::Usage> for Usage {
+    fn from(u: checkfu_proto::sessions::v1::Usage) -> Usage {
+        Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd }
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, u: Usage) {
+        self.input_tokens += u.input_tokens;
+        self.output_tokens += u.output_tokens;
+        self.model_spend_micro_usd += u.model_spend_micro_usd;
+    }
+}
+
 /// A webhook event the admission filter stopped (`afdl_`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FilteredDelivery {

@@ -239,16 +239,9 @@ impl SchedulerService {
         agents.sort();
         agents.dedup();
         for agent in agents.iter().filter(|_| target_ok) {
-            let req = gov::CheckRequest {
-                principal_id: svc.clone(),
-                permission: "invoke".into(),
-                resource: Some(gov::ResourceRef { kind: "agent".into(), id: agent.clone() }),
-                environment_id: a.environment_id.to_string(),
-                subject: None,
-            };
-            let check = match gov.check(req).await {
-                Ok(r) if r.get_ref().allowed => continue,
-                Ok(_) => Check::fail("permissions", format!("{svc} lacks invoke on agent {agent}"), Some(agent.clone())),
+            let check = match self.allowed(&svc, "invoke", "agent", agent, &a.environment_id).await {
+                Ok(true) => continue,
+                Ok(false) => Check::fail("permissions", format!("{svc} lacks invoke on agent {agent}"), Some(agent.clone())),
                 Err(s) => Check::unknown("permissions", s.message()),
             };
             permissions = check;
@@ -272,6 +265,26 @@ impl SchedulerService {
         Readiness { checks, checked_ms: now_ms() }
     }
 
+    /// Whether governance lets `principal` do `permission` on `(kind, id)`
+    /// in the Environment; the status when it could not be asked.
+    pub(crate) async fn allowed(
+        &self,
+        principal: &str,
+        permission: &str,
+        kind: &str,
+        id: &str,
+        environment_id: &str,
+    ) -> std::result::Result<bool, tonic::Status> {
+        let req = gov::CheckRequest {
+            principal_id: principal.into(),
+            permission: permission.into(),
+            resource: Some(gov::ResourceRef { kind: kind.into(), id: id.into() }),
+            environment_id: environment_id.into(),
+            subject: None,
+        };
+        Ok(self.governance.clone().check(req).await?.into_inner().allowed)
+    }
+
     /// Readiness `subscription` (api.md §18.10): a subscribed Automation's
     /// service Principal may read its Environment, whose events it sees.
     async fn subscription_reader(&self, a: &Automation) -> Check {
@@ -279,16 +292,11 @@ impl SchedulerService {
             return Check::pass("subscription");
         }
         let svc = a.service_principal_id.to_string();
-        let req = gov::CheckRequest {
-            principal_id: svc.clone(),
-            permission: "read".into(),
-            resource: Some(gov::ResourceRef { kind: "environment".into(), id: a.environment_id.to_string() }),
-            environment_id: a.environment_id.to_string(),
-            subject: None,
-        };
-        match self.governance.clone().check(req).await {
-            Ok(r) if r.get_ref().allowed => Check::pass("subscription"),
-            Ok(_) => Check::fail("subscription", format!("{svc} lacks read on the Environment, whose events it subscribes to"), Some(svc)),
+        match self.allowed(&svc, "read", "environment", &a.environment_id, &a.environment_id).await {
+            Ok(true) => Check::pass("subscription"),
+            Ok(false) => {
+                Check::fail("subscription", format!("{svc} lacks read on the Environment, whose events it subscribes to"), Some(svc))
+            }
             Err(s) => Check::unknown("subscription", s.message()),
         }
     }
@@ -353,16 +361,11 @@ impl SchedulerService {
             if !found.offered {
                 return Check::fail("connections", format!("{tool_source_id} no longer offers {tool}"), Some(tool_source_id));
             }
-            let req = gov::CheckRequest {
-                principal_id: svc.clone(),
-                permission: "use_connection".into(),
-                resource: Some(gov::ResourceRef { kind: "connection".into(), id: connection_id.clone() }),
-                environment_id: a.environment_id.to_string(),
-                subject: None,
-            };
-            match self.governance.clone().check(req).await {
-                Ok(r) if r.get_ref().allowed => {}
-                Ok(_) => return Check::fail("connections", format!("{svc} lacks use_connection on {connection_id}"), Some(connection_id)),
+            match self.allowed(&svc, "use_connection", "connection", &connection_id, &a.environment_id).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Check::fail("connections", format!("{svc} lacks use_connection on {connection_id}"), Some(connection_id));
+                }
                 Err(s) => return Check::unknown("connections", s.message()),
             }
         }

@@ -44,16 +44,10 @@ impl SchedulerService {
         let interrupted = stop == "end_turn" && self.interrupted_between(session_id, 0, seq).await?;
         let Some((state, error)) = ended(kind, stop, interrupted) else { return Ok(()) };
         if f.program.is_some() {
-            let step = match (&state, &error) {
-                (FiringState::Succeeded, _) => crate::program::Outcome::completed(),
-                (_, Some((reason, _))) => crate::program::Outcome::failed(reason),
-                _ => crate::program::Outcome::failed("child_failed"),
-            };
-            return self.settle_step(&f, session_id, step, None).await;
+            return self.settle_step(&f, session_id, step_outcome(&state, &error), None).await;
         }
         let s = self.sessions.clone().get_session(ss::GetByIdRequest { id: session_id.into() }).await.map_err(Error::from)?.into_inner();
-        let u = s.usage.unwrap_or_default();
-        f.usage = Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd };
+        f.usage = Usage::from(s.usage.unwrap_or_default());
         f.settle(state, error, now_ms());
         self.store.update_firing(&f).await?;
         self.after_settle(&f).await;
@@ -72,6 +66,15 @@ impl SchedulerService {
         };
         let found = self.sessions.clone().list_events(req).await.map_err(Error::from)?.into_inner().data;
         Ok(found.first().is_some_and(|e| e.seq < to))
+    }
+}
+
+/// A step's outcome for how its child (or input) ended.
+pub(crate) fn step_outcome(state: &FiringState, error: &Option<(&str, String)>) -> crate::program::Outcome {
+    match (state, error) {
+        (FiringState::Succeeded, _) => crate::program::Outcome::completed(),
+        (_, Some((reason, _))) => crate::program::Outcome::failed(reason),
+        _ => crate::program::Outcome::failed("child_failed"),
     }
 }
 

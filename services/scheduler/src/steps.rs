@@ -210,8 +210,7 @@ impl SchedulerService {
                     .await
                     .map_err(checkfu_core::Error::from)?
                     .into_inner();
-                let u = s.usage.unwrap_or_default();
-                Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, model_spend_micro_usd: u.model_spend_micro_usd }
+                Usage::from(s.usage.unwrap_or_default())
             }
         };
         let session = session_id.to_string();
@@ -236,9 +235,7 @@ impl SchedulerService {
                 }
                 p.settle_attempt(&step, outcome.clone(), now);
             }
-            f.usage.input_tokens += u.input_tokens;
-            f.usage.output_tokens += u.output_tokens;
-            f.usage.model_spend_micro_usd += u.model_spend_micro_usd;
+            f.usage += u;
         };
         self.advance_program(&f.id, Some(Box::new(change))).await
     }
