@@ -85,6 +85,8 @@ pub enum AutomationAction {
     Firings { id: String },
     /// The webhook events its admission filter stopped, newest first.
     Filtered { id: String },
+    /// Its history frontiers: where each stands and which firing moved it.
+    Frontiers { id: String },
     /// What one firing did, drawn as a tree: the firing, then each step or
     /// child Session with its outcome.
     Trace { firing_id: String },
@@ -135,6 +137,29 @@ fn receipt(t: &Value, step: &str) -> Vec<String> {
     }
     for i in of("inputs") {
         out.push(format!("input {} into {}  run {}", text(&i["event_id"]), text(&i["session_id"]), text(&i["run_id"])));
+    }
+    for m in of("memory") {
+        let came = match m["result"].as_str() {
+            Some("proposed") => format!("proposed {}", text(&m["memory_proposal_id"])),
+            Some("failed") => format!("failed ({})", text(&m["error"])),
+            r => format!("{} at version {}", r.unwrap_or_default(), m["store_version"]),
+        };
+        out.push(format!(
+            "memory {} {} of {}  attempt {}  {came}",
+            text(&m["operation"]),
+            text(&m["path"]),
+            text(&m["memory_store_id"]),
+            m["attempt"]
+        ));
+    }
+    for h in of("history") {
+        let through = h["through"].as_str().unwrap_or("the start");
+        let came = match h["result"].as_str() {
+            Some("selected") => format!("selected {} through {through}", h["session_ids"].as_array().map_or(0, Vec::len)),
+            Some("moved") => format!("moved to {through}"),
+            _ => format!("failed ({})", text(&h["error"])),
+        };
+        out.push(format!("frontier {}  {came}", text(&h["frontier"])));
     }
     out
 }
@@ -364,6 +389,15 @@ pub async fn automation(args: ClientArgs, action: AutomationAction, out: &mut im
             }
             Ok(())
         }
+        AutomationAction::Frontiers { id } => {
+            for v in c.every(&at(&format!("/{}/frontiers", aid(id).await?)), &[]).await? {
+                print(out, &v, |f| {
+                    let text = |k: &str| f[k].as_str().unwrap_or_default().to_string();
+                    format!("{}  at {}  moved by {}", text("name"), text("position"), text("firing_id"))
+                })?;
+            }
+            Ok(())
+        }
     }
 }
 
@@ -381,13 +415,16 @@ mod tests {
                     {"id": "a", "kind": "step_agent", "outcome": {"kind": "completed"}},
                     {"id": "d", "kind": "decision", "outcome": {"kind": "completed", "branch": "otherwise"}},
                     {"id": "c", "kind": "step_connection", "outcome": {"kind": "failed", "reason": "effect_indeterminate"}},
+                    {"id": "m", "kind": "step_memory_write", "outcome": {"kind": "completed"}},
                     {"id": "b", "kind": "step_agent", "outcome": {"kind": "skipped"}}]}},
             "receipts": {"sessions": [{"step_id": "a", "session_id": "sess_1", "status": "idle", "stop_reason": {"type": "end_turn"}}],
                 "approvals": [{"step_id": "ok", "action_approval_id": "apr_1", "status": "approved"}], "waits": [],
                 "evaluations": [{"id": "ceval_1", "step_id": "d", "attempt": 1, "verdict": "no", "error": null}],
                 "connection_calls": [{"id": "ccall_1", "step_id": "c", "attempt": 1, "tool": "add", "status": null, "error_code": "mcp.timeout"}],
                 "outcomes": [{"step_id": "a", "outcome_id": "out_1", "status": "satisfied", "iterations_used": 2}],
-                "inputs": [{"step_id": "a", "session_id": "sess_1", "event_id": "evt_1", "run_id": "run_1"}]},
+                "inputs": [{"step_id": "a", "session_id": "sess_1", "event_id": "evt_1", "run_id": "run_1"}],
+                "memory": [{"step_id": "m", "attempt": 1, "memory_store_id": "mstr_1", "path": "/n.md", "operation": "write",
+                    "result": "written", "store_version": 4}]},
             "evidence": {"complete": true, "missing": []}
         });
         assert_eq!(
@@ -403,6 +440,8 @@ mod tests {
              │  └─ evaluation ceval_1  attempt 1  verdict no\n\
              ├─ c  step_connection  failed (effect_indeterminate)\n\
              │  └─ call ccall_1  add  attempt 1  answer unknown (mcp.timeout)\n\
+             ├─ m  step_memory_write  completed\n\
+             │  └─ memory write /n.md of mstr_1  attempt 1  written at version 4\n\
              └─ b  step_agent  skipped\n"
         );
     }

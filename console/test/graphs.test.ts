@@ -277,3 +277,63 @@ test("a subscription trigger takes the platform's event types and says when it f
   );
   assert.deepEqual(described(await violations(page)), []);
 });
+
+test("memory blocks name a store and a path, a write always says what it expects, and history blocks name their frontier", async () => {
+  const admin = world.server.admin;
+  const environmentId = (await admin.environments.list().first()).data[0]!.id;
+  const adminId = (await admin.principals.list().all()).find((p) => p.name === "admin")!.id;
+  const store = await admin.memoryStores.create({ environment_id: environmentId, name: "notes", owner: { kind: "principal", id: adminId } });
+  const bot = await admin.principals.create({ name: "curator", kind: "service" });
+  const page = await (await world.browser.newContext({ viewport: { width: 1400, height: 1000 } })).newPage();
+  await signIn(page, world.server.baseUrl, world.server.apiKey, `/console/automations/graphs/new?environment_id=${environmentId}`);
+  await page.getByLabel("Name", { exact: true }).fill("curate-notes");
+  await page.getByLabel("Service principal").selectOption({ label: "curator" });
+  const toolbar = page.getByRole("toolbar", { name: "Graph" });
+  await toolbar.getByRole("button", { name: "Add Trigger" }).click();
+  await toolbar.getByRole("button", { name: "Add Memory read" }).click();
+  const read = page.getByRole("region", { name: "Inspector: memory_read1" });
+  await read.getByLabel("Memory store").selectOption({ label: `notes (${store.id})` });
+  await read.getByLabel("Document path").fill("/n.md");
+  await toolbar.getByRole("button", { name: "Add Memory write" }).click();
+  const write = page.getByRole("region", { name: "Inspector: memory_write1" });
+  await write.getByLabel("Memory store").selectOption({ label: `notes (${store.id})` });
+  await write.getByLabel("Document path").fill("/n.md");
+  await write.getByLabel("content: from node").selectOption("trigger1");
+  await write.getByLabel("content: at pointer").fill("/t");
+  // Create only by default; switching to "what a read saw" binds the read's sha.
+  await write.getByLabel("Write only if").selectOption("read");
+  await write.getByLabel("expected sha: from node").selectOption("memory_read1");
+  assert.equal(await write.getByLabel("expected sha: at pointer").inputValue(), "/document/content_sha256");
+  await shot(page, "graph-memory-write");
+  assert.deepEqual(described(await violations(page)), []);
+  await toolbar.getByRole("button", { name: "Add Select history" }).click();
+  const select = page.getByRole("region", { name: "Inspector: select_history1" });
+  await select.getByLabel("Frontier").fill("learn");
+  await select.getByLabel("Most Sessions").fill("10");
+  await toolbar.getByRole("button", { name: "Add Record history" }).click();
+  const record = page.getByRole("region", { name: "Inspector: record_history1" });
+  await record.getByLabel("Selection").selectOption("select_history1");
+  await record.getByRole("checkbox", { name: "memory_write1" }).check();
+  assert.deepEqual(described(await violations(page)), []);
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await page.getByText(/^Saved revision 1\./).waitFor();
+  const graph = (await admin.automationGraphs.list({ environment_id: environmentId }).all()).find((g) => g.name === "curate-notes")!;
+  const doc = (await admin.automationGraphs.getRevision(graph.id, 1)).document as { nodes: Record<string, unknown>[] };
+  const written = doc.nodes.find((n) => n["id"] === "memory_write1")!;
+  assert.deepEqual(written["inputBindings"], {
+    content: { sourceNodeId: "trigger1", pointer: "/t" },
+    expectedSha256: { sourceNodeId: "memory_read1", pointer: "/document/content_sha256" },
+  });
+  assert.equal("expectedSha256" in written, false, "bound, not written");
+  assert.deepEqual(
+    doc.nodes.find((n) => n["id"] === "memory_read1"),
+    { id: "memory_read1", kind: "step_memory_read", memoryStore: store.id, path: "/n.md" },
+  );
+  assert.deepEqual(doc.nodes.find((n) => n["id"] === "select_history1"), { id: "select_history1", kind: "step_select_history", frontier: "learn", limit: 10 });
+  assert.deepEqual(doc.nodes.find((n) => n["id"] === "record_history1"), {
+    id: "record_history1",
+    kind: "step_record_history",
+    selection: "select_history1",
+    requires: ["memory_write1"],
+  });
+});

@@ -236,3 +236,80 @@ pub async fn crashed_firing(
     };
     (checkfu_scheduler::store::SqlSchedulerStore::new(db), firing)
 }
+
+/// A graph document in the fixture's Environment for `svc`.
+pub fn graph_document(f: &Fixture, name: &str, nodes: Value, edges: Value) -> Value {
+    json!({"name": name, "environment_id": f.p.env_id, "service_principal_id": f.svc, "nodes": nodes, "edges": edges})
+}
+
+/// A webhook trigger node `hook`, deduplicating on `/id`.
+pub fn hook_node() -> Value {
+    json!({"kind": "trigger", "id": "hook", "trigger": {"kind": "webhook", "dedupe_key": "/id"}})
+}
+
+pub fn graph_edge(kind: &str, from: &str, to: &str) -> Value {
+    json!({"kind": kind, "from": from, "to": to})
+}
+
+/// Saves a graph; its id.
+pub async fn save_graph(f: &Fixture, doc: Value) -> String {
+    let r = f.p.admin.post("/v1/automation-graphs", json!({"created_by_principal_id": f.p.admin_id, "document": doc})).await;
+    expect(&r, 201, None);
+    id(&r.1)
+}
+
+/// The codes of a saved graph's plan errors.
+pub async fn plan_errors(f: &Fixture, graph: &str) -> Vec<String> {
+    let r = f.p.admin.post(&format!("/v1/automation-graphs/{graph}/plan"), json!({"revision": 1})).await;
+    expect(&r, 200, None);
+    r.1["errors"].as_array().into_iter().flatten().map(|e| e["code"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+/// Saves, plans (no blockers) and applies a graph: its Automation as
+/// applied and the ingest secret.
+pub async fn apply_graph(f: &Fixture, doc: Value) -> (Value, String) {
+    let a = &f.p.admin;
+    let g = save_graph(f, doc).await;
+    let p = a.post(&format!("/v1/automation-graphs/{g}/plan"), json!({"revision": 1})).await.1;
+    assert_eq!(p["blockers"], json!([]), "{p}");
+    let r = a.post(&format!("/v1/automation-graphs/{g}/apply"), json!({"revision": 1, "plan_sha256": p["plan_sha256"]})).await;
+    expect(&r, 200, None);
+    let auto = a.get(&format!("/v1/automations/{}", r.1["automation_id"].as_str().unwrap())).await.1;
+    (auto, r.1["ingest_secret"].as_str().unwrap_or_default().to_string())
+}
+
+/// Fires through signed ingest: the firing's id.
+pub async fn fire_signed(f: &Fixture, automation: &str, secret: &str, body: Value) -> String {
+    let r = ingest_signed(&f.p.base, automation, secret, &body.to_string()).await;
+    expect(&r, 201, None);
+    id(&r.1)
+}
+
+/// A firing's step by id.
+pub fn firing_step<'a>(firing: &'a Value, step: &str) -> &'a Value {
+    firing["program"]["steps"].as_array().and_then(|s| s.iter().find(|s| s["id"] == step)).unwrap_or(&Value::Null)
+}
+
+/// `svc`'s Session on `dep`, idle after one Run; `extra` adds fields to its
+/// creation.
+pub async fn idle_session(a: &Api, svc: &str, dep: &str, extra: Value) -> String {
+    let mut body = json!({"agent_deployment_id": dep, "principal_id": svc,
+        "initial_events": [input(svc, "user.message", json!({"content": [{"type": "text", "text": "first"}]}))]});
+    if let (Some(b), Some(x)) = (body.as_object_mut(), extra.as_object()) {
+        b.extend(x.clone());
+    }
+    let s = a.post("/v1/sessions", body).await;
+    expect(&s, 201, None);
+    let sid = id(&s.1);
+    settle(a, &sid).await;
+    sid
+}
+
+/// Answers, as `svc`, the `lookup` call a child parked on with `text`.
+pub async fn answer_lookup(a: &Api, svc: &str, child: &str, text: &str) {
+    assert_eq!(settle(a, child).await["stop_reason"]["type"], "requires_action");
+    let evs = events(a, child).await;
+    let use_id = evs.iter().find(|e| e["type"] == "agent.custom_tool_use").unwrap()["payload"]["custom_tool_use_id"].clone();
+    let result = input(svc, "user.custom_tool_result", json!({"custom_tool_use_id": use_id, "content": [{"type": "text", "text": text}]}));
+    expect(&a.post(&format!("/v1/sessions/{child}/events"), result).await, 201, None);
+}

@@ -13,20 +13,6 @@ fn text(e: &Value) -> &str {
     e["payload"]["content"][0]["text"].as_str().unwrap_or_default()
 }
 
-/// `svc`'s Session on `dep`, idle after one Run.
-async fn idle_session(a: &Api, svc: &str, dep: &str, extra: Value) -> String {
-    let mut body = json!({"agent_deployment_id": dep, "principal_id": svc,
-        "initial_events": [input(svc, "user.message", json!({"content": [{"type": "text", "text": "first"}]}))]});
-    if let (Some(b), Some(x)) = (body.as_object_mut(), extra.as_object()) {
-        b.extend(x.clone());
-    }
-    let s = a.post("/v1/sessions", body).await;
-    expect(&s, 201, None);
-    let sid = id(&s.1);
-    settle(a, &sid).await;
-    sid
-}
-
 fn continuing(dep: &str, session: &str) -> Value {
     json!({"kind": "agent", "agent_deployment_id": dep, "prompt": "Continue with {{event.title}}",
         "session_target": {"mode": "continue_selected", "session": session}})

@@ -718,13 +718,7 @@ fn items(firing: &Value, step: &str) -> Vec<(i64, Option<String>)> {
 
 /// Answers a parked child's `lookup` call with `text`.
 async fn answer(f: &Fixture, child: &str, text: &str) {
-    let a = &f.p.admin;
-    assert_eq!(settle(a, child).await["stop_reason"]["type"], "requires_action");
-    let evs = events(a, child).await;
-    let use_id = evs.iter().find(|e| e["type"] == "agent.custom_tool_use").unwrap()["payload"]["custom_tool_use_id"].clone();
-    let result =
-        input(&f.svc, "user.custom_tool_result", json!({"custom_tool_use_id": use_id, "content": [{"type": "text", "text": text}]}));
-    expect(&a.post(&format!("/v1/sessions/{child}/events"), result).await, 201, None);
+    answer_lookup(&f.p.admin, &f.svc, child, text).await;
 }
 
 /// Acceptance 14 of §18.13: a `forEach` starts a child per item in item
@@ -845,17 +839,7 @@ async fn acceptance_14_a_sigkill_keeps_a_fan_outs_children_order_and_limit() {
     let answer = |child: String| {
         let a = a.clone();
         let svc = svc.clone();
-        async move {
-            assert_eq!(settle(&a, &child).await["stop_reason"]["type"], "requires_action");
-            let evs = events(&a, &child).await;
-            let use_id = evs.iter().find(|e| e["type"] == "agent.custom_tool_use").unwrap()["payload"]["custom_tool_use_id"].clone();
-            let result = input(
-                &svc,
-                "user.custom_tool_result",
-                json!({"custom_tool_use_id": use_id, "content": [{"type": "text", "text": "found"}]}),
-            );
-            expect(&a.post(&format!("/v1/sessions/{child}/events"), result).await, 201, None);
-        }
+        async move { answer_lookup(&a, &svc, &child, "found").await }
     };
     let path = format!("/v1/automation-firings/{firing}");
     assert!(items(&a.get(&path).await.1, "c")[2].1.is_none(), "still two unsettled: the third waits");

@@ -73,7 +73,7 @@ const MESH_CALLERS: [(&str, &[&str]); 7] = [
     ("capability-gateway", &["gateway", "runner", "sessions", "scheduler"]),
     ("webhooks", &["gateway"]),
     ("scheduler", &["gateway"]),
-    ("memory", &["gateway", "sessions"]),
+    ("memory", &["gateway", "sessions", "scheduler"]),
 ];
 
 /// The roles the chart deploys: the role table's, every one.
@@ -542,7 +542,14 @@ fn the_charts_mesh_callers_are_the_servers_authorization_table() {
         ),
         ("webhooks", &["/checkfu.webhooks.v1.WebhooksService/CreateEndpoint"]),
         ("scheduler", &["/checkfu.scheduler.v1.SchedulerService/CreateAutomation"]),
-        ("memory", &["/checkfu.memory.v1.MemoryService/GetServiceInfo", "/checkfu.memory.v1.MemoryService/Mount"]),
+        (
+            "memory",
+            &[
+                "/checkfu.memory.v1.MemoryService/GetServiceInfo",
+                "/checkfu.memory.v1.MemoryService/Mount",
+                "/checkfu.memory.v1.MemoryService/AutomationWrite",
+            ],
+        ),
     ];
     for (role, paths) in methods {
         let mut callers: Vec<&str> = paths.iter().flat_map(|p| allowed(p).iter().map(|r| r.name())).collect();

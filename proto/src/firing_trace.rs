@@ -154,8 +154,27 @@ pub fn receipts(r: &FiringReceipts) -> Value {
             v
         })
         .collect();
+    let memory: Vec<Value> = r
+        .memory
+        .iter()
+        .map(|m| {
+            json!({"step_id": m.step_id, "attempt": m.attempt, "memory_store_id": m.memory_store_id, "path": m.path,
+                "operation": m.operation, "result": m.result, "store_version": m.store_version, "content_sha256": m.content_sha256,
+                "memory_proposal_id": m.memory_proposal_id, "error": m.error, "at": m.at})
+        })
+        .collect();
+    let history: Vec<Value> = r
+        .history
+        .iter()
+        .map(|h| {
+            let base = if h.base.is_empty() { Value::Null } else { json!(h.base) };
+            let through = if h.through.is_empty() { Value::Null } else { json!(h.through) };
+            json!({"step_id": h.step_id, "operation": h.operation, "frontier": h.frontier, "base": base, "through": through,
+                "session_ids": h.session_ids, "result": h.result, "error": h.error, "at": h.at})
+        })
+        .collect();
     json!({"sessions": sessions, "approvals": approvals, "waits": waits, "evaluations": evaluations, "connection_calls": connection_calls,
-        "outcomes": outcomes, "inputs": inputs})
+        "outcomes": outcomes, "inputs": inputs, "memory": memory, "history": history})
 }
 
 fn session_input(i: &SessionInput) -> Value {

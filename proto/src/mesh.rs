@@ -119,6 +119,9 @@ pub fn allowed(path: &str) -> &'static [Role] {
             // A continue_selected firing appends its input to an idle
             // Session and counts the usage of the Runs it caused (§18.4).
             "AppendUserEvent" | "ListRuns" => &[Gateway, Scheduler],
+            // A graph's history selection lists the Sessions after its
+            // frontier (§18.7).
+            "ListSessions" => &[Gateway, Scheduler],
             _ => &[Gateway],
         },
         // The execution plane's protocol. On the mesh the managed runner
@@ -155,6 +158,11 @@ pub fn allowed(path: &str) -> &'static [Role] {
         // A Session's mounts are pinned, materialised and written back by
         // sessions for the Session's Principal.
         ("checkfu.memory.v1.MemoryService", "Mount" | "Materialize" | "Writeback" | "GetContent") => &[Sessions],
+        // A graph's Memory steps (§18.7) read and write as the
+        // Automation's service Principal, whose permissions the memory
+        // service checks; only the scheduler writes `via:"automation"`.
+        ("checkfu.memory.v1.MemoryService", "ReadDocument" | "GetStore") => &[Gateway, Scheduler],
+        ("checkfu.memory.v1.MemoryService", "AutomationWrite") => &[Scheduler],
         ("checkfu.memory.v1.MemoryService", _) => &[Gateway],
         _ => &[],
     }

@@ -54,7 +54,7 @@ model-gateway: [gateway, runner, memory, sessions, scheduler]
 capability-gateway: [gateway, runner, sessions, scheduler]
 webhooks: [gateway]
 scheduler: [gateway]
-memory: [gateway, sessions]
+memory: [gateway, sessions, scheduler]
 {{- end -}}
 
 {{- define "checkfu.meshPort" -}}7421{{- end -}}

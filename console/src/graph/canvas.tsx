@@ -26,6 +26,13 @@ function summary(n: GraphDoc["nodes"][number]): string {
       return String(n["tool"] || "no tool yet");
     case "step_check":
       return ((n["check"] as { questions?: { name?: string }[] } | undefined)?.questions ?? []).map((q) => q.name).join(", ") || "no questions yet";
+    case "step_memory_read":
+    case "step_memory_write":
+      return String(n["path"] || "no path yet");
+    case "step_select_history":
+      return `after ${String(n["frontier"] || "?")}`;
+    case "step_record_history":
+      return `records ${String(n["selection"] || "?")}`;
     case "step_join":
       return `joins ${Object.keys((n["collect"] as Record<string, string> | undefined) ?? {}).length}`;
     default:

@@ -7,6 +7,8 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { triggerWords } from "../pages/automations.js";
 import { BindingFields, Choice, Field, JsonField, type Binding } from "./fields.js";
+import { RecordHistoryInspector, SelectHistoryInspector } from "./history-fields.js";
+import { MemoryInspector, type MemoryStoreView } from "./memory-fields.js";
 import { CheckFields, ConnectionInspector, ForEachFields, JoinInspector, RetryFields, type SavedGraph, type ToolSourceView } from "./step-fields.js";
 import {
   EDGE_KINDS,
@@ -357,6 +359,7 @@ export function NodeInspector(props: {
   doc: GraphDoc;
   deployments: Deployment[];
   toolSources: ToolSourceView[];
+  memoryStores: MemoryStoreView[];
   /** The saved revision, for trying a Check's rule offline. */
   graph: SavedGraph;
   change: (n: NodeDoc) => void;
@@ -393,6 +396,10 @@ export function NodeInspector(props: {
       </>
     );
   else if (n.kind === "step_connection") body = <ConnectionInspector key={n.id} node={n} doc={props.doc} toolSources={props.toolSources} change={props.change} />;
+  else if (n.kind === "step_memory_read" || n.kind === "step_memory_write")
+    body = <MemoryInspector key={n.id} node={n} doc={props.doc} stores={props.memoryStores} change={props.change} />;
+  else if (n.kind === "step_select_history") body = <SelectHistoryInspector key={n.id} node={n} change={props.change} />;
+  else if (n.kind === "step_record_history") body = <RecordHistoryInspector key={n.id} node={n} doc={props.doc} change={props.change} />;
   else if (n.kind === "step_join") body = <JoinInspector key={n.id} node={n} doc={props.doc} change={props.change} />;
   else if (n.kind === "outcome")
     body = (

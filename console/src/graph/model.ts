@@ -23,6 +23,10 @@ export const NODE_KINDS = [
   "decision",
   "step_check",
   "step_connection",
+  "step_memory_read",
+  "step_memory_write",
+  "step_select_history",
+  "step_record_history",
   "step_join",
   "outcome",
   "step_approval",
@@ -36,6 +40,10 @@ export const NODE_LABELS: Record<NodeKind, string> = {
   decision: "Decision",
   step_check: "Check",
   step_connection: "Connection",
+  step_memory_read: "Memory read",
+  step_memory_write: "Memory write",
+  step_select_history: "Select history",
+  step_record_history: "Record history",
   step_join: "Join",
   outcome: "Outcome",
   step_approval: "Approval",
@@ -53,10 +61,10 @@ export function newCheck(): CheckDoc {
   return { modelRoutingProfileId: "", questions: [{ name: "relevant", question: "" }], rule: "relevant" };
 }
 
-/** Whether a node may carry `retry`: Agent, Connection and Check steps, and a Decision on a Check. */
+/** Whether a node may carry `retry`: Agent, Connection, Check and Memory steps, and a Decision on a Check. */
 export function retryable(n: NodeDoc): boolean {
   if (n.kind === "decision") return (n["condition"] as { kind?: string } | undefined)?.kind === "check";
-  return n.kind === "step_agent" || n.kind === "step_connection" || n.kind === "step_check";
+  return ["step_agent", "step_connection", "step_check", "step_memory_read", "step_memory_write"].includes(n.kind);
 }
 
 /** One argument of a tool's input schema, as its form shows it. */
@@ -99,6 +107,14 @@ function defaults(kind: NodeKind): Record<string, unknown> {
       return { check: newCheck() };
     case "step_connection":
       return { toolSource: "", tool: "", arguments: {} };
+    case "step_memory_read":
+      return { memoryStore: "", path: "/" };
+    case "step_memory_write":
+      return { memoryStore: "", path: "/", inputBindings: { content: { sourceNodeId: "", pointer: "" } }, expectedSha256: null };
+    case "step_select_history":
+      return { frontier: "processed", limit: 20 };
+    case "step_record_history":
+      return { selection: "", requires: [] };
     case "step_join":
       return { mode: "all_completed", collect: {} };
     case "outcome":

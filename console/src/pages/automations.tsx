@@ -233,9 +233,11 @@ type Receipts = {
   sessions?: { step_id?: string | null; session_id: string; status: string; stop_reason?: { type?: string } | null }[];
   approvals?: { step_id?: string | null; action_approval_id: string; status: string }[];
   waits?: { step_id?: string | null; until: string; elapsed: boolean }[];
+  memory?: { step_id?: string | null; attempt: number; memory_store_id: string; path: string; operation: string; result: string; store_version?: number | null; memory_proposal_id?: string | null; error?: string | null }[];
+  history?: { step_id?: string | null; frontier: string; operation: string; result: string; session_ids: string[]; through?: string | null; error?: string | null }[];
 };
 
-/** What a step left behind: its child Session, its approval, its wait. */
+/** What a step left behind: its child Session, its approval, its wait, the documents it read or wrote, the history it chose. */
 function Left(props: { receipts: Receipts; step: string }) {
   const mine = <T extends { step_id?: string | null }>(xs: T[] | undefined) => (xs ?? []).filter((x) => (x.step_id ?? "") === props.step);
   const items = [
@@ -253,6 +255,18 @@ function Left(props: { receipts: Receipts; step: string }) {
     ...mine(props.receipts.waits).map((w) => (
       <li key={w.until}>
         wait until <When at={w.until} /> {w.elapsed ? "elapsed" : "waiting"}
+      </li>
+    )),
+    ...mine(props.receipts.memory).map((m) => (
+      <li key={`memory-${m.attempt}`}>
+        memory {m.operation} <code>{m.path}</code> of <Link to={`/reach/memory/${m.memory_store_id}`}>{m.memory_store_id}</Link>{" "}
+        {m.result === "failed" ? `failed (${m.error ?? ""})` : m.result === "proposed" ? `proposed ${m.memory_proposal_id ?? ""}` : `${m.result} at version ${m.store_version ?? ""}`}
+      </li>
+    )),
+    ...mine(props.receipts.history).map((h) => (
+      <li key={`history-${h.operation}`}>
+        frontier <code>{h.frontier}</code>{" "}
+        {h.result === "failed" ? `failed (${h.error ?? ""})` : h.result === "selected" ? `selected ${h.session_ids.length} Sessions` : `moved to ${h.through ?? "the start"}`}
       </li>
     )),
   ];

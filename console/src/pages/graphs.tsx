@@ -102,6 +102,10 @@ export function GraphBuilder(props: { id: string | null; me: Me }) {
     async () => (doc.environment_id ? api.toolSources.list({ environment_id: doc.environment_id }).all() : []),
     [doc.environment_id],
   );
+  const [memoryStores] = useAsync(
+    async () => (doc.environment_id ? api.memoryStores.list({ environment_id: doc.environment_id }).all() : []),
+    [doc.environment_id],
+  );
 
   const show = (r: Saved) => {
     setSaved(r);
@@ -327,6 +331,7 @@ export function GraphBuilder(props: { id: string | null; me: Me }) {
             doc={doc}
             deployments={deploymentList}
             toolSources={toolSources.state === "ready" ? toolSources.value.filter((t) => t.status === "active") : []}
+            memoryStores={memoryStores.state === "ready" ? memoryStores.value : []}
             graph={graph && saved ? { id: graph.id, revision: saved.revision, dirty: canonical(doc) !== canonical(saved.document) } : null}
             change={(n) => {
               const next = updateNode(doc, layout, node.id, n);

@@ -334,6 +334,8 @@ mod tests {
                 connection_calls: vec![],
                 outcomes: vec![],
                 inputs: vec![],
+                memory: vec![],
+                history: vec![],
             }),
             evidence: Some(pb::FiringEvidence {
                 complete: false,
@@ -353,6 +355,8 @@ mod tests {
         typed_receipts["connection_calls"] = json!([]);
         typed_receipts["outcomes"] = json!([]);
         typed_receipts["inputs"] = json!([]);
+        typed_receipts["memory"] = json!([]);
+        typed_receipts["history"] = json!([]);
         for (t, receipts) in [(&typed, &typed_receipts), (&old, &receipts)] {
             assert_eq!((trace_steps(t), trace_receipts(t), trace_evidence(t)), (steps.clone(), receipts.clone(), evidence.clone()));
         }

@@ -435,6 +435,7 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(au::get_firing))
         .routes(routes!(au::get_trace))
         .routes(routes!(au::list_filtered))
+        .routes(routes!(au::list_frontiers))
         .routes(routes!(au::ingest))
         .routes(routes!(gr::create_graph, gr::list_graphs))
         .routes(routes!(gr::get_graph, gr::delete_graph))

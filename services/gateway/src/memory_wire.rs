@@ -174,7 +174,8 @@ pub struct MemoryVersion {
     /// `{kind, id}` of who committed it.
     #[schema(value_type = Object)]
     pub actor: Actor,
-    /// `direct`, `proposal`, `mount` or `dream`.
+    /// `api`, `writeback`, `proposal`, `dream`, `copy` or `automation` (a
+    /// graph's Memory write).
     pub via: String,
     pub memory_proposal_id: Option<String>,
     /// `{path, op, content_sha256?}` for each path it changed.

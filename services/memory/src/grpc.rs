@@ -2,6 +2,7 @@
 //! Which roles may call which RPC is checked before these run
 //! (`checkfu_proto::mesh`).
 
+use crate::automation::{AutomationWrite, AutomationWritten};
 use crate::dreams::NewDream;
 use crate::dreams::model::{Dream, DreamFilter, DreamStatus};
 use crate::model::{Edit, Expect};
@@ -47,6 +48,16 @@ fn document_read(store_id: &str, n: i64, d: &crate::model::DocumentMeta, text: &
         "",
         store_id,
     )
+}
+
+/// A write's expectation on the wire: `expect_absent` is the API's `null`;
+/// neither is a blind write, which the service refuses.
+fn expectation(expect_absent: bool, expected_sha256: Option<String>) -> Option<Expect> {
+    match (expect_absent, expected_sha256) {
+        (true, _) => Some(Expect::Absent),
+        (false, Some(s)) => Some(Expect::Sha(s)),
+        (false, None) => None,
+    }
 }
 
 fn parse_json(field: &str, s: &str) -> Result<Value, Error> {
@@ -145,13 +156,28 @@ impl pb::memory_service_server::MemoryService for MemoryGrpc {
 
     async fn write_document(&self, r: Request<pb::WriteDocumentRequest>) -> R<pb::Answer> {
         let r = r.into_inner();
-        let expected = match (r.expect_absent, r.expected_sha256) {
-            (true, _) => Some(Expect::Absent),
-            (false, Some(s)) => Some(Expect::Sha(s)),
-            (false, None) => None,
-        };
+        let expected = expectation(r.expect_absent, r.expected_sha256);
         let (n, d, text) = self.svc.write_document(&r.store_id, &r.path, &r.content, expected, &r.actor_id).await?;
         document_read(&r.store_id, n, &d, &text)
+    }
+
+    async fn automation_write(&self, r: Request<pb::AutomationWriteRequest>) -> R<pb::Answer> {
+        let r = r.into_inner();
+        let expected = expectation(r.expect_absent, r.expected_sha256);
+        let w = AutomationWrite {
+            store_id: r.store_id,
+            path: r.path,
+            content: r.content,
+            expected,
+            actor: r.actor_id,
+            firing_id: r.firing_id,
+            step_id: r.step_id,
+        };
+        let store_id = w.store_id.clone();
+        match self.svc.automation_write(w).await? {
+            AutomationWritten::Written { store_version, document, content } => document_read(&store_id, store_version, &document, &content),
+            AutomationWritten::Proposed(p) => self.proposal(&p).await,
+        }
     }
 
     async fn delete_document(&self, r: Request<pb::DeleteDocumentRequest>) -> R<pb::Answer> {

@@ -10,6 +10,7 @@
 //! typed answers), `view.rs` (their API JSON as a 0.1.0 gateway reads it,
 //! until the release after 0.1.0), `grpc.rs` (the wire).
 
+pub mod automation;
 pub mod content;
 pub mod dreams;
 pub mod grpc;
@@ -32,6 +33,7 @@ pub use service::MemoryService;
 pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/memory":
     "0001_memory" by_dialect,
     "0002_dreams",
+    "0003_automation_writes",
 );
 
 /// Opens the store and builds the service; the database handle is for the

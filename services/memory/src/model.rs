@@ -61,8 +61,8 @@ string_enum!(
         DreamReview = "dream_review",
     }
 );
-string_enum!(ActorKind { Principal = "principal", Session = "session", Dream = "dream" });
-string_enum!(Via { Api = "api", Writeback = "writeback", Proposal = "proposal", Dream = "dream", Copy = "copy" });
+string_enum!(ActorKind { Principal = "principal", Session = "session", Dream = "dream", AutomationFiring = "automation_firing" });
+string_enum!(Via { Api = "api", Writeback = "writeback", Proposal = "proposal", Dream = "dream", Copy = "copy", Automation = "automation" });
 string_enum!(Operation { Created = "created", Modified = "modified", Deleted = "deleted" });
 string_enum!(Access { ReadOnly = "read_only", ReadWrite = "read_write" });
 

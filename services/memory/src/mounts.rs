@@ -138,10 +138,11 @@ impl MemoryService {
                 via: Via::Writeback,
                 approves: None,
                 allow_archived: false,
+                key: String::new(),
                 now_ms: now_ms(),
             };
             match self.db.commit(&c).await? {
-                Committed::Version(v) => {
+                Committed::Version(v) | Committed::Replayed(v) => {
                     let details = json!({"store_version": v.store_version, "session_id": session_id, "run_id": run_id});
                     self.audit(principal, "memory_document.written", store_id, details).await;
                     return Ok(Written::Committed(v));

@@ -178,10 +178,11 @@ impl MemoryService {
             via: Via::Proposal,
             approves: Some(d),
             allow_archived: false,
+            key: String::new(),
             now_ms: now_ms(),
         };
         match self.db.commit(&c).await? {
-            Committed::Version(_) | Committed::Unchanged(_) => {}
+            Committed::Version(_) | Committed::Replayed(_) | Committed::Unchanged(_) => {}
             Committed::Mismatch { path, current, head_version } => return Err(sha_mismatch(&path, current.as_deref(), head_version)),
             Committed::Archived => return Err(archived(&s)),
             Committed::Decided => return Err(decided(&p)),

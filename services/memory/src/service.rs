@@ -532,10 +532,12 @@ impl MemoryService {
             via: Via::Api,
             approves: None,
             allow_archived: false,
+            key: String::new(),
             now_ms: now_ms(),
         };
         match self.db.commit(&c).await? {
-            Committed::Version(v) => {
+            // An API write carries no key, so it is never a replay.
+            Committed::Version(v) | Committed::Replayed(v) => {
                 self.audit(actor, "memory_document.written", &s.id, json!({"store_version": v.store_version, "changes": v.changes})).await;
                 Ok(v.store_version)
             }

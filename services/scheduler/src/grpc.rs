@@ -267,6 +267,12 @@ impl Rpc for SchedulerGrpc {
         ok(pb::ListFilteredResponse { data: rows.into_iter().map(|d| filtered(d, &environment_id)).collect(), next_page, environment_id })
     }
 
+    async fn list_frontiers(&self, r: Request<pb::ListFrontiersRequest>) -> R<pb::ListFrontiersResponse> {
+        let (rows, environment_id) = self.svc.frontiers(&r.into_inner().automation_id).await?;
+        let data = rows.into_iter().map(|f| pb::Frontier { name: f.name, position: f.position, firing_id: f.firing_id }).collect();
+        ok(pb::ListFrontiersResponse { data, environment_id })
+    }
+
     async fn create_graph(&self, r: Request<pb::CreateGraphRequest>) -> R<pb::GraphAnswer> {
         let r = r.into_inner();
         let layout = doc("layout", &r.layout_json)?;

@@ -19,9 +19,15 @@ pub mod firing;
 pub mod for_each;
 pub mod graph;
 pub mod grpc;
+mod history_calls;
+pub mod history_record;
+pub mod history_steps;
 mod in_flight;
 pub mod ingest;
 mod judge;
+pub mod memory_access;
+mod memory_calls;
+pub mod memory_steps;
 pub mod model;
 pub mod occurrences;
 pub mod predicates;
@@ -52,6 +58,7 @@ pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/
     "0004_programs",
     "0005_inputs",
     "0006_subscriptions",
+    "0007_frontiers",
 );
 
 /// Opens the store and builds the service; the database handle is for the

@@ -171,6 +171,10 @@ pub const RUNS: &[&str] = &[
     "step_check",
     "step_join",
     "step_connection",
+    "step_memory_read",
+    "step_memory_write",
+    "step_select_history",
+    "step_record_history",
     "outcome",
 ];
 
@@ -203,6 +207,16 @@ impl StepsTarget {
             .collect()
     }
 
+    /// Each store a Memory step names, once, with whether any step writes
+    /// it.
+    pub fn memory_stores(&self) -> Vec<(String, bool)> {
+        let mut stores: std::collections::BTreeMap<String, bool> = Default::default();
+        for n in self.steps.iter().filter(|n| matches!(n["kind"].as_str(), Some("step_memory_read" | "step_memory_write"))) {
+            *stores.entry(n["memoryStore"].as_str().unwrap_or_default().to_string()).or_default() |= n["kind"] == "step_memory_write";
+        }
+        stores.into_iter().collect()
+    }
+
     /// Whether a program uses something this build cannot run yet.
     pub fn not_executable(&self) -> Option<String> {
         let mut later: Vec<String> =
@@ -217,6 +231,25 @@ impl StepsTarget {
             )
         })
     }
+}
+
+/// Where a history frontier stands (api.md §18.7): the last Session a
+/// graph recorded as processed, and the firing that moved it there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frontier {
+    pub name: String,
+    pub position: String,
+    pub firing_id: String,
+}
+
+/// What moving a frontier did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moved {
+    Moved,
+    /// This firing moved it there already.
+    Already,
+    /// It is no longer where the selection saw it.
+    Since,
 }
 
 /// What a firing runs.
@@ -416,12 +449,13 @@ impl Readiness {
         self.checks.iter().all(|c| c.status == "pass" || c.name == "evaluators" || c.name == "session_target")
     }
 
-    /// Whether a Connection step may go to governance now: as
-    /// [`Readiness::admits`], but `connections` is left to the governed
-    /// path, which re-checks `use_connection` and the Connection and
-    /// refuses with its own reason (`permission_denied`, `policy_denied`).
+    /// Whether a Connection or Memory step may be sent now: as
+    /// [`Readiness::admits`], but `connections` and `memory` are left to
+    /// the governed path, which re-checks the permission and the resource
+    /// and refuses with its own reason (`permission_denied`,
+    /// `policy_denied`, `memory_store_archived`).
     pub fn admits_calls(&self) -> bool {
-        self.checks.iter().all(|c| c.status == "pass" || matches!(c.name, "evaluators" | "connections" | "session_target"))
+        self.checks.iter().all(|c| c.status == "pass" || matches!(c.name, "evaluators" | "connections" | "session_target" | "memory"))
     }
 
     /// `ready`, or `blocked` while a check fails or is unknown.

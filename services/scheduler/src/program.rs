@@ -202,6 +202,12 @@ pub struct Program {
     /// Reviewed steps' Outcomes, in the order they ended.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outcomes: Vec<OutcomeRecord>,
+    /// The Memory steps' answers, in the order they came.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<crate::memory_access::MemoryAccess>,
+    /// The history steps' selections and moves, in the order they came.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<crate::history_record::HistoryReceipt>,
     /// Retry timers this change armed (`{step}/retry{n}`, due ms), for the
     /// service to write with the program; never stored.
     #[serde(skip)]
@@ -324,6 +330,8 @@ impl Program {
             evaluations: vec![],
             connection_calls: vec![],
             outcomes: vec![],
+            memory: vec![],
+            history: vec![],
             timers: vec![],
         }
     }
@@ -565,6 +573,20 @@ impl Program {
                     "step_connection" => match self.call_arguments(&n, event) {
                         Ok(_) => self.set(&id, Outcome::of("running"), now),
                         Err(reason) => self.set(&id, Outcome::failed(reason), now),
+                    },
+                    // Sent after this is recorded (`memory_calls.rs`).
+                    "step_memory_read" => self.set(&id, Outcome::of("running"), now),
+                    "step_memory_write" => match self.memory_write_input(&n, event) {
+                        Ok(_) => self.set(&id, Outcome::of("running"), now),
+                        Err(reason) => self.set(&id, Outcome::failed(reason), now),
+                    },
+                    // Selected and recorded after this is recorded
+                    // (`history_calls.rs`); a record whose required steps
+                    // did not all complete leaves the frontier.
+                    "step_select_history" => self.set(&id, Outcome::of("running"), now),
+                    "step_record_history" => match self.record_due(&n) {
+                        Some(()) => self.set(&id, Outcome::of("running"), now),
+                        None => self.set(&id, Outcome::of("skipped"), now),
                     },
                     "step_approval" => {
                         self.set(&id, Outcome::of("awaiting_approval"), now);

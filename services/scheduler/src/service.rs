@@ -14,6 +14,7 @@ use checkfu_core::{Error, Result};
 use checkfu_proto::capability::v1::capability_gateway_service_client::CapabilityGatewayServiceClient;
 use checkfu_proto::governance::v1 as gov;
 use checkfu_proto::governance::v1::governance_service_client::GovernanceServiceClient;
+use checkfu_proto::memory::v1::memory_service_client::MemoryServiceClient;
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
 use checkfu_proto::sessions::v1 as ss;
 use checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient;
@@ -32,6 +33,9 @@ pub struct SchedulerService {
     pub(crate) models: ModelGatewayServiceClient<Transport>,
     /// `step_connection`s: their tools resolved, planned and called.
     pub(crate) capability: CapabilityGatewayServiceClient<Transport>,
+    /// Memory steps: their stores checked for readiness, read and written
+    /// as the service Principal.
+    pub(crate) memory: MemoryServiceClient<Transport>,
     /// `{firing}/{step}/{attempt}` of the Check nodes this replica is
     /// evaluating and the Connection steps it is governing or calling now,
     /// so concurrent advances of one program ask once.
@@ -49,6 +53,7 @@ pub struct Mesh {
     pub sessions: Transport,
     pub models: Transport,
     pub capability: Transport,
+    pub memory: Transport,
 }
 
 /// What a caller asked for when creating an Automation, its triggers and
@@ -156,6 +161,7 @@ impl SchedulerService {
             sessions: SessionsServiceClient::new(mesh.sessions).max_decoding_message_size(64 * 1024 * 1024),
             models: ModelGatewayServiceClient::new(mesh.models),
             capability: CapabilityGatewayServiceClient::new(mesh.capability),
+            memory: MemoryServiceClient::new(mesh.memory),
             in_flight: Arc::default(),
             outbox_wake: None,
             timer_wake: Arc::new(tokio::sync::Notify::new()),
@@ -256,6 +262,7 @@ impl SchedulerService {
         checks.push(self.evaluators(a).await);
         checks.push(self.connections(a).await);
         checks.push(self.session_targets(a).await);
+        checks.push(self.memory_stores(a).await);
         checks.push(self.subscription_reader(a).await);
         checks.push(match (a.target.refused(), a.target.not_executable()) {
             (Some(why), _) => Check::fail("capabilities", why, None),

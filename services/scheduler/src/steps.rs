@@ -158,6 +158,8 @@ impl SchedulerService {
             if let (Some(a), true) = (a.as_ref().filter(|a| a.deleted_ms == 0), f.state == FiringState::Running) {
                 self.evaluate_checks(&f, a).await;
                 self.run_connection_steps(&f, a).await;
+                self.run_memory_steps(&f, a).await;
+                self.run_history_steps(&f, a).await;
             }
             if !denied.is_empty() {
                 // Refused children fail their steps; the program moves on.

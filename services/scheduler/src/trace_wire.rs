@@ -72,6 +72,38 @@ fn receipts(r: &Receipts, p: Option<&Program>) -> pb::FiringReceipts {
                 iterations_used: o.iterations_used,
             })
             .collect(),
+        memory: p.iter().flat_map(|p| p.memory.iter()).map(memory).collect(),
+        history: p
+            .iter()
+            .flat_map(|p| p.history.iter())
+            .map(|h| pb::HistoryReceipt {
+                step_id: h.step_id.clone(),
+                operation: h.operation.clone(),
+                frontier: h.frontier.clone(),
+                base: h.base.clone(),
+                through: h.through.clone(),
+                session_ids: h.session_ids.clone(),
+                result: h.result.clone(),
+                error: h.error.clone(),
+                at: rfc3339(h.at_ms),
+            })
+            .collect(),
+    }
+}
+
+fn memory(m: &crate::memory_access::MemoryAccess) -> pb::MemoryReceipt {
+    pb::MemoryReceipt {
+        step_id: m.step_id.clone(),
+        attempt: m.attempt,
+        memory_store_id: m.memory_store_id.clone(),
+        path: m.path.clone(),
+        operation: m.operation.clone(),
+        result: m.result.clone(),
+        store_version: m.store_version,
+        content_sha256: m.content_sha256.clone(),
+        memory_proposal_id: m.memory_proposal_id.clone(),
+        error: m.error.clone(),
+        at: rfc3339(m.at_ms),
     }
 }
 

@@ -25,6 +25,7 @@ impl Play for Scheduler {
             sessions: node.reach(Role::Scheduler, Role::Sessions)?,
             models: node.reach_later(Role::Scheduler, Role::ModelGateway)?,
             capability: node.reach_later(Role::Scheduler, Role::CapabilityGateway)?,
+            memory: node.reach_later(Role::Scheduler, Role::Memory)?,
         };
         let sealer = super::installation_key(opts, Role::Scheduler)?;
         let (svc, db) = checkfu_scheduler::open(&opts.storage, mesh, sealer).await.context("opening the scheduler store")?;

@@ -548,6 +548,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/automations/{id}/frontiers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An Automation's history frontiers, by name: each moved by a graph's
+         *     `step_record_history`. Readable after the Automation is deleted.
+         */
+        get: operations["automations.listAutomationFrontiers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/automations/{id}/pause": {
         parameters: {
             query?: never;
@@ -3347,6 +3367,20 @@ export interface components {
             /** Format: int64 */
             output_tokens: number;
         };
+        /** @description Where one of an Automation's history frontiers stands (api.md §18.7). */
+        Frontier: {
+            /** @description The firing whose `step_record_history` moved it there. */
+            firing_id: string;
+            name: string;
+            /**
+             * @description The last Session recorded as processed: the next selection takes
+             *     Sessions created after it.
+             */
+            position: string;
+        };
+        FrontierList: {
+            data: components["schemas"]["Frontier"][];
+        };
         /** @description What an ActionApproval decides, frozen when it was asked for. */
         FrozenAction: {
             /** @description `null` for an Automation's steps, which act with no agent. */
@@ -3558,7 +3592,10 @@ export interface components {
             memory_store_id: string;
             /** Format: int64 */
             store_version: number;
-            /** @description `direct`, `proposal`, `mount` or `dream`. */
+            /**
+             * @description `api`, `writeback`, `proposal`, `dream`, `copy` or `automation` (a
+             *     graph's Memory write).
+             */
             via: string;
         };
         /** @description A provider endpoint the installation configured. */
@@ -4215,7 +4252,10 @@ export interface components {
                 memory_store_id: string;
                 /** Format: int64 */
                 store_version: number;
-                /** @description `direct`, `proposal`, `mount` or `dream`. */
+                /**
+                 * @description `api`, `writeback`, `proposal`, `dream`, `copy` or `automation` (a
+                 *     graph's Memory write).
+                 */
                 via: string;
             }[];
             /** @description Opaque token for the next page; null on the last one. */
@@ -6887,6 +6927,36 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Page_Firing"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "automations.listAutomationFrontiers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description By name */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FrontierList"];
                 };
             };
             "4XX": {

@@ -565,6 +565,36 @@ pub async fn list_filtered(
     Ok(Json(page(&r.data, &r.next_page, filtered)))
 }
 
+/// Where one of an Automation's history frontiers stands (api.md §18.7).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Frontier {
+    pub name: String,
+    /// The last Session recorded as processed: the next selection takes
+    /// Sessions created after it.
+    pub position: String,
+    /// The firing whose `step_record_history` moved it there.
+    pub firing_id: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FrontierList {
+    pub data: Vec<Frontier>,
+}
+
+/// An Automation's history frontiers, by name: each moved by a graph's
+/// `step_record_history`. Readable after the Automation is deleted.
+#[utoipa::path(get, path = "/v1/automations/{id}/frontiers", tag = "automations", operation_id = "automations.listAutomationFrontiers", params(("id" = String, Path)),
+    responses((status = 200, description = "By name", body = FrontierList), (status = "4XX", body = ErrorEnvelope)))]
+pub async fn list_frontiers(State(st): State<AppState>, caller: Caller, Path(id): Path<String>) -> J<FrontierList> {
+    checkfu_core::id::AutomationId::check("id", &id)?;
+    let r = st.scheduler.clone().list_frontiers(pb::ListFrontiersRequest { automation_id: id.clone() }).await?.into_inner();
+    if !st.allowed(&caller.principal_id, "read", "environment", &r.environment_id, &r.environment_id).await? {
+        return Err(Error::not_found("automation", &id).into());
+    }
+    let data = r.data.into_iter().map(|f| Frontier { name: f.name, position: f.position, firing_id: f.firing_id }).collect();
+    Ok(Json(FrontierList { data }))
+}
+
 fn header(headers: &HeaderMap, name: &str) -> String {
     headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string()
 }

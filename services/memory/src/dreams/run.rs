@@ -202,6 +202,7 @@ impl MemoryService {
             via,
             approves: None,
             allow_archived: false,
+            key: String::new(),
             now_ms: now,
         };
         let (changes, proposal) = match (staged.is_empty(), d.review) {

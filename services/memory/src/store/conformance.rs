@@ -52,6 +52,7 @@ fn write(store_id: &str, path: &str, text: Option<&str>, expected: Expect) -> Co
         via: Via::Api,
         approves: None,
         allow_archived: false,
+        key: String::new(),
         now_ms: 10,
     }
 }
@@ -72,7 +73,47 @@ async fn memory_store_conformance() {
         two_concurrent_writers_one_wins(db.clone()).await;
         deleting_a_store_removes_what_it_holds(db.as_ref()).await;
         dreams_are_claimed_once_and_complete_all_or_nothing(db.as_ref()).await;
+        a_keyed_write_or_proposal_is_made_once(db.as_ref()).await;
     }
+}
+
+/// An Automation's write is sent again after a crash with its key: the
+/// second send answers the first's version — even once the document moved
+/// on — or the first's proposal, and writes nothing.
+async fn a_keyed_write_or_proposal_is_made_once(db: &dyn MemoryDb) {
+    db.insert_store(&store("mstr_k"), &[]).await.expect("insert");
+    let keyed = Commit { key: "fir_1/w".into(), via: Via::Automation, ..write("mstr_k", "/n.md", Some("one"), Expect::Absent) };
+    let Committed::Version(v1) = db.commit(&keyed).await.expect("first") else { panic!("written") };
+    assert_eq!(db.commit(&keyed).await.expect("again"), Committed::Replayed(v1.clone()), "the same version, not a mismatch");
+    assert!(matches!(
+        db.commit(&write("mstr_k", "/n.md", Some("two"), Expect::Sha(sha("one")))).await.expect("api"),
+        Committed::Version(_)
+    ));
+    assert_eq!(db.commit(&keyed).await.expect("later"), Committed::Replayed(v1.clone()), "answered after the document moved on");
+    assert_eq!(db.version("mstr_k", 1).await.expect("v1").map(|v| v.via), Some(Via::Automation));
+    let other = Commit { key: "fir_1/w2".into(), ..write("mstr_k", "/n.md", Some("three"), Expect::Sha(sha("one"))) };
+    assert!(matches!(db.commit(&other).await.expect("other key"), Committed::Mismatch { .. }), "another key is a new write");
+
+    db.insert_store(&Store { review: Review::Proposal, ..store("mstr_kp") }, &[]).await.expect("insert");
+    let proposal = |id: &str| Proposal {
+        id: tid(id),
+        store_id: tid("mstr_kp"),
+        status: ProposalStatus::Open,
+        base_version: 0,
+        changes: vec![Staged { path: "/n.md".into(), content: Some(content("p")), expected: Expect::Absent }],
+        reason: ProposalReason::Requested,
+        source: Actor { kind: "automation_firing".into(), id: "fir_1".into() },
+        rationale: String::new(),
+        created_ms: 1,
+        decided_by: String::new(),
+        decided_ms: 0,
+        decision_note: String::new(),
+        applied_version: 0,
+    };
+    assert_eq!(db.propose_once(&proposal("mprop_k1"), "fir_1/w").await.expect("first").id, "mprop_k1");
+    assert_eq!(db.propose_once(&proposal("mprop_k2"), "fir_1/w").await.expect("again").id, "mprop_k1", "the first proposal");
+    assert_eq!(db.get_proposal("mprop_k2").await.expect("get"), None, "no second proposal");
+    assert_eq!(db.propose_once(&proposal("mprop_k3"), "fir_2/w").await.expect("other").id, "mprop_k3");
 }
 
 async fn stores_compare_and_set(db: &dyn MemoryDb) {
@@ -176,6 +217,7 @@ async fn proposals_apply_once(db: &dyn MemoryDb) {
         via: Via::Proposal,
         approves: Some(Decision { proposal_id: tid("mprop_1"), decided_by: by.into(), note: String::new() }),
         allow_archived: false,
+        key: String::new(),
         now_ms: 20,
     };
     let Committed::Version(v) = db.commit(&approve("prin_h")).await.expect("approve") else { panic!("applied") };

@@ -34,6 +34,10 @@ pub struct Commit {
     pub approves: Option<Decision>,
     /// An archived store refuses every commit but a Dream's copy.
     pub allow_archived: bool,
+    /// A sender's idempotency key (empty: none): a commit whose key a
+    /// version of the store already holds answers that version
+    /// ([`Committed::Replayed`]) and writes nothing.
+    pub key: String,
     pub now_ms: i64,
 }
 
@@ -50,6 +54,9 @@ pub struct Decision {
 pub enum Committed {
     /// A new version.
     Version(Version),
+    /// The version an earlier commit with the same key made: nothing
+    /// committed now.
+    Replayed(Version),
     /// Every change was already so: nothing committed; the head.
     Unchanged(i64),
     /// An expectation did not hold: nothing committed.
@@ -112,6 +119,9 @@ pub trait MemoryDb: Send + Sync + 'static {
     async fn version(&self, store_id: &str, n: i64) -> Result<Option<Version>>;
 
     async fn insert_proposal(&self, p: &Proposal) -> Result<()>;
+    /// Inserts `p` unless a proposal of its store holds `key`: answers
+    /// the one that does, or `p`.
+    async fn propose_once(&self, p: &Proposal, key: &str) -> Result<Proposal>;
     async fn get_proposal(&self, id: &str) -> Result<Option<Proposal>>;
     /// Newest first; `status` empty for all.
     async fn list_proposals(&self, store_id: &str, status: &str, page: &PageRequest) -> Result<Vec<Proposal>>;

@@ -204,6 +204,20 @@ async fn commit_in(tx: &mut Tx<'_>, c: &Commit) -> Result<Committed> {
         return Ok(Committed::Archived);
     };
     let head = i(&row, "head_version")?;
+    if !c.key.is_empty() {
+        let sent = sqlx::query(
+            "SELECT store_id, version, created_ms, actor_kind, actor_id, via, proposal_id, changes_json FROM memory_versions \
+             WHERE store_id = $1 AND idempotency_key = $2",
+        )
+        .bind(&c.store_id)
+        .bind(&c.key)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_err)?;
+        if let Some(v) = sent {
+            return Ok(Committed::Replayed(version(&v)?));
+        }
+    }
     if s(&row, "status")? != StoreStatus::Active.as_str() && !c.allow_archived {
         return Ok(Committed::Archived);
     }
@@ -320,8 +334,8 @@ async fn commit_in(tx: &mut Tx<'_>, c: &Commit) -> Result<Committed> {
         changes,
     };
     sqlx::query(
-        "INSERT INTO memory_versions (store_id, version, created_ms, actor_kind, actor_id, via, proposal_id, changes_json) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO memory_versions (store_id, version, created_ms, actor_kind, actor_id, via, proposal_id, changes_json, idempotency_key) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(&v.store_id)
     .bind(n)
@@ -331,18 +345,19 @@ async fn commit_in(tx: &mut Tx<'_>, c: &Commit) -> Result<Committed> {
     .bind(v.via.as_str())
     .bind(v.memory_proposal_id.clone().unwrap_or_default())
     .bind(to_json(&v.changes))
+    .bind(&c.key)
     .execute(&mut **tx)
     .await
     .map_err(db_err)?;
     Ok(Committed::Version(v))
 }
 
-async fn insert_proposal_in(tx: &mut Tx<'_>, p: &Proposal) -> Result<()> {
+async fn insert_proposal_in(tx: &mut Tx<'_>, p: &Proposal, key: &str) -> Result<()> {
     put_contents(tx, &p.changes.iter().filter_map(|c| c.content.as_ref()).collect::<Vec<_>>()).await?;
     sqlx::query(
         "INSERT INTO memory_proposals (id, store_id, status, base_version, changes_json, reason, source_kind, source_id, rationale, \
-         created_ms, decided_by, decided_ms, decision_note, applied_version) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+         created_ms, decided_by, decided_ms, decision_note, applied_version, idempotency_key) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
     )
     .bind(&p.id)
     .bind(&p.store_id)
@@ -358,6 +373,7 @@ async fn insert_proposal_in(tx: &mut Tx<'_>, p: &Proposal) -> Result<()> {
     .bind(p.decided_ms)
     .bind(&p.decision_note)
     .bind(p.applied_version)
+    .bind(key)
     .execute(&mut **tx)
     .await
     .map_err(db_err)?;
@@ -579,8 +595,30 @@ impl MemoryDb for SqlMemoryDb {
 
     async fn insert_proposal(&self, p: &Proposal) -> Result<()> {
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
-        insert_proposal_in(&mut tx, p).await?;
+        insert_proposal_in(&mut tx, p, "").await?;
         tx.commit().await.map_err(db_err)
+    }
+
+    async fn propose_once(&self, p: &Proposal, key: &str) -> Result<Proposal> {
+        let mut tx = self.db.pool.begin().await.map_err(db_err)?;
+        // Taking the store's row orders two sends of one key.
+        sqlx::query("UPDATE memory_stores SET head_version = head_version WHERE id = $1")
+            .bind(&p.store_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let sent = sqlx::query("SELECT * FROM memory_proposals WHERE store_id = $1 AND idempotency_key = $2")
+            .bind(&p.store_id)
+            .bind(key)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        if let Some(r) = sent {
+            return proposal(&r);
+        }
+        insert_proposal_in(&mut tx, p, key).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(p.clone())
     }
 
     async fn get_proposal(&self, id: &str) -> Result<Option<Proposal>> {
@@ -727,7 +765,7 @@ impl MemoryDb for SqlMemoryDb {
             }
         }
         if let Some(p) = &out.proposal {
-            insert_proposal_in(&mut tx, p).await?;
+            insert_proposal_in(&mut tx, p, "").await?;
         }
         stage(&mut tx, &out.events).await?;
         tx.commit().await.map_err(db_err)?;

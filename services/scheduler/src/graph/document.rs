@@ -4,7 +4,9 @@
 //! rest ([`Node::parse`]) and reports every problem with its code.
 
 use super::checks::{Check, Rule, unknown_field};
-use crate::predicates::{self, Predicate, is_pointer};
+use super::node_parts::fields;
+pub use super::node_parts::{Binding, NodeError};
+use crate::predicates::{self, Predicate};
 use crate::triggers::Trigger;
 use checkfu_core::{Error, Result};
 use serde_json::{Map, Value};
@@ -101,26 +103,6 @@ impl Document {
     /// document written in another key order is the same revision.
     pub fn sha256(&self) -> String {
         checkfu_core::sha256_hex(self.raw.to_string())
-    }
-}
-
-/// Where a step reads a value: the trigger's event or a control ancestor's
-/// output, at an RFC 6901 pointer (`""` = the whole output).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Binding {
-    pub source: String,
-    pub pointer: String,
-}
-
-impl Binding {
-    fn parse(v: &Value) -> std::result::Result<Binding, String> {
-        let o = v.as_object().ok_or("a binding is {sourceNodeId, pointer}")?;
-        let source = o.get("sourceNodeId").and_then(Value::as_str).ok_or("a binding names its sourceNodeId")?;
-        let pointer = o.get("pointer").and_then(Value::as_str).unwrap_or("");
-        if !is_pointer(pointer) {
-            return Err(format!("{pointer:?} is not a JSON Pointer"));
-        }
-        Ok(Binding { source: source.to_string(), pointer: pointer.to_string() })
     }
 }
 
@@ -257,6 +239,12 @@ pub enum Kind {
     },
     /// Calls one ToolSource tool through its Connection (§18.3).
     Connection(StepConnection),
+    /// Reads or writes one document of a MemoryStore (§18.7).
+    Memory(super::memory_nodes::MemoryStep),
+    /// Selects the Sessions after a frontier (§18.7).
+    SelectHistory(super::history_nodes::SelectHistory),
+    /// Moves a selection's frontier once its required steps completed.
+    RecordHistory(super::history_nodes::RecordHistory),
     /// The Outcome the `step_agent` it reviews starts its child with
     /// (§18.2); not a step.
     Outcome,
@@ -270,17 +258,6 @@ pub struct Node {
     pub kind: Kind,
     /// The node as written (what a steps target carries).
     pub raw: Map<String, Value>,
-}
-
-/// A node refused: `(code, detail)`.
-pub type NodeError = (&'static str, String);
-
-fn fields(o: &Map<String, Value>, allowed: &[&str]) -> std::result::Result<(), NodeError> {
-    // `retry` is read for every kind first (`Node::parse`).
-    match o.keys().find(|k| !matches!(k.as_str(), "kind" | "id" | "retry") && !allowed.contains(&k.as_str())) {
-        Some(k) => Err(("document_invalid", format!("a {} node has no field {k:?}", o["kind"].as_str().unwrap_or_default()))),
-        None => Ok(()),
-    }
 }
 
 fn int_in(o: &Map<String, Value>, field: &str, default: i64, range: std::ops::RangeInclusive<i64>) -> std::result::Result<i64, NodeError> {
@@ -324,7 +301,9 @@ impl Node {
             if !super::retry::retryable(kind, condition_kind) {
                 return Err((
                     "retry_unsupported",
-                    format!("a {kind} node is not retried: retry is for step_agent, step_connection, step_check and check decisions"),
+                    format!(
+                        "a {kind} node is not retried: retry is for step_agent, step_connection, step_check, check decisions and Memory steps"
+                    ),
                 ));
             }
             super::retry::Retry::parse(r).map_err(|why| ("invalid_retry", why))?;
@@ -504,6 +483,11 @@ impl Node {
                 check_outcome(o).map_err(|why| ("invalid_outcome", why))?;
                 Kind::Outcome
             }
+            "step_memory_read" | "step_memory_write" => {
+                Kind::Memory(super::memory_nodes::MemoryStep::parse(o, kind == "step_memory_write")?)
+            }
+            "step_select_history" => Kind::SelectHistory(super::history_nodes::SelectHistory::parse(o)?),
+            "step_record_history" => Kind::RecordHistory(super::history_nodes::RecordHistory::parse(o)?),
             "step_managed_tool" => Kind::Later(kind.to_string()),
             other => return Err(bad(format!("{other:?} is not a node kind"))),
         };

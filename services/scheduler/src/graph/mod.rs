@@ -3,12 +3,15 @@
 //! (`managed_by.kind:"graph"`). `document.rs` reads a document, `plan.rs`
 //! checks and compiles it, `service.rs` holds the endpoints' logic,
 //! `answers.rs` makes the typed answers (and `wire.rs` their 0.1.0 text),
-//! `checks.rs` reads typed Checks and their rules, `retry.rs` authored
-//! retries, and `rule_test.rs` tries a rule offline.
+//! `checks.rs` reads typed Checks and their rules, `memory_nodes.rs`
+//! and `history_nodes.rs` Memory and history nodes, `retry.rs` authored retries, and `rule_test.rs` tries a rule offline.
 
 pub mod answers;
 pub mod checks;
 pub mod document;
+pub mod history_nodes;
+pub mod memory_nodes;
+pub mod node_parts;
 pub mod plan;
 pub mod retry;
 pub mod rule_test;

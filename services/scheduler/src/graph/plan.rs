@@ -110,7 +110,17 @@ impl Checked {
 
 /// Whether a node kind has an output `output` edges and joins read.
 fn produces_output(kind: &str) -> bool {
-    matches!(kind, "step_agent" | "step_parse_json" | "step_check" | "step_join" | "step_connection")
+    matches!(
+        kind,
+        "step_agent"
+            | "step_parse_json"
+            | "step_check"
+            | "step_join"
+            | "step_connection"
+            | "step_memory_read"
+            | "step_memory_write"
+            | "step_select_history"
+    )
 }
 
 fn endpoint_ok(edge: &str, from: &str, to: Option<&str>) -> bool {
@@ -234,6 +244,7 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
             Kind::ParseJson { content, .. } => vec![content],
             Kind::StepAgent(s) => s.for_each.iter().collect(),
             Kind::Connection(c) => c.bindings.values().collect(),
+            Kind::Memory(m) => m.bindings(),
             Kind::Decision { bindings, .. } | Kind::CheckDecision { bindings, .. } | Kind::StepCheck { bindings, .. } => {
                 bindings.values().collect()
             }
@@ -241,6 +252,11 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
         };
         if let Kind::CheckResult { source, rule } = &n.kind
             && let Err(e) = check_result_source(&checked, &flow, &dominators, &n.id, source, rule)
+        {
+            errors.push(e.at_node(&n.id));
+        }
+        if let Kind::RecordHistory(r) = &n.kind
+            && let Err(e) = record_requires(&checked, &dominators, &n.id, r)
         {
             errors.push(e.at_node(&n.id));
         }
@@ -356,6 +372,36 @@ fn check_result_source(
             "check_result_not_guaranteed",
             format!("a control path reaches it {} {source:?}", if dominated { "by the error arm of" } else { "around" }),
         ));
+    }
+    Ok(())
+}
+
+/// A `step_record_history`'s `selection` is a `step_select_history` on
+/// every path to it, and each step it `requires` lies between the two on
+/// every path (so it has settled when the record runs).
+fn record_requires(
+    checked: &Checked,
+    dominators: &BTreeMap<String, BTreeSet<String>>,
+    id: &str,
+    r: &super::history_nodes::RecordHistory,
+) -> Result<(), PlanError> {
+    let invalid = |why: String| Err(PlanError::new("record_requires_invalid", why));
+    let dominates = |a: &str, b: &str| a != b && dominators.get(b).is_some_and(|d| d.contains(a));
+    if !checked.node(&r.selection).is_some_and(|n| matches!(n.kind, Kind::SelectHistory(_))) {
+        return invalid(format!("{:?} is not a step_select_history", r.selection));
+    }
+    if !dominates(&r.selection, id) {
+        return invalid(format!("a control path reaches it around its selection {:?}", r.selection));
+    }
+    for step in &r.requires {
+        let Some(n) = checked.node(step) else { return invalid(format!("{step:?} is not a node")) };
+        let kind = n.raw.get("kind").and_then(Value::as_str).unwrap_or_default();
+        if !is_step(kind) || kind == "step_observe_skill_proposal" || step == &r.selection {
+            return invalid(format!("{step:?} is not a step it can require"));
+        }
+        if !dominates(&r.selection, step) || !dominates(step, id) {
+            return invalid(format!("{step:?} does not lie between {:?} and this node on every path", r.selection));
+        }
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Authored retries (api.md §18.6): `retry:{maxAttempts, backoffSeconds,
 //! multiplier?}` on the nodes whose failures can be transient — a
-//! `step_agent`, a `step_connection`, a `step_check` or a `check` Decision.
+//! `step_agent`, a `step_connection`, a `step_check`, a `check` Decision or
+//! a Memory step.
 //! Only failures that left no effect behind are retried (the program
 //! decides which); the wait before attempt n+1 is `backoffSeconds ×
 //! multiplier^(n−1)`, every one at most an hour.
@@ -24,7 +25,8 @@ pub struct Retry {
 /// Whether a node of this kind (its raw `kind` and, for a Decision, its
 /// condition's) may carry `retry`.
 pub fn retryable(kind: &str, condition_kind: Option<&str>) -> bool {
-    matches!(kind, "step_agent" | "step_connection" | "step_check") || (kind == "decision" && condition_kind == Some("check"))
+    matches!(kind, "step_agent" | "step_connection" | "step_check" | "step_memory_read" | "step_memory_write")
+        || (kind == "decision" && condition_kind == Some("check"))
 }
 
 impl Retry {

@@ -80,6 +80,7 @@ async fn scheduler_store_conformance() {
         graphs_keep_immutable_revisions(&*s).await;
         inputs_are_recorded_once_and_found_by_their_run(&*s).await;
         subscriptions_are_found_by_environment(&*s).await;
+        frontiers_move_by_compare_and_set(&*s).await;
         eprintln!("scheduler store conformance passed on {name}");
     }
 }
@@ -440,4 +441,21 @@ async fn subscriptions_are_found_by_environment(s: &dyn SchedulerStore) {
     assert_eq!(s.automations_of_session("sess_c1").await.expect("of session"), ["auto_1"], "a child's");
     assert_eq!(s.automations_of_session("sess_kept").await.expect("of session"), ["auto_i"], "a continued Session's");
     assert!(s.automations_of_session("sess_nobody").await.expect("of session").is_empty());
+}
+
+/// A frontier moves only from where its selection saw it; the firing that
+/// moved it may ask again (a crash before it saved the move), another may
+/// not.
+async fn frontiers_move_by_compare_and_set(s: &dyn SchedulerStore) {
+    assert_eq!(s.frontier("auto_f", "learn").await.expect("none"), None);
+    assert_eq!(s.advance_frontier("auto_f", "learn", "", "sess_2", "fir_1", 1).await.expect("first"), Moved::Moved);
+    assert_eq!(s.advance_frontier("auto_f", "learn", "", "sess_2", "fir_1", 2).await.expect("again"), Moved::Already);
+    assert_eq!(s.advance_frontier("auto_f", "learn", "", "sess_3", "fir_2", 3).await.expect("stale"), Moved::Since);
+    assert_eq!(s.advance_frontier("auto_f", "learn", "sess_2", "sess_4", "fir_2", 4).await.expect("on"), Moved::Moved);
+    assert_eq!(s.advance_frontier("auto_f", "learn", "sess_2", "sess_5", "fir_3", 5).await.expect("moved since"), Moved::Since);
+    s.advance_frontier("auto_f", "other", "", "sess_1", "fir_4", 6).await.expect("other");
+    let all = s.frontiers("auto_f").await.expect("list");
+    let seen: Vec<(&str, &str, &str)> = all.iter().map(|f| (f.name.as_str(), f.position.as_str(), f.firing_id.as_str())).collect();
+    assert_eq!(seen, [("learn", "sess_4", "fir_2"), ("other", "sess_1", "fir_4")]);
+    assert!(s.frontiers("auto_g").await.expect("none").is_empty());
 }

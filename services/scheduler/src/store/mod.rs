@@ -2,7 +2,8 @@
 //! firings and their child Sessions, with `automation.*` events staged in
 //! the outbox in the same transaction as the change they describe; the
 //! occurrence timers (`timers.rs`), signed-ingest deliveries
-//! (`deliveries.rs`) and `continue_selected` inputs (`inputs.rs`).
+//! (`deliveries.rs`), `continue_selected` inputs (`inputs.rs`) and history
+//! frontiers (`frontiers.rs`).
 
 use crate::firing::Firing;
 use crate::graph::{Application, Graph, Revision};
@@ -18,6 +19,7 @@ use checkfu_store::{Db, db_err, find_one, is_unique_violation, list_in_envs_with
 use serde_json::Value;
 
 mod deliveries;
+mod frontiers;
 mod graphs;
 mod inputs;
 mod timers;
@@ -77,6 +79,22 @@ pub trait SchedulerStore: Send + Sync + 'static {
     async fn subscribed_automations(&self, environment_id: &str) -> Result<Vec<Automation>>;
     /// The Automations whose firings started or continued a Session.
     async fn automations_of_session(&self, session_id: &str) -> Result<Vec<String>>;
+
+    /// An Automation's history frontier (api.md §18.7), if it ever moved.
+    async fn frontier(&self, automation_id: &str, name: &str) -> Result<Option<Frontier>>;
+    /// Its frontiers, by name.
+    async fn frontiers(&self, automation_id: &str) -> Result<Vec<Frontier>>;
+    /// Moves a frontier from `base` (`""`: never moved) to `through` for
+    /// `firing_id`, if it is still at `base`.
+    async fn advance_frontier(
+        &self,
+        automation_id: &str,
+        name: &str,
+        base: &str,
+        through: &str,
+        firing_id: &str,
+        now_ms: i64,
+    ) -> Result<Moved>;
 
     /// Takes up to `limit` due timers for `holder` until `lease_until_ms`;
     /// a timer is never held by two holders at once.
@@ -554,6 +572,26 @@ impl SchedulerStore for SqlSchedulerStore {
         .await
         .map_err(db_err)?;
         rows.iter().map(automation).collect()
+    }
+
+    async fn frontier(&self, automation_id: &str, name: &str) -> Result<Option<Frontier>> {
+        frontiers::get(&self.db, automation_id, name).await
+    }
+
+    async fn frontiers(&self, automation_id: &str) -> Result<Vec<Frontier>> {
+        frontiers::list(&self.db, automation_id).await
+    }
+
+    async fn advance_frontier(
+        &self,
+        automation_id: &str,
+        name: &str,
+        base: &str,
+        through: &str,
+        firing_id: &str,
+        now_ms: i64,
+    ) -> Result<Moved> {
+        frontiers::advance(&self.db, automation_id, name, base, through, firing_id, now_ms).await
     }
 
     async fn automations_of_session(&self, session_id: &str) -> Result<Vec<String>> {
