@@ -28,6 +28,7 @@ pub mod reach;
 pub mod resolve;
 pub mod runners;
 pub mod sessions;
+pub mod skill_proposals;
 pub mod uploads;
 pub mod webhooks;
 

@@ -67,6 +67,8 @@ pub enum SkillsAction {
     },
     /// Archive a skill: no new version or publication may name it.
     Archive { id: String },
+    #[command(flatten)]
+    Proposal(crate::skill_proposals::ProposalAction),
 }
 
 /// One part of a form as sent.
@@ -360,5 +362,6 @@ pub async fn skills(args: ClientArgs, action: SkillsAction, out: &mut impl Write
             let id = resolve::id(&c, SKILL, &id, None).await?;
             print(out, &c.call(c.http.post(at(&format!("/{id}/archive")))).await?)
         }
+        SkillsAction::Proposal(action) => crate::skill_proposals::proposals(&c, &printer, action, out).await,
     }
 }

@@ -15,6 +15,7 @@ import { AgentPage, Agents } from "./pages/agents.js";
 import { Profiles } from "./pages/profiles.js";
 import { Governance, PrincipalPage } from "./pages/governance.js";
 import { AutomationPage, Automations, FiringPage } from "./pages/automations.js";
+import { SkillProposals } from "./pages/skill-proposals.js";
 import { GraphBuilder, Graphs } from "./pages/graphs.js";
 import { ApprovalById } from "./pages/approval.js";
 import { Reach } from "./pages/reach.js";
@@ -51,6 +52,7 @@ function Page(props: { me: Me }) {
   if (path === "/profiles") return <Profiles />;
   if (path === "/automations") return <Automations />;
   if (path === "/automations/graphs") return <Graphs />;
+  if (path === "/automations/skill-proposals") return <SkillProposals />;
   if (path === "/automations/graphs/new") return <GraphBuilder id={null} me={props.me} />;
   if ((params = match("/automations/graphs/:id", path))) return <GraphBuilder id={params["id"] ?? ""} me={props.me} />;
   if ((params = match("/automations/firings/:id", path))) return <FiringPage id={params["id"] ?? ""} />;

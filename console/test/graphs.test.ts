@@ -278,7 +278,7 @@ test("a subscription trigger takes the platform's event types and says when it f
   assert.deepEqual(described(await violations(page)), []);
 });
 
-test("memory blocks name a store and a path, a write always says what it expects, and history blocks name their frontier", async () => {
+test("memory blocks name a store and a path, a write always says what it expects, history blocks name their frontier, skill blocks their selection", async () => {
   const admin = world.server.admin;
   const environmentId = (await admin.environments.list().first()).data[0]!.id;
   const adminId = (await admin.principals.list().all()).find((p) => p.name === "admin")!.id;
@@ -314,6 +314,13 @@ test("memory blocks name a store and a path, a write always says what it expects
   const record = page.getByRole("region", { name: "Inspector: record_history1" });
   await record.getByLabel("Selection").selectOption("select_history1");
   await record.getByRole("checkbox", { name: "memory_write1" }).check();
+  await toolbar.getByRole("button", { name: "Add Propose skill" }).click();
+  const propose = page.getByRole("region", { name: "Inspector: skill_proposal1" });
+  await propose.getByLabel("Learns from").selectOption("select_history1");
+  await propose.getByLabel("SKILL.md: from node").selectOption("trigger1");
+  await propose.getByLabel("SKILL.md: at pointer").fill("/skill");
+  await toolbar.getByRole("button", { name: "Add Observe skill" }).click();
+  await page.getByRole("region", { name: "Inspector: observe_skill_proposal1" }).getByLabel("Observes").selectOption("skill_proposal1");
   assert.deepEqual(described(await violations(page)), []);
   await page.getByRole("button", { name: "Save", exact: true }).click();
   await page.getByText(/^Saved revision 1\./).waitFor();
@@ -335,5 +342,16 @@ test("memory blocks name a store and a path, a write always says what it expects
     kind: "step_record_history",
     selection: "select_history1",
     requires: ["memory_write1"],
+  });
+  assert.deepEqual(doc.nodes.find((n) => n["id"] === "skill_proposal1"), {
+    id: "skill_proposal1",
+    kind: "step_skill_proposal",
+    selection: "select_history1",
+    inputBindings: { content: { sourceNodeId: "trigger1", pointer: "/skill" } },
+  });
+  assert.deepEqual(doc.nodes.find((n) => n["id"] === "observe_skill_proposal1"), {
+    id: "observe_skill_proposal1",
+    kind: "step_observe_skill_proposal",
+    proposal: "skill_proposal1",
   });
 });

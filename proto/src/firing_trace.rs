@@ -173,8 +173,16 @@ pub fn receipts(r: &FiringReceipts) -> Value {
                 "session_ids": h.session_ids, "result": h.result, "error": h.error, "at": h.at})
         })
         .collect();
+    let skills: Vec<Value> = r
+        .skills
+        .iter()
+        .map(|k| {
+            json!({"step_id": k.step_id, "operation": k.operation, "skill_proposal_id": k.skill_proposal_id, "disposition": k.disposition,
+                "skill_id": k.skill_id, "version": k.version, "result": k.result, "error": k.error, "at": k.at})
+        })
+        .collect();
     json!({"sessions": sessions, "approvals": approvals, "waits": waits, "evaluations": evaluations, "connection_calls": connection_calls,
-        "outcomes": outcomes, "inputs": inputs, "memory": memory, "history": history})
+        "outcomes": outcomes, "inputs": inputs, "memory": memory, "history": history, "skills": skills})
 }
 
 fn session_input(i: &SessionInput) -> Value {

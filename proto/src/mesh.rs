@@ -152,6 +152,9 @@ pub fn allowed(path: &str) -> &'static [Role] {
         ("checkfu.capability.v1.ToolSourcesService", "ResolveForPublication") => &[Sessions],
         ("checkfu.capability.v1.ToolSourcesService", _) => &[Gateway],
         // Uploads and skill bundles: the gateway checked who may act.
+        // A graph's Skill proposal checks the skill it targets, and its
+        // adoption (a person's decision) makes the skill's next version.
+        ("checkfu.sessions.v1.SkillsService", "GetSkill" | "ListSkills" | "CreateSkill" | "CreateSkillVersion") => &[Gateway, Scheduler],
         ("checkfu.sessions.v1.FilesService", _) | ("checkfu.sessions.v1.SkillsService", _) => &[Gateway],
         ("checkfu.webhooks.v1.WebhooksService", _) => &[Gateway],
         ("checkfu.scheduler.v1.SchedulerService", _) => &[Gateway],

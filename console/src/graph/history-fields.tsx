@@ -1,8 +1,10 @@
-// The history blocks' inspector: a selection names its frontier and how
-// many Sessions it takes; a record names the selection it moves past and
-// the steps whose completion it waits for.
+// The history and Skill blocks' inspectors: a selection names its frontier
+// and how many Sessions it takes; a record names the selection it moves
+// past and the steps whose completion it waits for; a Skill proposal learns
+// from a selection and binds its SKILL.md; an observation names the
+// proposal it reads.
 
-import { Choice, Field } from "./fields.js";
+import { BindingFields, Choice, Field, type Binding } from "./fields.js";
 import type { GraphDoc, NodeDoc } from "./model.js";
 
 export function SelectHistoryInspector(props: { node: NodeDoc; change: (n: NodeDoc) => void }) {
@@ -60,5 +62,52 @@ export function RecordHistoryInspector(props: { node: NodeDoc; doc: GraphDoc; ch
       </fieldset>
       <p class="hint">Otherwise it is skipped and the next firing selects the same Sessions again.</p>
     </>
+  );
+}
+
+export function SkillProposalInspector(props: { node: NodeDoc; doc: GraphDoc; change: (n: NodeDoc) => void }) {
+  const n = props.node;
+  const bindings = (n["inputBindings"] ?? {}) as Record<string, Binding>;
+  return (
+    <>
+      <Choice
+        label="Learns from"
+        hint="A Select history block: an empty selection proposes nothing"
+        value={String(n["selection"] ?? "")}
+        options={props.doc.nodes.filter((x) => x.kind === "step_select_history").map((x) => x.id)}
+        change={(selection) => props.change({ ...n, selection })}
+      />
+      <Field label="Skill (optional)" hint="skl_… to propose its next version; empty: the skill the SKILL.md names">
+        <input
+          value={String(n["skill"] ?? "")}
+          onInput={(e) => {
+            const { skill: _old, ...rest } = n;
+            const v = e.currentTarget.value.trim();
+            props.change(v ? { ...n, skill: v } : (rest as NodeDoc));
+          }}
+        />
+      </Field>
+      <BindingFields
+        name="SKILL.md"
+        binding={bindings["content"] ?? {}}
+        doc={props.doc}
+        self={n.id}
+        change={(b) => props.change({ ...n, inputBindings: { ...bindings, content: b } })}
+      />
+      <p class="hint">Nothing changes until a person adopts the proposal (Automations → Skill proposals).</p>
+    </>
+  );
+}
+
+export function ObserveSkillInspector(props: { node: NodeDoc; doc: GraphDoc; change: (n: NodeDoc) => void }) {
+  const n = props.node;
+  return (
+    <Choice
+      label="Observes"
+      hint="The Propose skill block it reads once: empty, pending or evidence (adopted)"
+      value={String(n["proposal"] ?? "")}
+      options={props.doc.nodes.filter((x) => x.kind === "step_skill_proposal").map((x) => x.id)}
+      change={(proposal) => props.change({ ...n, proposal })}
+    />
   );
 }

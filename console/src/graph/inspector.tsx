@@ -7,7 +7,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { triggerWords } from "../pages/automations.js";
 import { BindingFields, Choice, Field, JsonField, type Binding } from "./fields.js";
-import { RecordHistoryInspector, SelectHistoryInspector } from "./history-fields.js";
+import { ObserveSkillInspector, RecordHistoryInspector, SelectHistoryInspector, SkillProposalInspector } from "./history-fields.js";
 import { MemoryInspector, type MemoryStoreView } from "./memory-fields.js";
 import { CheckFields, ConnectionInspector, ForEachFields, JoinInspector, RetryFields, type SavedGraph, type ToolSourceView } from "./step-fields.js";
 import {
@@ -400,6 +400,8 @@ export function NodeInspector(props: {
     body = <MemoryInspector key={n.id} node={n} doc={props.doc} stores={props.memoryStores} change={props.change} />;
   else if (n.kind === "step_select_history") body = <SelectHistoryInspector key={n.id} node={n} change={props.change} />;
   else if (n.kind === "step_record_history") body = <RecordHistoryInspector key={n.id} node={n} doc={props.doc} change={props.change} />;
+  else if (n.kind === "step_skill_proposal") body = <SkillProposalInspector key={n.id} node={n} doc={props.doc} change={props.change} />;
+  else if (n.kind === "step_observe_skill_proposal") body = <ObserveSkillInspector key={n.id} node={n} doc={props.doc} change={props.change} />;
   else if (n.kind === "step_join") body = <JoinInspector key={n.id} node={n} doc={props.doc} change={props.change} />;
   else if (n.kind === "outcome")
     body = (

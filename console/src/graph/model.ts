@@ -27,6 +27,8 @@ export const NODE_KINDS = [
   "step_memory_write",
   "step_select_history",
   "step_record_history",
+  "step_skill_proposal",
+  "step_observe_skill_proposal",
   "step_join",
   "outcome",
   "step_approval",
@@ -44,6 +46,8 @@ export const NODE_LABELS: Record<NodeKind, string> = {
   step_memory_write: "Memory write",
   step_select_history: "Select history",
   step_record_history: "Record history",
+  step_skill_proposal: "Propose skill",
+  step_observe_skill_proposal: "Observe skill",
   step_join: "Join",
   outcome: "Outcome",
   step_approval: "Approval",
@@ -115,6 +119,10 @@ function defaults(kind: NodeKind): Record<string, unknown> {
       return { frontier: "processed", limit: 20 };
     case "step_record_history":
       return { selection: "", requires: [] };
+    case "step_skill_proposal":
+      return { selection: "", inputBindings: { content: { sourceNodeId: "", pointer: "" } } };
+    case "step_observe_skill_proposal":
+      return { proposal: "" };
     case "step_join":
       return { mode: "all_completed", collect: {} };
     case "outcome":

@@ -100,7 +100,8 @@ export function Automations() {
       <h1>Automations</h1>
       <p>
         <EnvironmentPicker env={env} /> <Link to={`/automations/graphs?environment_id=${env.current}`}>Graphs</Link> ·{" "}
-        <Link to={`/automations/graphs/new?environment_id=${env.current}`}>New graph</Link>
+        <Link to={`/automations/graphs/new?environment_id=${env.current}`}>New graph</Link> ·{" "}
+        <Link to={`/automations/skill-proposals?environment_id=${env.current}`}>Skill proposals</Link>
       </p>
       <ListState result={automations} empty="No Automation in this Environment. Build one with a graph.">
         {(items) => (
@@ -235,6 +236,7 @@ type Receipts = {
   waits?: { step_id?: string | null; until: string; elapsed: boolean }[];
   memory?: { step_id?: string | null; attempt: number; memory_store_id: string; path: string; operation: string; result: string; store_version?: number | null; memory_proposal_id?: string | null; error?: string | null }[];
   history?: { step_id?: string | null; frontier: string; operation: string; result: string; session_ids: string[]; through?: string | null; error?: string | null }[];
+  skills?: { step_id?: string | null; operation: string; result: string; skill_proposal_id?: string | null; disposition?: string | null; skill_id?: string | null; version?: number | null; error?: string | null }[];
 };
 
 /** What a step left behind: its child Session, its approval, its wait, the documents it read or wrote, the history it chose. */
@@ -267,6 +269,12 @@ function Left(props: { receipts: Receipts; step: string }) {
       <li key={`history-${h.operation}`}>
         frontier <code>{h.frontier}</code>{" "}
         {h.result === "failed" ? `failed (${h.error ?? ""})` : h.result === "selected" ? `selected ${h.session_ids.length} Sessions` : `moved to ${h.through ?? "the start"}`}
+      </li>
+    )),
+    ...mine(props.receipts.skills).map((k) => (
+      <li key={`skill-${k.operation}`}>
+        {k.operation === "propose" ? "skill proposal" : "observed"} {k.skill_proposal_id ?? ""}{" "}
+        {k.result === "failed" ? `failed (${k.error ?? ""})` : k.disposition ? `${k.disposition}${k.skill_id ? ` ${k.skill_id} v${k.version ?? ""}` : ""}` : k.result}
       </li>
     )),
   ];

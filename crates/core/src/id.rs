@@ -289,6 +289,9 @@ typed_ids! {
     /// A ConnectionCall: one `tools/call` an Automation's step_connection
     /// sent.
     ConnectionCallId = "ccall";
+    /// A SkillProposal: a SKILL.md an Automation learnt, for a person to
+    /// adopt or reject.
+    SkillProposalId = "skprop";
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod page;
 pub mod plane;
 pub mod role;
 pub mod signature;
+pub mod skill_md;
 pub mod sse;
 pub mod testing;
 pub mod time;

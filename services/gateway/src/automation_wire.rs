@@ -336,6 +336,7 @@ mod tests {
                 inputs: vec![],
                 memory: vec![],
                 history: vec![],
+                skills: vec![],
             }),
             evidence: Some(pb::FiringEvidence {
                 complete: false,
@@ -357,6 +358,7 @@ mod tests {
         typed_receipts["inputs"] = json!([]);
         typed_receipts["memory"] = json!([]);
         typed_receipts["history"] = json!([]);
+        typed_receipts["skills"] = json!([]);
         for (t, receipts) in [(&typed, &typed_receipts), (&old, &receipts)] {
             assert_eq!((trace_steps(t), trace_receipts(t), trace_evidence(t)), (steps.clone(), receipts.clone(), evidence.clone()));
         }

@@ -294,6 +294,7 @@ async fn method_not_allowed(req: Request, next: Next) -> Response {
         (name = "files", description = "Uploaded Files: given to Sessions as resources and message blocks"),
         (name = "skills", description = "Skills: versioned bundles mounted read-only into Sessions"),
         (name = "memoryStores", description = "MemoryStores: versioned document trees with compare-and-set writes"),
+        (name = "skillProposals", description = "SkillProposals: SKILL.md files graphs proposed, for a person to adopt or reject"),
         (name = "memoryProposals", description = "MemoryProposals: reviewed changes to a MemoryStore"),
         (name = "dreams", description = "Dreams: curation runs over MemoryStores"),
         (name = "automations", description = "Automations: work started without a person at a keyboard, run as a service Principal"),
@@ -436,6 +437,10 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(au::get_trace))
         .routes(routes!(au::list_filtered))
         .routes(routes!(au::list_frontiers))
+        .routes(routes!(routes::skill_proposals::list))
+        .routes(routes!(routes::skill_proposals::get))
+        .routes(routes!(routes::skill_proposals::adopt))
+        .routes(routes!(routes::skill_proposals::reject))
         .routes(routes!(au::ingest))
         .routes(routes!(gr::create_graph, gr::list_graphs))
         .routes(routes!(gr::get_graph, gr::delete_graph))

@@ -8,6 +8,7 @@ use crate::model::{AgentTarget, Automation, FilteredDelivery, Readiness};
 use crate::service::{AutomationChange, NewAutomation, SchedulerService, Written};
 use crate::triggers::{from_specs, parse_triggers};
 use checkfu_core::page::PageRequest;
+use checkfu_core::time::rfc3339;
 use checkfu_core::{Error, Result};
 use checkfu_proto::scheduler::v1 as pb;
 use checkfu_proto::scheduler::v1::graph_answer::Resource as Graph_;
@@ -98,6 +99,28 @@ fn firing(f: Firing) -> pb::Firing {
         program_json: program.as_ref().map(checkfu_proto::firing_trace::program).unwrap_or(Value::Null).to_string(),
         program,
         graph_json: f.graph.to_string(),
+    }
+}
+
+fn skill_proposal(p: crate::skill_proposal::SkillProposal) -> pb::SkillProposal {
+    let (adopted_skill_id, adopted_version) = p.adopted.unwrap_or_default();
+    pb::SkillProposal {
+        id: p.id,
+        environment_id: p.environment_id.to_string(),
+        automation_id: p.automation_id,
+        firing_id: p.firing_id,
+        step_id: p.step_id,
+        skill_id: p.skill_id.unwrap_or_default(),
+        name: p.name,
+        status: p.status,
+        content: p.content,
+        content_sha256: p.content_sha256,
+        adopted_skill_id,
+        adopted_version,
+        decided_by: p.decided_by,
+        decided_at: if p.decided_ms > 0 { rfc3339(p.decided_ms) } else { String::new() },
+        decision_note: p.decision_note,
+        created_at: rfc3339(p.created_ms),
     }
 }
 
@@ -271,6 +294,22 @@ impl Rpc for SchedulerGrpc {
         let (rows, environment_id) = self.svc.frontiers(&r.into_inner().automation_id).await?;
         let data = rows.into_iter().map(|f| pb::Frontier { name: f.name, position: f.position, firing_id: f.firing_id }).collect();
         ok(pb::ListFrontiersResponse { data, environment_id })
+    }
+
+    async fn get_skill_proposal(&self, r: Request<pb::GetSkillProposalRequest>) -> R<pb::SkillProposal> {
+        ok(skill_proposal(self.svc.skill_proposal(&r.into_inner().id).await?))
+    }
+
+    async fn list_skill_proposals(&self, r: Request<pb::ListSkillProposalsRequest>) -> R<pb::ListSkillProposalsResponse> {
+        let r = r.into_inner();
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let (rows, next_page) = p.finish(self.svc.skill_proposals(&r.environment_ids, &r.status, &p).await?, |s| &s.id);
+        ok(pb::ListSkillProposalsResponse { data: rows.into_iter().map(skill_proposal).collect(), next_page })
+    }
+
+    async fn decide_skill_proposal(&self, r: Request<pb::DecideSkillProposalRequest>) -> R<pb::SkillProposal> {
+        let r = r.into_inner();
+        ok(skill_proposal(self.svc.decide_skill_proposal(&r.id, r.adopt, &r.note, &r.actor_id).await?))
     }
 
     async fn create_graph(&self, r: Request<pb::CreateGraphRequest>) -> R<pb::GraphAnswer> {

@@ -26,7 +26,7 @@ impl Program {
     pub fn history_work(&self) -> Vec<HistoryWork> {
         self.steps
             .iter()
-            .filter(|s| s.outcome.as_ref().is_some_and(|o| o.kind == "running"))
+            .filter(|s| self.is_running(&s.id))
             .filter(|s| !self.history.iter().any(|h| h.step_id == s.id))
             .filter_map(|s| {
                 let n = self.target.steps.iter().find(|n| n["id"] == s.id.as_str())?;
@@ -58,8 +58,7 @@ impl Program {
     /// moved on or has its answer already.
     pub fn history_answered(&mut self, w: &HistoryWork, answer: HistoryAnswer, now: i64) -> bool {
         let id = w.step_id().to_string();
-        let running = self.step(&id).and_then(|s| s.outcome.as_ref()).is_some_and(|o| o.kind == "running");
-        if !running || self.history.iter().any(|h| h.step_id == id) {
+        if !self.is_running(&id) || self.history.iter().any(|h| h.step_id == id) {
             return false;
         }
         let (operation, frontier, mut base, mut through, mut session_ids) = match w {

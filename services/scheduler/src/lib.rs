@@ -35,6 +35,10 @@ pub mod program;
 pub mod service;
 pub mod session_input;
 pub mod settle;
+mod skill_calls;
+pub mod skill_proposal;
+pub mod skill_record;
+pub mod skill_steps;
 pub mod steps;
 pub mod store;
 pub mod subscriptions;
@@ -59,6 +63,7 @@ pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/
     "0005_inputs",
     "0006_subscriptions",
     "0007_frontiers",
+    "0008_skill_proposals",
 );
 
 /// Opens the store and builds the service; the database handle is for the

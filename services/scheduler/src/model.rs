@@ -175,6 +175,8 @@ pub const RUNS: &[&str] = &[
     "step_memory_write",
     "step_select_history",
     "step_record_history",
+    "step_skill_proposal",
+    "step_observe_skill_proposal",
     "outcome",
 ];
 

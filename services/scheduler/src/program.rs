@@ -208,6 +208,9 @@ pub struct Program {
     /// The history steps' selections and moves, in the order they came.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<crate::history_record::HistoryReceipt>,
+    /// The Skill steps' proposals and observations, in the order they came.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<crate::skill_record::SkillReceipt>,
     /// Retry timers this change armed (`{step}/retry{n}`, due ms), for the
     /// service to write with the program; never stored.
     #[serde(skip)]
@@ -332,6 +335,7 @@ impl Program {
             outcomes: vec![],
             memory: vec![],
             history: vec![],
+            skills: vec![],
             timers: vec![],
         }
     }
@@ -340,6 +344,12 @@ impl Program {
     /// (`{firing}/{suffix}`, due ms), taken to go with the write.
     pub fn take_timers(&mut self, firing: &checkfu_core::id::FiringId) -> Vec<(String, i64)> {
         self.timers.drain(..).map(|(suffix, until)| (format!("{firing}/{suffix}"), until)).collect()
+    }
+
+    /// Whether step `id` is `running`: the state a step the service answers
+    /// (a Memory, history or Skill step) waits for its answer in.
+    pub(crate) fn is_running(&self, id: &str) -> bool {
+        self.step(id).and_then(|s| s.outcome.as_ref()).is_some_and(|o| o.kind == "running")
     }
 
     pub fn step(&self, id: &str) -> Option<&Step> {
@@ -588,6 +598,12 @@ impl Program {
                         Some(()) => self.set(&id, Outcome::of("running"), now),
                         None => self.set(&id, Outcome::of("skipped"), now),
                     },
+                    // Asked after this is recorded (`skill_calls.rs`),
+                    // unless there is nothing to ask.
+                    "step_skill_proposal" | "step_observe_skill_proposal" => {
+                        let outcome = self.skill_at_once(&id, &n, event, now).unwrap_or_else(|| Outcome::of("running"));
+                        self.set(&id, outcome, now);
+                    }
                     "step_approval" => {
                         self.set(&id, Outcome::of("awaiting_approval"), now);
                         admit.approvals.push(id);

@@ -18,6 +18,7 @@ use checkfu_proto::memory::v1::memory_service_client::MemoryServiceClient;
 use checkfu_proto::modelgateway::v1::model_gateway_service_client::ModelGatewayServiceClient;
 use checkfu_proto::sessions::v1 as ss;
 use checkfu_proto::sessions::v1::sessions_service_client::SessionsServiceClient;
+use checkfu_proto::sessions::v1::skills_service_client::SkillsServiceClient;
 use checkfu_proto::transport::Transport;
 use checkfu_store::sealed::Sealer;
 use serde_json::{Value, json};
@@ -36,6 +37,8 @@ pub struct SchedulerService {
     /// Memory steps: their stores checked for readiness, read and written
     /// as the service Principal.
     pub(crate) memory: MemoryServiceClient<Transport>,
+    /// Skill proposals: their skills checked, and versions made on adoption.
+    pub(crate) skills: SkillsServiceClient<Transport>,
     /// `{firing}/{step}/{attempt}` of the Check nodes this replica is
     /// evaluating and the Connection steps it is governing or calling now,
     /// so concurrent advances of one program ask once.
@@ -158,6 +161,7 @@ impl SchedulerService {
         SchedulerService {
             store,
             governance: GovernanceServiceClient::new(mesh.governance),
+            skills: SkillsServiceClient::new(mesh.sessions.clone()),
             sessions: SessionsServiceClient::new(mesh.sessions).max_decoding_message_size(64 * 1024 * 1024),
             models: ModelGatewayServiceClient::new(mesh.models),
             capability: CapabilityGatewayServiceClient::new(mesh.capability),

@@ -160,6 +160,7 @@ impl SchedulerService {
                 self.run_connection_steps(&f, a).await;
                 self.run_memory_steps(&f, a).await;
                 self.run_history_steps(&f, a).await;
+                self.run_skill_steps(&f, a).await;
             }
             if !denied.is_empty() {
                 // Refused children fail their steps; the program moves on.

@@ -88,6 +88,21 @@ fn receipts(r: &Receipts, p: Option<&Program>) -> pb::FiringReceipts {
                 at: rfc3339(h.at_ms),
             })
             .collect(),
+        skills: p
+            .iter()
+            .flat_map(|p| p.skills.iter())
+            .map(|k| pb::SkillReceipt {
+                step_id: k.step_id.clone(),
+                operation: k.operation.clone(),
+                skill_proposal_id: k.skill_proposal_id.clone(),
+                disposition: k.disposition.clone(),
+                skill_id: k.skill_id.clone(),
+                version: k.version,
+                result: k.result.clone(),
+                error: k.error.clone(),
+                at: rfc3339(k.at_ms),
+            })
+            .collect(),
     }
 }
 

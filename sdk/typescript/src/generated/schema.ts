@@ -1901,6 +1901,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/skill-proposals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["skillProposals.listSkillProposals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/skill-proposals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["skillProposals.getSkillProposal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/skill-proposals/{id}/adopt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["skillProposals.adoptSkillProposal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/skill-proposals/{id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["skillProposals.rejectSkillProposal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/skills": {
         parameters: {
             query?: never;
@@ -2238,6 +2302,12 @@ export interface components {
         };
         AddMember: {
             principal_id: string;
+        };
+        /** @description The skill and version an adoption made. */
+        AdoptedSkill: {
+            skill_id: string;
+            /** Format: int64 */
+            version: number;
         };
         Agent: {
             archived: boolean;
@@ -3097,7 +3167,7 @@ export interface components {
              */
             environment_id?: string | null;
             /** @description Event types or globs over them (`session.status_*`). */
-            event_types: ("session.status_running" | "session.status_idle" | "session.status_rescheduled" | "session.status_terminated" | "run.created" | "run.completed" | "run.action_authorized" | "action_approval.pending" | "action_approval.resolved" | "agent.created" | "agent.updated" | "agent.archived" | "agent_deployment.created" | "agent_deployment.updated" | "environment.created" | "environment.updated" | "sandbox_profile.created" | "sandbox_profile.updated" | "connection.created" | "connection.revoked" | "connection.refresh_failed" | "vault_credential.refresh_failed" | "automation.created" | "automation.paused" | "automation.resumed" | "automation.deleted" | "memory_store.created" | "memory_store.archived" | "memory_store.deleted" | "outcome.evaluation_started" | "outcome.evaluation_completed" | "session.thread_created" | "session.thread_idled" | "session.thread_terminated" | "*" | "session.*" | "session.status_*" | "run.*" | "action_approval.*" | "agent.*")[];
+            event_types: ("session.status_running" | "session.status_idle" | "session.status_rescheduled" | "session.status_terminated" | "run.created" | "run.completed" | "run.action_authorized" | "action_approval.pending" | "action_approval.resolved" | "agent.created" | "agent.updated" | "agent.archived" | "agent_deployment.created" | "agent_deployment.updated" | "environment.created" | "environment.updated" | "sandbox_profile.created" | "sandbox_profile.updated" | "connection.created" | "connection.revoked" | "connection.refresh_failed" | "vault_credential.refresh_failed" | "automation.created" | "automation.paused" | "automation.resumed" | "automation.deleted" | "skill_proposal.created" | "skill_proposal.adopted" | "skill_proposal.rejected" | "memory_store.created" | "memory_store.archived" | "memory_store.deleted" | "outcome.evaluation_started" | "outcome.evaluation_completed" | "session.thread_created" | "session.thread_idled" | "session.thread_terminated" | "*" | "session.*" | "session.status_*" | "run.*" | "action_approval.*" | "agent.*")[];
             /**
              * Format: uri
              * @description Where deliveries are POSTed (http or https; private addresses are
@@ -3135,6 +3205,10 @@ export interface components {
         };
         DecideMemoryProposal: {
             /** @description At most 16 KiB. */
+            note?: string | null;
+        };
+        DecideSkillProposal: {
+            /** @description At most 4 KiB. */
             note?: string | null;
         };
         DefaultConfig: {
@@ -4543,6 +4617,30 @@ export interface components {
             next_page?: string | null;
         };
         /** @description A page of a collection, newest first. */
+        Page_SkillProposal: {
+            data: {
+                adopted?: components["schemas"]["AdoptedSkill"] | null;
+                /** @description The `SKILL.md` as proposed. */
+                content: string;
+                content_sha256: string;
+                created_at: string;
+                decided_at?: string | null;
+                decided_by?: string | null;
+                decision_note?: string | null;
+                environment_id: string;
+                id: string;
+                /** @description The `SKILL.md`'s front-matter name. */
+                name: string;
+                /** @description The skill it proposes a version of; null: a new skill named `name`. */
+                skill_id?: string | null;
+                source: components["schemas"]["ProposalSource"];
+                /** @description `open`, `adopted` or `rejected`. */
+                status: string;
+            }[];
+            /** @description Opaque token for the next page; null on the last one. */
+            next_page?: string | null;
+        };
+        /** @description A page of a collection, newest first. */
         Page_SkillVersion: {
             data: {
                 created_at: string;
@@ -4696,6 +4794,14 @@ export interface components {
             /** @description `human` or `service`. */
             kind: string;
             name: string;
+        };
+        /** @description Where a proposal came from: the firing and step that made it. */
+        ProposalSource: {
+            automation_id: string;
+            id: string;
+            /** @description `automation_firing`. */
+            kind: string;
+            step_id: string;
         };
         PublishSandboxRevision: {
             /** @description What the profile is for (≤ 2,048 characters); revised with it. */
@@ -5016,6 +5122,26 @@ export interface components {
             /** Format: int64 */
             size_bytes: number;
         };
+        /** @description A `SKILL.md` a graph proposed; nothing changes until a person adopts it. */
+        SkillProposal: {
+            adopted?: components["schemas"]["AdoptedSkill"] | null;
+            /** @description The `SKILL.md` as proposed. */
+            content: string;
+            content_sha256: string;
+            created_at: string;
+            decided_at?: string | null;
+            decided_by?: string | null;
+            decision_note?: string | null;
+            environment_id: string;
+            id: string;
+            /** @description The `SKILL.md`'s front-matter name. */
+            name: string;
+            /** @description The skill it proposes a version of; null: a new skill named `name`. */
+            skill_id?: string | null;
+            source: components["schemas"]["ProposalSource"];
+            /** @description `open`, `adopted` or `rejected`. */
+            status: string;
+        };
         SkillVersion: {
             created_at: string;
             created_by: string;
@@ -5325,7 +5451,7 @@ export interface components {
         };
         UpdateWebhookEndpoint: {
             disabled?: boolean | null;
-            event_types?: ("session.status_running" | "session.status_idle" | "session.status_rescheduled" | "session.status_terminated" | "run.created" | "run.completed" | "run.action_authorized" | "action_approval.pending" | "action_approval.resolved" | "agent.created" | "agent.updated" | "agent.archived" | "agent_deployment.created" | "agent_deployment.updated" | "environment.created" | "environment.updated" | "sandbox_profile.created" | "sandbox_profile.updated" | "connection.created" | "connection.revoked" | "connection.refresh_failed" | "vault_credential.refresh_failed" | "automation.created" | "automation.paused" | "automation.resumed" | "automation.deleted" | "memory_store.created" | "memory_store.archived" | "memory_store.deleted" | "outcome.evaluation_started" | "outcome.evaluation_completed" | "session.thread_created" | "session.thread_idled" | "session.thread_terminated" | "*" | "session.*" | "session.status_*" | "run.*" | "action_approval.*" | "agent.*")[] | null;
+            event_types?: ("session.status_running" | "session.status_idle" | "session.status_rescheduled" | "session.status_terminated" | "run.created" | "run.completed" | "run.action_authorized" | "action_approval.pending" | "action_approval.resolved" | "agent.created" | "agent.updated" | "agent.archived" | "agent_deployment.created" | "agent_deployment.updated" | "environment.created" | "environment.updated" | "sandbox_profile.created" | "sandbox_profile.updated" | "connection.created" | "connection.revoked" | "connection.refresh_failed" | "vault_credential.refresh_failed" | "automation.created" | "automation.paused" | "automation.resumed" | "automation.deleted" | "skill_proposal.created" | "skill_proposal.adopted" | "skill_proposal.rejected" | "memory_store.created" | "memory_store.archived" | "memory_store.deleted" | "outcome.evaluation_started" | "outcome.evaluation_completed" | "session.thread_created" | "session.thread_idled" | "session.thread_terminated" | "*" | "session.*" | "session.status_*" | "run.*" | "action_approval.*" | "agent.*")[] | null;
             /** Format: int64 */
             expected_version?: number | null;
             /** Format: uri */
@@ -10719,6 +10845,139 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": string;
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "skillProposals.listSkillProposals": {
+        parameters: {
+            query?: {
+                /** @description Only this Environment. */
+                environment_id?: string;
+                /** @description `open`, `adopted` or `rejected`. */
+                status?: string;
+                /** @description 1 to 100; default 20. */
+                limit?: number;
+                /** @description The `next_page` token of the previous page. */
+                page?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_SkillProposal"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "skillProposals.getSkillProposal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillProposal"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "skillProposals.adoptSkillProposal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DecideSkillProposal"];
+            };
+        };
+        responses: {
+            /** @description Adopted: the skill's next version (or a new skill) made from it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillProposal"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "skillProposals.rejectSkillProposal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DecideSkillProposal"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillProposal"];
                 };
             };
             "4XX": {

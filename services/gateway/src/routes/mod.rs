@@ -18,6 +18,7 @@ pub mod memory;
 pub mod paging;
 pub mod runners;
 pub mod sessions;
+pub mod skill_proposals;
 pub mod skills;
 pub mod tool_sources;
 pub mod uploads;

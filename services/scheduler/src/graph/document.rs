@@ -245,6 +245,10 @@ pub enum Kind {
     SelectHistory(super::history_nodes::SelectHistory),
     /// Moves a selection's frontier once its required steps completed.
     RecordHistory(super::history_nodes::RecordHistory),
+    /// Proposes a `SKILL.md` learnt from a selection (§18.7).
+    SkillProposal(super::skill_nodes::SkillProposalNode),
+    /// Reads whether a proposal's skill was adopted.
+    ObserveSkill(super::skill_nodes::ObserveNode),
     /// The Outcome the `step_agent` it reviews starts its child with
     /// (§18.2); not a step.
     Outcome,
@@ -488,6 +492,8 @@ impl Node {
             }
             "step_select_history" => Kind::SelectHistory(super::history_nodes::SelectHistory::parse(o)?),
             "step_record_history" => Kind::RecordHistory(super::history_nodes::RecordHistory::parse(o)?),
+            "step_skill_proposal" => Kind::SkillProposal(super::skill_nodes::SkillProposalNode::parse(o)?),
+            "step_observe_skill_proposal" => Kind::ObserveSkill(super::skill_nodes::ObserveNode::parse(o)?),
             "step_managed_tool" => Kind::Later(kind.to_string()),
             other => return Err(bad(format!("{other:?} is not a node kind"))),
         };

@@ -4,7 +4,8 @@
 //! checks and compiles it, `service.rs` holds the endpoints' logic,
 //! `answers.rs` makes the typed answers (and `wire.rs` their 0.1.0 text),
 //! `checks.rs` reads typed Checks and their rules, `memory_nodes.rs`
-//! and `history_nodes.rs` Memory and history nodes, `retry.rs` authored retries, and `rule_test.rs` tries a rule offline.
+//! and `history_nodes.rs` Memory and history nodes, `skill_nodes.rs` Skill
+//! nodes, `retry.rs` authored retries, and `rule_test.rs` tries a rule offline.
 
 pub mod answers;
 pub mod checks;
@@ -16,6 +17,7 @@ pub mod plan;
 pub mod retry;
 pub mod rule_test;
 pub mod service;
+pub mod skill_nodes;
 pub mod wire;
 
 use checkfu_core::id::{ApplicationId, EnvironmentId, GraphId, PrincipalId};

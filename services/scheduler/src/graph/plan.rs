@@ -120,6 +120,8 @@ fn produces_output(kind: &str) -> bool {
             | "step_memory_read"
             | "step_memory_write"
             | "step_select_history"
+            | "step_skill_proposal"
+            | "step_observe_skill_proposal"
     )
 }
 
@@ -245,6 +247,7 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
             Kind::StepAgent(s) => s.for_each.iter().collect(),
             Kind::Connection(c) => c.bindings.values().collect(),
             Kind::Memory(m) => m.bindings(),
+            Kind::SkillProposal(p) => vec![&p.content],
             Kind::Decision { bindings, .. } | Kind::CheckDecision { bindings, .. } | Kind::StepCheck { bindings, .. } => {
                 bindings.values().collect()
             }
@@ -259,6 +262,18 @@ pub fn check(doc: &Document) -> Result<Checked, Vec<PlanError>> {
             && let Err(e) = record_requires(&checked, &dominators, &n.id, r)
         {
             errors.push(e.at_node(&n.id));
+        }
+        let ancestor = match &n.kind {
+            Kind::SkillProposal(p) => Some((p.selection.as_str(), "step_select_history")),
+            Kind::ObserveSkill(o) => Some((o.proposal.as_str(), "step_skill_proposal")),
+            _ => None,
+        };
+        if let Some((source, kind)) = ancestor
+            && !(checked.node(source).is_some_and(|s| Node::kind_name(&s.raw) == kind) && readable(source, &n.id))
+        {
+            errors.push(
+                PlanError::new("selection_not_ancestor", format!("{source:?} is not a {kind} on every path to this node")).at_node(&n.id),
+            );
         }
         for b in bindings {
             if !readable(&b.source, &n.id) {

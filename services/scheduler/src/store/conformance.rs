@@ -81,6 +81,7 @@ async fn scheduler_store_conformance() {
         inputs_are_recorded_once_and_found_by_their_run(&*s).await;
         subscriptions_are_found_by_environment(&*s).await;
         frontiers_move_by_compare_and_set(&*s).await;
+        skill_proposals_are_made_once_and_decided_once(&*s).await;
         eprintln!("scheduler store conformance passed on {name}");
     }
 }
@@ -458,4 +459,52 @@ async fn frontiers_move_by_compare_and_set(s: &dyn SchedulerStore) {
     let seen: Vec<(&str, &str, &str)> = all.iter().map(|f| (f.name.as_str(), f.position.as_str(), f.firing_id.as_str())).collect();
     assert_eq!(seen, [("learn", "sess_4", "fir_2"), ("other", "sess_1", "fir_4")]);
     assert!(s.frontiers("auto_g").await.expect("none").is_empty());
+}
+
+/// One SkillProposal per firing and step, its event staged only when it is
+/// made; decided once; adoptions found by Automation and skill.
+async fn skill_proposals_are_made_once_and_decided_once(s: &dyn SchedulerStore) {
+    use crate::skill_proposal::SkillProposal;
+    let p = |id: &str, firing: &str| SkillProposal {
+        id: id.into(),
+        environment_id: tid("env_1"),
+        automation_id: "auto_k".into(),
+        firing_id: firing.into(),
+        step_id: "prop".into(),
+        skill_id: None,
+        name: "triage".into(),
+        status: "open".into(),
+        content: "SKILL".into(),
+        content_sha256: "sha".into(),
+        adopted: None,
+        decided_by: String::new(),
+        decided_ms: 0,
+        decision_note: String::new(),
+        created_ms: 1,
+        version: 1,
+    };
+    let event = |id: &str| checkfu_bus::resource_record("skill_proposal.created", "env_1", id);
+    let (made, new) = s.propose_skill(&p("skprop_1", "fir_1"), &[event("skprop_1")]).await.expect("first");
+    assert!(new && made.id == "skprop_1");
+    let (again, new) = s.propose_skill(&p("skprop_2", "fir_1"), &[event("skprop_2")]).await.expect("again");
+    assert!(!new && again.id == "skprop_1", "the first stands");
+    assert_eq!(s.get_skill_proposal("skprop_2").await.expect("get"), None);
+    s.propose_skill(&p("skprop_3", "fir_2"), &[]).await.expect("another firing");
+    let page = PageRequest { limit: 10, before_id: None };
+    let open: Vec<String> =
+        s.list_skill_proposals(&["env_1".into()], "open", &page).await.expect("list").into_iter().map(|p| p.id).collect();
+    assert_eq!(open, ["skprop_3", "skprop_1"], "newest first");
+
+    let mut adopted = made.clone();
+    adopted.status = "adopted".into();
+    adopted.adopted = Some(("skl_1".into(), 2));
+    adopted.decided_by = "prin_h".into();
+    adopted.version = 2;
+    assert!(s.decide_skill_proposal(&adopted, 1, &[]).await.expect("adopt"));
+    assert!(!s.decide_skill_proposal(&adopted, 1, &[]).await.expect("twice"), "decided once");
+    let got = s.get_skill_proposal("skprop_1").await.expect("get").expect("some");
+    assert_eq!((got.status.as_str(), got.adopted.clone()), ("adopted", Some(("skl_1".to_string(), 2))));
+    assert_eq!(s.adopted_skill_version("auto_k", "skl_1").await.expect("adopted"), Some(2));
+    assert_eq!(s.adopted_skill_version("auto_other", "skl_1").await.expect("another's"), None);
+    assert!(s.list_skill_proposals(&["env_1".into()], "rejected", &page).await.expect("none").is_empty());
 }

@@ -2,13 +2,14 @@
 //! firings and their child Sessions, with `automation.*` events staged in
 //! the outbox in the same transaction as the change they describe; the
 //! occurrence timers (`timers.rs`), signed-ingest deliveries
-//! (`deliveries.rs`), `continue_selected` inputs (`inputs.rs`) and history
-//! frontiers (`frontiers.rs`).
+//! (`deliveries.rs`), `continue_selected` inputs (`inputs.rs`), history
+//! frontiers (`frontiers.rs`) and SkillProposals (`skill_proposals.rs`).
 
 use crate::firing::Firing;
 use crate::graph::{Application, Graph, Revision};
 use crate::model::*;
 use crate::session_input::{InputRecord, SessionInput};
+use crate::skill_proposal::SkillProposal;
 use checkfu_bus::Record;
 use checkfu_bus::outbox::stage;
 use checkfu_core::id::{AutomationId, FiringId, GraphId, TypedId};
@@ -22,6 +23,7 @@ mod deliveries;
 mod frontiers;
 mod graphs;
 mod inputs;
+mod skill_proposals;
 mod timers;
 
 #[async_trait::async_trait]
@@ -95,6 +97,19 @@ pub trait SchedulerStore: Send + Sync + 'static {
         firing_id: &str,
         now_ms: i64,
     ) -> Result<Moved>;
+
+    /// Records a SkillProposal with its events unless its firing and step
+    /// have one: the one that stands, and whether it is new.
+    async fn propose_skill(&self, p: &SkillProposal, events: &[Record]) -> Result<(SkillProposal, bool)>;
+    async fn get_skill_proposal(&self, id: &str) -> Result<Option<SkillProposal>>;
+    /// Newest first; `status` empty for all.
+    async fn list_skill_proposals(&self, environment_ids: &[String], status: &str, page: &PageRequest) -> Result<Vec<SkillProposal>>;
+    /// Writes a decision (with its events) if `p` is still open at
+    /// `expected_version`.
+    async fn decide_skill_proposal(&self, p: &SkillProposal, expected_version: i64, events: &[Record]) -> Result<bool>;
+    /// The latest version of a skill adopted from the Automation's
+    /// proposals.
+    async fn adopted_skill_version(&self, automation_id: &str, skill_id: &str) -> Result<Option<i64>>;
 
     /// Takes up to `limit` due timers for `holder` until `lease_until_ms`;
     /// a timer is never held by two holders at once.
@@ -572,6 +587,26 @@ impl SchedulerStore for SqlSchedulerStore {
         .await
         .map_err(db_err)?;
         rows.iter().map(automation).collect()
+    }
+
+    async fn propose_skill(&self, p: &SkillProposal, events: &[Record]) -> Result<(SkillProposal, bool)> {
+        skill_proposals::propose(&self.db, p, events).await
+    }
+
+    async fn get_skill_proposal(&self, id: &str) -> Result<Option<SkillProposal>> {
+        skill_proposals::get(&self.db, id).await
+    }
+
+    async fn list_skill_proposals(&self, environment_ids: &[String], status: &str, page: &PageRequest) -> Result<Vec<SkillProposal>> {
+        skill_proposals::list(&self.db, environment_ids, status, page).await
+    }
+
+    async fn decide_skill_proposal(&self, p: &SkillProposal, expected_version: i64, events: &[Record]) -> Result<bool> {
+        skill_proposals::decide(&self.db, p, expected_version, events).await
+    }
+
+    async fn adopted_skill_version(&self, automation_id: &str, skill_id: &str) -> Result<Option<i64>> {
+        skill_proposals::adopted(&self.db, automation_id, skill_id).await
     }
 
     async fn frontier(&self, automation_id: &str, name: &str) -> Result<Option<Frontier>> {

@@ -61,12 +61,6 @@ pub struct Bundle {
     pub files: Vec<(SkillFile, Vec<u8>)>,
 }
 
-#[derive(Deserialize)]
-struct FrontMatter {
-    name: Option<String>,
-    description: Option<String>,
-}
-
 fn path_invalid(path: &str, why: &str) -> Error {
     Error::invalid_field("files.path", format!("{path:?} {why}")).with_reason("path_invalid")
 }
@@ -88,32 +82,11 @@ fn check_path(path: &str) -> Result<()> {
     Ok(())
 }
 
-/// `name` (1–64 of `a-z0-9-`) and `description` (1–1,024 characters) from
-/// the YAML front matter that opens `SKILL.md`.
+/// `name` and `description` from the front matter that opens `SKILL.md`
+/// (`checkfu_core::skill_md`), refused as `front_matter_invalid`.
 fn front_matter(text: &[u8]) -> Result<(String, String)> {
-    let invalid =
-        |why: &str| Error::invalid_field("SKILL.md", format!("SKILL.md's front matter {why}")).with_reason("front_matter_invalid");
-    let text = std::str::from_utf8(text).map_err(|_| invalid("is not UTF-8"))?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text.strip_prefix("---").and_then(|r| r.strip_prefix('\n').or_else(|| r.strip_prefix("\r\n")));
-    let rest = rest.ok_or_else(|| invalid("is missing: the file opens with a line '---'"))?;
-    let end = rest.split('\n').scan(0usize, |at, l| {
-        let start = *at;
-        *at += l.len() + 1;
-        Some((start, l))
-    });
-    let close = end.filter(|(_, l)| l.trim_end() == "---").map(|(s, _)| s).next().ok_or_else(|| invalid("is not closed by '---'"))?;
-    let fm: FrontMatter = serde_saphyr::from_str(&rest[..close]).map_err(|e| invalid(&format!("is not valid YAML: {e}")))?;
-    let name = fm.name.unwrap_or_default();
-    if name.is_empty() || name.len() > 64 || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
-        return Err(invalid("needs a name of 1 to 64 characters of a-z, 0-9 and '-'"));
-    }
-    let description = fm.description.unwrap_or_default();
-    let chars = description.chars().count();
-    if chars == 0 || chars > 1024 {
-        return Err(invalid("needs a description of 1 to 1,024 characters"));
-    }
-    Ok((name, description))
+    checkfu_core::skill_md::front_matter(text)
+        .map_err(|why| Error::invalid_field("SKILL.md", format!("SKILL.md's front matter {why}")).with_reason("front_matter_invalid"))
 }
 
 impl Bundle {
