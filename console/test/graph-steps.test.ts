@@ -129,6 +129,9 @@ test("Checks, Connection steps, retries, joins and for-each in the inspector, ru
     60_000,
   );
   assert.match((await tree.locator('[data-step="check1"]').textContent()) ?? "", /step_check\s*completed/);
+  // Each step shows what it left: the Check's evaluation, the call.
+  assert.match((await tree.locator('[data-step="check1"]').textContent()) ?? "", /evaluation ceval_\w+ attempt 1 verdict yes/);
+  assert.match((await tree.locator('[data-step="connection1"]').textContent()) ?? "", /call ccall_\w+ add attempt 1 succeeded/);
   assert.equal((await server.stats()).tool_calls, 1, "one call reached the server");
   await shot(page, "graph-connection-trace");
 

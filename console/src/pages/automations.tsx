@@ -236,10 +236,12 @@ type Receipts = {
   waits?: { step_id?: string | null; until: string; elapsed: boolean }[];
   memory?: { step_id?: string | null; attempt: number; memory_store_id: string; path: string; operation: string; result: string; store_version?: number | null; memory_proposal_id?: string | null; error?: string | null }[];
   history?: { step_id?: string | null; frontier: string; operation: string; result: string; session_ids: string[]; through?: string | null; error?: string | null }[];
+  evaluations?: { step_id?: string | null; id: string; attempt: number; verdict?: string | null; error?: string | null }[];
+  connection_calls?: { step_id?: string | null; id: string; tool: string; attempt: number; status?: string | null; error_code?: string | null }[];
   skills?: { step_id?: string | null; operation: string; result: string; skill_proposal_id?: string | null; disposition?: string | null; skill_id?: string | null; version?: number | null; error?: string | null }[];
 };
 
-/** What a step left behind: its child Session, its approval, its wait, the documents it read or wrote, the history it chose. */
+/** What a step left behind: its child Session, its approval, its wait, its Check's evaluations, its calls, the documents it read or wrote, the history it chose, the skill it proposed. */
 function Left(props: { receipts: Receipts; step: string }) {
   const mine = <T extends { step_id?: string | null }>(xs: T[] | undefined) => (xs ?? []).filter((x) => (x.step_id ?? "") === props.step);
   const items = [
@@ -257,6 +259,17 @@ function Left(props: { receipts: Receipts; step: string }) {
     ...mine(props.receipts.waits).map((w) => (
       <li key={w.until}>
         wait until <When at={w.until} /> {w.elapsed ? "elapsed" : "waiting"}
+      </li>
+    )),
+    ...mine(props.receipts.evaluations).map((e) => (
+      <li key={e.id}>
+        evaluation <code>{e.id}</code> attempt {e.attempt} {e.verdict ? `verdict ${e.verdict}` : `error ${e.error ?? ""}`}
+      </li>
+    )),
+    ...mine(props.receipts.connection_calls).map((c) => (
+      <li key={c.id}>
+        call <code>{c.id}</code> {c.tool} attempt {c.attempt} {c.status ?? (c.error_code ? "answer unknown" : "unanswered")}
+        {c.error_code && <span class="muted"> ({c.error_code})</span>}
       </li>
     )),
     ...mine(props.receipts.memory).map((m) => (

@@ -57,6 +57,7 @@ const COLLECTIONS: &[(&str, &str)] = &[
     ("memory-proposals", "mprop"),
     ("dreams", "drm"),
     ("outcomes", "outc"),
+    ("skill-proposals", "skprop"),
 ];
 
 /// A memory document's path (`checkfu_memory::model::check_path`).
@@ -325,6 +326,7 @@ fn query_rule(path: &str, name: &str) -> Option<Value> {
         "state" if path.starts_with("/v1/automations") => one_of(&["running", "succeeded", "failed", "skipped"]),
         "kind" if path.starts_with("/v1/connections") => one_of(&["mcp", "http"]),
         "status" if path.starts_with("/v1/memory-proposals") => one_of(&["open", "approved", "rejected"]),
+        "status" if path.starts_with("/v1/skill-proposals") => one_of(&["open", "adopted", "rejected"]),
         "status" if path.starts_with("/v1/dreams") => one_of(&["pending", "running", "completed", "failed", "canceled"]),
         "memory_store_id" => id("mstr"),
         "owner_kind" => one_of(&["environment", "agent_definition", "principal", "session"]),

@@ -310,6 +310,11 @@ impl Rpc for ModelGatewayGrpc {
                 input: c.input_json,
                 effort: if c.effort.is_empty() { None } else { Some(Effort::parse("effort", &c.effort)?) },
             }),
+            Some(pb::task_request::Task::Screen(t)) => Task::Screen(crate::tasks::ScreenTask {
+                instructions: t.instructions,
+                message: t.message,
+                effort: if t.effort.is_empty() { None } else { Some(Effort::parse("effort", &t.effort)?) },
+            }),
             None => return Err(Error::invalid("a task names what to do").into()),
         };
         let done = self.svc.run_task(&r.routing_profile_id, &r.environment_id, &task).await?;
@@ -328,6 +333,7 @@ impl Rpc for ModelGatewayGrpc {
                 feedback: g.feedback,
             }),
             Answer::Check(reply_json) => pb::task_response::Answer::Check(pb::CheckAnswer { reply_json }),
+            Answer::Screen(reply_json) => pb::task_response::Answer::Screen(pb::ScreenAnswer { reply_json }),
         };
         Ok(Response::new(pb::TaskResponse {
             usage: Some(pb::Usage { input_tokens: done.usage.input_tokens, output_tokens: done.usage.output_tokens }),

@@ -13,6 +13,7 @@
 pub mod check;
 pub mod dream;
 pub mod grade;
+pub mod screen;
 
 use crate::model::*;
 use crate::qualifications::Purpose;
@@ -20,6 +21,7 @@ pub use check::CheckTask;
 use checkfu_core::{Error, Result};
 pub use dream::{DreamChange, DreamTask};
 pub use grade::{GradeTask, Graded};
+pub use screen::ScreenTask;
 
 /// The most text a task may hand a model.
 pub const MAX_TASK_CHARS: usize = 2 * 1024 * 1024;
@@ -29,6 +31,7 @@ pub enum Task {
     Dream(DreamTask),
     Grade(GradeTask),
     Check(CheckTask),
+    Screen(ScreenTask),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +40,8 @@ pub enum Answer {
     Grade(Graded),
     /// The model's reply object as given (empty when it gave none).
     Check(String),
+    /// The same, for a screen.
+    Screen(String),
 }
 
 impl Task {
@@ -46,6 +51,7 @@ impl Task {
             Task::Dream(t) => t.size(),
             Task::Grade(t) => t.size(),
             Task::Check(t) => t.size(),
+            Task::Screen(t) => t.size(),
         };
         if chars > MAX_TASK_CHARS {
             return Err(Error::invalid(format!("the task holds {chars} bytes of text; at most {MAX_TASK_CHARS} go to a model"))
@@ -60,6 +66,7 @@ impl Task {
             Task::Dream(t) => (dream::SYSTEM, t.prompt()),
             Task::Grade(t) => (grade::SYSTEM, t.prompt()),
             Task::Check(t) => (check::SYSTEM, t.prompt()),
+            Task::Screen(t) => (screen::SYSTEM, t.prompt()),
         };
         ModelRequest {
             system: system.into(),
@@ -76,6 +83,7 @@ impl Task {
             Task::Dream(_) => dream::parse(object()?).map(Answer::Dream),
             Task::Grade(t) => t.parse(object()?).map(Answer::Grade),
             Task::Check(_) => Ok(Answer::Check(json_object(text).unwrap_or_default().to_string())),
+            Task::Screen(_) => Ok(Answer::Screen(json_object(text).unwrap_or_default().to_string())),
         }
     }
 
@@ -84,6 +92,7 @@ impl Task {
     pub fn purpose(&self) -> Option<Purpose> {
         match self {
             Task::Check(_) => Some(Purpose::Decision),
+            Task::Screen(_) => Some(Purpose::DeliveryScreen),
             Task::Dream(_) | Task::Grade(_) => None,
         }
     }
@@ -92,12 +101,13 @@ impl Task {
     pub fn effort(&self) -> Option<Effort> {
         match self {
             Task::Check(t) => t.effort,
+            Task::Screen(t) => t.effort,
             Task::Dream(_) | Task::Grade(_) => None,
         }
     }
 
-    /// The scripted model's answer and usage (a scripted Check can fail,
-    /// as its instructions ask).
+    /// The scripted model's answer and usage (a scripted Check or screen
+    /// can fail, as its instructions ask).
     pub fn scripted(&self) -> Result<(Answer, Usage)> {
         Ok(match self {
             Task::Dream(t) => {
@@ -111,6 +121,10 @@ impl Task {
             Task::Check(t) => {
                 let (reply, usage) = t.scripted()?;
                 (Answer::Check(reply), usage)
+            }
+            Task::Screen(t) => {
+                let (reply, usage) = t.scripted()?;
+                (Answer::Screen(reply), usage)
             }
         })
     }
