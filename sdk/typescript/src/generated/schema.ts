@@ -10863,7 +10863,7 @@ export interface operations {
                 /** @description Only this Environment. */
                 environment_id?: string;
                 /** @description `open`, `adopted` or `rejected`. */
-                status?: string;
+                status?: "open" | "adopted" | "rejected";
                 /** @description 1 to 100; default 20. */
                 limit?: number;
                 /** @description The `next_page` token of the previous page. */
