@@ -10,7 +10,7 @@
 //! rather than a `sha_mismatch` against its own write.
 
 use crate::model::*;
-use crate::service::{MemoryService, Need, archived};
+use crate::service::{MemoryService, Need, archived, checked_write};
 use crate::store::{Commit, Committed};
 use checkfu_core::id::{FiringId, ProposalId};
 use checkfu_core::time::now_ms;
@@ -41,14 +41,7 @@ pub enum AutomationWritten {
 
 impl MemoryService {
     pub async fn automation_write(&self, w: AutomationWrite) -> Result<AutomationWritten> {
-        check_path("path", &w.path)?;
-        check_content("content", &w.content)?;
-        let expected = w.expected.clone().ok_or_else(|| {
-            Error::invalid_field("expected_sha256", "an Automation's write names the sha it expects, or expects the path absent")
-        })?;
-        if let Expect::Sha(sha) = &expected {
-            check_sha("expected_sha256", sha)?;
-        }
+        let expected = checked_write(&w.path, &w.content, w.expected.clone())?;
         FiringId::check("firing_id", &w.firing_id)?;
         if w.step_id.is_empty() || w.step_id.len() > 64 {
             return Err(Error::invalid_field("step_id", "step_id is 1 to 64 bytes"));

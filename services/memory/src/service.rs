@@ -91,6 +91,24 @@ fn check_metadata(m: &Value) -> Result<()> {
     Ok(())
 }
 
+/// A document write's path, content and expectation checked (§13.2): the
+/// expectation is required — `null` to create, or the current sha — so no
+/// write is blind.
+pub(crate) fn checked_write(path: &str, content: &str, expected: Option<Expect>) -> Result<Expect> {
+    check_path("path", path)?;
+    check_content("content", content)?;
+    let expected = expected.ok_or_else(|| {
+        Error::invalid_field(
+            "expected_sha256",
+            "expected_sha256 is required: null to create, or the current content_sha256 (no blind writes)",
+        )
+    })?;
+    if let Expect::Sha(sha) = &expected {
+        check_sha("expected_sha256", sha)?;
+    }
+    Ok(expected)
+}
+
 pub(crate) fn archived(s: &Store) -> Error {
     Error::conflict(format!("memory store {} is archived", s.id)).with_reason("store_archived")
 }
@@ -483,17 +501,7 @@ impl MemoryService {
         expected: Option<Expect>,
         actor: &str,
     ) -> Result<(i64, DocumentMeta, String)> {
-        check_path("path", path)?;
-        check_content("content", content)?;
-        let expected = expected.ok_or_else(|| {
-            Error::invalid_field(
-                "expected_sha256",
-                "expected_sha256 is required: null to create, or the current content_sha256 (no blind writes)",
-            )
-        })?;
-        if let Expect::Sha(sha) = &expected {
-            check_sha("expected_sha256", sha)?;
-        }
+        let expected = checked_write(path, content, expected)?;
         let s = self.store_for(id, actor, Need::Write).await?;
         self.writable_directly(&s)?;
         let staged = Staged { path: path.into(), content: Some(self.contents.stage(content).await?), expected };

@@ -8,7 +8,6 @@
 use crate::firing::Firing;
 use crate::history_record::{HistoryAnswer, HistoryWork};
 use crate::model::{Automation, Moved, Readiness};
-use crate::program::Program;
 use crate::service::SchedulerService;
 use checkfu_core::id::FiringId;
 use checkfu_core::time::now_ms;
@@ -28,21 +27,16 @@ impl SchedulerService {
             let work = p.history_work();
             let work = self.take_in_flight(f, a, work, |w: &HistoryWork| (w.step_id(), 1), Readiness::admits).await;
             for w in work {
-                let svc = self.clone();
-                let (firing, a) = (f.id.clone(), a.clone());
-                tokio::spawn(async move {
-                    let answer = match &w {
+                let (svc, firing, a) = (self.clone(), f.id.clone(), a.clone());
+                let (step, saved) = ((w.step_id().to_string(), 1), w.clone());
+                let ask = async move {
+                    Some(match &w {
                         HistoryWork::Select { frontier, agents, limit, .. } => svc.select(&a, frontier, agents, *limit).await,
                         HistoryWork::Record { frontier, base, through, .. } => svc.record(&a, &firing, frontier, base, through).await,
-                    };
-                    let saved = w.clone();
-                    let change = move |_: &mut Firing, p: &mut Program, now: i64| {
-                        p.history_answered(&saved, answer.clone(), now);
-                    };
-                    if let Err(e) = svc.advance_program(&firing, Some(Box::new(change))).await {
-                        tracing::warn!(firing_id = %firing, step_id = %w.step_id(), error = %e.message, "a history step's answer could not be saved; recovery runs it again");
-                    }
-                    svc.left(&firing, w.step_id(), 1);
+                    })
+                };
+                self.answer_later(f.id.clone(), step, "a history step's answer", ask, move |_, p, answer: &HistoryAnswer, now| {
+                    p.history_answered(&saved, answer.clone(), now);
                 });
             }
         })

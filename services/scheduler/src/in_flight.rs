@@ -1,6 +1,6 @@
 //! The work a step program waits on that runs after the write reaching it
-//! — Check evaluations, Connection steps' governance and calls — taken by
-//! one replica at a time: each `(firing, step, attempt)` this replica is
+//! — Check evaluations, Connection steps' governance and calls, Memory,
+//! history and Skill steps — taken by one replica at a time: each `(firing, step, attempt)` this replica is
 //! handling is in its in-flight set, so concurrent advances of one program
 //! start it once. Nothing starts while the Automation is paused (resuming
 //! advances the program, which starts it), and authority is re-checked
@@ -8,9 +8,11 @@
 
 use crate::firing::Firing;
 use crate::model::{Automation, AutomationStatus, Readiness};
+use crate::program::Program;
 use crate::service::SchedulerService;
 use crate::steps::fail_running;
 use checkfu_core::id::FiringId;
+use std::future::Future;
 
 /// The key of a step's attempt in a replica's in-flight set.
 fn key(firing: &FiringId, step_id: &str, attempt: i64) -> String {
@@ -54,6 +56,31 @@ impl SchedulerService {
             tracing::warn!(firing_id = %f.id, error = %e.message, "refused steps could not be recorded");
         }
         vec![]
+    }
+
+    /// Asks `ask` for a taken step's answer off the caller's path, then
+    /// saves it with `save` in the compare-and-set that advances the
+    /// program (`None`: nothing to save yet — the next advance asks
+    /// again). The step's attempt leaves the in-flight set either way; an
+    /// answer that could not be saved is asked for again by recovery.
+    pub(crate) fn answer_later<A: Send + Sync + 'static>(
+        &self,
+        firing: FiringId,
+        (step_id, attempt): (String, i64),
+        what: &'static str,
+        ask: impl Future<Output = Option<A>> + Send + 'static,
+        save: impl Fn(&mut Firing, &mut Program, &A, i64) + Send + Sync + 'static,
+    ) {
+        let svc = self.clone();
+        tokio::spawn(async move {
+            if let Some(answer) = ask.await {
+                let change = move |f: &mut Firing, p: &mut Program, now: i64| save(f, p, &answer, now);
+                if let Err(e) = svc.advance_program(&firing, Some(Box::new(change))).await {
+                    tracing::warn!(firing_id = %firing, %step_id, error = %e.message, "{what} could not be saved; recovery asks again");
+                }
+            }
+            svc.left(&firing, &step_id, attempt);
+        });
     }
 
     /// This replica no longer handles the step's attempt (settled, refused

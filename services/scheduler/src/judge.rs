@@ -14,7 +14,6 @@
 use crate::evaluation::{CheckCall, Evaluation, EvaluationUsage, MAX_CHECK_INPUT_BYTES, read_reply};
 use crate::firing::Firing;
 use crate::model::{Automation, Readiness};
-use crate::program::Program;
 use crate::service::SchedulerService;
 use checkfu_core::id::CheckEvaluationId;
 use checkfu_core::time::now_ms;
@@ -34,22 +33,15 @@ impl SchedulerService {
             let calls = p.check_calls(&f.event);
             let calls = self.take_in_flight(f, a, calls, |c: &CheckCall| (c.step_id.as_str(), c.attempt), Readiness::admits).await;
             for call in calls {
-                let svc = self.clone();
-                let (firing, environment) = (f.id.clone(), a.environment_id.to_string());
-                tokio::spawn(async move {
-                    let e = svc.judge(&environment, &call).await;
-                    let change = move |f: &mut Firing, p: &mut Program, now: i64| {
-                        let usage = e.usage.clone();
-                        if p.evaluated(e.clone(), now) {
-                            f.usage.input_tokens += usage.input_tokens;
-                            f.usage.output_tokens += usage.output_tokens;
-                            f.usage.model_spend_micro_usd += usage.cost_micro_usd;
-                        }
-                    };
-                    if let Err(err) = svc.advance_program(&firing, Some(Box::new(change))).await {
-                        tracing::warn!(firing_id = %firing, step_id = %call.step_id, error = %err.message, "a Check's evaluation could not be saved; recovery asks again");
+                let (svc, environment) = (self.clone(), a.environment_id.to_string());
+                let step = (call.step_id.clone(), call.attempt);
+                let ask = async move { Some(svc.judge(&environment, &call).await) };
+                self.answer_later(f.id.clone(), step, "a Check's evaluation", ask, |f, p, e: &Evaluation, now| {
+                    if p.evaluated(e.clone(), now) {
+                        f.usage.input_tokens += e.usage.input_tokens;
+                        f.usage.output_tokens += e.usage.output_tokens;
+                        f.usage.model_spend_micro_usd += e.usage.cost_micro_usd;
                     }
-                    svc.left(&firing, &call.step_id, call.attempt);
                 });
             }
         })

@@ -10,7 +10,6 @@
 use crate::firing::Firing;
 use crate::memory_access::{MemoryAnswer, MemoryWork};
 use crate::model::{Automation, Check, Readiness, Target};
-use crate::program::Program;
 use crate::service::SchedulerService;
 use checkfu_core::Code;
 use checkfu_core::id::FiringId;
@@ -27,18 +26,11 @@ impl SchedulerService {
             let work = p.memory_work(&f.event);
             let work = self.take_in_flight(f, a, work, |w: &MemoryWork| (w.step_id.as_str(), w.attempt), Readiness::admits_calls).await;
             for w in work {
-                let svc = self.clone();
-                let (firing, principal) = (f.id.clone(), a.service_principal_id.to_string());
-                tokio::spawn(async move {
-                    let answer = svc.send_memory(&firing, &principal, &w).await;
-                    let saved = w.clone();
-                    let change = move |_: &mut Firing, p: &mut Program, now: i64| {
-                        p.memory_answered(&saved, answer.clone(), now);
-                    };
-                    if let Err(e) = svc.advance_program(&firing, Some(Box::new(change))).await {
-                        tracing::warn!(firing_id = %firing, step_id = %w.step_id, error = %e.message, "a Memory step's answer could not be saved; recovery sends it again");
-                    }
-                    svc.left(&firing, &w.step_id, w.attempt);
+                let (svc, firing, principal) = (self.clone(), f.id.clone(), a.service_principal_id.to_string());
+                let (step, saved) = ((w.step_id.clone(), w.attempt), w.clone());
+                let ask = async move { Some(svc.send_memory(&firing, &principal, &w).await) };
+                self.answer_later(f.id.clone(), step, "a Memory step's answer", ask, move |_, p, answer: &MemoryAnswer, now| {
+                    p.memory_answered(&saved, answer.clone(), now);
                 });
             }
         })

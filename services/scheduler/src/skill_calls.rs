@@ -13,12 +13,11 @@
 
 use crate::firing::Firing;
 use crate::model::{Automation, Readiness};
-use crate::program::Program;
 use crate::service::SchedulerService;
 use crate::skill_proposal::{MAX_SKILL_MD_BYTES, SkillProposal};
 use crate::skill_record::{SkillAnswer, SkillWork};
 use checkfu_bus::resource_record;
-use checkfu_core::id::{SkillProposalId, TypedId};
+use checkfu_core::id::SkillProposalId;
 use checkfu_core::page::PageRequest;
 use checkfu_core::time::now_ms;
 use checkfu_core::{Error, Result};
@@ -45,26 +44,19 @@ impl SchedulerService {
             let work = p.skill_work(&f.event);
             let work = self.take_in_flight(f, a, work, |w: &SkillWork| (w.step_id(), 1), Readiness::admits).await;
             for w in work {
-                let svc = self.clone();
-                let (firing, a) = (f.id.to_string(), a.clone());
-                tokio::spawn(async move {
-                    let answer = match &w {
+                let (svc, firing, a) = (self.clone(), f.id.to_string(), a.clone());
+                let (step, saved) = ((w.step_id().to_string(), 1), w.clone());
+                // A sessions outage answers nothing: the step stays running.
+                let ask = async move {
+                    match &w {
                         SkillWork::Propose { step_id, skill, content } => {
                             svc.propose(&a, &firing, step_id, skill.as_deref(), content).await
                         }
                         SkillWork::Observe { proposal_id, .. } => Some(svc.observe(&a, proposal_id).await),
-                    };
-                    let id = TypedId::stored(firing.clone());
-                    if let Some(answer) = answer {
-                        let saved = w.clone();
-                        let change = move |_: &mut Firing, p: &mut Program, now: i64| {
-                            p.skill_answered(&saved, answer.clone(), now);
-                        };
-                        if let Err(e) = svc.advance_program(&id, Some(Box::new(change))).await {
-                            tracing::warn!(firing_id = %firing, step_id = %w.step_id(), error = %e.message, "a Skill step's answer could not be saved; recovery asks again");
-                        }
                     }
-                    svc.left(&id, w.step_id(), 1);
+                };
+                self.answer_later(f.id.clone(), step, "a Skill step's answer", ask, move |_, p, answer: &SkillAnswer, now| {
+                    p.skill_answered(&saved, answer.clone(), now);
                 });
             }
         })
@@ -248,15 +240,7 @@ impl SchedulerService {
     async fn audit_proposal(&self, actor: &str, action: &str, p: &SkillProposal) {
         let details = json!({"automation_id": p.automation_id, "automation_firing_id": p.firing_id, "step_id": p.step_id,
             "skill_id": p.adopted.as_ref().map(|a| a.0.clone()).or(p.skill_id.clone()), "content_sha256": p.content_sha256});
-        let req = gov::RecordAuditRequest {
-            actor_id: actor.into(),
-            action: action.into(),
-            resource: Some(gov::ResourceRef { kind: "skill_proposal".into(), id: p.id.clone() }),
-            details_json: details.to_string(),
-        };
-        if let Err(s) = self.governance.clone().record_audit(req).await {
-            tracing::warn!(%s, skill_proposal_id = %p.id, action, "could not audit a skill proposal");
-        }
+        self.audit_resource(actor, action, "skill_proposal", &p.id, details).await
     }
 }
 
