@@ -93,8 +93,9 @@ pub enum AutomationAction {
 }
 
 /// One receipt, in short: a child Session, an approval, a wait, a Check's
-/// evaluation, a Connection step's call, an Outcome or an input into a
-/// continued Session.
+/// evaluation, a Connection step's call, an Outcome, an input into a
+/// continued Session, a Memory, history or Skill step's work, or a
+/// delivery screen's verdict.
 fn receipt(t: &Value, step: &str) -> Vec<String> {
     let of = |kind: &str| {
         t["receipts"][kind].as_array().into_iter().flatten().filter(move |r| r["step_id"].as_str().unwrap_or_default() == step)
@@ -160,6 +161,19 @@ fn receipt(t: &Value, step: &str) -> Vec<String> {
             _ => format!("failed ({})", text(&h["error"])),
         };
         out.push(format!("frontier {}  {came}", text(&h["frontier"])));
+    }
+    for k in of("skills") {
+        let came = match k["result"].as_str() {
+            Some("proposed") => format!("proposed {}", text(&k["skill_proposal_id"])),
+            Some("observed") => format!("observed {}", text(&k["disposition"])),
+            Some("failed") => format!("failed ({})", text(&k["error"])),
+            r => r.unwrap_or_default().to_string(),
+        };
+        out.push(format!("skill {}  {came}", text(&k["operation"])));
+    }
+    for v in of("screens") {
+        let fate = if v["released"] == true { "released" } else { "withheld" };
+        out.push(format!("screen {} in {}  {}, {fate}", text(&v["event_id"]), text(&v["session_id"]), text(&v["verdict"])));
     }
     out
 }
@@ -416,6 +430,7 @@ mod tests {
                     {"id": "d", "kind": "decision", "outcome": {"kind": "completed", "branch": "otherwise"}},
                     {"id": "c", "kind": "step_connection", "outcome": {"kind": "failed", "reason": "effect_indeterminate"}},
                     {"id": "m", "kind": "step_memory_write", "outcome": {"kind": "completed"}},
+                    {"id": "p", "kind": "step_skill_proposal", "outcome": {"kind": "completed"}},
                     {"id": "b", "kind": "step_agent", "outcome": {"kind": "skipped"}}]}},
             "receipts": {"sessions": [{"step_id": "a", "session_id": "sess_1", "status": "idle", "stop_reason": {"type": "end_turn"}}],
                 "approvals": [{"step_id": "ok", "action_approval_id": "apr_1", "status": "approved"}], "waits": [],
@@ -424,7 +439,9 @@ mod tests {
                 "outcomes": [{"step_id": "a", "outcome_id": "out_1", "status": "satisfied", "iterations_used": 2}],
                 "inputs": [{"step_id": "a", "session_id": "sess_1", "event_id": "evt_1", "run_id": "run_1"}],
                 "memory": [{"step_id": "m", "attempt": 1, "memory_store_id": "mstr_1", "path": "/n.md", "operation": "write",
-                    "result": "written", "store_version": 4}]},
+                    "result": "written", "store_version": 4}],
+                "skills": [{"step_id": "p", "operation": "propose", "skill_proposal_id": "skprop_1", "result": "proposed"}],
+                "screens": [{"step_id": "a", "session_id": "sess_1", "event_id": "evt_2", "verdict": "blocked", "released": false}]},
             "evidence": {"complete": true, "missing": []}
         });
         assert_eq!(
@@ -435,13 +452,16 @@ mod tests {
              ├─ a  step_agent  completed\n\
              │  ├─ session sess_1  idle (end_turn)\n\
              │  ├─ outcome out_1  satisfied after 2\n\
-             │  └─ input evt_1 into sess_1  run run_1\n\
+             │  ├─ input evt_1 into sess_1  run run_1\n\
+             │  └─ screen evt_2 in sess_1  blocked, withheld\n\
              ├─ d  decision  completed (otherwise)\n\
              │  └─ evaluation ceval_1  attempt 1  verdict no\n\
              ├─ c  step_connection  failed (effect_indeterminate)\n\
              │  └─ call ccall_1  add  attempt 1  answer unknown (mcp.timeout)\n\
              ├─ m  step_memory_write  completed\n\
              │  └─ memory write /n.md of mstr_1  attempt 1  written at version 4\n\
+             ├─ p  step_skill_proposal  completed\n\
+             │  └─ skill propose  proposed skprop_1\n\
              └─ b  step_agent  skipped\n"
         );
     }

@@ -17,7 +17,7 @@ import { mcpServer } from "./mcp.js";
 const world = live({ CHECKFU_ALLOW_PRIVATE_TARGETS: "true" });
 const TOKEN = "mcp-static-token-graph-steps";
 
-test("Checks, Connection steps, retries, joins and for-each in the inspector, run from the console", async () => {
+test("Checks, Connection steps, retries, joins, for-each and delivery screens in the inspector, run from the console", async () => {
   const admin = world.server.admin;
   const d = await deploy(admin);
   const env = d.environmentId;
@@ -162,6 +162,10 @@ test("Checks, Connection steps, retries, joins and for-each in the inspector, ru
   await agent.getByLabel("Run once per item").check();
   await agent.getByLabel("items: from node").selectOption("trigger1");
   await agent.getByLabel("items: at pointer").fill("/files");
+  await agent.getByLabel("Screen every message before it is delivered").check();
+  await agent.getByLabel("Screen routing profile").fill(routeId);
+  await agent.getByLabel("Screen instructions").fill("block: refund");
+  await agent.getByLabel("If the screen fails").selectOption("fail_open");
   // An Outcome reviewing a second Agent: the edge kind follows the target.
   await toolbar.getByRole("button", { name: "Add Agent" }).click();
   await toolbar.getByRole("button", { name: "Add Outcome" }).click();
@@ -182,6 +186,7 @@ test("Checks, Connection steps, retries, joins and for-each in the inspector, ru
   const at = (id: string) => second.nodes.find((n) => n["id"] === id)!;
   assert.deepEqual(at("join1")["collect"], { verdict: "check1", sum: "connection1" });
   assert.deepEqual(at("agent1")["forEach"], { items: { sourceNodeId: "trigger1", pointer: "/files" }, maxItems: 10, concurrency: 2 });
+  assert.deepEqual(at("agent1")["deliveryScreen"], { modelRoutingProfileId: routeId, instructions: "block: refund", onFailure: "fail_open" });
   assert.equal((at("decision1")["condition"] as { kind: string }).kind, "check");
   assert.deepEqual(at("outcome1"), { id: "outcome1", kind: "outcome", rubric: "require: done", maxIterations: 2 });
   const edges = (await admin.automationGraphs.getRevision(graph.id, 2)).document as { edges: { kind: string; from: string; to?: string | null }[] };

@@ -220,6 +220,7 @@ async fn an_input_left_pending_by_a_crash_is_appended_once_by_recovery() {
         firing_id: firing.id.to_string(),
         outcome: None,
         continuation: Some(k.clone()),
+        delivery_screen: None,
     };
     assert!(store.insert_firing(&firing, Some(&child), None).await.unwrap());
 

@@ -394,6 +394,7 @@ async fn a_child_left_pending_by_a_crash_is_created_once_by_recovery() {
         firing_id: firing.id.to_string(),
         outcome: None,
         continuation: None,
+        delivery_screen: None,
     };
     assert!(store.insert_firing(&firing, Some(&child), None).await.unwrap());
 

@@ -11,8 +11,9 @@
 
 use crate::scheduler::v1::{
     AgentTarget, ChildBudget, Predicate, ScheduleOnceTrigger, ScheduleTrigger, SessionTarget, StepsTarget, SubscriptionTrigger, Target,
-    Trigger, WebhookTrigger, target, trigger,
+    TargetInput, Trigger, WebhookTrigger, target, trigger,
 };
+use crate::sessions::v1::DeliveryScreen;
 use checkfu_core::Error;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -267,6 +268,16 @@ struct AgentShape {
     budget: Option<BudgetShape>,
     #[serde(default)]
     session_target: Option<Value>,
+    #[serde(default)]
+    input: Option<InputShape>,
+}
+
+/// What each child starts with besides the prompt (api.md §18.8).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InputShape {
+    #[serde(default)]
+    delivery_screen: Option<checkfu_core::delivery_screen::DeliveryScreen>,
 }
 
 #[derive(Deserialize)]
@@ -320,6 +331,7 @@ impl AgentTarget {
             prompt: t.prompt,
             budget: t.budget.map(|b| ChildBudget { limit: b.limit, metric: b.metric }),
             session_target: Some(session_target),
+            input: t.input.map(|i| TargetInput { delivery_screen: i.delivery_screen.as_ref().map(DeliveryScreen::of) }),
         })
     }
 
@@ -333,6 +345,9 @@ impl AgentTarget {
         v["session_target"] = json!({"mode": s.mode});
         if let Some(id) = &s.session {
             v["session_target"]["session"] = json!(id);
+        }
+        if let Some(i) = &self.input {
+            v["input"] = json!({"delivery_screen": i.delivery_screen.as_ref().map(DeliveryScreen::view)});
         }
         v
     }

@@ -181,8 +181,17 @@ pub fn receipts(r: &FiringReceipts) -> Value {
                 "skill_id": k.skill_id, "version": k.version, "result": k.result, "error": k.error, "at": k.at})
         })
         .collect();
+    let screens: Vec<Value> = r
+        .screens
+        .iter()
+        .map(|s| {
+            let step_id = if s.step_id.is_empty() { Value::Null } else { json!(s.step_id) };
+            json!({"step_id": step_id, "session_id": s.session_id, "event_id": s.event_id, "seq": s.seq, "verdict": s.verdict,
+                "released": s.released, "content_sha256": s.content_sha256, "at": s.at})
+        })
+        .collect();
     json!({"sessions": sessions, "approvals": approvals, "waits": waits, "evaluations": evaluations, "connection_calls": connection_calls,
-        "outcomes": outcomes, "inputs": inputs, "memory": memory, "history": history, "skills": skills})
+        "outcomes": outcomes, "inputs": inputs, "memory": memory, "history": history, "skills": skills, "screens": screens})
 }
 
 fn session_input(i: &SessionInput) -> Value {

@@ -27,6 +27,7 @@ pub mod agent_definition;
 pub mod automation_spec;
 pub mod called_tool;
 pub mod credential_input;
+pub mod delivery_screen;
 pub mod event_refs;
 pub mod firing_trace;
 pub mod mesh;

@@ -9,6 +9,7 @@ import { triggerWords } from "../pages/automations.js";
 import { BindingFields, Choice, Field, JsonField, type Binding } from "./fields.js";
 import { ObserveSkillInspector, RecordHistoryInspector, SelectHistoryInspector, SkillProposalInspector } from "./history-fields.js";
 import { MemoryInspector, type MemoryStoreView } from "./memory-fields.js";
+import { DeliveryScreenFields } from "./screen-fields.js";
 import { CheckFields, ConnectionInspector, ForEachFields, JoinInspector, RetryFields, type SavedGraph, type ToolSourceView } from "./step-fields.js";
 import {
   EDGE_KINDS,
@@ -382,6 +383,7 @@ export function NodeInspector(props: {
     body = (
       <AgentInspector node={n} deployments={props.deployments} change={props.change}>
         <ForEachFields node={n} doc={props.doc} change={props.change} />
+        <DeliveryScreenFields node={n} change={props.change} />
         {props.test}
       </AgentInspector>
     );

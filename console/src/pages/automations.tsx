@@ -239,9 +239,10 @@ type Receipts = {
   evaluations?: { step_id?: string | null; id: string; attempt: number; verdict?: string | null; error?: string | null }[];
   connection_calls?: { step_id?: string | null; id: string; tool: string; attempt: number; status?: string | null; error_code?: string | null }[];
   skills?: { step_id?: string | null; operation: string; result: string; skill_proposal_id?: string | null; disposition?: string | null; skill_id?: string | null; version?: number | null; error?: string | null }[];
+  screens?: { step_id?: string | null; session_id: string; event_id: string; seq: number; verdict: string; released: boolean }[];
 };
 
-/** What a step left behind: its child Session, its approval, its wait, its Check's evaluations, its calls, the documents it read or wrote, the history it chose, the skill it proposed. */
+/** What a step left behind: its child Session, its approval, its wait, its Check's evaluations, its calls, the documents it read or wrote, the history it chose, the skill it proposed, its screen's verdicts. */
 function Left(props: { receipts: Receipts; step: string }) {
   const mine = <T extends { step_id?: string | null }>(xs: T[] | undefined) => (xs ?? []).filter((x) => (x.step_id ?? "") === props.step);
   const items = [
@@ -288,6 +289,11 @@ function Left(props: { receipts: Receipts; step: string }) {
       <li key={`skill-${k.operation}`}>
         {k.operation === "propose" ? "skill proposal" : "observed"} {k.skill_proposal_id ?? ""}{" "}
         {k.result === "failed" ? `failed (${k.error ?? ""})` : k.disposition ? `${k.disposition}${k.skill_id ? ` ${k.skill_id} v${k.version ?? ""}` : ""}` : k.result}
+      </li>
+    )),
+    ...mine(props.receipts.screens).map((v) => (
+      <li key={v.event_id}>
+        screen of a message in <Link to={`/sessions/${v.session_id}`}>{v.session_id}</Link> at seq {v.seq}: {v.verdict}, {v.released ? "released" : "withheld"}
       </li>
     )),
   ];

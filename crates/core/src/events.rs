@@ -15,6 +15,9 @@ crate::string_enum!(
         // item (api.md §17.13); never accepted from other clients.
         UserToolResult = "user.tool_result",
         AgentMessage = "agent.message",
+        // A delivery screen's verdict on an agent.message (api.md §18.8),
+        // written before the message, or instead of it when withheld.
+        MessageScreened = "message.screened",
         AgentThinking = "agent.thinking",
         AgentToolUse = "agent.tool_use",
         AgentToolResult = "agent.tool_result",

@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod capability;
+pub mod delivery_screen;
 pub mod error;
 pub mod events;
 pub mod features;

@@ -196,6 +196,7 @@ mod tests {
                     prompt: "triage".into(),
                     budget: Some(pb::ChildBudget { limit: 100, metric: "model_tokens".into() }),
                     session_target: Some(pb::SessionTarget { mode: "start_new".into(), session: None }),
+                    input: None,
                 })),
             }),
             ..Default::default()
@@ -337,6 +338,7 @@ mod tests {
                 memory: vec![],
                 history: vec![],
                 skills: vec![],
+                screens: vec![],
             }),
             evidence: Some(pb::FiringEvidence {
                 complete: false,
@@ -359,6 +361,7 @@ mod tests {
         typed_receipts["memory"] = json!([]);
         typed_receipts["history"] = json!([]);
         typed_receipts["skills"] = json!([]);
+        typed_receipts["screens"] = json!([]);
         for (t, receipts) in [(&typed, &typed_receipts), (&old, &receipts)] {
             assert_eq!((trace_steps(t), trace_receipts(t), trace_evidence(t)), (steps.clone(), receipts.clone(), evidence.clone()));
         }

@@ -206,7 +206,20 @@ fn agent_target() -> Value {
         "session_target": {"type": "object", "required": ["mode"], "additionalProperties": false, "properties": {
             "mode": {"type": "string", "enum": ["start_new", "continue_selected"]},
             "session": {"description": "The Session a continue_selected target sends its prompt into (api.md §18.4); required then.", "allOf": [id("sess")]}}},
+        "input": {"type": "object", "additionalProperties": false, "properties": {"delivery_screen": delivery_screen()}},
     }})
+}
+
+/// A delivery screen (`checkfu_core::delivery_screen`, api.md §18.8):
+/// instructions are at most 16 KiB of UTF-8, so 4,096 characters always fit.
+fn delivery_screen() -> Value {
+    json!({"type": "object", "required": ["model_routing_profile_id", "instructions"], "additionalProperties": false,
+        "description": "Every agent.message of each child is held for this screen (api.md §18.8); not with a continue_selected session_target.",
+        "properties": {
+            "model_routing_profile_id": id("mrp"),
+            "tier": {"type": "string", "enum": checkfu_core::delivery_screen::TIERS},
+            "instructions": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": "\\S"},
+            "on_failure": {"type": "string", "enum": ["fail_closed", "fail_open"]}}})
 }
 
 /// A tool name (`sessions::model`): 1-64 of a-z, 0-9, `_`, `-`.

@@ -136,6 +136,7 @@ impl SchedulerService {
             firing_id: f.id.to_string(),
             outcome: None,
             continuation: continued.map(|_| Continuation::new(f.id.as_str(), "", 1)),
+            delivery_screen: target.delivery_screen.clone(),
         };
         if !self.store.insert_firing(&f, Some(&child), delivery.as_ref()).await? {
             return Ok(None);
@@ -224,6 +225,7 @@ impl SchedulerService {
             created_by: c.principal_id.clone(),
             budget: c.budget.as_ref().map(|b| ss::NewBudget { limit: b.limit, metric: b.metric.clone() }),
             session_id: Some(c.session_id.clone()),
+            delivery_screen: c.delivery_screen.as_ref().map(ss::DeliveryScreen::of),
             ..Default::default()
         };
         Ok(self.sessions.clone().create_session(req).await.map_err(Error::from)?.into_inner().id)

@@ -2,10 +2,12 @@
 //! the checks that turn the typed wire forms (their shape read by
 //! `checkfu_proto::automation_spec`) into them once.
 
+pub use checkfu_core::delivery_screen::DeliveryScreen;
 use checkfu_core::id::{AutomationId, DeploymentId, EnvironmentId, FilteredDeliveryId, PrincipalId, SessionId};
 use checkfu_core::{Error, Result, string_enum};
 use checkfu_proto::automation_spec::invalid_target;
 use checkfu_proto::scheduler::v1 as pb;
+use checkfu_proto::sessions::v1 as ss;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -52,6 +54,8 @@ pub struct AgentTarget {
     pub prompt: String,
     pub budget: Option<ChildBudget>,
     pub session_target: SessionTarget,
+    /// `input.delivery_screen`: frozen into each child (§18.8).
+    pub delivery_screen: Option<DeliveryScreen>,
 }
 
 /// Which Session a firing's prompt goes to: a new child, or (saved, not
@@ -87,8 +91,17 @@ impl AgentTarget {
                 return Err(invalid_target("target.budget.metric is model_spend or model_tokens"));
             }
         }
+        let delivery_screen = t.input.and_then(|i| i.delivery_screen).map(|d| d.to_domain("target.input.delivery_screen")).transpose()?;
         let session_target = match t.session_target {
             None => SessionTarget { continue_selected: false, session: None },
+            // A Session made elsewhere keeps how it delivers (§18.8).
+            Some(s) if s.mode == "continue_selected" && delivery_screen.is_some() => {
+                return Err(Error::invalid_field(
+                    "target.input.delivery_screen",
+                    "a continue_selected session_target takes no delivery_screen: the Session was created without one",
+                )
+                .with_reason("session_target_conflict"));
+            }
             Some(s) if s.mode == "start_new" => SessionTarget { continue_selected: false, session: s.session },
             // The selected Session keeps its own Budget (api.md §18.4).
             Some(s) if s.mode == "continue_selected" && t.budget.is_some() => {
@@ -111,6 +124,7 @@ impl AgentTarget {
             prompt: t.prompt,
             budget: t.budget.map(|b| ChildBudget { limit: b.limit, metric: b.metric }),
             session_target,
+            delivery_screen,
         })
     }
 
@@ -122,6 +136,7 @@ impl AgentTarget {
             prompt: self.prompt.clone(),
             budget: self.budget.as_ref().map(|b| pb::ChildBudget { limit: b.limit, metric: b.metric.clone() }),
             session_target: Some(pb::SessionTarget { mode: mode.into(), session: self.session_target.session.clone() }),
+            input: self.delivery_screen.as_ref().map(|d| pb::TargetInput { delivery_screen: Some(ss::DeliveryScreen::of(d)) }),
         }
     }
 
@@ -129,6 +144,29 @@ impl AgentTarget {
     pub fn continued_session(&self) -> Option<&str> {
         self.session_target.session.as_deref().filter(|_| self.session_target.continue_selected)
     }
+}
+
+/// A graph's `deliveryScreen` (camelCase: `modelRoutingProfileId`, `tier`,
+/// `instructions`, `onFailure`) read as the API's screen and checked as it
+/// is; stored step nodes keep the graph's spelling.
+pub fn graph_screen(v: &Value) -> std::result::Result<DeliveryScreen, String> {
+    let o = v.as_object().ok_or("deliveryScreen is an object")?;
+    let mut snake = serde_json::Map::new();
+    for (k, v) in o {
+        let key = match k.as_str() {
+            "modelRoutingProfileId" => "model_routing_profile_id",
+            "tier" => "tier",
+            "instructions" => "instructions",
+            "onFailure" => "on_failure",
+            other => return Err(format!("deliveryScreen has no field {other:?}")),
+        };
+        if !v.is_null() {
+            snake.insert(key.into(), v.clone());
+        }
+    }
+    let screen: DeliveryScreen = serde_json::from_value(Value::Object(snake)).map_err(|e| format!("deliveryScreen: {e}"))?;
+    screen.check("deliveryScreen").map_err(|e| e.message)?;
+    Ok(screen)
 }
 
 pub fn check_name(name: &str) -> Result<()> {
@@ -198,6 +236,15 @@ impl StepsTarget {
         ids
     }
 
+    /// Each routing profile a `step_agent`'s delivery screen calls, once.
+    pub fn screen_profiles(&self) -> Vec<String> {
+        let mut ids: Vec<String> =
+            self.steps.iter().filter_map(|n| n["deliveryScreen"]["modelRoutingProfileId"].as_str()).map(String::from).collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
     /// Each `step_connection`'s pinned `(tool_source_id, connection_id,
     /// tool)`.
     pub fn connection_tools(&self) -> Vec<(String, String, String)> {
@@ -262,6 +309,18 @@ pub enum Target {
 }
 
 impl Target {
+    /// Each routing profile an evaluation of the target calls, with its
+    /// purpose: Checks `decision`, delivery screens `delivery_screen`.
+    pub fn evaluator_profiles(&self) -> Vec<(String, &'static str)> {
+        match self {
+            Target::Agent(t) => t.delivery_screen.iter().map(|d| (d.model_routing_profile_id.clone(), "delivery_screen")).collect(),
+            Target::Steps(t) => {
+                let checks = t.check_profiles().into_iter().map(|p| (p, "decision"));
+                checks.chain(t.screen_profiles().into_iter().map(|p| (p, "delivery_screen"))).collect()
+            }
+        }
+    }
+
     /// A stored target (either kind).
     pub fn stored(v: &Value) -> Result<Target> {
         if v.get("kind").and_then(Value::as_str) == Some("steps") {
@@ -544,6 +603,9 @@ pub struct ChildRequest {
     /// existing Session it continues, and nothing is created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continuation: Option<crate::session_input::Continuation>,
+    /// The screen the child holds its messages for (§18.8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_screen: Option<DeliveryScreen>,
 }
 
 /// A timer a scheduler replica holds: an Automation's occurrence, taken

@@ -312,26 +312,26 @@ impl SchedulerService {
         }
     }
 
-    /// Readiness `evaluators`: every routing profile a Check calls has a
-    /// candidate qualified for `decision` now (api.md §18.1).
+    /// Readiness `evaluators`: every routing profile a Check or a delivery
+    /// screen calls has a candidate qualified for that purpose now (api.md
+    /// §18.1, §18.8).
     async fn evaluators(&self, a: &Automation) -> Check {
-        let Target::Steps(t) = &a.target else { return Check::pass("evaluators") };
-        for profile in t.check_profiles() {
+        for (profile, purpose) in a.target.evaluator_profiles() {
             let req =
-                checkfu_proto::modelgateway::v1::CheckEvaluatorsRequest { routing_profile_id: profile.clone(), purpose: "decision".into() };
+                checkfu_proto::modelgateway::v1::CheckEvaluatorsRequest { routing_profile_id: profile.clone(), purpose: purpose.into() };
             match self.models.clone().check_evaluators(req).await {
                 Ok(r) if r.get_ref().qualified => continue,
                 Ok(_) => {
                     return Check::fail(
                         "evaluators",
                         format!(
-                            "no candidate of {profile} is qualified for decision: an installation admin records an evaluator qualification"
+                            "no candidate of {profile} is qualified for {purpose}: an installation admin records an evaluator qualification"
                         ),
                         Some(profile),
                     );
                 }
                 Err(s) if s.code() == tonic::Code::NotFound => {
-                    return Check::fail("evaluators", format!("the routing profile {profile} does not exist (decision)"), Some(profile));
+                    return Check::fail("evaluators", format!("the routing profile {profile} does not exist ({purpose})"), Some(profile));
                 }
                 Err(s) => return Check::unknown("evaluators", s.message()),
             }

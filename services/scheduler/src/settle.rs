@@ -7,7 +7,8 @@
 //! child's first `end_turn` idle, `failed` with `child_interrupted` (that
 //! idle followed a `user.interrupt`), `child_failed` (`retries_exhausted`)
 //! or `child_terminated` (archived); `requires_action` and
-//! `budget_reached` keep it `running`.
+//! `budget_reached` keep it `running`. A screened child whose last message
+//! was withheld fails it `delivery_blocked` (§18.8).
 
 use crate::SchedulerService;
 use crate::model::{FiringState, Usage};
@@ -48,6 +49,14 @@ impl SchedulerService {
         }
         let s = self.sessions.clone().get_session(ss::GetByIdRequest { id: session_id.into() }).await.map_err(Error::from)?.into_inner();
         f.usage = Usage::from(s.usage.unwrap_or_default());
+        // A screened child whose last message was withheld delivered
+        // nothing: the firing fails (§18.8).
+        let (state, error) = match state {
+            FiringState::Succeeded if s.delivery_screen.is_some() && self.last_message(session_id).await?.is_none() => {
+                (FiringState::Failed, Some(("delivery_blocked", "the child's delivery screen withheld its last message".to_string())))
+            }
+            _ => (state, error),
+        };
         f.settle(state, error, now_ms());
         self.store.update_firing(&f).await?;
         self.after_settle(&f).await;

@@ -105,6 +105,7 @@ impl SchedulerService {
                                 outcome: ad.outcome,
                                 continuation: continued
                                     .map(|_| crate::session_input::Continuation::new(f.id.as_str(), &ad.step_id, attempt)),
+                                delivery_screen: node.get("deliveryScreen").and_then(|d| graph_screen(d).ok()),
                             };
                             if let Some(s) = p.steps.iter_mut().find(|s| s.id == ad.step_id) {
                                 match ad.item.and_then(|i| s.items.get_mut(i)) {
@@ -191,7 +192,15 @@ impl SchedulerService {
             }
             _ => (outcome, None),
         };
-        let output = if outcome.kind == "completed" { Some(Value::String(self.last_message(session_id).await?)) } else { None };
+        // A completed child delivered its last message — unless its screen
+        // withheld it (§18.8): a negative verdict, not a failure.
+        let (outcome, output) = match outcome.kind.as_str() {
+            "completed" => match self.last_message(session_id).await? {
+                Some(text) => (outcome, Some(Value::String(text))),
+                None => (Outcome { reason: Some("delivery_blocked".into()), ..Outcome::of("rejected") }, None),
+            },
+            _ => (outcome, None),
+        };
         // A failed child is retried only if it left no call whose effect is
         // unknown (§18.6).
         let retried = f
@@ -276,16 +285,25 @@ impl SchedulerService {
     }
 
     /// The text of a Session's last `agent.message` (`""` if none).
-    async fn last_message(&self, session_id: &str) -> Result<String> {
+    /// The text of a child's last `agent.message`; `None` when the
+    /// Session's delivery screen withheld its last message (§18.8): its
+    /// last `message.screened` came after its last delivered message.
+    pub(crate) async fn last_message(&self, session_id: &str) -> Result<Option<String>> {
         let mut last = None;
-        self.each_event(session_id, &["agent.message"], |e| last = Some(e.payload_json.clone())).await?;
-        let payload: Value = last.and_then(|p| serde_json::from_str(&p).ok()).unwrap_or(Value::Null);
+        self.each_event(session_id, &["agent.message", "message.screened"], |e| last = Some((e.r#type.clone(), e.payload_json.clone())))
+            .await?;
+        let Some((kind, payload)) = last else { return Ok(Some(String::new())) };
+        let payload: Value = serde_json::from_str(&payload).unwrap_or(Value::Null);
+        if kind == "message.screened" {
+            // Released, its message follows; a screened last is withheld.
+            return Ok(None);
+        }
         let text: Vec<&str> = payload["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect();
-        Ok(text.join(""))
+        Ok(Some(text.join("")))
     }
 
     /// Reads a Session's events of `types` in order, a page at a time.
-    async fn each_event(&self, session_id: &str, types: &[&str], mut read: impl FnMut(&ss::Event)) -> Result<()> {
+    pub(crate) async fn each_event(&self, session_id: &str, types: &[&str], mut read: impl FnMut(&ss::Event)) -> Result<()> {
         const PAGE: u32 = 1000;
         let mut after = 0;
         loop {

@@ -24,6 +24,22 @@ pub struct Receipts {
     /// Each accepted `continue_selected` input, `(step id, input)` (an
     /// Agent target's step id is empty).
     pub inputs: Vec<(String, crate::session_input::SessionInput)>,
+    /// Each screened child's verdicts, as its log records them now.
+    pub screens: Vec<ScreenReceipt>,
+}
+
+/// A delivery screen's verdict on one of a child's messages (§18.8).
+#[derive(Debug, PartialEq)]
+pub struct ScreenReceipt {
+    pub step_id: Option<String>,
+    pub session_id: String,
+    pub event_id: String,
+    pub seq: i64,
+    /// `allowed`, `blocked` or `error`.
+    pub verdict: String,
+    pub released: bool,
+    pub content_sha256: String,
+    pub at: String,
 }
 
 /// A child Session as it says now.
@@ -69,10 +85,27 @@ impl SchedulerService {
             match self.sessions.clone().get_session(ss::GetByIdRequest { id: child.clone() }).await {
                 Ok(s) => {
                     let s = s.into_inner();
+                    let step_id = f.program.as_ref().and_then(|p| p.step_of_child(child)).map(|st| st.id.clone());
+                    if s.delivery_screen.is_some() {
+                        self.each_event(child, &["message.screened"], |e| {
+                            let p: serde_json::Value = serde_json::from_str(&e.payload_json).unwrap_or_default();
+                            receipts.screens.push(ScreenReceipt {
+                                step_id: step_id.clone(),
+                                session_id: child.clone(),
+                                event_id: e.id.clone(),
+                                seq: e.seq,
+                                verdict: p["verdict"].as_str().unwrap_or_default().into(),
+                                released: p["released"].as_bool().unwrap_or(false),
+                                content_sha256: p["content_sha256"].as_str().unwrap_or_default().into(),
+                                at: e.created_at.clone(),
+                            });
+                        })
+                        .await?;
+                    }
                     #[allow(deprecated)] // a 0.1.0 sessions service sends only the JSON text
                     let stop_reason_json = if s.stop_reason.is_some() { String::new() } else { s.stop_reason_json };
                     receipts.sessions.push(SessionReceipt {
-                        step_id: f.program.as_ref().and_then(|p| p.step_of_child(child)).map(|st| st.id.clone()),
+                        step_id,
                         session_id: s.id,
                         status: s.status,
                         stop_reason: s.stop_reason,

@@ -103,6 +103,20 @@ fn receipts(r: &Receipts, p: Option<&Program>) -> pb::FiringReceipts {
                 at: rfc3339(k.at_ms),
             })
             .collect(),
+        screens: r
+            .screens
+            .iter()
+            .map(|s| pb::ScreenReceipt {
+                step_id: s.step_id.clone().unwrap_or_default(),
+                session_id: s.session_id.clone(),
+                event_id: s.event_id.clone(),
+                seq: s.seq,
+                verdict: s.verdict.clone(),
+                released: s.released,
+                content_sha256: s.content_sha256.clone(),
+                at: s.at.clone(),
+            })
+            .collect(),
     }
 }
 

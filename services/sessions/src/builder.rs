@@ -57,6 +57,7 @@ impl Builder {
             memory: self.memory,
             blobs: self.blobs,
             token_key: self.token_key,
+            models: self.models.clone(),
         });
         SessionsService {
             threads: Threads {

@@ -193,6 +193,7 @@ impl Rpc for SessionsGrpc {
             deployment_revision: r.deployment_revision,
             id: r.session_id,
             connection_vault_ids: r.connection_vault_ids,
+            delivery_screen: r.delivery_screen.map(|s| s.to_domain("delivery_screen")).transpose()?,
         };
         let made = self.svc.create_session(req).await?;
         if made.events.is_empty() {

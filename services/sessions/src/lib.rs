@@ -22,6 +22,7 @@ pub mod outcomes;
 mod pollers;
 pub mod runners;
 pub mod runs;
+mod screen;
 pub mod service;
 pub mod store;
 mod sweeps;
@@ -57,6 +58,7 @@ pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/
     "0011_sandbox_archive",
     "0012_connection_vaults",
     "0013_work_items",
+    "0014_delivery_screen",
 );
 
 /// Opens the store and starts building the service on it; the database

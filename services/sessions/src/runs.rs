@@ -75,7 +75,15 @@ const MAX_APPEND: usize = 100;
 /// `agent.message` takes its preview's id, api.md §17.14).
 pub type RunEvent = (String, Value, String);
 
-fn check_run_events(events: Vec<RunEvent>) -> Result<Vec<(EventType, Value, Option<EventId>)>> {
+/// A Run's event, checked: its type, payload and proposed id.
+pub(crate) type Checked = (EventType, Value, Option<EventId>);
+
+/// The screen a Session holds its messages for (`screen.rs`), and its
+/// Environment (the routing profile must live there); `None` for an
+/// unscreened Session.
+pub(crate) type Screen = Option<(checkfu_core::id::EnvironmentId, Arc<checkfu_core::delivery_screen::DeliveryScreen>)>;
+
+fn check_run_events(events: Vec<RunEvent>) -> Result<Vec<Checked>> {
     if events.len() > MAX_APPEND {
         return Err(Error::invalid_field("events", format!("append at most {MAX_APPEND} events at a time")));
     }
@@ -100,7 +108,7 @@ fn check_run_events(events: Vec<RunEvent>) -> Result<Vec<(EventType, Value, Opti
 
 /// Appends a held Run's events to a draft, projecting model usage onto the
 /// Run and the Session. Returns the seqs they will get.
-fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(EventType, Value, Option<EventId>)]) -> Result<Vec<i64>> {
+fn append_run_events(d: &mut Draft, lease: &Lease, events: &[Checked]) -> Result<Vec<i64>> {
     let mut run = held(d, lease)?.clone();
     let agent_id = d.focused().map_or_else(|| d.session.agent_id.to_string(), |t| t.agent.agent_id.clone());
     let agent = json!({"kind": "agent", "id": agent_id});
@@ -108,12 +116,18 @@ fn append_run_events(d: &mut Draft, lease: &Lease, events: &[(EventType, Value, 
     let mut seqs = Vec::with_capacity(events.len());
     for (t, p, proposed) in events {
         let t = *t;
-        if t == EventType::SpanModelRequestEnd {
-            let u = p.get("model_usage").cloned().unwrap_or(Value::Null);
+        // A model call's cost, or a delivery screen's (`screen.rs`).
+        let charged = match t {
+            EventType::SpanModelRequestEnd => Some((p.get("model_usage"), p.get("cost_micro_usd"))),
+            EventType::MessageScreened => p.get("usage").map(|u| (Some(u), u.get("cost_micro_usd"))),
+            _ => None,
+        };
+        if let Some((u, cost)) = charged {
+            let tokens = |k: &str| u.and_then(|u| u.get(k)).and_then(Value::as_i64).unwrap_or(0).max(0);
             let add = Usage {
-                input_tokens: u.get("input_tokens").and_then(Value::as_i64).unwrap_or(0).max(0),
-                output_tokens: u.get("output_tokens").and_then(Value::as_i64).unwrap_or(0).max(0),
-                model_spend_micro_usd: p.get("cost_micro_usd").and_then(Value::as_i64).unwrap_or(0).max(0),
+                input_tokens: tokens("input_tokens"),
+                output_tokens: tokens("output_tokens"),
+                model_spend_micro_usd: cost.and_then(Value::as_i64).unwrap_or(0).max(0),
             };
             run.usage.add(add);
             d.session.usage.add(add);
@@ -217,10 +231,14 @@ pub struct Runs {
     pub(crate) work_queued: Arc<Notify>,
     /// Who polled for work recently, on this replica.
     pub(crate) pollers: Arc<crate::pollers::Pollers>,
+    /// The model gateway: delivery screens (`screen.rs`).
+    pub(crate) models: Option<crate::upstream::Models>,
+    /// Each Session's delivery screen, fixed at creation, once read.
+    pub(crate) screens: Arc<Bounded<SessionId, Screen>>,
 }
 
-/// Sessions known to mount no MemoryStore kept in memory; beyond this the
-/// cache starts over.
+/// Sessions known to mount no MemoryStore (and Sessions' delivery
+/// screens) kept in memory; beyond this the cache starts over.
 const UNMOUNTED_CACHE: usize = 10_000;
 
 /// What Runs are built from: the parts it shares with the components beside
@@ -233,6 +251,7 @@ pub struct Parts {
     pub memory: Option<crate::upstream::Memory>,
     pub blobs: Option<Arc<dyn BlobStore>>,
     pub token_key: Option<TokenKey>,
+    pub models: Option<crate::upstream::Models>,
 }
 
 impl Runs {
@@ -249,6 +268,8 @@ impl Runs {
             unmounted: Arc::new(Bounded::new(UNMOUNTED_CACHE)),
             work_queued: Arc::new(Notify::new()),
             pollers: Arc::default(),
+            models: p.models,
+            screens: Arc::new(Bounded::new(UNMOUNTED_CACHE)),
         }
     }
 
@@ -524,6 +545,7 @@ impl Runs {
         }
         let events = check_run_events(events)?;
         let session_id = self.log.session_to_write(lease).await?;
+        let events = self.screened(&session_id, events).await?;
         let (seqs, session, _) = self.log.transact(&session_id, |d| append_run_events(d, lease, &events)).await?;
         Ok(Appended { seqs, budget_reached: session.budget.as_ref().is_some_and(|b| !b.open()) })
     }
@@ -537,6 +559,10 @@ impl Runs {
             return Err(Error::invalid_field("chunks", "at most 1024 chunks and 64 KiB per call"));
         }
         let (session_id, view) = self.view_of(lease).await?;
+        // A screened Session's text is shown only once its verdict is in.
+        if self.screen_of(&session_id).await?.is_some() {
+            return Ok(());
+        }
         let thread_id = match view {
             View::Child(t) => t,
             _ => String::new(),
@@ -570,6 +596,7 @@ impl Runs {
         }
         let kind = stop_reason.kind();
         let session_id = self.log.session_to_write(lease).await?;
+        let events = self.screened(&session_id, events).await?;
         let (settled, _, _) = self
             .log
             .transact(&session_id, |d| {

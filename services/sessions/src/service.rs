@@ -96,6 +96,9 @@ pub struct NewSession {
     /// ConnectionVaults named at creation (the gateway checked the caller
     /// may read each and that none is archived).
     pub connection_vault_ids: Vec<String>,
+    /// The screen every `agent.message` is held for (an Automation's
+    /// child, api.md §18.8).
+    pub delivery_screen: Option<checkfu_core::delivery_screen::DeliveryScreen>,
 }
 
 /// Narrows `allowed` (the release's variable set) to `requested`, refusing
@@ -175,6 +178,9 @@ impl SessionsService {
         };
         check_title(&req.title)?;
         check_vault_ids(&req.connection_vault_ids)?;
+        if let Some(screen) = &req.delivery_screen {
+            screen.check("delivery_screen")?;
+        }
         let metadata = if req.metadata.is_null() { json!({}) } else { req.metadata.clone() };
         check_session_metadata(&metadata)?;
         if req.initial_events.len() > MAX_INITIAL_EVENTS {
@@ -222,6 +228,7 @@ impl SessionsService {
             outcome: None,
             threads: vec![],
             connection_vault_ids: req.connection_vault_ids.clone(),
+            delivery_screen: req.delivery_screen.clone(),
             created_ms: now,
             updated_ms: now,
             version: 1,

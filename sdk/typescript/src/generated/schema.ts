@@ -2781,6 +2781,17 @@ export interface components {
                     metric?: "model_spend" | "model_tokens";
                 };
                 deployment_revision?: number;
+                input?: {
+                    /** @description Every agent.message of each child is held for this screen (api.md §18.8); not with a continue_selected session_target. */
+                    delivery_screen?: {
+                        instructions: string;
+                        model_routing_profile_id: string;
+                        /** @enum {string} */
+                        on_failure?: "fail_closed" | "fail_open";
+                        /** @enum {string} */
+                        tier?: "minimal" | "low" | "medium" | "high" | "max";
+                    };
+                };
                 /** @enum {string} */
                 kind: "agent";
                 prompt: string;
@@ -4499,6 +4510,12 @@ export interface components {
                  */
                 connection_vault_ids: string[];
                 created_at: string;
+                /**
+                 * @description `{model_routing_profile_id, tier?, instructions, on_failure}`: the
+                 *     screen every `agent.message` is held for (an Automation's child,
+                 *     §18.8), null for none.
+                 */
+                delivery_screen?: Record<string, unknown> | null;
                 /** Format: int64 */
                 deployment_revision: number;
                 environment_id: string;
@@ -5008,6 +5025,12 @@ export interface components {
              */
             connection_vault_ids: string[];
             created_at: string;
+            /**
+             * @description `{model_routing_profile_id, tier?, instructions, on_failure}`: the
+             *     screen every `agent.message` is held for (an Automation's child,
+             *     §18.8), null for none.
+             */
+            delivery_screen?: Record<string, unknown> | null;
             /** Format: int64 */
             deployment_revision: number;
             environment_id: string;
@@ -5311,6 +5334,17 @@ export interface components {
                     metric?: "model_spend" | "model_tokens";
                 };
                 deployment_revision?: number;
+                input?: {
+                    /** @description Every agent.message of each child is held for this screen (api.md §18.8); not with a continue_selected session_target. */
+                    delivery_screen?: {
+                        instructions: string;
+                        model_routing_profile_id: string;
+                        /** @enum {string} */
+                        on_failure?: "fail_closed" | "fail_open";
+                        /** @enum {string} */
+                        tier?: "minimal" | "low" | "medium" | "high" | "max";
+                    };
+                };
                 /** @enum {string} */
                 kind: "agent";
                 prompt: string;

@@ -16,7 +16,13 @@ const SENDABLE: &[&str] = &["user.message", "user.interrupt", "user.tool_confirm
 
 /// Native types never shown to a CMA client (§17.8).
 pub fn hidden(t: &str) -> bool {
-    t == "session.created" || t.starts_with("run.") || t == "action_approval.pending" || t.starts_with("memory.") || t == "egress.denied"
+    t == "session.created"
+        || t.starts_with("run.")
+        || t == "action_approval.pending"
+        || t.starts_with("memory.")
+        || t == "egress.denied"
+        // CMA has no delivery screen: a withheld message is simply absent.
+        || t == "message.screened"
 }
 
 /// A CMA input event → a native input authored by (and caused by) the

@@ -151,6 +151,8 @@ pub async fn create_session(
         session_id: None,
         memory_mounts,
         connection_vault_ids,
+        // Only an Automation's child is screened (§18.8).
+        delivery_screen: None,
     };
     once(&st.idem, &caller.principal_id, &headers, "POST /v1/sessions", &body, || async {
         created(views::session(&st.sessions.clone().create_session(req).await?.into_inner()))

@@ -62,6 +62,11 @@ pub struct Session {
     /// 1, so `GET …/events?after_seq={last_seq - n}` is its newest `n`
     /// events: a reader opens a long log at its end without reading it all.
     pub last_seq: i64,
+    /// `{model_routing_profile_id, tier?, instructions, on_failure}`: the
+    /// screen every `agent.message` is held for (an Automation's child,
+    /// §18.8), null for none.
+    #[schema(value_type = Option<Object>)]
+    pub delivery_screen: Value,
     pub created_at: String,
     pub updated_at: String,
     pub version: i64,
@@ -152,6 +157,7 @@ pub fn session(s: &ss::Session) -> Session {
         connection_vault_ids: s.connection_vault_ids.clone(),
         resources: resources(s),
         last_seq: s.last_seq,
+        delivery_screen: s.delivery_screen.as_ref().map_or(Value::Null, ss::DeliveryScreen::view),
         created_at: s.created_at.clone(),
         updated_at: s.updated_at.clone(),
         version: s.version,

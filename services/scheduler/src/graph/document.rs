@@ -142,6 +142,8 @@ pub struct StepAgent {
     pub session_target: Option<Value>,
     /// `forEach`'s items binding: one child per item (§18.5).
     pub for_each: Option<Binding>,
+    /// `deliveryScreen`: frozen into each child (§18.8).
+    pub delivery_screen: Option<crate::model::DeliveryScreen>,
 }
 
 /// A `step_connection` as written: a ToolSource (`ts…` or its name), one
@@ -322,7 +324,7 @@ impl Node {
                 }
             }
             "step_agent" => {
-                fields(o, &["agent", "prompt", "includeEvent", "budget", "sessionTarget", "forEach"])?;
+                fields(o, &["agent", "prompt", "includeEvent", "budget", "sessionTarget", "forEach", "deliveryScreen"])?;
                 let agent = o.get("agent").and_then(Value::as_str).ok_or(bad("a step_agent names its agent (dep_… or agt_…)".into()))?;
                 if !(agent.starts_with("dep_") || agent.starts_with("agt_")) {
                     return Err(bad("a step_agent's agent is a dep_… or an agt_…".into()));
@@ -357,9 +359,19 @@ impl Node {
                         Some(Binding::parse(&f["items"]).map_err(|why| ("invalid_for_each", why))?)
                     }
                 };
-                // A continued Session keeps its Budget and takes one input.
-                if session_target.as_ref().is_some_and(|t| t["mode"] == "continue_selected") && (budget.is_some() || for_each.is_some()) {
-                    return Err(("session_target_conflict", "a continue_selected step takes no budget and no forEach".into()));
+                let delivery_screen = match o.get("deliveryScreen").filter(|d| !d.is_null()) {
+                    None => None,
+                    Some(d) => Some(crate::model::graph_screen(d).map_err(bad)?),
+                };
+                // A continued Session keeps its Budget and how it delivers,
+                // and takes one input.
+                if session_target.as_ref().is_some_and(|t| t["mode"] == "continue_selected")
+                    && (budget.is_some() || for_each.is_some() || delivery_screen.is_some())
+                {
+                    return Err((
+                        "session_target_conflict",
+                        "a continue_selected step takes no budget, no forEach and no deliveryScreen".into(),
+                    ));
                 }
                 Kind::StepAgent(StepAgent {
                     agent: agent.to_string(),
@@ -368,6 +380,7 @@ impl Node {
                     budget,
                     session_target,
                     for_each,
+                    delivery_screen,
                 })
             }
             "step_parse_json" => {

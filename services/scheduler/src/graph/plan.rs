@@ -595,6 +595,9 @@ pub fn compile(c: &Checked, pins: &[Pin], resources: &[Resource]) -> Value {
         if let Some(st) = &s.session_target {
             t["session_target"] = st.clone();
         }
+        if let Some(d) = &s.delivery_screen {
+            t["input"] = json!({"delivery_screen": d});
+        }
         return t;
     }
     let mut steps = vec![];

@@ -137,6 +137,13 @@ async fn firings_keep_their_children(s: &dyn SchedulerStore) {
         // A reviewed step's Outcome is kept with the request.
         outcome: Some(json!({"rubric": "require: x", "max_iterations": 2})),
         continuation: None,
+        // So is the screen its child will hold messages for (§18.8).
+        delivery_screen: Some(crate::model::DeliveryScreen {
+            model_routing_profile_id: "mrp_1".into(),
+            tier: Some("low".into()),
+            instructions: "block: X1".into(),
+            on_failure: checkfu_core::delivery_screen::OnFailure::FailOpen,
+        }),
     };
     assert!(s.insert_firing(&f, Some(&child), None).await.expect("insert"));
     assert!(s.insert_firing(&firing("afire_2", "auto_1", FiringSource::Schedule), None, None).await.expect("insert"));
@@ -377,6 +384,7 @@ async fn inputs_are_recorded_once_and_found_by_their_run(s: &dyn SchedulerStore)
         firing_id: "afire_i1".into(),
         outcome: None,
         continuation: Some(k.clone()),
+        delivery_screen: None,
     };
     assert!(s.insert_firing(&f, Some(&c), None).await.expect("insert"));
     assert!(s.firing_of_child("sess_kept").await.expect("of child").is_none(), "a continued Session is no child");

@@ -677,6 +677,9 @@ pub struct Session {
     /// The ConnectionVaults it was created with (api.md §6, §17.10): shown,
     /// never consulted for credentials (calls use the pinned Connections).
     pub connection_vault_ids: Vec<String>,
+    /// The screen every `agent.message` is held for (api.md §18.8), frozen
+    /// at creation: an Automation's child carries its target's.
+    pub delivery_screen: Option<checkfu_core::delivery_screen::DeliveryScreen>,
     pub created_ms: i64,
     pub updated_ms: i64,
     pub version: i64,

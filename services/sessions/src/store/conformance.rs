@@ -54,6 +54,12 @@ pub(crate) fn session(id: &str) -> Session {
         outcome: None,
         threads: vec![],
         connection_vault_ids: vec!["cvlt_1".into()],
+        delivery_screen: Some(checkfu_core::delivery_screen::DeliveryScreen {
+            model_routing_profile_id: "mrp_1".into(),
+            tier: None,
+            instructions: "block: X1".into(),
+            on_failure: checkfu_core::delivery_screen::OnFailure::FailOpen,
+        }),
         created_ms: 1,
         updated_ms: 1,
         version: 1,
@@ -131,6 +137,7 @@ async fn sessions_list_in_either_order(s: &dyn SessionsStore) {
     assert_eq!(ids(s.list_sessions(&f(false), &before).await.expect("desc before")), ["sess_l2", "sess_l1"]);
     let listed = s.list_sessions(&f(false), &first).await.expect("desc");
     assert_eq!(listed[0].connection_vault_ids, ["cvlt_1"], "the vaults it was created with travel with it");
+    assert_eq!(listed[0].delivery_screen.as_ref().map(|s| s.instructions.as_str()), Some("block: X1"), "so does its screen");
 }
 
 async fn work_items_are_one_per_session_and_compare_and_set(s: Arc<dyn SessionsStore>) {

@@ -161,7 +161,7 @@ pub(super) async fn create(
         sqlx::query(
         "INSERT INTO sessions (id, environment_id, agent_id, deployment_id, deployment_revision, principal_id, status, stop_reason_json, title, metadata_json, budget_id, \
          input_tokens, output_tokens, spend_micro_usd, selection_json, pins_json, last_seq, last_user_message_seq, created_ms, updated_ms, version, budget_json, \
-         outcome_json, threads_json, connection_vault_ids_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)",
+         outcome_json, threads_json, connection_vault_ids_json, delivery_screen_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)",
     )
     .bind(&se.id)
     .bind(&se.environment_id)
@@ -181,6 +181,7 @@ pub(super) async fn create(
     .bind(se.outcome.as_ref().map(to_json))
     .bind(to_json(&se.threads))
     .bind(to_json(&se.connection_vault_ids))
+    .bind(se.delivery_screen.as_ref().map(to_json))
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;

@@ -125,6 +125,10 @@ pub(super) fn session(r: &AnyRow) -> Result<Session> {
             .map_err(|e| Error::internal(format!("stored outcome unreadable: {e}")))?,
         threads: json(r, "threads_json")?,
         connection_vault_ids: json(r, "connection_vault_ids_json")?,
+        delivery_screen: opt_json(r, "delivery_screen_json")?
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| Error::internal(format!("stored delivery screen unreadable: {e}")))?,
         created_ms: i(r, "created_ms")?,
         updated_ms: i(r, "updated_ms")?,
         version: i(r, "version")?,

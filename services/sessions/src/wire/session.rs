@@ -81,6 +81,7 @@ pub(crate) fn session(s: Session) -> pb::Session {
         memory_resources: vec![],
         connection_vault_ids: s.connection_vault_ids,
         last_seq: s.last_seq,
+        delivery_screen: s.delivery_screen.as_ref().map(pb::DeliveryScreen::of),
     }
 }
 

@@ -34,6 +34,7 @@ pub fn session(id: &str) -> Session {
         outcome: None,
         threads: vec![],
         connection_vault_ids: vec![],
+        delivery_screen: None,
         created_ms: 1,
         updated_ms: 1,
         version: 1,
