@@ -30,6 +30,7 @@ pub mod runners;
 pub mod sessions;
 pub mod skill_proposals;
 pub mod uploads;
+pub mod webhook_sources;
 pub mod webhooks;
 
 pub use client::{ClientArgs, exit_code};
@@ -154,6 +155,18 @@ pub enum Command {
         #[command(subcommand)]
         action: automations::AutomationAction,
     },
+    /// Provider events' sources and their registrations at the provider.
+    WebhookSources {
+        #[command(flatten)]
+        client: ClientArgs,
+        #[command(subcommand)]
+        action: webhook_sources::WebhookSourcesAction,
+    },
+    /// The providers this installation offers triggers from.
+    ProviderTriggers {
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// AutomationGraphs: create, revise, plan, apply, and test a node's prompt.
     #[command(visible_alias = "graphs")]
     Graph {
@@ -230,6 +243,8 @@ pub async fn run(command: Command) -> anyhow::Result<()> {
         Command::Approvals { client, action } => approvals::approvals(client, action, out).await,
         Command::Automation { client, action } => automations::automation(client, action, out).await,
         Command::Graph { client, action } => graphs::graph(client, action, out).await,
+        Command::WebhookSources { client, action } => webhook_sources::webhook_sources(client, action, out).await,
+        Command::ProviderTriggers { client } => webhook_sources::provider_triggers(client, out).await,
         Command::Memory { client, action } => memory::memory(client, action, out).await,
         Command::Files { client, action } => uploads::files(client, action, out).await,
         Command::Skills { client, action } => uploads::skills(client, action, out).await,

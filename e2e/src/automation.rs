@@ -232,6 +232,7 @@ pub async fn crashed_firing(
         settled_ms: 0,
         program: None,
         graph: Value::Null,
+        webhook_source_id: String::new(),
         version: 0,
     };
     (checkfu_scheduler::store::SqlSchedulerStore::new(db), firing)

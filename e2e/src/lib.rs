@@ -16,6 +16,7 @@ pub mod automation;
 pub mod catalog_changes;
 pub mod cma;
 pub mod cpu;
+pub mod github;
 pub mod mcp;
 pub mod procs;
 pub mod program_firings;
@@ -44,6 +45,8 @@ pub struct Tuning {
     pub features_disabled: Vec<String>,
     /// Runs the managed runner works at once (`None`: its default).
     pub runner_concurrency: Option<usize>,
+    /// Offer the `fake` provider (§18.9).
+    pub test_providers: bool,
 }
 
 impl Default for Tuning {
@@ -61,6 +64,7 @@ impl Default for Tuning {
             credential_key_file: None,
             features_disabled: vec![],
             runner_concurrency: None,
+            test_providers: false,
         }
     }
 }
@@ -120,6 +124,7 @@ pub fn embedded_options(dir: &Path, tuning: &Tuning) -> NodeOptions {
         model_gateway: checkfu_node::ModelGatewayOptions {
             endpoints: checkfu_model_gateway::endpoints::Endpoints::new(None, None, tuning.model_endpoints.clone(), false).unwrap(),
         },
+        scheduler: checkfu_node::SchedulerOptions { public_url: String::new(), test_providers: tuning.test_providers },
         runner: checkfu_runner::RunnerConfig {
             claim_wait: Duration::from_secs(2),
             workspaces: dir.join("workspaces"),

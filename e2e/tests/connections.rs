@@ -64,7 +64,11 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 #[tokio::test(flavor = "multi_thread")]
 async fn capabilities_report_what_is_offered_and_a_disabled_feature_answers_503() {
     let dir = tempfile::tempdir().unwrap();
-    let tuning = Tuning { allow_private_targets: true, features_disabled: vec!["connections".into()], ..Default::default() };
+    let tuning = Tuning {
+        allow_private_targets: true,
+        features_disabled: vec!["connections".into(), "provider_triggers".into()],
+        ..Default::default()
+    };
     let p = Platform::start_timed(dir.path(), tuning).await;
     let caps = p.admin.get("/v1/capabilities").await;
     expect(&caps, 200, None);
@@ -83,7 +87,8 @@ async fn capabilities_report_what_is_offered_and_a_disabled_feature_answers_503(
             "http_connections",
             "memory",
             "cma_projection",
-            "managed_tools"
+            "managed_tools",
+            "provider_triggers"
         ]
     );
     assert_eq!(by_name("connections")["reason"], "feature_disabled");
@@ -103,6 +108,17 @@ async fn capabilities_report_what_is_offered_and_a_disabled_feature_answers_503(
         expect(&r, 503, Some("unavailable"));
         assert_eq!(r.1["error"]["details"], json!({"capability": "connections", "reason": "feature_disabled"}));
     }
+    // Provider triggers switched off: their ingest answers so before anything else.
+    assert_eq!(by_name("provider_triggers")["reason"], "feature_disabled");
+    let ingest = reqwest::Client::new()
+        .post(format!("{}/v1/ingest/providers/github/whsrc_01jx0000000000000000000001", p.base))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ingest.status().as_u16(), 503);
+    let body: Value = ingest.json().await.unwrap();
+    assert_eq!(body["error"]["details"], json!({"capability": "provider_triggers", "reason": "feature_disabled"}));
     // Any key may ask.
     let (nobody, _) = principal(&p, "nobody", &[]).await;
     expect(&nobody.get("/v1/capabilities").await, 200, None);

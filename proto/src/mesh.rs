@@ -142,8 +142,9 @@ pub fn allowed(path: &str) -> &'static [Role] {
         ("checkfu.modelgateway.v1.ModelGatewayService", "CheckEvaluators") => &[Gateway, Scheduler],
         ("checkfu.modelgateway.v1.ModelGatewayService", _) => &[Gateway],
         // An Automation's step_connection: planned, checked for readiness
-        // and called by the scheduler (after governance allowed it).
-        ("checkfu.capability.v1.CapabilityGatewayService", "ResolveStepTool" | "CallStepTool") => &[Scheduler],
+        // and called by the scheduler (after governance allowed it); a
+        // provider adapter's webhook calls through its Connection (§18.9).
+        ("checkfu.capability.v1.CapabilityGatewayService", "ResolveStepTool" | "CallStepTool" | "CallProviderApi") => &[Scheduler],
         ("checkfu.capability.v1.CapabilityGatewayService", _) => &[Runner, Gateway],
         // Connections and their credentials are managed through the public
         // API only: the gateway checked who may act.
@@ -312,7 +313,7 @@ mod tests {
     #[test]
     fn only_the_scheduler_calls_a_connection_steps_tool_and_no_one_else_its_runs_tools() {
         const CG: &str = "/checkfu.capability.v1.CapabilityGatewayService";
-        for m in ["ResolveStepTool", "CallStepTool"] {
+        for m in ["ResolveStepTool", "CallStepTool", "CallProviderApi"] {
             assert!(decide(Some(Caller::of([Role::Scheduler])), &format!("{CG}/{m}")).is_ok(), "{m}");
             for r in [Gateway, Sessions, Runner, Memory] {
                 assert!(decide(Some(Caller::of([r])), &format!("{CG}/{m}")).is_err(), "{r} calling {m}");

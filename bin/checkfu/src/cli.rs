@@ -26,6 +26,10 @@ pub enum Command {
         /// link-local addresses: local development only.
         #[arg(long)]
         allow_private_targets: bool,
+        /// Offer the `fake` provider for provider triggers (tests and local
+        /// development only; never in production).
+        #[arg(long)]
+        test_providers: bool,
     },
     /// Run the named roles, reaching the others over gRPC.
     Serve {
@@ -230,9 +234,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let config = settings.load(Mode::Serve, vec![])?;
             checkfu_node::credentials::credentials(&config, action, &mut std::io::stdout()).await
         }
-        Command::Up { settings, allow_private_targets } => {
+        Command::Up { settings, allow_private_targets, test_providers } => {
             let flag = allow_private_targets.then_some(("allow_private_targets", toml::Value::Boolean(true), "allow-private-targets"));
-            let config = settings.load(Mode::Up, flag.into_iter().collect())?;
+            let test = test_providers.then_some(("test_providers", toml::Value::Boolean(true), "test-providers"));
+            let config = settings.load(Mode::Up, flag.into_iter().chain(test).collect())?;
             let files = checkfu_node::open_files::raise_soft_limit(None);
             tracing::debug!(?files, "open-file limit");
             let listener = tokio::net::TcpListener::bind(&config.listen).await.with_context(|| format!("binding {}", config.listen))?;

@@ -19,6 +19,7 @@ pub const ALL: &[&str] = &[
     "memory",
     "cma_projection",
     "managed_tools",
+    "provider_triggers",
 ];
 
 /// Why a feature is unavailable.

@@ -292,6 +292,11 @@ typed_ids! {
     /// A SkillProposal: a SKILL.md an Automation learnt, for a person to
     /// adopt or reject.
     SkillProposalId = "skprop";
+    /// A WebhookSource: an Automation's events from a provider's resource.
+    WebhookSourceId = "whsrc";
+    /// A ProviderWebhookRegistration: a WebhookSource's hook at its
+    /// provider (or its callback, registered by hand).
+    ProviderRegistrationId = "pwreg";
 }
 
 #[cfg(test)]

@@ -19,6 +19,23 @@ fn mac(secret: &str, t: i64, body: &[u8]) -> HmacSha256 {
     m
 }
 
+/// Hex HMAC-SHA256 of a raw body alone — how providers sign deliveries
+/// (GitHub's `X-Hub-Signature-256` is `sha256=` and this).
+pub fn body_mac_hex(secret: &str, body: &[u8]) -> String {
+    let mut m = HmacSha256::new_from_slice(secret.as_bytes()).expect("HMAC accepts keys of any length");
+    m.update(body);
+    hex::encode(m.finalize().into_bytes())
+}
+
+/// Whether `signature_hex` is `body`'s [`body_mac_hex`], compared in
+/// constant time.
+pub fn verify_body_mac(secret: &str, body: &[u8], signature_hex: &str) -> bool {
+    let Ok(bytes) = hex::decode(signature_hex.trim()) else { return false };
+    let mut m = HmacSha256::new_from_slice(secret.as_bytes()).expect("HMAC accepts keys of any length");
+    m.update(body);
+    m.verify_slice(&bytes).is_ok()
+}
+
 /// A new signing secret: `whsec_` and 64 hex digits (256 random bits).
 pub fn new_secret() -> String {
     use rand::Rng;
@@ -64,6 +81,17 @@ mod tests {
         assert!(!verify("whsec_other", &h, b"{\"a\":1}", 1_700_000_100), "another secret");
         assert!(!verify("whsec_abc", &h, b"{\"a\":1}", 1_700_000_000 + 301), "more than 5 minutes away");
         assert!(!verify("whsec_abc", "v1=00", b"", 0), "no timestamp");
+    }
+
+    /// GitHub's documented example: secret "It's a Secret to Everybody",
+    /// payload "Hello, World!".
+    #[test]
+    fn a_body_signature_matches_githubs_example() {
+        let sig = body_mac_hex("It's a Secret to Everybody", b"Hello, World!");
+        assert_eq!(sig, "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17");
+        assert!(verify_body_mac("It's a Secret to Everybody", b"Hello, World!", &sig));
+        assert!(!verify_body_mac("another", b"Hello, World!", &sig));
+        assert!(!verify_body_mac("It's a Secret to Everybody", b"Hello, World!", "zz"));
     }
 
     /// A known answer computed outside this code (Python's `hmac` and

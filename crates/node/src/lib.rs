@@ -23,7 +23,8 @@ pub mod self_hosted;
 pub use checkfu_core::Role;
 pub use node::Node;
 pub use options::{
-    BootstrapInfo, CapabilityGatewayOptions, GatewayOptions, GovernanceOptions, ModelGatewayOptions, NodeOptions, SessionsOptions,
+    BootstrapInfo, CapabilityGatewayOptions, GatewayOptions, GovernanceOptions, ModelGatewayOptions, NodeOptions, SchedulerOptions,
+    SessionsOptions,
 };
 
 /// The allocator of every process that runs the platform (`checkfu`, and

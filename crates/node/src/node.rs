@@ -44,8 +44,12 @@ impl Node {
 
     /// Starts serving on the public `listener` and, when given, the
     /// `internal` one (mutual TLS, for the other roles of the mesh).
-    pub async fn start_with(listener: TcpListener, internal: Option<TcpListener>, opts: NodeOptions) -> anyhow::Result<Node> {
+    pub async fn start_with(listener: TcpListener, internal: Option<TcpListener>, mut opts: NodeOptions) -> anyhow::Result<Node> {
         let addr = listener.local_addr()?;
+        // One process on its own listener: providers call back to it.
+        if opts.embedded && opts.scheduler.public_url.is_empty() {
+            opts.scheduler.public_url = format!("http://{addr}");
+        }
         let internal_addr = internal.as_ref().map(TcpListener::local_addr).transpose()?;
         let mesh = opts.mesh.as_ref();
         if internal.is_some() && mesh.is_none() {

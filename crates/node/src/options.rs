@@ -51,7 +51,19 @@ pub struct NodeOptions {
     pub sessions: SessionsOptions,
     pub capability_gateway: CapabilityGatewayOptions,
     pub model_gateway: ModelGatewayOptions,
+    pub scheduler: SchedulerOptions,
     pub runner: checkfu_runner::RunnerConfig,
+}
+
+/// The scheduler role's section: provider events (api.md §18.9).
+#[derive(Debug, Clone, Default)]
+pub struct SchedulerOptions {
+    /// The public API's base, which providers call back
+    /// (`https://checkfu.example.com`); empty: the one-process
+    /// installation's own listener, else none (provider sources refused).
+    pub public_url: String,
+    /// Offer the `fake` provider: tests and local development only.
+    pub test_providers: bool,
 }
 
 /// The gateway role's section: the public edge's limits and mounts.
@@ -175,6 +187,7 @@ impl NodeOptions {
                 egress_advertise: c.egress_advertise.clone(),
             },
             model_gateway: ModelGatewayOptions { endpoints: config.model_endpoints.clone() },
+            scheduler: SchedulerOptions { public_url: c.public_url.clone().unwrap_or_default(), test_providers: c.test_providers },
             runner,
         })
     }

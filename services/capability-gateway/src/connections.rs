@@ -428,6 +428,9 @@ pub(crate) fn feature(name: &str) -> Option<(bool, Value, bool)> {
         // charge settlement to run one — and nothing falls back to a
         // Connection.
         "managed_tools" => (true, json!({}), true),
+        // Provider events (api.md §18.9), served by the scheduler through
+        // http Connections; `GET /v1/provider-triggers` lists the providers.
+        "provider_triggers" => (false, json!({"max_events": 32, "max_body_bytes": 1 << 20, "modes": ["automatic", "manual"]}), true),
         _ => return None,
     })
 }

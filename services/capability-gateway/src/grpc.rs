@@ -164,4 +164,29 @@ impl Rpc for CapabilityGrpc {
             structured_content_json: a.structured.map(|v| v.to_string()).unwrap_or_default(),
         }))
     }
+    async fn call_provider_api(&self, r: Request<pb::ProviderApiRequest>) -> Result<Response<pb::ProviderApiResponse>, Status> {
+        let r = r.into_inner();
+        if r.body_json.len() > 64 * 1024 {
+            return Err(Status::invalid_argument("a provider request's body is at most 64 KiB of JSON"));
+        }
+        let body = match r.body_json.as_str() {
+            "" => None,
+            text => Some(serde_json::from_str(text).map_err(|_| Status::invalid_argument("body_json must be JSON"))?),
+        };
+        let call = crate::provider_api::ProviderCall {
+            environment_id: r.environment_id,
+            connection_id: r.connection_id,
+            method: r.method,
+            path: r.path,
+            body,
+        };
+        let a = self.reach.call_provider_api(call).await;
+        Ok(Response::new(pb::ProviderApiResponse {
+            outcome: a.outcome.into(),
+            status: u32::from(a.status),
+            body_json: a.body.map(|v| v.to_string()).unwrap_or_default(),
+            code: a.code,
+            message: a.message,
+        }))
+    }
 }

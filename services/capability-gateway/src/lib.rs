@@ -14,6 +14,7 @@ pub mod grpc_tool_sources;
 pub mod mcp;
 pub mod model;
 pub mod oauth;
+pub mod provider_api;
 pub mod step_calls;
 pub mod store;
 pub mod targets;

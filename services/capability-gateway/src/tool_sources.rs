@@ -448,7 +448,7 @@ impl ReachService {
     /// headers, and every secret to redact from what comes back. An OAuth
     /// access token is refreshed first when none is valid for 60 s more
     /// (or always, with `force`).
-    async fn upstream(&self, c: &Connection, force: bool) -> std::result::Result<(Upstream, Vec<String>), CallFailure> {
+    pub(crate) async fn upstream(&self, c: &Connection, force: bool) -> std::result::Result<(Upstream, Vec<String>), CallFailure> {
         let mut up = Upstream { url: c.url.clone(), headers: http::HeaderMap::new(), allow_private: self.allow_private };
         let Some(k) = &c.credential else { return Ok((up, vec![])) };
         let unreadable =

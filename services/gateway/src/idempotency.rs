@@ -145,7 +145,7 @@ impl IdempotencyStore {
 }
 
 /// Fields whose values are shown once and never kept for a replay.
-const SECRET_FIELDS: &[&str] = &["secret", "code", "ingest_secret"];
+const SECRET_FIELDS: &[&str] = &["secret", "code", "ingest_secret", "signing_secret"];
 
 /// `v` as it may be stored: every secret field nulled (at any depth), with
 /// `secret_redacted: true` beside it. Returns whether anything was removed.

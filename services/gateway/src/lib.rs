@@ -295,6 +295,9 @@ async fn method_not_allowed(req: Request, next: Next) -> Response {
         (name = "skills", description = "Skills: versioned bundles mounted read-only into Sessions"),
         (name = "memoryStores", description = "MemoryStores: versioned document trees with compare-and-set writes"),
         (name = "skillProposals", description = "SkillProposals: SKILL.md files graphs proposed, for a person to adopt or reject"),
+        (name = "webhookSources", description = "WebhookSources: a provider's events on one resource, starting an Automation"),
+        (name = "providerWebhookRegistrations", description = "ProviderWebhookRegistrations: a WebhookSource's hook at its provider"),
+        (name = "providerTriggers", description = "The providers this installation offers triggers from"),
         (name = "memoryProposals", description = "MemoryProposals: reviewed changes to a MemoryStore"),
         (name = "dreams", description = "Dreams: curation runs over MemoryStores"),
         (name = "automations", description = "Automations: work started without a person at a keyboard, run as a service Principal"),
@@ -441,6 +444,15 @@ pub fn router_and_doc(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::skill_proposals::get))
         .routes(routes!(routes::skill_proposals::adopt))
         .routes(routes!(routes::skill_proposals::reject))
+        .routes(routes!(routes::webhook_sources::create, routes::webhook_sources::list))
+        .routes(routes!(routes::webhook_sources::get, routes::webhook_sources::delete))
+        .routes(routes!(routes::webhook_sources::list_registrations))
+        .routes(routes!(routes::webhook_sources::get_registration))
+        .routes(routes!(routes::webhook_sources::check))
+        .routes(routes!(routes::webhook_sources::repair))
+        .routes(routes!(routes::webhook_sources::revoke))
+        .routes(routes!(routes::webhook_sources::triggers))
+        .routes(routes!(routes::webhook_sources::ingest))
         .routes(routes!(au::ingest))
         .routes(routes!(gr::create_graph, gr::list_graphs))
         .routes(routes!(gr::get_graph, gr::delete_graph))

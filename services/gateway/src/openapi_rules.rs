@@ -58,6 +58,8 @@ const COLLECTIONS: &[(&str, &str)] = &[
     ("dreams", "drm"),
     ("outcomes", "outc"),
     ("skill-proposals", "skprop"),
+    ("webhook-sources", "whsrc"),
+    ("provider-webhook-registrations", "pwreg"),
 ];
 
 /// A memory document's path (`checkfu_memory::model::check_path`).
@@ -325,6 +327,7 @@ fn query_rule(path: &str, name: &str) -> Option<Value> {
         "offset" => json!({"type": "integer", "minimum": 0, "maximum": i64::MAX}),
         "length" => json!({"type": "integer", "minimum": 0, "maximum": 8 * 1024 * 1024}),
         "environment_id" => id("env"),
+        "automation_id" => id("auto"),
         "agent_deployment_id" => id("dep"),
         "session_id" => id("sess"),
         "thread_id" => id("sthr"),
@@ -340,6 +343,7 @@ fn query_rule(path: &str, name: &str) -> Option<Value> {
         "kind" if path.starts_with("/v1/connections") => one_of(&["mcp", "http"]),
         "status" if path.starts_with("/v1/memory-proposals") => one_of(&["open", "approved", "rejected"]),
         "status" if path.starts_with("/v1/skill-proposals") => one_of(&["open", "adopted", "rejected"]),
+        "status" if path.starts_with("/v1/provider-webhook-registrations") => one_of(&["pending", "active", "degraded", "revoked"]),
         "status" if path.starts_with("/v1/dreams") => one_of(&["pending", "running", "completed", "failed", "canceled"]),
         "memory_store_id" => id("mstr"),
         "owner_kind" => one_of(&["environment", "agent_definition", "principal", "session"]),
@@ -430,6 +434,12 @@ fn body_rule(schema: &str, field: &str) -> Option<Value> {
                 "properties": {"type": {"type": "string", "enum": ["memory_store"]}, "memory_store_id": id("mstr"),
                     "access": one_of(&["read_only", "read_write"]), "mount_name": {"type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$"}}}]}}),
         ("BundleFile", "encoding") => one_of(&["utf8", "base64"]),
+        ("CreateWebhookSource", "automation_id") => id("auto"),
+        ("CreateWebhookSource", "provider") => json!({"type": "string", "minLength": 1, "maxLength": 64}),
+        ("CreateWebhookSource", "events") => {
+            json!({"type": "array", "minItems": 1, "maxItems": 32, "items": {"type": "string", "minLength": 1, "maxLength": 100}})
+        }
+        ("CreateWebhookSource", "mode") => one_of(&["automatic", "polling", "manual"]),
         ("CreateAutomation" | "UpdateAutomation", "triggers") => json!({"type": "array", "maxItems": 3, "items": trigger()}),
         ("CreateAutomation" | "UpdateAutomation", "trigger") => json!({"oneOf": [{"type": "null"}, trigger()]}),
         ("CreateAutomation" | "UpdateAutomation", "ingest_secret") => json!({"type": "string", "minLength": 32, "maxLength": 256}),

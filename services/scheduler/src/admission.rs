@@ -33,6 +33,9 @@ pub struct Admission {
     pub actor: String,
     /// The dedupe identity a webhook event claims with its firing.
     pub delivery: Option<Delivery>,
+    /// The WebhookSource a provider delivery came through (§18.9), else
+    /// empty.
+    pub webhook_source_id: String,
 }
 
 /// A refusal that will not change by asking again (versus an outage).
@@ -58,6 +61,7 @@ impl SchedulerService {
             dedupe_value: String::new(),
             actor: actor.to_string(),
             delivery: None,
+            webhook_source_id: String::new(),
         };
         let f = self.admit(&a, adm).await?.ok_or_else(|| Error::internal("a manual firing has nothing to collide with"))?;
         self.audit(actor, "automation.fired", &a, json!({"firing_id": f.id, "state": f.state.as_str()})).await;
@@ -90,6 +94,7 @@ impl SchedulerService {
                 Some("graph") => json!({"graph_id": a.managed_by["graph_id"], "revision": a.managed_by["revision"]}),
                 _ => Value::Null,
             },
+            webhook_source_id: adm.webhook_source_id,
             version: 0,
         };
         let delivery = adm.delivery.map(|d| Delivery { firing_id: f.id.to_string(), ..d });

@@ -28,6 +28,8 @@ pub struct Firing {
     pub program: Option<Program>,
     /// `{graph_id, revision}` when a graph's Automation fired it, else null.
     pub graph: Value,
+    /// The WebhookSource a provider delivery fired it through, else empty.
+    pub webhook_source_id: String,
     /// Bumped by each program write (a compare-and-set).
     pub version: i64,
 }

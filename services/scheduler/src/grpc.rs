@@ -99,6 +99,7 @@ fn firing(f: Firing) -> pb::Firing {
         program_json: program.as_ref().map(checkfu_proto::firing_trace::program).unwrap_or(Value::Null).to_string(),
         program,
         graph_json: f.graph.to_string(),
+        webhook_source_id: f.webhook_source_id,
     }
 }
 
@@ -305,6 +306,85 @@ impl Rpc for SchedulerGrpc {
         let p = PageRequest::standard(r.limit, &r.page)?;
         let (rows, next_page) = p.finish(self.svc.skill_proposals(&r.environment_ids, &r.status, &p).await?, |s| &s.id);
         ok(pb::ListSkillProposalsResponse { data: rows.into_iter().map(skill_proposal).collect(), next_page })
+    }
+
+    async fn create_webhook_source(&self, r: Request<pb::CreateWebhookSourceRequest>) -> R<pb::WebhookSource> {
+        let r = r.into_inner();
+        let n = crate::provider_calls::NewSource {
+            automation_id: r.automation_id,
+            provider: r.provider,
+            connection_id: r.connection_id,
+            resource: doc("resource", &r.resource_json)?,
+            events: r.events,
+            mode: r.mode,
+            actor: r.actor_id,
+        };
+        let (row, secret) = self.svc.create_webhook_source(n).await?;
+        ok(crate::provider_wire::source(&row, secret))
+    }
+
+    async fn get_webhook_source(&self, r: Request<pb::GetByIdRequest>) -> R<pb::WebhookSource> {
+        ok(crate::provider_wire::source(&self.svc.webhook_source(&r.into_inner().id).await?, None))
+    }
+
+    async fn list_webhook_sources(&self, r: Request<pb::ListWebhookSourcesRequest>) -> R<pb::ListWebhookSourcesResponse> {
+        let r = r.into_inner();
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let rows = self.svc.store.list_webhook_sources(&r.environment_ids, &r.automation_id, "", true, &p).await?;
+        let (rows, next_page) = p.finish(rows, |x| &x.source.id);
+        ok(pb::ListWebhookSourcesResponse { data: rows.iter().map(|x| crate::provider_wire::source(x, None)).collect(), next_page })
+    }
+
+    async fn delete_webhook_source(&self, r: Request<pb::ActorRequest>) -> R<pb::WebhookSource> {
+        let r = r.into_inner();
+        ok(crate::provider_wire::source(&self.svc.delete_webhook_source(&r.id, &r.actor_id).await?, None))
+    }
+
+    async fn get_provider_registration(&self, r: Request<pb::GetByIdRequest>) -> R<pb::ProviderRegistration> {
+        ok(crate::provider_wire::registration(&self.svc.provider_registration(&r.into_inner().id).await?.registration, None))
+    }
+
+    async fn list_provider_registrations(&self, r: Request<pb::ListRegistrationsRequest>) -> R<pb::ListRegistrationsResponse> {
+        let r = r.into_inner();
+        if !matches!(r.status.as_str(), "" | "pending" | "active" | "degraded" | "revoked") {
+            return Err(Error::invalid_field("status", "status is pending, active, degraded or revoked").into());
+        }
+        let p = PageRequest::standard(r.limit, &r.page)?;
+        let rows = self.svc.store.list_webhook_sources(&r.environment_ids, "", &r.status, false, &p).await?;
+        let (rows, next_page) = p.finish(rows, |x| &x.source.id);
+        let data = rows.iter().map(|x| crate::provider_wire::registration(&x.registration, None)).collect();
+        ok(pb::ListRegistrationsResponse { data, next_page })
+    }
+
+    async fn act_on_provider_registration(&self, r: Request<pb::RegistrationActionRequest>) -> R<pb::ProviderRegistration> {
+        let r = r.into_inner();
+        let (row, secret) = self.svc.act_on_registration(&r.id, &r.action, &r.actor_id).await?;
+        ok(crate::provider_wire::registration(&row.registration, secret))
+    }
+
+    async fn list_provider_triggers(&self, _: Request<pb::ProviderTriggersRequest>) -> R<pb::ProviderTriggersResponse> {
+        ok(pb::ProviderTriggersResponse { data: self.svc.provider_triggers().into_iter().map(crate::provider_wire::trigger).collect() })
+    }
+
+    async fn provider_ingest(&self, r: Request<pb::ProviderIngestRequest>) -> R<pb::ProviderIngestResponse> {
+        use crate::provider_ingest::{ProviderDelivery, Received};
+        let r = r.into_inner();
+        let d = ProviderDelivery {
+            provider: r.provider,
+            webhook_source_id: r.webhook_source_id,
+            headers: r.headers.into_iter().collect(),
+            body: r.body,
+        };
+        let (received, replayed) = self.svc.provider_ingest(d).await?;
+        let result = match received {
+            Received::Ingested(Ingested::Fired(f)) => pb::provider_ingest_response::Result::Firing(firing(*f)),
+            Received::Ingested(Ingested::Filtered(d)) => {
+                let env = self.svc.automation_environment(&d.automation_id).await?;
+                pb::provider_ingest_response::Result::Filtered(filtered(d, &env))
+            }
+            Received::Ignored(why) => pb::provider_ingest_response::Result::Ignored(why.into()),
+        };
+        ok(pb::ProviderIngestResponse { result: Some(result), replayed })
     }
 
     async fn decide_skill_proposal(&self, r: Request<pb::DecideSkillProposalRequest>) -> R<pb::SkillProposal> {

@@ -37,6 +37,19 @@ pub struct Signed {
     pub body: Vec<u8>,
 }
 
+/// A delivery to take under its dedupe identity.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    /// The identity (per Automation).
+    pub key: String,
+    /// As the firing shows it.
+    pub dedupe_value: String,
+    pub body_sha256: String,
+    /// The firing's event, which the admission filter reads.
+    pub event: Value,
+    pub webhook_source_id: String,
+}
+
 /// What a delivery became.
 #[derive(Debug, Clone)]
 pub enum Ingested {
@@ -99,29 +112,39 @@ impl SchedulerService {
         let body: Value = serde_json::from_slice(&req.body).map_err(|e| bad("invalid_json", &format!("the body is not JSON: {e}")))?;
         let (key, shown) = dedupe_value(&body, &hook.dedupe_key)?;
         let sha = checkfu_core::sha256_hex(&req.body);
+        let claim = Claim { key, dedupe_value: shown, body_sha256: sha, event: body, webhook_source_id: String::new() };
+        self.take_delivery(&a, &hook, claim).await
+    }
+
+    /// A webhook delivery under its dedupe identity (a signed event's, or a
+    /// provider's delivery id): an identity seen before answers what it
+    /// became (replayed); otherwise paused → 409, the trigger's admission
+    /// filter over `event` → a FilteredDelivery, else a firing — each
+    /// claiming the identity in the same write.
+    pub(crate) async fn take_delivery(&self, a: &Automation, hook: &Webhook, c: Claim) -> Result<(Ingested, bool)> {
         // Twice at most: a delivery that lost a race for its identity reads
         // the winner's result.
         for _ in 0..2 {
-            if let Some(d) = self.store.get_delivery(&a.id, &key).await? {
-                return Ok((self.replay(&d, &sha).await?, true));
+            if let Some(d) = self.store.get_delivery(&a.id, &c.key).await? {
+                return Ok((self.replay(&d, &c.body_sha256).await?, true));
             }
             if a.status == AutomationStatus::Paused {
                 return Err(Error::conflict("the Automation is paused").with_details(serde_json::json!({"status": "paused"})));
             }
             let delivery = Delivery {
                 automation_id: a.id.clone(),
-                dedupe_key: key.clone(),
-                body_sha256: sha.clone(),
+                dedupe_key: c.key.clone(),
+                body_sha256: c.body_sha256.clone(),
                 firing_id: String::new(),
                 filtered_id: String::new(),
                 created_ms: now_ms(),
             };
-            if let Some(index) = first_failing(&hook.filter, &body) {
+            if let Some(index) = first_failing(&hook.filter, &c.event) {
                 let f = FilteredDelivery {
                     id: FilteredDeliveryId::mint(),
                     automation_id: a.id.clone(),
-                    dedupe_value: shown.clone(),
-                    body_sha256: sha.clone(),
+                    dedupe_value: c.dedupe_value.clone(),
+                    body_sha256: c.body_sha256.clone(),
                     predicate_index: index as i64,
                     created_ms: delivery.created_ms,
                 };
@@ -133,13 +156,14 @@ impl SchedulerService {
             }
             let adm = Admission {
                 source: FiringSource::Webhook,
-                event: body.clone(),
+                event: c.event.clone(),
                 scheduled_for_ms: 0,
-                dedupe_value: shown.clone(),
+                dedupe_value: c.dedupe_value.clone(),
                 actor: String::new(),
                 delivery: Some(delivery),
+                webhook_source_id: c.webhook_source_id.clone(),
             };
-            if let Some(f) = self.admit(&a, adm).await? {
+            if let Some(f) = self.admit(a, adm).await? {
                 return Ok((Ingested::Fired(Box::new(f)), false));
             }
         }
@@ -147,7 +171,7 @@ impl SchedulerService {
     }
 
     /// An identity seen before: the same bytes answer what they became.
-    async fn replay(&self, d: &Delivery, sha: &str) -> Result<Ingested> {
+    pub(crate) async fn replay(&self, d: &Delivery, sha: &str) -> Result<Ingested> {
         if d.body_sha256 != sha {
             return Err(Error::conflict("another event with this dedupe value was delivered").with_reason("dedupe_key_conflict"));
         }

@@ -32,6 +32,10 @@ pub mod model;
 pub mod occurrences;
 pub mod predicates;
 pub mod program;
+mod provider_calls;
+pub mod provider_ingest;
+mod provider_wire;
+pub mod providers;
 pub mod service;
 pub mod session_input;
 pub mod settle;
@@ -45,6 +49,7 @@ pub mod subscriptions;
 pub mod trace;
 mod trace_wire;
 pub mod triggers;
+pub mod webhook_source;
 
 use checkfu_core::Result;
 use checkfu_proto::scheduler::v1::scheduler_service_server::SchedulerServiceServer;
@@ -64,6 +69,7 @@ pub const MIGRATIONS: Migrations = checkfu_store::migrations!("../../migrations/
     "0006_subscriptions",
     "0007_frontiers",
     "0008_skill_proposals",
+    "0009_webhook_sources",
 );
 
 /// Opens the store and builds the service; the database handle is for the

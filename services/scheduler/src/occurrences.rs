@@ -113,6 +113,7 @@ impl SchedulerService {
             dedupe_value: String::new(),
             actor: String::new(),
             delivery: None,
+            webhook_source_id: String::new(),
         };
         match self.admit(a, adm).await? {
             Some(f) => Ok(Some(f)),

@@ -46,8 +46,15 @@ pub struct SchedulerService {
     outbox_wake: Option<Arc<tokio::sync::Notify>>,
     /// Wakes this replica's timer loop when a write arms a timer.
     pub(crate) timer_wake: Arc<tokio::sync::Notify>,
-    /// Seals ingest secrets at rest.
+    /// Seals ingest secrets (and providers' signing secrets) at rest.
     pub(crate) sealer: Sealer,
+    /// The provider adapters offered (`providers/`, §18.9).
+    pub(crate) providers: crate::providers::Providers,
+    /// Where providers reach this installation's public API: callback URLs
+    /// are built from it.
+    pub(crate) public_url: String,
+    /// The features switched off (`provider_triggers` among them).
+    pub(crate) features_disabled: checkfu_core::features::Disabled,
 }
 
 /// The services the scheduler calls.
@@ -170,7 +177,26 @@ impl SchedulerService {
             outbox_wake: None,
             timer_wake: Arc::new(tokio::sync::Notify::new()),
             sealer,
+            providers: crate::providers::Providers::new(false),
+            public_url: String::new(),
+            features_disabled: Default::default(),
         }
+    }
+
+    /// Provider events (§18.9): callbacks under `public_url` (the public
+    /// API's base, e.g. `https://checkfu.example.com`); `test_providers`
+    /// adds the `fake` provider (tests and local development only).
+    pub fn with_providers(mut self, public_url: &str, test_providers: bool) -> Self {
+        self.public_url = public_url.trim_end_matches('/').to_string();
+        self.providers = crate::providers::Providers::new(test_providers);
+        self
+    }
+
+    /// The features switched off: `provider_triggers` off refuses provider
+    /// sources, their registrations' actions and provider ingest (503).
+    pub fn with_features_disabled(mut self, disabled: checkfu_core::features::Disabled) -> Self {
+        self.features_disabled = disabled;
+        self
     }
 
     pub fn with_outbox_wake(mut self, wake: Arc<tokio::sync::Notify>) -> Self {
@@ -258,11 +284,7 @@ impl SchedulerService {
             break;
         }
         checks.push(permissions);
-        checks.push(if a.webhook().is_some() && a.ingest_secret.is_empty() {
-            Check::fail("webhook", "the webhook trigger has no ingest secret", None)
-        } else {
-            Check::pass("webhook")
-        });
+        checks.push(self.webhook_readiness(a).await);
         checks.push(self.evaluators(a).await);
         checks.push(self.connections(a).await);
         checks.push(self.session_targets(a).await);

@@ -60,6 +60,7 @@ impl SchedulerService {
                 dedupe_value: r.id.clone(),
                 actor: String::new(),
                 delivery: Some(delivery),
+                webhook_source_id: String::new(),
             };
             // `None`: this event already fired it (redelivered, or read by
             // another replica too).

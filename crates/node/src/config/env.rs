@@ -38,6 +38,8 @@ pub const VARIABLES: &[Variable] = &[
     var("CHECKFU_ALLOW_PRIVATE_TARGETS", "allow_private_targets", Kind::Boolean),
     var("CHECKFU_ALLOW_UNRESTRICTED_NETWORK", "allow_unrestricted_network", Kind::Boolean),
     var("CHECKFU_CMA_PREFIX", "cma_prefix", Kind::Text),
+    var("CHECKFU_PUBLIC_URL", "public_url", Kind::Text),
+    var("CHECKFU_TEST_PROVIDERS", "test_providers", Kind::Boolean),
     var("CHECKFU_SECRETS_KEY", "secrets_key", Kind::Text),
     var("CHECKFU_CREDENTIAL_KEY_FILE", "credential_key_file", Kind::Text),
     var("CHECKFU_FEATURES_DISABLED", "features_disabled", Kind::Text),

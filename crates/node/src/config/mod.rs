@@ -100,6 +100,14 @@ pub struct Config {
     pub allow_unrestricted_network: bool,
     /// Where the CMA-compatible projection is mounted (docs/cma.md).
     pub cma_prefix: String,
+    /// The public API's base URL as providers reach it
+    /// (`https://checkfu.example.com`): provider webhooks call back under
+    /// it. Unset: under `up`, the listener's own address; under `serve`,
+    /// provider sources are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
+    /// Offer the `fake` provider (tests and local development only).
+    pub test_providers: bool,
     /// The installation key sealing stored secrets (32+ characters); on
     /// SQLite a key is kept in `data_dir/secrets.key` when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -240,6 +248,8 @@ impl Config {
             allow_private_targets: false,
             allow_unrestricted_network: matches!(mode, Mode::Up),
             cma_prefix: "/cma".into(),
+            public_url: None,
+            test_providers: false,
             secrets_key: None,
             credential_key_file: None,
             egress_listen: match mode {

@@ -27,10 +27,16 @@ impl Play for Scheduler {
             capability: node.reach_later(Role::Scheduler, Role::CapabilityGateway)?,
             memory: node.reach_later(Role::Scheduler, Role::Memory)?,
         };
+        if opts.scheduler.test_providers {
+            tracing::warn!("the fake provider is offered (test_providers): for tests and local development only");
+        }
         let sealer = super::installation_key(opts, Role::Scheduler)?;
         let (svc, db) = checkfu_scheduler::open(&opts.storage, mesh, sealer).await.context("opening the scheduler store")?;
         let relay = checkfu_bus::outbox::Relay::new(db, node.bus.clone(), "scheduler");
-        let svc = svc.with_outbox_wake(relay.wake.clone());
+        let svc = svc
+            .with_outbox_wake(relay.wake.clone())
+            .with_providers(&opts.scheduler.public_url, opts.scheduler.test_providers)
+            .with_features_disabled(opts.features_disabled.clone());
         node.spawn(relay.run(super::RELAY_EVERY, node.shutdown.clone()));
         node.spawn(checkfu_scheduler::consume(svc.clone(), node.bus.clone(), node.shutdown.clone()));
         node.spawn(checkfu_scheduler::subscriptions::consume(svc.clone(), node.bus.clone(), node.shutdown.clone()));

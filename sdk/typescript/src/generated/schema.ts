@@ -1143,6 +1143,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/ingest/providers/{provider}/{webhook_source_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A provider's delivery to a registration's `callback_url`: no API key;
+         *     the provider's signature (github: `X-Hub-Signature-256`) made with the
+         *     registration's secret authenticates. 201 with the firing it admitted,
+         *     200 with the delivery its admission filter stopped, or 200 `{ignored}`
+         *     for a ping or an event the source does not select; the same delivery id
+         *     again answers the same result with `Idempotent-Replayed: true`.
+         */
+        post: operations["webhookSources.ingestWebhookSourceEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memory-proposals": {
         parameters: {
             query?: never;
@@ -1481,6 +1505,102 @@ export interface paths {
         get: operations["apiKeys.listApiKeys"];
         put?: never;
         post: operations["apiKeys.createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/provider-triggers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["providerTriggers.listProviderTriggers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/provider-webhook-registrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["providerWebhookRegistrations.listProviderWebhookRegistrations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/provider-webhook-registrations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["providerWebhookRegistrations.getProviderWebhookRegistration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/provider-webhook-registrations/{id}/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["providerWebhookRegistrations.checkProviderWebhookRegistration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/provider-webhook-registrations/{id}/repair": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["providerWebhookRegistrations.repairProviderWebhookRegistration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/provider-webhook-registrations/{id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["providerWebhookRegistrations.revokeProviderWebhookRegistration"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2253,6 +2373,38 @@ export interface paths {
          */
         post: operations["webhookEndpoints.rotateWebhookEndpointSecret"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-sources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["webhookSources.listWebhookSources"];
+        put?: never;
+        post: operations["webhookSources.createWebhookSource"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-sources/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["webhookSources.getWebhookSource"];
+        put?: never;
+        post?: never;
+        delete: operations["webhookSources.deleteWebhookSource"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3178,13 +3330,32 @@ export interface components {
              */
             environment_id?: string | null;
             /** @description Event types or globs over them (`session.status_*`). */
-            event_types: ("session.status_running" | "session.status_idle" | "session.status_rescheduled" | "session.status_terminated" | "run.created" | "run.completed" | "run.action_authorized" | "action_approval.pending" | "action_approval.resolved" | "agent.created" | "agent.updated" | "agent.archived" | "agent_deployment.created" | "agent_deployment.updated" | "environment.created" | "environment.updated" | "sandbox_profile.created" | "sandbox_profile.updated" | "connection.created" | "connection.revoked" | "connection.refresh_failed" | "vault_credential.refresh_failed" | "automation.created" | "automation.paused" | "automation.resumed" | "automation.deleted" | "skill_proposal.created" | "skill_proposal.adopted" | "skill_proposal.rejected" | "memory_store.created" | "memory_store.archived" | "memory_store.deleted" | "outcome.evaluation_started" | "outcome.evaluation_completed" | "session.thread_created" | "session.thread_idled" | "session.thread_terminated" | "*" | "session.*" | "session.status_*" | "run.*" | "action_approval.*" | "agent.*")[];
+            event_types: ("session.status_running" | "session.status_idle" | "session.status_rescheduled" | "session.status_terminated" | "run.created" | "run.completed" | "run.action_authorized" | "action_approval.pending" | "action_approval.resolved" | "agent.created" | "agent.updated" | "agent.archived" | "agent_deployment.created" | "agent_deployment.updated" | "environment.created" | "environment.updated" | "sandbox_profile.created" | "sandbox_profile.updated" | "connection.created" | "connection.revoked" | "connection.refresh_failed" | "vault_credential.refresh_failed" | "automation.created" | "automation.paused" | "automation.resumed" | "automation.deleted" | "skill_proposal.created" | "skill_proposal.adopted" | "skill_proposal.rejected" | "provider_webhook_registration.activated" | "provider_webhook_registration.degraded" | "provider_webhook_registration.revoked" | "memory_store.created" | "memory_store.archived" | "memory_store.deleted" | "outcome.evaluation_started" | "outcome.evaluation_completed" | "session.thread_created" | "session.thread_idled" | "session.thread_terminated" | "*" | "session.*" | "session.status_*" | "run.*" | "action_approval.*" | "agent.*")[];
             /**
              * Format: uri
              * @description Where deliveries are POSTed (http or https; private addresses are
              *     refused unless the installation allows them).
              */
             url: string;
+        };
+        CreateWebhookSource: {
+            automation_id: string;
+            /**
+             * @description An `http` Connection in the Automation's Environment to the
+             *     provider's REST API, on which the caller holds `use_connection`.
+             */
+            connection_id: string;
+            /** @description 1–32 of the provider's event types. */
+            events: string[];
+            /**
+             * @description `automatic` (default), `polling` or `manual`.
+             * @enum {string|null}
+             */
+            mode?: "automatic" | "polling" | "manual" | null;
+            /** @description `github` (or `fake` where test providers are enabled). */
+            provider: string;
+            /** @description github: `{kind:"repository", owner, name}`. */
+            resource: Record<string, unknown>;
         };
         /**
          * @description A credential, as sent (api.md §16.2). This type documents the body;
@@ -3429,11 +3600,13 @@ export interface components {
             program?: Record<string, unknown> | null;
             scheduled_for?: string | null;
             settled_at?: string | null;
-            /** @description `manual`, `schedule` or `webhook`. */
+            /** @description `manual`, `schedule`, `webhook` or `subscription`. */
             source: string;
             /** @description `running`, `succeeded`, `failed` or `skipped`. */
             state: string;
             usage: components["schemas"]["FiringUsage"];
+            /** @description The WebhookSource a provider delivery fired it through (§18.9). */
+            webhook_source_id?: string | null;
         };
         FiringTrace: {
             /** @description `{complete, missing:[{kind, id}]}`. */
@@ -4231,11 +4404,13 @@ export interface components {
                 program?: Record<string, unknown> | null;
                 scheduled_for?: string | null;
                 settled_at?: string | null;
-                /** @description `manual`, `schedule` or `webhook`. */
+                /** @description `manual`, `schedule`, `webhook` or `subscription`. */
                 source: string;
                 /** @description `running`, `succeeded`, `failed` or `skipped`. */
                 state: string;
                 usage: components["schemas"]["FiringUsage"];
+                /** @description The WebhookSource a provider delivery fired it through (§18.9). */
+                webhook_source_id?: string | null;
             }[];
             /** @description Opaque token for the next page; null on the last one. */
             next_page?: string | null;
@@ -4444,6 +4619,32 @@ export interface components {
                 /** @description `human` or `service`. */
                 kind: string;
                 name: string;
+            }[];
+            /** @description Opaque token for the next page; null on the last one. */
+            next_page?: string | null;
+        };
+        /** @description A page of a collection, newest first. */
+        Page_ProviderWebhookRegistration: {
+            data: {
+                /** @description Where the provider delivers: `POST` signed events here. */
+                callback_url: string;
+                created_at: string;
+                environment_id: string;
+                health: components["schemas"]["RegistrationHealth"];
+                id: string;
+                /** @description `automatic`, `polling` or `manual`. */
+                mode: string;
+                provider: string;
+                provider_hook_id?: string | null;
+                /**
+                 * @description Only in the answer that made it (a manual registration's create or
+                 *     repair): never shown again.
+                 */
+                signing_secret?: string | null;
+                /** @description `pending`, `active`, `degraded` or `revoked`. */
+                status: string;
+                updated_at: string;
+                webhook_source_id: string;
             }[];
             /** @description Opaque token for the next page; null on the last one. */
             next_page?: string | null;
@@ -4765,6 +4966,25 @@ export interface components {
             /** @description Opaque token for the next page; null on the last one. */
             next_page?: string | null;
         };
+        /** @description A page of a collection, newest first. */
+        Page_WebhookSource: {
+            data: {
+                automation_id: string;
+                connection_id: string;
+                created_at: string;
+                created_by: string;
+                environment_id: string;
+                events: string[];
+                id: string;
+                provider: string;
+                registration: components["schemas"]["ProviderWebhookRegistration"];
+                registration_id: string;
+                /** @description github: `{kind:"repository", owner, name}`. */
+                resource: Record<string, unknown>;
+            }[];
+            /** @description Opaque token for the next page; null on the last one. */
+            next_page?: string | null;
+        };
         PauseAutomation: {
             /** Format: int64 */
             expected_version?: number | null;
@@ -4820,6 +5040,40 @@ export interface components {
             kind: string;
             step_id: string;
         };
+        /** @description A provider this installation offers triggers from. */
+        ProviderTrigger: {
+            available: boolean;
+            events: string[];
+            /** @description ⊆ `automatic`, `polling`, `manual`. */
+            modes: string[];
+            provider: string;
+            resource_kinds: string[];
+        };
+        ProviderTriggers: {
+            data: components["schemas"]["ProviderTrigger"][];
+        };
+        /** @description A WebhookSource's hook at its provider. */
+        ProviderWebhookRegistration: {
+            /** @description Where the provider delivers: `POST` signed events here. */
+            callback_url: string;
+            created_at: string;
+            environment_id: string;
+            health: components["schemas"]["RegistrationHealth"];
+            id: string;
+            /** @description `automatic`, `polling` or `manual`. */
+            mode: string;
+            provider: string;
+            provider_hook_id?: string | null;
+            /**
+             * @description Only in the answer that made it (a manual registration's create or
+             *     repair): never shown again.
+             */
+            signing_secret?: string | null;
+            /** @description `pending`, `active`, `degraded` or `revoked`. */
+            status: string;
+            updated_at: string;
+            webhook_source_id: string;
+        };
         PublishSandboxRevision: {
             /** @description What the profile is for (≤ 2,048 characters); revised with it. */
             description?: string | null;
@@ -4872,6 +5126,17 @@ export interface components {
         RefBody: {
             id: string;
             kind: string;
+        };
+        /** @description How a registration fares: why it is degraded, from its last check or call. */
+        RegistrationHealth: {
+            checked_at?: string | null;
+            /**
+             * @description `hook_missing`, `provider_forbidden`, `provider_error`,
+             *     `provider_unreachable`, `permission_denied`, `hook_left`, …; null
+             *     when healthy.
+             */
+            code?: string | null;
+            message?: string | null;
         };
         RespondToApproval: {
             /**
@@ -5485,7 +5750,7 @@ export interface components {
         };
         UpdateWebhookEndpoint: {
             disabled?: boolean | null;
-            event_types?: ("session.status_running" | "session.status_idle" | "session.status_rescheduled" | "session.status_terminated" | "run.created" | "run.completed" | "run.action_authorized" | "action_approval.pending" | "action_approval.resolved" | "agent.created" | "agent.updated" | "agent.archived" | "agent_deployment.created" | "agent_deployment.updated" | "environment.created" | "environment.updated" | "sandbox_profile.created" | "sandbox_profile.updated" | "connection.created" | "connection.revoked" | "connection.refresh_failed" | "vault_credential.refresh_failed" | "automation.created" | "automation.paused" | "automation.resumed" | "automation.deleted" | "skill_proposal.created" | "skill_proposal.adopted" | "skill_proposal.rejected" | "memory_store.created" | "memory_store.archived" | "memory_store.deleted" | "outcome.evaluation_started" | "outcome.evaluation_completed" | "session.thread_created" | "session.thread_idled" | "session.thread_terminated" | "*" | "session.*" | "session.status_*" | "run.*" | "action_approval.*" | "agent.*")[] | null;
+            event_types?: ("session.status_running" | "session.status_idle" | "session.status_rescheduled" | "session.status_terminated" | "run.created" | "run.completed" | "run.action_authorized" | "action_approval.pending" | "action_approval.resolved" | "agent.created" | "agent.updated" | "agent.archived" | "agent_deployment.created" | "agent_deployment.updated" | "environment.created" | "environment.updated" | "sandbox_profile.created" | "sandbox_profile.updated" | "connection.created" | "connection.revoked" | "connection.refresh_failed" | "vault_credential.refresh_failed" | "automation.created" | "automation.paused" | "automation.resumed" | "automation.deleted" | "skill_proposal.created" | "skill_proposal.adopted" | "skill_proposal.rejected" | "provider_webhook_registration.activated" | "provider_webhook_registration.degraded" | "provider_webhook_registration.revoked" | "memory_store.created" | "memory_store.archived" | "memory_store.deleted" | "outcome.evaluation_started" | "outcome.evaluation_completed" | "session.thread_created" | "session.thread_idled" | "session.thread_terminated" | "*" | "session.*" | "session.status_*" | "run.*" | "action_approval.*" | "agent.*")[] | null;
             /** Format: int64 */
             expected_version?: number | null;
             /** Format: uri */
@@ -5563,6 +5828,21 @@ export interface components {
             url: string;
             /** Format: int64 */
             version: number;
+        };
+        /** @description An Automation's events from a provider's resource. */
+        WebhookSource: {
+            automation_id: string;
+            connection_id: string;
+            created_at: string;
+            created_by: string;
+            environment_id: string;
+            events: string[];
+            id: string;
+            provider: string;
+            registration: components["schemas"]["ProviderWebhookRegistration"];
+            registration_id: string;
+            /** @description github: `{kind:"repository", owner, name}`. */
+            resource: Record<string, unknown>;
         };
         WriteMemoryDocument: {
             /** @description UTF-8 text, at most 256 KiB. */
@@ -8803,6 +9083,51 @@ export interface operations {
             };
         };
     };
+    "webhookSources.ingestWebhookSourceEvent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                provider: string;
+                webhook_source_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The provider's JSON event, at most 1 MiB, signed as sent */
+        requestBody: {
+            content: {
+                "application/json": Record<string, unknown>;
+            };
+        };
+        responses: {
+            /** @description Filtered, a ping, or an event not selected */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown>;
+                };
+            };
+            /** @description Admitted */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Firing"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     "memoryProposals.listMemoryProposals": {
         parameters: {
             query: {
@@ -9888,6 +10213,188 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "providerTriggers.listProviderTriggers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderTriggers"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "providerWebhookRegistrations.listProviderWebhookRegistrations": {
+        parameters: {
+            query?: {
+                environment_id?: string;
+                /** @description `pending`, `active`, `degraded` or `revoked`. */
+                status?: "pending" | "active" | "degraded" | "revoked";
+                /** @description 1 to 100; default 20. */
+                limit?: number;
+                /** @description The `next_page` token of the previous page. */
+                page?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Newest first, revoked ones too */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_ProviderWebhookRegistration"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "providerWebhookRegistrations.getProviderWebhookRegistration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderWebhookRegistration"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "providerWebhookRegistrations.checkProviderWebhookRegistration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Asked the provider: active, or degraded with why (hook_missing, provider_forbidden, …) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderWebhookRegistration"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "providerWebhookRegistrations.repairProviderWebhookRegistration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A new secret and (automatic) a new hook; the old secret signs nothing from now on */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderWebhookRegistration"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "providerWebhookRegistrations.revokeProviderWebhookRegistration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked for good: the hook removed at the provider, its deliveries refused */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProviderWebhookRegistration"];
                 };
             };
             "4XX": {
@@ -11900,6 +12407,138 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "webhookSources.listWebhookSources": {
+        parameters: {
+            query?: {
+                environment_id?: string;
+                automation_id?: string;
+                /** @description 1 to 100; default 20. */
+                limit?: number;
+                /** @description The `next_page` token of the previous page. */
+                page?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page_WebhookSource"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "webhookSources.createWebhookSource": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A retry with the same key and body replays the first answer (kept at
+                 *     least 24 h); a different body with the key → 409 `idempotency.key_reused`.
+                 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookSource"];
+            };
+        };
+        responses: {
+            /** @description Made; an automatic registration is active or degraded, a manual one pending with its signing_secret shown once */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSource"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "webhookSources.getWebhookSource": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSource"];
+                };
+            };
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    "webhookSources.deleteWebhookSource": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted: its registration revoked (the hook removed at the provider) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSource"];
                 };
             };
             "4XX": {

@@ -118,10 +118,12 @@ pub struct Firing {
     pub id: String,
     pub automation_id: String,
     pub environment_id: String,
-    /// `manual`, `schedule` or `webhook`.
+    /// `manual`, `schedule`, `webhook` or `subscription`.
     pub source: String,
     #[schema(value_type = Option<Object>)]
     pub event: Value,
+    /// The WebhookSource a provider delivery fired it through (§18.9).
+    pub webhook_source_id: Option<String>,
     pub scheduled_for: Option<String>,
     pub dedupe_value: Option<String>,
     pub actor_principal_id: Option<String>,
@@ -142,7 +144,7 @@ pub struct Firing {
     pub settled_at: Option<String>,
 }
 
-fn firing(f: &pb::Firing) -> Firing {
+pub(crate) fn firing(f: &pb::Firing) -> Firing {
     let u = f.usage.unwrap_or_default();
     Firing {
         id: f.id.clone(),
@@ -150,6 +152,7 @@ fn firing(f: &pb::Firing) -> Firing {
         environment_id: f.environment_id.clone(),
         source: f.source.clone(),
         event: doc(&f.event_json),
+        webhook_source_id: opt(&f.webhook_source_id),
         scheduled_for: (f.scheduled_for_ms > 0).then(|| rfc3339(f.scheduled_for_ms)),
         dedupe_value: opt(&f.dedupe_value),
         actor_principal_id: opt(&f.actor_principal_id),
@@ -534,7 +537,7 @@ pub struct FilteredDelivery {
     pub created_at: String,
 }
 
-fn filtered(d: &pb::FilteredDelivery) -> FilteredDelivery {
+pub(crate) fn filtered(d: &pb::FilteredDelivery) -> FilteredDelivery {
     FilteredDelivery {
         id: d.id.clone(),
         automation_id: d.automation_id.clone(),

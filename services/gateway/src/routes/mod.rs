@@ -23,6 +23,7 @@ pub mod skills;
 pub mod tool_sources;
 pub mod uploads;
 pub mod vaults;
+pub mod webhook_sources;
 pub mod webhooks;
 
 pub use paging::{InEnvironment, Paging};

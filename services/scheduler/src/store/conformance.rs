@@ -64,6 +64,7 @@ fn firing(id: &str, automation_id: &str, source: FiringSource) -> Firing {
         settled_ms: 0,
         program: None,
         graph: Value::Null,
+        webhook_source_id: String::new(),
         version: 0,
     }
 }
@@ -82,6 +83,7 @@ async fn scheduler_store_conformance() {
         subscriptions_are_found_by_environment(&*s).await;
         frontiers_move_by_compare_and_set(&*s).await;
         skill_proposals_are_made_once_and_decided_once(&*s).await;
+        webhook_sources_are_one_live_per_automation(&*s).await;
         eprintln!("scheduler store conformance passed on {name}");
     }
 }
@@ -515,4 +517,70 @@ async fn skill_proposals_are_made_once_and_decided_once(s: &dyn SchedulerStore) 
     assert_eq!(s.adopted_skill_version("auto_k", "skl_1").await.expect("adopted"), Some(2));
     assert_eq!(s.adopted_skill_version("auto_other", "skl_1").await.expect("another's"), None);
     assert!(s.list_skill_proposals(&["env_1".into()], "rejected", &page).await.expect("none").is_empty());
+}
+
+async fn webhook_sources_are_one_live_per_automation(s: &dyn SchedulerStore) {
+    use crate::webhook_source::{Health, Registration, SourceRow, WebhookSource};
+    let row = |id: &str, reg: &str| SourceRow {
+        source: WebhookSource {
+            id: id.into(),
+            environment_id: "env_1".into(),
+            automation_id: "auto_w".into(),
+            provider: "github".into(),
+            connection_id: "conn_1".into(),
+            resource: json!({"kind": "repository", "owner": "o", "name": "r"}),
+            events: vec!["issues".into()],
+            registration_id: reg.into(),
+            created_by: "prin_1".into(),
+            created_ms: 1,
+            deleted_ms: 0,
+        },
+        registration: Registration {
+            id: reg.into(),
+            webhook_source_id: id.into(),
+            environment_id: "env_1".into(),
+            provider: "github".into(),
+            mode: "automatic".into(),
+            status: "pending".into(),
+            provider_hook_id: None,
+            callback_url: "https://x/cb".into(),
+            sealed_secret: "sealed".into(),
+            health: Health::default(),
+            created_ms: 1,
+            updated_ms: 1,
+        },
+        version: 1,
+    };
+    let first = row("whsrc_1", "pwreg_1");
+    assert!(s.insert_webhook_source(&first, &[]).await.expect("insert"));
+    assert!(!s.insert_webhook_source(&row("whsrc_2", "pwreg_2"), &[]).await.expect("second"), "one live source per Automation");
+    assert_eq!(s.webhook_source_of_automation("auto_w").await.expect("of automation"), Some(first.clone()));
+    assert_eq!(s.webhook_source_of_registration("pwreg_1").await.expect("of registration"), Some(first.clone()));
+
+    // A compare-and-set on version, with the move's event.
+    let mut active = first.clone();
+    active.registration.status = "active".into();
+    active.registration.provider_hook_id = Some("12".into());
+    active.version = 2;
+    let activated = checkfu_bus::resource_record("provider_webhook_registration.activated", "env_1", "pwreg_1");
+    assert!(s.update_webhook_source(&active, 1, &[activated]).await.expect("update"));
+    assert!(!s.update_webhook_source(&active, 1, &[]).await.expect("stale"), "a stale version writes nothing");
+    assert_eq!(s.get_webhook_source("whsrc_1").await.expect("get"), Some(active.clone()));
+    async fn listed(s: &dyn SchedulerStore, status: &str, live: bool) -> Vec<String> {
+        let page = PageRequest { limit: 10, before_id: None };
+        s.list_webhook_sources(&["env_1".into()], "", status, live, &page).await.expect("list").into_iter().map(|x| x.source.id).collect()
+    }
+    assert_eq!(listed(s, "active", false).await, ["whsrc_1"]);
+    assert!(listed(s, "revoked", false).await.is_empty());
+
+    // Deleted: no longer live, so another may be made; the old one stays listed.
+    let mut gone = active.clone();
+    gone.registration.status = "revoked".into();
+    gone.source.deleted_ms = 5;
+    gone.version = 3;
+    assert!(s.update_webhook_source(&gone, 2, &[]).await.expect("delete"));
+    assert_eq!(s.webhook_source_of_automation("auto_w").await.expect("of automation"), None);
+    assert!(s.insert_webhook_source(&row("whsrc_3", "pwreg_3"), &[]).await.expect("a new one"));
+    assert_eq!(listed(s, "", true).await, ["whsrc_3"], "live sources only");
+    assert_eq!(listed(s, "revoked", false).await, ["whsrc_1"], "registrations, revoked ones too");
 }

@@ -3,7 +3,8 @@
 //! the outbox in the same transaction as the change they describe; the
 //! occurrence timers (`timers.rs`), signed-ingest deliveries
 //! (`deliveries.rs`), `continue_selected` inputs (`inputs.rs`), history
-//! frontiers (`frontiers.rs`) and SkillProposals (`skill_proposals.rs`).
+//! frontiers (`frontiers.rs`), SkillProposals (`skill_proposals.rs`) and
+//! WebhookSources with their registrations (`webhook_sources.rs`).
 
 use crate::firing::Firing;
 use crate::graph::{Application, Graph, Revision};
@@ -25,6 +26,7 @@ mod graphs;
 mod inputs;
 mod skill_proposals;
 mod timers;
+mod webhook_sources;
 
 #[async_trait::async_trait]
 pub trait SchedulerStore: Send + Sync + 'static {
@@ -110,6 +112,25 @@ pub trait SchedulerStore: Send + Sync + 'static {
     /// The latest version of a skill adopted from the Automation's
     /// proposals.
     async fn adopted_skill_version(&self, automation_id: &str, skill_id: &str) -> Result<Option<i64>>;
+    /// Records a WebhookSource with its registration and events unless its
+    /// Automation has a live one: whether it was recorded.
+    async fn insert_webhook_source(&self, x: &crate::webhook_source::SourceRow, events: &[Record]) -> Result<bool>;
+    /// Writes a source (and its registration) still at `expected_version`.
+    async fn update_webhook_source(&self, x: &crate::webhook_source::SourceRow, expected_version: i64, events: &[Record]) -> Result<bool>;
+    async fn get_webhook_source(&self, id: &str) -> Result<Option<crate::webhook_source::SourceRow>>;
+    async fn webhook_source_of_registration(&self, registration_id: &str) -> Result<Option<crate::webhook_source::SourceRow>>;
+    /// The Automation's live source.
+    async fn webhook_source_of_automation(&self, automation_id: &str) -> Result<Option<crate::webhook_source::SourceRow>>;
+    /// Newest first: live sources (`live`), or every registration; each
+    /// filter narrows when not empty.
+    async fn list_webhook_sources(
+        &self,
+        environment_ids: &[String],
+        automation_id: &str,
+        status: &str,
+        live: bool,
+        page: &PageRequest,
+    ) -> Result<Vec<crate::webhook_source::SourceRow>>;
 
     /// Takes up to `limit` due timers for `holder` until `lease_until_ms`;
     /// a timer is never held by two holders at once.
@@ -214,6 +235,7 @@ fn firing(r: &AnyRow, children: Vec<String>) -> Result<Firing> {
         program: serde_json::from_value(json(r, "program_json")?)
             .map_err(|e| Error::internal(format!("a stored program is unreadable: {e}")))?,
         graph: json(r, "graph_json")?,
+        webhook_source_id: s(r, "webhook_source_id")?,
         version: i(r, "version")?,
     })
 }
@@ -380,8 +402,8 @@ impl SchedulerStore for SqlSchedulerStore {
         let mut tx = self.db.pool.begin().await.map_err(db_err)?;
         let r = sqlx::query(
             "INSERT INTO automation_firings (id, automation_id, environment_id, source, event_json, scheduled_for_ms, dedupe_value, \
-             actor_principal_id, automation_version, state, usage_json, error_json, created_ms, settled_ms, program_json, graph_json, version) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+             actor_principal_id, automation_version, state, usage_json, error_json, created_ms, settled_ms, program_json, graph_json, version, \
+             webhook_source_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
         )
         .bind(&f.id)
         .bind(&f.automation_id)
@@ -400,6 +422,7 @@ impl SchedulerStore for SqlSchedulerStore {
         .bind(to_json(&f.program))
         .bind(f.graph.to_string())
         .bind(f.version)
+        .bind(&f.webhook_source_id)
         .execute(&mut *tx)
         .await;
         match r {
@@ -607,6 +630,37 @@ impl SchedulerStore for SqlSchedulerStore {
 
     async fn adopted_skill_version(&self, automation_id: &str, skill_id: &str) -> Result<Option<i64>> {
         skill_proposals::adopted(&self.db, automation_id, skill_id).await
+    }
+
+    async fn insert_webhook_source(&self, x: &crate::webhook_source::SourceRow, events: &[Record]) -> Result<bool> {
+        webhook_sources::insert(&self.db, x, events).await
+    }
+
+    async fn update_webhook_source(&self, x: &crate::webhook_source::SourceRow, expected_version: i64, events: &[Record]) -> Result<bool> {
+        webhook_sources::update(&self.db, x, expected_version, events).await
+    }
+
+    async fn get_webhook_source(&self, id: &str) -> Result<Option<crate::webhook_source::SourceRow>> {
+        webhook_sources::get(&self.db, id).await
+    }
+
+    async fn webhook_source_of_registration(&self, registration_id: &str) -> Result<Option<crate::webhook_source::SourceRow>> {
+        webhook_sources::of_registration(&self.db, registration_id).await
+    }
+
+    async fn webhook_source_of_automation(&self, automation_id: &str) -> Result<Option<crate::webhook_source::SourceRow>> {
+        webhook_sources::of_automation(&self.db, automation_id).await
+    }
+
+    async fn list_webhook_sources(
+        &self,
+        environment_ids: &[String],
+        automation_id: &str,
+        status: &str,
+        live: bool,
+        page: &PageRequest,
+    ) -> Result<Vec<crate::webhook_source::SourceRow>> {
+        webhook_sources::list(&self.db, environment_ids, automation_id, status, live, page).await
     }
 
     async fn frontier(&self, automation_id: &str, name: &str) -> Result<Option<Frontier>> {
