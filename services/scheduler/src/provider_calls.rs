@@ -347,7 +347,11 @@ impl SchedulerService {
     /// provider registration is not revoked (`fail`) or still waiting for
     /// its first delivery (`unknown`).
     pub(crate) async fn webhook_readiness(&self, a: &Automation) -> Check {
-        if a.webhook().is_some() && a.ingest_secret.is_empty() {
+        if a.webhook().is_none() {
+            // Only a webhook trigger's Automation has a source.
+            return Check::pass("webhook");
+        }
+        if a.ingest_secret.is_empty() {
             return Check::fail("webhook", "the webhook trigger has no ingest secret", None);
         }
         match self.store.webhook_source_of_automation(a.id.as_str()).await {

@@ -40,7 +40,12 @@ impl Runs {
         if let Some(known) = self.screens.get(session_id) {
             return Ok(known);
         }
-        let s = self.log.session(session_id.as_str()).await?;
+        // The Session was just committed here, usually: its snapshot
+        // answers without a read.
+        let s = match self.log.cached_state(session_id.as_str()) {
+            Some((s, _)) => s,
+            None => self.log.session(session_id.as_str()).await?,
+        };
         let screen = s.delivery_screen.map(|d| (s.environment_id, Arc::new(d)));
         self.screens.insert(session_id.clone(), screen.clone());
         Ok(screen)
