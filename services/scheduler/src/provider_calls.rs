@@ -186,7 +186,7 @@ impl SchedulerService {
     /// Applies `change` to the registration and writes it (a
     /// compare-and-set, read again when another write won), with the event
     /// a status move emits and an audit record.
-    async fn record_registration(
+    pub(crate) async fn record_registration(
         &self,
         mut row: SourceRow,
         actor: &str,

@@ -25,7 +25,6 @@ use crate::model::*;
 use crate::service::SchedulerService;
 use crate::webhook_source::{Health, SourceRow};
 use checkfu_core::id::{AutomationId, TypedId, WebhookSourceId};
-use checkfu_core::time::now_ms;
 use checkfu_core::{Code, Error, Result};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -107,31 +106,23 @@ impl SchedulerService {
     }
 
     /// A manual registration waiting for its first valid delivery (or
-    /// ping) becomes `active`; a failure to record it only waits for the
-    /// next one.
+    /// ping) becomes `active`, recorded as any registration change is; a
+    /// failure to record it only waits for the next one.
     async fn activate_on_delivery(&self, row: SourceRow) {
         if row.registration.status != "pending" {
             return;
         }
-        let mut next = row.clone();
-        let now = now_ms();
-        let moved = next.registration.transition("active", Health { checked_ms: now, ..Health::default() }, now);
-        next.version += 1;
-        let events: Vec<_> =
-            moved.iter().map(|k| checkfu_bus::resource_record(k, &next.source.environment_id, &next.registration.id)).collect();
-        match self.store.update_webhook_source(&next, row.version, &events).await {
-            Ok(true) => {
-                self.woke();
-                // The provider's signed delivery did it.
-                let actor = format!("provider:{}", next.source.provider);
-                let id = &next.registration.id;
-                self.audit_resource(&actor, "provider_webhook_registration.activated", "provider_webhook_registration", id, json!({}))
-                    .await;
-            }
-            Ok(false) => {}
-            Err(e) => {
-                tracing::warn!(registration = %row.registration.id, error = %e.message, "a registration's activation was not recorded")
-            }
+        // The provider's signed delivery did it.
+        let actor = format!("provider:{}", row.source.provider);
+        let id = row.registration.id.clone();
+        let activated = self
+            .record_registration(row, &actor, "provider_webhook_registration.activated", |r, now| match r.status.as_str() {
+                "pending" => r.transition("active", Health { checked_ms: now, ..Health::default() }, now),
+                _ => None,
+            })
+            .await;
+        if let Err(e) = activated {
+            tracing::warn!(registration = %id, error = %e.message, "a registration's activation was not recorded");
         }
     }
 }

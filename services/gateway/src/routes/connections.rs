@@ -29,7 +29,7 @@ use utoipa::IntoParams;
 
 type J<T> = ApiResult<Json<T>>;
 
-async fn connection_for(st: &AppState, id: &str) -> ApiResult<cap::Connection> {
+pub(crate) async fn connection_for(st: &AppState, id: &str) -> ApiResult<cap::Connection> {
     checkfu_core::id::ConnectionId::check("id", id)?;
     Ok(st.connections.clone().get_connection(cap::GetConnectionRequest { id: id.into() }).await?.into_inner())
 }

@@ -17,7 +17,6 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use checkfu_core::Error;
-use checkfu_proto::capability::v1 as cap;
 use checkfu_proto::scheduler::v1 as pb;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -205,11 +204,7 @@ pub async fn create(State(st): State<AppState>, caller: Caller, headers: HeaderM
 /// the Automation's Environment, on which the caller holds
 /// `use_connection` (a source never lends reach its creator lacks).
 async fn usable_connection(st: &AppState, caller: &Caller, id: &str, environment_id: &str) -> ApiResult<()> {
-    let c = match st.connections.clone().get_connection(cap::GetConnectionRequest { id: id.into() }).await {
-        Ok(c) => c.into_inner(),
-        Err(s) if s.code() == tonic::Code::NotFound => return Err(Error::not_found("connection", id).into()),
-        Err(s) => return Err(s.into()),
-    };
+    let c = super::connections::connection_for(st, id).await?;
     if c.environment_id != environment_id {
         return Err(Error::not_found("connection", id).into());
     }

@@ -13,13 +13,10 @@ use checkfu_store::sqlx::{self, any::AnyRow};
 use checkfu_store::{Db, db_err};
 
 fn row(r: &AnyRow) -> Result<SourceRow> {
-    let read = |col: &str| -> Result<serde_json::Value> {
-        serde_json::from_str(&s(r, col)?).map_err(|e| Error::internal(format!("a stored webhook source is unreadable: {e}")))
-    };
     let unreadable = |e: serde_json::Error| Error::internal(format!("a stored webhook source is unreadable: {e}"));
     Ok(SourceRow {
-        source: serde_json::from_value(read("source_json")?).map_err(unreadable)?,
-        registration: serde_json::from_value(read("registration_json")?).map_err(unreadable)?,
+        source: serde_json::from_str(&s(r, "source_json")?).map_err(unreadable)?,
+        registration: serde_json::from_str(&s(r, "registration_json")?).map_err(unreadable)?,
         version: i(r, "version")?,
     })
 }
